@@ -1,0 +1,29 @@
+//! What the domain refuses, and why. The HTTP pipeline maps each variant to one stable
+//! problem code; nothing else decides a status.
+
+use crate::ids::BouquetId;
+use crate::money::MoneyError;
+use crate::order::OrderStatus;
+use crate::validation::FieldError;
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DomainError {
+    #[error("the request is invalid")]
+    Invalid(Vec<FieldError>),
+    #[error("bouquets are not available: {}", list(.0))]
+    BouquetUnavailable(Vec<BouquetId>),
+    #[error("the bouquet can only be changed or withdrawn while it is available")]
+    BouquetNotAvailableForChange,
+    #[error("all bouquets of an order must come from one vendor")]
+    VendorMismatch,
+    #[error(transparent)]
+    Money(#[from] MoneyError),
+    #[error("the reservation has expired")]
+    ReservationExpired,
+    #[error("the order is {0} and cannot do that")]
+    OrderInvalidState(OrderStatus),
+}
+
+fn list(ids: &[BouquetId]) -> String {
+    ids.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+}

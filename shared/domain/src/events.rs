@@ -1,0 +1,60 @@
+//! Domain events. Each is written as an outbox item in the same transaction as the change it
+//! describes, then published to EventBridge with detail-type = [`EventData::name`].
+
+use serde::Serialize;
+
+use crate::clock::Timestamp;
+use crate::ids::{BouquetId, CustomerId, EventId, OrderId, VaseId, VendorId};
+use crate::money::Money;
+
+/// The payload of each event, by name (API.md, Events).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged, rename_all_fields = "camelCase")]
+pub enum EventData {
+    VendorOnboarded { vendor_id: VendorId, name: String },
+    BouquetListed { bouquet_id: BouquetId, vendor_id: VendorId, name: String, price: Money, vase_id: Option<VaseId> },
+    BouquetChanged { bouquet_id: BouquetId, vendor_id: VendorId, name: String, description: String, price: Money },
+    BouquetWithdrawn { bouquet_id: BouquetId, vendor_id: VendorId },
+    OrderReserved { order_id: OrderId, customer_id: CustomerId, vendor_id: VendorId, bouquet_ids: Vec<BouquetId>, total: Money, reserved_until: Timestamp },
+}
+
+impl EventData {
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventData::VendorOnboarded { .. } => "VendorOnboarded",
+            EventData::BouquetListed { .. } => "BouquetListed",
+            EventData::BouquetChanged { .. } => "BouquetChanged",
+            EventData::BouquetWithdrawn { .. } => "BouquetWithdrawn",
+            EventData::OrderReserved { .. } => "OrderReserved",
+        }
+    }
+}
+
+/// One event with its envelope: the EventBridge detail.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DomainEvent {
+    pub event_id: EventId,
+    pub aggregate_id: String,
+    pub aggregate_version: u64,
+    pub occurred_at: Timestamp,
+    pub correlation_id: String,
+    pub data: EventData,
+}
+
+impl DomainEvent {
+    pub fn new(aggregate_id: impl ToString, aggregate_version: u64, occurred_at: Timestamp, correlation_id: &str, data: EventData) -> Self {
+        Self {
+            event_id: EventId::generate(),
+            aggregate_id: aggregate_id.to_string(),
+            aggregate_version,
+            occurred_at,
+            correlation_id: correlation_id.to_owned(),
+            data,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.data.name()
+    }
+}

@@ -1,0 +1,25 @@
+//! The marketplace's pure domain.
+//!
+//! Everything here is deterministic: time comes in through a [`Clock`], ids are values, and
+//! every rule is a function that returns a decision. Adapters (DynamoDB, HTTP) turn those
+//! decisions into conditional writes and responses; nothing in this crate does I/O.
+
+pub mod bouquet;
+pub mod clock;
+pub mod error;
+pub mod events;
+pub mod ids;
+pub mod money;
+pub mod order;
+pub mod text;
+pub mod validation;
+pub mod vendor;
+
+pub use bouquet::{Bouquet, BouquetStatus};
+pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
+pub use error::DomainError;
+pub use ids::{BouquetId, CustomerId, EventId, OrderId, VaseId, VendorId};
+pub use money::{Currency, Money};
+pub use order::{Order, OrderLine, OrderStatus};
+pub use validation::{FieldError, Validation};
+pub use vendor::Vendor;

@@ -1,0 +1,314 @@
+//! Orders and their lifecycle:
+//!
+//! ```text
+//! reserved ──pay──▶ payment_pending ──charged──▶ paid ──▶ fulfilled
+//!    │  ▲                 │
+//!    │  └────declined─────┘
+//!    ├──cancel──▶ cancelled
+//!    └──expire──▶ expired      (only once reservedUntil has passed)
+//! ```
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::bouquet::Bouquet;
+use crate::clock::Timestamp;
+use crate::error::DomainError;
+use crate::ids::{BouquetId, CustomerId, OrderId, VendorId};
+use crate::money::Money;
+use crate::validation::FieldError;
+
+/// How long a reservation holds its bouquets unless configured otherwise.
+pub const DEFAULT_HOLD: Duration = Duration::from_secs(15 * 60);
+
+/// At most this many bouquets in one order. The reservation is one DynamoDB transaction of
+/// one update per bouquet plus the order, its event and the idempotency record (and, from
+/// a cart, the cart item): 20 + 4 stays far inside the 100-item limit.
+pub const MAX_BOUQUETS_PER_ORDER: usize = 20;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OrderStatus {
+    Reserved,
+    PaymentPending,
+    Paid,
+    Fulfilled,
+    Cancelled,
+    Expired,
+}
+
+impl OrderStatus {
+    pub const ALL: [OrderStatus; 6] = [
+        OrderStatus::Reserved,
+        OrderStatus::PaymentPending,
+        OrderStatus::Paid,
+        OrderStatus::Fulfilled,
+        OrderStatus::Cancelled,
+        OrderStatus::Expired,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OrderStatus::Reserved => "reserved",
+            OrderStatus::PaymentPending => "payment_pending",
+            OrderStatus::Paid => "paid",
+            OrderStatus::Fulfilled => "fulfilled",
+            OrderStatus::Cancelled => "cancelled",
+            OrderStatus::Expired => "expired",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Whether the order still holds its bouquets.
+    pub fn holds_bouquets(self) -> bool {
+        matches!(self, OrderStatus::Reserved | OrderStatus::PaymentPending)
+    }
+}
+
+impl fmt::Display for OrderStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for OrderStatus {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+/// One bouquet of an order, priced as it was when reserved.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderLine {
+    pub bouquet_id: BouquetId,
+    pub name: String,
+    pub price: Money,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Order {
+    pub order_id: OrderId,
+    pub customer_id: CustomerId,
+    pub vendor_id: VendorId,
+    pub lines: Vec<OrderLine>,
+    pub total: Money,
+    pub status: OrderStatus,
+    pub reserved_until: Timestamp,
+    pub version: u64,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// Checks the shape of a list of bouquet ids: 1..=MAX, each a valid id, no repeats.
+pub fn parse_bouquet_ids(raw: &[String]) -> Result<Vec<BouquetId>, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    if raw.is_empty() {
+        errors.push(FieldError::new("bouquetIds", "must name at least one bouquet"));
+    }
+    if raw.len() > MAX_BOUQUETS_PER_ORDER {
+        errors.push(FieldError::new("bouquetIds", format!("must name at most {MAX_BOUQUETS_PER_ORDER} bouquets")));
+    }
+    let mut seen = BTreeSet::new();
+    let mut ids = Vec::with_capacity(raw.len());
+    for (index, text) in raw.iter().enumerate() {
+        match BouquetId::parse(text) {
+            Ok(id) if !seen.insert(id) => errors.push(FieldError::new(format!("bouquetIds/{index}"), "is a duplicate")),
+            Ok(id) => ids.push(id),
+            Err(error) => errors.push(FieldError::new(format!("bouquetIds/{index}"), error)),
+        }
+    }
+    if errors.is_empty() {
+        Ok(ids)
+    } else {
+        Err(errors)
+    }
+}
+
+impl Order {
+    /// Decides a reservation of `bouquets` (as read, in request order) for `customer`.
+    /// Refuses bouquets that are not available at `now`, naming all of them, and orders
+    /// that mix vendors or currencies.
+    pub fn reserve(customer_id: CustomerId, bouquets: &[Bouquet], hold: Duration, now: Timestamp) -> Result<Order, DomainError> {
+        let unavailable: Vec<BouquetId> = bouquets.iter().filter(|b| !b.is_available(now)).map(|b| b.bouquet_id).collect();
+        if !unavailable.is_empty() {
+            return Err(DomainError::BouquetUnavailable(unavailable));
+        }
+        let first = bouquets.first().ok_or_else(|| DomainError::Invalid(vec![FieldError::new("bouquetIds", "must name at least one bouquet")]))?;
+        if bouquets.iter().any(|b| b.vendor_id != first.vendor_id) {
+            return Err(DomainError::VendorMismatch);
+        }
+        let mut total = Money::from_minor(0, first.price.currency());
+        for bouquet in bouquets {
+            total = total.checked_add(bouquet.price)?;
+        }
+        Ok(Order {
+            order_id: OrderId::generate(),
+            customer_id,
+            vendor_id: first.vendor_id,
+            lines: bouquets
+                .iter()
+                .map(|b| OrderLine { bouquet_id: b.bouquet_id, name: b.name.clone(), price: b.price })
+                .collect(),
+            total,
+            status: OrderStatus::Reserved,
+            reserved_until: now.plus(hold),
+            version: 1,
+            created_at: now,
+            updated_at: now,
+        })
+    }
+
+    pub fn bouquet_ids(&self) -> impl Iterator<Item = BouquetId> + '_ {
+        self.lines.iter().map(|l| l.bouquet_id)
+    }
+
+    pub fn hold_expired(&self, now: Timestamp) -> bool {
+        self.reserved_until < now
+    }
+
+    /// Claims the order for a payment attempt. `Ok(false)` means it is already paid (paying
+    /// twice returns the paid order).
+    pub fn begin_payment(&mut self, now: Timestamp) -> Result<bool, DomainError> {
+        match self.status {
+            OrderStatus::Reserved if self.hold_expired(now) => Err(DomainError::ReservationExpired),
+            OrderStatus::Reserved => {
+                self.transition(OrderStatus::PaymentPending, now);
+                Ok(true)
+            }
+            OrderStatus::Paid | OrderStatus::Fulfilled => Ok(false),
+            OrderStatus::Expired => Err(DomainError::ReservationExpired),
+            other => Err(DomainError::OrderInvalidState(other)),
+        }
+    }
+
+    pub fn payment_declined(&mut self, now: Timestamp) -> Result<(), DomainError> {
+        self.require(OrderStatus::PaymentPending)?;
+        self.transition(OrderStatus::Reserved, now);
+        Ok(())
+    }
+
+    pub fn payment_succeeded(&mut self, now: Timestamp) -> Result<(), DomainError> {
+        self.require(OrderStatus::PaymentPending)?;
+        self.transition(OrderStatus::Paid, now);
+        Ok(())
+    }
+
+    pub fn cancel(&mut self, now: Timestamp) -> Result<(), DomainError> {
+        self.require(OrderStatus::Reserved)?;
+        self.transition(OrderStatus::Cancelled, now);
+        Ok(())
+    }
+
+    /// Expires a reservation whose hold has passed; a payment in progress is left alone.
+    pub fn expire(&mut self, now: Timestamp) -> Result<(), DomainError> {
+        self.require(OrderStatus::Reserved)?;
+        if !self.hold_expired(now) {
+            return Err(DomainError::OrderInvalidState(self.status));
+        }
+        self.transition(OrderStatus::Expired, now);
+        Ok(())
+    }
+
+    pub fn fulfil(&mut self, now: Timestamp) -> Result<(), DomainError> {
+        self.require(OrderStatus::Paid)?;
+        self.transition(OrderStatus::Fulfilled, now);
+        Ok(())
+    }
+
+    fn require(&self, status: OrderStatus) -> Result<(), DomainError> {
+        if self.status == status {
+            Ok(())
+        } else {
+            Err(DomainError::OrderInvalidState(self.status))
+        }
+    }
+
+    fn transition(&mut self, to: OrderStatus, now: Timestamp) {
+        self.status = to;
+        self.version += 1;
+        self.updated_at = now;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bouquet::tests::bouquet;
+    use crate::ids::VendorId;
+
+    const T0: Timestamp = Timestamp::from_millis(1_796_228_211_000);
+
+    fn customer() -> CustomerId {
+        CustomerId::parse("customer-1").unwrap()
+    }
+
+    #[test]
+    fn reserves_for_fifteen_minutes_and_totals_the_lines() {
+        let vendor = VendorId::generate();
+        let bouquets = [bouquet(vendor, 2450, T0), bouquet(vendor, 1000, T0)];
+        let order = Order::reserve(customer(), &bouquets, DEFAULT_HOLD, T0).unwrap();
+        assert_eq!(order.status, OrderStatus::Reserved);
+        assert_eq!(order.total.amount(), "34.50");
+        assert_eq!(order.reserved_until, T0.plus(Duration::from_secs(900)));
+        assert_eq!(order.vendor_id, vendor);
+    }
+
+    #[test]
+    fn refuses_mixed_vendors_and_names_every_unavailable_bouquet() {
+        let a = bouquet(VendorId::generate(), 100, T0);
+        let b = bouquet(VendorId::generate(), 100, T0);
+        assert_eq!(Order::reserve(customer(), &[a.clone(), b.clone()], DEFAULT_HOLD, T0), Err(DomainError::VendorMismatch));
+        let mut held = [a.clone(), a.clone()];
+        held[1].bouquet_id = BouquetId::generate();
+        for h in &mut held {
+            h.reserve(OrderId::generate(), T0.plus(DEFAULT_HOLD), T0).unwrap();
+        }
+        let ids = held.iter().map(|h| h.bouquet_id).collect();
+        assert_eq!(Order::reserve(customer(), &held, DEFAULT_HOLD, T0), Err(DomainError::BouquetUnavailable(ids)));
+    }
+
+    #[test]
+    fn payment_needs_a_live_hold_and_is_idempotent_once_paid() {
+        let b = bouquet(VendorId::generate(), 100, T0);
+        let mut order = Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap();
+        let late = T0.plus(DEFAULT_HOLD).plus(Duration::from_millis(1));
+        assert_eq!(order.clone().begin_payment(late), Err(DomainError::ReservationExpired));
+        assert_eq!(order.begin_payment(T0), Ok(true));
+        order.payment_declined(T0).unwrap();
+        assert_eq!(order.status, OrderStatus::Reserved);
+        order.begin_payment(T0).unwrap();
+        order.payment_succeeded(T0).unwrap();
+        assert_eq!(order.begin_payment(late), Ok(false), "paying a paid order returns it");
+        assert_eq!(order.cancel(T0), Err(DomainError::OrderInvalidState(OrderStatus::Paid)));
+        order.fulfil(T0).unwrap();
+        assert_eq!(order.status, OrderStatus::Fulfilled);
+    }
+
+    #[test]
+    fn expiry_waits_for_the_deadline() {
+        let b = bouquet(VendorId::generate(), 100, T0);
+        let mut order = Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap();
+        assert!(order.expire(T0.plus(DEFAULT_HOLD)).is_err());
+        order.expire(T0.plus(DEFAULT_HOLD).plus(Duration::from_millis(1))).unwrap();
+        assert_eq!(order.status, OrderStatus::Expired);
+        assert_eq!(order.begin_payment(T0), Err(DomainError::ReservationExpired));
+    }
+
+    #[test]
+    fn bouquet_id_lists_are_checked() {
+        assert!(parse_bouquet_ids(&[]).is_err());
+        let id = BouquetId::generate().to_string();
+        let errors = parse_bouquet_ids(&[id.clone(), id.clone(), "x;DROP".into()]).unwrap_err();
+        assert_eq!(errors.iter().map(|e| e.field.as_str()).collect::<Vec<_>>(), ["bouquetIds/1", "bouquetIds/2"]);
+        let many: Vec<String> = (0..21).map(|_| BouquetId::generate().to_string()).collect();
+        assert!(parse_bouquet_ids(&many).is_err());
+        assert_eq!(parse_bouquet_ids(&many[..20]).unwrap().len(), 20);
+    }
+}
