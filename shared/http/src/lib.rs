@@ -1,0 +1,26 @@
+//! The request pipeline every HTTP function shares.
+//!
+//! A function crate declares its route and one `async fn(&Ctx) -> Result<Reply, ApiError>`;
+//! [`run`] does the rest, in this order: correlation id, caller claims, idempotency key and
+//! request fingerprint, the deadline, the handler, and the mapping of every error to
+//! problem+json (in [`problem`], the only place that decides a status code).
+
+mod app;
+mod body;
+mod caller;
+mod ctx;
+mod idempotency;
+pub mod problem;
+mod reply;
+
+pub use app::{App, Config};
+pub use caller::{Caller, Role};
+pub use ctx::{run, Ctx, Route};
+pub use idempotency::IdempotencyIntent;
+pub use problem::ApiError;
+pub use reply::Reply;
+
+/// Re-exported so function crates need no direct dependency on these.
+pub use bouquet_domain as domain;
+pub use bouquet_store as store;
+pub use lambda_http;

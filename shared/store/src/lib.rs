@@ -1,0 +1,47 @@
+//! The DynamoDB adapter: one table (DESIGN.md section 5), conditional writes for every state
+//! change, and the reservation as one `TransactWriteItems`.
+//!
+//! Conditions here restate the domain's rules for DynamoDB (for example "available, or held
+//! by an expired reservation"), so that a lost race is refused by the database, not by a read
+//! that happened before the write.
+
+mod bouquets;
+mod cursor;
+mod error;
+mod events;
+mod idempotency;
+mod items;
+mod keys;
+mod orders;
+mod query;
+mod tx;
+mod vendors;
+
+use aws_sdk_dynamodb::Client;
+
+pub use cursor::Page;
+pub use orders::{bouquet_from_conflict, ReservationRead};
+pub use error::{Conflict, StoreError, Target};
+pub use idempotency::{IdempotencyPut, IdempotencyRecord};
+pub use keys::CATALOGUE_SHARDS;
+
+/// The marketplace table. Cheap to clone: the SDK client is reference-counted.
+#[derive(Clone, Debug)]
+pub struct Store {
+    client: Client,
+    table: String,
+}
+
+impl Store {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self { client, table: table.into() }
+    }
+
+    pub fn table_name(&self) -> &str {
+        &self.table
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+}

@@ -1,0 +1,66 @@
+//! What a function builds once per container, outside the handler: the AWS clients (through
+//! `aws-config`, which honours `AWS_ENDPOINT_URL`), the clock and the configuration.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_config::timeout::TimeoutConfig;
+use aws_config::BehaviorVersion;
+
+use bouquet_domain::order::DEFAULT_HOLD;
+use bouquet_domain::{Clock, SystemClock};
+use bouquet_store::Store;
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// How long a reservation holds its bouquets (`HOLD_DURATION_SECONDS`).
+    pub hold: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self { hold: DEFAULT_HOLD }
+    }
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, lambda_http::Error> {
+        let hold = match std::env::var("HOLD_DURATION_SECONDS") {
+            Ok(text) => Duration::from_secs(text.parse().map_err(|_| format!("HOLD_DURATION_SECONDS={text:?} is not a number of seconds"))?),
+            Err(_) => DEFAULT_HOLD,
+        };
+        Ok(Self { hold })
+    }
+}
+
+#[derive(Clone)]
+pub struct App {
+    pub store: Store,
+    pub clock: Arc<dyn Clock>,
+    pub config: Config,
+}
+
+impl App {
+    pub fn new(store: Store, clock: Arc<dyn Clock>, config: Config) -> Self {
+        Self { store, clock, config }
+    }
+
+    /// The production wiring: `TABLE_NAME` from the template's environment, the system clock.
+    pub async fn from_env() -> Result<Self, lambda_http::Error> {
+        let table = std::env::var("TABLE_NAME").map_err(|_| "TABLE_NAME is not set")?;
+        let sdk = aws_sdk_config().await;
+        let store = Store::new(aws_sdk_dynamodb::Client::new(&sdk), table);
+        Ok(Self::new(store, Arc::new(SystemClock), Config::from_env()?))
+    }
+}
+
+/// Shared SDK configuration. Each attempt is bounded so one slow call cannot eat the whole
+/// Lambda deadline; the pipeline's own deadline bounds the sum.
+pub async fn aws_sdk_config() -> aws_config::SdkConfig {
+    let timeouts = TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(1))
+        .operation_attempt_timeout(Duration::from_secs(2))
+        .operation_timeout(Duration::from_secs(5))
+        .build();
+    aws_config::defaults(BehaviorVersion::latest()).timeout_config(timeouts).load().await
+}

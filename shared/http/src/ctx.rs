@@ -1,0 +1,225 @@
+//! The per-request context and [`run`], the pipeline around every handler.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use lambda_http::http::{HeaderMap, HeaderValue, Method};
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde::de::DeserializeOwned;
+
+use bouquet_domain::{FieldError, Timestamp};
+use bouquet_store::IdempotencyPut;
+
+use crate::app::App;
+use crate::body::{self, MAX_BODY_BYTES};
+use crate::caller::Caller;
+use crate::idempotency::IdempotencyIntent;
+use crate::problem::ApiError;
+use crate::reply::{self, Reply};
+
+/// The route a function serves, as in `template.yaml` (also the idempotency scope).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route {
+    pub method: &'static str,
+    pub path: &'static str,
+}
+
+impl Route {
+    pub const fn new(method: &'static str, path: &'static str) -> Self {
+        Self { method, path }
+    }
+
+    pub fn key(&self) -> String {
+        format!("{} {}", self.method, self.path)
+    }
+}
+
+/// Time kept back from the Lambda deadline to answer 503 instead of being killed.
+const DEADLINE_MARGIN: Duration = Duration::from_millis(300);
+/// Budget when there is no Lambda context (tests, tools).
+const DEFAULT_BUDGET: Duration = Duration::from_secs(10);
+
+pub const CORRELATION_HEADER: &str = "x-correlation-id";
+
+/// Everything a handler may read about its request.
+pub struct Ctx {
+    pub app: App,
+    pub route: Route,
+    pub correlation_id: String,
+    /// "Now" for this request, from the app's clock: one instant for all decisions.
+    pub now: Timestamp,
+    caller: Option<Caller>,
+    idempotency: Option<IdempotencyIntent>,
+    headers: HeaderMap,
+    path: HashMap<String, String>,
+    query: HashMap<String, String>,
+    body: Vec<u8>,
+}
+
+impl Ctx {
+    fn new(app: &App, request: &Request, route: Route, correlation_id: String) -> Result<Self, ApiError> {
+        let body = body::bytes(request.body());
+        if body.len() > MAX_BODY_BYTES {
+            return Err(ApiError::TooLarge(MAX_BODY_BYTES));
+        }
+        let caller = Caller::from_request(request)?;
+        let idempotency = match (&caller, request.method()) {
+            (Some(caller), &Method::POST) => IdempotencyIntent::parse(
+                header_str(request.headers(), "idempotency-key"),
+                caller.subject.as_str(),
+                &route.key(),
+                body,
+            )?,
+            _ => None,
+        };
+        let query = request.query_string_parameters();
+        Ok(Self {
+            app: app.clone(),
+            route,
+            correlation_id,
+            now: app.clock.now(),
+            caller,
+            idempotency,
+            headers: request.headers().clone(),
+            path: request.path_parameters().iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
+            query: query.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
+            body: body.to_vec(),
+        })
+    }
+
+    /// The authenticated caller; 401 on a request without claims.
+    pub fn caller(&self) -> Result<&Caller, ApiError> {
+        self.caller.as_ref().ok_or(ApiError::Unauthenticated)
+    }
+
+    /// A path parameter parsed by `parse`; a malformed id is a 400 naming the parameter.
+    pub fn path<T, E: ToString>(&self, name: &str, parse: impl FnOnce(&str) -> Result<T, E>) -> Result<T, ApiError> {
+        let raw = self.path.get(name).ok_or_else(|| ApiError::Internal(format!("route has no path parameter {name}")))?;
+        parse(raw).map_err(|e| ApiError::Invalid(vec![FieldError::new(format!("path/{name}"), e)]))
+    }
+
+    pub fn query(&self, name: &str) -> Option<&str> {
+        self.query.get(name).map(String::as_str)
+    }
+
+    /// `?limit=` (1..=100, default 20).
+    pub fn limit(&self) -> Result<usize, ApiError> {
+        match self.query("limit") {
+            None => Ok(20),
+            Some(text) => match text.parse::<usize>() {
+                Ok(n @ 1..=100) => Ok(n),
+                _ => Err(ApiError::Invalid(vec![FieldError::new("query/limit", "must be a whole number from 1 to 100")])),
+            },
+        }
+    }
+
+    pub fn cursor(&self) -> Option<&str> {
+        self.query("cursor")
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        header_str(&self.headers, name)
+    }
+
+    /// The body as `T`; field errors name the JSON path.
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, ApiError> {
+        body::parse_json(self.header("content-type"), &self.body)
+    }
+
+    /// The idempotency record to write with this request's change, holding `reply`.
+    pub fn idempotency_record(&self, reply: &Reply) -> Option<IdempotencyPut> {
+        self.idempotency.as_ref().map(|intent| intent.record(reply, self.now))
+    }
+
+    /// The hash under which this request's idempotency record is (or would be) stored.
+    pub fn idempotency_key_hash(&self) -> Option<&str> {
+        self.idempotency.as_ref().map(|i| i.key_hash.as_str())
+    }
+}
+
+fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Echo the client's correlation id when it is sane, else mint one.
+fn correlation_id(request: &Request) -> String {
+    match header_str(request.headers(), CORRELATION_HEADER) {
+        Some(id) if (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_graphic()) => id.to_owned(),
+        _ => ulid::Ulid::new().to_string(),
+    }
+}
+
+/// The instant by which the handler must have answered.
+fn deadline(request: &Request) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    let lambda_deadline_ms = request.lambda_context_ref().map(|c| c.deadline).unwrap_or(0);
+    if lambda_deadline_ms == 0 {
+        return now + DEFAULT_BUDGET;
+    }
+    let wall_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let remaining = Duration::from_millis(lambda_deadline_ms.saturating_sub(wall_ms));
+    now + remaining.saturating_sub(DEADLINE_MARGIN)
+}
+
+/// Runs `handler` inside the pipeline and always answers with an HTTP response: errors
+/// become problem+json, replays the stored response; every response has `X-Correlation-ID`.
+pub async fn run<H>(app: &App, request: Request, route: Route, handler: H) -> Result<Response<Body>, lambda_http::Error>
+where
+    H: AsyncFnOnce(&Ctx) -> Result<Reply, ApiError>,
+{
+    let started = Instant::now();
+    let correlation_id = correlation_id(&request);
+    let deadline = deadline(&request);
+    let (result, fingerprint) = match Ctx::new(app, &request, route, correlation_id.clone()) {
+        Ok(ctx) => {
+            let fingerprint = ctx.idempotency.as_ref().map(|i| i.fingerprint.clone());
+            let result = match tokio::time::timeout_at(deadline, handler(&ctx)).await {
+                Ok(result) => result,
+                Err(_) => Err(ApiError::DeadlineExceeded),
+            };
+            (result, fingerprint)
+        }
+        Err(error) => (Err(error), None),
+    };
+    let mut response = match result {
+        Ok(reply) => reply.into_response(),
+        Err(ApiError::IdempotencyReplay(record)) if Some(&record.fingerprint) == fingerprint.as_ref() => {
+            let mut response = reply::build(
+                lambda_http::http::StatusCode::from_u16(record.status).unwrap_or_default(),
+                "application/json",
+                record.body.clone(),
+            );
+            response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
+            if let Some(location) = record.location.as_deref().and_then(|l| HeaderValue::from_str(l).ok()) {
+                response.headers_mut().insert("location", location);
+            }
+            response
+        }
+        Err(ApiError::IdempotencyReplay(_)) => problem_response(&ApiError::IdempotencyKeyReused),
+        Err(error) => {
+            if let ApiError::Internal(message) = &error {
+                tracing::error!(correlation_id = %correlation_id, route = %route.key(), error = %message, "request failed");
+            }
+            problem_response(&error)
+        }
+    };
+    if let Ok(value) = HeaderValue::from_str(&correlation_id) {
+        response.headers_mut().insert(CORRELATION_HEADER, value);
+    }
+    tracing::info!(
+        correlation_id = %correlation_id,
+        route = %route.key(),
+        status = response.status().as_u16(),
+        duration_ms = started.elapsed().as_millis() as u64,
+        "request"
+    );
+    Ok(response)
+}
+
+fn problem_response(error: &ApiError) -> Response<Body> {
+    let mut response = reply::build(error.status(), "application/problem+json", error.problem().to_string());
+    if matches!(error, ApiError::Busy | ApiError::IdempotencyInProgress) {
+        response.headers_mut().insert("retry-after", HeaderValue::from_static("1"));
+    }
+    response
+}

@@ -1,0 +1,233 @@
+//! The one mapping from typed errors to HTTP: RFC 9457 problem+json with a stable `code`.
+
+use http::StatusCode;
+use lambda_http::http;
+use serde_json::{json, Value};
+
+use bouquet_domain::{BouquetId, DomainError, FieldError, OrderStatus};
+use bouquet_store::{IdempotencyRecord, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("the request is invalid")]
+    Invalid(Vec<FieldError>),
+    #[error("{0}")]
+    Malformed(String),
+    #[error("the body must be JSON (application/json)")]
+    UnsupportedMediaType,
+    #[error("the body is larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("a valid bearer token is required")]
+    Unauthenticated,
+    #[error("the caller may not do this")]
+    Forbidden,
+    #[error("no such {0}")]
+    NotFound(&'static str),
+    #[error("bouquets are not available")]
+    BouquetUnavailable(Vec<BouquetId>),
+    #[error("the bouquet can only be changed or withdrawn while it is available")]
+    BouquetNotAvailableForChange,
+    #[error("all bouquets must come from one vendor")]
+    VendorMismatch,
+    #[error("the reservation has expired")]
+    ReservationExpired,
+    #[error("the order is {0}")]
+    OrderInvalidState(OrderStatus),
+    #[error("{0}")]
+    PreconditionFailed(&'static str),
+    #[error("this request needs an If-Match header with the current version")]
+    PreconditionRequired,
+    /// Not an error to the client: the pipeline answers with the stored response.
+    #[error("the idempotency key was used before")]
+    IdempotencyReplay(Box<IdempotencyRecord>),
+    #[error("the idempotency key was already used with a different request")]
+    IdempotencyKeyReused,
+    #[error("a request with this idempotency key is still in progress; retry shortly")]
+    IdempotencyInProgress,
+    #[error("the request ran out of time before it could finish safely")]
+    DeadlineExceeded,
+    #[error("the resource is busy; retry shortly")]
+    Busy,
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<DomainError> for ApiError {
+    fn from(error: DomainError) -> Self {
+        match error {
+            DomainError::Invalid(errors) => ApiError::Invalid(errors),
+            DomainError::BouquetUnavailable(ids) => ApiError::BouquetUnavailable(ids),
+            DomainError::BouquetNotAvailableForChange => ApiError::BouquetNotAvailableForChange,
+            DomainError::VendorMismatch => ApiError::VendorMismatch,
+            DomainError::Money(error) => ApiError::Invalid(vec![FieldError::new("bouquetIds", error)]),
+            DomainError::ReservationExpired => ApiError::ReservationExpired,
+            DomainError::OrderInvalidState(status) => ApiError::OrderInvalidState(status),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::IdempotencyReplay(record) => ApiError::IdempotencyReplay(record),
+            StoreError::IdempotencyInProgress => ApiError::IdempotencyInProgress,
+            StoreError::Contention(_) => ApiError::Busy,
+            StoreError::InvalidCursor => ApiError::Invalid(vec![FieldError::new("cursor", "is not a cursor this list returned")]),
+            // A condition the handler did not interpret is a bug in the handler, not the
+            // client's fault.
+            StoreError::ConditionFailed(conflicts) => ApiError::Internal(format!("unhandled condition failure on {:?}", conflicts.iter().map(|c| &c.target).collect::<Vec<_>>())),
+            StoreError::Corrupt(message) => ApiError::Internal(format!("corrupt item: {message}")),
+            StoreError::Backend(message) => ApiError::Internal(message),
+        }
+    }
+}
+
+impl From<Vec<FieldError>> for ApiError {
+    fn from(errors: Vec<FieldError>) -> Self {
+        ApiError::Invalid(errors)
+    }
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Invalid(_) | ApiError::Malformed(_) => StatusCode::BAD_REQUEST,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Unauthenticated => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::BouquetUnavailable(_)
+            | ApiError::BouquetNotAvailableForChange
+            | ApiError::VendorMismatch
+            | ApiError::ReservationExpired
+            | ApiError::OrderInvalidState(_)
+            | ApiError::IdempotencyInProgress => StatusCode::CONFLICT,
+            ApiError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
+            ApiError::PreconditionRequired => StatusCode::PRECONDITION_REQUIRED,
+            ApiError::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::DeadlineExceeded | ApiError::Busy => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::IdempotencyReplay(record) => StatusCode::from_u16(record.status).unwrap_or(StatusCode::OK),
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The stable code clients match on (API.md, Errors).
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::Invalid(_) | ApiError::Malformed(_) | ApiError::UnsupportedMediaType => "request.invalid",
+            ApiError::TooLarge(_) => "request.too_large",
+            ApiError::Unauthenticated => "auth.unauthenticated",
+            ApiError::Forbidden => "auth.forbidden",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::BouquetUnavailable(_) => "bouquet.unavailable",
+            ApiError::BouquetNotAvailableForChange => "bouquet.not_available_for_change",
+            ApiError::VendorMismatch => "cart.vendor_mismatch",
+            ApiError::ReservationExpired => "reservation.expired",
+            ApiError::OrderInvalidState(_) => "order.invalid_state",
+            ApiError::PreconditionFailed(_) | ApiError::PreconditionRequired => "precondition.failed",
+            ApiError::IdempotencyKeyReused => "idempotency.key_reused",
+            ApiError::IdempotencyInProgress => "idempotency.in_progress",
+            ApiError::DeadlineExceeded => "deadline.exceeded",
+            ApiError::Busy | ApiError::Internal(_) | ApiError::IdempotencyReplay(_) => "internal",
+        }
+    }
+
+    fn title(&self) -> &'static str {
+        match self {
+            ApiError::Invalid(_) | ApiError::Malformed(_) | ApiError::UnsupportedMediaType => "Invalid request",
+            ApiError::TooLarge(_) => "Request too large",
+            ApiError::Unauthenticated => "Unauthenticated",
+            ApiError::Forbidden => "Forbidden",
+            ApiError::NotFound(_) => "Not found",
+            ApiError::BouquetUnavailable(_) => "Bouquet unavailable",
+            ApiError::BouquetNotAvailableForChange => "Bouquet not available for change",
+            ApiError::VendorMismatch => "Vendor mismatch",
+            ApiError::ReservationExpired => "Reservation expired",
+            ApiError::OrderInvalidState(_) => "Invalid order state",
+            ApiError::PreconditionFailed(_) | ApiError::PreconditionRequired => "Precondition failed",
+            ApiError::IdempotencyKeyReused => "Idempotency key reused",
+            ApiError::IdempotencyInProgress => "Idempotency key in progress",
+            ApiError::DeadlineExceeded => "Deadline exceeded",
+            ApiError::Busy => "Busy",
+            ApiError::Internal(_) | ApiError::IdempotencyReplay(_) => "Internal error",
+        }
+    }
+
+    /// The problem document. Internal details are logged, never sent.
+    pub fn problem(&self) -> Value {
+        let code = self.code();
+        let detail = match self {
+            ApiError::Internal(_) => "something went wrong on our side; the correlation id identifies it".to_owned(),
+            other => other.to_string(),
+        };
+        let mut body = json!({
+            "type": format!("https://bouquet.market/problems/{code}"),
+            "title": self.title(),
+            "status": self.status().as_u16(),
+            "detail": detail,
+            "code": code,
+        });
+        match self {
+            ApiError::Invalid(errors) => body["errors"] = json!(errors),
+            ApiError::BouquetUnavailable(ids) => body["bouquetIds"] = json!(ids),
+            ApiError::OrderInvalidState(status) => body["orderStatus"] = json!(status),
+            _ => {}
+        }
+        body
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_has_a_stable_code_and_status() {
+        let id = BouquetId::generate();
+        let cases: Vec<(ApiError, u16, &str)> = vec![
+            (ApiError::Invalid(vec![FieldError::new("name", "must not be empty")]), 400, "request.invalid"),
+            (ApiError::Malformed("not JSON".into()), 400, "request.invalid"),
+            (ApiError::TooLarge(16384), 413, "request.too_large"),
+            (ApiError::Unauthenticated, 401, "auth.unauthenticated"),
+            (ApiError::Forbidden, 403, "auth.forbidden"),
+            (ApiError::NotFound("order"), 404, "not_found"),
+            (ApiError::BouquetUnavailable(vec![id]), 409, "bouquet.unavailable"),
+            (ApiError::BouquetNotAvailableForChange, 409, "bouquet.not_available_for_change"),
+            (ApiError::VendorMismatch, 409, "cart.vendor_mismatch"),
+            (ApiError::ReservationExpired, 409, "reservation.expired"),
+            (ApiError::OrderInvalidState(OrderStatus::Paid), 409, "order.invalid_state"),
+            (ApiError::PreconditionFailed("stale"), 412, "precondition.failed"),
+            (ApiError::PreconditionRequired, 428, "precondition.failed"),
+            (ApiError::IdempotencyKeyReused, 422, "idempotency.key_reused"),
+            (ApiError::IdempotencyInProgress, 409, "idempotency.in_progress"),
+            (ApiError::DeadlineExceeded, 503, "deadline.exceeded"),
+            (ApiError::Internal("secret detail".into()), 500, "internal"),
+        ];
+        for (error, status, code) in cases {
+            let problem = error.problem();
+            assert_eq!((problem["status"].as_u64(), problem["code"].as_str()), (Some(u64::from(status)), Some(code)), "{error:?}");
+            assert_eq!(problem["type"], format!("https://bouquet.market/problems/{code}"));
+            assert!(problem["title"].is_string() && problem["detail"].is_string());
+        }
+    }
+
+    #[test]
+    fn problems_carry_their_specifics_but_no_internals() {
+        let id = BouquetId::generate();
+        assert_eq!(ApiError::BouquetUnavailable(vec![id]).problem()["bouquetIds"], json!([id.to_string()]));
+        let invalid = ApiError::Invalid(vec![FieldError::new("price.amount", "must be greater than zero")]).problem();
+        assert_eq!(invalid["errors"], json!([{"field": "price.amount", "message": "must be greater than zero"}]));
+        let internal = ApiError::Internal("connection refused to 10.0.0.1".into()).problem();
+        assert!(!internal.to_string().contains("10.0.0.1"));
+    }
+
+    #[test]
+    fn domain_and_store_errors_map_to_their_codes() {
+        assert_eq!(ApiError::from(DomainError::VendorMismatch).code(), "cart.vendor_mismatch");
+        assert_eq!(ApiError::from(DomainError::ReservationExpired).code(), "reservation.expired");
+        assert_eq!(ApiError::from(StoreError::InvalidCursor).code(), "request.invalid");
+        assert_eq!(ApiError::from(StoreError::IdempotencyInProgress).code(), "idempotency.in_progress");
+        assert_eq!(ApiError::from(StoreError::Backend("boom".into())).code(), "internal");
+    }
+}

@@ -1,0 +1,67 @@
+use lambda_http::http::{header, HeaderValue, StatusCode};
+use lambda_http::{Body, Response};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::problem::ApiError;
+
+/// A successful answer: status, optional JSON body, extra headers.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub body: Option<Value>,
+    pub headers: Vec<(&'static str, String)>,
+}
+
+impl Reply {
+    pub fn json(status: StatusCode, body: &impl Serialize) -> Result<Self, ApiError> {
+        let body = serde_json::to_value(body).map_err(|e| ApiError::Internal(e.to_string()))?;
+        Ok(Self { status, body: Some(body), headers: Vec::new() })
+    }
+
+    pub fn ok(body: &impl Serialize) -> Result<Self, ApiError> {
+        Self::json(StatusCode::OK, body)
+    }
+
+    /// 201 with a `Location` header naming the new resource.
+    pub fn created(body: &impl Serialize, location: String) -> Result<Self, ApiError> {
+        Ok(Self::json(StatusCode::CREATED, body)?.header("location", location))
+    }
+
+    pub fn no_content() -> Self {
+        Self { status: StatusCode::NO_CONTENT, body: None, headers: Vec::new() }
+    }
+
+    pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    pub fn location(&self) -> Option<&str> {
+        self.headers.iter().find(|(name, _)| *name == "location").map(|(_, v)| v.as_str())
+    }
+
+    pub fn body_text(&self) -> String {
+        self.body.as_ref().map(Value::to_string).unwrap_or_default()
+    }
+
+    pub(crate) fn into_response(self) -> Response<Body> {
+        let body = self.body_text();
+        let mut response = build(self.status, "application/json", body);
+        for (name, value) in self.headers {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                response.headers_mut().append(name, value);
+            }
+        }
+        response
+    }
+}
+
+pub(crate) fn build(status: StatusCode, content_type: &'static str, body: String) -> Response<Body> {
+    let mut response = Response::new(if body.is_empty() { Body::Empty } else { Body::Text(body) });
+    *response.status_mut() = status;
+    if status != StatusCode::NO_CONTENT {
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    }
+    response
+}

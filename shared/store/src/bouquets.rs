@@ -1,0 +1,206 @@
+use bouquet_domain::events::DomainEvent;
+use bouquet_domain::{Bouquet, BouquetId, Timestamp, VendorId};
+
+use crate::cursor::{self, Page};
+use crate::error::{StoreError, Target};
+use crate::idempotency::IdempotencyPut;
+use crate::items::{from_item, to_item, BouquetItem, Item};
+use crate::keys::{self, CATALOGUE_SHARDS};
+use crate::query::IndexQuery;
+use crate::tx::{Expr, Tx};
+use crate::Store;
+
+/// DynamoDB's statement of `Bouquet::is_available`: available, or held past its deadline.
+pub(crate) fn available_at(now: Timestamp) -> Expr {
+    Expr::new("(#status = :available OR (#status = :reserved AND reservedUntil < :now))")
+        .name("#status", "status")
+        .s(":available", "available")
+        .s(":reserved", "reserved")
+        .n(":now", now.as_millis())
+}
+
+/// Available (as above) and still at the version that was read.
+pub(crate) fn available_at_version(version: u64, now: Timestamp) -> Expr {
+    let available = available_at(now);
+    Expr { text: format!("version = :readVersion AND {}", available.text), ..available }.n(":readVersion", version)
+}
+
+pub(crate) fn bouquet_key(id: &str) -> Item {
+    keys::key(keys::bouquet_pk(id), keys::BOUQUET_SK)
+}
+
+/// Where one catalogue shard's reading stands in a cursor.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+enum ShardPosition {
+    #[serde(rename = "s")]
+    Start,
+    #[serde(rename = "a")]
+    After(String),
+    #[serde(rename = "d")]
+    Done,
+}
+
+impl Store {
+    /// Lists a bouquet: checks that the vendor exists (and owns the vase, if one is named),
+    /// puts the bouquet and its event, all in one transaction.
+    pub async fn create_bouquet(&self, bouquet: &Bouquet, event: &DomainEvent, idempotency: Option<&IdempotencyPut>, now: Timestamp) -> Result<(), StoreError> {
+        let mut tx = Tx::new();
+        tx.idempotency(&self.table, idempotency, now)?;
+        let vendor = bouquet.vendor_id.to_string();
+        tx.check(
+            Target::Vendor(bouquet.vendor_id),
+            &self.table,
+            keys::key(keys::vendor_pk(&vendor), keys::VENDOR_SK),
+            Expr::new("attribute_exists(pk)"),
+        )?;
+        if let Some(vase_id) = bouquet.vase_id {
+            tx.check(
+                Target::Vase(vase_id),
+                &self.table,
+                keys::key(keys::vase_pk(&vase_id.to_string()), keys::VASE_SK),
+                Expr::new("attribute_exists(pk) AND vendorId = :vendorId").s(":vendorId", vendor),
+            )?;
+        }
+        let item = to_item(&BouquetItem::from_domain(bouquet))?;
+        tx.put(Target::Bouquet(bouquet.bouquet_id), &self.table, item, Some(Expr::new("attribute_not_exists(pk)")))?;
+        tx.event(&self.table, event)?;
+        tx.commit(self).await
+    }
+
+    /// One bouquet. `consistent` for a read that a conditional write will follow.
+    pub async fn bouquet(&self, bouquet_id: BouquetId, consistent: bool) -> Result<Option<Bouquet>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(bouquet_key(&bouquet_id.to_string())))
+            .consistent_read(consistent)
+            .send()
+            .await
+            .map_err(StoreError::backend)?;
+        output.item.map(decode_bouquet).transpose()
+    }
+
+    /// Replaces a bouquet read at `read_version` with its changed state, if it is still at
+    /// that version and still available; puts the event in the same transaction.
+    pub async fn save_bouquet(&self, changed: &Bouquet, read_version: u64, event: &DomainEvent, now: Timestamp) -> Result<(), StoreError> {
+        let mut tx = Tx::new();
+        let item = to_item(&BouquetItem::from_domain(changed))?;
+        tx.put(Target::Bouquet(changed.bouquet_id), &self.table, item, Some(available_at_version(read_version, now)))?;
+        tx.event(&self.table, event)?;
+        tx.commit(self).await
+    }
+
+    /// The public catalogue, newest first: reads every shard of the catalogue index in
+    /// parallel and merges them. The cursor keeps each shard's position.
+    pub async fn catalogue(&self, cursor: Option<&str>, limit: usize, now: Timestamp) -> Result<Page<Bouquet>, StoreError> {
+        let positions: Vec<ShardPosition> = match cursor {
+            Some(text) => cursor::decode(text)?,
+            None => vec![ShardPosition::Start; CATALOGUE_SHARDS as usize],
+        };
+        if positions.len() != CATALOGUE_SHARDS as usize
+            || positions.iter().any(|p| matches!(p, ShardPosition::After(id) if BouquetId::parse(id).is_err()))
+        {
+            return Err(StoreError::InvalidCursor);
+        }
+        let reads = positions.iter().enumerate().map(|(shard, position)| async move {
+            let after = match position {
+                ShardPosition::Done => return Ok::<_, StoreError>(None),
+                ShardPosition::Start => None,
+                ShardPosition::After(id) => Some(id.as_str()),
+            };
+            let shard_key = keys::catalogue_shard_key(shard as u32);
+            let page = self
+                .query_index(
+                    IndexQuery {
+                        index: keys::INDEX_CATALOGUE,
+                        partition_attr: "catalogueShard",
+                        partition: shard_key.clone(),
+                        sort_attr: "catalogueSort",
+                        filter: Some(available_at(now)),
+                        newest_first: true,
+                        after,
+                        limit,
+                    },
+                    |id| {
+                        let mut key = bouquet_key(id);
+                        key.insert("catalogueShard".into(), aws_sdk_dynamodb::types::AttributeValue::S(shard_key.clone()));
+                        key.insert("catalogueSort".into(), aws_sdk_dynamodb::types::AttributeValue::S(id.to_owned()));
+                        key
+                    },
+                )
+                .await?;
+            let bouquets = page.items.into_iter().map(decode_bouquet).collect::<Result<Vec<_>, _>>()?;
+            Ok(Some((bouquets, page.resume_after.is_some())))
+        });
+        let shards = futures::future::try_join_all(reads).await?;
+
+        // Merge newest first and take `limit`; each shard resumes after its last item taken.
+        let mut merged: Vec<(usize, Bouquet)> =
+            shards.iter().enumerate().flat_map(|(s, page)| page.iter().flat_map(move |(items, _)| items.iter().map(move |b| (s, b.clone())))).collect();
+        merged.sort_by(|a, b| b.1.bouquet_id.cmp(&a.1.bouquet_id));
+        merged.truncate(limit);
+        let mut next = positions.clone();
+        for (shard, page) in shards.iter().enumerate() {
+            let Some((items, more)) = page else { continue };
+            let taken: Vec<&Bouquet> = merged.iter().filter(|(s, _)| *s == shard).map(|(_, b)| b).collect();
+            next[shard] = match taken.last() {
+                _ if taken.len() == items.len() && !more => ShardPosition::Done,
+                Some(last) => ShardPosition::After(last.bouquet_id.to_string()),
+                None => positions[shard].clone(),
+            };
+        }
+        let finished = next.iter().all(|p| *p == ShardPosition::Done);
+        Ok(Page {
+            items: merged.into_iter().map(|(_, b)| b).collect(),
+            next_cursor: (!finished).then(|| cursor::encode(&next)),
+        })
+    }
+
+    /// One vendor's bouquets that are available now, newest first.
+    pub async fn vendor_catalogue(&self, vendor_id: VendorId, cursor: Option<&str>, limit: usize, now: Timestamp) -> Result<Page<Bouquet>, StoreError> {
+        let after = decode_id_cursor(cursor)?;
+        let vendor_key = keys::vendor_bouquets_key(&vendor_id.to_string());
+        let page = self
+            .query_index(
+                IndexQuery {
+                    index: keys::INDEX_VENDOR,
+                    partition_attr: "vendorKey",
+                    partition: vendor_key.clone(),
+                    sort_attr: "vendorSort",
+                    filter: Some(available_at(now)),
+                    newest_first: true,
+                    after: after.as_deref(),
+                    limit,
+                },
+                |id| {
+                    let mut key = bouquet_key(id);
+                    key.insert("vendorKey".into(), aws_sdk_dynamodb::types::AttributeValue::S(vendor_key.clone()));
+                    key.insert("vendorSort".into(), aws_sdk_dynamodb::types::AttributeValue::S(id.to_owned()));
+                    key
+                },
+            )
+            .await?;
+        Ok(Page {
+            items: page.items.into_iter().map(decode_bouquet).collect::<Result<_, _>>()?,
+            next_cursor: page.resume_after.map(|id| cursor::encode(&id)),
+        })
+    }
+}
+
+pub(crate) fn decode_bouquet(item: Item) -> Result<Bouquet, StoreError> {
+    from_item::<BouquetItem>(item)?.into_domain()
+}
+
+/// Single-partition cursors carry the sort value (an id) to resume after.
+pub(crate) fn decode_id_cursor(cursor: Option<&str>) -> Result<Option<String>, StoreError> {
+    match cursor {
+        None => Ok(None),
+        Some(text) => {
+            let id: String = cursor::decode(text)?;
+            // Every sort value of these indexes is a ULID.
+            BouquetId::parse(&id).map_err(|_| StoreError::InvalidCursor)?;
+            Ok(Some(id))
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Idempotency records. A record is written in the same transaction as the change it guards,
+//! holding the response that was given, so a replay is answered from it and a key can never
+//! be "used" without its effect being committed (or the reverse).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use bouquet_domain::Timestamp;
+
+use crate::error::{StoreError, Target};
+use crate::items::{from_item, to_item, Item};
+use crate::keys;
+use crate::tx::{Expr, Tx};
+
+/// How long a key is remembered (API.md: 24 h). DynamoDB TTL deletes the item some time after;
+/// until then the condition below treats an expired record as absent.
+pub const RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
+
+const SK: &str = "IDEMPOTENCY";
+
+/// The response given to the first request with a key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IdempotencyRecord {
+    /// Hash of the request (route, caller, body) that used the key first.
+    pub fingerprint: String,
+    pub status: u16,
+    pub body: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+    pub created_at: i64,
+    /// Epoch seconds (the TTL attribute).
+    pub expires_at: i64,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IdempotencyItem {
+    pk: String,
+    sk: String,
+    entity: String,
+    #[serde(flatten)]
+    record: IdempotencyRecord,
+}
+
+impl IdempotencyRecord {
+    pub(crate) fn from_item(item: Item) -> Result<Self, StoreError> {
+        from_item::<IdempotencyItem>(item).map(|i| i.record)
+    }
+
+    pub fn is_live(&self, now: Timestamp) -> bool {
+        self.expires_at > now.as_epoch_seconds()
+    }
+}
+
+/// A record to write with a change: `key_hash` identifies (caller, route, key).
+#[derive(Clone, Debug)]
+pub struct IdempotencyPut {
+    pub key_hash: String,
+    pub record: IdempotencyRecord,
+}
+
+impl IdempotencyPut {
+    pub fn new(key_hash: String, fingerprint: String, status: u16, body: String, location: Option<String>, now: Timestamp) -> Self {
+        let record = IdempotencyRecord {
+            fingerprint,
+            status,
+            body,
+            location,
+            created_at: now.as_millis(),
+            expires_at: now.plus(RETENTION).as_epoch_seconds(),
+        };
+        Self { key_hash, record }
+    }
+}
+
+pub(crate) fn key(key_hash: &str) -> Item {
+    keys::key(format!("IDEMPOTENCY#{key_hash}"), SK)
+}
+
+impl Tx {
+    /// Adds the record as the transaction's first item: put only if the key is unused (or
+    /// its record has expired). A failure here is reported as a replay, before anything else.
+    pub(crate) fn idempotency(&mut self, table: &str, put: Option<&IdempotencyPut>, now: Timestamp) -> Result<(), StoreError> {
+        let Some(put) = put else { return Ok(()) };
+        let item = to_item(&IdempotencyItem {
+            pk: format!("IDEMPOTENCY#{}", put.key_hash),
+            sk: SK.into(),
+            entity: "idempotency".into(),
+            record: put.record.clone(),
+        })?;
+        let unused = Expr::new("attribute_not_exists(pk) OR expiresAt < :nowSeconds").n(":nowSeconds", now.as_epoch_seconds());
+        self.put(Target::Idempotency, table, item, Some(unused))
+    }
+}
+
+pub(crate) fn record_from(item: Option<Item>, now: Timestamp) -> Result<Option<IdempotencyRecord>, StoreError> {
+    match item {
+        Some(item) => Ok(Some(IdempotencyRecord::from_item(item)?).filter(|r| r.is_live(now))),
+        None => Ok(None),
+    }
+}
+
+impl crate::Store {
+    /// The live record for a key, if any (one consistent `GetItem`).
+    pub async fn idempotency_record(&self, key_hash: &str, now: Timestamp) -> Result<Option<IdempotencyRecord>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(key_hash)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(StoreError::backend)?;
+        record_from(output.item, now)
+    }
+}
+

@@ -1,0 +1,283 @@
+//! The stored form of each entity and its conversion to and from the domain. Attribute
+//! names are camelCase; times are epoch milliseconds (numbers, so conditions can compare).
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::{Deserialize, Serialize};
+
+use bouquet_domain::{
+    Bouquet, BouquetId, BouquetStatus, Currency, CustomerId, Money, Order, OrderId, OrderLine, OrderStatus, Timestamp,
+    VaseId, Vendor, VendorId,
+};
+
+use crate::error::StoreError;
+use crate::keys;
+
+pub type Item = HashMap<String, AttributeValue>;
+
+pub fn to_item<T: Serialize>(record: &T) -> Result<Item, StoreError> {
+    serde_dynamo::to_item(record).map_err(StoreError::corrupt)
+}
+
+pub fn from_item<T: for<'de> Deserialize<'de>>(item: Item) -> Result<T, StoreError> {
+    serde_dynamo::from_item(item).map_err(StoreError::corrupt)
+}
+
+fn money(minor: i64, currency: &str) -> Result<Money, StoreError> {
+    Ok(Money::from_minor(minor, Currency::parse(currency).map_err(StoreError::corrupt)?))
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VendorItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: String,
+    pub vendor_id: String,
+    pub name: String,
+    pub version: u64,
+    pub created_at: i64,
+}
+
+impl VendorItem {
+    pub fn from_domain(v: &Vendor) -> Self {
+        let id = v.vendor_id.to_string();
+        Self {
+            pk: keys::vendor_pk(&id),
+            sk: keys::VENDOR_SK.into(),
+            entity: "vendor".into(),
+            vendor_id: id,
+            name: v.name.clone(),
+            version: v.version,
+            created_at: v.created_at.as_millis(),
+        }
+    }
+
+    pub fn into_domain(self) -> Result<Vendor, StoreError> {
+        Ok(Vendor {
+            vendor_id: VendorId::parse(&self.vendor_id).map_err(StoreError::corrupt)?,
+            name: self.name,
+            version: self.version,
+            created_at: Timestamp::from_millis(self.created_at),
+        })
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BouquetItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: String,
+    pub bouquet_id: String,
+    pub vendor_id: String,
+    pub name: String,
+    pub description: String,
+    pub price_minor: i64,
+    pub currency: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vase_id: Option<String>,
+    /// `available`, `reserved`, `sold`, `withdrawn`.
+    pub status: String,
+    /// The order holding or having bought the bouquet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved_until: Option<i64>,
+    pub version: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freshness: Option<u8>,
+    pub listed_at: i64,
+    pub updated_at: i64,
+    /// Present while listed (available or held), so the catalogue index holds only those.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalogue_shard: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalogue_sort: Option<String>,
+    pub vendor_key: String,
+    pub vendor_sort: String,
+}
+
+impl BouquetItem {
+    pub fn from_domain(b: &Bouquet) -> Self {
+        let id = b.bouquet_id.to_string();
+        let listed = matches!(b.status, BouquetStatus::Available | BouquetStatus::Reserved { .. });
+        let (order_id, reserved_until) = match b.status {
+            BouquetStatus::Reserved { order_id, until } => (Some(order_id.to_string()), Some(until.as_millis())),
+            BouquetStatus::Sold { order_id } => (Some(order_id.to_string()), None),
+            BouquetStatus::Available | BouquetStatus::Withdrawn => (None, None),
+        };
+        Self {
+            pk: keys::bouquet_pk(&id),
+            sk: keys::BOUQUET_SK.into(),
+            entity: "bouquet".into(),
+            vendor_id: b.vendor_id.to_string(),
+            name: b.name.clone(),
+            description: b.description.clone(),
+            price_minor: b.price.minor(),
+            currency: b.price.currency().code().to_owned(),
+            vase_id: b.vase_id.map(|v| v.to_string()),
+            status: b.status.name().into(),
+            order_id,
+            reserved_until,
+            version: b.version,
+            freshness: b.freshness,
+            listed_at: b.listed_at.as_millis(),
+            updated_at: b.updated_at.as_millis(),
+            catalogue_shard: listed.then(|| keys::catalogue_shard(&id)),
+            catalogue_sort: listed.then(|| id.clone()),
+            vendor_key: keys::vendor_bouquets_key(&b.vendor_id.to_string()),
+            vendor_sort: id.clone(),
+            bouquet_id: id,
+        }
+    }
+
+    pub fn into_domain(self) -> Result<Bouquet, StoreError> {
+        let order = || -> Result<OrderId, StoreError> {
+            OrderId::parse(self.order_id.as_deref().unwrap_or_default()).map_err(StoreError::corrupt)
+        };
+        let status = match self.status.as_str() {
+            "available" => BouquetStatus::Available,
+            "reserved" => BouquetStatus::Reserved {
+                order_id: order()?,
+                until: Timestamp::from_millis(self.reserved_until.ok_or_else(|| StoreError::corrupt("reserved without reservedUntil"))?),
+            },
+            "sold" => BouquetStatus::Sold { order_id: order()? },
+            "withdrawn" => BouquetStatus::Withdrawn,
+            other => return Err(StoreError::corrupt(format!("bouquet status {other:?}"))),
+        };
+        Ok(Bouquet {
+            bouquet_id: BouquetId::parse(&self.bouquet_id).map_err(StoreError::corrupt)?,
+            vendor_id: VendorId::parse(&self.vendor_id).map_err(StoreError::corrupt)?,
+            name: self.name,
+            description: self.description,
+            price: money(self.price_minor, &self.currency)?,
+            vase_id: self.vase_id.as_deref().map(VaseId::parse).transpose().map_err(StoreError::corrupt)?,
+            status,
+            version: self.version,
+            freshness: self.freshness,
+            listed_at: Timestamp::from_millis(self.listed_at),
+            updated_at: Timestamp::from_millis(self.updated_at),
+        })
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderLineItem {
+    pub bouquet_id: String,
+    pub name: String,
+    pub price_minor: i64,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderItem {
+    pub pk: String,
+    pub sk: String,
+    pub entity: String,
+    pub order_id: String,
+    pub customer_id: String,
+    pub vendor_id: String,
+    pub lines: Vec<OrderLineItem>,
+    pub total_minor: i64,
+    pub currency: String,
+    pub status: String,
+    pub reserved_until: i64,
+    pub version: u64,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub customer_key: String,
+    pub customer_sort: String,
+    pub vendor_key: String,
+    pub vendor_sort: String,
+    /// Present only while `reserved`: the expiry sweep's sparse index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expiry_shard: Option<String>,
+}
+
+impl OrderItem {
+    pub fn from_domain(o: &Order) -> Self {
+        let id = o.order_id.to_string();
+        Self {
+            pk: keys::order_pk(&id),
+            sk: keys::ORDER_SK.into(),
+            entity: "order".into(),
+            customer_id: o.customer_id.to_string(),
+            vendor_id: o.vendor_id.to_string(),
+            lines: o
+                .lines
+                .iter()
+                .map(|l| OrderLineItem { bouquet_id: l.bouquet_id.to_string(), name: l.name.clone(), price_minor: l.price.minor() })
+                .collect(),
+            total_minor: o.total.minor(),
+            currency: o.total.currency().code().to_owned(),
+            status: o.status.name().into(),
+            reserved_until: o.reserved_until.as_millis(),
+            version: o.version,
+            created_at: o.created_at.as_millis(),
+            updated_at: o.updated_at.as_millis(),
+            customer_key: keys::customer_orders_key(o.customer_id.as_str()),
+            customer_sort: id.clone(),
+            vendor_key: keys::vendor_orders_key(&o.vendor_id.to_string()),
+            vendor_sort: id.clone(),
+            expiry_shard: (o.status == OrderStatus::Reserved).then(|| keys::expiry_shard(&id)),
+            order_id: id,
+        }
+    }
+
+    pub fn into_domain(self) -> Result<Order, StoreError> {
+        let currency = self.currency.clone();
+        Ok(Order {
+            order_id: OrderId::parse(&self.order_id).map_err(StoreError::corrupt)?,
+            customer_id: CustomerId::parse(&self.customer_id).map_err(StoreError::corrupt)?,
+            vendor_id: VendorId::parse(&self.vendor_id).map_err(StoreError::corrupt)?,
+            lines: self
+                .lines
+                .into_iter()
+                .map(|l| {
+                    Ok(OrderLine {
+                        bouquet_id: BouquetId::parse(&l.bouquet_id).map_err(StoreError::corrupt)?,
+                        name: l.name,
+                        price: money(l.price_minor, &currency)?,
+                    })
+                })
+                .collect::<Result<_, StoreError>>()?,
+            total: money(self.total_minor, &self.currency)?,
+            status: OrderStatus::parse(&self.status).ok_or_else(|| StoreError::corrupt(format!("order status {:?}", self.status)))?,
+            reserved_until: Timestamp::from_millis(self.reserved_until),
+            version: self.version,
+            created_at: Timestamp::from_millis(self.created_at),
+            updated_at: Timestamp::from_millis(self.updated_at),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bouquet_domain::bouquet::NewBouquet;
+    use std::time::Duration;
+
+    #[test]
+    fn bouquets_round_trip_and_leave_the_catalogue_when_sold() {
+        let now = Timestamp::from_millis(1_796_228_211_000);
+        let price = Money::parse_price("24.50", "EUR").unwrap();
+        let mut b = Bouquet::list(
+            VendorId::generate(),
+            NewBouquet { name: "Peonies".into(), description: "pink".into(), price, vase_id: None },
+            now,
+        );
+        let order = OrderId::generate();
+        b.reserve(order, now.plus(Duration::from_secs(900)), now).unwrap();
+        let item = to_item(&BouquetItem::from_domain(&b)).unwrap();
+        assert!(item.contains_key("catalogueShard"), "a held bouquet stays listed");
+        assert!(!item.contains_key("vaseId"), "absent options are not written as NULL");
+        let back = from_item::<BouquetItem>(item).unwrap().into_domain().unwrap();
+        assert_eq!(back, b);
+        b.sell(order, now).unwrap();
+        let item = to_item(&BouquetItem::from_domain(&b)).unwrap();
+        assert!(!item.contains_key("catalogueShard") && !item.contains_key("reservedUntil"));
+    }
+}

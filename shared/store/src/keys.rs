@@ -1,0 +1,94 @@
+//! Key layout of the single table. Every entity has `pk`/`sk`; index keys are set only on the
+//! items that belong in that (sparse) index.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use std::collections::HashMap;
+
+/// Catalogue writes are spread over this many index partitions. Every listing, sale and
+/// withdrawal writes the catalogue index; one partition takes about 1,000 writes/s, so four
+/// shards give headroom for launch-day bursts while a catalogue page costs four parallel
+/// queries. Raise it (and re-shard) only together with `catalogue_shard`.
+pub const CATALOGUE_SHARDS: u32 = 4;
+
+/// Reserved orders are spread over this many expiry-index partitions (same reasoning: every
+/// reservation writes it; the sweeper queries each shard).
+pub const EXPIRY_SHARDS: u32 = 4;
+
+pub const INDEX_CATALOGUE: &str = "CatalogueIndex";
+pub const INDEX_VENDOR: &str = "VendorIndex";
+pub const INDEX_CUSTOMER: &str = "CustomerIndex";
+
+pub type Key = HashMap<String, AttributeValue>;
+
+pub fn key(pk: String, sk: &str) -> Key {
+    HashMap::from([("pk".to_owned(), AttributeValue::S(pk)), ("sk".to_owned(), AttributeValue::S(sk.to_owned()))])
+}
+
+pub fn vendor_pk(vendor_id: &str) -> String {
+    format!("VENDOR#{vendor_id}")
+}
+
+pub fn bouquet_pk(bouquet_id: &str) -> String {
+    format!("BOUQUET#{bouquet_id}")
+}
+
+pub fn order_pk(order_id: &str) -> String {
+    format!("ORDER#{order_id}")
+}
+
+pub fn vase_pk(vase_id: &str) -> String {
+    format!("VASE#{vase_id}")
+}
+
+pub const VENDOR_SK: &str = "VENDOR";
+pub const BOUQUET_SK: &str = "BOUQUET";
+pub const ORDER_SK: &str = "ORDER";
+pub const VASE_SK: &str = "VASE";
+
+pub fn vendor_bouquets_key(vendor_id: &str) -> String {
+    format!("VENDOR#{vendor_id}#BOUQUET")
+}
+
+pub fn vendor_orders_key(vendor_id: &str) -> String {
+    format!("VENDOR#{vendor_id}#ORDER")
+}
+
+pub fn customer_orders_key(customer_id: &str) -> String {
+    format!("CUSTOMER#{customer_id}#ORDER")
+}
+
+/// Stable shard of an id: FNV-1a, so every process agrees without coordination.
+pub fn shard_of(id: &str, shards: u32) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in id.bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    hash % shards
+}
+
+pub fn catalogue_shard_key(shard: u32) -> String {
+    format!("CATALOGUE#{shard}")
+}
+
+pub fn catalogue_shard(bouquet_id: &str) -> String {
+    catalogue_shard_key(shard_of(bouquet_id, CATALOGUE_SHARDS))
+}
+
+pub fn expiry_shard(order_id: &str) -> String {
+    format!("EXPIRY#{}", shard_of(order_id, EXPIRY_SHARDS))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_spread_ids() {
+        let mut counts = [0u32; CATALOGUE_SHARDS as usize];
+        for i in 0..4000 {
+            counts[shard_of(&format!("01JF{i:022}"), CATALOGUE_SHARDS) as usize] += 1;
+        }
+        assert!(counts.iter().all(|&c| c > 800), "{counts:?}");
+    }
+}

@@ -1,0 +1,86 @@
+//! Index queries that return exactly `limit` matching items when there are that many.
+//!
+//! DynamoDB applies `Limit` before `FilterExpression`, so one call can return fewer matches
+//! than asked for. This helper keeps reading and, when a page holds more matches than
+//! needed, resumes the next page after the last item *returned* (any item's key is a valid
+//! `ExclusiveStartKey`), so nothing is skipped or repeated.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use crate::error::StoreError;
+use crate::items::Item;
+use crate::tx::Expr;
+use crate::Store;
+
+/// Give up filling a page after this many reads; the cursor continues where it stopped.
+const MAX_READS_PER_PAGE: usize = 5;
+
+pub struct IndexQuery<'a> {
+    pub index: &'static str,
+    pub partition_attr: &'static str,
+    pub partition: String,
+    pub sort_attr: &'static str,
+    pub filter: Option<Expr>,
+    pub newest_first: bool,
+    /// Resume after this sort key value (exclusive).
+    pub after: Option<&'a str>,
+    pub limit: usize,
+}
+
+pub struct QueryPage {
+    pub items: Vec<Item>,
+    /// Sort key of the last item returned, when more items may follow.
+    pub resume_after: Option<String>,
+}
+
+impl Store {
+    /// `item_key` rebuilds an item's full key (table + index attributes) from its sort value.
+    pub(crate) async fn query_index(&self, q: IndexQuery<'_>, item_key: impl Fn(&str) -> Item) -> Result<QueryPage, StoreError> {
+        let mut filter = q.filter.unwrap_or_default();
+        filter = filter.name("#pk", q.partition_attr).s(":pk", q.partition.clone());
+        let mut start: Option<HashMap<String, AttributeValue>> = q.after.map(&item_key);
+        let mut items = Vec::new();
+        for _ in 0..MAX_READS_PER_PAGE {
+            let output = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(q.index)
+                .key_condition_expression("#pk = :pk")
+                .set_filter_expression((!filter.text.is_empty()).then(|| filter.text.clone()))
+                .set_expression_attribute_names(Some(filter.names.clone()))
+                .set_expression_attribute_values(Some(filter.values.clone()))
+                .scan_index_forward(!q.newest_first)
+                .set_exclusive_start_key(start.take())
+                .limit(q.limit as i32)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            items.extend(output.items.unwrap_or_default());
+            let sort_of = |item: &Item| match item.get(q.sort_attr) {
+                Some(AttributeValue::S(s)) => Some(s.clone()),
+                _ => None,
+            };
+            if items.len() >= q.limit {
+                items.truncate(q.limit);
+                let resume_after = items.last().and_then(sort_of);
+                return Ok(QueryPage { items, resume_after });
+            }
+            match output.last_evaluated_key {
+                Some(last) => start = Some(last),
+                None => return Ok(QueryPage { items, resume_after: None }),
+            }
+        }
+        // Read budget spent: resume after the last evaluated item.
+        let resume_after = match start.as_ref().and_then(|k| k.get(q.sort_attr)) {
+            Some(AttributeValue::S(s)) => Some(s.clone()),
+            _ => items.last().and_then(|i| match i.get(q.sort_attr) {
+                Some(AttributeValue::S(s)) => Some(s.clone()),
+                _ => None,
+            }),
+        };
+        Ok(QueryPage { items, resume_after })
+    }
+}

@@ -1,0 +1,186 @@
+//! A `TransactWriteItems` builder that remembers which entity each item is, so a
+//! cancellation can be turned into "these bouquets were taken" or "this key was used".
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
+
+use crate::error::{Conflict, StoreError, Target};
+use crate::items::Item;
+use crate::Store;
+
+/// A condition or update expression with its placeholders.
+#[derive(Clone, Debug, Default)]
+pub struct Expr {
+    pub text: String,
+    pub names: HashMap<String, String>,
+    pub values: HashMap<String, AttributeValue>,
+}
+
+impl Expr {
+    pub fn new(text: impl Into<String>) -> Self {
+        Self { text: text.into(), ..Self::default() }
+    }
+
+    pub fn name(mut self, placeholder: &str, attribute: &str) -> Self {
+        self.names.insert(placeholder.to_owned(), attribute.to_owned());
+        self
+    }
+
+    pub fn value(mut self, placeholder: &str, value: AttributeValue) -> Self {
+        self.values.insert(placeholder.to_owned(), value);
+        self
+    }
+
+    pub fn s(self, placeholder: &str, value: impl Into<String>) -> Self {
+        self.value(placeholder, AttributeValue::S(value.into()))
+    }
+
+    pub fn n(self, placeholder: &str, value: impl ToString) -> Self {
+        self.value(placeholder, AttributeValue::N(value.to_string()))
+    }
+}
+
+fn opt<T: Clone>(map: &HashMap<String, T>) -> Option<HashMap<String, T>> {
+    (!map.is_empty()).then(|| map.clone())
+}
+
+/// How often a transaction that lost only to concurrent transactions (no condition failed)
+/// is tried again before the caller hears `Contention`.
+const CONTENTION_ATTEMPTS: u32 = 4;
+
+#[derive(Default)]
+pub struct Tx {
+    items: Vec<TransactWriteItem>,
+    targets: Vec<Target>,
+}
+
+impl Tx {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn put(&mut self, target: Target, table: &str, item: Item, condition: Option<Expr>) -> Result<(), StoreError> {
+        let condition = condition.unwrap_or_default();
+        let put = Put::builder()
+            .table_name(table)
+            .set_item(Some(item))
+            .set_condition_expression((!condition.text.is_empty()).then_some(condition.text.clone()))
+            .set_expression_attribute_names(opt(&condition.names))
+            .set_expression_attribute_values(opt(&condition.values))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(StoreError::backend)?;
+        self.push(target, TransactWriteItem::builder().put(put).build());
+        Ok(())
+    }
+
+    /// An update; `update` and `condition` share one placeholder namespace.
+    pub fn update(&mut self, target: Target, table: &str, key: Item, update: Expr, condition: Expr) -> Result<(), StoreError> {
+        let mut names = update.names;
+        names.extend(condition.names);
+        let mut values = update.values;
+        values.extend(condition.values);
+        let update = Update::builder()
+            .table_name(table)
+            .set_key(Some(key))
+            .update_expression(update.text)
+            .condition_expression(condition.text)
+            .set_expression_attribute_names(opt(&names))
+            .set_expression_attribute_values(opt(&values))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(StoreError::backend)?;
+        self.push(target, TransactWriteItem::builder().update(update).build());
+        Ok(())
+    }
+
+    pub fn check(&mut self, target: Target, table: &str, key: Item, condition: Expr) -> Result<(), StoreError> {
+        let check = ConditionCheck::builder()
+            .table_name(table)
+            .set_key(Some(key))
+            .condition_expression(condition.text)
+            .set_expression_attribute_names(opt(&condition.names))
+            .set_expression_attribute_values(opt(&condition.values))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(StoreError::backend)?;
+        self.push(target, TransactWriteItem::builder().condition_check(check).build());
+        Ok(())
+    }
+
+    fn push(&mut self, target: Target, item: TransactWriteItem) {
+        self.targets.push(target);
+        self.items.push(item);
+    }
+
+    /// Commits all items or none. One `TransactWriteItems` call, plus retries only when the
+    /// transaction collided with another one and no condition failed.
+    pub async fn commit(self, store: &Store) -> Result<(), StoreError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = store.client.transact_write_items().set_transact_items(Some(self.items.clone())).send().await;
+            let error = match result {
+                Ok(_) => return Ok(()),
+                Err(error) => error.into_service_error(),
+            };
+            match self.decode(error) {
+                StoreError::Contention(targets) if attempt < CONTENTION_ATTEMPTS => {
+                    tracing::debug!(attempt, ?targets, "transaction conflict, retrying");
+                    tokio::time::sleep(backoff(attempt)).await;
+                }
+                other => return Err(other),
+            }
+        }
+    }
+
+    fn decode(&self, error: TransactWriteItemsError) -> StoreError {
+        let cancelled = match error {
+            TransactWriteItemsError::TransactionCanceledException(cancelled) => cancelled,
+            TransactWriteItemsError::TransactionInProgressException(_) => return StoreError::IdempotencyInProgress,
+            other => return StoreError::backend(other),
+        };
+        let reasons = cancelled.cancellation_reasons();
+        let mut conflicts = Vec::new();
+        let mut contended = Vec::new();
+        for (target, reason) in self.targets.iter().zip(reasons) {
+            match (target, reason.code()) {
+                (Target::Idempotency, Some("ConditionalCheckFailed")) => {
+                    return match reason.item().cloned().map(crate::idempotency::IdempotencyRecord::from_item) {
+                        Some(Ok(record)) => StoreError::IdempotencyReplay(Box::new(record)),
+                        Some(Err(error)) => error,
+                        None => StoreError::corrupt("idempotency condition failed without the item"),
+                    };
+                }
+                (Target::Idempotency, Some("TransactionConflict")) => return StoreError::IdempotencyInProgress,
+                (_, Some("ConditionalCheckFailed")) => conflicts.push(Conflict { target: target.clone(), current: reason.item().cloned() }),
+                (_, Some("TransactionConflict")) => contended.push(target.clone()),
+                (_, Some("None") | None) => {}
+                (_, Some(code)) => {
+                    return StoreError::Backend(format!("transaction cancelled on {target:?}: {code} {}", reason.message().unwrap_or("")))
+                }
+            }
+        }
+        if !conflicts.is_empty() {
+            StoreError::ConditionFailed(conflicts)
+        } else if !contended.is_empty() {
+            StoreError::Contention(contended)
+        } else {
+            StoreError::Backend(format!("transaction cancelled without a reason: {}", cancelled.message().unwrap_or("")))
+        }
+    }
+}
+
+/// 10, 20, 40 ms plus up to 15 ms of jitter so colliding writers spread out.
+fn backoff(attempt: u32) -> Duration {
+    let jitter = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() % 15_000_000)
+        .unwrap_or(0);
+    Duration::from_millis(10 << (attempt - 1).min(4)) + Duration::from_nanos(u64::from(jitter))
+}

@@ -1,0 +1,33 @@
+use bouquet_domain::events::DomainEvent;
+use bouquet_domain::{Timestamp, Vendor, VendorId};
+
+use crate::error::{StoreError, Target};
+use crate::idempotency::IdempotencyPut;
+use crate::items::{from_item, to_item, VendorItem};
+use crate::keys;
+use crate::tx::{Expr, Tx};
+use crate::Store;
+
+impl Store {
+    /// Puts a new vendor with its event (and idempotency record): one transaction.
+    pub async fn create_vendor(&self, vendor: &Vendor, event: &DomainEvent, idempotency: Option<&IdempotencyPut>, now: Timestamp) -> Result<(), StoreError> {
+        let mut tx = Tx::new();
+        tx.idempotency(&self.table, idempotency, now)?;
+        let item = to_item(&VendorItem::from_domain(vendor))?;
+        tx.put(Target::Vendor(vendor.vendor_id), &self.table, item, Some(Expr::new("attribute_not_exists(pk)")))?;
+        tx.event(&self.table, event)?;
+        tx.commit(self).await
+    }
+
+    pub async fn vendor(&self, vendor_id: VendorId) -> Result<Option<Vendor>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(keys::key(keys::vendor_pk(&vendor_id.to_string()), keys::VENDOR_SK)))
+            .send()
+            .await
+            .map_err(StoreError::backend)?;
+        output.item.map(|item| from_item::<VendorItem>(item)?.into_domain()).transpose()
+    }
+}
