@@ -173,6 +173,20 @@ impl Order {
         self.reserved_until < now
     }
 
+    /// The status a reader should see: a reservation past its deadline is expired even
+    /// before the sweeper has recorded it.
+    pub fn effective_status(&self, now: Timestamp) -> OrderStatus {
+        match self.status {
+            OrderStatus::Reserved if self.hold_expired(now) => OrderStatus::Expired,
+            status => status,
+        }
+    }
+
+    /// The order as a reader sees it at `now`.
+    pub fn as_seen_at(&self, now: Timestamp) -> Order {
+        Order { status: self.effective_status(now), ..self.clone() }
+    }
+
     /// Claims the order for a payment attempt. `Ok(false)` means it is already paid (paying
     /// twice returns the paid order).
     pub fn begin_payment(&mut self, now: Timestamp) -> Result<bool, DomainError> {

@@ -117,6 +117,13 @@ impl Ctx {
         self.query("cursor")
     }
 
+    /// `If-Match` as a version number (`"3"`, `3` or `W/"3"`); `None` when absent.
+    pub fn if_match(&self) -> Result<Option<u64>, ApiError> {
+        let Some(raw) = self.header("if-match") else { return Ok(None) };
+        let tag = raw.trim().trim_start_matches("W/").trim_matches('"');
+        tag.parse().map(Some).map_err(|_| ApiError::Invalid(vec![FieldError::new("If-Match", "must be the ETag of the resource, e.g. \"3\"")]))
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         header_str(&self.headers, name)
     }

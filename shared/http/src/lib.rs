@@ -9,6 +9,7 @@ mod app;
 mod body;
 mod caller;
 mod ctx;
+pub mod owned;
 mod idempotency;
 pub mod problem;
 mod reply;

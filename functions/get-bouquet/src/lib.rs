@@ -1,0 +1,24 @@
+//! `GET /v1/bouquets/{bouquetId}`: one bouquet with its effective status and freshness.
+//! `ETag` is the version; `If-None-Match` with it answers 304.
+
+use bouquet_http::domain::BouquetId;
+use bouquet_http::lambda_http::http::StatusCode;
+use bouquet_http::lambda_http::{Body, Error, Request, Response};
+use bouquet_http::{run, ApiError, App, Ctx, Reply, Route};
+
+pub const ROUTE: Route = Route::new("GET", "/v1/bouquets/{bouquetId}");
+
+pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, handle).await
+}
+
+async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
+    let bouquet_id = ctx.path("bouquetId", BouquetId::parse)?;
+    let bouquet = ctx.app.store.bouquet(bouquet_id, false).await?.ok_or(ApiError::NotFound("bouquet"))?;
+    let etag = format!("\"{}\"", bouquet.version);
+    let cache = "public, max-age=10";
+    if ctx.header("if-none-match") == Some(etag.as_str()) {
+        return Ok(Reply { status: StatusCode::NOT_MODIFIED, body: None, headers: vec![("etag", etag), ("cache-control", cache.into())] });
+    }
+    Ok(Reply::ok(&bouquet.view(ctx.now))?.header("etag", etag).header("cache-control", cache))
+}

@@ -1,0 +1,27 @@
+//! `GET /v1/orders/{orderId}`: one order, for its customer, its vendor or an admin. Anyone
+//! else gets 404, not 403: an order id must not reveal that the order exists.
+
+use bouquet_http::domain::OrderId;
+use bouquet_http::lambda_http::{Body, Error, Request, Response};
+use bouquet_http::{run, ApiError, App, Ctx, Reply, Role, Route};
+
+pub const ROUTE: Route = Route::new("GET", "/v1/orders/{orderId}");
+
+pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, handle).await
+}
+
+async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
+    let caller = ctx.caller()?;
+    let order_id = ctx.path("orderId", OrderId::parse)?;
+    let order = ctx.app.store.order(order_id).await?.ok_or(ApiError::NotFound("order"))?;
+    let visible = match caller.role {
+        Role::Customer => order.customer_id == caller.subject,
+        Role::Vendor => caller.vendor_id == Some(order.vendor_id),
+        Role::Admin => true,
+    };
+    if !visible {
+        return Err(ApiError::NotFound("order"));
+    }
+    Reply::ok(&order.as_seen_at(ctx.now))
+}

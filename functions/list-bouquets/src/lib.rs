@@ -1,0 +1,29 @@
+//! `GET /v1/bouquets`: the public catalogue of bouquets available now, newest first,
+//! optionally one vendor's (`?vendorId=`). Paginated with `?limit=` and `?cursor=`.
+
+use bouquet_http::domain::{FieldError, VendorId};
+use bouquet_http::lambda_http::{Body, Error, Request, Response};
+use bouquet_http::{run, ApiError, App, Ctx, Reply, Route};
+use serde_json::json;
+
+pub const ROUTE: Route = Route::new("GET", "/v1/bouquets");
+
+pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, handle).await
+}
+
+async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
+    let limit = ctx.limit()?;
+    let vendor = match ctx.query("vendorId") {
+        Some(raw) => Some(VendorId::parse(raw).map_err(|e| ApiError::Invalid(vec![FieldError::new("query/vendorId", e)]))?),
+        None => None,
+    };
+    let store = &ctx.app.store;
+    let page = match vendor {
+        Some(vendor_id) => store.vendor_catalogue(vendor_id, ctx.cursor(), limit, ctx.now).await?,
+        None => store.catalogue(ctx.cursor(), limit, ctx.now).await?,
+    };
+    let items: Vec<_> = page.items.iter().map(|b| b.view(ctx.now)).collect();
+    // Shared caches may hold a page briefly; availability is re-checked at reservation.
+    Ok(Reply::ok(&json!({ "items": items, "nextCursor": page.next_cursor }))?.header("cache-control", "public, max-age=5"))
+}

@@ -1,0 +1,43 @@
+//! `DELETE /v1/bouquets/{bouquetId}`: its vendor withdraws a bouquet while it is available
+//! (409 `bouquet.not_available_for_change` otherwise). `If-Match` is honoured when sent.
+
+use bouquet_http::domain::events::{DomainEvent, EventData};
+use bouquet_http::domain::BouquetId;
+use bouquet_http::lambda_http::{Body, Error, Request, Response};
+use bouquet_http::owned::{refused_change, vendor_bouquet};
+use bouquet_http::store::StoreError;
+use bouquet_http::{run, ApiError, App, Ctx, Reply, Route};
+
+pub const ROUTE: Route = Route::new("DELETE", "/v1/bouquets/{bouquetId}");
+
+/// Without `If-Match`, a withdrawal that raced a harmless change (still available) reads
+/// again; bounded so a bouquet edited in a tight loop cannot keep it spinning.
+const ATTEMPTS: usize = 3;
+
+pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, handle).await
+}
+
+async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
+    let bouquet_id = ctx.path("bouquetId", BouquetId::parse)?;
+    ctx.caller()?;
+    let if_match = ctx.if_match()?;
+    for _ in 0..ATTEMPTS {
+        let read = vendor_bouquet(ctx, bouquet_id, if_match).await?;
+        let mut withdrawn = read.clone();
+        withdrawn.withdraw(ctx.now)?;
+        let event = DomainEvent::new(
+            bouquet_id,
+            withdrawn.version,
+            ctx.now,
+            &ctx.correlation_id,
+            EventData::BouquetWithdrawn { bouquet_id, vendor_id: withdrawn.vendor_id },
+        );
+        match ctx.app.store.save_bouquet(&withdrawn, read.version, &event, ctx.now).await {
+            Ok(()) => return Reply::ok(&withdrawn.view(ctx.now)),
+            Err(StoreError::ConditionFailed(conflicts)) => refused_change(conflicts, ctx, if_match)?,
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(ApiError::Busy)
+}
