@@ -5,7 +5,7 @@
 //! request fingerprint, the deadline, the handler, and the mapping of every error to
 //! problem+json (in [`problem`], the only place that decides a status code).
 
-mod app;
+pub mod app;
 mod body;
 mod caller;
 mod ctx;

@@ -1,0 +1,203 @@
+//! Reads `template.yaml`, the SAM template that is the single source of wiring: which
+//! functions exist, their routes and environment, and the table definition. The dev stack
+//! provisions from it and the tests check the code against it.
+//!
+//! CloudFormation short tags (`!Ref X`, `!GetAtt A.B`, `!Sub s`) are turned into their long
+//! JSON forms (`{"Ref": "X"}`, `{"Fn::GetAtt": ["A", "B"]}`, `{"Fn::Sub": "s"}`).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateError {
+    #[error("cannot read {0}: {1}")]
+    Io(PathBuf, std::io::Error),
+    #[error("template.yaml is not valid YAML: {0}")]
+    Yaml(#[from] serde_yaml::Error),
+    #[error("template.yaml: {0}")]
+    Shape(String),
+}
+
+/// One `AWS::Serverless::Function`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Function {
+    pub logical_id: String,
+    /// `Metadata.BuildProperties.Binary`: the crate under `functions/` and its binary.
+    pub binary: String,
+    pub properties: Value,
+}
+
+/// One `HttpApi` event of a function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpRoute {
+    pub method: String,
+    pub path: String,
+    pub function: String,
+    pub binary: String,
+    /// Whether the JWT authorizer guards the route (the API's default unless `NONE`).
+    pub authorized: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Template {
+    root: Value,
+}
+
+/// The repository's `template.yaml`.
+pub fn repository_template_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../template.yaml")
+}
+
+impl Template {
+    pub fn load(path: &Path) -> Result<Self, TemplateError> {
+        let text = std::fs::read_to_string(path).map_err(|e| TemplateError::Io(path.to_owned(), e))?;
+        Self::parse(&text)
+    }
+
+    pub fn repository() -> Result<Self, TemplateError> {
+        Self::load(&repository_template_path())
+    }
+
+    pub fn parse(text: &str) -> Result<Self, TemplateError> {
+        let yaml: serde_yaml::Value = serde_yaml::from_str(text)?;
+        Ok(Self { root: to_json(yaml) })
+    }
+
+    pub fn root(&self) -> &Value {
+        &self.root
+    }
+
+    pub fn resources(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.root["Resources"].as_object().into_iter().flat_map(|m| m.iter().map(|(k, v)| (k.as_str(), v)))
+    }
+
+    pub fn resource(&self, logical_id: &str) -> Option<&Value> {
+        self.root["Resources"].get(logical_id)
+    }
+
+    pub fn resources_of_type<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = (&'a str, &'a Value)> + 'a {
+        self.resources().filter(move |(_, r)| r["Type"] == kind)
+    }
+
+    /// A parameter's default value, as a string.
+    pub fn parameter_default(&self, name: &str) -> Option<String> {
+        match &self.root["Parameters"][name]["Default"] {
+            Value::String(s) => Some(s.clone()),
+            Value::Null => None,
+            other => Some(other.to_string()),
+        }
+    }
+
+    pub fn functions(&self) -> Result<Vec<Function>, TemplateError> {
+        self.resources_of_type("AWS::Serverless::Function")
+            .map(|(id, r)| {
+                let binary = r["Metadata"]["BuildProperties"]["Binary"]
+                    .as_str()
+                    .ok_or_else(|| TemplateError::Shape(format!("{id} has no Metadata.BuildProperties.Binary")))?;
+                Ok(Function { logical_id: id.to_owned(), binary: binary.to_owned(), properties: r["Properties"].clone() })
+            })
+            .collect()
+    }
+
+    /// Every `HttpApi` route, with whether the JWT authorizer protects it.
+    pub fn http_routes(&self) -> Result<Vec<HttpRoute>, TemplateError> {
+        let mut routes = Vec::new();
+        for function in self.functions()? {
+            let Some(events) = function.properties["Events"].as_object() else { continue };
+            for event in events.values().filter(|e| e["Type"] == "HttpApi") {
+                let p = &event["Properties"];
+                let api_default = p["ApiId"]["Ref"]
+                    .as_str()
+                    .and_then(|api| self.resource(api))
+                    .map(|api| !api["Properties"]["Auth"]["DefaultAuthorizer"].is_null())
+                    .unwrap_or(false);
+                let authorized = match p["Auth"]["Authorizer"].as_str() {
+                    Some("NONE") => false,
+                    Some(_) => true,
+                    None => api_default,
+                };
+                routes.push(HttpRoute {
+                    method: p["Method"].as_str().unwrap_or("ANY").to_ascii_uppercase(),
+                    path: p["Path"].as_str().ok_or_else(|| TemplateError::Shape(format!("{} has an HttpApi event without Path", function.logical_id)))?.to_owned(),
+                    function: function.logical_id.clone(),
+                    binary: function.binary.clone(),
+                    authorized,
+                });
+            }
+        }
+        Ok(routes)
+    }
+
+    /// The environment a function gets: `Globals.Function.Environment` overlaid with its own,
+    /// each value resolved by `resolve` (for `!Ref` and friends).
+    pub fn environment(&self, function: &Function, resolve: &dyn Fn(&Value) -> String) -> Vec<(String, String)> {
+        let mut vars: Map<String, Value> = self.root["Globals"]["Function"]["Environment"]["Variables"].as_object().cloned().unwrap_or_default();
+        if let Some(own) = function.properties["Environment"]["Variables"].as_object() {
+            vars.extend(own.clone());
+        }
+        vars.iter().map(|(k, v)| (k.clone(), resolve(v))).collect()
+    }
+}
+
+fn to_json(yaml: serde_yaml::Value) -> Value {
+    use serde_yaml::Value as Y;
+    match yaml {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(b),
+        Y::Number(n) => serde_json::to_value(n).unwrap_or(Value::Null),
+        Y::String(s) => Value::String(s),
+        Y::Sequence(items) => Value::Array(items.into_iter().map(to_json).collect()),
+        Y::Mapping(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Y::String(s) => s,
+                        other => serde_yaml::to_string(&other).unwrap_or_default().trim().to_owned(),
+                    };
+                    (key, to_json(v))
+                })
+                .collect(),
+        ),
+        Y::Tagged(tagged) => {
+            let tag = tagged.tag.to_string();
+            let name = tag.trim_start_matches('!');
+            let value = to_json(tagged.value);
+            match name {
+                "Ref" => serde_json::json!({ "Ref": value }),
+                "GetAtt" => {
+                    let parts = match value {
+                        Value::String(s) => s.splitn(2, '.').map(|p| Value::String(p.to_owned())).collect(),
+                        other => vec![other],
+                    };
+                    serde_json::json!({ "Fn::GetAtt": parts })
+                }
+                other => serde_json::json!({ format!("Fn::{other}"): value }),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expands_short_tags() {
+        let t = Template::parse("A: !Ref Table\nB: !GetAtt Table.Arn\nC: !Sub '${Table.Arn}/index/*'\nD: !Join [',', [a, b]]\n").unwrap();
+        assert_eq!(t.root()["A"], serde_json::json!({"Ref": "Table"}));
+        assert_eq!(t.root()["B"], serde_json::json!({"Fn::GetAtt": ["Table", "Arn"]}));
+        assert_eq!(t.root()["C"], serde_json::json!({"Fn::Sub": "${Table.Arn}/index/*"}));
+        assert_eq!(t.root()["D"], serde_json::json!({"Fn::Join": [",", ["a", "b"]]}));
+    }
+
+    #[test]
+    fn reads_the_repository_template() {
+        let t = Template::repository().unwrap();
+        let routes = t.http_routes().unwrap();
+        let mut public: Vec<_> = routes.iter().filter(|r| !r.authorized).map(|r| format!("{} {}", r.method, r.path)).collect();
+        public.sort();
+        assert_eq!(public, ["GET /v1/bouquets", "GET /v1/bouquets/{bouquetId}"]);
+        assert!(t.resource("MarketTable").is_some());
+    }
+}

@@ -1,0 +1,96 @@
+//! `devstack`: the local cloud's command line. See `localstack/run.sh` for the usual entry.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+
+use bouquet_http::domain::SystemClock;
+use bouquet_http::store::Store;
+use bouquet_http::{App, Config};
+use bouquet_template::Template;
+use devstack::{jwt, provision, seed, server::LocalApi};
+
+#[derive(Parser)]
+#[command(about = "The bouquet marketplace's local cloud")]
+struct Cli {
+    /// Prefix of local resource names.
+    #[arg(long, default_value = "bouquet-local", global = true)]
+    stack: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Provision the template's resources, seed demo data and serve the HTTP API.
+    Up {
+        #[arg(long, env = "DEVSTACK_PORT", default_value_t = 3000)]
+        port: u16,
+        /// Skip the demo vendor and bouquets.
+        #[arg(long)]
+        no_seed: bool,
+    },
+    /// Create the template's resources on AWS_ENDPOINT_URL (idempotent).
+    Provision,
+    /// Print a bearer token the local authorizer accepts.
+    Token {
+        #[arg(long, value_parser = ["customer", "vendor", "admin"])]
+        role: String,
+        #[arg(long)]
+        sub: String,
+        #[arg(long)]
+        vendor_id: Option<String>,
+        /// Lifetime in seconds.
+        #[arg(long, default_value_t = 3600)]
+        ttl: i64,
+    },
+}
+
+async fn provision_all(template: &Template, stack: &str) -> Result<App, bouquet_http::lambda_http::Error> {
+    let sdk = bouquet_http::app::aws_sdk_config().await;
+    let client = aws_sdk_dynamodb::Client::new(&sdk);
+    let table = provision::local_name(stack, "MarketTable");
+    let outcome = provision::create_table(&client, template, "MarketTable", &table).await?;
+    eprintln!("table {table}: {outcome:?}");
+    let config = Config::from_env()?;
+    Ok(App::new(Store::new(client, table), Arc::new(SystemClock), config))
+}
+
+#[tokio::main]
+async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
+    tracing_init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Token { role, sub, vendor_id, ttl } => {
+            println!("{}", jwt::mint(&jwt::secret_from_env(), &role, &sub, vendor_id.as_deref(), ttl)?);
+        }
+        Command::Provision => {
+            provision_all(&Template::repository()?, &cli.stack).await?;
+        }
+        Command::Up { port, no_seed } => {
+            let template = Template::repository()?;
+            let app = provision_all(&template, &cli.stack).await?;
+            let secret = jwt::secret_from_env();
+            let api = LocalApi::from_template(&template, app, secret.clone())?;
+            if !no_seed {
+                let seeded = seed::seed(&api, &secret).await?;
+                eprintln!("demo vendor {} with bouquets {}", seeded.vendor_id, seeded.bouquet_ids.join(", "));
+                eprintln!("vendor token:   {}", jwt::mint(&secret, "vendor", "vendor-demo", Some(&seeded.vendor_id), 86_400)?);
+            }
+            eprintln!("customer token: {}", jwt::mint(&secret, "customer", "customer-demo", None, 86_400)?);
+            eprintln!("admin token:    {}", jwt::mint(&secret, "admin", "admin-demo", None, 86_400)?);
+            let address = SocketAddr::from(([127, 0, 0, 1], port));
+            eprintln!("HTTP API on http://{address}/v1 (Ctrl-C to stop)");
+            tokio::select! {
+                served = api.serve(address) => served?,
+                _ = tokio::signal::ctrl_c() => eprintln!("stopping"),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn tracing_init() {
+    bouquet_http::lambda_http::tracing::init_default_subscriber();
+}

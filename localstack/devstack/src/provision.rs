@@ -1,0 +1,129 @@
+//! Creates the resources of `template.yaml` on the emulator, from the template's own
+//! definitions (no second, hand-written schema). Idempotent: what exists is left alone.
+
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection, ProjectionType,
+    ScalarAttributeType, StreamSpecification, StreamViewType, TimeToLiveSpecification,
+};
+use aws_sdk_dynamodb::Client;
+use serde_json::Value;
+
+use bouquet_template::Template;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProvisionError {
+    #[error("template.yaml has no {0}")]
+    Missing(String),
+    #[error("template.yaml: {0}")]
+    Shape(String),
+    #[error("{0}")]
+    Aws(String),
+}
+
+fn aws(error: impl std::error::Error) -> ProvisionError {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    ProvisionError::Aws(message)
+}
+
+fn text<'a>(value: &'a Value, field: &str) -> Result<&'a str, ProvisionError> {
+    value[field].as_str().ok_or_else(|| ProvisionError::Shape(format!("expected a string at {field} in {value}")))
+}
+
+fn key_schema(value: &Value) -> Result<Vec<KeySchemaElement>, ProvisionError> {
+    value
+        .as_array()
+        .ok_or_else(|| ProvisionError::Shape("KeySchema must be a list".into()))?
+        .iter()
+        .map(|k| {
+            KeySchemaElement::builder()
+                .attribute_name(text(k, "AttributeName")?)
+                .key_type(KeyType::from(text(k, "KeyType")?))
+                .build()
+                .map_err(aws)
+        })
+        .collect()
+}
+
+/// Whether the call created the table or found it there.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Created,
+    AlreadyThere,
+}
+
+/// Creates the `AWS::DynamoDB::Table` `logical_id` of `template` as `table_name`: keys,
+/// attribute definitions, GSIs, billing mode, stream and TTL exactly as declared.
+pub async fn create_table(client: &Client, template: &Template, logical_id: &str, table_name: &str) -> Result<Outcome, ProvisionError> {
+    let resource = template.resource(logical_id).ok_or_else(|| ProvisionError::Missing(format!("resource {logical_id}")))?;
+    if resource["Type"] != "AWS::DynamoDB::Table" {
+        return Err(ProvisionError::Shape(format!("{logical_id} is not an AWS::DynamoDB::Table")));
+    }
+    let p = &resource["Properties"];
+    let mut request = client
+        .create_table()
+        .table_name(table_name)
+        .billing_mode(BillingMode::from(p["BillingMode"].as_str().unwrap_or("PAY_PER_REQUEST")))
+        .set_key_schema(Some(key_schema(&p["KeySchema"])?));
+    for a in p["AttributeDefinitions"].as_array().into_iter().flatten() {
+        request = request.attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name(text(a, "AttributeName")?)
+                .attribute_type(ScalarAttributeType::from(text(a, "AttributeType")?))
+                .build()
+                .map_err(aws)?,
+        );
+    }
+    for index in p["GlobalSecondaryIndexes"].as_array().into_iter().flatten() {
+        let projection = &index["Projection"];
+        let non_key: Option<Vec<String>> =
+            projection["NonKeyAttributes"].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect());
+        request = request.global_secondary_indexes(
+            GlobalSecondaryIndex::builder()
+                .index_name(text(index, "IndexName")?)
+                .set_key_schema(Some(key_schema(&index["KeySchema"])?))
+                .projection(
+                    Projection::builder()
+                        .projection_type(ProjectionType::from(projection["ProjectionType"].as_str().unwrap_or("ALL")))
+                        .set_non_key_attributes(non_key)
+                        .build(),
+                )
+                .build()
+                .map_err(aws)?,
+        );
+    }
+    if let Some(view) = p["StreamSpecification"]["StreamViewType"].as_str() {
+        request = request.stream_specification(
+            StreamSpecification::builder().stream_enabled(true).stream_view_type(StreamViewType::from(view)).build().map_err(aws)?,
+        );
+    }
+    match request.send().await {
+        Ok(_) => {}
+        Err(error) if error.as_service_error().is_some_and(|e| e.is_resource_in_use_exception()) => return Ok(Outcome::AlreadyThere),
+        Err(error) => return Err(aws(error)),
+    }
+    // CreateTable takes no TTL setting; it is a second call, as CloudFormation makes it.
+    let ttl = &p["TimeToLiveSpecification"];
+    if ttl["Enabled"] == true {
+        client
+            .update_time_to_live()
+            .table_name(table_name)
+            .time_to_live_specification(
+                TimeToLiveSpecification::builder().attribute_name(text(ttl, "AttributeName")?).enabled(true).build().map_err(aws)?,
+            )
+            .send()
+            .await
+            .map_err(aws)?;
+    }
+    Ok(Outcome::Created)
+}
+
+/// The name a template resource gets locally: `{stack}-{LogicalId}`.
+pub fn local_name(stack: &str, logical_id: &str) -> String {
+    format!("{stack}-{logical_id}")
+}

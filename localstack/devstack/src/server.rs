@@ -1,0 +1,136 @@
+//! The local HTTP API: API Gateway's routing and JWT authorizer in front of the handlers.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming as HyperBody};
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+
+use bouquet_http::lambda_http::{self, Body};
+use bouquet_http::App;
+use bouquet_template::Template;
+
+use crate::apigw::{self, Incoming, RoutePattern};
+use crate::functions::{http_handler, HttpHandler};
+
+/// API Gateway's payload limit.
+const MAX_PAYLOAD: usize = 10 * 1024 * 1024;
+
+pub struct LocalApi {
+    routes: Vec<(RoutePattern, Target)>,
+    app: App,
+    jwt_secret: String,
+}
+
+struct Target {
+    binary: String,
+    handler: HttpHandler,
+    authorized: bool,
+}
+
+impl LocalApi {
+    /// Routes every `HttpApi` event of the template to its function's handler.
+    pub fn from_template(template: &Template, app: App, jwt_secret: String) -> Result<Self, String> {
+        let mut routes = Vec::new();
+        for route in template.http_routes().map_err(|e| e.to_string())? {
+            let (_, handler) = http_handler(&route.binary).ok_or_else(|| format!("template function {} has no handler in the dev stack", route.binary))?;
+            routes.push((RoutePattern::new(&route.method, &route.path), Target { binary: route.binary, handler, authorized: route.authorized }));
+        }
+        Ok(Self { routes, app, jwt_secret })
+    }
+
+    /// Answers one request as API Gateway would.
+    pub async fn handle(&self, incoming: Incoming) -> (StatusCode, Vec<(String, String)>, Vec<u8>) {
+        let Some((pattern, target, params)) = apigw::select(&self.routes, &incoming.method, &incoming.path) else {
+            return message(StatusCode::NOT_FOUND, "Not Found");
+        };
+        let claims: Option<HashMap<String, String>> = if target.authorized {
+            let authorization = incoming.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("authorization")).map(|(_, v)| v.as_str());
+            match crate::jwt::verify(&self.jwt_secret, authorization) {
+                Some(claims) => Some(claims),
+                None => return message(StatusCode::UNAUTHORIZED, "Unauthorized"),
+            }
+        } else {
+            None
+        };
+        let request_id = ulid::Ulid::new().to_string();
+        let event = apigw::event(&incoming, pattern, &params, claims.as_ref(), &request_id, time::OffsetDateTime::now_utc());
+        let request = match lambda_http::request::from_str(&event.to_string()) {
+            Ok(request) => request,
+            Err(error) => return message(StatusCode::INTERNAL_SERVER_ERROR, &format!("bad event: {error}")),
+        };
+        match (target.handler)(self.app.clone(), request).await {
+            Ok(response) => {
+                let status = response.status();
+                let headers = response.headers().iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_owned())).collect();
+                let body = match response.into_body() {
+                    Body::Text(text) => text.into_bytes(),
+                    Body::Binary(bytes) => bytes,
+                    _ => Vec::new(),
+                };
+                (status, headers, body)
+            }
+            Err(error) => {
+                tracing::error!(function = %target.binary, %error, "function failed");
+                message(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")
+            }
+        }
+    }
+
+    /// Serves on `address` until the process is stopped.
+    pub async fn serve(self, address: SocketAddr) -> std::io::Result<()> {
+        let listener = TcpListener::bind(address).await?;
+        let api = Arc::new(self);
+        loop {
+            let (stream, peer) = listener.accept().await?;
+            let api = api.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |request: Request<HyperBody>| {
+                    let api = api.clone();
+                    async move { Ok::<_, Infallible>(api.answer(request, peer).await) }
+                });
+                if let Err(error) = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await {
+                    tracing::debug!(%error, "connection closed");
+                }
+            });
+        }
+    }
+
+    async fn answer(&self, request: Request<HyperBody>, peer: SocketAddr) -> Response<Full<Bytes>> {
+        let (parts, body) = request.into_parts();
+        let body = match Limited::new(body, MAX_PAYLOAD).collect().await {
+            Ok(collected) => collected.to_bytes().to_vec(),
+            Err(_) => return to_hyper(message(StatusCode::PAYLOAD_TOO_LARGE, "Request Entity Too Large")),
+        };
+        let incoming = Incoming {
+            method: parts.method.to_string(),
+            path: parts.uri.path().to_owned(),
+            raw_query: parts.uri.query().unwrap_or("").to_owned(),
+            headers: parts.headers.iter().map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect(),
+            body,
+            source_ip: peer.ip().to_string(),
+        };
+        to_hyper(self.handle(incoming).await)
+    }
+}
+
+fn message(status: StatusCode, text: &str) -> (StatusCode, Vec<(String, String)>, Vec<u8>) {
+    (status, vec![("content-type".into(), "application/json".into())], serde_json::json!({ "message": text }).to_string().into_bytes())
+}
+
+fn to_hyper((status, headers, body): (StatusCode, Vec<(String, String)>, Vec<u8>)) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    for (name, value) in headers {
+        if let (Ok(name), Ok(value)) = (hyper::header::HeaderName::try_from(name), hyper::header::HeaderValue::try_from(value)) {
+            response.headers_mut().append(name, value);
+        }
+    }
+    response
+}

@@ -1,0 +1,82 @@
+# Shared by localstack/run.sh and localstack/test.sh: the project virtualenv and the AWS
+# emulator. Source it; it defines functions and exports the AWS settings the code reads.
+
+LOCALSTACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_DIR="$(dirname "$LOCALSTACK_DIR")"
+VENV="$LOCALSTACK_DIR/.venv"
+RUN_DIR="$LOCALSTACK_DIR/.run"
+EMULATOR_HOST="${EMULATOR_HOST:-127.0.0.1}"
+EMULATOR_PORT="${EMULATOR_PORT:-4566}"
+
+export AWS_ENDPOINT_URL="${AWS_ENDPOINT_URL:-http://$EMULATOR_HOST:$EMULATOR_PORT}"
+export AWS_REGION="${AWS_REGION:-eu-west-1}"
+export AWS_DEFAULT_REGION="$AWS_REGION"
+export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}"
+export AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}"
+export SAM_CLI_TELEMETRY=0
+
+log() { printf '[localstack] %s\n' "$*" >&2; }
+
+# Creates (once) and updates (when requirements.txt changes) the project virtualenv.
+ensure_venv() {
+  local stamp="$VENV/.requirements.sha256"
+  local want
+  want="$(sha256sum "$LOCALSTACK_DIR/requirements.txt" | cut -d' ' -f1)"
+  if [ -x "$VENV/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    return 0
+  fi
+  log "installing the pinned emulator into $VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$LOCALSTACK_DIR/requirements.txt"
+  echo "$want" > "$stamp"
+}
+
+# True when something answers HTTP at the endpoint (moto, or a LocalStack someone started).
+endpoint_answers() {
+  python3 - "$AWS_ENDPOINT_URL" <<'PY' 2>/dev/null
+import sys, urllib.request, urllib.error
+try:
+    urllib.request.urlopen(sys.argv[1], timeout=1)
+except urllib.error.HTTPError:
+    pass  # any HTTP answer means a server is there
+except Exception:
+    sys.exit(1)
+PY
+}
+
+# Starts moto on $EMULATOR_HOST:$EMULATOR_PORT unless an endpoint already answers there.
+STARTED_EMULATOR=""
+start_emulator() {
+  mkdir -p "$RUN_DIR"
+  if endpoint_answers; then
+    log "using the AWS endpoint already answering at $AWS_ENDPOINT_URL"
+    return 0
+  fi
+  ensure_venv
+  log "starting moto on $EMULATOR_HOST:$EMULATOR_PORT (log: $RUN_DIR/moto.log)"
+  "$VENV/bin/moto_server" -H "$EMULATOR_HOST" -p "$EMULATOR_PORT" > "$RUN_DIR/moto.log" 2>&1 &
+  STARTED_EMULATOR=$!
+  echo "$STARTED_EMULATOR" > "$RUN_DIR/moto.pid"
+  for _ in $(seq 1 100); do
+    if endpoint_answers; then
+      log "moto is ready (pid $STARTED_EMULATOR)"
+      return 0
+    fi
+    if ! kill -0 "$STARTED_EMULATOR" 2>/dev/null; then
+      log "moto exited during start-up:"; cat "$RUN_DIR/moto.log" >&2
+      return 1
+    fi
+    sleep 0.2
+  done
+  log "moto did not answer within 20 s"; return 1
+}
+
+# Stops the emulator if this script started it; leaves someone else's alone.
+stop_emulator() {
+  if [ -n "$STARTED_EMULATOR" ] && kill -0 "$STARTED_EMULATOR" 2>/dev/null; then
+    kill "$STARTED_EMULATOR" 2>/dev/null || true
+    wait "$STARTED_EMULATOR" 2>/dev/null || true
+    rm -f "$RUN_DIR/moto.pid"
+    log "stopped moto"
+  fi
+}

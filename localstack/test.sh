@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs every check and test: format, lints, unit tests and the tests against the AWS
+# emulator, which this script starts (and stops) itself. Needs only Rust and Python 3.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$REPO_DIR"
+
+trap stop_emulator EXIT
+start_emulator
+
+log "cargo fmt --check"
+cargo fmt --all -- --check
+log "cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+log "cargo test (AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL)"
+cargo test --workspace --locked "$@"
