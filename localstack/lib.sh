@@ -54,7 +54,7 @@ start_emulator() {
   fi
   ensure_venv
   log "starting moto on $EMULATOR_HOST:$EMULATOR_PORT (log: $RUN_DIR/moto.log)"
-  "$VENV/bin/moto_server" -H "$EMULATOR_HOST" -p "$EMULATOR_PORT" > "$RUN_DIR/moto.log" 2>&1 &
+  MOTO_PORT="$EMULATOR_PORT" "$VENV/bin/python" "$LOCALSTACK_DIR/emulator.py" "$EMULATOR_HOST" "$EMULATOR_PORT" > "$RUN_DIR/moto.log" 2>&1 &
   STARTED_EMULATOR=$!
   echo "$STARTED_EMULATOR" > "$RUN_DIR/moto.pid"
   for _ in $(seq 1 100); do

@@ -29,7 +29,12 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let vendor_id = ctx.path("vendorId", VendorId::parse)?;
     ctx.caller()?.require_vendor(vendor_id)?;
     let body: Listing = ctx.json()?;
-    let new = NewBouquet::validate(&body.name, body.description.as_deref(), (&body.price.amount, &body.price.currency), body.vase_id.as_deref())?;
+    let new = NewBouquet::validate(
+        &body.name,
+        body.description.as_deref(),
+        (&body.price.amount, &body.price.currency),
+        body.vase_id.as_deref(),
+    )?;
     let bouquet = Bouquet::list(vendor_id, new, ctx.now);
     let event = DomainEvent::new(
         bouquet.bouquet_id,
@@ -44,12 +49,29 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
             vase_id: bouquet.vase_id,
         },
     );
-    let reply = Reply::created(&bouquet.view(ctx.now), format!("/v1/bouquets/{}", bouquet.bouquet_id))?.header("etag", format!("\"{}\"", bouquet.version));
-    match ctx.app.store.create_bouquet(&bouquet, &event, ctx.idempotency_record(&reply).as_ref(), ctx.now).await {
+    let reply = Reply::created(
+        &bouquet.view(ctx.now),
+        format!("/v1/bouquets/{}", bouquet.bouquet_id),
+    )?
+    .header("etag", format!("\"{}\"", bouquet.version));
+    match ctx
+        .app
+        .store
+        .create_bouquet(
+            &bouquet,
+            &event,
+            ctx.idempotency_record(&reply).as_ref(),
+            ctx.now,
+        )
+        .await
+    {
         Ok(()) => Ok(reply),
         Err(StoreError::ConditionFailed(conflicts)) => Err(match conflicts[0].target {
             Target::Vendor(_) => ApiError::NotFound("vendor"),
-            Target::Vase(_) => ApiError::Invalid(vec![FieldError::new("vaseId", "is not a vase of this vendor")]),
+            Target::Vase(_) => ApiError::Invalid(vec![FieldError::new(
+                "vaseId",
+                "is not a vase of this vendor",
+            )]),
             _ => ApiError::Internal(format!("listing refused on {:?}", conflicts[0].target)),
         }),
         Err(other) => Err(other.into()),

@@ -35,16 +35,30 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let body: Reservation = ctx.json()?;
     let bouquet_ids = parse_bouquet_ids(&body.bouquet_ids)?;
     for _ in 0..ATTEMPTS {
-        let read = ctx.app.store.read_for_reservation(&bouquet_ids, ctx.idempotency_key_hash(), ctx.now).await?;
+        let read = ctx
+            .app
+            .store
+            .read_for_reservation(&bouquet_ids, ctx.idempotency_key_hash(), ctx.now)
+            .await?;
         if let Some(record) = read.idempotency {
             return Err(ApiError::IdempotencyReplay(Box::new(record)));
         }
-        let missing: Vec<BouquetId> = bouquet_ids.iter().zip(&read.bouquets).filter(|(_, b)| b.is_none()).map(|(id, _)| *id).collect();
+        let missing: Vec<BouquetId> = bouquet_ids
+            .iter()
+            .zip(&read.bouquets)
+            .filter(|(_, b)| b.is_none())
+            .map(|(id, _)| *id)
+            .collect();
         if !missing.is_empty() {
             return Err(ApiError::BouquetUnavailable(missing));
         }
         let bouquets: Vec<Bouquet> = read.bouquets.into_iter().flatten().collect();
-        let order = Order::reserve(caller.subject.clone(), &bouquets, ctx.app.config.hold, ctx.now)?;
+        let order = Order::reserve(
+            caller.subject.clone(),
+            &bouquets,
+            ctx.app.config.hold,
+            ctx.now,
+        )?;
         let mut held = bouquets;
         for bouquet in &mut held {
             bouquet.reserve(order.order_id, order.reserved_until, ctx.now)?;
@@ -64,14 +78,28 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
             },
         );
         let reply = Reply::created(&order, format!("/v1/orders/{}", order.order_id))?;
-        match ctx.app.store.reserve(&order, &held, &event, ctx.idempotency_record(&reply).as_ref(), ctx.now).await {
+        match ctx
+            .app
+            .store
+            .reserve(
+                &order,
+                &held,
+                &event,
+                ctx.idempotency_record(&reply).as_ref(),
+                ctx.now,
+            )
+            .await
+        {
             Ok(()) => return Ok(reply),
             Err(StoreError::ConditionFailed(conflicts)) => {
                 // Name exactly the bouquets that were taken, from the cancellation reasons.
                 let mut taken = Vec::new();
                 for conflict in conflicts {
                     let Target::Bouquet(id) = conflict.target else {
-                        return Err(ApiError::Internal(format!("reservation refused on {:?}", conflict.target)));
+                        return Err(ApiError::Internal(format!(
+                            "reservation refused on {:?}",
+                            conflict.target
+                        )));
                     };
                     match bouquet_from_conflict(conflict.current) {
                         Some(current) if current.is_available(ctx.now) => {}

@@ -27,9 +27,20 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         vendor.version,
         ctx.now,
         &ctx.correlation_id,
-        EventData::VendorOnboarded { vendor_id: vendor.vendor_id, name: vendor.name.clone() },
+        EventData::VendorOnboarded {
+            vendor_id: vendor.vendor_id,
+            name: vendor.name.clone(),
+        },
     );
     let reply = Reply::created(&vendor, format!("/v1/vendors/{}", vendor.vendor_id))?;
-    ctx.app.store.create_vendor(&vendor, &event, ctx.idempotency_record(&reply).as_ref(), ctx.now).await?;
+    ctx.app
+        .store
+        .create_vendor(
+            &vendor,
+            &event,
+            ctx.idempotency_record(&reply).as_ref(),
+            ctx.now,
+        )
+        .await?;
     Ok(reply)
 }

@@ -14,11 +14,22 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let bouquet_id = ctx.path("bouquetId", BouquetId::parse)?;
-    let bouquet = ctx.app.store.bouquet(bouquet_id, false).await?.ok_or(ApiError::NotFound("bouquet"))?;
+    let bouquet = ctx
+        .app
+        .store
+        .bouquet(bouquet_id, false)
+        .await?
+        .ok_or(ApiError::NotFound("bouquet"))?;
     let etag = format!("\"{}\"", bouquet.version);
     let cache = "public, max-age=10";
     if ctx.header("if-none-match") == Some(etag.as_str()) {
-        return Ok(Reply { status: StatusCode::NOT_MODIFIED, body: None, headers: vec![("etag", etag), ("cache-control", cache.into())] });
+        return Ok(Reply {
+            status: StatusCode::NOT_MODIFIED,
+            body: None,
+            headers: vec![("etag", etag), ("cache-control", cache.into())],
+        });
     }
-    Ok(Reply::ok(&bouquet.view(ctx.now))?.header("etag", etag).header("cache-control", cache))
+    Ok(Reply::ok(&bouquet.view(ctx.now))?
+        .header("etag", etag)
+        .header("cache-control", cache))
 }

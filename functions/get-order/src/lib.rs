@@ -14,7 +14,12 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?;
     let order_id = ctx.path("orderId", OrderId::parse)?;
-    let order = ctx.app.store.order(order_id).await?.ok_or(ApiError::NotFound("order"))?;
+    let order = ctx
+        .app
+        .store
+        .order(order_id)
+        .await?
+        .ok_or(ApiError::NotFound("order"))?;
     let visible = match caller.role {
         Role::Customer => order.customer_id == caller.subject,
         Role::Vendor => caller.vendor_id == Some(order.vendor_id),

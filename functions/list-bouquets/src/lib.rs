@@ -15,15 +15,25 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let limit = ctx.limit()?;
     let vendor = match ctx.query("vendorId") {
-        Some(raw) => Some(VendorId::parse(raw).map_err(|e| ApiError::Invalid(vec![FieldError::new("query/vendorId", e)]))?),
+        Some(raw) => Some(
+            VendorId::parse(raw)
+                .map_err(|e| ApiError::Invalid(vec![FieldError::new("query/vendorId", e)]))?,
+        ),
         None => None,
     };
     let store = &ctx.app.store;
     let page = match vendor {
-        Some(vendor_id) => store.vendor_catalogue(vendor_id, ctx.cursor(), limit, ctx.now).await?,
+        Some(vendor_id) => {
+            store
+                .vendor_catalogue(vendor_id, ctx.cursor(), limit, ctx.now)
+                .await?
+        }
         None => store.catalogue(ctx.cursor(), limit, ctx.now).await?,
     };
     let items: Vec<_> = page.items.iter().map(|b| b.view(ctx.now)).collect();
     // Shared caches may hold a page briefly; availability is re-checked at reservation.
-    Ok(Reply::ok(&json!({ "items": items, "nextCursor": page.next_cursor }))?.header("cache-control", "public, max-age=5"))
+    Ok(
+        Reply::ok(&json!({ "items": items, "nextCursor": page.next_cursor }))?
+            .header("cache-control", "public, max-age=5"),
+    )
 }

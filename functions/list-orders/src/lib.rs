@@ -15,8 +15,14 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let limit = ctx.limit()?;
     let store = &ctx.app.store;
     let page = match (caller.role, caller.vendor_id) {
-        (Role::Customer, _) => store.customer_orders(&caller.subject, ctx.cursor(), limit).await?,
-        (Role::Vendor, Some(vendor_id)) => store.vendor_orders(vendor_id, ctx.cursor(), limit).await?,
+        (Role::Customer, _) => {
+            store
+                .customer_orders(&caller.subject, ctx.cursor(), limit)
+                .await?
+        }
+        (Role::Vendor, Some(vendor_id)) => {
+            store.vendor_orders(vendor_id, ctx.cursor(), limit).await?
+        }
         _ => return Err(ApiError::Forbidden),
     };
     let items: Vec<_> = page.items.iter().map(|o| o.as_seen_at(ctx.now)).collect();

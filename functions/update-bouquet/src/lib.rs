@@ -30,7 +30,14 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     ctx.caller()?;
     let expected = ctx.if_match()?.ok_or(ApiError::PreconditionRequired)?;
     let patch: Patch = ctx.json()?;
-    let change = BouquetChange::validate(patch.name.as_deref(), patch.description.as_deref(), patch.price.as_ref().map(|p| (p.amount.as_str(), p.currency.as_str())))?;
+    let change = BouquetChange::validate(
+        patch.name.as_deref(),
+        patch.description.as_deref(),
+        patch
+            .price
+            .as_ref()
+            .map(|p| (p.amount.as_str(), p.currency.as_str())),
+    )?;
     let read = vendor_bouquet(ctx, bouquet_id, Some(expected)).await?;
     let mut changed = read.clone();
     changed.change(change, ctx.now)?;
@@ -47,11 +54,18 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
             price: changed.price,
         },
     );
-    match ctx.app.store.save_bouquet(&changed, read.version, &event, ctx.now).await {
+    match ctx
+        .app
+        .store
+        .save_bouquet(&changed, read.version, &event, ctx.now)
+        .await
+    {
         Ok(()) => reply(changed.view(ctx.now)),
         Err(StoreError::ConditionFailed(conflicts)) => {
             refused_change(conflicts, ctx, Some(expected))?;
-            Err(ApiError::PreconditionFailed("the bouquet has changed since that version; fetch it again"))
+            Err(ApiError::PreconditionFailed(
+                "the bouquet has changed since that version; fetch it again",
+            ))
         }
         Err(other) => Err(other.into()),
     }

@@ -31,11 +31,21 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
             withdrawn.version,
             ctx.now,
             &ctx.correlation_id,
-            EventData::BouquetWithdrawn { bouquet_id, vendor_id: withdrawn.vendor_id },
+            EventData::BouquetWithdrawn {
+                bouquet_id,
+                vendor_id: withdrawn.vendor_id,
+            },
         );
-        match ctx.app.store.save_bouquet(&withdrawn, read.version, &event, ctx.now).await {
+        match ctx
+            .app
+            .store
+            .save_bouquet(&withdrawn, read.version, &event, ctx.now)
+            .await
+        {
             Ok(()) => return Reply::ok(&withdrawn.view(ctx.now)),
-            Err(StoreError::ConditionFailed(conflicts)) => refused_change(conflicts, ctx, if_match)?,
+            Err(StoreError::ConditionFailed(conflicts)) => {
+                refused_change(conflicts, ctx, if_match)?
+            }
             Err(other) => return Err(other.into()),
         }
     }

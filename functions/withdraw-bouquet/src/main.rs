@@ -4,5 +4,8 @@ use bouquet_http::lambda_http::{self, service_fn, Error};
 async fn main() -> Result<(), Error> {
     lambda_http::tracing::init_default_subscriber();
     let app = bouquet_http::App::from_env().await?;
-    lambda_http::run(service_fn(|request| withdraw_bouquet::handler(&app, request))).await
+    lambda_http::run(service_fn(|request| {
+        withdraw_bouquet::handler(&app, request)
+    }))
+    .await
 }

@@ -28,13 +28,21 @@ impl RoutePattern {
         let segments = path
             .trim_start_matches('/')
             .split('/')
-            .map(|s| match s.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-                Some(name) if name.ends_with('+') => Segment::Greedy(name.trim_end_matches('+').to_owned()),
-                Some(name) => Segment::Param(name.to_owned()),
-                None => Segment::Literal(s.to_owned()),
-            })
+            .map(
+                |s| match s.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                    Some(name) if name.ends_with('+') => {
+                        Segment::Greedy(name.trim_end_matches('+').to_owned())
+                    }
+                    Some(name) => Segment::Param(name.to_owned()),
+                    None => Segment::Literal(s.to_owned()),
+                },
+            )
             .collect();
-        Self { method: method.to_ascii_uppercase(), path: path.to_owned(), segments }
+        Self {
+            method: method.to_ascii_uppercase(),
+            path: path.to_owned(),
+            segments,
+        }
     }
 
     pub fn route_key(&self) -> String {
@@ -51,7 +59,9 @@ impl RoutePattern {
         for (index, segment) in self.segments.iter().enumerate() {
             match segment {
                 Segment::Greedy(name) => {
-                    let rest = parts.get(index..).filter(|r| !r.is_empty() && !r[0].is_empty())?;
+                    let rest = parts
+                        .get(index..)
+                        .filter(|r| !r.is_empty() && !r[0].is_empty())?;
                     params.insert(name.clone(), percent_decode(&rest.join("/")));
                     return Some(params);
                 }
@@ -71,17 +81,34 @@ impl RoutePattern {
 
     /// API Gateway prefers the most specific route: more literal segments, greedy last.
     fn specificity(&self) -> (usize, usize) {
-        let literals = self.segments.iter().filter(|s| matches!(s, Segment::Literal(_))).count();
-        let not_greedy = usize::from(!self.segments.iter().any(|s| matches!(s, Segment::Greedy(_))));
+        let literals = self
+            .segments
+            .iter()
+            .filter(|s| matches!(s, Segment::Literal(_)))
+            .count();
+        let not_greedy = usize::from(
+            !self
+                .segments
+                .iter()
+                .any(|s| matches!(s, Segment::Greedy(_))),
+        );
         (not_greedy, literals)
     }
 }
 
 /// Picks the route for a request, as API Gateway would among several matches.
-pub fn select<'r, T>(routes: &'r [(RoutePattern, T)], method: &str, path: &str) -> Option<(&'r RoutePattern, &'r T, BTreeMap<String, String>)> {
+pub fn select<'r, T>(
+    routes: &'r [(RoutePattern, T)],
+    method: &str,
+    path: &str,
+) -> Option<(&'r RoutePattern, &'r T, BTreeMap<String, String>)> {
     routes
         .iter()
-        .filter_map(|(pattern, target)| pattern.matches(method, path).map(|params| (pattern, target, params)))
+        .filter_map(|(pattern, target)| {
+            pattern
+                .matches(method, path)
+                .map(|params| (pattern, target, params))
+        })
         .max_by_key(|(pattern, _, _)| pattern.specificity())
 }
 
@@ -97,28 +124,49 @@ pub struct Incoming {
 }
 
 /// The payload format 2.0 event API Gateway sends for `incoming` on `route`.
-pub fn event(incoming: &Incoming, route: &RoutePattern, path_parameters: &BTreeMap<String, String>, claims: Option<&HashMap<String, String>>, request_id: &str, now: time::OffsetDateTime) -> Value {
+pub fn event(
+    incoming: &Incoming,
+    route: &RoutePattern,
+    path_parameters: &BTreeMap<String, String>,
+    claims: Option<&HashMap<String, String>>,
+    request_id: &str,
+    now: time::OffsetDateTime,
+) -> Value {
     let mut headers: BTreeMap<String, String> = BTreeMap::new();
     let mut cookies = Vec::new();
     for (name, value) in &incoming.headers {
         let name = name.to_ascii_lowercase();
         if name == "cookie" {
-            cookies.extend(value.split(';').map(|c| c.trim().to_owned()).filter(|c| !c.is_empty()));
+            cookies.extend(
+                value
+                    .split(';')
+                    .map(|c| c.trim().to_owned())
+                    .filter(|c| !c.is_empty()),
+            );
             continue;
         }
-        headers.entry(name).and_modify(|v| {
-            v.push(',');
-            v.push_str(value);
-        }).or_insert_with(|| value.clone());
+        headers
+            .entry(name)
+            .and_modify(|v| {
+                v.push(',');
+                v.push_str(value);
+            })
+            .or_insert_with(|| value.clone());
     }
     let mut query: BTreeMap<String, String> = BTreeMap::new();
     for pair in incoming.raw_query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let (k, v) = (percent_decode(&k.replace('+', " ")), percent_decode(&v.replace('+', " ")));
-        query.entry(k).and_modify(|e| {
-            e.push(',');
-            e.push_str(&v);
-        }).or_insert(v);
+        let (k, v) = (
+            percent_decode(&k.replace('+', " ")),
+            percent_decode(&v.replace('+', " ")),
+        );
+        query
+            .entry(k)
+            .and_modify(|e| {
+                e.push(',');
+                e.push_str(&v);
+            })
+            .or_insert(v);
     }
     let (body, base64) = match std::str::from_utf8(&incoming.body) {
         _ if incoming.body.is_empty() => (Value::Null, false),
@@ -173,7 +221,9 @@ pub fn event(incoming: &Incoming, route: &RoutePattern, path_parameters: &BTreeM
 
 /// `02/Dec/2026:16:16:51 +0000`, API Gateway's `requestContext.time` format.
 fn api_gateway_time(now: time::OffsetDateTime) -> String {
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
     format!(
         "{:02}/{}/{}:{:02}:{:02}:{:02} +0000",
         now.day(),
@@ -191,7 +241,10 @@ fn percent_decode(text: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Some(byte) = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            if let Some(byte) = std::str::from_utf8(&bytes[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
                 out.push(byte);
                 i += 3;
                 continue;
@@ -213,7 +266,10 @@ mod tests {
             (RoutePattern::new("GET", "/v1/bouquets/{bouquetId}"), "one"),
             (RoutePattern::new("GET", "/v1/bouquets"), "list"),
             (RoutePattern::new("ANY", "/v1/{proxy+}"), "proxy"),
-            (RoutePattern::new("GET", "/v1/bouquets/featured"), "featured"),
+            (
+                RoutePattern::new("GET", "/v1/bouquets/featured"),
+                "featured",
+            ),
         ];
         let pick = |m: &str, p: &str| select(&routes, m, p).map(|(_, t, params)| (*t, params));
         assert_eq!(pick("GET", "/v1/bouquets").unwrap().0, "list");
@@ -232,20 +288,37 @@ mod tests {
             method: "POST".into(),
             path: "/v1/orders".into(),
             raw_query: "limit=5&tag=a&tag=b%2Fc".into(),
-            headers: vec![("Content-Type".into(), "application/json".into()), ("Cookie".into(), "a=1; b=2".into())],
+            headers: vec![
+                ("Content-Type".into(), "application/json".into()),
+                ("Cookie".into(), "a=1; b=2".into()),
+            ],
             body: br#"{"bouquetIds":[]}"#.to_vec(),
             source_ip: "127.0.0.1".into(),
         };
         let route = RoutePattern::new("POST", "/v1/orders");
         let claims = HashMap::from([("sub".to_owned(), "c1".to_owned())]);
-        let event = event(&incoming, &route, &BTreeMap::new(), Some(&claims), "req-1", time::OffsetDateTime::UNIX_EPOCH);
+        let event = event(
+            &incoming,
+            &route,
+            &BTreeMap::new(),
+            Some(&claims),
+            "req-1",
+            time::OffsetDateTime::UNIX_EPOCH,
+        );
         assert_eq!(event["routeKey"], "POST /v1/orders");
         assert_eq!(event["queryStringParameters"]["tag"], "a,b/c");
         assert_eq!(event["cookies"], json!(["a=1", "b=2"]));
         assert_eq!(event["headers"]["content-type"], "application/json");
-        assert_eq!(event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"], "c1");
-        assert_eq!(event["requestContext"]["time"], "01/Jan/1970:00:00:00 +0000");
-        let request = bouquet_http::lambda_http::request::from_str(&event.to_string()).expect("lambda_http accepts it");
+        assert_eq!(
+            event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"],
+            "c1"
+        );
+        assert_eq!(
+            event["requestContext"]["time"],
+            "01/Jan/1970:00:00:00 +0000"
+        );
+        let request = bouquet_http::lambda_http::request::from_str(&event.to_string())
+            .expect("lambda_http accepts it");
         assert_eq!(request.uri().path(), "/v1/orders");
     }
 }

@@ -30,5 +30,8 @@ http_functions! {
 }
 
 pub fn http_handler(binary: &str) -> Option<(Route, HttpHandler)> {
-    HTTP_FUNCTIONS.iter().find(|(name, _, _)| *name == binary).map(|(_, route, handler)| (*route, *handler))
+    HTTP_FUNCTIONS
+        .iter()
+        .find(|(name, _, _)| *name == binary)
+        .map(|(_, route, handler)| (*route, *handler))
 }

@@ -35,7 +35,13 @@ fn now_seconds() -> i64 {
 }
 
 /// Mints a token for `role` that is valid for `ttl_seconds`.
-pub fn mint(secret: &str, role: &str, sub: &str, vendor_id: Option<&str>, ttl_seconds: i64) -> Result<String, jsonwebtoken::errors::Error> {
+pub fn mint(
+    secret: &str,
+    role: &str,
+    sub: &str,
+    vendor_id: Option<&str>,
+    ttl_seconds: i64,
+) -> Result<String, jsonwebtoken::errors::Error> {
     let now = now_seconds();
     let claims = Claims {
         sub: sub.to_owned(),
@@ -46,7 +52,11 @@ pub fn mint(secret: &str, role: &str, sub: &str, vendor_id: Option<&str>, ttl_se
         iat: now,
         exp: now + ttl_seconds,
     };
-    encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(secret.as_bytes()))
+    encode(
+        &Header::new(Algorithm::HS256),
+        &claims,
+        &EncodingKey::from_secret(secret.as_bytes()),
+    )
 }
 
 /// Verifies `Authorization: Bearer <token>` and returns the claims as API Gateway passes
@@ -58,7 +68,12 @@ pub fn verify(secret: &str, authorization: Option<&str>) -> Option<HashMap<Strin
     validation.set_audience(&[AUDIENCE]);
     validation.leeway = 0;
     validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-    let data = decode::<HashMap<String, Value>>(token, &DecodingKey::from_secret(secret.as_bytes()), &validation).ok()?;
+    let data = decode::<HashMap<String, Value>>(
+        token,
+        &DecodingKey::from_secret(secret.as_bytes()),
+        &validation,
+    )
+    .ok()?;
     Some(
         data.claims
             .into_iter()
@@ -79,14 +94,27 @@ mod tests {
 
     #[test]
     fn accepts_its_own_tokens_and_nothing_else() {
-        let token = mint("s3cret", "vendor", "v-user", Some("01JF0000000000000000000000"), 60).unwrap();
+        let token = mint(
+            "s3cret",
+            "vendor",
+            "v-user",
+            Some("01JF0000000000000000000000"),
+            60,
+        )
+        .unwrap();
         let claims = verify("s3cret", Some(&format!("Bearer {token}"))).unwrap();
         assert_eq!(claims["role"], "vendor");
         assert_eq!(claims["vendorId"], "01JF0000000000000000000000");
-        assert!(verify("other", Some(&format!("Bearer {token}"))).is_none(), "wrong key");
+        assert!(
+            verify("other", Some(&format!("Bearer {token}"))).is_none(),
+            "wrong key"
+        );
         assert!(verify("s3cret", Some(&token)).is_none(), "no Bearer prefix");
         assert!(verify("s3cret", None).is_none());
         let expired = mint("s3cret", "customer", "c", None, -5).unwrap();
-        assert!(verify("s3cret", Some(&format!("Bearer {expired}"))).is_none(), "expired");
+        assert!(
+            verify("s3cret", Some(&format!("Bearer {expired}"))).is_none(),
+            "expired"
+        );
     }
 }

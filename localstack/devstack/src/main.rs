@@ -47,14 +47,21 @@ enum Command {
     },
 }
 
-async fn provision_all(template: &Template, stack: &str) -> Result<App, bouquet_http::lambda_http::Error> {
+async fn provision_all(
+    template: &Template,
+    stack: &str,
+) -> Result<App, bouquet_http::lambda_http::Error> {
     let sdk = bouquet_http::app::aws_sdk_config().await;
     let client = aws_sdk_dynamodb::Client::new(&sdk);
     let table = provision::local_name(stack, "MarketTable");
     let outcome = provision::create_table(&client, template, "MarketTable", &table).await?;
     eprintln!("table {table}: {outcome:?}");
     let config = Config::from_env()?;
-    Ok(App::new(Store::new(client, table), Arc::new(SystemClock), config))
+    Ok(App::new(
+        Store::new(client, table),
+        Arc::new(SystemClock),
+        config,
+    ))
 }
 
 #[tokio::main]
@@ -62,8 +69,22 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
     tracing_init();
     let cli = Cli::parse();
     match cli.command {
-        Command::Token { role, sub, vendor_id, ttl } => {
-            println!("{}", jwt::mint(&jwt::secret_from_env(), &role, &sub, vendor_id.as_deref(), ttl)?);
+        Command::Token {
+            role,
+            sub,
+            vendor_id,
+            ttl,
+        } => {
+            println!(
+                "{}",
+                jwt::mint(
+                    &jwt::secret_from_env(),
+                    &role,
+                    &sub,
+                    vendor_id.as_deref(),
+                    ttl
+                )?
+            );
         }
         Command::Provision => {
             provision_all(&Template::repository()?, &cli.stack).await?;
@@ -75,11 +96,30 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
             let api = LocalApi::from_template(&template, app, secret.clone())?;
             if !no_seed {
                 let seeded = seed::seed(&api, &secret).await?;
-                eprintln!("demo vendor {} with bouquets {}", seeded.vendor_id, seeded.bouquet_ids.join(", "));
-                eprintln!("vendor token:   {}", jwt::mint(&secret, "vendor", "vendor-demo", Some(&seeded.vendor_id), 86_400)?);
+                eprintln!(
+                    "demo vendor {} with bouquets {}",
+                    seeded.vendor_id,
+                    seeded.bouquet_ids.join(", ")
+                );
+                eprintln!(
+                    "vendor token:   {}",
+                    jwt::mint(
+                        &secret,
+                        "vendor",
+                        "vendor-demo",
+                        Some(&seeded.vendor_id),
+                        86_400
+                    )?
+                );
             }
-            eprintln!("customer token: {}", jwt::mint(&secret, "customer", "customer-demo", None, 86_400)?);
-            eprintln!("admin token:    {}", jwt::mint(&secret, "admin", "admin-demo", None, 86_400)?);
+            eprintln!(
+                "customer token: {}",
+                jwt::mint(&secret, "customer", "customer-demo", None, 86_400)?
+            );
+            eprintln!(
+                "admin token:    {}",
+                jwt::mint(&secret, "admin", "admin-demo", None, 86_400)?
+            );
             let address = SocketAddr::from(([127, 0, 0, 1], port));
             eprintln!("HTTP API on http://{address}/v1 (Ctrl-C to stop)");
             tokio::select! {

@@ -2,8 +2,9 @@
 //! definitions (no second, hand-written schema). Idempotent: what exists is left alone.
 
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection, ProjectionType,
-    ScalarAttributeType, StreamSpecification, StreamViewType, TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
+    TimeToLiveSpecification,
 };
 use aws_sdk_dynamodb::Client;
 use serde_json::Value;
@@ -32,7 +33,9 @@ fn aws(error: impl std::error::Error) -> ProvisionError {
 }
 
 fn text<'a>(value: &'a Value, field: &str) -> Result<&'a str, ProvisionError> {
-    value[field].as_str().ok_or_else(|| ProvisionError::Shape(format!("expected a string at {field} in {value}")))
+    value[field]
+        .as_str()
+        .ok_or_else(|| ProvisionError::Shape(format!("expected a string at {field} in {value}")))
 }
 
 fn key_schema(value: &Value) -> Result<Vec<KeySchemaElement>, ProvisionError> {
@@ -59,16 +62,27 @@ pub enum Outcome {
 
 /// Creates the `AWS::DynamoDB::Table` `logical_id` of `template` as `table_name`: keys,
 /// attribute definitions, GSIs, billing mode, stream and TTL exactly as declared.
-pub async fn create_table(client: &Client, template: &Template, logical_id: &str, table_name: &str) -> Result<Outcome, ProvisionError> {
-    let resource = template.resource(logical_id).ok_or_else(|| ProvisionError::Missing(format!("resource {logical_id}")))?;
+pub async fn create_table(
+    client: &Client,
+    template: &Template,
+    logical_id: &str,
+    table_name: &str,
+) -> Result<Outcome, ProvisionError> {
+    let resource = template
+        .resource(logical_id)
+        .ok_or_else(|| ProvisionError::Missing(format!("resource {logical_id}")))?;
     if resource["Type"] != "AWS::DynamoDB::Table" {
-        return Err(ProvisionError::Shape(format!("{logical_id} is not an AWS::DynamoDB::Table")));
+        return Err(ProvisionError::Shape(format!(
+            "{logical_id} is not an AWS::DynamoDB::Table"
+        )));
     }
     let p = &resource["Properties"];
     let mut request = client
         .create_table()
         .table_name(table_name)
-        .billing_mode(BillingMode::from(p["BillingMode"].as_str().unwrap_or("PAY_PER_REQUEST")))
+        .billing_mode(BillingMode::from(
+            p["BillingMode"].as_str().unwrap_or("PAY_PER_REQUEST"),
+        ))
         .set_key_schema(Some(key_schema(&p["KeySchema"])?));
     for a in p["AttributeDefinitions"].as_array().into_iter().flatten() {
         request = request.attribute_definitions(
@@ -81,15 +95,20 @@ pub async fn create_table(client: &Client, template: &Template, logical_id: &str
     }
     for index in p["GlobalSecondaryIndexes"].as_array().into_iter().flatten() {
         let projection = &index["Projection"];
-        let non_key: Option<Vec<String>> =
-            projection["NonKeyAttributes"].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect());
+        let non_key: Option<Vec<String>> = projection["NonKeyAttributes"].as_array().map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        });
         request = request.global_secondary_indexes(
             GlobalSecondaryIndex::builder()
                 .index_name(text(index, "IndexName")?)
                 .set_key_schema(Some(key_schema(&index["KeySchema"])?))
                 .projection(
                     Projection::builder()
-                        .projection_type(ProjectionType::from(projection["ProjectionType"].as_str().unwrap_or("ALL")))
+                        .projection_type(ProjectionType::from(
+                            projection["ProjectionType"].as_str().unwrap_or("ALL"),
+                        ))
                         .set_non_key_attributes(non_key)
                         .build(),
                 )
@@ -99,12 +118,22 @@ pub async fn create_table(client: &Client, template: &Template, logical_id: &str
     }
     if let Some(view) = p["StreamSpecification"]["StreamViewType"].as_str() {
         request = request.stream_specification(
-            StreamSpecification::builder().stream_enabled(true).stream_view_type(StreamViewType::from(view)).build().map_err(aws)?,
+            StreamSpecification::builder()
+                .stream_enabled(true)
+                .stream_view_type(StreamViewType::from(view))
+                .build()
+                .map_err(aws)?,
         );
     }
     match request.send().await {
         Ok(_) => {}
-        Err(error) if error.as_service_error().is_some_and(|e| e.is_resource_in_use_exception()) => return Ok(Outcome::AlreadyThere),
+        Err(error)
+            if error
+                .as_service_error()
+                .is_some_and(|e| e.is_resource_in_use_exception()) =>
+        {
+            return Ok(Outcome::AlreadyThere)
+        }
         Err(error) => return Err(aws(error)),
     }
     // CreateTable takes no TTL setting; it is a second call, as CloudFormation makes it.
@@ -114,7 +143,11 @@ pub async fn create_table(client: &Client, template: &Template, logical_id: &str
             .update_time_to_live()
             .table_name(table_name)
             .time_to_live_specification(
-                TimeToLiveSpecification::builder().attribute_name(text(ttl, "AttributeName")?).enabled(true).build().map_err(aws)?,
+                TimeToLiveSpecification::builder()
+                    .attribute_name(text(ttl, "AttributeName")?)
+                    .enabled(true)
+                    .build()
+                    .map_err(aws)?,
             )
             .send()
             .await

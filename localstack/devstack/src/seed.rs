@@ -14,13 +14,27 @@ pub struct Seeded {
 }
 
 const BOUQUETS: [(&str, &str, &str); 4] = [
-    ("Blush Peonies", "Ten pink peonies with eucalyptus.", "34.90"),
-    ("Sunday Tulips", "Fifteen mixed tulips, fresh from Holland.", "24.50"),
+    (
+        "Blush Peonies",
+        "Ten pink peonies with eucalyptus.",
+        "34.90",
+    ),
+    (
+        "Sunday Tulips",
+        "Fifteen mixed tulips, fresh from Holland.",
+        "24.50",
+    ),
     ("Wild Meadow", "Seasonal field flowers, hand-tied.", "29.00"),
     ("Red Roses", "A dozen long-stem red roses.", "49.00"),
 ];
 
-async fn post(api: &LocalApi, token: &str, path: &str, key: &str, body: Value) -> Result<Value, String> {
+async fn post(
+    api: &LocalApi,
+    token: &str,
+    path: &str,
+    key: &str,
+    body: Value,
+) -> Result<Value, String> {
     let incoming = Incoming {
         method: "POST".into(),
         path: path.into(),
@@ -43,14 +57,35 @@ async fn post(api: &LocalApi, token: &str, path: &str, key: &str, body: Value) -
 
 pub async fn seed(api: &LocalApi, secret: &str) -> Result<Seeded, String> {
     let admin = jwt::mint(secret, "admin", "admin-demo", None, 600).map_err(|e| e.to_string())?;
-    let vendor = post(api, &admin, "/v1/vendors", "seed-vendor", json!({ "name": "Bloom & Vase" })).await?;
-    let vendor_id = vendor["vendorId"].as_str().ok_or("no vendorId in the answer")?.to_owned();
-    let vendor_token = jwt::mint(secret, "vendor", "vendor-demo", Some(&vendor_id), 600).map_err(|e| e.to_string())?;
+    let vendor = post(
+        api,
+        &admin,
+        "/v1/vendors",
+        "seed-vendor",
+        json!({ "name": "Bloom & Vase" }),
+    )
+    .await?;
+    let vendor_id = vendor["vendorId"]
+        .as_str()
+        .ok_or("no vendorId in the answer")?
+        .to_owned();
+    let vendor_token = jwt::mint(secret, "vendor", "vendor-demo", Some(&vendor_id), 600)
+        .map_err(|e| e.to_string())?;
     let mut bouquet_ids = Vec::new();
     for (index, (name, description, amount)) in BOUQUETS.iter().enumerate() {
         let body = json!({ "name": name, "description": description, "price": { "amount": amount, "currency": "EUR" } });
-        let bouquet = post(api, &vendor_token, &format!("/v1/vendors/{vendor_id}/bouquets"), &format!("seed-bouquet-{index}"), body).await?;
+        let bouquet = post(
+            api,
+            &vendor_token,
+            &format!("/v1/vendors/{vendor_id}/bouquets"),
+            &format!("seed-bouquet-{index}"),
+            body,
+        )
+        .await?;
         bouquet_ids.push(bouquet["bouquetId"].as_str().unwrap_or_default().to_owned());
     }
-    Ok(Seeded { vendor_id, bouquet_ids })
+    Ok(Seeded {
+        vendor_id,
+        bouquet_ids,
+    })
 }

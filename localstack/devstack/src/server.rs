@@ -36,22 +36,48 @@ struct Target {
 
 impl LocalApi {
     /// Routes every `HttpApi` event of the template to its function's handler.
-    pub fn from_template(template: &Template, app: App, jwt_secret: String) -> Result<Self, String> {
+    pub fn from_template(
+        template: &Template,
+        app: App,
+        jwt_secret: String,
+    ) -> Result<Self, String> {
         let mut routes = Vec::new();
         for route in template.http_routes().map_err(|e| e.to_string())? {
-            let (_, handler) = http_handler(&route.binary).ok_or_else(|| format!("template function {} has no handler in the dev stack", route.binary))?;
-            routes.push((RoutePattern::new(&route.method, &route.path), Target { binary: route.binary, handler, authorized: route.authorized }));
+            let (_, handler) = http_handler(&route.binary).ok_or_else(|| {
+                format!(
+                    "template function {} has no handler in the dev stack",
+                    route.binary
+                )
+            })?;
+            routes.push((
+                RoutePattern::new(&route.method, &route.path),
+                Target {
+                    binary: route.binary,
+                    handler,
+                    authorized: route.authorized,
+                },
+            ));
         }
-        Ok(Self { routes, app, jwt_secret })
+        Ok(Self {
+            routes,
+            app,
+            jwt_secret,
+        })
     }
 
     /// Answers one request as API Gateway would.
     pub async fn handle(&self, incoming: Incoming) -> (StatusCode, Vec<(String, String)>, Vec<u8>) {
-        let Some((pattern, target, params)) = apigw::select(&self.routes, &incoming.method, &incoming.path) else {
+        let Some((pattern, target, params)) =
+            apigw::select(&self.routes, &incoming.method, &incoming.path)
+        else {
             return message(StatusCode::NOT_FOUND, "Not Found");
         };
         let claims: Option<HashMap<String, String>> = if target.authorized {
-            let authorization = incoming.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("authorization")).map(|(_, v)| v.as_str());
+            let authorization = incoming
+                .headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+                .map(|(_, v)| v.as_str());
             match crate::jwt::verify(&self.jwt_secret, authorization) {
                 Some(claims) => Some(claims),
                 None => return message(StatusCode::UNAUTHORIZED, "Unauthorized"),
@@ -60,15 +86,31 @@ impl LocalApi {
             None
         };
         let request_id = ulid::Ulid::new().to_string();
-        let event = apigw::event(&incoming, pattern, &params, claims.as_ref(), &request_id, time::OffsetDateTime::now_utc());
+        let event = apigw::event(
+            &incoming,
+            pattern,
+            &params,
+            claims.as_ref(),
+            &request_id,
+            time::OffsetDateTime::now_utc(),
+        );
         let request = match lambda_http::request::from_str(&event.to_string()) {
             Ok(request) => request,
-            Err(error) => return message(StatusCode::INTERNAL_SERVER_ERROR, &format!("bad event: {error}")),
+            Err(error) => {
+                return message(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &format!("bad event: {error}"),
+                )
+            }
         };
         match (target.handler)(self.app.clone(), request).await {
             Ok(response) => {
                 let status = response.status();
-                let headers = response.headers().iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_owned())).collect();
+                let headers = response
+                    .headers()
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_owned()))
+                    .collect();
                 let body = match response.into_body() {
                     Body::Text(text) => text.into_bytes(),
                     Body::Binary(bytes) => bytes,
@@ -95,7 +137,10 @@ impl LocalApi {
                     let api = api.clone();
                     async move { Ok::<_, Infallible>(api.answer(request, peer).await) }
                 });
-                if let Err(error) = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await {
+                if let Err(error) = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await
+                {
                     tracing::debug!(%error, "connection closed");
                 }
             });
@@ -106,13 +151,27 @@ impl LocalApi {
         let (parts, body) = request.into_parts();
         let body = match Limited::new(body, MAX_PAYLOAD).collect().await {
             Ok(collected) => collected.to_bytes().to_vec(),
-            Err(_) => return to_hyper(message(StatusCode::PAYLOAD_TOO_LARGE, "Request Entity Too Large")),
+            Err(_) => {
+                return to_hyper(message(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "Request Entity Too Large",
+                ))
+            }
         };
         let incoming = Incoming {
             method: parts.method.to_string(),
             path: parts.uri.path().to_owned(),
             raw_query: parts.uri.query().unwrap_or("").to_owned(),
-            headers: parts.headers.iter().map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect(),
+            headers: parts
+                .headers
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.to_string(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
+                .collect(),
             body,
             source_ip: peer.ip().to_string(),
         };
@@ -121,14 +180,25 @@ impl LocalApi {
 }
 
 fn message(status: StatusCode, text: &str) -> (StatusCode, Vec<(String, String)>, Vec<u8>) {
-    (status, vec![("content-type".into(), "application/json".into())], serde_json::json!({ "message": text }).to_string().into_bytes())
+    (
+        status,
+        vec![("content-type".into(), "application/json".into())],
+        serde_json::json!({ "message": text })
+            .to_string()
+            .into_bytes(),
+    )
 }
 
-fn to_hyper((status, headers, body): (StatusCode, Vec<(String, String)>, Vec<u8>)) -> Response<Full<Bytes>> {
+fn to_hyper(
+    (status, headers, body): (StatusCode, Vec<(String, String)>, Vec<u8>),
+) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
     for (name, value) in headers {
-        if let (Ok(name), Ok(value)) = (hyper::header::HeaderName::try_from(name), hyper::header::HeaderValue::try_from(value)) {
+        if let (Ok(name), Ok(value)) = (
+            hyper::header::HeaderName::try_from(name),
+            hyper::header::HeaderValue::try_from(value),
+        ) {
             response.headers_mut().append(name, value);
         }
     }

@@ -60,7 +60,12 @@ pub struct NewBouquet {
 }
 
 impl NewBouquet {
-    pub fn validate(name: &str, description: Option<&str>, price: (&str, &str), vase_id: Option<&str>) -> Result<Self, Vec<FieldError>> {
+    pub fn validate(
+        name: &str,
+        description: Option<&str>,
+        price: (&str, &str),
+        vase_id: Option<&str>,
+    ) -> Result<Self, Vec<FieldError>> {
         let mut v = Validation::new();
         let name = v.check("name", text::name(name));
         let description = v.check("description", text::description(description.unwrap_or("")));
@@ -87,7 +92,11 @@ pub struct BouquetChange {
 }
 
 impl BouquetChange {
-    pub fn validate(name: Option<&str>, description: Option<&str>, price: Option<(&str, &str)>) -> Result<Self, Vec<FieldError>> {
+    pub fn validate(
+        name: Option<&str>,
+        description: Option<&str>,
+        price: Option<(&str, &str)>,
+    ) -> Result<Self, Vec<FieldError>> {
         let mut v = Validation::new();
         let name = name.map(|n| v.check("name", text::name(n)));
         let description = description.map(|d| v.check("description", text::description(d)));
@@ -95,7 +104,11 @@ impl BouquetChange {
         if name.is_none() && description.is_none() && price.is_none() {
             v.add("", "give at least one of name, description, price");
         }
-        v.finish(|| BouquetChange { name: name.flatten(), description: description.flatten(), price: price.flatten() })
+        v.finish(|| BouquetChange {
+            name: name.flatten(),
+            description: description.flatten(),
+            price: price.flatten(),
+        })
     }
 }
 
@@ -148,7 +161,12 @@ impl Bouquet {
         }
     }
 
-    pub fn reserve(&mut self, order_id: OrderId, until: Timestamp, now: Timestamp) -> Result<(), DomainError> {
+    pub fn reserve(
+        &mut self,
+        order_id: OrderId,
+        until: Timestamp,
+        now: Timestamp,
+    ) -> Result<(), DomainError> {
         if !self.is_available(now) {
             return Err(DomainError::BouquetUnavailable(vec![self.bouquet_id]));
         }
@@ -189,7 +207,9 @@ impl Bouquet {
     /// order is not touched.
     pub fn release(&mut self, order_id: OrderId, now: Timestamp) -> bool {
         match self.status {
-            BouquetStatus::Reserved { order_id: holder, .. } if holder == order_id => {
+            BouquetStatus::Reserved {
+                order_id: holder, ..
+            } if holder == order_id => {
                 self.status = BouquetStatus::Available;
                 self.touch(now);
                 true
@@ -201,7 +221,9 @@ impl Bouquet {
     /// Sells the bouquet to the order that holds it.
     pub fn sell(&mut self, order_id: OrderId, now: Timestamp) -> Result<(), DomainError> {
         match self.status {
-            BouquetStatus::Reserved { order_id: holder, .. } if holder == order_id => {
+            BouquetStatus::Reserved {
+                order_id: holder, ..
+            } if holder == order_id => {
                 self.status = BouquetStatus::Sold { order_id };
                 self.touch(now);
                 Ok(())
@@ -264,7 +286,16 @@ pub(crate) mod tests {
 
     pub fn bouquet(vendor: VendorId, price_minor: i64, now: Timestamp) -> Bouquet {
         let price = Money::from_minor(price_minor, Currency::parse("EUR").unwrap());
-        Bouquet::list(vendor, NewBouquet { name: "Peonies".into(), description: String::new(), price, vase_id: None }, now)
+        Bouquet::list(
+            vendor,
+            NewBouquet {
+                name: "Peonies".into(),
+                description: String::new(),
+                price,
+                vase_id: None,
+            },
+            now,
+        )
     }
 
     const T0: Timestamp = Timestamp::from_millis(1_796_228_211_000);
@@ -282,8 +313,12 @@ pub(crate) mod tests {
         assert!(b.is_available(later));
         assert_eq!(b.view(later).status, "available");
         let second = OrderId::generate();
-        b.reserve(second, later.plus(Duration::from_secs(900)), later).unwrap();
-        assert!(!b.release(first, later), "the first order no longer holds it");
+        b.reserve(second, later.plus(Duration::from_secs(900)), later)
+            .unwrap();
+        assert!(
+            !b.release(first, later),
+            "the first order no longer holds it"
+        );
         assert!(b.sell(first, later).is_err(), "nor can it buy it");
         b.sell(second, later).unwrap();
         assert_eq!(b.status, BouquetStatus::Sold { order_id: second });
@@ -292,12 +327,22 @@ pub(crate) mod tests {
     #[test]
     fn changes_and_withdrawal_only_while_available() {
         let mut b = bouquet(VendorId::generate(), 2450, T0);
-        let change = BouquetChange { name: Some("Tulips".into()), ..Default::default() };
+        let change = BouquetChange {
+            name: Some("Tulips".into()),
+            ..Default::default()
+        };
         b.change(change.clone(), T0).unwrap();
         assert_eq!((b.name.as_str(), b.version), ("Tulips", 2));
-        b.reserve(OrderId::generate(), T0.plus(Duration::from_secs(60)), T0).unwrap();
-        assert_eq!(b.change(change, T0), Err(DomainError::BouquetNotAvailableForChange));
-        assert_eq!(b.withdraw(T0), Err(DomainError::BouquetNotAvailableForChange));
+        b.reserve(OrderId::generate(), T0.plus(Duration::from_secs(60)), T0)
+            .unwrap();
+        assert_eq!(
+            b.change(change, T0),
+            Err(DomainError::BouquetNotAvailableForChange)
+        );
+        assert_eq!(
+            b.withdraw(T0),
+            Err(DomainError::BouquetNotAvailableForChange)
+        );
         b.withdraw(T0.plus(Duration::from_secs(61))).unwrap();
         assert_eq!(b.status, BouquetStatus::Withdrawn);
         assert!(!b.is_available(T0));

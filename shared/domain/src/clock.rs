@@ -38,7 +38,8 @@ impl Timestamp {
     /// RFC 3339 in UTC with millisecond precision, e.g. `2026-12-02T16:16:51.123Z`.
     pub fn to_rfc3339(self) -> String {
         let nanos = i128::from(self.0) * 1_000_000;
-        let at = OffsetDateTime::from_unix_timestamp_nanos(nanos).unwrap_or(OffsetDateTime::UNIX_EPOCH);
+        let at =
+            OffsetDateTime::from_unix_timestamp_nanos(nanos).unwrap_or(OffsetDateTime::UNIX_EPOCH);
         format!(
             "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
             at.year(),
@@ -74,7 +75,8 @@ impl Serialize for Timestamp {
 impl<'de> Deserialize<'de> for Timestamp {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
-        Self::parse_rfc3339(&text).ok_or_else(|| serde::de::Error::custom("expected an RFC 3339 timestamp"))
+        Self::parse_rfc3339(&text)
+            .ok_or_else(|| serde::de::Error::custom("expected an RFC 3339 timestamp"))
     }
 }
 
@@ -126,7 +128,10 @@ mod tests {
     fn formats_and_parses_rfc3339_round_trip() {
         let at = Timestamp::from_millis(1_796_228_211_123);
         assert_eq!(at.to_rfc3339(), "2026-12-02T16:16:51.123Z");
-        assert_eq!(Timestamp::parse_rfc3339("2026-12-02T16:16:51.123Z"), Some(at));
+        assert_eq!(
+            Timestamp::parse_rfc3339("2026-12-02T16:16:51.123Z"),
+            Some(at)
+        );
         assert_eq!(
             Timestamp::parse_rfc3339("2026-12-02T17:16:51.123+01:00"),
             Some(at),

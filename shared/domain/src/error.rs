@@ -25,5 +25,8 @@ pub enum DomainError {
 }
 
 fn list(ids: &[BouquetId]) -> String {
-    ids.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    ids.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }

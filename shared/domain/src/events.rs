@@ -11,11 +11,36 @@ use crate::money::Money;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(untagged, rename_all_fields = "camelCase")]
 pub enum EventData {
-    VendorOnboarded { vendor_id: VendorId, name: String },
-    BouquetListed { bouquet_id: BouquetId, vendor_id: VendorId, name: String, price: Money, vase_id: Option<VaseId> },
-    BouquetChanged { bouquet_id: BouquetId, vendor_id: VendorId, name: String, description: String, price: Money },
-    BouquetWithdrawn { bouquet_id: BouquetId, vendor_id: VendorId },
-    OrderReserved { order_id: OrderId, customer_id: CustomerId, vendor_id: VendorId, bouquet_ids: Vec<BouquetId>, total: Money, reserved_until: Timestamp },
+    VendorOnboarded {
+        vendor_id: VendorId,
+        name: String,
+    },
+    BouquetListed {
+        bouquet_id: BouquetId,
+        vendor_id: VendorId,
+        name: String,
+        price: Money,
+        vase_id: Option<VaseId>,
+    },
+    BouquetChanged {
+        bouquet_id: BouquetId,
+        vendor_id: VendorId,
+        name: String,
+        description: String,
+        price: Money,
+    },
+    BouquetWithdrawn {
+        bouquet_id: BouquetId,
+        vendor_id: VendorId,
+    },
+    OrderReserved {
+        order_id: OrderId,
+        customer_id: CustomerId,
+        vendor_id: VendorId,
+        bouquet_ids: Vec<BouquetId>,
+        total: Money,
+        reserved_until: Timestamp,
+    },
 }
 
 impl EventData {
@@ -43,7 +68,13 @@ pub struct DomainEvent {
 }
 
 impl DomainEvent {
-    pub fn new(aggregate_id: impl ToString, aggregate_version: u64, occurred_at: Timestamp, correlation_id: &str, data: EventData) -> Self {
+    pub fn new(
+        aggregate_id: impl ToString,
+        aggregate_version: u64,
+        occurred_at: Timestamp,
+        correlation_id: &str,
+        data: EventData,
+    ) -> Self {
         Self {
             event_id: EventId::generate(),
             aggregate_id: aggregate_id.to_string(),

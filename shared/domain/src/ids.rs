@@ -128,7 +128,14 @@ mod tests {
 
     #[test]
     fn rejects_odd_characters_and_lengths() {
-        for bad in ["", "01", "01HZY0000000000000000000000", "01hzy00000000000000000000a", "01HZY00000000000000000000!", "01HZY0000000000000000000 0"] {
+        for bad in [
+            "",
+            "01",
+            "01HZY0000000000000000000000",
+            "01hzy00000000000000000000a",
+            "01HZY00000000000000000000!",
+            "01HZY0000000000000000000 0",
+        ] {
             assert_eq!(BouquetId::parse(bad), Err(InvalidId), "{bad:?}");
         }
     }

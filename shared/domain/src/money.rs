@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 /// ISO 4217 codes the marketplace accepts: currencies with two minor digits, the only kind
 /// the two-decimal amount format can express exactly.
 const ACCEPTED_CURRENCIES: &[&str] = &[
-    "AUD", "BGN", "BRL", "CAD", "CHF", "CNY", "CZK", "DKK", "EUR", "GBP", "HKD", "ILS", "INR", "MXN", "NOK", "NZD",
-    "PLN", "RON", "SEK", "SGD", "THB", "TRY", "USD", "ZAR",
+    "AUD", "BGN", "BRL", "CAD", "CHF", "CNY", "CZK", "DKK", "EUR", "GBP", "HKD", "ILS", "INR",
+    "MXN", "NOK", "NZD", "PLN", "RON", "SEK", "SGD", "THB", "TRY", "USD", "ZAR",
 ];
 
 /// The largest price one line may carry: 1,000,000.00 in any currency. Keeps every sum of
@@ -78,7 +78,10 @@ impl Money {
         if minor > MAX_AMOUNT_MINOR {
             return Err(MoneyError::TooLarge);
         }
-        Ok(Self { minor, currency: Currency::parse(currency)? })
+        Ok(Self {
+            minor,
+            currency: Currency::parse(currency)?,
+        })
     }
 
     pub fn minor(&self) -> i64 {
@@ -93,8 +96,14 @@ impl Money {
         if self.currency != other.currency {
             return Err(MoneyError::CurrencyMismatch(self.currency, other.currency));
         }
-        let minor = self.minor.checked_add(other.minor).ok_or(MoneyError::TooLarge)?;
-        Ok(Money { minor, currency: self.currency })
+        let minor = self
+            .minor
+            .checked_add(other.minor)
+            .ok_or(MoneyError::TooLarge)?;
+        Ok(Money {
+            minor,
+            currency: self.currency,
+        })
     }
 
     /// The decimal string form, always with two places: `"24.50"`.
@@ -117,7 +126,11 @@ fn parse_minor_units(text: &str) -> Result<i64, MoneyError> {
         None => (digits, ""),
     };
     let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if whole.is_empty() || !all_digits(whole) || !all_digits(fraction) || (digits.contains('.') && fraction.is_empty()) {
+    if whole.is_empty()
+        || !all_digits(whole)
+        || !all_digits(fraction)
+        || (digits.contains('.') && fraction.is_empty())
+    {
         return Err(MoneyError::Malformed);
     }
     if fraction.len() > 2 {
@@ -127,7 +140,9 @@ fn parse_minor_units(text: &str) -> Result<i64, MoneyError> {
         return Err(MoneyError::TooLarge);
     }
     let whole: i64 = whole.parse().map_err(|_| MoneyError::Malformed)?;
-    let cents: i64 = format!("{fraction:0<2}").parse().map_err(|_| MoneyError::Malformed)?;
+    let cents: i64 = format!("{fraction:0<2}")
+        .parse()
+        .map_err(|_| MoneyError::Malformed)?;
     let minor = whole * 100 + cents;
     Ok(if negative { -minor } else { minor })
 }
@@ -142,7 +157,10 @@ pub struct MoneyDto {
 
 impl From<Money> for MoneyDto {
     fn from(money: Money) -> Self {
-        Self { amount: money.amount(), currency: money.currency().code().to_owned() }
+        Self {
+            amount: money.amount(),
+            currency: money.currency().code().to_owned(),
+        }
     }
 }
 
@@ -171,23 +189,48 @@ mod tests {
 
     #[test]
     fn rejects_bad_prices() {
-        assert_eq!(Money::parse_price("24.505", "EUR"), Err(MoneyError::TooManyDecimals));
+        assert_eq!(
+            Money::parse_price("24.505", "EUR"),
+            Err(MoneyError::TooManyDecimals)
+        );
         assert_eq!(Money::parse_price("0", "EUR"), Err(MoneyError::NotPositive));
-        assert_eq!(Money::parse_price("0.00", "EUR"), Err(MoneyError::NotPositive));
-        assert_eq!(Money::parse_price("-1.00", "EUR"), Err(MoneyError::NotPositive));
-        assert_eq!(Money::parse_price("1000000.01", "EUR"), Err(MoneyError::TooLarge));
+        assert_eq!(
+            Money::parse_price("0.00", "EUR"),
+            Err(MoneyError::NotPositive)
+        );
+        assert_eq!(
+            Money::parse_price("-1.00", "EUR"),
+            Err(MoneyError::NotPositive)
+        );
+        assert_eq!(
+            Money::parse_price("1000000.01", "EUR"),
+            Err(MoneyError::TooLarge)
+        );
         for malformed in ["", ".5", "5.", "1e3", " 5", "5,00", "+5", "five", "1.2.3"] {
-            assert_eq!(Money::parse_price(malformed, "EUR"), Err(MoneyError::Malformed), "{malformed:?}");
+            assert_eq!(
+                Money::parse_price(malformed, "EUR"),
+                Err(MoneyError::Malformed),
+                "{malformed:?}"
+            );
         }
-        assert!(matches!(Money::parse_price("5.00", "XYZ"), Err(MoneyError::UnknownCurrency(_))));
-        assert!(matches!(Money::parse_price("5.00", "eur"), Err(MoneyError::UnknownCurrency(_))));
+        assert!(matches!(
+            Money::parse_price("5.00", "XYZ"),
+            Err(MoneyError::UnknownCurrency(_))
+        ));
+        assert!(matches!(
+            Money::parse_price("5.00", "eur"),
+            Err(MoneyError::UnknownCurrency(_))
+        ));
     }
 
     #[test]
     fn refuses_to_add_different_currencies() {
         let a = Money::from_minor(100, eur());
         let b = Money::from_minor(100, Currency::parse("USD").unwrap());
-        assert!(matches!(a.checked_add(b), Err(MoneyError::CurrencyMismatch(_, _))));
+        assert!(matches!(
+            a.checked_add(b),
+            Err(MoneyError::CurrencyMismatch(_, _))
+        ));
         assert_eq!(a.checked_add(a).unwrap().amount(), "2.00");
     }
 

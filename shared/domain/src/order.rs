@@ -110,16 +110,25 @@ pub struct Order {
 pub fn parse_bouquet_ids(raw: &[String]) -> Result<Vec<BouquetId>, Vec<FieldError>> {
     let mut errors = Vec::new();
     if raw.is_empty() {
-        errors.push(FieldError::new("bouquetIds", "must name at least one bouquet"));
+        errors.push(FieldError::new(
+            "bouquetIds",
+            "must name at least one bouquet",
+        ));
     }
     if raw.len() > MAX_BOUQUETS_PER_ORDER {
-        errors.push(FieldError::new("bouquetIds", format!("must name at most {MAX_BOUQUETS_PER_ORDER} bouquets")));
+        errors.push(FieldError::new(
+            "bouquetIds",
+            format!("must name at most {MAX_BOUQUETS_PER_ORDER} bouquets"),
+        ));
     }
     let mut seen = BTreeSet::new();
     let mut ids = Vec::with_capacity(raw.len());
     for (index, text) in raw.iter().enumerate() {
         match BouquetId::parse(text) {
-            Ok(id) if !seen.insert(id) => errors.push(FieldError::new(format!("bouquetIds/{index}"), "is a duplicate")),
+            Ok(id) if !seen.insert(id) => errors.push(FieldError::new(
+                format!("bouquetIds/{index}"),
+                "is a duplicate",
+            )),
             Ok(id) => ids.push(id),
             Err(error) => errors.push(FieldError::new(format!("bouquetIds/{index}"), error)),
         }
@@ -135,12 +144,26 @@ impl Order {
     /// Decides a reservation of `bouquets` (as read, in request order) for `customer`.
     /// Refuses bouquets that are not available at `now`, naming all of them, and orders
     /// that mix vendors or currencies.
-    pub fn reserve(customer_id: CustomerId, bouquets: &[Bouquet], hold: Duration, now: Timestamp) -> Result<Order, DomainError> {
-        let unavailable: Vec<BouquetId> = bouquets.iter().filter(|b| !b.is_available(now)).map(|b| b.bouquet_id).collect();
+    pub fn reserve(
+        customer_id: CustomerId,
+        bouquets: &[Bouquet],
+        hold: Duration,
+        now: Timestamp,
+    ) -> Result<Order, DomainError> {
+        let unavailable: Vec<BouquetId> = bouquets
+            .iter()
+            .filter(|b| !b.is_available(now))
+            .map(|b| b.bouquet_id)
+            .collect();
         if !unavailable.is_empty() {
             return Err(DomainError::BouquetUnavailable(unavailable));
         }
-        let first = bouquets.first().ok_or_else(|| DomainError::Invalid(vec![FieldError::new("bouquetIds", "must name at least one bouquet")]))?;
+        let first = bouquets.first().ok_or_else(|| {
+            DomainError::Invalid(vec![FieldError::new(
+                "bouquetIds",
+                "must name at least one bouquet",
+            )])
+        })?;
         if bouquets.iter().any(|b| b.vendor_id != first.vendor_id) {
             return Err(DomainError::VendorMismatch);
         }
@@ -154,7 +177,11 @@ impl Order {
             vendor_id: first.vendor_id,
             lines: bouquets
                 .iter()
-                .map(|b| OrderLine { bouquet_id: b.bouquet_id, name: b.name.clone(), price: b.price })
+                .map(|b| OrderLine {
+                    bouquet_id: b.bouquet_id,
+                    name: b.name.clone(),
+                    price: b.price,
+                })
                 .collect(),
             total,
             status: OrderStatus::Reserved,
@@ -184,7 +211,10 @@ impl Order {
 
     /// The order as a reader sees it at `now`.
     pub fn as_seen_at(&self, now: Timestamp) -> Order {
-        Order { status: self.effective_status(now), ..self.clone() }
+        Order {
+            status: self.effective_status(now),
+            ..self.clone()
+        }
     }
 
     /// Claims the order for a payment attempt. `Ok(false)` means it is already paid (paying
@@ -278,14 +308,21 @@ mod tests {
     fn refuses_mixed_vendors_and_names_every_unavailable_bouquet() {
         let a = bouquet(VendorId::generate(), 100, T0);
         let b = bouquet(VendorId::generate(), 100, T0);
-        assert_eq!(Order::reserve(customer(), &[a.clone(), b.clone()], DEFAULT_HOLD, T0), Err(DomainError::VendorMismatch));
+        assert_eq!(
+            Order::reserve(customer(), &[a.clone(), b.clone()], DEFAULT_HOLD, T0),
+            Err(DomainError::VendorMismatch)
+        );
         let mut held = [a.clone(), a.clone()];
         held[1].bouquet_id = BouquetId::generate();
         for h in &mut held {
-            h.reserve(OrderId::generate(), T0.plus(DEFAULT_HOLD), T0).unwrap();
+            h.reserve(OrderId::generate(), T0.plus(DEFAULT_HOLD), T0)
+                .unwrap();
         }
         let ids = held.iter().map(|h| h.bouquet_id).collect();
-        assert_eq!(Order::reserve(customer(), &held, DEFAULT_HOLD, T0), Err(DomainError::BouquetUnavailable(ids)));
+        assert_eq!(
+            Order::reserve(customer(), &held, DEFAULT_HOLD, T0),
+            Err(DomainError::BouquetUnavailable(ids))
+        );
     }
 
     #[test]
@@ -293,14 +330,24 @@ mod tests {
         let b = bouquet(VendorId::generate(), 100, T0);
         let mut order = Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap();
         let late = T0.plus(DEFAULT_HOLD).plus(Duration::from_millis(1));
-        assert_eq!(order.clone().begin_payment(late), Err(DomainError::ReservationExpired));
+        assert_eq!(
+            order.clone().begin_payment(late),
+            Err(DomainError::ReservationExpired)
+        );
         assert_eq!(order.begin_payment(T0), Ok(true));
         order.payment_declined(T0).unwrap();
         assert_eq!(order.status, OrderStatus::Reserved);
         order.begin_payment(T0).unwrap();
         order.payment_succeeded(T0).unwrap();
-        assert_eq!(order.begin_payment(late), Ok(false), "paying a paid order returns it");
-        assert_eq!(order.cancel(T0), Err(DomainError::OrderInvalidState(OrderStatus::Paid)));
+        assert_eq!(
+            order.begin_payment(late),
+            Ok(false),
+            "paying a paid order returns it"
+        );
+        assert_eq!(
+            order.cancel(T0),
+            Err(DomainError::OrderInvalidState(OrderStatus::Paid))
+        );
         order.fulfil(T0).unwrap();
         assert_eq!(order.status, OrderStatus::Fulfilled);
     }
@@ -310,9 +357,14 @@ mod tests {
         let b = bouquet(VendorId::generate(), 100, T0);
         let mut order = Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap();
         assert!(order.expire(T0.plus(DEFAULT_HOLD)).is_err());
-        order.expire(T0.plus(DEFAULT_HOLD).plus(Duration::from_millis(1))).unwrap();
+        order
+            .expire(T0.plus(DEFAULT_HOLD).plus(Duration::from_millis(1)))
+            .unwrap();
         assert_eq!(order.status, OrderStatus::Expired);
-        assert_eq!(order.begin_payment(T0), Err(DomainError::ReservationExpired));
+        assert_eq!(
+            order.begin_payment(T0),
+            Err(DomainError::ReservationExpired)
+        );
     }
 
     #[test]
@@ -320,7 +372,10 @@ mod tests {
         assert!(parse_bouquet_ids(&[]).is_err());
         let id = BouquetId::generate().to_string();
         let errors = parse_bouquet_ids(&[id.clone(), id.clone(), "x;DROP".into()]).unwrap_err();
-        assert_eq!(errors.iter().map(|e| e.field.as_str()).collect::<Vec<_>>(), ["bouquetIds/1", "bouquetIds/2"]);
+        assert_eq!(
+            errors.iter().map(|e| e.field.as_str()).collect::<Vec<_>>(),
+            ["bouquetIds/1", "bouquetIds/2"]
+        );
         let many: Vec<String> = (0..21).map(|_| BouquetId::generate().to_string()).collect();
         assert!(parse_bouquet_ids(&many).is_err());
         assert_eq!(parse_bouquet_ids(&many[..20]).unwrap().len(), 20);

@@ -48,7 +48,10 @@ mod tests {
         assert_eq!(name("  Peonies  ").unwrap(), "Peonies");
         assert_eq!(name("   "), Err(TextError::Empty));
         assert_eq!(name(&"é".repeat(121)), Err(TextError::TooLong(120)));
-        assert!(name(&"é".repeat(120)).is_ok(), "length counts characters, not bytes");
+        assert!(
+            name(&"é".repeat(120)).is_ok(),
+            "length counts characters, not bytes"
+        );
         assert_eq!(name("a\u{0}b"), Err(TextError::ControlCharacters));
         assert_eq!(name("two\nlines"), Err(TextError::ControlCharacters));
         assert_eq!(description("two\nlines").unwrap(), "two\nlines");

@@ -11,7 +11,10 @@ pub struct FieldError {
 
 impl FieldError {
     pub fn new(field: impl Into<String>, message: impl ToString) -> Self {
-        Self { field: field.into(), message: message.to_string() }
+        Self {
+            field: field.into(),
+            message: message.to_string(),
+        }
     }
 }
 

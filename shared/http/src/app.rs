@@ -26,7 +26,9 @@ impl Default for Config {
 impl Config {
     pub fn from_env() -> Result<Self, lambda_http::Error> {
         let hold = match std::env::var("HOLD_DURATION_SECONDS") {
-            Ok(text) => Duration::from_secs(text.parse().map_err(|_| format!("HOLD_DURATION_SECONDS={text:?} is not a number of seconds"))?),
+            Ok(text) => Duration::from_secs(text.parse().map_err(|_| {
+                format!("HOLD_DURATION_SECONDS={text:?} is not a number of seconds")
+            })?),
             Err(_) => DEFAULT_HOLD,
         };
         Ok(Self { hold })
@@ -42,7 +44,11 @@ pub struct App {
 
 impl App {
     pub fn new(store: Store, clock: Arc<dyn Clock>, config: Config) -> Self {
-        Self { store, clock, config }
+        Self {
+            store,
+            clock,
+            config,
+        }
     }
 
     /// The production wiring: `TABLE_NAME` from the template's environment, the system clock.
@@ -62,5 +68,8 @@ pub async fn aws_sdk_config() -> aws_config::SdkConfig {
         .operation_attempt_timeout(Duration::from_secs(2))
         .operation_timeout(Duration::from_secs(5))
         .build();
-    aws_config::defaults(BehaviorVersion::latest()).timeout_config(timeouts).load().await
+    aws_config::defaults(BehaviorVersion::latest())
+        .timeout_config(timeouts)
+        .load()
+        .await
 }

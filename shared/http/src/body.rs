@@ -20,9 +20,17 @@ pub fn bytes(body: &Body) -> &[u8] {
     }
 }
 
-pub fn parse_json<T: DeserializeOwned>(content_type: Option<&str>, body: &[u8]) -> Result<T, ApiError> {
+pub fn parse_json<T: DeserializeOwned>(
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<T, ApiError> {
     if let Some(content_type) = content_type {
-        let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        let essence = content_type
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
         if essence != "application/json" && !essence.ends_with("+json") {
             return Err(ApiError::UnsupportedMediaType);
         }
@@ -37,11 +45,20 @@ pub fn parse_json<T: DeserializeOwned>(content_type: Option<&str>, body: &[u8]) 
         if inner.is_syntax() || inner.is_eof() {
             ApiError::Malformed(format!("the body is not valid JSON: {inner}"))
         } else {
-            let field = if path == "." { String::new() } else { path.replace('.', "/") };
-            ApiError::Invalid(vec![FieldError::new(field, strip_position(&inner.to_string()))])
+            let field = if path == "." {
+                String::new()
+            } else {
+                path.replace('.', "/")
+            };
+            ApiError::Invalid(vec![FieldError::new(
+                field,
+                strip_position(&inner.to_string()),
+            )])
         }
     })?;
-    deserializer.end().map_err(|e| ApiError::Malformed(format!("the body is not valid JSON: {e}")))?;
+    deserializer
+        .end()
+        .map_err(|e| ApiError::Malformed(format!("the body is not valid JSON: {e}")))?;
     Ok(value)
 }
 
@@ -82,16 +99,41 @@ mod tests {
 
     #[test]
     fn names_the_field_that_is_wrong() {
-        assert_eq!(invalid_field(parse_json(None, br#"{"name": "x", "price": {"amount": 5}}"#)), "price/amount");
+        assert_eq!(
+            invalid_field(parse_json(
+                None,
+                br#"{"name": "x", "price": {"amount": 5}}"#
+            )),
+            "price/amount"
+        );
         assert_eq!(invalid_field(parse_json(None, br#"{"name": "x"}"#)), "");
-        assert_eq!(invalid_field(parse_json(None, br#"{"name": "x", "price": {"amount": "5"}, "extra": 1}"#)), "");
+        assert_eq!(
+            invalid_field(parse_json(
+                None,
+                br#"{"name": "x", "price": {"amount": "5"}, "extra": 1}"#
+            )),
+            "extra"
+        );
     }
 
     #[test]
     fn refuses_non_json() {
-        assert!(matches!(parse_json::<Body>(None, b"{\"name\": "), Err(ApiError::Malformed(_))));
-        assert!(matches!(parse_json::<Body>(None, b""), Err(ApiError::Malformed(_))));
-        assert!(matches!(parse_json::<Body>(Some("text/plain"), b"{}"), Err(ApiError::UnsupportedMediaType)));
-        assert!(parse_json::<Body>(Some("application/json; charset=utf-8"), br#"{"name":"x","price":{"amount":"1"}}"#).is_ok());
+        assert!(matches!(
+            parse_json::<Body>(None, b"{\"name\": "),
+            Err(ApiError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_json::<Body>(None, b""),
+            Err(ApiError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_json::<Body>(Some("text/plain"), b"{}"),
+            Err(ApiError::UnsupportedMediaType)
+        ));
+        assert!(parse_json::<Body>(
+            Some("application/json; charset=utf-8"),
+            br#"{"name":"x","price":{"amount":"1"}}"#
+        )
+        .is_ok());
     }
 }

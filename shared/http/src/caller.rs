@@ -31,12 +31,24 @@ impl Caller {
         let Some(RequestContext::ApiGatewayV2(context)) = request.request_context_ref() else {
             return Ok(None);
         };
-        let Some(claims) = context.authorizer.as_ref().and_then(|a| a.jwt.as_ref()).map(|jwt| &jwt.claims) else {
+        let Some(claims) = context
+            .authorizer
+            .as_ref()
+            .and_then(|a| a.jwt.as_ref())
+            .map(|jwt| &jwt.claims)
+        else {
             return Ok(None);
         };
         // Cognito prefixes custom attributes with `custom:`.
-        let claim = |name: &str| claims.get(name).or_else(|| claims.get(&format!("custom:{name}"))).map(String::as_str);
-        let subject = claim("sub").and_then(|s| CustomerId::parse(s).ok()).ok_or(ApiError::Unauthenticated)?;
+        let claim = |name: &str| {
+            claims
+                .get(name)
+                .or_else(|| claims.get(&format!("custom:{name}")))
+                .map(String::as_str)
+        };
+        let subject = claim("sub")
+            .and_then(|s| CustomerId::parse(s).ok())
+            .ok_or(ApiError::Unauthenticated)?;
         let role = match claim("role") {
             Some("customer") => Role::Customer,
             Some("vendor") => Role::Vendor,
@@ -44,11 +56,17 @@ impl Caller {
             _ => return Err(ApiError::Unauthenticated),
         };
         let vendor_id = match (role, claim("vendorId")) {
-            (Role::Vendor, Some(id)) => Some(VendorId::parse(id).map_err(|_| ApiError::Unauthenticated)?),
+            (Role::Vendor, Some(id)) => {
+                Some(VendorId::parse(id).map_err(|_| ApiError::Unauthenticated)?)
+            }
             (Role::Vendor, None) => return Err(ApiError::Unauthenticated),
             _ => None,
         };
-        Ok(Some(Caller { subject, role, vendor_id }))
+        Ok(Some(Caller {
+            subject,
+            role,
+            vendor_id,
+        }))
     }
 
     pub fn require(&self, role: Role) -> Result<&Self, ApiError> {

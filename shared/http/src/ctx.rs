@@ -57,7 +57,12 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    fn new(app: &App, request: &Request, route: Route, correlation_id: String) -> Result<Self, ApiError> {
+    fn new(
+        app: &App,
+        request: &Request,
+        route: Route,
+        correlation_id: String,
+    ) -> Result<Self, ApiError> {
         let body = body::bytes(request.body());
         if body.len() > MAX_BODY_BYTES {
             return Err(ApiError::TooLarge(MAX_BODY_BYTES));
@@ -81,8 +86,15 @@ impl Ctx {
             caller,
             idempotency,
             headers: request.headers().clone(),
-            path: request.path_parameters().iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
-            query: query.iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect(),
+            path: request
+                .path_parameters()
+                .iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+            query: query
+                .iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
             body: body.to_vec(),
         })
     }
@@ -93,8 +105,15 @@ impl Ctx {
     }
 
     /// A path parameter parsed by `parse`; a malformed id is a 400 naming the parameter.
-    pub fn path<T, E: ToString>(&self, name: &str, parse: impl FnOnce(&str) -> Result<T, E>) -> Result<T, ApiError> {
-        let raw = self.path.get(name).ok_or_else(|| ApiError::Internal(format!("route has no path parameter {name}")))?;
+    pub fn path<T, E: ToString>(
+        &self,
+        name: &str,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) -> Result<T, ApiError> {
+        let raw = self
+            .path
+            .get(name)
+            .ok_or_else(|| ApiError::Internal(format!("route has no path parameter {name}")))?;
         parse(raw).map_err(|e| ApiError::Invalid(vec![FieldError::new(format!("path/{name}"), e)]))
     }
 
@@ -108,7 +127,10 @@ impl Ctx {
             None => Ok(20),
             Some(text) => match text.parse::<usize>() {
                 Ok(n @ 1..=100) => Ok(n),
-                _ => Err(ApiError::Invalid(vec![FieldError::new("query/limit", "must be a whole number from 1 to 100")])),
+                _ => Err(ApiError::Invalid(vec![FieldError::new(
+                    "query/limit",
+                    "must be a whole number from 1 to 100",
+                )])),
             },
         }
     }
@@ -119,9 +141,16 @@ impl Ctx {
 
     /// `If-Match` as a version number (`"3"`, `3` or `W/"3"`); `None` when absent.
     pub fn if_match(&self) -> Result<Option<u64>, ApiError> {
-        let Some(raw) = self.header("if-match") else { return Ok(None) };
+        let Some(raw) = self.header("if-match") else {
+            return Ok(None);
+        };
         let tag = raw.trim().trim_start_matches("W/").trim_matches('"');
-        tag.parse().map(Some).map_err(|_| ApiError::Invalid(vec![FieldError::new("If-Match", "must be the ETag of the resource, e.g. \"3\"")]))
+        tag.parse().map(Some).map_err(|_| {
+            ApiError::Invalid(vec![FieldError::new(
+                "If-Match",
+                "must be the ETag of the resource, e.g. \"3\"",
+            )])
+        })
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -135,7 +164,9 @@ impl Ctx {
 
     /// The idempotency record to write with this request's change, holding `reply`.
     pub fn idempotency_record(&self, reply: &Reply) -> Option<IdempotencyPut> {
-        self.idempotency.as_ref().map(|intent| intent.record(reply, self.now))
+        self.idempotency
+            .as_ref()
+            .map(|intent| intent.record(reply, self.now))
     }
 
     /// The hash under which this request's idempotency record is (or would be) stored.
@@ -151,7 +182,9 @@ fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
 /// Echo the client's correlation id when it is sane, else mint one.
 fn correlation_id(request: &Request) -> String {
     match header_str(request.headers(), CORRELATION_HEADER) {
-        Some(id) if (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_graphic()) => id.to_owned(),
+        Some(id) if (1..=128).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_graphic()) => {
+            id.to_owned()
+        }
         _ => ulid::Ulid::new().to_string(),
     }
 }
@@ -159,18 +192,29 @@ fn correlation_id(request: &Request) -> String {
 /// The instant by which the handler must have answered.
 fn deadline(request: &Request) -> tokio::time::Instant {
     let now = tokio::time::Instant::now();
-    let lambda_deadline_ms = request.lambda_context_ref().map(|c| c.deadline).unwrap_or(0);
+    let lambda_deadline_ms = request
+        .lambda_context_ref()
+        .map(|c| c.deadline)
+        .unwrap_or(0);
     if lambda_deadline_ms == 0 {
         return now + DEFAULT_BUDGET;
     }
-    let wall_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let wall_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
     let remaining = Duration::from_millis(lambda_deadline_ms.saturating_sub(wall_ms));
     now + remaining.saturating_sub(DEADLINE_MARGIN)
 }
 
 /// Runs `handler` inside the pipeline and always answers with an HTTP response: errors
 /// become problem+json, replays the stored response; every response has `X-Correlation-ID`.
-pub async fn run<H>(app: &App, request: Request, route: Route, handler: H) -> Result<Response<Body>, lambda_http::Error>
+pub async fn run<H>(
+    app: &App,
+    request: Request,
+    route: Route,
+    handler: H,
+) -> Result<Response<Body>, lambda_http::Error>
 where
     H: AsyncFnOnce(&Ctx) -> Result<Reply, ApiError>,
 {
@@ -190,14 +234,22 @@ where
     };
     let mut response = match result {
         Ok(reply) => reply.into_response(),
-        Err(ApiError::IdempotencyReplay(record)) if Some(&record.fingerprint) == fingerprint.as_ref() => {
+        Err(ApiError::IdempotencyReplay(record))
+            if Some(&record.fingerprint) == fingerprint.as_ref() =>
+        {
             let mut response = reply::build(
                 lambda_http::http::StatusCode::from_u16(record.status).unwrap_or_default(),
                 "application/json",
                 record.body.clone(),
             );
-            response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
-            if let Some(location) = record.location.as_deref().and_then(|l| HeaderValue::from_str(l).ok()) {
+            response
+                .headers_mut()
+                .insert("idempotent-replayed", HeaderValue::from_static("true"));
+            if let Some(location) = record
+                .location
+                .as_deref()
+                .and_then(|l| HeaderValue::from_str(l).ok())
+            {
                 response.headers_mut().insert("location", location);
             }
             response
@@ -224,9 +276,15 @@ where
 }
 
 fn problem_response(error: &ApiError) -> Response<Body> {
-    let mut response = reply::build(error.status(), "application/problem+json", error.problem().to_string());
+    let mut response = reply::build(
+        error.status(),
+        "application/problem+json",
+        error.problem().to_string(),
+    );
     if matches!(error, ApiError::Busy | ApiError::IdempotencyInProgress) {
-        response.headers_mut().insert("retry-after", HeaderValue::from_static("1"));
+        response
+            .headers_mut()
+            .insert("retry-after", HeaderValue::from_static("1"));
     }
     response
 }

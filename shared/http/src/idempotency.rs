@@ -1,8 +1,8 @@
 //! `Idempotency-Key`: parsing, scoping and request fingerprints. The record itself is
 //! written by the store, in the same transaction as the change it guards.
 
-use sha2::{Digest, Sha256};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use bouquet_domain::{FieldError, Timestamp};
 use bouquet_store::IdempotencyPut;
@@ -20,17 +20,35 @@ pub struct IdempotencyIntent {
 }
 
 impl IdempotencyIntent {
-    pub fn parse(header: Option<&str>, subject: &str, route: &str, body: &[u8]) -> Result<Option<Self>, ApiError> {
+    pub fn parse(
+        header: Option<&str>,
+        subject: &str,
+        route: &str,
+        body: &[u8],
+    ) -> Result<Option<Self>, ApiError> {
         let Some(key) = header else { return Ok(None) };
         if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(ApiError::Invalid(vec![FieldError::new("Idempotency-Key", "must be 1 to 255 visible ASCII characters")]));
+            return Err(ApiError::Invalid(vec![FieldError::new(
+                "Idempotency-Key",
+                "must be 1 to 255 visible ASCII characters",
+            )]));
         }
-        Ok(Some(Self { key_hash: hex(&[subject.as_bytes(), route.as_bytes(), key.as_bytes()]), fingerprint: fingerprint(route, body) }))
+        Ok(Some(Self {
+            key_hash: hex(&[subject.as_bytes(), route.as_bytes(), key.as_bytes()]),
+            fingerprint: fingerprint(route, body),
+        }))
     }
 
     /// The record to write with the change, holding `reply` for replays.
     pub fn record(&self, reply: &Reply, now: Timestamp) -> IdempotencyPut {
-        IdempotencyPut::new(self.key_hash.clone(), self.fingerprint.clone(), reply.status.as_u16(), reply.body_text(), reply.location().map(str::to_owned), now)
+        IdempotencyPut::new(
+            self.key_hash.clone(),
+            self.fingerprint.clone(),
+            reply.status.as_u16(),
+            reply.body_text(),
+            reply.location().map(str::to_owned),
+            now,
+        )
     }
 }
 
@@ -47,10 +65,16 @@ fn canonical(value: &Value) -> String {
         Value::Object(map) => {
             let mut entries: Vec<_> = map.iter().collect();
             entries.sort_by(|a, b| a.0.cmp(b.0));
-            let inner: Vec<String> = entries.into_iter().map(|(k, v)| format!("{}:{}", Value::String(k.clone()), canonical(v))).collect();
+            let inner: Vec<String> = entries
+                .into_iter()
+                .map(|(k, v)| format!("{}:{}", Value::String(k.clone()), canonical(v)))
+                .collect();
             format!("{{{}}}", inner.join(","))
         }
-        Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(canonical).collect::<Vec<_>>().join(",")
+        ),
         other => other.to_string(),
     }
 }
@@ -62,7 +86,11 @@ fn hex(parts: &[&[u8]]) -> String {
         hasher.update((part.len() as u64).to_be_bytes());
         hasher.update(part);
     }
-    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[cfg(test)]
@@ -71,9 +99,15 @@ mod tests {
 
     #[test]
     fn keys_are_scoped_to_caller_and_route() {
-        let a = IdempotencyIntent::parse(Some("k-1"), "alice", "POST /v1/orders", b"{}").unwrap().unwrap();
-        let b = IdempotencyIntent::parse(Some("k-1"), "bob", "POST /v1/orders", b"{}").unwrap().unwrap();
-        let c = IdempotencyIntent::parse(Some("k-1"), "alice", "POST /v1/vendors", b"{}").unwrap().unwrap();
+        let a = IdempotencyIntent::parse(Some("k-1"), "alice", "POST /v1/orders", b"{}")
+            .unwrap()
+            .unwrap();
+        let b = IdempotencyIntent::parse(Some("k-1"), "bob", "POST /v1/orders", b"{}")
+            .unwrap()
+            .unwrap();
+        let c = IdempotencyIntent::parse(Some("k-1"), "alice", "POST /v1/vendors", b"{}")
+            .unwrap()
+            .unwrap();
         assert_ne!(a.key_hash, b.key_hash);
         assert_ne!(a.key_hash, c.key_hash);
     }
@@ -81,14 +115,23 @@ mod tests {
     #[test]
     fn fingerprints_ignore_formatting_but_not_content() {
         let route = "POST /v1/orders";
-        assert_eq!(fingerprint(route, br#"{"a":1,"b":[1,2]}"#), fingerprint(route, b"{ \"b\": [1, 2],\n \"a\": 1 }"));
-        assert_ne!(fingerprint(route, br#"{"b":[2,1]}"#), fingerprint(route, br#"{"b":[1,2]}"#));
+        assert_eq!(
+            fingerprint(route, br#"{"a":1,"b":[1,2]}"#),
+            fingerprint(route, b"{ \"b\": [1, 2],\n \"a\": 1 }")
+        );
+        assert_ne!(
+            fingerprint(route, br#"{"b":[2,1]}"#),
+            fingerprint(route, br#"{"b":[1,2]}"#)
+        );
     }
 
     #[test]
     fn rejects_bad_keys() {
         for bad in ["", "has space", &"k".repeat(256), "tab\t"] {
-            assert!(IdempotencyIntent::parse(Some(bad), "alice", "r", b"").is_err(), "{bad:?}");
+            assert!(
+                IdempotencyIntent::parse(Some(bad), "alice", "r", b"").is_err(),
+                "{bad:?}"
+            );
         }
         assert!(IdempotencyIntent::parse(Some(&"k".repeat(255)), "alice", "r", b"").is_ok());
     }

@@ -9,8 +9,8 @@ pub mod app;
 mod body;
 mod caller;
 mod ctx;
-pub mod owned;
 mod idempotency;
+pub mod owned;
 pub mod problem;
 mod reply;
 

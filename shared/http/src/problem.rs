@@ -59,7 +59,9 @@ impl From<DomainError> for ApiError {
             DomainError::BouquetUnavailable(ids) => ApiError::BouquetUnavailable(ids),
             DomainError::BouquetNotAvailableForChange => ApiError::BouquetNotAvailableForChange,
             DomainError::VendorMismatch => ApiError::VendorMismatch,
-            DomainError::Money(error) => ApiError::Invalid(vec![FieldError::new("bouquetIds", error)]),
+            DomainError::Money(error) => {
+                ApiError::Invalid(vec![FieldError::new("bouquetIds", error)])
+            }
             DomainError::ReservationExpired => ApiError::ReservationExpired,
             DomainError::OrderInvalidState(status) => ApiError::OrderInvalidState(status),
         }
@@ -72,10 +74,16 @@ impl From<StoreError> for ApiError {
             StoreError::IdempotencyReplay(record) => ApiError::IdempotencyReplay(record),
             StoreError::IdempotencyInProgress => ApiError::IdempotencyInProgress,
             StoreError::Contention(_) => ApiError::Busy,
-            StoreError::InvalidCursor => ApiError::Invalid(vec![FieldError::new("cursor", "is not a cursor this list returned")]),
+            StoreError::InvalidCursor => ApiError::Invalid(vec![FieldError::new(
+                "cursor",
+                "is not a cursor this list returned",
+            )]),
             // A condition the handler did not interpret is a bug in the handler, not the
             // client's fault.
-            StoreError::ConditionFailed(conflicts) => ApiError::Internal(format!("unhandled condition failure on {:?}", conflicts.iter().map(|c| &c.target).collect::<Vec<_>>())),
+            StoreError::ConditionFailed(conflicts) => ApiError::Internal(format!(
+                "unhandled condition failure on {:?}",
+                conflicts.iter().map(|c| &c.target).collect::<Vec<_>>()
+            )),
             StoreError::Corrupt(message) => ApiError::Internal(format!("corrupt item: {message}")),
             StoreError::Backend(message) => ApiError::Internal(message),
         }
@@ -107,7 +115,9 @@ impl ApiError {
             ApiError::PreconditionRequired => StatusCode::PRECONDITION_REQUIRED,
             ApiError::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::DeadlineExceeded | ApiError::Busy => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::IdempotencyReplay(record) => StatusCode::from_u16(record.status).unwrap_or(StatusCode::OK),
+            ApiError::IdempotencyReplay(record) => {
+                StatusCode::from_u16(record.status).unwrap_or(StatusCode::OK)
+            }
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -115,7 +125,9 @@ impl ApiError {
     /// The stable code clients match on (API.md, Errors).
     pub fn code(&self) -> &'static str {
         match self {
-            ApiError::Invalid(_) | ApiError::Malformed(_) | ApiError::UnsupportedMediaType => "request.invalid",
+            ApiError::Invalid(_) | ApiError::Malformed(_) | ApiError::UnsupportedMediaType => {
+                "request.invalid"
+            }
             ApiError::TooLarge(_) => "request.too_large",
             ApiError::Unauthenticated => "auth.unauthenticated",
             ApiError::Forbidden => "auth.forbidden",
@@ -125,7 +137,9 @@ impl ApiError {
             ApiError::VendorMismatch => "cart.vendor_mismatch",
             ApiError::ReservationExpired => "reservation.expired",
             ApiError::OrderInvalidState(_) => "order.invalid_state",
-            ApiError::PreconditionFailed(_) | ApiError::PreconditionRequired => "precondition.failed",
+            ApiError::PreconditionFailed(_) | ApiError::PreconditionRequired => {
+                "precondition.failed"
+            }
             ApiError::IdempotencyKeyReused => "idempotency.key_reused",
             ApiError::IdempotencyInProgress => "idempotency.in_progress",
             ApiError::DeadlineExceeded => "deadline.exceeded",
@@ -135,7 +149,9 @@ impl ApiError {
 
     fn title(&self) -> &'static str {
         match self {
-            ApiError::Invalid(_) | ApiError::Malformed(_) | ApiError::UnsupportedMediaType => "Invalid request",
+            ApiError::Invalid(_) | ApiError::Malformed(_) | ApiError::UnsupportedMediaType => {
+                "Invalid request"
+            }
             ApiError::TooLarge(_) => "Request too large",
             ApiError::Unauthenticated => "Unauthenticated",
             ApiError::Forbidden => "Forbidden",
@@ -145,7 +161,9 @@ impl ApiError {
             ApiError::VendorMismatch => "Vendor mismatch",
             ApiError::ReservationExpired => "Reservation expired",
             ApiError::OrderInvalidState(_) => "Invalid order state",
-            ApiError::PreconditionFailed(_) | ApiError::PreconditionRequired => "Precondition failed",
+            ApiError::PreconditionFailed(_) | ApiError::PreconditionRequired => {
+                "Precondition failed"
+            }
             ApiError::IdempotencyKeyReused => "Idempotency key reused",
             ApiError::IdempotencyInProgress => "Idempotency key in progress",
             ApiError::DeadlineExceeded => "Deadline exceeded",
@@ -158,7 +176,9 @@ impl ApiError {
     pub fn problem(&self) -> Value {
         let code = self.code();
         let detail = match self {
-            ApiError::Internal(_) => "something went wrong on our side; the correlation id identifies it".to_owned(),
+            ApiError::Internal(_) => {
+                "something went wrong on our side; the correlation id identifies it".to_owned()
+            }
             other => other.to_string(),
         };
         let mut body = json!({
@@ -186,28 +206,67 @@ mod tests {
     fn every_error_has_a_stable_code_and_status() {
         let id = BouquetId::generate();
         let cases: Vec<(ApiError, u16, &str)> = vec![
-            (ApiError::Invalid(vec![FieldError::new("name", "must not be empty")]), 400, "request.invalid"),
-            (ApiError::Malformed("not JSON".into()), 400, "request.invalid"),
+            (
+                ApiError::Invalid(vec![FieldError::new("name", "must not be empty")]),
+                400,
+                "request.invalid",
+            ),
+            (
+                ApiError::Malformed("not JSON".into()),
+                400,
+                "request.invalid",
+            ),
             (ApiError::TooLarge(16384), 413, "request.too_large"),
             (ApiError::Unauthenticated, 401, "auth.unauthenticated"),
             (ApiError::Forbidden, 403, "auth.forbidden"),
             (ApiError::NotFound("order"), 404, "not_found"),
-            (ApiError::BouquetUnavailable(vec![id]), 409, "bouquet.unavailable"),
-            (ApiError::BouquetNotAvailableForChange, 409, "bouquet.not_available_for_change"),
+            (
+                ApiError::BouquetUnavailable(vec![id]),
+                409,
+                "bouquet.unavailable",
+            ),
+            (
+                ApiError::BouquetNotAvailableForChange,
+                409,
+                "bouquet.not_available_for_change",
+            ),
             (ApiError::VendorMismatch, 409, "cart.vendor_mismatch"),
             (ApiError::ReservationExpired, 409, "reservation.expired"),
-            (ApiError::OrderInvalidState(OrderStatus::Paid), 409, "order.invalid_state"),
-            (ApiError::PreconditionFailed("stale"), 412, "precondition.failed"),
+            (
+                ApiError::OrderInvalidState(OrderStatus::Paid),
+                409,
+                "order.invalid_state",
+            ),
+            (
+                ApiError::PreconditionFailed("stale"),
+                412,
+                "precondition.failed",
+            ),
             (ApiError::PreconditionRequired, 428, "precondition.failed"),
-            (ApiError::IdempotencyKeyReused, 422, "idempotency.key_reused"),
-            (ApiError::IdempotencyInProgress, 409, "idempotency.in_progress"),
+            (
+                ApiError::IdempotencyKeyReused,
+                422,
+                "idempotency.key_reused",
+            ),
+            (
+                ApiError::IdempotencyInProgress,
+                409,
+                "idempotency.in_progress",
+            ),
             (ApiError::DeadlineExceeded, 503, "deadline.exceeded"),
             (ApiError::Internal("secret detail".into()), 500, "internal"),
         ];
         for (error, status, code) in cases {
             let problem = error.problem();
-            assert_eq!((problem["status"].as_u64(), problem["code"].as_str()), (Some(u64::from(status)), Some(code)), "{error:?}");
-            assert_eq!(problem["type"], format!("https://bouquet.market/problems/{code}"));
+            assert_eq!(
+                (problem["status"].as_u64(), problem["code"].as_str()),
+                (Some(u64::from(status)), Some(code)),
+                "{error:?}"
+            );
+            assert_eq!(
+                problem["type"],
+                format!("https://bouquet.market/problems/{code}")
+            );
             assert!(problem["title"].is_string() && problem["detail"].is_string());
         }
     }
@@ -215,19 +274,44 @@ mod tests {
     #[test]
     fn problems_carry_their_specifics_but_no_internals() {
         let id = BouquetId::generate();
-        assert_eq!(ApiError::BouquetUnavailable(vec![id]).problem()["bouquetIds"], json!([id.to_string()]));
-        let invalid = ApiError::Invalid(vec![FieldError::new("price.amount", "must be greater than zero")]).problem();
-        assert_eq!(invalid["errors"], json!([{"field": "price.amount", "message": "must be greater than zero"}]));
+        assert_eq!(
+            ApiError::BouquetUnavailable(vec![id]).problem()["bouquetIds"],
+            json!([id.to_string()])
+        );
+        let invalid = ApiError::Invalid(vec![FieldError::new(
+            "price.amount",
+            "must be greater than zero",
+        )])
+        .problem();
+        assert_eq!(
+            invalid["errors"],
+            json!([{"field": "price.amount", "message": "must be greater than zero"}])
+        );
         let internal = ApiError::Internal("connection refused to 10.0.0.1".into()).problem();
         assert!(!internal.to_string().contains("10.0.0.1"));
     }
 
     #[test]
     fn domain_and_store_errors_map_to_their_codes() {
-        assert_eq!(ApiError::from(DomainError::VendorMismatch).code(), "cart.vendor_mismatch");
-        assert_eq!(ApiError::from(DomainError::ReservationExpired).code(), "reservation.expired");
-        assert_eq!(ApiError::from(StoreError::InvalidCursor).code(), "request.invalid");
-        assert_eq!(ApiError::from(StoreError::IdempotencyInProgress).code(), "idempotency.in_progress");
-        assert_eq!(ApiError::from(StoreError::Backend("boom".into())).code(), "internal");
+        assert_eq!(
+            ApiError::from(DomainError::VendorMismatch).code(),
+            "cart.vendor_mismatch"
+        );
+        assert_eq!(
+            ApiError::from(DomainError::ReservationExpired).code(),
+            "reservation.expired"
+        );
+        assert_eq!(
+            ApiError::from(StoreError::InvalidCursor).code(),
+            "request.invalid"
+        );
+        assert_eq!(
+            ApiError::from(StoreError::IdempotencyInProgress).code(),
+            "idempotency.in_progress"
+        );
+        assert_eq!(
+            ApiError::from(StoreError::Backend("boom".into())).code(),
+            "internal"
+        );
     }
 }

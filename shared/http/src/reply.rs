@@ -16,7 +16,11 @@ pub struct Reply {
 impl Reply {
     pub fn json(status: StatusCode, body: &impl Serialize) -> Result<Self, ApiError> {
         let body = serde_json::to_value(body).map_err(|e| ApiError::Internal(e.to_string()))?;
-        Ok(Self { status, body: Some(body), headers: Vec::new() })
+        Ok(Self {
+            status,
+            body: Some(body),
+            headers: Vec::new(),
+        })
     }
 
     pub fn ok(body: &impl Serialize) -> Result<Self, ApiError> {
@@ -29,7 +33,11 @@ impl Reply {
     }
 
     pub fn no_content() -> Self {
-        Self { status: StatusCode::NO_CONTENT, body: None, headers: Vec::new() }
+        Self {
+            status: StatusCode::NO_CONTENT,
+            body: None,
+            headers: Vec::new(),
+        }
     }
 
     pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
@@ -38,7 +46,10 @@ impl Reply {
     }
 
     pub fn location(&self) -> Option<&str> {
-        self.headers.iter().find(|(name, _)| *name == "location").map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(name, _)| *name == "location")
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn body_text(&self) -> String {
@@ -57,11 +68,21 @@ impl Reply {
     }
 }
 
-pub(crate) fn build(status: StatusCode, content_type: &'static str, body: String) -> Response<Body> {
-    let mut response = Response::new(if body.is_empty() { Body::Empty } else { Body::Text(body) });
+pub(crate) fn build(
+    status: StatusCode,
+    content_type: &'static str,
+    body: String,
+) -> Response<Body> {
+    let mut response = Response::new(if body.is_empty() {
+        Body::Empty
+    } else {
+        Body::Text(body)
+    });
     *response.status_mut() = status;
     if status != StatusCode::NO_CONTENT {
-        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     }
     response
 }

@@ -22,7 +22,11 @@ pub(crate) fn available_at(now: Timestamp) -> Expr {
 /// Available (as above) and still at the version that was read.
 pub(crate) fn available_at_version(version: u64, now: Timestamp) -> Expr {
     let available = available_at(now);
-    Expr { text: format!("version = :readVersion AND {}", available.text), ..available }.n(":readVersion", version)
+    Expr {
+        text: format!("version = :readVersion AND {}", available.text),
+        ..available
+    }
+    .n(":readVersion", version)
 }
 
 pub(crate) fn bouquet_key(id: &str) -> Item {
@@ -43,7 +47,13 @@ enum ShardPosition {
 impl Store {
     /// Lists a bouquet: checks that the vendor exists (and owns the vase, if one is named),
     /// puts the bouquet and its event, all in one transaction.
-    pub async fn create_bouquet(&self, bouquet: &Bouquet, event: &DomainEvent, idempotency: Option<&IdempotencyPut>, now: Timestamp) -> Result<(), StoreError> {
+    pub async fn create_bouquet(
+        &self,
+        bouquet: &Bouquet,
+        event: &DomainEvent,
+        idempotency: Option<&IdempotencyPut>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
         let mut tx = Tx::new();
         tx.idempotency(&self.table, idempotency, now)?;
         let vendor = bouquet.vendor_id.to_string();
@@ -62,13 +72,22 @@ impl Store {
             )?;
         }
         let item = to_item(&BouquetItem::from_domain(bouquet))?;
-        tx.put(Target::Bouquet(bouquet.bouquet_id), &self.table, item, Some(Expr::new("attribute_not_exists(pk)")))?;
+        tx.put(
+            Target::Bouquet(bouquet.bouquet_id),
+            &self.table,
+            item,
+            Some(Expr::new("attribute_not_exists(pk)")),
+        )?;
         tx.event(&self.table, event)?;
         tx.commit(self).await
     }
 
     /// One bouquet. `consistent` for a read that a conditional write will follow.
-    pub async fn bouquet(&self, bouquet_id: BouquetId, consistent: bool) -> Result<Option<Bouquet>, StoreError> {
+    pub async fn bouquet(
+        &self,
+        bouquet_id: BouquetId,
+        consistent: bool,
+    ) -> Result<Option<Bouquet>, StoreError> {
         let output = self
             .client
             .get_item()
@@ -83,67 +102,108 @@ impl Store {
 
     /// Replaces a bouquet read at `read_version` with its changed state, if it is still at
     /// that version and still available; puts the event in the same transaction.
-    pub async fn save_bouquet(&self, changed: &Bouquet, read_version: u64, event: &DomainEvent, now: Timestamp) -> Result<(), StoreError> {
+    pub async fn save_bouquet(
+        &self,
+        changed: &Bouquet,
+        read_version: u64,
+        event: &DomainEvent,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
         let mut tx = Tx::new();
         let item = to_item(&BouquetItem::from_domain(changed))?;
-        tx.put(Target::Bouquet(changed.bouquet_id), &self.table, item, Some(available_at_version(read_version, now)))?;
+        tx.put(
+            Target::Bouquet(changed.bouquet_id),
+            &self.table,
+            item,
+            Some(available_at_version(read_version, now)),
+        )?;
         tx.event(&self.table, event)?;
         tx.commit(self).await
     }
 
     /// The public catalogue, newest first: reads every shard of the catalogue index in
     /// parallel and merges them. The cursor keeps each shard's position.
-    pub async fn catalogue(&self, cursor: Option<&str>, limit: usize, now: Timestamp) -> Result<Page<Bouquet>, StoreError> {
+    pub async fn catalogue(
+        &self,
+        cursor: Option<&str>,
+        limit: usize,
+        now: Timestamp,
+    ) -> Result<Page<Bouquet>, StoreError> {
         let positions: Vec<ShardPosition> = match cursor {
             Some(text) => cursor::decode(text)?,
             None => vec![ShardPosition::Start; CATALOGUE_SHARDS as usize],
         };
         if positions.len() != CATALOGUE_SHARDS as usize
-            || positions.iter().any(|p| matches!(p, ShardPosition::After(id) if BouquetId::parse(id).is_err()))
+            || positions
+                .iter()
+                .any(|p| matches!(p, ShardPosition::After(id) if BouquetId::parse(id).is_err()))
         {
             return Err(StoreError::InvalidCursor);
         }
-        let reads = positions.iter().enumerate().map(|(shard, position)| async move {
-            let after = match position {
-                ShardPosition::Done => return Ok::<_, StoreError>(None),
-                ShardPosition::Start => None,
-                ShardPosition::After(id) => Some(id.as_str()),
-            };
-            let shard_key = keys::catalogue_shard_key(shard as u32);
-            let page = self
-                .query_index(
-                    IndexQuery {
-                        index: keys::INDEX_CATALOGUE,
-                        partition_attr: "catalogueShard",
-                        partition: shard_key.clone(),
-                        sort_attr: "catalogueSort",
-                        filter: Some(available_at(now)),
-                        newest_first: true,
-                        after,
-                        limit,
-                    },
-                    |id| {
-                        let mut key = bouquet_key(id);
-                        key.insert("catalogueShard".into(), aws_sdk_dynamodb::types::AttributeValue::S(shard_key.clone()));
-                        key.insert("catalogueSort".into(), aws_sdk_dynamodb::types::AttributeValue::S(id.to_owned()));
-                        key
-                    },
-                )
-                .await?;
-            let bouquets = page.items.into_iter().map(decode_bouquet).collect::<Result<Vec<_>, _>>()?;
-            Ok(Some((bouquets, page.resume_after.is_some())))
-        });
+        let reads = positions
+            .iter()
+            .enumerate()
+            .map(|(shard, position)| async move {
+                let after = match position {
+                    ShardPosition::Done => return Ok::<_, StoreError>(None),
+                    ShardPosition::Start => None,
+                    ShardPosition::After(id) => Some(id.as_str()),
+                };
+                let shard_key = keys::catalogue_shard_key(shard as u32);
+                let page = self
+                    .query_index(
+                        IndexQuery {
+                            index: keys::INDEX_CATALOGUE,
+                            partition_attr: "catalogueShard",
+                            partition: shard_key.clone(),
+                            sort_attr: "catalogueSort",
+                            filter: Some(available_at(now)),
+                            newest_first: true,
+                            after,
+                            limit,
+                        },
+                        |id| {
+                            let mut key = bouquet_key(id);
+                            key.insert(
+                                "catalogueShard".into(),
+                                aws_sdk_dynamodb::types::AttributeValue::S(shard_key.clone()),
+                            );
+                            key.insert(
+                                "catalogueSort".into(),
+                                aws_sdk_dynamodb::types::AttributeValue::S(id.to_owned()),
+                            );
+                            key
+                        },
+                    )
+                    .await?;
+                let bouquets = page
+                    .items
+                    .into_iter()
+                    .map(decode_bouquet)
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Some((bouquets, page.resume_after.is_some())))
+            });
         let shards = futures::future::try_join_all(reads).await?;
 
         // Merge newest first and take `limit`; each shard resumes after its last item taken.
-        let mut merged: Vec<(usize, Bouquet)> =
-            shards.iter().enumerate().flat_map(|(s, page)| page.iter().flat_map(move |(items, _)| items.iter().map(move |b| (s, b.clone())))).collect();
-        merged.sort_by(|a, b| b.1.bouquet_id.cmp(&a.1.bouquet_id));
+        let mut merged: Vec<(usize, Bouquet)> = shards
+            .iter()
+            .enumerate()
+            .flat_map(|(s, page)| {
+                page.iter()
+                    .flat_map(move |(items, _)| items.iter().map(move |b| (s, b.clone())))
+            })
+            .collect();
+        merged.sort_by_key(|(_, b)| std::cmp::Reverse(b.bouquet_id));
         merged.truncate(limit);
         let mut next = positions.clone();
         for (shard, page) in shards.iter().enumerate() {
             let Some((items, more)) = page else { continue };
-            let taken: Vec<&Bouquet> = merged.iter().filter(|(s, _)| *s == shard).map(|(_, b)| b).collect();
+            let taken: Vec<&Bouquet> = merged
+                .iter()
+                .filter(|(s, _)| *s == shard)
+                .map(|(_, b)| b)
+                .collect();
             next[shard] = match taken.last() {
                 _ if taken.len() == items.len() && !more => ShardPosition::Done,
                 Some(last) => ShardPosition::After(last.bouquet_id.to_string()),
@@ -158,7 +218,13 @@ impl Store {
     }
 
     /// One vendor's bouquets that are available now, newest first.
-    pub async fn vendor_catalogue(&self, vendor_id: VendorId, cursor: Option<&str>, limit: usize, now: Timestamp) -> Result<Page<Bouquet>, StoreError> {
+    pub async fn vendor_catalogue(
+        &self,
+        vendor_id: VendorId,
+        cursor: Option<&str>,
+        limit: usize,
+        now: Timestamp,
+    ) -> Result<Page<Bouquet>, StoreError> {
         let after = decode_id_cursor(cursor)?;
         let vendor_key = keys::vendor_bouquets_key(&vendor_id.to_string());
         let page = self
@@ -175,14 +241,24 @@ impl Store {
                 },
                 |id| {
                     let mut key = bouquet_key(id);
-                    key.insert("vendorKey".into(), aws_sdk_dynamodb::types::AttributeValue::S(vendor_key.clone()));
-                    key.insert("vendorSort".into(), aws_sdk_dynamodb::types::AttributeValue::S(id.to_owned()));
+                    key.insert(
+                        "vendorKey".into(),
+                        aws_sdk_dynamodb::types::AttributeValue::S(vendor_key.clone()),
+                    );
+                    key.insert(
+                        "vendorSort".into(),
+                        aws_sdk_dynamodb::types::AttributeValue::S(id.to_owned()),
+                    );
                     key
                 },
             )
             .await?;
         Ok(Page {
-            items: page.items.into_iter().map(decode_bouquet).collect::<Result<_, _>>()?,
+            items: page
+                .items
+                .into_iter()
+                .map(decode_bouquet)
+                .collect::<Result<_, _>>()?,
             next_cursor: page.resume_after.map(|id| cursor::encode(&id)),
         })
     }

@@ -23,6 +23,8 @@ pub fn decode<T: DeserializeOwned>(cursor: &str) -> Result<T, StoreError> {
     if cursor.len() > 2048 {
         return Err(StoreError::InvalidCursor);
     }
-    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| StoreError::InvalidCursor)?;
+    let bytes = URL_SAFE_NO_PAD
+        .decode(cursor)
+        .map_err(|_| StoreError::InvalidCursor)?;
     serde_json::from_slice(&bytes).map_err(|_| StoreError::InvalidCursor)
 }

@@ -48,6 +48,11 @@ impl Tx {
             detail,
             expires_at: event.occurred_at.plus(RETENTION).as_epoch_seconds(),
         })?;
-        self.put(Target::Event, table, item, Some(Expr::new("attribute_not_exists(pk)")))
+        self.put(
+            Target::Event,
+            table,
+            item,
+            Some(Expr::new("attribute_not_exists(pk)")),
+        )
     }
 }

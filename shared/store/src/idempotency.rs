@@ -62,7 +62,14 @@ pub struct IdempotencyPut {
 }
 
 impl IdempotencyPut {
-    pub fn new(key_hash: String, fingerprint: String, status: u16, body: String, location: Option<String>, now: Timestamp) -> Self {
+    pub fn new(
+        key_hash: String,
+        fingerprint: String,
+        status: u16,
+        body: String,
+        location: Option<String>,
+        now: Timestamp,
+    ) -> Self {
         let record = IdempotencyRecord {
             fingerprint,
             status,
@@ -82,7 +89,12 @@ pub(crate) fn key(key_hash: &str) -> Item {
 impl Tx {
     /// Adds the record as the transaction's first item: put only if the key is unused (or
     /// its record has expired). A failure here is reported as a replay, before anything else.
-    pub(crate) fn idempotency(&mut self, table: &str, put: Option<&IdempotencyPut>, now: Timestamp) -> Result<(), StoreError> {
+    pub(crate) fn idempotency(
+        &mut self,
+        table: &str,
+        put: Option<&IdempotencyPut>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
         let Some(put) = put else { return Ok(()) };
         let item = to_item(&IdempotencyItem {
             pk: format!("IDEMPOTENCY#{}", put.key_hash),
@@ -90,12 +102,16 @@ impl Tx {
             entity: "idempotency".into(),
             record: put.record.clone(),
         })?;
-        let unused = Expr::new("attribute_not_exists(pk) OR expiresAt < :nowSeconds").n(":nowSeconds", now.as_epoch_seconds());
+        let unused = Expr::new("attribute_not_exists(pk) OR expiresAt < :nowSeconds")
+            .n(":nowSeconds", now.as_epoch_seconds());
         self.put(Target::Idempotency, table, item, Some(unused))
     }
 }
 
-pub(crate) fn record_from(item: Option<Item>, now: Timestamp) -> Result<Option<IdempotencyRecord>, StoreError> {
+pub(crate) fn record_from(
+    item: Option<Item>,
+    now: Timestamp,
+) -> Result<Option<IdempotencyRecord>, StoreError> {
     match item {
         Some(item) => Ok(Some(IdempotencyRecord::from_item(item)?).filter(|r| r.is_live(now))),
         None => Ok(None),
@@ -104,7 +120,11 @@ pub(crate) fn record_from(item: Option<Item>, now: Timestamp) -> Result<Option<I
 
 impl crate::Store {
     /// The live record for a key, if any (one consistent `GetItem`).
-    pub async fn idempotency_record(&self, key_hash: &str, now: Timestamp) -> Result<Option<IdempotencyRecord>, StoreError> {
+    pub async fn idempotency_record(
+        &self,
+        key_hash: &str,
+        now: Timestamp,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
         let output = self
             .client
             .get_item()
@@ -117,4 +137,3 @@ impl crate::Store {
         record_from(output.item, now)
     }
 }
-

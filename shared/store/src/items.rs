@@ -7,8 +7,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
 use bouquet_domain::{
-    Bouquet, BouquetId, BouquetStatus, Currency, CustomerId, Money, Order, OrderId, OrderLine, OrderStatus, Timestamp,
-    VaseId, Vendor, VendorId,
+    Bouquet, BouquetId, BouquetStatus, Currency, CustomerId, Money, Order, OrderId, OrderLine,
+    OrderStatus, Timestamp, VaseId, Vendor, VendorId,
 };
 
 use crate::error::StoreError;
@@ -25,7 +25,10 @@ pub fn from_item<T: for<'de> Deserialize<'de>>(item: Item) -> Result<T, StoreErr
 }
 
 fn money(minor: i64, currency: &str) -> Result<Money, StoreError> {
-    Ok(Money::from_minor(minor, Currency::parse(currency).map_err(StoreError::corrupt)?))
+    Ok(Money::from_minor(
+        minor,
+        Currency::parse(currency).map_err(StoreError::corrupt)?,
+    ))
 }
 
 #[derive(Serialize, Deserialize)]
@@ -102,9 +105,14 @@ pub struct BouquetItem {
 impl BouquetItem {
     pub fn from_domain(b: &Bouquet) -> Self {
         let id = b.bouquet_id.to_string();
-        let listed = matches!(b.status, BouquetStatus::Available | BouquetStatus::Reserved { .. });
+        let listed = matches!(
+            b.status,
+            BouquetStatus::Available | BouquetStatus::Reserved { .. }
+        );
         let (order_id, reserved_until) = match b.status {
-            BouquetStatus::Reserved { order_id, until } => (Some(order_id.to_string()), Some(until.as_millis())),
+            BouquetStatus::Reserved { order_id, until } => {
+                (Some(order_id.to_string()), Some(until.as_millis()))
+            }
             BouquetStatus::Sold { order_id } => (Some(order_id.to_string()), None),
             BouquetStatus::Available | BouquetStatus::Withdrawn => (None, None),
         };
@@ -135,13 +143,17 @@ impl BouquetItem {
 
     pub fn into_domain(self) -> Result<Bouquet, StoreError> {
         let order = || -> Result<OrderId, StoreError> {
-            OrderId::parse(self.order_id.as_deref().unwrap_or_default()).map_err(StoreError::corrupt)
+            OrderId::parse(self.order_id.as_deref().unwrap_or_default())
+                .map_err(StoreError::corrupt)
         };
         let status = match self.status.as_str() {
             "available" => BouquetStatus::Available,
             "reserved" => BouquetStatus::Reserved {
                 order_id: order()?,
-                until: Timestamp::from_millis(self.reserved_until.ok_or_else(|| StoreError::corrupt("reserved without reservedUntil"))?),
+                until: Timestamp::from_millis(
+                    self.reserved_until
+                        .ok_or_else(|| StoreError::corrupt("reserved without reservedUntil"))?,
+                ),
             },
             "sold" => BouquetStatus::Sold { order_id: order()? },
             "withdrawn" => BouquetStatus::Withdrawn,
@@ -153,7 +165,12 @@ impl BouquetItem {
             name: self.name,
             description: self.description,
             price: money(self.price_minor, &self.currency)?,
-            vase_id: self.vase_id.as_deref().map(VaseId::parse).transpose().map_err(StoreError::corrupt)?,
+            vase_id: self
+                .vase_id
+                .as_deref()
+                .map(VaseId::parse)
+                .transpose()
+                .map_err(StoreError::corrupt)?,
             status,
             version: self.version,
             freshness: self.freshness,
@@ -209,7 +226,11 @@ impl OrderItem {
             lines: o
                 .lines
                 .iter()
-                .map(|l| OrderLineItem { bouquet_id: l.bouquet_id.to_string(), name: l.name.clone(), price_minor: l.price.minor() })
+                .map(|l| OrderLineItem {
+                    bouquet_id: l.bouquet_id.to_string(),
+                    name: l.name.clone(),
+                    price_minor: l.price.minor(),
+                })
                 .collect(),
             total_minor: o.total.minor(),
             currency: o.total.currency().code().to_owned(),
@@ -245,7 +266,8 @@ impl OrderItem {
                 })
                 .collect::<Result<_, StoreError>>()?,
             total: money(self.total_minor, &self.currency)?,
-            status: OrderStatus::parse(&self.status).ok_or_else(|| StoreError::corrupt(format!("order status {:?}", self.status)))?,
+            status: OrderStatus::parse(&self.status)
+                .ok_or_else(|| StoreError::corrupt(format!("order status {:?}", self.status)))?,
             reserved_until: Timestamp::from_millis(self.reserved_until),
             version: self.version,
             created_at: Timestamp::from_millis(self.created_at),
@@ -266,15 +288,30 @@ mod tests {
         let price = Money::parse_price("24.50", "EUR").unwrap();
         let mut b = Bouquet::list(
             VendorId::generate(),
-            NewBouquet { name: "Peonies".into(), description: "pink".into(), price, vase_id: None },
+            NewBouquet {
+                name: "Peonies".into(),
+                description: "pink".into(),
+                price,
+                vase_id: None,
+            },
             now,
         );
         let order = OrderId::generate();
-        b.reserve(order, now.plus(Duration::from_secs(900)), now).unwrap();
+        b.reserve(order, now.plus(Duration::from_secs(900)), now)
+            .unwrap();
         let item = to_item(&BouquetItem::from_domain(&b)).unwrap();
-        assert!(item.contains_key("catalogueShard"), "a held bouquet stays listed");
-        assert!(!item.contains_key("vaseId"), "absent options are not written as NULL");
-        let back = from_item::<BouquetItem>(item).unwrap().into_domain().unwrap();
+        assert!(
+            item.contains_key("catalogueShard"),
+            "a held bouquet stays listed"
+        );
+        assert!(
+            !item.contains_key("vaseId"),
+            "absent options are not written as NULL"
+        );
+        let back = from_item::<BouquetItem>(item)
+            .unwrap()
+            .into_domain()
+            .unwrap();
         assert_eq!(back, b);
         b.sell(order, now).unwrap();
         let item = to_item(&BouquetItem::from_domain(&b)).unwrap();

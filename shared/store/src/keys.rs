@@ -21,7 +21,10 @@ pub const INDEX_CUSTOMER: &str = "CustomerIndex";
 pub type Key = HashMap<String, AttributeValue>;
 
 pub fn key(pk: String, sk: &str) -> Key {
-    HashMap::from([("pk".to_owned(), AttributeValue::S(pk)), ("sk".to_owned(), AttributeValue::S(sk.to_owned()))])
+    HashMap::from([
+        ("pk".to_owned(), AttributeValue::S(pk)),
+        ("sk".to_owned(), AttributeValue::S(sk.to_owned())),
+    ])
 }
 
 pub fn vendor_pk(vendor_id: &str) -> String {

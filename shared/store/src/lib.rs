@@ -20,10 +20,10 @@ mod vendors;
 use aws_sdk_dynamodb::Client;
 
 pub use cursor::Page;
-pub use orders::{bouquet_from_conflict, ReservationRead};
 pub use error::{Conflict, StoreError, Target};
 pub use idempotency::{IdempotencyPut, IdempotencyRecord};
 pub use keys::CATALOGUE_SHARDS;
+pub use orders::{bouquet_from_conflict, ReservationRead};
 
 /// The marketplace table. Cheap to clone: the SDK client is reference-counted.
 #[derive(Clone, Debug)]
@@ -34,7 +34,10 @@ pub struct Store {
 
 impl Store {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
-        Self { client, table: table.into() }
+        Self {
+            client,
+            table: table.into(),
+        }
     }
 
     pub fn table_name(&self) -> &str {

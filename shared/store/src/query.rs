@@ -37,9 +37,15 @@ pub struct QueryPage {
 
 impl Store {
     /// `item_key` rebuilds an item's full key (table + index attributes) from its sort value.
-    pub(crate) async fn query_index(&self, q: IndexQuery<'_>, item_key: impl Fn(&str) -> Item) -> Result<QueryPage, StoreError> {
+    pub(crate) async fn query_index(
+        &self,
+        q: IndexQuery<'_>,
+        item_key: impl Fn(&str) -> Item,
+    ) -> Result<QueryPage, StoreError> {
         let mut filter = q.filter.unwrap_or_default();
-        filter = filter.name("#pk", q.partition_attr).s(":pk", q.partition.clone());
+        filter = filter
+            .name("#pk", q.partition_attr)
+            .s(":pk", q.partition.clone());
         let mut start: Option<HashMap<String, AttributeValue>> = q.after.map(&item_key);
         let mut items = Vec::new();
         for _ in 0..MAX_READS_PER_PAGE {
@@ -66,11 +72,19 @@ impl Store {
             if items.len() >= q.limit {
                 items.truncate(q.limit);
                 let resume_after = items.last().and_then(sort_of);
-                return Ok(QueryPage { items, resume_after });
+                return Ok(QueryPage {
+                    items,
+                    resume_after,
+                });
             }
             match output.last_evaluated_key {
                 Some(last) => start = Some(last),
-                None => return Ok(QueryPage { items, resume_after: None }),
+                None => {
+                    return Ok(QueryPage {
+                        items,
+                        resume_after: None,
+                    })
+                }
             }
         }
         // Read budget spent: resume after the last evaluated item.
@@ -81,6 +95,9 @@ impl Store {
                 _ => None,
             }),
         };
-        Ok(QueryPage { items, resume_after })
+        Ok(QueryPage {
+            items,
+            resume_after,
+        })
     }
 }

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+    AttributeValue, ConditionCheck, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+    Update,
 };
 
 use crate::error::{Conflict, StoreError, Target};
@@ -23,11 +24,15 @@ pub struct Expr {
 
 impl Expr {
     pub fn new(text: impl Into<String>) -> Self {
-        Self { text: text.into(), ..Self::default() }
+        Self {
+            text: text.into(),
+            ..Self::default()
+        }
     }
 
     pub fn name(mut self, placeholder: &str, attribute: &str) -> Self {
-        self.names.insert(placeholder.to_owned(), attribute.to_owned());
+        self.names
+            .insert(placeholder.to_owned(), attribute.to_owned());
         self
     }
 
@@ -64,12 +69,20 @@ impl Tx {
         Self::default()
     }
 
-    pub fn put(&mut self, target: Target, table: &str, item: Item, condition: Option<Expr>) -> Result<(), StoreError> {
+    pub fn put(
+        &mut self,
+        target: Target,
+        table: &str,
+        item: Item,
+        condition: Option<Expr>,
+    ) -> Result<(), StoreError> {
         let condition = condition.unwrap_or_default();
         let put = Put::builder()
             .table_name(table)
             .set_item(Some(item))
-            .set_condition_expression((!condition.text.is_empty()).then_some(condition.text.clone()))
+            .set_condition_expression(
+                (!condition.text.is_empty()).then_some(condition.text.clone()),
+            )
             .set_expression_attribute_names(opt(&condition.names))
             .set_expression_attribute_values(opt(&condition.values))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
@@ -80,7 +93,14 @@ impl Tx {
     }
 
     /// An update; `update` and `condition` share one placeholder namespace.
-    pub fn update(&mut self, target: Target, table: &str, key: Item, update: Expr, condition: Expr) -> Result<(), StoreError> {
+    pub fn update(
+        &mut self,
+        target: Target,
+        table: &str,
+        key: Item,
+        update: Expr,
+        condition: Expr,
+    ) -> Result<(), StoreError> {
         let mut names = update.names;
         names.extend(condition.names);
         let mut values = update.values;
@@ -99,7 +119,13 @@ impl Tx {
         Ok(())
     }
 
-    pub fn check(&mut self, target: Target, table: &str, key: Item, condition: Expr) -> Result<(), StoreError> {
+    pub fn check(
+        &mut self,
+        target: Target,
+        table: &str,
+        key: Item,
+        condition: Expr,
+    ) -> Result<(), StoreError> {
         let check = ConditionCheck::builder()
             .table_name(table)
             .set_key(Some(key))
@@ -109,7 +135,10 @@ impl Tx {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .map_err(StoreError::backend)?;
-        self.push(target, TransactWriteItem::builder().condition_check(check).build());
+        self.push(
+            target,
+            TransactWriteItem::builder().condition_check(check).build(),
+        );
         Ok(())
     }
 
@@ -124,7 +153,12 @@ impl Tx {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let result = store.client.transact_write_items().set_transact_items(Some(self.items.clone())).send().await;
+            let result = store
+                .client
+                .transact_write_items()
+                .set_transact_items(Some(self.items.clone()))
+                .send()
+                .await;
             let error = match result {
                 Ok(_) => return Ok(()),
                 Err(error) => error.into_service_error(),
@@ -142,7 +176,9 @@ impl Tx {
     fn decode(&self, error: TransactWriteItemsError) -> StoreError {
         let cancelled = match error {
             TransactWriteItemsError::TransactionCanceledException(cancelled) => cancelled,
-            TransactWriteItemsError::TransactionInProgressException(_) => return StoreError::IdempotencyInProgress,
+            TransactWriteItemsError::TransactionInProgressException(_) => {
+                return StoreError::IdempotencyInProgress
+            }
             other => return StoreError::backend(other),
         };
         let reasons = cancelled.cancellation_reasons();
@@ -151,18 +187,32 @@ impl Tx {
         for (target, reason) in self.targets.iter().zip(reasons) {
             match (target, reason.code()) {
                 (Target::Idempotency, Some("ConditionalCheckFailed")) => {
-                    return match reason.item().cloned().map(crate::idempotency::IdempotencyRecord::from_item) {
+                    return match reason
+                        .item()
+                        .cloned()
+                        .map(crate::idempotency::IdempotencyRecord::from_item)
+                    {
                         Some(Ok(record)) => StoreError::IdempotencyReplay(Box::new(record)),
                         Some(Err(error)) => error,
-                        None => StoreError::corrupt("idempotency condition failed without the item"),
+                        None => {
+                            StoreError::corrupt("idempotency condition failed without the item")
+                        }
                     };
                 }
-                (Target::Idempotency, Some("TransactionConflict")) => return StoreError::IdempotencyInProgress,
-                (_, Some("ConditionalCheckFailed")) => conflicts.push(Conflict { target: target.clone(), current: reason.item().cloned() }),
+                (Target::Idempotency, Some("TransactionConflict")) => {
+                    return StoreError::IdempotencyInProgress
+                }
+                (_, Some("ConditionalCheckFailed")) => conflicts.push(Conflict {
+                    target: target.clone(),
+                    current: reason.item().cloned(),
+                }),
                 (_, Some("TransactionConflict")) => contended.push(target.clone()),
                 (_, Some("None") | None) => {}
                 (_, Some(code)) => {
-                    return StoreError::Backend(format!("transaction cancelled on {target:?}: {code} {}", reason.message().unwrap_or("")))
+                    return StoreError::Backend(format!(
+                        "transaction cancelled on {target:?}: {code} {}",
+                        reason.message().unwrap_or("")
+                    ))
                 }
             }
         }
@@ -171,7 +221,10 @@ impl Tx {
         } else if !contended.is_empty() {
             StoreError::Contention(contended)
         } else {
-            StoreError::Backend(format!("transaction cancelled without a reason: {}", cancelled.message().unwrap_or("")))
+            StoreError::Backend(format!(
+                "transaction cancelled without a reason: {}",
+                cancelled.message().unwrap_or("")
+            ))
         }
     }
 }

@@ -10,11 +10,22 @@ use crate::Store;
 
 impl Store {
     /// Puts a new vendor with its event (and idempotency record): one transaction.
-    pub async fn create_vendor(&self, vendor: &Vendor, event: &DomainEvent, idempotency: Option<&IdempotencyPut>, now: Timestamp) -> Result<(), StoreError> {
+    pub async fn create_vendor(
+        &self,
+        vendor: &Vendor,
+        event: &DomainEvent,
+        idempotency: Option<&IdempotencyPut>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
         let mut tx = Tx::new();
         tx.idempotency(&self.table, idempotency, now)?;
         let item = to_item(&VendorItem::from_domain(vendor))?;
-        tx.put(Target::Vendor(vendor.vendor_id), &self.table, item, Some(Expr::new("attribute_not_exists(pk)")))?;
+        tx.put(
+            Target::Vendor(vendor.vendor_id),
+            &self.table,
+            item,
+            Some(Expr::new("attribute_not_exists(pk)")),
+        )?;
         tx.event(&self.table, event)?;
         tx.commit(self).await
     }
@@ -24,10 +35,16 @@ impl Store {
             .client
             .get_item()
             .table_name(&self.table)
-            .set_key(Some(keys::key(keys::vendor_pk(&vendor_id.to_string()), keys::VENDOR_SK)))
+            .set_key(Some(keys::key(
+                keys::vendor_pk(&vendor_id.to_string()),
+                keys::VENDOR_SK,
+            )))
             .send()
             .await
             .map_err(StoreError::backend)?;
-        output.item.map(|item| from_item::<VendorItem>(item)?.into_domain()).transpose()
+        output
+            .item
+            .map(|item| from_item::<VendorItem>(item)?.into_domain())
+            .transpose()
     }
 }

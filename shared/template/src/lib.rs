@@ -51,7 +51,8 @@ pub fn repository_template_path() -> PathBuf {
 
 impl Template {
     pub fn load(path: &Path) -> Result<Self, TemplateError> {
-        let text = std::fs::read_to_string(path).map_err(|e| TemplateError::Io(path.to_owned(), e))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| TemplateError::Io(path.to_owned(), e))?;
         Self::parse(&text)
     }
 
@@ -61,7 +62,9 @@ impl Template {
 
     pub fn parse(text: &str) -> Result<Self, TemplateError> {
         let yaml: serde_yaml::Value = serde_yaml::from_str(text)?;
-        Ok(Self { root: to_json(yaml) })
+        Ok(Self {
+            root: to_json(yaml),
+        })
     }
 
     pub fn root(&self) -> &Value {
@@ -69,14 +72,20 @@ impl Template {
     }
 
     pub fn resources(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.root["Resources"].as_object().into_iter().flat_map(|m| m.iter().map(|(k, v)| (k.as_str(), v)))
+        self.root["Resources"]
+            .as_object()
+            .into_iter()
+            .flat_map(|m| m.iter().map(|(k, v)| (k.as_str(), v)))
     }
 
     pub fn resource(&self, logical_id: &str) -> Option<&Value> {
         self.root["Resources"].get(logical_id)
     }
 
-    pub fn resources_of_type<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = (&'a str, &'a Value)> + 'a {
+    pub fn resources_of_type<'a>(
+        &'a self,
+        kind: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a Value)> + 'a {
         self.resources().filter(move |(_, r)| r["Type"] == kind)
     }
 
@@ -94,8 +103,14 @@ impl Template {
             .map(|(id, r)| {
                 let binary = r["Metadata"]["BuildProperties"]["Binary"]
                     .as_str()
-                    .ok_or_else(|| TemplateError::Shape(format!("{id} has no Metadata.BuildProperties.Binary")))?;
-                Ok(Function { logical_id: id.to_owned(), binary: binary.to_owned(), properties: r["Properties"].clone() })
+                    .ok_or_else(|| {
+                        TemplateError::Shape(format!("{id} has no Metadata.BuildProperties.Binary"))
+                    })?;
+                Ok(Function {
+                    logical_id: id.to_owned(),
+                    binary: binary.to_owned(),
+                    properties: r["Properties"].clone(),
+                })
             })
             .collect()
     }
@@ -104,7 +119,9 @@ impl Template {
     pub fn http_routes(&self) -> Result<Vec<HttpRoute>, TemplateError> {
         let mut routes = Vec::new();
         for function in self.functions()? {
-            let Some(events) = function.properties["Events"].as_object() else { continue };
+            let Some(events) = function.properties["Events"].as_object() else {
+                continue;
+            };
             for event in events.values().filter(|e| e["Type"] == "HttpApi") {
                 let p = &event["Properties"];
                 let api_default = p["ApiId"]["Ref"]
@@ -119,7 +136,15 @@ impl Template {
                 };
                 routes.push(HttpRoute {
                     method: p["Method"].as_str().unwrap_or("ANY").to_ascii_uppercase(),
-                    path: p["Path"].as_str().ok_or_else(|| TemplateError::Shape(format!("{} has an HttpApi event without Path", function.logical_id)))?.to_owned(),
+                    path: p["Path"]
+                        .as_str()
+                        .ok_or_else(|| {
+                            TemplateError::Shape(format!(
+                                "{} has an HttpApi event without Path",
+                                function.logical_id
+                            ))
+                        })?
+                        .to_owned(),
                     function: function.logical_id.clone(),
                     binary: function.binary.clone(),
                     authorized,
@@ -131,8 +156,16 @@ impl Template {
 
     /// The environment a function gets: `Globals.Function.Environment` overlaid with its own,
     /// each value resolved by `resolve` (for `!Ref` and friends).
-    pub fn environment(&self, function: &Function, resolve: &dyn Fn(&Value) -> String) -> Vec<(String, String)> {
-        let mut vars: Map<String, Value> = self.root["Globals"]["Function"]["Environment"]["Variables"].as_object().cloned().unwrap_or_default();
+    pub fn environment(
+        &self,
+        function: &Function,
+        resolve: &dyn Fn(&Value) -> String,
+    ) -> Vec<(String, String)> {
+        let mut vars: Map<String, Value> = self.root["Globals"]["Function"]["Environment"]
+            ["Variables"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
         if let Some(own) = function.properties["Environment"]["Variables"].as_object() {
             vars.extend(own.clone());
         }
@@ -153,7 +186,10 @@ fn to_json(yaml: serde_yaml::Value) -> Value {
                 .map(|(k, v)| {
                     let key = match k {
                         Y::String(s) => s,
-                        other => serde_yaml::to_string(&other).unwrap_or_default().trim().to_owned(),
+                        other => serde_yaml::to_string(&other)
+                            .unwrap_or_default()
+                            .trim()
+                            .to_owned(),
                     };
                     (key, to_json(v))
                 })
@@ -167,7 +203,10 @@ fn to_json(yaml: serde_yaml::Value) -> Value {
                 "Ref" => serde_json::json!({ "Ref": value }),
                 "GetAtt" => {
                     let parts = match value {
-                        Value::String(s) => s.splitn(2, '.').map(|p| Value::String(p.to_owned())).collect(),
+                        Value::String(s) => s
+                            .splitn(2, '.')
+                            .map(|p| Value::String(p.to_owned()))
+                            .collect(),
                         other => vec![other],
                     };
                     serde_json::json!({ "Fn::GetAtt": parts })
@@ -186,16 +225,29 @@ mod tests {
     fn expands_short_tags() {
         let t = Template::parse("A: !Ref Table\nB: !GetAtt Table.Arn\nC: !Sub '${Table.Arn}/index/*'\nD: !Join [',', [a, b]]\n").unwrap();
         assert_eq!(t.root()["A"], serde_json::json!({"Ref": "Table"}));
-        assert_eq!(t.root()["B"], serde_json::json!({"Fn::GetAtt": ["Table", "Arn"]}));
-        assert_eq!(t.root()["C"], serde_json::json!({"Fn::Sub": "${Table.Arn}/index/*"}));
-        assert_eq!(t.root()["D"], serde_json::json!({"Fn::Join": [",", ["a", "b"]]}));
+        assert_eq!(
+            t.root()["B"],
+            serde_json::json!({"Fn::GetAtt": ["Table", "Arn"]})
+        );
+        assert_eq!(
+            t.root()["C"],
+            serde_json::json!({"Fn::Sub": "${Table.Arn}/index/*"})
+        );
+        assert_eq!(
+            t.root()["D"],
+            serde_json::json!({"Fn::Join": [",", ["a", "b"]]})
+        );
     }
 
     #[test]
     fn reads_the_repository_template() {
         let t = Template::repository().unwrap();
         let routes = t.http_routes().unwrap();
-        let mut public: Vec<_> = routes.iter().filter(|r| !r.authorized).map(|r| format!("{} {}", r.method, r.path)).collect();
+        let mut public: Vec<_> = routes
+            .iter()
+            .filter(|r| !r.authorized)
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect();
         public.sort();
         assert_eq!(public, ["GET /v1/bouquets", "GET /v1/bouquets/{bouquetId}"]);
         assert!(t.resource("MarketTable").is_some());

@@ -1,0 +1,100 @@
+//! Each `events/` fixture, exactly as committed, is a request its function answers with a
+//! well-formed response (never a 5xx) against an empty table.
+
+use bouquet_testkit::{ApiRequest, TestCloud, HTTP_FUNCTIONS};
+
+#[tokio::test]
+async fn every_fixture_gets_a_well_formed_answer() {
+    let cloud = TestCloud::new().await;
+    for (binary, _, _) in HTTP_FUNCTIONS {
+        let response = cloud.call(binary, ApiRequest::fixture(binary)).await;
+        assert!(
+            response.status < 500,
+            "{binary}: {} {}",
+            response.status,
+            response.body
+        );
+        assert_eq!(
+            response.header("x-correlation-id"),
+            Some(format!("fixture-{binary}").as_str()),
+            "{binary} echoes the correlation id"
+        );
+        if response.status >= 400 {
+            assert_eq!(
+                response.header("content-type"),
+                Some("application/problem+json"),
+                "{binary}"
+            );
+            assert!(response.code().is_some(), "{binary}: {}", response.body);
+        }
+    }
+}
+
+#[tokio::test]
+async fn fixtures_drive_the_happy_path() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom & Vase").await;
+    let created = cloud
+        .call(
+            "create-bouquet",
+            ApiRequest::fixture("create-bouquet")
+                .vendor(&vendor)
+                .path("vendorId", &vendor),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(created.body["status"], "available");
+    assert_eq!(
+        created.body["price"],
+        serde_json::json!({"amount": "34.90", "currency": "EUR"})
+    );
+    let bouquet = created.body["bouquetId"].as_str().unwrap();
+    assert_eq!(
+        created.header("location"),
+        Some(format!("/v1/bouquets/{bouquet}").as_str())
+    );
+
+    let patched = cloud
+        .call(
+            "update-bouquet",
+            ApiRequest::fixture("update-bouquet")
+                .vendor(&vendor)
+                .path("bouquetId", bouquet),
+        )
+        .await;
+    assert_eq!(
+        (patched.status, patched.body["price"]["amount"].as_str()),
+        (200, Some("29.90")),
+        "{}",
+        patched.body
+    );
+    assert_eq!(patched.header("etag"), Some("\"2\""));
+
+    let order = cloud
+        .call(
+            "create-order",
+            ApiRequest::fixture("create-order")
+                .json(serde_json::json!({ "bouquetIds": [bouquet] })),
+        )
+        .await;
+    assert_eq!(order.status, 201, "{}", order.body);
+    assert_eq!(
+        order.body["total"],
+        serde_json::json!({"amount": "29.90", "currency": "EUR"})
+    );
+    let order_id = order.body["orderId"].as_str().unwrap();
+    let fetched = cloud
+        .call(
+            "get-order",
+            ApiRequest::fixture("get-order").path("orderId", order_id),
+        )
+        .await;
+    assert_eq!(
+        (fetched.status, fetched.body["status"].as_str()),
+        (200, Some("reserved"))
+    );
+    let listed = cloud
+        .call("list-orders", ApiRequest::fixture("list-orders"))
+        .await;
+    assert_eq!(listed.body["items"][0]["orderId"], order_id);
+}

@@ -1,0 +1,96 @@
+//! template.yaml is the source of wiring: every route has a function crate, a fixture and a
+//! handler the dev stack serves, and every function crate is in the template.
+
+use std::collections::BTreeSet;
+
+use bouquet_template::Template;
+use bouquet_testkit::{repository_root, HTTP_FUNCTIONS};
+
+#[test]
+fn template_functions_crates_fixtures_and_routes_agree() {
+    let template = Template::repository().expect("template.yaml parses");
+    let in_template: BTreeSet<String> = template
+        .functions()
+        .unwrap()
+        .into_iter()
+        .map(|f| f.binary)
+        .collect();
+    let crates: BTreeSet<String> = std::fs::read_dir(repository_root().join("functions"))
+        .unwrap()
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.path().join("Cargo.toml").is_file())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        in_template, crates,
+        "functions in template.yaml (left) and crates under functions/ (right) differ"
+    );
+
+    for binary in &crates {
+        let manifest = std::fs::read_to_string(
+            repository_root()
+                .join("functions")
+                .join(binary)
+                .join("Cargo.toml"),
+        )
+        .unwrap();
+        assert!(
+            manifest.contains(&format!("name = \"{binary}\"")),
+            "functions/{binary} must build a binary named {binary} (BuildProperties.Binary)"
+        );
+        assert!(
+            repository_root()
+                .join("events")
+                .join(format!("{binary}.json"))
+                .is_file(),
+            "events/{binary}.json is missing"
+        );
+    }
+
+    let template_routes: BTreeSet<(String, String, String)> = template
+        .http_routes()
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.binary, r.method, r.path))
+        .collect();
+    let code_routes: BTreeSet<(String, String, String)> = HTTP_FUNCTIONS
+        .iter()
+        .map(|(binary, route, _)| {
+            (
+                binary.to_string(),
+                route.method.to_owned(),
+                route.path.to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        template_routes, code_routes,
+        "routes in template.yaml (left) and the crates' ROUTE constants (right) differ"
+    );
+}
+
+#[test]
+fn every_route_fixture_names_its_route() {
+    let template = Template::repository().unwrap();
+    for route in template.http_routes().unwrap() {
+        let text = std::fs::read_to_string(
+            repository_root()
+                .join("events")
+                .join(format!("{}.json", route.binary)),
+        )
+        .unwrap();
+        let event: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            event["routeKey"],
+            format!("{} {}", route.method, route.path),
+            "events/{}.json",
+            route.binary
+        );
+        assert_eq!(
+            event["requestContext"]["authorizer"].is_object(),
+            route.authorized,
+            "events/{}.json: claims iff the route is protected",
+            route.binary
+        );
+    }
+}
