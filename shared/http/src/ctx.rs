@@ -224,9 +224,14 @@ where
     let (result, fingerprint) = match Ctx::new(app, &request, route, correlation_id.clone()) {
         Ok(ctx) => {
             let fingerprint = ctx.idempotency.as_ref().map(|i| i.fingerprint.clone());
-            let result = match tokio::time::timeout_at(deadline, handler(&ctx)).await {
-                Ok(result) => result,
-                Err(_) => Err(ApiError::DeadlineExceeded),
+            // With no time left, do not start work that could not finish.
+            let result = if deadline <= tokio::time::Instant::now() {
+                Err(ApiError::DeadlineExceeded)
+            } else {
+                match tokio::time::timeout_at(deadline, handler(&ctx)).await {
+                    Ok(result) => result,
+                    Err(_) => Err(ApiError::DeadlineExceeded),
+                }
             };
             (result, fingerprint)
         }

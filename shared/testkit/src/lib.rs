@@ -18,7 +18,7 @@ use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use serde_json::{json, Value};
 
 use bouquet_http::domain::{ManualClock, Timestamp};
-use bouquet_http::lambda_http::{self, Body, Request};
+use bouquet_http::lambda_http::{self, Body, Request, RequestExt};
 use bouquet_http::store::Store;
 use bouquet_http::{App, Config};
 use bouquet_template::Template;
@@ -250,6 +250,7 @@ impl TestCloud {
 #[derive(Clone, Debug)]
 pub struct ApiRequest {
     event: Value,
+    deadline_in: Option<Duration>,
 }
 
 impl ApiRequest {
@@ -261,6 +262,7 @@ impl ApiRequest {
             .unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()));
         Self {
             event: serde_json::from_str(&text).expect("fixtures are JSON"),
+            deadline_in: None,
         }
     }
 
@@ -371,8 +373,25 @@ impl ApiRequest {
 
     /// The request exactly as `lambda_http` builds it from the Lambda event.
     pub fn build(&self) -> Request {
-        lambda_http::request::from_str(&self.event.to_string())
-            .expect("lambda_http accepts the event")
+        let request = lambda_http::request::from_str(&self.event.to_string())
+            .expect("lambda_http accepts the event");
+        match self.deadline_in {
+            Some(remaining) => {
+                let mut context = lambda_http::Context::default();
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                context.deadline = (now + remaining).as_millis() as u64;
+                request.with_lambda_context(context)
+            }
+            None => request,
+        }
+    }
+
+    /// Invoke as Lambda would, with `remaining` time before the function's deadline.
+    pub fn deadline_in(mut self, remaining: Duration) -> Self {
+        self.deadline_in = Some(remaining);
+        self
     }
 }
 

@@ -6,5 +6,6 @@ mod bouquets;
 mod catalogue;
 mod fixtures;
 mod orders;
+mod pipeline;
 mod reservation;
 mod template_consistency;
