@@ -20,6 +20,16 @@ pub enum DomainError {
     Money(#[from] MoneyError),
     #[error("the reservation has expired")]
     ReservationExpired,
+    #[error("a payment for this order is in progress")]
+    PaymentInProgress,
+    #[error("the payment was declined")]
+    PaymentDeclined,
+    #[error("the cart holds bouquets of one vendor only")]
+    CartVendorMismatch,
+    #[error("the cart is full")]
+    CartFull,
+    #[error("the cart is empty")]
+    CartEmpty,
     #[error("the order is {0} and cannot do that")]
     OrderInvalidState(OrderStatus),
 }

@@ -41,6 +41,31 @@ pub enum EventData {
         total: Money,
         reserved_until: Timestamp,
     },
+    OrderPaid {
+        order_id: OrderId,
+        customer_id: CustomerId,
+        vendor_id: VendorId,
+        bouquet_ids: Vec<BouquetId>,
+        total: Money,
+        charge_id: String,
+    },
+    OrderCancelled {
+        order_id: OrderId,
+        customer_id: CustomerId,
+        vendor_id: VendorId,
+        bouquet_ids: Vec<BouquetId>,
+    },
+    ReservationExpired {
+        order_id: OrderId,
+        customer_id: CustomerId,
+        vendor_id: VendorId,
+        bouquet_ids: Vec<BouquetId>,
+    },
+    OrderFulfilled {
+        order_id: OrderId,
+        customer_id: CustomerId,
+        vendor_id: VendorId,
+    },
 }
 
 impl EventData {
@@ -51,6 +76,10 @@ impl EventData {
             EventData::BouquetChanged { .. } => "BouquetChanged",
             EventData::BouquetWithdrawn { .. } => "BouquetWithdrawn",
             EventData::OrderReserved { .. } => "OrderReserved",
+            EventData::OrderPaid { .. } => "OrderPaid",
+            EventData::OrderCancelled { .. } => "OrderCancelled",
+            EventData::ReservationExpired { .. } => "ReservationExpired",
+            EventData::OrderFulfilled { .. } => "OrderFulfilled",
         }
     }
 }

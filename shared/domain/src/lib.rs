@@ -5,6 +5,7 @@
 //! decisions into conditional writes and responses; nothing in this crate does I/O.
 
 pub mod bouquet;
+pub mod cart;
 pub mod clock;
 pub mod error;
 pub mod events;
@@ -16,6 +17,7 @@ pub mod validation;
 pub mod vendor;
 
 pub use bouquet::{Bouquet, BouquetStatus};
+pub use cart::Cart;
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use error::DomainError;
 pub use ids::{BouquetId, CustomerId, EventId, OrderId, VaseId, VendorId};

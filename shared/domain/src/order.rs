@@ -17,6 +17,7 @@ use serde::Serialize;
 use crate::bouquet::Bouquet;
 use crate::clock::Timestamp;
 use crate::error::DomainError;
+use crate::events::EventData;
 use crate::ids::{BouquetId, CustomerId, OrderId, VendorId};
 use crate::money::Money;
 use crate::validation::FieldError;
@@ -101,10 +102,22 @@ pub struct Order {
     pub total: Money,
     pub status: OrderStatus,
     pub reserved_until: Timestamp,
+    /// When the current payment attempt claimed the order (`payment_pending`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payment_started_at: Option<Timestamp>,
+    /// The gateway's charge, once paid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub charge_id: Option<String>,
     pub version: u64,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
+
+/// How long a payment attempt owns a `payment_pending` order. Longer than the gateway's
+/// timeout, so a live attempt is never taken over; after it, a retry (same order, same
+/// gateway idempotency key) may take over an attempt that crashed. While it runs, the
+/// bouquets' hold is extended to at least its end, so no one can take them mid-charge.
+pub const PAYMENT_LEASE: Duration = Duration::from_secs(60);
 
 /// Checks the shape of a list of bouquet ids: 1..=MAX, each a valid id, no repeats.
 pub fn parse_bouquet_ids(raw: &[String]) -> Result<Vec<BouquetId>, Vec<FieldError>> {
@@ -186,6 +199,8 @@ impl Order {
             total,
             status: OrderStatus::Reserved,
             reserved_until: now.plus(hold),
+            payment_started_at: None,
+            charge_id: None,
             version: 1,
             created_at: now,
             updated_at: now,
@@ -217,35 +232,73 @@ impl Order {
         }
     }
 
-    /// Claims the order for a payment attempt. `Ok(false)` means it is already paid (paying
-    /// twice returns the paid order).
+    /// Claims the order for a payment attempt (before the gateway is called).
+    /// `Ok(false)`: it is already paid, and paying twice returns the paid order. A
+    /// `payment_pending` order whose attempt outlived [`PAYMENT_LEASE`] is taken over: the
+    /// charge is repeated with the same gateway idempotency key, so it is made at most once.
     pub fn begin_payment(&mut self, now: Timestamp) -> Result<bool, DomainError> {
         match self.status {
             OrderStatus::Reserved if self.hold_expired(now) => Err(DomainError::ReservationExpired),
             OrderStatus::Reserved => {
+                self.payment_started_at = Some(now);
                 self.transition(OrderStatus::PaymentPending, now);
                 Ok(true)
             }
+            OrderStatus::PaymentPending => match self.payment_started_at {
+                Some(started) if now < started.plus(PAYMENT_LEASE) => {
+                    Err(DomainError::PaymentInProgress)
+                }
+                _ => {
+                    self.payment_started_at = Some(now);
+                    self.transition(OrderStatus::PaymentPending, now);
+                    Ok(true)
+                }
+            },
             OrderStatus::Paid | OrderStatus::Fulfilled => Ok(false),
             OrderStatus::Expired => Err(DomainError::ReservationExpired),
-            other => Err(DomainError::OrderInvalidState(other)),
+            OrderStatus::Cancelled => Err(DomainError::OrderInvalidState(self.status)),
         }
     }
 
+    /// Until when the bouquets are held while this payment attempt runs.
+    pub fn payment_hold_until(&self, now: Timestamp) -> Timestamp {
+        self.reserved_until.max(now.plus(PAYMENT_LEASE))
+    }
+
+    /// The gateway declined: back to `reserved`, the hold as it was.
     pub fn payment_declined(&mut self, now: Timestamp) -> Result<(), DomainError> {
         self.require(OrderStatus::PaymentPending)?;
+        self.payment_started_at = None;
         self.transition(OrderStatus::Reserved, now);
         Ok(())
     }
 
-    pub fn payment_succeeded(&mut self, now: Timestamp) -> Result<(), DomainError> {
+    pub fn payment_succeeded(
+        &mut self,
+        charge_id: String,
+        now: Timestamp,
+    ) -> Result<(), DomainError> {
         self.require(OrderStatus::PaymentPending)?;
+        self.charge_id = Some(charge_id);
         self.transition(OrderStatus::Paid, now);
         Ok(())
     }
 
+    /// A charged order whose bouquets could not be sold (they were lost after the attempt's
+    /// lease) is refunded and ends expired.
+    pub fn payment_refunded(&mut self, now: Timestamp) -> Result<(), DomainError> {
+        self.require(OrderStatus::PaymentPending)?;
+        self.transition(OrderStatus::Expired, now);
+        Ok(())
+    }
+
+    /// Cancels a live reservation. One past its deadline reads as expired and is left to
+    /// the sweeper (its bouquets may already belong to someone else).
     pub fn cancel(&mut self, now: Timestamp) -> Result<(), DomainError> {
         self.require(OrderStatus::Reserved)?;
+        if self.hold_expired(now) {
+            return Err(DomainError::OrderInvalidState(OrderStatus::Expired));
+        }
         self.transition(OrderStatus::Cancelled, now);
         Ok(())
     }
@@ -264,6 +317,50 @@ impl Order {
         self.require(OrderStatus::Paid)?;
         self.transition(OrderStatus::Fulfilled, now);
         Ok(())
+    }
+
+    /// The event a transition into the current status announces (API.md, Events); `None`
+    /// for the internal steps of a payment (claim, decline), which API.md names no event for.
+    pub fn lifecycle_event(&self) -> Option<EventData> {
+        let bouquet_ids = self.bouquet_ids().collect();
+        let (order_id, customer_id, vendor_id) =
+            (self.order_id, self.customer_id.clone(), self.vendor_id);
+        match self.status {
+            OrderStatus::Reserved if self.version == 1 => Some(EventData::OrderReserved {
+                order_id,
+                customer_id,
+                vendor_id,
+                bouquet_ids,
+                total: self.total,
+                reserved_until: self.reserved_until,
+            }),
+            OrderStatus::Paid => Some(EventData::OrderPaid {
+                order_id,
+                customer_id,
+                vendor_id,
+                bouquet_ids,
+                total: self.total,
+                charge_id: self.charge_id.clone().unwrap_or_default(),
+            }),
+            OrderStatus::Cancelled => Some(EventData::OrderCancelled {
+                order_id,
+                customer_id,
+                vendor_id,
+                bouquet_ids,
+            }),
+            OrderStatus::Expired => Some(EventData::ReservationExpired {
+                order_id,
+                customer_id,
+                vendor_id,
+                bouquet_ids,
+            }),
+            OrderStatus::Fulfilled => Some(EventData::OrderFulfilled {
+                order_id,
+                customer_id,
+                vendor_id,
+            }),
+            OrderStatus::Reserved | OrderStatus::PaymentPending => None,
+        }
     }
 
     fn require(&self, status: OrderStatus) -> Result<(), DomainError> {
@@ -338,7 +435,7 @@ mod tests {
         order.payment_declined(T0).unwrap();
         assert_eq!(order.status, OrderStatus::Reserved);
         order.begin_payment(T0).unwrap();
-        order.payment_succeeded(T0).unwrap();
+        order.payment_succeeded("ch_1".into(), T0).unwrap();
         assert_eq!(
             order.begin_payment(late),
             Ok(false),
