@@ -1,14 +1,15 @@
-//! `POST /v1/orders` `{bouquetIds}`: a customer reserves bouquets for the hold duration.
+//! `POST /v1/orders`: a customer reserves bouquets for the hold duration, either
+//! `{bouquetIds}` or, without a body, the cart (which the same transaction empties).
 //!
-//! DynamoDB calls: one consistent `BatchGetItem` (the bouquets and the idempotency record),
-//! then one `TransactWriteItems` that reserves every bouquet under a condition, puts the
-//! order, its `OrderReserved` event and the idempotency record. A replay is answered from the
-//! batch read (one call); a replay racing its original is answered from the transaction's
-//! cancellation reason (two calls).
+//! DynamoDB calls: one consistent `BatchGetItem` (the bouquets, or the cart, and the
+//! idempotency record), for the cart a second one for its bouquets, then one
+//! `TransactWriteItems` that reserves every bouquet under a condition, puts the order, its
+//! `OrderReserved` event and the idempotency record (and deletes the cart at the version
+//! read). A replay is answered from the first read: one call.
 
-use bouquet_http::domain::events::{DomainEvent, EventData};
+use bouquet_http::domain::events::DomainEvent;
 use bouquet_http::domain::order::parse_bouquet_ids;
-use bouquet_http::domain::{Bouquet, BouquetId, Order};
+use bouquet_http::domain::{Bouquet, BouquetId, DomainError, Order};
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::store::{bouquet_from_conflict, StoreError, Target};
 use bouquet_http::{run, ApiError, App, Ctx, Reply, Role, Route};
@@ -16,8 +17,8 @@ use serde::Deserialize;
 
 pub const ROUTE: Route = Route::new("POST", "/v1/orders");
 
-/// A reservation that lost only to a change that left its bouquets available (a price edit)
-/// reads again; bounded.
+/// A reservation that lost only to a change that left its bouquets available (a price edit,
+/// a cart edit) reads again; bounded.
 const ATTEMPTS: usize = 3;
 
 #[derive(Deserialize)]
@@ -32,14 +33,36 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?.require(Role::Customer)?;
-    let body: Reservation = ctx.json()?;
-    let bouquet_ids = parse_bouquet_ids(&body.bouquet_ids)?;
+    let requested = match ctx.has_body() {
+        true => Some(parse_bouquet_ids(&ctx.json::<Reservation>()?.bouquet_ids)?),
+        false => None,
+    };
+    let store = &ctx.app.store;
     for _ in 0..ATTEMPTS {
-        let read = ctx
-            .app
-            .store
-            .read_for_reservation(&bouquet_ids, ctx.idempotency_key_hash(), ctx.now)
-            .await?;
+        // Which bouquets, and (from the cart) which cart version to delete.
+        let (bouquet_ids, cart, read) = match &requested {
+            Some(ids) => (
+                ids.clone(),
+                None,
+                store
+                    .read_for_reservation(ids, ctx.idempotency_key_hash(), ctx.now)
+                    .await?,
+            ),
+            None => {
+                let (cart, record) = store
+                    .read_cart_for_reservation(&caller.subject, ctx.idempotency_key_hash(), ctx.now)
+                    .await?;
+                if let Some(record) = record {
+                    return Err(ApiError::IdempotencyReplay(Box::new(record)));
+                }
+                if cart.bouquet_ids.is_empty() {
+                    return Err(DomainError::CartEmpty.into());
+                }
+                let ids: Vec<BouquetId> = cart.bouquet_ids.iter().copied().collect();
+                let read = store.read_for_reservation(&ids, None, ctx.now).await?;
+                (ids, Some(cart), read)
+            }
+        };
         if let Some(record) = read.idempotency {
             return Err(ApiError::IdempotencyReplay(Box::new(record)));
         }
@@ -63,29 +86,24 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         for bouquet in &mut held {
             bouquet.reserve(order.order_id, order.reserved_until, ctx.now)?;
         }
+        let data = order
+            .lifecycle_event()
+            .ok_or_else(|| ApiError::Internal("a new order announces OrderReserved".into()))?;
         let event = DomainEvent::new(
             order.order_id,
             order.version,
             ctx.now,
             &ctx.correlation_id,
-            EventData::OrderReserved {
-                order_id: order.order_id,
-                customer_id: order.customer_id.clone(),
-                vendor_id: order.vendor_id,
-                bouquet_ids: bouquet_ids.clone(),
-                total: order.total,
-                reserved_until: order.reserved_until,
-            },
+            data,
         );
         let reply = Reply::created(&order, format!("/v1/orders/{}", order.order_id))?;
-        match ctx
-            .app
-            .store
+        match store
             .reserve(
                 &order,
                 &held,
                 &event,
                 ctx.idempotency_record(&reply).as_ref(),
+                cart.as_ref(),
                 ctx.now,
             )
             .await
@@ -95,15 +113,18 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
                 // Name exactly the bouquets that were taken, from the cancellation reasons.
                 let mut taken = Vec::new();
                 for conflict in conflicts {
-                    let Target::Bouquet(id) = conflict.target else {
-                        return Err(ApiError::Internal(format!(
-                            "reservation refused on {:?}",
-                            conflict.target
-                        )));
-                    };
-                    match bouquet_from_conflict(conflict.current) {
-                        Some(current) if current.is_available(ctx.now) => {}
-                        _ => taken.push(id),
+                    match conflict.target {
+                        Target::Bouquet(id) => match bouquet_from_conflict(conflict.current) {
+                            Some(current) if current.is_available(ctx.now) => {}
+                            _ => taken.push(id),
+                        },
+                        // The cart changed since it was read: read it again.
+                        Target::Cart => {}
+                        other => {
+                            return Err(ApiError::Internal(format!(
+                                "reservation refused on {other:?}"
+                            )))
+                        }
                     }
                 }
                 if !taken.is_empty() {

@@ -2,6 +2,7 @@
 //! stack calls the same handler each function's `main.rs` hands to `lambda_http::run`.
 
 use futures::future::BoxFuture;
+use serde_json::Value;
 
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{App, Route};
@@ -27,6 +28,32 @@ http_functions! {
     "create-order" => create_order,
     "list-orders" => list_orders,
     "get-order" => get_order,
+    "pay-order" => pay_order,
+    "cancel-order" => cancel_order,
+    "fulfil-order" => fulfil_order,
+    "get-cart" => get_cart,
+    "put-cart-item" => put_cart_item,
+    "delete-cart-item" => delete_cart_item,
+}
+
+/// A function triggered by a `Schedule` event: gets the EventBridge scheduled event.
+pub type ScheduledHandler = fn(App, Value) -> BoxFuture<'static, Result<Value, Error>>;
+
+/// (binary, handler) of every scheduled function.
+pub const SCHEDULED_FUNCTIONS: &[(&str, ScheduledHandler)] =
+    &[("expire-reservations", |app, event| {
+        Box::pin(async move {
+            let event = lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default());
+            let report = expire_reservations::handler(&app, event).await?;
+            Ok(serde_json::to_value(report)?)
+        })
+    })];
+
+pub fn scheduled_handler(binary: &str) -> Option<ScheduledHandler> {
+    SCHEDULED_FUNCTIONS
+        .iter()
+        .find(|(name, _)| *name == binary)
+        .map(|(_, handler)| *handler)
 }
 
 pub fn http_handler(binary: &str) -> Option<(Route, HttpHandler)> {

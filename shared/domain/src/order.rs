@@ -105,6 +105,9 @@ pub struct Order {
     /// When the current payment attempt claimed the order (`payment_pending`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payment_started_at: Option<Timestamp>,
+    /// Counts declined attempts; part of the gateway idempotency key, so a new card after a
+    /// decline is a new charge while a retried attempt is the same one.
+    pub payment_attempt: u32,
     /// The gateway's charge, once paid.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub charge_id: Option<String>,
@@ -200,6 +203,7 @@ impl Order {
             status: OrderStatus::Reserved,
             reserved_until: now.plus(hold),
             payment_started_at: None,
+            payment_attempt: 0,
             charge_id: None,
             version: 1,
             created_at: now,
@@ -260,6 +264,20 @@ impl Order {
         }
     }
 
+    /// The gateway idempotency key of the current attempt.
+    pub fn gateway_key(&self) -> String {
+        format!("{}-{}", self.order_id, self.payment_attempt)
+    }
+
+    /// The gateway gave no definite answer: the attempt stays `payment_pending` (it may have
+    /// charged) but gives up its lease, so a retry can repeat it at once with the same key.
+    pub fn payment_interrupted(&mut self, now: Timestamp) -> Result<(), DomainError> {
+        self.require(OrderStatus::PaymentPending)?;
+        self.payment_started_at = None;
+        self.transition(OrderStatus::PaymentPending, now);
+        Ok(())
+    }
+
     /// Until when the bouquets are held while this payment attempt runs.
     pub fn payment_hold_until(&self, now: Timestamp) -> Timestamp {
         self.reserved_until.max(now.plus(PAYMENT_LEASE))
@@ -269,6 +287,7 @@ impl Order {
     pub fn payment_declined(&mut self, now: Timestamp) -> Result<(), DomainError> {
         self.require(OrderStatus::PaymentPending)?;
         self.payment_started_at = None;
+        self.payment_attempt += 1;
         self.transition(OrderStatus::Reserved, now);
         Ok(())
     }

@@ -9,6 +9,7 @@ use aws_config::BehaviorVersion;
 
 use bouquet_domain::order::DEFAULT_HOLD;
 use bouquet_domain::{Clock, SystemClock};
+use bouquet_payments::{PaymentGateway, SimulatedGateway};
 use bouquet_store::Store;
 
 #[derive(Clone, Debug)]
@@ -40,6 +41,8 @@ pub struct App {
     pub store: Store,
     pub clock: Arc<dyn Clock>,
     pub config: Config,
+    /// The payment seam: the simulated gateway until a PSP adapter is plugged in here.
+    pub payments: Arc<dyn PaymentGateway>,
 }
 
 impl App {
@@ -48,7 +51,13 @@ impl App {
             store,
             clock,
             config,
+            payments: Arc::new(SimulatedGateway::new()),
         }
+    }
+
+    pub fn with_payments(mut self, payments: Arc<dyn PaymentGateway>) -> Self {
+        self.payments = payments;
+        self
     }
 
     /// The production wiring: `TABLE_NAME` from the template's environment, the system clock.

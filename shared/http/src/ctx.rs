@@ -157,6 +157,11 @@ impl Ctx {
         header_str(&self.headers, name)
     }
 
+    /// Whether the request has a body at all (some routes take an optional one).
+    pub fn has_body(&self) -> bool {
+        !self.body.iter().all(u8::is_ascii_whitespace)
+    }
+
     /// The body as `T`; field errors name the JSON path.
     pub fn json<T: DeserializeOwned>(&self) -> Result<T, ApiError> {
         body::parse_json(self.header("content-type"), &self.body)
@@ -286,7 +291,13 @@ fn problem_response(error: &ApiError) -> Response<Body> {
         "application/problem+json",
         error.problem().to_string(),
     );
-    if matches!(error, ApiError::Busy | ApiError::IdempotencyInProgress) {
+    if matches!(
+        error,
+        ApiError::Busy
+            | ApiError::IdempotencyInProgress
+            | ApiError::PaymentInProgress
+            | ApiError::PaymentUnavailable
+    ) {
         response
             .headers_mut()
             .insert("retry-after", HeaderValue::from_static("1"));

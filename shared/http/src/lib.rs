@@ -8,6 +8,7 @@
 pub mod app;
 mod body;
 mod caller;
+pub mod cart;
 mod ctx;
 mod idempotency;
 pub mod owned;
@@ -22,6 +23,9 @@ pub use problem::ApiError;
 pub use reply::Reply;
 
 /// Re-exported so function crates need no direct dependency on these.
+pub use bouquet_checkout as checkout;
 pub use bouquet_domain as domain;
+pub use bouquet_payments as payments;
 pub use bouquet_store as store;
 pub use lambda_http;
+pub use tracing;

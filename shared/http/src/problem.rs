@@ -33,6 +33,18 @@ pub enum ApiError {
     ReservationExpired,
     #[error("the order is {0}")]
     OrderInvalidState(OrderStatus),
+    #[error("a payment for this order is in progress; retry shortly")]
+    PaymentInProgress,
+    #[error("the payment was declined")]
+    PaymentDeclined,
+    #[error("the payment gateway gave no answer; retry with the same Idempotency-Key, you will be charged at most once")]
+    PaymentUnavailable,
+    #[error("the cart holds bouquets of one vendor only; remove the others first")]
+    CartVendorMismatch,
+    #[error("the cart is full (at most {0} bouquets)")]
+    CartFull(usize),
+    #[error("the cart is empty")]
+    CartEmpty,
     #[error("{0}")]
     PreconditionFailed(&'static str),
     #[error("this request needs an If-Match header with the current version")]
@@ -64,6 +76,11 @@ impl From<DomainError> for ApiError {
             }
             DomainError::ReservationExpired => ApiError::ReservationExpired,
             DomainError::OrderInvalidState(status) => ApiError::OrderInvalidState(status),
+            DomainError::PaymentInProgress => ApiError::PaymentInProgress,
+            DomainError::PaymentDeclined => ApiError::PaymentDeclined,
+            DomainError::CartVendorMismatch => ApiError::CartVendorMismatch,
+            DomainError::CartFull => ApiError::CartFull(bouquet_domain::cart::MAX_CART_ITEMS),
+            DomainError::CartEmpty => ApiError::CartEmpty,
         }
     }
 }
@@ -90,6 +107,18 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<bouquet_checkout::CheckoutError> for ApiError {
+    fn from(error: bouquet_checkout::CheckoutError) -> Self {
+        use bouquet_checkout::CheckoutError;
+        match error {
+            CheckoutError::Domain(error) => error.into(),
+            CheckoutError::Store(error) => error.into(),
+            CheckoutError::Changed => ApiError::Busy,
+            CheckoutError::Gateway(_) => ApiError::PaymentUnavailable,
+        }
+    }
+}
+
 impl From<Vec<FieldError>> for ApiError {
     fn from(errors: Vec<FieldError>) -> Self {
         ApiError::Invalid(errors)
@@ -110,7 +139,13 @@ impl ApiError {
             | ApiError::VendorMismatch
             | ApiError::ReservationExpired
             | ApiError::OrderInvalidState(_)
+            | ApiError::PaymentInProgress
+            | ApiError::CartVendorMismatch
+            | ApiError::CartFull(_)
+            | ApiError::CartEmpty
             | ApiError::IdempotencyInProgress => StatusCode::CONFLICT,
+            ApiError::PaymentDeclined => StatusCode::PAYMENT_REQUIRED,
+            ApiError::PaymentUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             ApiError::PreconditionRequired => StatusCode::PRECONDITION_REQUIRED,
             ApiError::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
@@ -134,7 +169,12 @@ impl ApiError {
             ApiError::NotFound(_) => "not_found",
             ApiError::BouquetUnavailable(_) => "bouquet.unavailable",
             ApiError::BouquetNotAvailableForChange => "bouquet.not_available_for_change",
-            ApiError::VendorMismatch => "cart.vendor_mismatch",
+            ApiError::VendorMismatch | ApiError::CartVendorMismatch => "cart.vendor_mismatch",
+            ApiError::CartFull(_) => "cart.full",
+            ApiError::CartEmpty => "cart.empty",
+            ApiError::PaymentInProgress => "order.invalid_state",
+            ApiError::PaymentDeclined => "payment.declined",
+            ApiError::PaymentUnavailable => "payment.unavailable",
             ApiError::ReservationExpired => "reservation.expired",
             ApiError::OrderInvalidState(_) => "order.invalid_state",
             ApiError::PreconditionFailed(_) | ApiError::PreconditionRequired => {
@@ -158,7 +198,12 @@ impl ApiError {
             ApiError::NotFound(_) => "Not found",
             ApiError::BouquetUnavailable(_) => "Bouquet unavailable",
             ApiError::BouquetNotAvailableForChange => "Bouquet not available for change",
-            ApiError::VendorMismatch => "Vendor mismatch",
+            ApiError::VendorMismatch | ApiError::CartVendorMismatch => "Vendor mismatch",
+            ApiError::CartFull(_) => "Cart full",
+            ApiError::CartEmpty => "Cart empty",
+            ApiError::PaymentInProgress => "Payment in progress",
+            ApiError::PaymentDeclined => "Payment declined",
+            ApiError::PaymentUnavailable => "Payment gateway unavailable",
             ApiError::ReservationExpired => "Reservation expired",
             ApiError::OrderInvalidState(_) => "Invalid order state",
             ApiError::PreconditionFailed(_) | ApiError::PreconditionRequired => {
@@ -192,6 +237,7 @@ impl ApiError {
             ApiError::Invalid(errors) => body["errors"] = json!(errors),
             ApiError::BouquetUnavailable(ids) => body["bouquetIds"] = json!(ids),
             ApiError::OrderInvalidState(status) => body["orderStatus"] = json!(status),
+            ApiError::PaymentInProgress => body["orderStatus"] = json!(OrderStatus::PaymentPending),
             _ => {}
         }
         body

@@ -13,6 +13,7 @@ pub enum Target {
     Bouquet(BouquetId),
     Vase(VaseId),
     Order(OrderId),
+    Cart,
     Event,
 }
 

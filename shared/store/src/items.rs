@@ -202,6 +202,12 @@ pub struct OrderItem {
     pub currency: String,
     pub status: String,
     pub reserved_until: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payment_started_at: Option<i64>,
+    #[serde(default)]
+    pub payment_attempt: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub charge_id: Option<String>,
     pub version: u64,
     pub created_at: i64,
     pub updated_at: i64,
@@ -209,7 +215,8 @@ pub struct OrderItem {
     pub customer_sort: String,
     pub vendor_key: String,
     pub vendor_sort: String,
-    /// Present only while `reserved`: the expiry sweep's sparse index.
+    /// Present only while the order holds bouquets (`reserved`, `payment_pending`): the
+    /// expiry sweep's sparse index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expiry_shard: Option<String>,
 }
@@ -236,6 +243,9 @@ impl OrderItem {
             currency: o.total.currency().code().to_owned(),
             status: o.status.name().into(),
             reserved_until: o.reserved_until.as_millis(),
+            payment_started_at: o.payment_started_at.map(Timestamp::as_millis),
+            payment_attempt: o.payment_attempt,
+            charge_id: o.charge_id.clone(),
             version: o.version,
             created_at: o.created_at.as_millis(),
             updated_at: o.updated_at.as_millis(),
@@ -243,7 +253,7 @@ impl OrderItem {
             customer_sort: id.clone(),
             vendor_key: keys::vendor_orders_key(&o.vendor_id.to_string()),
             vendor_sort: id.clone(),
-            expiry_shard: (o.status == OrderStatus::Reserved).then(|| keys::expiry_shard(&id)),
+            expiry_shard: o.status.holds_bouquets().then(|| keys::expiry_shard(&id)),
             order_id: id,
         }
     }
@@ -269,6 +279,9 @@ impl OrderItem {
             status: OrderStatus::parse(&self.status)
                 .ok_or_else(|| StoreError::corrupt(format!("order status {:?}", self.status)))?,
             reserved_until: Timestamp::from_millis(self.reserved_until),
+            payment_started_at: self.payment_started_at.map(Timestamp::from_millis),
+            payment_attempt: self.payment_attempt,
+            charge_id: self.charge_id,
             version: self.version,
             created_at: Timestamp::from_millis(self.created_at),
             updated_at: Timestamp::from_millis(self.updated_at),

@@ -17,6 +17,7 @@ pub const EXPIRY_SHARDS: u32 = 4;
 pub const INDEX_CATALOGUE: &str = "CatalogueIndex";
 pub const INDEX_VENDOR: &str = "VendorIndex";
 pub const INDEX_CUSTOMER: &str = "CustomerIndex";
+pub const INDEX_EXPIRY: &str = "ReservationExpiryIndex";
 
 pub type Key = HashMap<String, AttributeValue>;
 
@@ -47,6 +48,7 @@ pub const VENDOR_SK: &str = "VENDOR";
 pub const BOUQUET_SK: &str = "BOUQUET";
 pub const ORDER_SK: &str = "ORDER";
 pub const VASE_SK: &str = "VASE";
+pub const CART_SK: &str = "CART";
 
 pub fn vendor_bouquets_key(vendor_id: &str) -> String {
     format!("VENDOR#{vendor_id}#BOUQUET")
@@ -78,8 +80,12 @@ pub fn catalogue_shard(bouquet_id: &str) -> String {
     catalogue_shard_key(shard_of(bouquet_id, CATALOGUE_SHARDS))
 }
 
+pub fn expiry_shard_key(shard: u32) -> String {
+    format!("EXPIRY#{shard}")
+}
+
 pub fn expiry_shard(order_id: &str) -> String {
-    format!("EXPIRY#{}", shard_of(order_id, EXPIRY_SHARDS))
+    expiry_shard_key(shard_of(order_id, EXPIRY_SHARDS))
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@
 //! by an expired reservation"), so that a lost race is refused by the database, not by a read
 //! that happened before the write.
 
+mod batch;
 mod bouquets;
+mod carts;
 mod cursor;
 mod error;
 mod events;
@@ -19,11 +21,12 @@ mod vendors;
 
 use aws_sdk_dynamodb::Client;
 
+pub use carts::CartRefusal;
 pub use cursor::Page;
 pub use error::{Conflict, StoreError, Target};
 pub use idempotency::{IdempotencyPut, IdempotencyRecord};
 pub use keys::CATALOGUE_SHARDS;
-pub use orders::{bouquet_from_conflict, ReservationRead};
+pub use orders::{bouquet_from_conflict, BouquetEffect, ReservationRead};
 
 /// The marketplace table. Cheap to clone: the SDK client is reference-counted.
 #[derive(Clone, Debug)]

@@ -1,13 +1,14 @@
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+use aws_sdk_dynamodb::types::AttributeValue;
 
 use bouquet_domain::events::DomainEvent;
 use bouquet_domain::{
-    Bouquet, BouquetId, BouquetStatus, CustomerId, Order, OrderId, Timestamp, VendorId,
+    Bouquet, BouquetId, BouquetStatus, Cart, CustomerId, Order, OrderId, Timestamp, VendorId,
 };
 
 use crate::bouquets::{available_at_version, bouquet_key, decode_bouquet, decode_id_cursor};
+use crate::carts::{cart_key, cart_pk, decode_cart};
 use crate::cursor::{self, Page};
 use crate::error::{StoreError, Target};
 use crate::idempotency::{self, IdempotencyPut, IdempotencyRecord};
@@ -26,6 +27,18 @@ pub struct ReservationRead {
     pub idempotency: Option<IdempotencyRecord>,
 }
 
+/// What a bouquet of an order becomes in an order transition. Each is conditioned on the
+/// bouquet still being reserved by that order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BouquetEffect {
+    /// Keep the hold, until `until` (a payment attempt extends it).
+    Hold {
+        until: Timestamp,
+    },
+    Sell,
+    Release,
+}
+
 impl Store {
     /// Reads the bouquets of a reservation and the idempotency record in one consistent
     /// `BatchGetItem`, so a replay costs this one call and a new reservation one more.
@@ -39,48 +52,8 @@ impl Store {
             .iter()
             .map(|id| bouquet_key(&id.to_string()))
             .collect();
-        if let Some(hash) = idempotency_key {
-            keys.push(idempotency::key(hash));
-        }
-        let mut pending = Some(
-            KeysAndAttributes::builder()
-                .set_keys(Some(keys))
-                .consistent_read(true)
-                .build()
-                .map_err(StoreError::backend)?,
-        );
-        let mut found: HashMap<String, Item> = HashMap::new();
-        // BatchGetItem may leave keys unprocessed under throttling; ask again for those.
-        for attempt in 0..5u32 {
-            let Some(request) = pending.take() else { break };
-            if attempt > 0 {
-                tokio::time::sleep(std::time::Duration::from_millis(20 << attempt)).await;
-            }
-            let output = self
-                .client
-                .batch_get_item()
-                .request_items(&self.table, request)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            for item in output
-                .responses
-                .unwrap_or_default()
-                .remove(&self.table)
-                .unwrap_or_default()
-            {
-                if let Some(AttributeValue::S(pk)) = item.get("pk") {
-                    found.insert(pk.clone(), item);
-                }
-            }
-            pending = output
-                .unprocessed_keys
-                .and_then(|mut u| u.remove(&self.table))
-                .filter(|k| !k.keys.is_empty());
-        }
-        if pending.is_some() {
-            return Err(StoreError::Contention(vec![]));
-        }
+        keys.extend(idempotency_key.map(idempotency::key));
+        let mut found = self.batch_get(keys).await?;
         let bouquets = bouquet_ids
             .iter()
             .map(|id| {
@@ -90,36 +63,84 @@ impl Store {
                     .transpose()
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let idempotency = match idempotency_key {
-            Some(hash) => {
-                idempotency::record_from(found.remove(&format!("IDEMPOTENCY#{hash}")), now)?
-            }
-            None => None,
-        };
+        let idempotency = take_record(&mut found, idempotency_key, now)?;
         Ok(ReservationRead {
             bouquets,
             idempotency,
         })
     }
 
+    /// The cart and the idempotency record, in one consistent `BatchGetItem`.
+    pub async fn read_cart_for_reservation(
+        &self,
+        customer_id: &CustomerId,
+        idempotency_key: Option<&str>,
+        now: Timestamp,
+    ) -> Result<(Cart, Option<IdempotencyRecord>), StoreError> {
+        let mut keys = vec![cart_key(customer_id)];
+        keys.extend(idempotency_key.map(idempotency::key));
+        let mut found = self.batch_get(keys).await?;
+        let cart = decode_cart(customer_id, found.get(&cart_pk(customer_id)))?;
+        Ok((cart, take_record(&mut found, idempotency_key, now)?))
+    }
+
+    /// An order and the idempotency record, in one consistent `BatchGetItem`.
+    pub async fn read_order_for_change(
+        &self,
+        order_id: OrderId,
+        idempotency_key: Option<&str>,
+        now: Timestamp,
+    ) -> Result<(Option<Order>, Option<IdempotencyRecord>), StoreError> {
+        let mut keys = vec![order_key(order_id)];
+        keys.extend(idempotency_key.map(idempotency::key));
+        let mut found = self.batch_get(keys).await?;
+        let order = found
+            .remove(&keys::order_pk(&order_id.to_string()))
+            .map(decode_order)
+            .transpose()?;
+        Ok((order, take_record(&mut found, idempotency_key, now)?))
+    }
+
+    /// Bouquets by id (consistent), in the order asked; `None` where missing.
+    pub async fn bouquets(&self, ids: &[BouquetId]) -> Result<Vec<Option<Bouquet>>, StoreError> {
+        let mut found = self
+            .batch_get(ids.iter().map(|id| bouquet_key(&id.to_string())).collect())
+            .await?;
+        ids.iter()
+            .map(|id| {
+                found
+                    .remove(&keys::bouquet_pk(&id.to_string()))
+                    .map(decode_bouquet)
+                    .transpose()
+            })
+            .collect()
+    }
+
     /// The reservation: one `TransactWriteItems` that moves every bouquet (as read) to
     /// `reserved` if it is still at the version read and still available (or held past its
-    /// deadline), puts the order and its event, and the idempotency record. All or nothing.
+    /// deadline), puts the order and its event, the idempotency record, and (when the order
+    /// comes from the cart) deletes the cart if it is still the version read. All or nothing.
     pub async fn reserve(
         &self,
         order: &Order,
         bouquets: &[Bouquet],
         event: &DomainEvent,
         idempotency: Option<&IdempotencyPut>,
+        cart: Option<&Cart>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let mut tx = Tx::new();
         tx.idempotency(&self.table, idempotency, now)?;
         for bouquet in bouquets {
-            let BouquetStatus::Reserved { order_id, until } = reserved_state(bouquet, order) else {
-                return Err(StoreError::corrupt(
-                    "reserve() needs the bouquets as the order holds them",
-                ));
+            let (order_id, until) = match bouquet.status {
+                BouquetStatus::Reserved { order_id, until } if order_id == order.order_id => {
+                    (order_id, until)
+                }
+                _ => {
+                    return Err(StoreError::corrupt(
+                        "reserve() needs the bouquets as the order holds them",
+                    ))
+                }
             };
             let update = Expr::new("SET #status = :reservedStatus, orderId = :orderId, reservedUntil = :until, version = :nextVersion, updatedAt = :updatedAt")
                 .s(":reservedStatus", "reserved")
@@ -145,18 +166,114 @@ impl Store {
             Some(Expr::new("attribute_not_exists(pk)")),
         )?;
         tx.event(&self.table, event)?;
+        if let Some(cart) = cart {
+            tx.delete(
+                Target::Cart,
+                &self.table,
+                cart_key(&cart.customer_id),
+                Expr::new("version = :cartVersion").n(":cartVersion", cart.version),
+            )?;
+        }
         tx.commit(self).await
     }
 
+    /// Writes an order transition decided by the domain: the order (if still at
+    /// `read_version`), what happens to each of its bouquets, the event and the idempotency
+    /// record, in one `TransactWriteItems`.
+    pub async fn transition_order(
+        &self,
+        order: &Order,
+        read_version: u64,
+        bouquets: &[(BouquetId, BouquetEffect)],
+        event: Option<&DomainEvent>,
+        idempotency: Option<&IdempotencyPut>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut tx = Tx::new();
+        tx.idempotency(&self.table, idempotency, now)?;
+        let item = to_item(&OrderItem::from_domain(order))?;
+        tx.put(
+            Target::Order(order.order_id),
+            &self.table,
+            item,
+            Some(Expr::new("version = :readVersion").n(":readVersion", read_version)),
+        )?;
+        let held_by_order = Expr::new("orderId = :orderId AND #status = :reservedStatus")
+            .name("#status", "status")
+            .s(":orderId", order.order_id.to_string())
+            .s(":reservedStatus", "reserved");
+        for (bouquet_id, effect) in bouquets {
+            let update = match effect {
+                BouquetEffect::Hold { until } => Expr::new("SET reservedUntil = :until, updatedAt = :now ADD version :one").n(":until", until.as_millis()),
+                BouquetEffect::Sell => Expr::new("SET #status = :sold, updatedAt = :now REMOVE reservedUntil, catalogueShard, catalogueSort ADD version :one").s(":sold", "sold"),
+                BouquetEffect::Release => Expr::new("SET #status = :available, updatedAt = :now REMOVE reservedUntil, orderId ADD version :one").s(":available", "available"),
+            }
+            .n(":now", now.as_millis())
+            .n(":one", 1);
+            tx.update(
+                Target::Bouquet(*bouquet_id),
+                &self.table,
+                bouquet_key(&bouquet_id.to_string()),
+                update,
+                held_by_order.clone(),
+            )?;
+        }
+        if let Some(event) = event {
+            tx.event(&self.table, event)?;
+        }
+        tx.commit(self).await
+    }
+
+    /// Orders whose hold ended before `now` and that still hold bouquets (reserved or
+    /// payment pending), from every shard of the sparse expiry index. No Scan.
+    pub async fn due_orders(
+        &self,
+        now: Timestamp,
+        limit_per_shard: usize,
+    ) -> Result<Vec<OrderId>, StoreError> {
+        let reads = (0..keys::EXPIRY_SHARDS).map(|shard| async move {
+            let output = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(keys::INDEX_EXPIRY)
+                .key_condition_expression("expiryShard = :shard AND reservedUntil < :now")
+                .expression_attribute_values(
+                    ":shard",
+                    AttributeValue::S(keys::expiry_shard_key(shard)),
+                )
+                .expression_attribute_values(":now", AttributeValue::N(now.as_millis().to_string()))
+                .limit(limit_per_shard as i32)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            output
+                .items
+                .unwrap_or_default()
+                .iter()
+                .map(|item| match item.get("pk") {
+                    Some(AttributeValue::S(pk)) => {
+                        OrderId::parse(pk.trim_start_matches("ORDER#")).map_err(StoreError::corrupt)
+                    }
+                    _ => Err(StoreError::corrupt("expiry index item without pk")),
+                })
+                .collect::<Result<Vec<_>, _>>()
+        });
+        Ok(futures::future::try_join_all(reads)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect())
+    }
+
+    /// One order (consistent: a transition may follow the read).
     pub async fn order(&self, order_id: OrderId) -> Result<Option<Order>, StoreError> {
         let output = self
             .client
             .get_item()
             .table_name(&self.table)
-            .set_key(Some(keys::key(
-                keys::order_pk(&order_id.to_string()),
-                keys::ORDER_SK,
-            )))
+            .set_key(Some(order_key(order_id)))
+            .consistent_read(true)
             .send()
             .await
             .map_err(StoreError::backend)?;
@@ -240,10 +357,18 @@ impl Store {
     }
 }
 
-fn reserved_state(bouquet: &Bouquet, order: &Order) -> BouquetStatus {
-    match bouquet.status {
-        BouquetStatus::Reserved { order_id, .. } if order_id == order.order_id => bouquet.status,
-        _ => BouquetStatus::Available,
+fn order_key(order_id: OrderId) -> Item {
+    keys::key(keys::order_pk(&order_id.to_string()), keys::ORDER_SK)
+}
+
+fn take_record(
+    found: &mut HashMap<String, Item>,
+    idempotency_key: Option<&str>,
+    now: Timestamp,
+) -> Result<Option<IdempotencyRecord>, StoreError> {
+    match idempotency_key {
+        Some(hash) => idempotency::record_from(found.remove(&format!("IDEMPOTENCY#{hash}")), now),
+        None => Ok(None),
     }
 }
 

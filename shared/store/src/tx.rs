@@ -119,6 +119,26 @@ impl Tx {
         Ok(())
     }
 
+    pub fn delete(
+        &mut self,
+        target: Target,
+        table: &str,
+        key: Item,
+        condition: Expr,
+    ) -> Result<(), StoreError> {
+        let delete = aws_sdk_dynamodb::types::Delete::builder()
+            .table_name(table)
+            .set_key(Some(key))
+            .condition_expression(condition.text)
+            .set_expression_attribute_names(opt(&condition.names))
+            .set_expression_attribute_values(opt(&condition.values))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(StoreError::backend)?;
+        self.push(target, TransactWriteItem::builder().delete(delete).build());
+        Ok(())
+    }
+
     pub fn check(
         &mut self,
         target: Target,

@@ -154,6 +154,32 @@ impl Template {
         Ok(routes)
     }
 
+    /// Every `Schedule` event: (function binary, schedule expression such as `rate(1 minute)`).
+    pub fn schedules(&self) -> Result<Vec<(String, String)>, TemplateError> {
+        let mut schedules = Vec::new();
+        for function in self.functions()? {
+            let Some(events) = function.properties["Events"].as_object() else {
+                continue;
+            };
+            for event in events
+                .values()
+                .filter(|e| e["Type"] == "Schedule" || e["Type"] == "ScheduleV2")
+            {
+                let expression = event["Properties"]["Schedule"]
+                    .as_str()
+                    .or_else(|| event["Properties"]["ScheduleExpression"].as_str())
+                    .ok_or_else(|| {
+                        TemplateError::Shape(format!(
+                            "{} has a schedule without an expression",
+                            function.logical_id
+                        ))
+                    })?;
+                schedules.push((function.binary.clone(), expression.to_owned()));
+            }
+        }
+        Ok(schedules)
+    }
+
     /// The environment a function gets: `Globals.Function.Environment` overlaid with its own,
     /// each value resolved by `resolve` (for `!Ref` and friends).
     pub fn environment(

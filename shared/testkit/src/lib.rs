@@ -23,7 +23,7 @@ use bouquet_http::store::Store;
 use bouquet_http::{App, Config};
 use bouquet_template::Template;
 
-pub use devstack::functions::HTTP_FUNCTIONS;
+pub use devstack::functions::{HTTP_FUNCTIONS, SCHEDULED_FUNCTIONS};
 
 pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:4566";
 
@@ -166,6 +166,89 @@ impl TestCloud {
             .await
             .expect("handlers always answer");
         ApiResponse::from(response)
+    }
+
+    /// Replaces the payment gateway (e.g. one that fails in a given way).
+    pub fn with_gateway(
+        mut self,
+        gateway: Arc<dyn bouquet_http::payments::PaymentGateway>,
+    ) -> Self {
+        self.app = self.app.clone().with_payments(gateway);
+        self
+    }
+
+    /// Runs the scheduled function `binary` with its `events/` fixture, now.
+    pub async fn run_scheduled(&self, binary: &str) -> Value {
+        self.run_scheduled_with(binary, self.app.clone()).await
+    }
+
+    /// Runs the scheduled function `binary` with another app (e.g. another clock).
+    pub async fn run_scheduled_with(&self, binary: &str, app: App) -> Value {
+        let handler = devstack::functions::scheduled_handler(binary)
+            .unwrap_or_else(|| panic!("no scheduled function {binary}"));
+        let path = repository_root()
+            .join("events")
+            .join(format!("{binary}.json"));
+        let event: Value =
+            serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("JSON");
+        handler(app, event)
+            .await
+            .expect("the scheduled function succeeds")
+    }
+
+    /// Calls an HTTP function with another app (e.g. another clock).
+    pub async fn call_with(&self, app: App, binary: &str, request: ApiRequest) -> ApiResponse {
+        let (_, handler) = devstack::functions::http_handler(binary)
+            .unwrap_or_else(|| panic!("no HTTP function {binary}"));
+        ApiResponse::from(
+            handler(app, request.build())
+                .await
+                .expect("handlers always answer"),
+        )
+    }
+
+    /// An app like this test's but with its own clock at `at`.
+    pub fn app_at(&self, at: Timestamp) -> App {
+        let mut app = self.app.clone();
+        app.clock = Arc::new(ManualClock::at(at));
+        app
+    }
+
+    /// Pays `order_id` as `customer` with `token` (no idempotency key unless given).
+    pub async fn pay(
+        &self,
+        customer: &str,
+        order_id: &str,
+        token: &str,
+        key: Option<&str>,
+    ) -> ApiResponse {
+        let mut request = ApiRequest::fixture("pay-order")
+            .customer(customer)
+            .path("orderId", order_id)
+            .json(json!({ "paymentToken": token }))
+            .no_idempotency_key();
+        if let Some(key) = key {
+            request = request.idempotency_key(key);
+        }
+        self.call("pay-order", request).await
+    }
+
+    /// The status attribute of the item with partition key `pk`.
+    pub async fn status_of(&self, pk: &str) -> Option<String> {
+        self.items()
+            .await
+            .into_iter()
+            .find(|i| i.get("pk") == Some(&AttributeValue::S(pk.to_owned())))
+            .and_then(|i| i.get("status").and_then(|s| s.as_s().ok().cloned()))
+    }
+
+    /// Names of the outbox events written so far.
+    pub async fn event_names(&self) -> Vec<String> {
+        self.items_of("event")
+            .await
+            .iter()
+            .filter_map(|e| e.get("eventName").and_then(|n| n.as_s().ok().cloned()))
+            .collect()
     }
 
     /// Every item in the table, sorted by key: for "nothing was written" assertions.

@@ -71,7 +71,7 @@ async fn bad_requests_get_their_problem_and_write_nothing() {
         case("lowercase id", "create-order", order_req(json!({ "bouquetIds": [bouquet.to_lowercase()] })), 400, "request.invalid", Some("bouquetIds/0")),
         case("body over the limit", "create-order", order_req(json!({ "bouquetIds": ["x".repeat(20_000)] })), 413, "request.too_large", None),
         case("not JSON media type", "create-order", order_req(json!({ "bouquetIds": [&bouquet] })).header("content-type", "text/plain"), 415, "request.invalid", None),
-        case("no body", "create-order", order_req(json!({})).no_body(), 400, "request.invalid", None),
+        case("no body, empty cart", "create-order", order_req(json!({})).no_body(), 409, "cart.empty", None),
         case("bad idempotency key", "create-order", order_req(json!({ "bouquetIds": [&bouquet] })).idempotency_key(&"k".repeat(256)), 400, "request.invalid", Some("Idempotency-Key")),
         case("no token", "create-order", order_req(json!({ "bouquetIds": [&bouquet] })).anonymous(), 401, "auth.unauthenticated", None),
         case("a vendor ordering", "create-order", order_req(json!({ "bouquetIds": [&bouquet] })).vendor(&vendor), 403, "auth.forbidden", None),

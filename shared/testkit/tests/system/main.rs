@@ -3,9 +3,12 @@
 
 mod bad_input;
 mod bouquets;
+mod cart;
 mod catalogue;
 mod fixtures;
+mod lifecycle;
 mod orders;
+mod payment;
 mod pipeline;
 mod reservation;
 mod template_consistency;

@@ -94,3 +94,24 @@ fn every_route_fixture_names_its_route() {
         );
     }
 }
+
+#[test]
+fn scheduled_functions_match_the_template() {
+    let template = Template::repository().unwrap();
+    let in_template: BTreeSet<String> = template
+        .schedules()
+        .unwrap()
+        .into_iter()
+        .map(|(binary, _)| binary)
+        .collect();
+    let in_code: BTreeSet<String> = bouquet_testkit::SCHEDULED_FUNCTIONS
+        .iter()
+        .map(|(b, _)| b.to_string())
+        .collect();
+    assert_eq!(in_template, in_code);
+    assert!(template
+        .schedules()
+        .unwrap()
+        .iter()
+        .any(|(b, rate)| b == "expire-reservations" && rate == "rate(1 minute)"));
+}

@@ -1,0 +1,103 @@
+//! `POST /v1/orders/{orderId}/payment` `{paymentToken}`: claim before charge.
+//!
+//! 1. Read the order and the idempotency record (one `BatchGetItem`).
+//! 2. Claim: `reserved` → `payment_pending` with the bouquets' hold extended over the attempt
+//!    (one `TransactWriteItems`, conditioned on the version read; an expired hold is 409
+//!    `reservation.expired` and nothing is charged).
+//! 3. Charge through the gateway with the attempt's key (`{orderId}-{attempt}`).
+//! 4. Commit `paid` and every bouquet `sold` with `OrderPaid` and the idempotency record
+//!    (one `TransactWriteItems`); declined: back to `reserved`, 402 `payment.declined`.
+//!
+//! Paying a paid order returns it. See `bouquet_checkout` for what happens when the process
+//! dies between 3 and 4.
+
+use bouquet_http::checkout::{self, CheckoutError};
+use bouquet_http::domain::{FieldError, OrderId, OrderStatus};
+use bouquet_http::lambda_http::{Body, Error, Request, Response};
+use bouquet_http::payments::{valid_token, ChargeOutcome};
+use bouquet_http::{run, ApiError, App, Ctx, Reply, Role, Route};
+use serde::Deserialize;
+
+pub const ROUTE: Route = Route::new("POST", "/v1/orders/{orderId}/payment");
+
+/// A claim lost to a concurrent writer reads again (the domain then says what happened).
+const ATTEMPTS: usize = 3;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Payment {
+    payment_token: String,
+}
+
+pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, handle).await
+}
+
+async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
+    let caller = ctx.caller()?.require(Role::Customer)?;
+    let order_id = ctx.path("orderId", OrderId::parse)?;
+    let body: Payment = ctx.json()?;
+    if !valid_token(&body.payment_token) {
+        return Err(ApiError::Invalid(vec![FieldError::new(
+            "paymentToken",
+            "must be a payment token such as tok_visa",
+        )]));
+    }
+    let (store, now, correlation) = (&ctx.app.store, ctx.now, ctx.correlation_id.as_str());
+    for _ in 0..ATTEMPTS {
+        let (order, record) = store
+            .read_order_for_change(order_id, ctx.idempotency_key_hash(), now)
+            .await?;
+        if let Some(record) = record {
+            return Err(ApiError::IdempotencyReplay(Box::new(record)));
+        }
+        let order = order
+            .filter(|o| o.customer_id == caller.subject)
+            .ok_or(ApiError::NotFound("order"))?;
+        if matches!(order.status, OrderStatus::Paid | OrderStatus::Fulfilled) {
+            return Reply::ok(&order);
+        }
+        let mut claimed = order.clone();
+        match checkout::claim(store, &mut claimed, correlation, now).await {
+            Ok(true) => {}
+            Ok(false) => return Reply::ok(&order),
+            Err(CheckoutError::Changed) => continue,
+            Err(other) => return Err(other.into()),
+        }
+        let outcome = ctx
+            .app
+            .payments
+            .charge(checkout::charge_request(&claimed, &body.payment_token))
+            .await;
+        return match outcome {
+            Ok(ChargeOutcome::Approved { charge_id }) => {
+                let mut paid = claimed.clone();
+                paid.payment_succeeded(charge_id.clone(), now)?;
+                let reply = Reply::ok(&paid)?;
+                let record = ctx.idempotency_record(&reply);
+                checkout::commit_charge(
+                    store,
+                    ctx.app.payments.as_ref(),
+                    &claimed,
+                    charge_id,
+                    correlation,
+                    record.as_ref(),
+                    now,
+                )
+                .await?;
+                Ok(reply)
+            }
+            Ok(ChargeOutcome::Declined { reason }) => {
+                bouquet_http::tracing::info!(%order_id, %reason, "payment declined");
+                checkout::decline(store, &claimed, correlation, None, now).await?;
+                Err(ApiError::PaymentDeclined)
+            }
+            Err(error) => {
+                bouquet_http::tracing::warn!(%order_id, %error, "payment gateway gave no answer");
+                checkout::interrupt(store, &claimed, correlation, now).await?;
+                Err(ApiError::PaymentUnavailable)
+            }
+        };
+    }
+    Err(ApiError::Busy)
+}

@@ -1,0 +1,362 @@
+//! Order lifecycle use cases that more than one function runs: committing a charge (the
+//! payment route and the sweeper), expiring a reservation (the sweeper) and resolving a
+//! payment attempt that was interrupted between the charge and its commit.
+//!
+//! Payment is claim-before-charge: the order moves `reserved` → `payment_pending` (and the
+//! bouquets' hold is extended over the attempt's lease) before the gateway is called with
+//! the order id as its idempotency key. If the process dies after the charge, the order
+//! stays `payment_pending` and records when the attempt started. Then either
+//! - the customer retries (same route): after the lease (at once, when the gateway answered
+//!   with an error rather than not at all) the attempt is taken over and the charge repeated
+//!   with the same gateway key, which returns the first charge: paid once; or
+//! - the expiry sweeper finds it past its hold: it asks the gateway what happened under that
+//!   key and commits the charge (paid), or, when nothing was charged, releases the order
+//!   (`reserved` again, or `expired` when the hold has passed).
+
+use bouquet_domain::events::DomainEvent;
+use bouquet_domain::{BouquetId, BouquetStatus, DomainError, Order, OrderStatus, Timestamp};
+use bouquet_payments::{ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway};
+use bouquet_store::{BouquetEffect, Conflict, IdempotencyPut, Store, StoreError, Target};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckoutError {
+    #[error(transparent)]
+    Domain(#[from] DomainError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the order changed while this request ran")]
+    Changed,
+    #[error(transparent)]
+    Gateway(#[from] GatewayError),
+}
+
+/// Writes a transition of `order` (read at `read_version`) with `effects` on its bouquets
+/// and the event the new status announces. A lost race on the order is `Changed`.
+pub async fn write(
+    store: &Store,
+    order: &Order,
+    read_version: u64,
+    effects: &[(BouquetId, BouquetEffect)],
+    correlation_id: &str,
+    idempotency: Option<&IdempotencyPut>,
+    now: Timestamp,
+) -> Result<(), CheckoutError> {
+    let event = order
+        .lifecycle_event()
+        .map(|data| DomainEvent::new(order.order_id, order.version, now, correlation_id, data));
+    match store
+        .transition_order(
+            order,
+            read_version,
+            effects,
+            event.as_ref(),
+            idempotency,
+            now,
+        )
+        .await
+    {
+        Ok(()) => Ok(()),
+        Err(StoreError::ConditionFailed(conflicts))
+            if conflicts
+                .iter()
+                .any(|c: &Conflict| matches!(c.target, Target::Order(_))) =>
+        {
+            Err(CheckoutError::Changed)
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
+fn all(order: &Order, effect: BouquetEffect) -> Vec<(BouquetId, BouquetEffect)> {
+    order.bouquet_ids().map(|id| (id, effect)).collect()
+}
+
+/// The charge request for `order`: the order id is the gateway's idempotency key.
+pub fn charge_request(order: &Order, payment_token: &str) -> ChargeRequest {
+    ChargeRequest {
+        idempotency_key: order.gateway_key(),
+        amount_minor: order.total.minor(),
+        currency: order.total.currency().code().to_owned(),
+        payment_token: payment_token.to_owned(),
+    }
+}
+
+/// Claims `order` for a payment attempt: `payment_pending`, bouquets held over the lease.
+/// `Ok(false)` when it is already paid.
+pub async fn claim(
+    store: &Store,
+    order: &mut Order,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<bool, CheckoutError> {
+    let read_version = order.version;
+    if !order.begin_payment(now)? {
+        return Ok(false);
+    }
+    let until = order.payment_hold_until(now);
+    match write(
+        store,
+        order,
+        read_version,
+        &all(order, BouquetEffect::Hold { until }),
+        correlation_id,
+        None,
+        now,
+    )
+    .await
+    {
+        // A bouquet no longer held by this order: its hold was lost after an earlier
+        // attempt's lease; the order cannot be completed.
+        Err(CheckoutError::Store(StoreError::ConditionFailed(_))) => {
+            Err(DomainError::ReservationExpired.into())
+        }
+        other => other.map(|()| true),
+    }
+}
+
+/// Commits an approved charge: the order `paid` and every bouquet `sold`, one transaction.
+/// If the bouquets are no longer the order's (possible only after an interrupted attempt
+/// outlived its lease), the charge is refunded and the order ends `expired`.
+pub async fn commit_charge(
+    store: &Store,
+    payments: &dyn PaymentGateway,
+    order: &Order,
+    charge_id: String,
+    correlation_id: &str,
+    idempotency: Option<&IdempotencyPut>,
+    now: Timestamp,
+) -> Result<Order, CheckoutError> {
+    let mut paid = order.clone();
+    paid.payment_succeeded(charge_id, now)?;
+    match write(
+        store,
+        &paid,
+        order.version,
+        &all(order, BouquetEffect::Sell),
+        correlation_id,
+        idempotency,
+        now,
+    )
+    .await
+    {
+        Ok(()) => Ok(paid),
+        Err(CheckoutError::Store(StoreError::ConditionFailed(_))) => {
+            tracing::warn!(order_id = %order.order_id, "bouquets lost after an interrupted payment: refunding");
+            payments.refund(&order.gateway_key()).await?;
+            let mut refunded = order.clone();
+            refunded.payment_refunded(now)?;
+            let held = held_bouquets(store, order).await?;
+            write(
+                store,
+                &refunded,
+                order.version,
+                &effects_for(&held, BouquetEffect::Release),
+                correlation_id,
+                None,
+                now,
+            )
+            .await?;
+            Err(DomainError::ReservationExpired.into())
+        }
+        Err(other) => Err(other),
+    }
+}
+
+/// The gateway gave no definite answer: keep `payment_pending`, give up the lease.
+pub async fn interrupt(
+    store: &Store,
+    order: &Order,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<(), CheckoutError> {
+    let mut pending = order.clone();
+    pending.payment_interrupted(now)?;
+    write(
+        store,
+        &pending,
+        order.version,
+        &[],
+        correlation_id,
+        None,
+        now,
+    )
+    .await
+}
+
+/// The gateway declined: back to `reserved` with the original hold.
+pub async fn decline(
+    store: &Store,
+    order: &Order,
+    correlation_id: &str,
+    idempotency: Option<&IdempotencyPut>,
+    now: Timestamp,
+) -> Result<Order, CheckoutError> {
+    let mut reserved = order.clone();
+    reserved.payment_declined(now)?;
+    let held = held_bouquets(store, order).await?;
+    write(
+        store,
+        &reserved,
+        order.version,
+        &effects_for(
+            &held,
+            BouquetEffect::Hold {
+                until: order.reserved_until,
+            },
+        ),
+        correlation_id,
+        idempotency,
+        now,
+    )
+    .await?;
+    Ok(reserved)
+}
+
+/// Bouquets of `order` that it still holds (a hold that expired may have been taken).
+async fn held_bouquets(store: &Store, order: &Order) -> Result<Vec<BouquetId>, CheckoutError> {
+    let ids: Vec<BouquetId> = order.bouquet_ids().collect();
+    let bouquets = store.bouquets(&ids).await?;
+    Ok(bouquets
+        .into_iter()
+        .flatten()
+        .filter(|b| matches!(b.status, BouquetStatus::Reserved { order_id, .. } if order_id == order.order_id))
+        .map(|b| b.bouquet_id)
+        .collect())
+}
+
+fn effects_for(ids: &[BouquetId], effect: BouquetEffect) -> Vec<(BouquetId, BouquetEffect)> {
+    ids.iter().map(|id| (*id, effect)).collect()
+}
+
+/// Cancels a live reservation: `cancelled`, bouquets back to `available`.
+pub async fn cancel(
+    store: &Store,
+    order: &Order,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Order, CheckoutError> {
+    let mut cancelled = order.clone();
+    cancelled.cancel(now)?;
+    write(
+        store,
+        &cancelled,
+        order.version,
+        &all(order, BouquetEffect::Release),
+        correlation_id,
+        None,
+        now,
+    )
+    .await?;
+    Ok(cancelled)
+}
+
+pub async fn fulfil(
+    store: &Store,
+    order: &Order,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Order, CheckoutError> {
+    let mut fulfilled = order.clone();
+    fulfilled.fulfil(now)?;
+    write(
+        store,
+        &fulfilled,
+        order.version,
+        &[],
+        correlation_id,
+        None,
+        now,
+    )
+    .await?;
+    Ok(fulfilled)
+}
+
+/// What the sweeper did with one due order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Swept {
+    Expired,
+    PaymentCompleted,
+    PaymentReleased,
+    /// Not due (any more), still within a payment lease, or another writer won the race.
+    Skipped,
+}
+
+/// Handles one order found in the expiry index: expires a lapsed reservation (releasing the
+/// bouquets it still holds) or resolves a `payment_pending` order whose attempt outlived its
+/// lease, by asking the gateway. Conditions decide races: losing one is `Skipped`.
+pub async fn sweep_one(
+    store: &Store,
+    payments: &dyn PaymentGateway,
+    order_id: bouquet_domain::OrderId,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Swept, CheckoutError> {
+    let Some(order) = store.order(order_id).await? else {
+        return Ok(Swept::Skipped);
+    };
+    let result = match order.status {
+        OrderStatus::Reserved if order.hold_expired(now) => {
+            let mut expired = order.clone();
+            expired.expire(now)?;
+            let held = held_bouquets(store, &order).await?;
+            write(
+                store,
+                &expired,
+                order.version,
+                &effects_for(&held, BouquetEffect::Release),
+                correlation_id,
+                None,
+                now,
+            )
+            .await
+            .map(|()| Swept::Expired)
+        }
+        OrderStatus::PaymentPending if order.clone().begin_payment(now).is_ok() => {
+            match payments.lookup(&order.gateway_key()).await? {
+                Some(ChargeOutcome::Approved { charge_id }) => match commit_charge(
+                    store,
+                    payments,
+                    &order,
+                    charge_id,
+                    correlation_id,
+                    None,
+                    now,
+                )
+                .await
+                {
+                    Ok(_) => Ok(Swept::PaymentCompleted),
+                    Err(CheckoutError::Domain(DomainError::ReservationExpired)) => {
+                        Ok(Swept::PaymentReleased)
+                    }
+                    Err(other) => Err(other),
+                },
+                _ => {
+                    let reserved = decline(store, &order, correlation_id, None, now).await?;
+                    if reserved.hold_expired(now) {
+                        let mut expired = reserved.clone();
+                        expired.expire(now)?;
+                        let held = held_bouquets(store, &reserved).await?;
+                        write(
+                            store,
+                            &expired,
+                            reserved.version,
+                            &effects_for(&held, BouquetEffect::Release),
+                            correlation_id,
+                            None,
+                            now,
+                        )
+                        .await?;
+                    }
+                    Ok(Swept::PaymentReleased)
+                }
+            }
+        }
+        _ => Ok(Swept::Skipped),
+    };
+    match result {
+        Err(CheckoutError::Changed) => Ok(Swept::Skipped),
+        // A bouquet changed between the read and the write: the next run sees the new state.
+        Err(CheckoutError::Store(StoreError::ConditionFailed(_))) => Ok(Swept::Skipped),
+        other => other,
+    }
+}

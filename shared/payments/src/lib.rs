@@ -1,0 +1,215 @@
+//! The payment gateway seam. Handlers see only [`PaymentGateway`]; a real PSP adapter
+//! implements it. Every charge carries an idempotency key (the order id), so repeating a
+//! charge after a crash or a timeout returns the first charge instead of charging again.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+
+/// What to charge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChargeRequest {
+    /// The gateway's idempotency key: one charge per key, ever.
+    pub idempotency_key: String,
+    pub amount_minor: i64,
+    pub currency: String,
+    pub payment_token: String,
+}
+
+/// A definite answer from the gateway.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChargeOutcome {
+    Approved { charge_id: String },
+    Declined { reason: String },
+}
+
+/// No definite answer: the charge may or may not have happened.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GatewayError {
+    #[error("the payment gateway is unavailable: {0}")]
+    Unavailable(String),
+    #[error("the payment gateway did not answer in time")]
+    Timeout,
+}
+
+pub trait PaymentGateway: Send + Sync {
+    /// Charges, or returns the earlier outcome for the same idempotency key.
+    fn charge(&self, request: ChargeRequest) -> BoxFuture<'_, Result<ChargeOutcome, GatewayError>>;
+    /// The outcome recorded for a key, if the gateway made a charge for it.
+    fn lookup(
+        &self,
+        idempotency_key: &str,
+    ) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>>;
+    /// Refunds the approved charge of a key (a no-op when there is none).
+    fn refund(&self, idempotency_key: &str) -> BoxFuture<'_, Result<(), GatewayError>>;
+}
+
+/// Whether a payment token has the shape the simulated gateway (and a tokenising PSP) uses.
+pub fn valid_token(token: &str) -> bool {
+    (5..=64).contains(&token.len())
+        && token.starts_with("tok_")
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// A gateway in memory, driven by the token value:
+///
+/// | token | outcome |
+/// |---|---|
+/// | `tok_decline` | declined (`card_declined`) |
+/// | `tok_unavailable` | `Unavailable` error, nothing charged |
+/// | `tok_timeout` | the charge **is made**, then `Timeout` (the caller cannot know) |
+/// | any other `tok_…` | approved |
+///
+/// Outcomes are remembered per idempotency key, as a PSP does: a repeated charge returns the
+/// first outcome, whatever the token. `charges_made` counts real charges, for tests.
+#[derive(Default)]
+pub struct SimulatedGateway {
+    outcomes: Mutex<HashMap<String, ChargeOutcome>>,
+    refunded: Mutex<Vec<String>>,
+    latency: Duration,
+}
+
+impl SimulatedGateway {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A gateway that takes `latency` for every call (to widen race windows in tests).
+    pub fn with_latency(latency: Duration) -> Self {
+        Self {
+            latency,
+            ..Self::default()
+        }
+    }
+
+    /// How many approved charges exist (refunded ones included).
+    pub fn charges_made(&self) -> usize {
+        self.outcomes
+            .lock()
+            .map(|o| {
+                o.values()
+                    .filter(|c| matches!(c, ChargeOutcome::Approved { .. }))
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
+    pub fn refunds(&self) -> Vec<String> {
+        self.refunded.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    async fn pause(&self) {
+        if !self.latency.is_zero() {
+            tokio::time::sleep(self.latency).await;
+        }
+    }
+}
+
+impl PaymentGateway for SimulatedGateway {
+    fn charge(&self, request: ChargeRequest) -> BoxFuture<'_, Result<ChargeOutcome, GatewayError>> {
+        Box::pin(async move {
+            self.pause().await;
+            if request.payment_token == "tok_unavailable" {
+                return Err(GatewayError::Unavailable("simulated outage".into()));
+            }
+            let outcome = {
+                let mut outcomes = self
+                    .outcomes
+                    .lock()
+                    .map_err(|_| GatewayError::Unavailable("poisoned".into()))?;
+                outcomes
+                    .entry(request.idempotency_key.clone())
+                    .or_insert_with(|| match request.payment_token.as_str() {
+                        "tok_decline" => ChargeOutcome::Declined {
+                            reason: "card_declined".into(),
+                        },
+                        _ => ChargeOutcome::Approved {
+                            charge_id: format!("ch_{}", ulid::Ulid::new()),
+                        },
+                    })
+                    .clone()
+            };
+            if request.payment_token == "tok_timeout" {
+                return Err(GatewayError::Timeout);
+            }
+            Ok(outcome)
+        })
+    }
+
+    fn lookup(
+        &self,
+        idempotency_key: &str,
+    ) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>> {
+        let key = idempotency_key.to_owned();
+        Box::pin(async move {
+            self.pause().await;
+            Ok(self.outcomes.lock().ok().and_then(|o| o.get(&key).cloned()))
+        })
+    }
+
+    fn refund(&self, idempotency_key: &str) -> BoxFuture<'_, Result<(), GatewayError>> {
+        let key = idempotency_key.to_owned();
+        Box::pin(async move {
+            self.pause().await;
+            if let Ok(mut refunded) = self.refunded.lock() {
+                if !refunded.contains(&key) {
+                    refunded.push(key);
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(key: &str, token: &str) -> ChargeRequest {
+        ChargeRequest {
+            idempotency_key: key.into(),
+            amount_minor: 2450,
+            currency: "EUR".into(),
+            payment_token: token.into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn one_charge_per_key_whatever_happens() {
+        let gateway = SimulatedGateway::new();
+        assert!(matches!(
+            gateway.charge(request("o1", "tok_visa")).await,
+            Ok(ChargeOutcome::Approved { .. })
+        ));
+        assert_eq!(
+            gateway.charge(request("o1", "tok_visa")).await,
+            gateway.charge(request("o1", "tok_decline")).await
+        );
+        assert!(matches!(
+            gateway.charge(request("o2", "tok_decline")).await,
+            Ok(ChargeOutcome::Declined { .. })
+        ));
+        assert_eq!(
+            gateway.charge(request("o3", "tok_unavailable")).await,
+            Err(GatewayError::Unavailable("simulated outage".into()))
+        );
+        assert_eq!(gateway.lookup("o3").await, Ok(None));
+        assert_eq!(
+            gateway.charge(request("o4", "tok_timeout")).await,
+            Err(GatewayError::Timeout)
+        );
+        assert!(
+            matches!(
+                gateway.lookup("o4").await,
+                Ok(Some(ChargeOutcome::Approved { .. }))
+            ),
+            "the timed-out charge was made"
+        );
+        assert_eq!(gateway.charges_made(), 2);
+        assert!(valid_token("tok_visa") && !valid_token("visa") && !valid_token("tok_<script>"));
+    }
+}

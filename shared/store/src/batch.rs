@@ -1,0 +1,62 @@
+//! Consistent multi-item reads: one `BatchGetItem` (repeated only for keys DynamoDB leaves
+//! unprocessed under throttling).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
+
+use crate::error::StoreError;
+use crate::items::Item;
+use crate::Store;
+
+impl Store {
+    /// The items found for `keys`, by partition key.
+    pub(crate) async fn batch_get(
+        &self,
+        keys: Vec<Item>,
+    ) -> Result<HashMap<String, Item>, StoreError> {
+        let mut found = HashMap::new();
+        if keys.is_empty() {
+            return Ok(found);
+        }
+        let mut pending = Some(
+            KeysAndAttributes::builder()
+                .set_keys(Some(keys))
+                .consistent_read(true)
+                .build()
+                .map_err(StoreError::backend)?,
+        );
+        for attempt in 0..5u32 {
+            let Some(request) = pending.take() else { break };
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_millis(20 << attempt)).await;
+            }
+            let output = self
+                .client
+                .batch_get_item()
+                .request_items(&self.table, request)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            for item in output
+                .responses
+                .unwrap_or_default()
+                .remove(&self.table)
+                .unwrap_or_default()
+            {
+                if let Some(AttributeValue::S(pk)) = item.get("pk") {
+                    found.insert(pk.clone(), item);
+                }
+            }
+            pending = output
+                .unprocessed_keys
+                .and_then(|mut u| u.remove(&self.table))
+                .filter(|k| !k.keys.is_empty());
+        }
+        if pending.is_some() {
+            return Err(StoreError::Contention(vec![]));
+        }
+        Ok(found)
+    }
+}

@@ -1,0 +1,229 @@
+//! Cancel, fulfil and the expiry sweeper.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bouquet_testkit::{ApiRequest, TestCloud};
+
+#[tokio::test]
+async fn a_customer_cancels_a_live_reservation_once() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let bouquet = cloud.bouquet(&vendor, "10.00").await;
+    let order = cloud.reserve("customer-1", &[&bouquet]).await.body["orderId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cancel = |customer: &str| {
+        ApiRequest::fixture("cancel-order")
+            .customer(customer)
+            .path("orderId", &order)
+    };
+    assert_eq!(
+        cloud
+            .call("cancel-order", cancel("customer-2"))
+            .await
+            .status,
+        404,
+        "not someone else's"
+    );
+    let cancelled = cloud.call("cancel-order", cancel("customer-1")).await;
+    assert_eq!(
+        (cancelled.status, cancelled.body["status"].as_str()),
+        (200, Some("cancelled"))
+    );
+    assert_eq!(
+        cloud
+            .status_of(&format!("BOUQUET#{bouquet}"))
+            .await
+            .as_deref(),
+        Some("available")
+    );
+    let again = cloud.call("cancel-order", cancel("customer-1")).await;
+    assert_eq!(
+        (
+            again.status,
+            again.code(),
+            again.body["orderStatus"].as_str()
+        ),
+        (409, Some("order.invalid_state"), Some("cancelled"))
+    );
+    assert!(cloud
+        .event_names()
+        .await
+        .contains(&"OrderCancelled".to_owned()));
+    assert_eq!(
+        cloud.reserve("customer-3", &[&bouquet]).await.status,
+        201,
+        "the bouquet can be reserved again"
+    );
+}
+
+#[tokio::test]
+async fn its_vendor_fulfils_a_paid_order() {
+    let cloud = TestCloud::new().await;
+    let (vendor, other) = (cloud.vendor("Bloom").await, cloud.vendor("Petal").await);
+    let bouquet = cloud.bouquet(&vendor, "10.00").await;
+    let order = cloud.reserve("customer-1", &[&bouquet]).await.body["orderId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let fulfil = |vendor_id: &str| {
+        ApiRequest::fixture("fulfil-order")
+            .vendor(vendor_id)
+            .path("orderId", &order)
+    };
+    let early = cloud.call("fulfil-order", fulfil(&vendor)).await;
+    assert_eq!(
+        (early.status, early.code()),
+        (409, Some("order.invalid_state")),
+        "only paid orders"
+    );
+    assert_eq!(
+        cloud
+            .pay("customer-1", &order, "tok_visa", None)
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        cloud.call("fulfil-order", fulfil(&other)).await.status,
+        404,
+        "not another vendor's"
+    );
+    let done = cloud.call("fulfil-order", fulfil(&vendor)).await;
+    assert_eq!(
+        (done.status, done.body["status"].as_str()),
+        (200, Some("fulfilled"))
+    );
+    let seen = cloud
+        .call(
+            "get-order",
+            ApiRequest::fixture("get-order")
+                .customer("customer-1")
+                .path("orderId", &order),
+        )
+        .await;
+    assert_eq!(seen.body["status"], "fulfilled");
+    let cancel = cloud
+        .call(
+            "cancel-order",
+            ApiRequest::fixture("cancel-order")
+                .customer("customer-1")
+                .path("orderId", &order),
+        )
+        .await;
+    assert_eq!(cancel.status, 409);
+    assert!(cloud
+        .event_names()
+        .await
+        .contains(&"OrderFulfilled".to_owned()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_sweepers_at_once_expire_each_lapsed_order_exactly_once() {
+    let cloud = Arc::new(TestCloud::new().await);
+    let vendor = cloud.vendor("Bloom").await;
+    let mut orders = Vec::new();
+    for i in 0..8 {
+        let bouquet = cloud.bouquet(&vendor, "10.00").await;
+        orders.push(
+            cloud
+                .reserve(&format!("customer-{i}"), &[&bouquet])
+                .await
+                .body["orderId"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    let live = cloud.bouquet(&vendor, "10.00").await;
+    assert_eq!(
+        cloud.run_scheduled("expire-reservations").await["expired"],
+        0,
+        "nothing is due yet"
+    );
+    cloud.clock.advance(Duration::from_secs(15 * 60 + 1));
+    let fresh = cloud.reserve("customer-late", &[&live]).await.body["orderId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (a, b) = tokio::join!(
+        cloud.run_scheduled("expire-reservations"),
+        cloud.run_scheduled("expire-reservations")
+    );
+    assert_eq!(
+        a["expired"].as_u64().unwrap() + b["expired"].as_u64().unwrap(),
+        8,
+        "{a} {b}"
+    );
+    for order in &orders {
+        assert_eq!(
+            cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+            Some("expired")
+        );
+    }
+    assert_eq!(
+        cloud.status_of(&format!("ORDER#{fresh}")).await.as_deref(),
+        Some("reserved"),
+        "a live hold is left alone"
+    );
+    assert_eq!(
+        cloud
+            .items_of("bouquet")
+            .await
+            .iter()
+            .filter(|b| b["status"].as_s().is_ok_and(|s| s == "available"))
+            .count(),
+        8
+    );
+    assert_eq!(
+        cloud
+            .event_names()
+            .await
+            .iter()
+            .filter(|n| *n == "ReservationExpired")
+            .count(),
+        8
+    );
+    assert_eq!(
+        cloud.run_scheduled("expire-reservations").await["due"],
+        0,
+        "expired orders leave the sparse index"
+    );
+}
+
+#[tokio::test]
+async fn the_sweeper_releases_only_bouquets_the_order_still_holds() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let (a, b) = (
+        cloud.bouquet(&vendor, "10.00").await,
+        cloud.bouquet(&vendor, "10.00").await,
+    );
+    let first = cloud.reserve("customer-1", &[&a, &b]).await.body["orderId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    cloud.clock.advance(Duration::from_secs(16 * 60));
+    // Another customer takes one of the lapsed holds before the sweeper runs.
+    let second = cloud.reserve("customer-2", &[&a]).await.body["orderId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let report = cloud.run_scheduled("expire-reservations").await;
+    assert_eq!(report["expired"], 1, "{report}");
+    assert_eq!(
+        cloud.status_of(&format!("ORDER#{first}")).await.as_deref(),
+        Some("expired")
+    );
+    assert_eq!(
+        cloud.status_of(&format!("BOUQUET#{a}")).await.as_deref(),
+        Some("reserved"),
+        "still {second}'s"
+    );
+    assert_eq!(
+        cloud.status_of(&format!("BOUQUET#{b}")).await.as_deref(),
+        Some("available")
+    );
+}

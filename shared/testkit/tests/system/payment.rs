@@ -1,0 +1,403 @@
+//! Payment: claim before charge, one charge per attempt whatever fails, races decided by
+//! conditions. The simulated gateway counts the charges it made.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::json;
+
+use bouquet_http::payments::{
+    ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway, SimulatedGateway,
+};
+use bouquet_testkit::{ApiRequest, TestCloud};
+
+async fn reserved_order(cloud: &TestCloud, customer: &str) -> (String, String) {
+    let vendor = cloud.vendor("Bloom").await;
+    let bouquet = cloud.bouquet(&vendor, "24.50").await;
+    let order = cloud.reserve(customer, &[&bouquet]).await;
+    assert_eq!(order.status, 201);
+    (order.body["orderId"].as_str().unwrap().to_owned(), bouquet)
+}
+
+#[tokio::test]
+async fn paying_sells_the_bouquets_once_and_paying_again_returns_the_order() {
+    let gateway = Arc::new(SimulatedGateway::new());
+    let cloud = TestCloud::new().await.with_gateway(gateway.clone());
+    let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
+    let paid = cloud
+        .pay("customer-1", &order, "tok_visa", Some("pay-1"))
+        .await;
+    assert_eq!(
+        (paid.status, paid.body["status"].as_str()),
+        (200, Some("paid")),
+        "{}",
+        paid.body
+    );
+    assert!(paid.body["chargeId"]
+        .as_str()
+        .is_some_and(|c| c.starts_with("ch_")));
+    assert_eq!(
+        cloud
+            .status_of(&format!("BOUQUET#{bouquet}"))
+            .await
+            .as_deref(),
+        Some("sold")
+    );
+    let replay = cloud
+        .pay("customer-1", &order, "tok_visa", Some("pay-1"))
+        .await;
+    assert_eq!(
+        (replay.status, replay.header("idempotent-replayed")),
+        (200, Some("true"))
+    );
+    let again = cloud.pay("customer-1", &order, "tok_visa", None).await;
+    assert_eq!(
+        (again.status, again.body["status"].as_str()),
+        (200, Some("paid"))
+    );
+    assert_eq!(gateway.charges_made(), 1);
+    assert_eq!(
+        cloud
+            .event_names()
+            .await
+            .iter()
+            .filter(|n| *n == "OrderPaid")
+            .count(),
+        1
+    );
+    let listed = cloud
+        .call("list-bouquets", ApiRequest::fixture("list-bouquets"))
+        .await;
+    assert_eq!(
+        listed.body["items"],
+        json!([]),
+        "a sold bouquet leaves the catalogue"
+    );
+}
+
+#[tokio::test]
+async fn a_declined_payment_returns_the_order_to_reserved_and_a_new_card_pays() {
+    let gateway = Arc::new(SimulatedGateway::new());
+    let cloud = TestCloud::new().await.with_gateway(gateway.clone());
+    let (order, _) = reserved_order(&cloud, "customer-1").await;
+    let declined = cloud
+        .pay("customer-1", &order, "tok_decline", Some("try-1"))
+        .await;
+    assert_eq!(
+        (declined.status, declined.code()),
+        (402, Some("payment.declined"))
+    );
+    assert_eq!(
+        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        Some("reserved")
+    );
+    let paid = cloud
+        .pay("customer-1", &order, "tok_visa", Some("try-2"))
+        .await;
+    assert_eq!(
+        (paid.status, paid.body["status"].as_str()),
+        (200, Some("paid")),
+        "{}",
+        paid.body
+    );
+    assert_eq!(gateway.charges_made(), 1);
+}
+
+#[tokio::test]
+async fn an_expired_hold_is_not_charged() {
+    let gateway = Arc::new(SimulatedGateway::new());
+    let cloud = TestCloud::new().await.with_gateway(gateway.clone());
+    let (order, _) = reserved_order(&cloud, "customer-1").await;
+    cloud.clock.advance(Duration::from_secs(15 * 60 + 1));
+    let before = cloud.items().await;
+    let late = cloud
+        .pay("customer-1", &order, "tok_visa", Some("late"))
+        .await;
+    assert_eq!(
+        (late.status, late.code()),
+        (409, Some("reservation.expired"))
+    );
+    assert_eq!(gateway.charges_made(), 0);
+    assert_eq!(cloud.items().await, before);
+}
+
+#[tokio::test]
+async fn a_gateway_timeout_keeps_the_attempt_and_a_retry_charges_once() {
+    let gateway = Arc::new(SimulatedGateway::new());
+    let cloud = TestCloud::new().await.with_gateway(gateway.clone());
+    let (order, _) = reserved_order(&cloud, "customer-1").await;
+    let timeout = cloud
+        .pay("customer-1", &order, "tok_timeout", Some("k"))
+        .await;
+    assert_eq!(
+        (timeout.status, timeout.code()),
+        (503, Some("payment.unavailable"))
+    );
+    assert_eq!(
+        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        Some("payment_pending"),
+        "it may have been charged"
+    );
+    let retry = cloud
+        .pay("customer-1", &order, "tok_timeout", Some("k"))
+        .await;
+    assert_eq!(retry.status, 503, "the same attempt again");
+    let other_card = cloud
+        .pay("customer-1", &order, "tok_visa", Some("k2"))
+        .await;
+    assert_eq!(
+        (other_card.status, other_card.body["status"].as_str()),
+        (200, Some("paid")),
+        "{}",
+        other_card.body
+    );
+    assert_eq!(
+        gateway.charges_made(),
+        1,
+        "the retry returned the first charge"
+    );
+}
+
+/// Charges, then never answers: the process "dies" between the charge and its commit.
+struct CrashAfterCharge(Arc<SimulatedGateway>);
+
+impl PaymentGateway for CrashAfterCharge {
+    fn charge(&self, request: ChargeRequest) -> BoxFuture<'_, Result<ChargeOutcome, GatewayError>> {
+        Box::pin(async move {
+            let _ = self.0.charge(request).await;
+            futures::future::pending().await
+        })
+    }
+    fn lookup(&self, key: &str) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>> {
+        self.0.lookup(key)
+    }
+    fn refund(&self, key: &str) -> BoxFuture<'_, Result<(), GatewayError>> {
+        self.0.refund(key)
+    }
+}
+
+#[tokio::test]
+async fn a_crash_between_charge_and_commit_is_completed_by_a_retry_with_one_charge() {
+    let gateway = Arc::new(SimulatedGateway::new());
+    let cloud = TestCloud::new()
+        .await
+        .with_gateway(Arc::new(CrashAfterCharge(gateway.clone())));
+    let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
+    let request = ApiRequest::fixture("pay-order")
+        .customer("customer-1")
+        .path("orderId", &order)
+        .idempotency_key("pay-once");
+    let crashed = cloud
+        .call(
+            "pay-order",
+            request.clone().deadline_in(Duration::from_millis(800)),
+        )
+        .await;
+    assert_eq!(
+        (crashed.status, crashed.code()),
+        (503, Some("deadline.exceeded"))
+    );
+    assert_eq!(gateway.charges_made(), 1);
+    assert_eq!(
+        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        Some("payment_pending")
+    );
+
+    // The same request, on a healthy container: within the lease it is in progress...
+    let cloud = cloud.with_gateway(gateway.clone());
+    let soon = cloud.call("pay-order", request.clone()).await;
+    assert_eq!(
+        (soon.status, soon.code()),
+        (409, Some("order.invalid_state"))
+    );
+    // ...after it, the attempt is taken over and the charge repeated under the same key.
+    cloud.clock.advance(Duration::from_secs(61));
+    let retried = cloud.call("pay-order", request).await;
+    assert_eq!(
+        (retried.status, retried.body["status"].as_str()),
+        (200, Some("paid")),
+        "{}",
+        retried.body
+    );
+    assert_eq!(gateway.charges_made(), 1, "charged once");
+    assert_eq!(
+        cloud
+            .status_of(&format!("BOUQUET#{bouquet}"))
+            .await
+            .as_deref(),
+        Some("sold")
+    );
+}
+
+#[tokio::test]
+async fn a_crash_between_charge_and_commit_is_completed_by_the_sweeper() {
+    let gateway = Arc::new(SimulatedGateway::new());
+    let cloud = TestCloud::new()
+        .await
+        .with_gateway(Arc::new(CrashAfterCharge(gateway.clone())));
+    let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
+    let request = ApiRequest::fixture("pay-order")
+        .customer("customer-1")
+        .path("orderId", &order)
+        .deadline_in(Duration::from_millis(800));
+    assert_eq!(cloud.call("pay-order", request).await.status, 503);
+    let cloud = cloud.with_gateway(gateway.clone());
+    // Not due while the hold (extended over the attempt) lasts.
+    cloud.clock.advance(Duration::from_secs(14 * 60));
+    assert_eq!(
+        cloud.run_scheduled("expire-reservations").await["paymentsCompleted"],
+        0
+    );
+    cloud.clock.advance(Duration::from_secs(2 * 60));
+    let report = cloud.run_scheduled("expire-reservations").await;
+    assert_eq!(report["paymentsCompleted"], 1, "{report}");
+    assert_eq!(
+        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        Some("paid")
+    );
+    assert_eq!(
+        cloud
+            .status_of(&format!("BOUQUET#{bouquet}"))
+            .await
+            .as_deref(),
+        Some("sold")
+    );
+    assert_eq!(gateway.charges_made(), 1);
+}
+
+#[tokio::test]
+async fn an_interrupted_attempt_that_charged_nothing_is_released_by_the_sweeper() {
+    let gateway = Arc::new(SimulatedGateway::new());
+    let cloud = TestCloud::new().await.with_gateway(gateway.clone());
+    let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
+    assert_eq!(
+        cloud
+            .pay("customer-1", &order, "tok_unavailable", None)
+            .await
+            .code(),
+        Some("payment.unavailable")
+    );
+    cloud.clock.advance(Duration::from_secs(16 * 60));
+    let report = cloud.run_scheduled("expire-reservations").await;
+    assert_eq!(report["paymentsReleased"], 1, "{report}");
+    assert_eq!(
+        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        Some("expired")
+    );
+    assert_eq!(
+        cloud
+            .status_of(&format!("BOUQUET#{bouquet}"))
+            .await
+            .as_deref(),
+        Some("available")
+    );
+    assert_eq!(gateway.charges_made(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pay_and_cancel_at_once_exactly_one_wins() {
+    for round in 0..5 {
+        let gateway = Arc::new(SimulatedGateway::with_latency(Duration::from_millis(20)));
+        let cloud = Arc::new(TestCloud::new().await.with_gateway(gateway.clone()));
+        let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
+        let (pay, cancel) = tokio::join!(
+            cloud.pay("customer-1", &order, "tok_visa", None),
+            cloud.call(
+                "cancel-order",
+                ApiRequest::fixture("cancel-order")
+                    .customer("customer-1")
+                    .path("orderId", &order)
+            ),
+        );
+        let final_status = cloud.status_of(&format!("ORDER#{order}")).await;
+        match (pay.status, cancel.status) {
+            (200, 409) => {
+                assert_eq!(final_status.as_deref(), Some("paid"));
+                assert_eq!(
+                    cloud
+                        .status_of(&format!("BOUQUET#{bouquet}"))
+                        .await
+                        .as_deref(),
+                    Some("sold")
+                );
+                assert_eq!(gateway.charges_made(), 1);
+            }
+            (409, 200) => {
+                assert_eq!(final_status.as_deref(), Some("cancelled"));
+                assert_eq!(
+                    cloud
+                        .status_of(&format!("BOUQUET#{bouquet}"))
+                        .await
+                        .as_deref(),
+                    Some("available")
+                );
+                assert_eq!(
+                    gateway.charges_made(),
+                    0,
+                    "a cancelled order is never charged"
+                );
+            }
+            other => panic!("round {round}: {other:?} {} {}", pay.body, cancel.body),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pay_and_expiry_at_the_deadline_never_both_happen() {
+    for round in 0..5 {
+        let gateway = Arc::new(SimulatedGateway::with_latency(Duration::from_millis(10)));
+        let cloud = Arc::new(TestCloud::new().await.with_gateway(gateway.clone()));
+        let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
+        let deadline = bouquet_testkit::T0.plus(Duration::from_secs(15 * 60));
+        // The payment runs at the deadline (still valid), the sweeper 1 ms after it (due).
+        let payer = cloud.app_at(deadline).with_payments(gateway.clone());
+        let sweeper = cloud
+            .app_at(deadline.plus(Duration::from_millis(1)))
+            .with_payments(gateway.clone());
+        let pay_request = ApiRequest::fixture("pay-order")
+            .customer("customer-1")
+            .path("orderId", &order)
+            .no_idempotency_key();
+        let (pay, report) = tokio::join!(
+            cloud.call_with(payer, "pay-order", pay_request),
+            cloud.run_scheduled_with("expire-reservations", sweeper)
+        );
+        let order_status = cloud.status_of(&format!("ORDER#{order}")).await.unwrap();
+        let bouquet_status = cloud
+            .status_of(&format!("BOUQUET#{bouquet}"))
+            .await
+            .unwrap();
+        match order_status.as_str() {
+            "paid" => {
+                assert_eq!(
+                    (
+                        pay.status,
+                        bouquet_status.as_str(),
+                        report["expired"].as_u64()
+                    ),
+                    (200, "sold", Some(0)),
+                    "round {round}"
+                );
+                assert_eq!(gateway.charges_made(), 1);
+            }
+            "expired" => {
+                assert_eq!(
+                    (pay.status, pay.code(), bouquet_status.as_str()),
+                    (409, Some("reservation.expired"), "available"),
+                    "round {round}: {}",
+                    pay.body
+                );
+                assert_eq!(
+                    gateway.charges_made(),
+                    0,
+                    "an expired order is never charged"
+                );
+            }
+            other => panic!(
+                "round {round}: order {other}, pay {} {}, sweep {report}",
+                pay.status, pay.body
+            ),
+        }
+    }
+}
