@@ -12,5 +12,7 @@ log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+log "building the function binaries the system tests start"
+cargo build --locked -p get-bouquet -p list-bouquets -p create-order
 log "cargo test (AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL)"
 cargo test --workspace --locked "$@"

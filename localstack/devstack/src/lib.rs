@@ -9,5 +9,6 @@ pub mod apigw;
 pub mod functions;
 pub mod jwt;
 pub mod provision;
+pub mod runtime_api;
 pub mod seed;
 pub mod server;

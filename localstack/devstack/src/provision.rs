@@ -160,3 +160,58 @@ pub async fn create_table(
 pub fn local_name(stack: &str, logical_id: &str) -> String {
     format!("{stack}-{logical_id}")
 }
+
+/// Resolves a template value (`!Ref`, `!GetAtt`, `!Sub`, literals) to its local meaning:
+/// resources by `names` (logical id → local name), parameters by their defaults.
+pub fn resolve(
+    template: &Template,
+    value: &Value,
+    names: &std::collections::HashMap<String, String>,
+) -> String {
+    let lookup = |name: &str| -> String {
+        match name {
+            "AWS::Region" => std::env::var("AWS_REGION").unwrap_or_else(|_| "eu-west-1".into()),
+            "AWS::AccountId" => "123456789012".into(),
+            "AWS::StackName" => "bouquet-local".into(),
+            _ => names
+                .get(name)
+                .cloned()
+                .or_else(|| template.parameter_default(name))
+                .unwrap_or_else(|| name.to_owned()),
+        }
+    };
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Object(map) => {
+            if let Some(Value::String(name)) = map.get("Ref") {
+                lookup(name)
+            } else if let Some(Value::Array(parts)) = map.get("Fn::GetAtt") {
+                let resource = parts.first().and_then(Value::as_str).unwrap_or_default();
+                format!(
+                    "arn:aws:local:{}:123456789012:{}",
+                    lookup("AWS::Region"),
+                    lookup(resource)
+                )
+            } else if let Some(Value::String(text)) = map.get("Fn::Sub") {
+                let mut out = String::new();
+                let mut rest = text.as_str();
+                while let Some(start) = rest.find("${") {
+                    out.push_str(&rest[..start]);
+                    let Some(end) = rest[start..].find('}') else {
+                        break;
+                    };
+                    let name = &rest[start + 2..start + end];
+                    out.push_str(&lookup(name.split('.').next().unwrap_or(name)));
+                    rest = &rest[start + end + 1..];
+                }
+                out.push_str(rest);
+                out
+            } else {
+                value.to_string()
+            }
+        }
+        other => other.to_string(),
+    }
+}

@@ -26,6 +26,7 @@ pub struct LocalApi {
     routes: Vec<(RoutePattern, Target)>,
     app: App,
     jwt_secret: String,
+    invocations: std::sync::atomic::AtomicUsize,
 }
 
 struct Target {
@@ -62,6 +63,7 @@ impl LocalApi {
             routes,
             app,
             jwt_secret,
+            invocations: Default::default(),
         })
     }
 
@@ -103,6 +105,8 @@ impl LocalApi {
                 )
             }
         };
+        self.invocations
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         match (target.handler)(self.app.clone(), request).await {
             Ok(response) => {
                 let status = response.status();
@@ -125,10 +129,22 @@ impl LocalApi {
         }
     }
 
+    /// How many times a function was invoked (requests the authorizer or the router
+    /// refused are not).
+    pub fn invocations(&self) -> usize {
+        self.invocations.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Serves on `address` until the process is stopped.
     pub async fn serve(self, address: SocketAddr) -> std::io::Result<()> {
-        let listener = TcpListener::bind(address).await?;
-        let api = Arc::new(self);
+        Arc::new(self)
+            .serve_on(TcpListener::bind(address).await?)
+            .await
+    }
+
+    /// Serves connections from `listener` (bound by the caller, e.g. on port 0).
+    pub async fn serve_on(self: Arc<Self>, listener: TcpListener) -> std::io::Result<()> {
+        let api = self;
         loop {
             let (stream, peer) = listener.accept().await?;
             let api = api.clone();

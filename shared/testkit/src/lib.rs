@@ -23,9 +23,37 @@ use bouquet_http::store::Store;
 use bouquet_http::{App, Config};
 use bouquet_template::Template;
 
+pub mod http_client;
+
 pub use devstack::functions::{HTTP_FUNCTIONS, SCHEDULED_FUNCTIONS};
 
 pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:4566";
+
+/// The signing key the tests' local API uses.
+pub const JWT_SECRET: &str = "testkit-secret";
+
+/// A built function binary (`target/<profile>/<name>`). `./localstack/test.sh` builds the
+/// ones the tests start; a missing one fails the test with how to build it.
+pub fn function_binary(name: &str) -> PathBuf {
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repository_root().join("target"));
+    let path = target.join("debug").join(name);
+    assert!(
+        path.is_file(),
+        "{} is not built: run `cargo build -p {name}` (./localstack/test.sh does)",
+        path.display()
+    );
+    path
+}
+
+/// A bearer token the tests' local API accepts.
+pub fn token(role: &str, sub: &str, vendor_id: Option<&str>) -> String {
+    format!(
+        "Bearer {}",
+        devstack::jwt::mint(JWT_SECRET, role, sub, vendor_id, 600).expect("mint")
+    )
+}
 
 /// A fixed start for every test clock: 2026-12-02T16:16:51Z.
 pub const T0: Timestamp = Timestamp::from_millis(1_796_228_211_000);
@@ -240,6 +268,52 @@ impl TestCloud {
             .into_iter()
             .find(|i| i.get("pk") == Some(&AttributeValue::S(pk.to_owned())))
             .and_then(|i| i.get("status").and_then(|s| s.as_s().ok().cloned()))
+    }
+
+    /// The dev stack's HTTP API in front of this test's table, on a free port.
+    pub async fn local_api(&self) -> (std::net::SocketAddr, Arc<devstack::server::LocalApi>) {
+        let template = Template::repository().expect("template.yaml");
+        let api = Arc::new(
+            devstack::server::LocalApi::from_template(
+                &template,
+                self.app.clone(),
+                JWT_SECRET.into(),
+            )
+            .expect("every route has a handler"),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a free port");
+        let address = listener.local_addr().expect("address");
+        tokio::spawn(api.clone().serve_on(listener));
+        (address, api)
+    }
+
+    /// The environment `binary` gets from the template, resolved to this test's resources,
+    /// plus the emulator's endpoint and credentials.
+    pub fn function_env(&self, binary: &str) -> Vec<(String, String)> {
+        let template = Template::repository().expect("template.yaml");
+        let function = template
+            .functions()
+            .expect("functions")
+            .into_iter()
+            .find(|f| f.binary == binary)
+            .expect("function in the template");
+        let names = HashMap::from([("MarketTable".to_owned(), self.table.clone())]);
+        let mut env = template.environment(&function, &|v| {
+            devstack::provision::resolve(&template, v, &names)
+        });
+        env.extend([
+            ("AWS_ENDPOINT_URL".to_owned(), endpoint()),
+            ("AWS_ACCESS_KEY_ID".to_owned(), "test".to_owned()),
+            ("AWS_SECRET_ACCESS_KEY".to_owned(), "test".to_owned()),
+            (
+                "AWS_REGION".to_owned(),
+                std::env::var("AWS_REGION").unwrap_or_else(|_| "eu-west-1".into()),
+            ),
+            ("RUST_LOG".to_owned(), "warn".to_owned()),
+        ]);
+        env
     }
 
     /// Names of the outbox events written so far.

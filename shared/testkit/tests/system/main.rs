@@ -7,6 +7,7 @@ mod cart;
 mod catalogue;
 mod fixtures;
 mod lifecycle;
+mod local_cloud;
 mod orders;
 mod payment;
 mod pipeline;

@@ -1,0 +1,310 @@
+//! The local cloud over real sockets: the dev stack's API Gateway (routes from the template,
+//! JWT authorizer) in front of the handlers; and the real function binaries under a local
+//! Lambda Runtime API giving the same answers as the in-process path.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use bouquet_testkit::http_client::send;
+use bouquet_testkit::{function_binary, token, ApiRequest, TestCloud};
+use devstack::runtime_api::{http_response, FunctionProcess};
+
+#[tokio::test]
+async fn browse_cart_reserve_pay_fulfil_and_reserve_expire_over_http() {
+    let cloud = TestCloud::new().await;
+    let (api, _) = cloud.local_api().await;
+    let admin = token("admin", "admin-1", None);
+    let vendor = send(
+        api,
+        "POST",
+        "/v1/vendors",
+        &[("authorization", &admin)],
+        Some(&json!({ "name": "Bloom & Vase" })),
+    )
+    .await;
+    assert_eq!(vendor.status, 201, "{:?}", vendor.body);
+    let vendor_id = vendor.body["vendorId"].as_str().unwrap().to_owned();
+    let seller = token("vendor", "seller-1", Some(&vendor_id));
+    let mut bouquets = Vec::new();
+    for (name, amount) in [("Peonies", "34.90"), ("Tulips", "24.50")] {
+        let listed = send(
+            api,
+            "POST",
+            &format!("/v1/vendors/{vendor_id}/bouquets"),
+            &[("authorization", &seller)],
+            Some(&json!({ "name": name, "price": { "amount": amount, "currency": "EUR" } })),
+        )
+        .await;
+        assert_eq!(listed.status, 201);
+        bouquets.push(listed.body["bouquetId"].as_str().unwrap().to_owned());
+    }
+
+    // Browse (public), put one in the cart, reserve the cart, pay, and the vendor fulfils.
+    let catalogue = send(api, "GET", "/v1/bouquets?limit=10", &[], None).await;
+    assert_eq!(catalogue.body["items"].as_array().map(Vec::len), Some(2));
+    let alice = token("customer", "alice", None);
+    let cart = send(
+        api,
+        "PUT",
+        &format!("/v1/cart/items/{}", bouquets[0]),
+        &[("authorization", &alice)],
+        None,
+    )
+    .await;
+    assert_eq!(
+        (cart.status, cart.body["total"]["amount"].as_str()),
+        (200, Some("34.90"))
+    );
+    let order = send(
+        api,
+        "POST",
+        "/v1/orders",
+        &[("authorization", &alice), ("idempotency-key", "checkout-1")],
+        None,
+    )
+    .await;
+    assert_eq!(
+        (order.status, order.body["status"].as_str()),
+        (201, Some("reserved")),
+        "{:?}",
+        order.body
+    );
+    let order_id = order.body["orderId"].as_str().unwrap().to_owned();
+    let paid = send(
+        api,
+        "POST",
+        &format!("/v1/orders/{order_id}/payment"),
+        &[("authorization", &alice), ("idempotency-key", "pay-1")],
+        Some(&json!({ "paymentToken": "tok_visa" })),
+    )
+    .await;
+    assert_eq!(
+        (paid.status, paid.body["status"].as_str()),
+        (200, Some("paid")),
+        "{:?}",
+        paid.body
+    );
+    let fulfilled = send(
+        api,
+        "POST",
+        &format!("/v1/orders/{order_id}/fulfil"),
+        &[("authorization", &seller)],
+        None,
+    )
+    .await;
+    assert_eq!(
+        (fulfilled.status, fulfilled.body["status"].as_str()),
+        (200, Some("fulfilled"))
+    );
+    assert_eq!(
+        cloud
+            .status_of(&format!("ORDER#{order_id}"))
+            .await
+            .as_deref(),
+        Some("fulfilled")
+    );
+
+    // Reserve the other one and let it lapse: the scheduled sweeper expires it.
+    let bob = token("customer", "bob", None);
+    let held = send(
+        api,
+        "POST",
+        "/v1/orders",
+        &[("authorization", &bob)],
+        Some(&json!({ "bouquetIds": [bouquets[1]] })),
+    )
+    .await;
+    assert_eq!(held.status, 201);
+    let held_id = held.body["orderId"].as_str().unwrap().to_owned();
+    cloud.clock.advance(Duration::from_secs(15 * 60 + 1));
+    assert_eq!(
+        cloud.run_scheduled("expire-reservations").await["expired"],
+        1
+    );
+    let seen = send(
+        api,
+        "GET",
+        &format!("/v1/orders/{held_id}"),
+        &[("authorization", &bob)],
+        None,
+    )
+    .await;
+    assert_eq!(seen.body["status"], "expired");
+    let again = send(api, "GET", "/v1/bouquets", &[], None).await;
+    assert_eq!(
+        again.body["items"][0]["bouquetId"],
+        bouquets[1].as_str(),
+        "released to the catalogue"
+    );
+    assert!(again.headers.contains_key("x-correlation-id"));
+}
+
+#[tokio::test]
+async fn the_authorizer_refuses_bad_tokens_without_invoking_the_function() {
+    let cloud = TestCloud::new().await;
+    let (api, local) = cloud.local_api().await;
+    let body = json!({ "bouquetIds": ["01JF0000000000000000000000"] });
+    let forged = format!(
+        "Bearer {}",
+        devstack::jwt::mint("not-the-secret", "customer", "mallory", None, 600).unwrap()
+    );
+    let expired = format!(
+        "Bearer {}",
+        devstack::jwt::mint(bouquet_testkit::JWT_SECRET, "customer", "late", None, -10).unwrap()
+    );
+    let wrong_audience = {
+        use jsonwebtoken::{encode, EncodingKey, Header};
+        let claims = json!({ "sub": "x", "role": "customer", "iss": "bouquet-local", "aud": "another-api", "exp": 4102444800u64 });
+        format!(
+            "Bearer {}",
+            encode(
+                &Header::default(),
+                &claims,
+                &EncodingKey::from_secret(bouquet_testkit::JWT_SECRET.as_bytes())
+            )
+            .unwrap()
+        )
+    };
+    for (what, headers) in [
+        ("no token", vec![]),
+        (
+            "not a bearer token",
+            vec![("authorization", "Basic YWxpY2U6c2VjcmV0")],
+        ),
+        ("wrong signature", vec![("authorization", forged.as_str())]),
+        ("expired", vec![("authorization", expired.as_str())]),
+        (
+            "wrong audience",
+            vec![("authorization", wrong_audience.as_str())],
+        ),
+    ] {
+        let reply = send(api, "POST", "/v1/orders", &headers, Some(&body)).await;
+        assert_eq!(
+            (reply.status, reply.body.clone()),
+            (401, json!({ "message": "Unauthorized" })),
+            "{what}"
+        );
+    }
+    assert_eq!(local.invocations(), 0, "the function never ran");
+    assert_eq!(
+        send(api, "GET", "/v1/nothing-here", &[], None).await.body,
+        json!({ "message": "Not Found" })
+    );
+
+    // A valid token of the wrong role reaches the function, which refuses it; claims arrive.
+    let vendor = token("vendor", "seller", Some("01JF0000000000000000000000"));
+    let refused = send(
+        api,
+        "POST",
+        "/v1/orders",
+        &[("authorization", &vendor)],
+        Some(&body),
+    )
+    .await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (403, Some("auth.forbidden"))
+    );
+    let alice = token("customer", "alice", None);
+    let cart = send(api, "GET", "/v1/cart", &[("authorization", &alice)], None).await;
+    assert_eq!(
+        cart.body["customerId"], "alice",
+        "the token's sub reached the handler"
+    );
+    assert_eq!(local.invocations(), 2);
+}
+
+/// Deterministic requests whose answers can be compared byte for byte.
+async fn comparable_requests(cloud: &TestCloud) -> Vec<(&'static str, ApiRequest)> {
+    let vendor = cloud.vendor("Bloom").await;
+    let bouquet = cloud.bouquet(&vendor, "24.50").await;
+    let taken = cloud.bouquet(&vendor, "10.00").await;
+    assert_eq!(cloud.reserve("customer-1", &[&taken]).await.status, 201);
+    vec![
+        (
+            "get-bouquet",
+            ApiRequest::fixture("get-bouquet").path("bouquetId", &bouquet),
+        ),
+        (
+            "get-bouquet",
+            ApiRequest::fixture("get-bouquet").path("bouquetId", "01JF0000000000000000000000"),
+        ),
+        (
+            "get-bouquet",
+            ApiRequest::fixture("get-bouquet").path("bouquetId", "bad id"),
+        ),
+        (
+            "list-bouquets",
+            ApiRequest::fixture("list-bouquets").query("vendorId", &vendor),
+        ),
+        (
+            "create-order",
+            ApiRequest::fixture("create-order")
+                .json(json!({ "bouquetIds": [taken] }))
+                .no_idempotency_key(),
+        ),
+        (
+            "create-order",
+            ApiRequest::fixture("create-order").raw_body("{nope"),
+        ),
+        (
+            "create-order",
+            ApiRequest::fixture("create-order").anonymous(),
+        ),
+    ]
+}
+
+fn sorted_headers(headers: Vec<(String, String)>) -> Vec<(String, String)> {
+    let mut headers: Vec<_> = headers
+        .into_iter()
+        .map(|(k, v)| (k.to_ascii_lowercase(), v))
+        .collect();
+    headers.sort();
+    headers
+}
+
+#[tokio::test]
+async fn the_real_binaries_answer_exactly_as_the_in_process_handlers() {
+    let cloud = TestCloud::new().await;
+    // The binaries run on the wall clock; so must the in-process side here.
+    cloud.clock.set(bouquet_http::domain::Clock::now(
+        &bouquet_http::domain::SystemClock,
+    ));
+    let requests = comparable_requests(&cloud).await;
+    let mut processes = std::collections::HashMap::new();
+    for (binary, request) in requests {
+        if !processes.contains_key(binary) {
+            let process = FunctionProcess::spawn(
+                &function_binary(binary),
+                binary,
+                &cloud.function_env(binary),
+            )
+            .await
+            .expect("spawn");
+            assert!(
+                process
+                    .init_duration(Duration::from_secs(20))
+                    .await
+                    .is_some(),
+                "{binary} did not start"
+            );
+            processes.insert(binary, process);
+        }
+        let in_process = cloud.call(binary, request.clone()).await;
+        let payload: Value = processes[binary]
+            .api
+            .invoke(request.event().clone(), Duration::from_secs(10))
+            .await
+            .expect("invoke");
+        let (status, headers, body) = http_response(&payload);
+        assert_eq!(status.as_u16(), in_process.status, "{binary}: {payload}");
+        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        assert_eq!(body, in_process.body, "{binary}");
+        let in_process_headers = sorted_headers(in_process.headers.clone().into_iter().collect());
+        assert_eq!(sorted_headers(headers), in_process_headers, "{binary}");
+    }
+    for (_, process) in processes {
+        process.stop().await;
+    }
+}
