@@ -6,6 +6,7 @@
 //!   ([`functions`]) behind them.
 
 pub mod apigw;
+pub mod bench;
 pub mod functions;
 pub mod jwt;
 pub mod provision;

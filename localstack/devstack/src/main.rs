@@ -33,6 +33,16 @@ enum Command {
     },
     /// Create the template's resources on AWS_ENDPOINT_URL (idempotent).
     Provision,
+    /// Measure the real function binaries: init, first request, warm latency, memory, size.
+    Bench {
+        /// Where the built binaries are (build them with `cargo build --release -p ...`).
+        #[arg(long, default_value = "target/release")]
+        binaries: std::path::PathBuf,
+        #[arg(long, default_value_t = 10)]
+        cold_runs: usize,
+        #[arg(long, default_value_t = 200)]
+        warm_invocations: usize,
+    },
     /// Print a bearer token the local authorizer accepts.
     Token {
         #[arg(long, value_parser = ["customer", "vendor", "admin"])]
@@ -85,6 +95,26 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
                     ttl
                 )?
             );
+        }
+        Command::Bench { binaries, cold_runs, warm_invocations } => {
+            let entropy = devstack::bench::first_random_fill();
+            let template = Template::repository()?;
+            let stack = format!("bench-{}", ulid::Ulid::new().to_string().to_lowercase());
+            let app = provision_all(&template, &stack).await?;
+            let table = app.store.table_name().to_owned();
+            let function = template.functions()?.into_iter().next().ok_or("no functions")?;
+            let names = std::collections::HashMap::from([("MarketTable".to_owned(), table.clone())]);
+            let mut env = template.environment(&function, &|v| provision::resolve(&template, v, &names));
+            for key in ["AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"] {
+                if let Ok(value) = std::env::var(key) {
+                    env.push((key.to_owned(), value));
+                }
+            }
+            env.push(("RUST_LOG".into(), "warn".into()));
+            let options = devstack::bench::BenchOptions { binaries: &binaries, cold_runs, warm_invocations, table, env };
+            let report = devstack::bench::run(app, &template, options).await?;
+            println!("first aws-lc random fill in a fresh process: {:.2} ms", entropy.as_secs_f64() * 1000.0);
+            println!("{report}");
         }
         Command::Provision => {
             provision_all(&Template::repository()?, &cli.stack).await?;
