@@ -35,7 +35,14 @@ fn ms(d: Duration) -> String {
 }
 
 /// API Gateway v2 events for the benchmarked routes.
-fn event(method: &str, route: &str, path: &str, params: Value, claims: Option<Value>, body: Option<Value>) -> Value {
+fn event(
+    method: &str,
+    route: &str,
+    path: &str,
+    params: Value,
+    claims: Option<Value>,
+    body: Option<Value>,
+) -> Value {
     let mut context = json!({
         "accountId": "123456789012", "apiId": "bench", "domainName": "bench.local", "domainPrefix": "bench",
         "http": { "method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "bench" },
@@ -62,7 +69,10 @@ async fn post(api: &LocalApi, token: &str, path: &str, body: Value) -> Value {
     let incoming = Incoming {
         method: "POST".into(),
         path: path.into(),
-        headers: vec![("authorization".into(), format!("Bearer {token}")), ("content-type".into(), "application/json".into())],
+        headers: vec![
+            ("authorization".into(), format!("Bearer {token}")),
+            ("content-type".into(), "application/json".into()),
+        ],
         body: body.to_string().into_bytes(),
         source_ip: "127.0.0.1".into(),
         ..Incoming::default()
@@ -71,17 +81,32 @@ async fn post(api: &LocalApi, token: &str, path: &str, body: Value) -> Value {
     serde_json::from_slice(&body).unwrap_or(Value::Null)
 }
 
-pub async fn run(app: App, template: &Template, options: BenchOptions<'_>) -> Result<String, String> {
+pub async fn run(
+    app: App,
+    template: &Template,
+    options: BenchOptions<'_>,
+) -> Result<String, String> {
     let secret = "bench-secret";
     let api = LocalApi::from_template(template, app, secret.into())?;
-    let admin = crate::jwt::mint(secret, "admin", "bench-admin", None, 3600).map_err(|e| e.to_string())?;
+    let admin =
+        crate::jwt::mint(secret, "admin", "bench-admin", None, 3600).map_err(|e| e.to_string())?;
     let vendor = post(&api, &admin, "/v1/vendors", json!({ "name": "Bench" })).await;
-    let vendor_id = vendor["vendorId"].as_str().ok_or("seeding failed")?.to_owned();
-    let seller = crate::jwt::mint(secret, "vendor", "bench-seller", Some(&vendor_id), 3600).map_err(|e| e.to_string())?;
+    let vendor_id = vendor["vendorId"]
+        .as_str()
+        .ok_or("seeding failed")?
+        .to_owned();
+    let seller = crate::jwt::mint(secret, "vendor", "bench-seller", Some(&vendor_id), 3600)
+        .map_err(|e| e.to_string())?;
     let needed = options.cold_runs + options.warm_invocations + 1;
     let mut bouquets = Vec::with_capacity(needed);
     for i in 0..needed {
-        let b = post(&api, &seller, &format!("/v1/vendors/{vendor_id}/bouquets"), json!({ "name": format!("B{i}"), "price": { "amount": "10.00", "currency": "EUR" } })).await;
+        let b = post(
+            &api,
+            &seller,
+            &format!("/v1/vendors/{vendor_id}/bouquets"),
+            json!({ "name": format!("B{i}"), "price": { "amount": "10.00", "currency": "EUR" } }),
+        )
+        .await;
         bouquets.push(b["bouquetId"].as_str().ok_or("seeding failed")?.to_owned());
     }
     let customer = |i: usize| json!({ "sub": format!("bench-{i}"), "role": "customer" });
@@ -89,33 +114,80 @@ pub async fn run(app: App, template: &Template, options: BenchOptions<'_>) -> Re
     let mut report = String::from("| function | binary | init (cold) p50 / max ms | first request ms | warm p50 / p90 / p99 ms | peak RSS MiB |\n|---|---|---|---|---|---|\n");
     for function in ["get-bouquet", "list-bouquets", "create-order"] {
         let binary = options.binaries.join(function);
-        let size = std::fs::metadata(&binary).map_err(|e| format!("{}: {e}", binary.display()))?.len();
+        let size = std::fs::metadata(&binary)
+            .map_err(|e| format!("{}: {e}", binary.display()))?
+            .len();
         let mut make_event = |i: usize| match function {
-            "get-bouquet" => event("GET", "/v1/bouquets/{bouquetId}", &format!("/v1/bouquets/{}", bouquets[0]), json!({ "bouquetId": bouquets[0] }), None, None),
-            "list-bouquets" => event("GET", "/v1/bouquets", "/v1/bouquets", Value::Null, None, None),
-            _ => event("POST", "/v1/orders", "/v1/orders", Value::Null, Some(customer(i)), Some(json!({ "bouquetIds": [next_bouquet.next().cloned()] }))),
+            "get-bouquet" => event(
+                "GET",
+                "/v1/bouquets/{bouquetId}",
+                &format!("/v1/bouquets/{}", bouquets[0]),
+                json!({ "bouquetId": bouquets[0] }),
+                None,
+                None,
+            ),
+            "list-bouquets" => event(
+                "GET",
+                "/v1/bouquets",
+                "/v1/bouquets",
+                Value::Null,
+                None,
+                None,
+            ),
+            _ => event(
+                "POST",
+                "/v1/orders",
+                "/v1/orders",
+                Value::Null,
+                Some(customer(i)),
+                Some(json!({ "bouquetIds": [next_bouquet.next().cloned()] })),
+            ),
         };
         let mut inits = Vec::new();
         let mut firsts = Vec::new();
         for run in 0..options.cold_runs {
-            let process = FunctionProcess::spawn(&binary, function, &options.env).await.map_err(|e| e.to_string())?;
-            inits.push(process.init_duration(Duration::from_secs(20)).await.ok_or("the function did not start")?);
+            let process = FunctionProcess::spawn(&binary, function, &options.env)
+                .await
+                .map_err(|e| e.to_string())?;
+            inits.push(
+                process
+                    .init_duration(Duration::from_secs(20))
+                    .await
+                    .ok_or("the function did not start")?,
+            );
             let started = Instant::now();
-            let answer = process.api.invoke(make_event(run), Duration::from_secs(10)).await.map_err(|e| e.to_string())?;
+            let answer = process
+                .api
+                .invoke(make_event(run), Duration::from_secs(10))
+                .await
+                .map_err(|e| e.to_string())?;
             firsts.push(started.elapsed());
             if answer["statusCode"].as_u64().is_none_or(|s| s >= 500) {
                 return Err(format!("{function} answered {answer}"));
             }
             process.stop().await;
         }
-        let process = FunctionProcess::spawn(&binary, function, &options.env).await.map_err(|e| e.to_string())?;
-        process.init_duration(Duration::from_secs(20)).await.ok_or("the function did not start")?;
-        process.api.invoke(make_event(usize::MAX), Duration::from_secs(10)).await.map_err(|e| e.to_string())?;
+        let process = FunctionProcess::spawn(&binary, function, &options.env)
+            .await
+            .map_err(|e| e.to_string())?;
+        process
+            .init_duration(Duration::from_secs(20))
+            .await
+            .ok_or("the function did not start")?;
+        process
+            .api
+            .invoke(make_event(usize::MAX), Duration::from_secs(10))
+            .await
+            .map_err(|e| e.to_string())?;
         let mut warm = Vec::new();
         for i in 0..options.warm_invocations {
             let event = make_event(options.cold_runs + i);
             let started = Instant::now();
-            process.api.invoke(event, Duration::from_secs(10)).await.map_err(|e| e.to_string())?;
+            process
+                .api
+                .invoke(event, Duration::from_secs(10))
+                .await
+                .map_err(|e| e.to_string())?;
             warm.push(started.elapsed());
         }
         let rss = process.peak_rss_kib().unwrap_or(0);

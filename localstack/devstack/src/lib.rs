@@ -11,5 +11,6 @@ pub mod functions;
 pub mod jwt;
 pub mod provision;
 pub mod runtime_api;
+pub mod schedules;
 pub mod seed;
 pub mod server;

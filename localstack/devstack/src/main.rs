@@ -30,6 +30,9 @@ enum Command {
         /// Skip the demo vendor and bouquets.
         #[arg(long)]
         no_seed: bool,
+        /// Run schedules this many times faster (e.g. 60: a minutely sweeper every second).
+        #[arg(long, default_value_t = 1)]
+        schedule_speedup: u32,
     },
     /// Create the template's resources on AWS_ENDPOINT_URL (idempotent).
     Provision,
@@ -96,33 +99,62 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
                 )?
             );
         }
-        Command::Bench { binaries, cold_runs, warm_invocations } => {
+        Command::Bench {
+            binaries,
+            cold_runs,
+            warm_invocations,
+        } => {
             let entropy = devstack::bench::first_random_fill();
             let template = Template::repository()?;
             let stack = format!("bench-{}", ulid::Ulid::new().to_string().to_lowercase());
             let app = provision_all(&template, &stack).await?;
             let table = app.store.table_name().to_owned();
-            let function = template.functions()?.into_iter().next().ok_or("no functions")?;
-            let names = std::collections::HashMap::from([("MarketTable".to_owned(), table.clone())]);
-            let mut env = template.environment(&function, &|v| provision::resolve(&template, v, &names));
-            for key in ["AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"] {
+            let function = template
+                .functions()?
+                .into_iter()
+                .next()
+                .ok_or("no functions")?;
+            let names =
+                std::collections::HashMap::from([("MarketTable".to_owned(), table.clone())]);
+            let mut env =
+                template.environment(&function, &|v| provision::resolve(&template, v, &names));
+            for key in [
+                "AWS_ENDPOINT_URL",
+                "AWS_ACCESS_KEY_ID",
+                "AWS_SECRET_ACCESS_KEY",
+                "AWS_REGION",
+            ] {
                 if let Ok(value) = std::env::var(key) {
                     env.push((key.to_owned(), value));
                 }
             }
             env.push(("RUST_LOG".into(), "warn".into()));
-            let options = devstack::bench::BenchOptions { binaries: &binaries, cold_runs, warm_invocations, table, env };
+            let options = devstack::bench::BenchOptions {
+                binaries: &binaries,
+                cold_runs,
+                warm_invocations,
+                table,
+                env,
+            };
             let report = devstack::bench::run(app, &template, options).await?;
-            println!("first aws-lc random fill in a fresh process: {:.2} ms", entropy.as_secs_f64() * 1000.0);
+            println!(
+                "first aws-lc random fill in a fresh process: {:.2} ms",
+                entropy.as_secs_f64() * 1000.0
+            );
             println!("{report}");
         }
         Command::Provision => {
             provision_all(&Template::repository()?, &cli.stack).await?;
         }
-        Command::Up { port, no_seed } => {
+        Command::Up {
+            port,
+            no_seed,
+            schedule_speedup,
+        } => {
             let template = Template::repository()?;
             let app = provision_all(&template, &cli.stack).await?;
             let secret = jwt::secret_from_env();
+            let api_app = app.clone();
             let api = LocalApi::from_template(&template, app, secret.clone())?;
             if !no_seed {
                 let seeded = seed::seed(&api, &secret).await?;
@@ -150,6 +182,11 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
                 "admin token:    {}",
                 jwt::mint(&secret, "admin", "admin-demo", None, 86_400)?
             );
+            for (function, every) in
+                devstack::schedules::start(&template, api_app.clone(), schedule_speedup)?
+            {
+                eprintln!("schedule: {function} every {every:?}");
+            }
             let address = SocketAddr::from(([127, 0, 0, 1], port));
             eprintln!("HTTP API on http://{address}/v1 (Ctrl-C to stop)");
             tokio::select! {

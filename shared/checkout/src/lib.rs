@@ -271,6 +271,29 @@ pub async fn fulfil(
     Ok(fulfilled)
 }
 
+/// Expires a lapsed reservation, releasing only the bouquets it still holds (a lapsed hold
+/// may already be someone else's), with `ReservationExpired`.
+async fn expire(
+    store: &Store,
+    order: &Order,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<(), CheckoutError> {
+    let mut expired = order.clone();
+    expired.expire(now)?;
+    let held = held_bouquets(store, order).await?;
+    write(
+        store,
+        &expired,
+        order.version,
+        &effects_for(&held, BouquetEffect::Release),
+        correlation_id,
+        None,
+        now,
+    )
+    .await
+}
+
 /// What the sweeper did with one due order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Swept {
@@ -296,20 +319,9 @@ pub async fn sweep_one(
     };
     let result = match order.status {
         OrderStatus::Reserved if order.hold_expired(now) => {
-            let mut expired = order.clone();
-            expired.expire(now)?;
-            let held = held_bouquets(store, &order).await?;
-            write(
-                store,
-                &expired,
-                order.version,
-                &effects_for(&held, BouquetEffect::Release),
-                correlation_id,
-                None,
-                now,
-            )
-            .await
-            .map(|()| Swept::Expired)
+            expire(store, &order, correlation_id, now)
+                .await
+                .map(|()| Swept::Expired)
         }
         OrderStatus::PaymentPending if order.clone().begin_payment(now).is_ok() => {
             match payments.lookup(&order.gateway_key()).await? {
@@ -333,19 +345,7 @@ pub async fn sweep_one(
                 _ => {
                     let reserved = decline(store, &order, correlation_id, None, now).await?;
                     if reserved.hold_expired(now) {
-                        let mut expired = reserved.clone();
-                        expired.expire(now)?;
-                        let held = held_bouquets(store, &reserved).await?;
-                        write(
-                            store,
-                            &expired,
-                            reserved.version,
-                            &effects_for(&held, BouquetEffect::Release),
-                            correlation_id,
-                            None,
-                            now,
-                        )
-                        .await?;
+                        expire(store, &reserved, correlation_id, now).await?;
                     }
                     Ok(Swept::PaymentReleased)
                 }

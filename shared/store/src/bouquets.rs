@@ -88,16 +88,10 @@ impl Store {
         bouquet_id: BouquetId,
         consistent: bool,
     ) -> Result<Option<Bouquet>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(bouquet_key(&bouquet_id.to_string())))
-            .consistent_read(consistent)
-            .send()
-            .await
-            .map_err(StoreError::backend)?;
-        output.item.map(decode_bouquet).transpose()
+        let item = self
+            .get_item(bouquet_key(&bouquet_id.to_string()), consistent)
+            .await?;
+        item.map(decode_bouquet).transpose()
     }
 
     /// Replaces a bouquet read at `read_version` with its changed state, if it is still at

@@ -63,16 +63,8 @@ pub enum CartRefusal {
 
 impl Store {
     pub async fn cart(&self, customer_id: &CustomerId) -> Result<Cart, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(cart_key(customer_id)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(StoreError::backend)?;
-        decode_cart(customer_id, output.item.as_ref())
+        let item = self.get_item(cart_key(customer_id), true).await?;
+        decode_cart(customer_id, item.as_ref())
     }
 
     /// Adds `bouquet` (as read; its vendor never changes) in one conditional `UpdateItem`:

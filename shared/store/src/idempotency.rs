@@ -117,23 +117,3 @@ pub(crate) fn record_from(
         None => Ok(None),
     }
 }
-
-impl crate::Store {
-    /// The live record for a key, if any (one consistent `GetItem`).
-    pub async fn idempotency_record(
-        &self,
-        key_hash: &str,
-        now: Timestamp,
-    ) -> Result<Option<IdempotencyRecord>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(key_hash)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(StoreError::backend)?;
-        record_from(output.item, now)
-    }
-}

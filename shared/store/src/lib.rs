@@ -50,4 +50,22 @@ impl Store {
     pub fn client(&self) -> &Client {
         &self.client
     }
+
+    /// One item by key; `consistent` when a conditional write will follow the read.
+    pub(crate) async fn get_item(
+        &self,
+        key: items::Item,
+        consistent: bool,
+    ) -> Result<Option<items::Item>, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key))
+            .consistent_read(consistent)
+            .send()
+            .await
+            .map_err(StoreError::backend)?;
+        Ok(output.item)
+    }
 }

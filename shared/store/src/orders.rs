@@ -268,16 +268,8 @@ impl Store {
 
     /// One order (consistent: a transition may follow the read).
     pub async fn order(&self, order_id: OrderId) -> Result<Option<Order>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(order_key(order_id)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(StoreError::backend)?;
-        output.item.map(decode_order).transpose()
+        let item = self.get_item(order_key(order_id), true).await?;
+        item.map(decode_order).transpose()
     }
 
     /// A customer's orders, newest first.

@@ -31,20 +31,13 @@ impl Store {
     }
 
     pub async fn vendor(&self, vendor_id: VendorId) -> Result<Option<Vendor>, StoreError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(keys::key(
-                keys::vendor_pk(&vendor_id.to_string()),
-                keys::VENDOR_SK,
-            )))
-            .send()
-            .await
-            .map_err(StoreError::backend)?;
-        output
-            .item
-            .map(|item| from_item::<VendorItem>(item)?.into_domain())
+        let item = self
+            .get_item(
+                keys::key(keys::vendor_pk(&vendor_id.to_string()), keys::VENDOR_SK),
+                false,
+            )
+            .await?;
+        item.map(|item| from_item::<VendorItem>(item)?.into_domain())
             .transpose()
     }
 }

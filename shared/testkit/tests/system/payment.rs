@@ -401,3 +401,108 @@ async fn pay_and_expiry_at_the_deadline_never_both_happen() {
         }
     }
 }
+
+#[tokio::test]
+async fn dynamodb_calls_per_operation() {
+    use std::collections::HashMap;
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let (a, b) = (
+        cloud.bouquet(&vendor, "10.00").await,
+        cloud.bouquet(&vendor, "10.00").await,
+    );
+    let calls = |expected: &[(&str, usize)]| {
+        expected
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect::<HashMap<_, _>>()
+    };
+
+    cloud.calls.reset();
+    assert_eq!(
+        cloud
+            .call(
+                "put-cart-item",
+                ApiRequest::fixture("put-cart-item")
+                    .customer("c")
+                    .path("bouquetId", &a)
+            )
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        cloud.calls.by_operation(),
+        calls(&[("GetItem", 1), ("UpdateItem", 1), ("BatchGetItem", 1)]),
+        "add to cart (read bouquet, conditional update, cart view)"
+    );
+
+    cloud.calls.reset();
+    let order = cloud
+        .call(
+            "create-order",
+            ApiRequest::fixture("create-order")
+                .customer("c")
+                .no_body()
+                .idempotency_key("k"),
+        )
+        .await;
+    assert_eq!(order.status, 201);
+    assert_eq!(
+        cloud.calls.by_operation(),
+        calls(&[("BatchGetItem", 2), ("TransactWriteItems", 1)]),
+        "reserve the cart"
+    );
+    let order_id = order.body["orderId"].as_str().unwrap().to_owned();
+
+    cloud.calls.reset();
+    assert_eq!(
+        cloud
+            .pay("c", &order_id, "tok_visa", Some("p"))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        cloud.calls.by_operation(),
+        calls(&[("BatchGetItem", 1), ("TransactWriteItems", 2)]),
+        "pay: read, claim, commit"
+    );
+
+    cloud.calls.reset();
+    assert_eq!(
+        cloud
+            .pay("c", &order_id, "tok_visa", Some("p"))
+            .await
+            .header("idempotent-replayed"),
+        Some("true")
+    );
+    assert_eq!(
+        cloud.calls.by_operation(),
+        calls(&[("BatchGetItem", 1)]),
+        "pay replay"
+    );
+
+    let other = cloud.reserve("d", &[&b]).await.body["orderId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    cloud.calls.reset();
+    assert_eq!(
+        cloud
+            .call(
+                "cancel-order",
+                ApiRequest::fixture("cancel-order")
+                    .customer("d")
+                    .path("orderId", &other)
+            )
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        cloud.calls.by_operation(),
+        calls(&[("GetItem", 1), ("TransactWriteItems", 1)]),
+        "cancel"
+    );
+}
