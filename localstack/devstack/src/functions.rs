@@ -62,3 +62,37 @@ pub fn http_handler(binary: &str) -> Option<(Route, HttpHandler)> {
         .find(|(name, _, _)| *name == binary)
         .map(|(_, route, handler)| (*route, *handler))
 }
+
+/// The stream-triggered functions, built for a mapping from their resolved environment.
+pub fn stream_function(
+    binary: &str,
+    env: &std::collections::HashMap<String, String>,
+    sdk: &aws_config::SdkConfig,
+) -> Option<crate::streams::StreamInvoke> {
+    match binary {
+        "publish-events" => {
+            let publisher = std::sync::Arc::new(publish_events::Publisher {
+                sink: Box::new(publish_events::EventBridgeSink {
+                    client: aws_sdk_eventbridge::Client::new(sdk),
+                    bus_name: env.get("EVENT_BUS_NAME")?.clone(),
+                }),
+            });
+            Some(Box::new(move |event: Value| {
+                let publisher = publisher.clone();
+                Box::pin(async move {
+                    let event: aws_lambda_events::event::dynamodb::Event =
+                        serde_json::from_value(event).map_err(|e| e.to_string())?;
+                    let response = publisher
+                        .handle(lambda_runtime::LambdaEvent::new(
+                            event,
+                            lambda_runtime::Context::default(),
+                        ))
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    serde_json::to_value(response).map_err(|e| e.to_string())
+                })
+            }))
+        }
+        _ => None,
+    }
+}

@@ -14,3 +14,4 @@ pub mod runtime_api;
 pub mod schedules;
 pub mod seed;
 pub mod server;
+pub mod streams;

@@ -188,12 +188,14 @@ pub fn resolve(
             if let Some(Value::String(name)) = map.get("Ref") {
                 lookup(name)
             } else if let Some(Value::Array(parts)) = map.get("Fn::GetAtt") {
-                let resource = parts.first().and_then(Value::as_str).unwrap_or_default();
-                format!(
-                    "arn:aws:local:{}:123456789012:{}",
-                    lookup("AWS::Region"),
-                    lookup(resource)
-                )
+                let path: Vec<&str> = parts.iter().filter_map(Value::as_str).collect();
+                let path = path.join(".");
+                names.get(&path).cloned().unwrap_or_else(|| {
+                    format!(
+                        "arn:aws:local:{}:123456789012:{path}",
+                        lookup("AWS::Region")
+                    )
+                })
             } else if let Some(Value::String(text)) = map.get("Fn::Sub") {
                 let mut out = String::new();
                 let mut rest = text.as_str();
@@ -203,7 +205,12 @@ pub fn resolve(
                         break;
                     };
                     let name = &rest[start + 2..start + end];
-                    out.push_str(&lookup(name.split('.').next().unwrap_or(name)));
+                    out.push_str(
+                        &names
+                            .get(name)
+                            .cloned()
+                            .unwrap_or_else(|| lookup(name.split('.').next().unwrap_or(name))),
+                    );
                     rest = &rest[start + end + 1..];
                 }
                 out.push_str(rest);
@@ -214,4 +221,132 @@ pub fn resolve(
         }
         other => other.to_string(),
     }
+}
+
+/// Local names and attributes of provisioned resources, as `!Ref` / `!GetAtt` resolve them:
+/// `Logical` (Ref), `Logical.Attr` (GetAtt).
+pub type Names = std::collections::HashMap<String, String>;
+
+fn arn(service: &str, name: &str) -> String {
+    let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "eu-west-1".into());
+    format!("arn:aws:{service}:{region}:123456789012:{name}")
+}
+
+/// Creates an `AWS::SQS::Queue` (idempotent: SQS returns the existing queue).
+pub async fn create_queue(
+    client: &aws_sdk_sqs::Client,
+    template: &Template,
+    logical_id: &str,
+    name: &str,
+    names: &mut Names,
+) -> Result<(), ProvisionError> {
+    let properties = &template
+        .resource(logical_id)
+        .ok_or_else(|| ProvisionError::Missing(logical_id.into()))?["Properties"];
+    let mut request = client.create_queue().queue_name(name);
+    for (property, attribute) in [
+        (
+            "MessageRetentionPeriod",
+            aws_sdk_sqs::types::QueueAttributeName::MessageRetentionPeriod,
+        ),
+        (
+            "VisibilityTimeout",
+            aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout,
+        ),
+    ] {
+        if !properties[property].is_null() {
+            request =
+                request.attributes(attribute, resolve(template, &properties[property], names));
+        }
+    }
+    let url = request
+        .send()
+        .await
+        .map_err(aws)?
+        .queue_url
+        .unwrap_or_default();
+    names.insert(logical_id.into(), url);
+    names.insert(format!("{logical_id}.Arn"), arn("sqs", name));
+    names.insert(format!("{logical_id}.QueueName"), name.into());
+    Ok(())
+}
+
+/// Creates an `AWS::Events::EventBus` (idempotent).
+pub async fn create_event_bus(
+    client: &aws_sdk_eventbridge::Client,
+    logical_id: &str,
+    name: &str,
+    names: &mut Names,
+) -> Result<(), ProvisionError> {
+    match client.create_event_bus().name(name).send().await {
+        Ok(_) => {}
+        Err(error)
+            if error
+                .as_service_error()
+                .is_some_and(|e| e.is_resource_already_exists_exception()) => {}
+        Err(error) => return Err(aws(error)),
+    }
+    names.insert(logical_id.into(), name.into());
+    names.insert(format!("{logical_id}.Name"), name.into());
+    names.insert(
+        format!("{logical_id}.Arn"),
+        arn("events", &format!("event-bus/{name}")),
+    );
+    Ok(())
+}
+
+/// Records a table's names and stream ARN.
+pub async fn table_names(
+    client: &Client,
+    logical_id: &str,
+    name: &str,
+    names: &mut Names,
+) -> Result<(), ProvisionError> {
+    let table = client
+        .describe_table()
+        .table_name(name)
+        .send()
+        .await
+        .map_err(aws)?
+        .table;
+    names.insert(logical_id.into(), name.into());
+    names.insert(
+        format!("{logical_id}.Arn"),
+        arn("dynamodb", &format!("table/{name}")),
+    );
+    if let Some(stream) = table.and_then(|t| t.latest_stream_arn) {
+        names.insert(format!("{logical_id}.StreamArn"), stream);
+    }
+    Ok(())
+}
+
+/// Every resource of the template the emulator serves: tables, queues, buses. Idempotent.
+pub async fn provision_resources(
+    template: &Template,
+    stack: &str,
+    sdk: &aws_config::SdkConfig,
+) -> Result<Names, ProvisionError> {
+    let dynamodb = Client::new(sdk);
+    let sqs = aws_sdk_sqs::Client::new(sdk);
+    let events = aws_sdk_eventbridge::Client::new(sdk);
+    let mut names = Names::new();
+    let resources: Vec<(String, Value)> = template
+        .resources()
+        .map(|(id, r)| (id.to_owned(), r.clone()))
+        .collect();
+    for (id, resource) in &resources {
+        let name = local_name(stack, id);
+        match resource["Type"].as_str() {
+            Some("AWS::DynamoDB::Table") => {
+                create_table(&dynamodb, template, id, &name).await?;
+                table_names(&dynamodb, id, &name, &mut names).await?;
+            }
+            Some("AWS::SQS::Queue") => create_queue(&sqs, template, id, &name, &mut names).await?,
+            Some("AWS::Events::EventBus") => {
+                create_event_bus(&events, id, &name, &mut names).await?
+            }
+            _ => {}
+        }
+    }
+    Ok(names)
 }

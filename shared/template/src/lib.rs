@@ -154,6 +154,23 @@ impl Template {
         Ok(routes)
     }
 
+    /// Every event of type `kind` (e.g. `DynamoDB`, `SQS`): (function, the event).
+    pub fn events_of_type(&self, kind: &str) -> Result<Vec<(Function, Value)>, TemplateError> {
+        let mut found = Vec::new();
+        for function in self.functions()? {
+            let events: Vec<Value> = function.properties["Events"]
+                .as_object()
+                .into_iter()
+                .flat_map(|e| e.values().cloned())
+                .filter(|e| e["Type"] == kind)
+                .collect();
+            for event in events {
+                found.push((function.clone(), event));
+            }
+        }
+        Ok(found)
+    }
+
     /// Every `Schedule` event: (function binary, schedule expression such as `rate(1 minute)`).
     pub fn schedules(&self) -> Result<Vec<(String, String)>, TemplateError> {
         let mut schedules = Vec::new();

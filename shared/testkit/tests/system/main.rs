@@ -9,6 +9,7 @@ mod fixtures;
 mod lifecycle;
 mod local_cloud;
 mod orders;
+mod outbox;
 mod payment;
 mod pipeline;
 mod reservation;

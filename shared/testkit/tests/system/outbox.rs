@@ -1,0 +1,286 @@
+//! The outbox end to end on the emulator: state changes write event items in their
+//! transactions; the table's stream, through the template's mapping (filter, batch size,
+//! partial failures), feeds the publisher; a test rule on the bus forwards to a queue.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use bouquet_template::Template;
+use bouquet_testkit::{emulator_sdk_config, TestCloud};
+use devstack::provision::{self, Names};
+use devstack::streams::StreamMapping;
+
+struct Outbox {
+    mapping: StreamMapping,
+    sqs: aws_sdk_sqs::Client,
+    subscriber: String,
+}
+
+/// Provisions this test's bus and failure queue from the template, a subscriber queue with a
+/// rule for every `bouquet.marketplace` event, and the publisher's stream mapping.
+async fn outbox(cloud: &TestCloud, invoke: Option<devstack::streams::StreamInvoke>) -> Outbox {
+    let template = Template::repository().unwrap();
+    let sdk = emulator_sdk_config().await;
+    let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
+    let (sqs, events) = (
+        aws_sdk_sqs::Client::new(&sdk),
+        aws_sdk_eventbridge::Client::new(&sdk),
+    );
+    let mut names = Names::new();
+    provision::table_names(&cloud.client, "MarketTable", &cloud.table, &mut names)
+        .await
+        .unwrap();
+    provision::create_event_bus(
+        &events,
+        "MarketEventBus",
+        &provision::local_name(&stack, "MarketEventBus"),
+        &mut names,
+    )
+    .await
+    .unwrap();
+    provision::create_queue(
+        &sqs,
+        &template,
+        "OutboxFailureQueue",
+        &provision::local_name(&stack, "OutboxFailureQueue"),
+        &mut names,
+    )
+    .await
+    .unwrap();
+    let subscriber = sqs
+        .create_queue()
+        .queue_name(format!("{stack}-subscriber"))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let bus = names["MarketEventBus"].clone();
+    events
+        .put_rule()
+        .name(format!("{stack}-all"))
+        .event_bus_name(&bus)
+        .event_pattern(r#"{"source": ["bouquet.marketplace"]}"#)
+        .send()
+        .await
+        .unwrap();
+    let target = aws_sdk_eventbridge::types::Target::builder()
+        .id("subscriber")
+        .arn(format!(
+            "arn:aws:sqs:eu-west-1:123456789012:{stack}-subscriber"
+        ))
+        .build()
+        .unwrap();
+    events
+        .put_targets()
+        .rule(format!("{stack}-all"))
+        .event_bus_name(&bus)
+        .targets(target)
+        .send()
+        .await
+        .unwrap();
+
+    let (function, event) = template
+        .events_of_type("DynamoDB")
+        .unwrap()
+        .into_iter()
+        .find(|(f, _)| f.binary == "publish-events")
+        .expect("the publisher's stream event");
+    let env: HashMap<String, String> = template
+        .environment(&function, &|v| provision::resolve(&template, v, &names))
+        .into_iter()
+        .collect();
+    assert_eq!(
+        env["EVENT_BUS_NAME"], bus,
+        "the template's !Ref resolves to the local bus"
+    );
+    let invoke = invoke.unwrap_or_else(|| {
+        devstack::functions::stream_function("publish-events", &env, &sdk).unwrap()
+    });
+    let stream = provision::resolve(&template, &event["Properties"]["Stream"], &names);
+    assert!(
+        stream.starts_with("arn:aws:dynamodb:"),
+        "stream {stream} from {names:?}"
+    );
+    let failure_queue = names["OutboxFailureQueue"].clone();
+    let mapping = StreamMapping::new(
+        "publish-events".into(),
+        stream,
+        &event,
+        Some(failure_queue),
+        invoke,
+        aws_sdk_dynamodbstreams::Client::new(&sdk),
+        sqs.clone(),
+    );
+    Outbox {
+        mapping,
+        sqs,
+        subscriber,
+    }
+}
+
+async fn drain(sqs: &aws_sdk_sqs::Client, queue: &str) -> Vec<Value> {
+    let mut bodies = Vec::new();
+    loop {
+        let output = sqs
+            .receive_message()
+            .queue_url(queue)
+            .max_number_of_messages(10)
+            .wait_time_seconds(0)
+            .send()
+            .await
+            .unwrap();
+        let messages = output.messages.unwrap_or_default();
+        if messages.is_empty() {
+            return bodies;
+        }
+        for message in messages {
+            bodies.push(serde_json::from_str(message.body().unwrap_or("null")).unwrap());
+            sqs.delete_message()
+                .queue_url(queue)
+                .receipt_handle(message.receipt_handle().unwrap())
+                .send()
+                .await
+                .unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_event_reaches_the_bus_once_and_in_order_per_aggregate() {
+    let cloud = TestCloud::new().await;
+    let mut outbox = outbox(&cloud, None).await;
+    let vendor = cloud.vendor("Bloom").await;
+    for i in 0..3 {
+        let bouquet = cloud.bouquet(&vendor, "10.00").await;
+        let order = cloud
+            .reserve(&format!("customer-{i}"), &[&bouquet])
+            .await
+            .body["orderId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(
+            cloud
+                .pay(&format!("customer-{i}"), &order, "tok_visa", None)
+                .await
+                .status,
+            200
+        );
+    }
+    let mut delivered = 0;
+    for _ in 0..10 {
+        let report = outbox.mapping.poll().await.unwrap();
+        assert_eq!(report.failed_batches, 0);
+        delivered += report.delivered;
+        if report.records == 0 {
+            break;
+        }
+    }
+    let items = cloud.items_of("event").await;
+    assert_eq!(
+        delivered,
+        items.len(),
+        "the filter passed exactly the event items"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let received = drain(&outbox.sqs, &outbox.subscriber).await;
+    let expected: HashSet<String> = items
+        .iter()
+        .map(|i| i["eventId"].as_s().unwrap().clone())
+        .collect();
+    let ids: Vec<String> = received
+        .iter()
+        .map(|e| e["detail"]["eventId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), expected.len(), "each exactly once: {ids:?}");
+    assert_eq!(ids.iter().cloned().collect::<HashSet<_>>(), expected);
+    let mut last_version: HashMap<String, u64> = HashMap::new();
+    for event in &received {
+        assert_eq!(event["source"], "bouquet.marketplace");
+        let name = event["detail-type"].as_str().unwrap();
+        assert!(
+            [
+                "VendorOnboarded",
+                "BouquetListed",
+                "OrderReserved",
+                "OrderPaid"
+            ]
+            .contains(&name),
+            "{name}"
+        );
+        let aggregate = event["detail"]["aggregateId"].as_str().unwrap().to_owned();
+        let version = event["detail"]["aggregateVersion"].as_u64().unwrap();
+        let previous = last_version.insert(aggregate.clone(), version).unwrap_or(0);
+        assert!(
+            version > previous,
+            "{aggregate}: version {version} after {previous}"
+        );
+    }
+    let names: Vec<&str> = received
+        .iter()
+        .filter_map(|e| e["detail-type"].as_str())
+        .collect();
+    assert_eq!(names.iter().filter(|n| **n == "OrderPaid").count(), 3);
+}
+
+#[tokio::test]
+async fn a_record_that_keeps_failing_ends_on_the_failure_queue_and_the_rest_flows() {
+    let cloud = TestCloud::new().await;
+    // A publisher that cannot publish the first event it ever sees, and publishes nothing else
+    // before it (reports it failed every time).
+    let poison: std::sync::Arc<std::sync::Mutex<Option<String>>> = Default::default();
+    let seen = poison.clone();
+    let invoke: devstack::streams::StreamInvoke = Box::new(move |event: Value| {
+        let seen = seen.clone();
+        Box::pin(async move {
+            let first = event["Records"][0]["dynamodb"]["SequenceNumber"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let target = seen.lock().unwrap().get_or_insert(first).clone();
+            let failed: Vec<Value> = event["Records"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["dynamodb"]["SequenceNumber"] == target.as_str())
+                .map(|_| serde_json::json!({ "itemIdentifier": target }))
+                .collect();
+            Ok(serde_json::json!({ "batchItemFailures": failed }))
+        })
+    });
+    let mut outbox = outbox(&cloud, Some(invoke)).await;
+    cloud.vendor("Bloom").await;
+    cloud.vendor("Petal").await;
+    let mut reports = Vec::new();
+    for _ in 0..10 {
+        let report = outbox.mapping.poll().await.unwrap();
+        let idle = report.records == 0;
+        reports.push(report);
+        if idle {
+            break;
+        }
+    }
+    let failures: Vec<Value> = drain(
+        &outbox.sqs,
+        &outbox.mapping.on_failure_queue_url.clone().unwrap(),
+    )
+    .await;
+    assert_eq!(failures.len(), 1, "{reports:?}");
+    assert_eq!(
+        failures[0]["DDBStreamBatchInfo"]["startSequenceNumber"],
+        poison.lock().unwrap().clone().unwrap().as_str()
+    );
+    assert_eq!(
+        reports.iter().map(|r| r.failed_batches).sum::<usize>(),
+        6,
+        "first try plus MaximumRetryAttempts (5)"
+    );
+    assert_eq!(
+        reports.iter().map(|r| r.delivered).sum::<usize>(),
+        1,
+        "the record behind it was delivered: {reports:?}"
+    );
+}
