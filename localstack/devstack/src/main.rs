@@ -60,20 +60,26 @@ enum Command {
     },
 }
 
+/// Provisions every resource of the template the emulator serves; the app on its table.
 async fn provision_all(
     template: &Template,
     stack: &str,
-) -> Result<App, bouquet_http::lambda_http::Error> {
+) -> Result<(App, provision::Names, aws_config::SdkConfig), bouquet_http::lambda_http::Error> {
     let sdk = bouquet_http::app::aws_sdk_config().await;
-    let client = aws_sdk_dynamodb::Client::new(&sdk);
-    let table = provision::local_name(stack, "MarketTable");
-    let outcome = provision::create_table(&client, template, "MarketTable", &table).await?;
-    eprintln!("table {table}: {outcome:?}");
-    let config = Config::from_env()?;
-    Ok(App::new(
-        Store::new(client, table),
-        Arc::new(SystemClock),
-        config,
+    let names = provision::provision_resources(template, stack, &sdk).await?;
+    let table = names
+        .get("MarketTable")
+        .cloned()
+        .ok_or("template.yaml has no MarketTable")?;
+    eprintln!(
+        "provisioned {} resources for stack {stack}: table {table}",
+        names.keys().filter(|k| !k.contains('.')).count()
+    );
+    let store = Store::new(aws_sdk_dynamodb::Client::new(&sdk), table);
+    Ok((
+        App::new(store, Arc::new(SystemClock), Config::from_env()?),
+        names,
+        sdk,
     ))
 }
 
@@ -107,7 +113,7 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
             let entropy = devstack::bench::first_random_fill();
             let template = Template::repository()?;
             let stack = format!("bench-{}", ulid::Ulid::new().to_string().to_lowercase());
-            let app = provision_all(&template, &stack).await?;
+            let (app, _, _) = provision_all(&template, &stack).await?;
             let table = app.store.table_name().to_owned();
             let function = template
                 .functions()?
@@ -144,7 +150,12 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
             println!("{report}");
         }
         Command::Provision => {
-            provision_all(&Template::repository()?, &cli.stack).await?;
+            let (_, names, _) = provision_all(&Template::repository()?, &cli.stack).await?;
+            let mut resources: Vec<_> = names.iter().filter(|(k, _)| !k.contains('.')).collect();
+            resources.sort();
+            for (logical, local) in resources {
+                println!("{logical}\t{local}");
+            }
         }
         Command::Up {
             port,
@@ -152,7 +163,7 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
             schedule_speedup,
         } => {
             let template = Template::repository()?;
-            let app = provision_all(&template, &cli.stack).await?;
+            let (app, names, sdk) = provision_all(&template, &cli.stack).await?;
             let secret = jwt::secret_from_env();
             let api_app = app.clone();
             let api = LocalApi::from_template(&template, app, secret.clone())?;
@@ -186,6 +197,9 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
                 devstack::schedules::start(&template, api_app.clone(), schedule_speedup)?
             {
                 eprintln!("schedule: {function} every {every:?}");
+            }
+            for mapping in devstack::streams::start_all(&template, &names, &sdk)? {
+                eprintln!("stream mapping: {mapping}");
             }
             let address = SocketAddr::from(([127, 0, 0, 1], port));
             eprintln!("HTTP API on http://{address}/v1 (Ctrl-C to stop)");

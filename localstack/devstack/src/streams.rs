@@ -241,6 +241,70 @@ impl StreamMapping {
     }
 }
 
+/// Starts a polling task for every `DynamoDB` event of the template; returns their names.
+pub fn start_all(
+    template: &bouquet_template::Template,
+    names: &crate::provision::Names,
+    sdk: &aws_config::SdkConfig,
+) -> Result<Vec<String>, String> {
+    let mut started = Vec::new();
+    for (function, event) in template
+        .events_of_type("DynamoDB")
+        .map_err(|e| e.to_string())?
+    {
+        let env: HashMap<String, String> = template
+            .environment(&function, &|v| {
+                crate::provision::resolve(template, v, names)
+            })
+            .into_iter()
+            .collect();
+        let invoke = crate::functions::stream_function(&function.binary, &env, sdk)
+            .ok_or_else(|| format!("{} has no stream handler in the dev stack", function.binary))?;
+        let stream = crate::provision::resolve(template, &event["Properties"]["Stream"], names);
+        let on_failure = match &event["Properties"]["DestinationConfig"]["OnFailure"]["Destination"]
+        {
+            Value::Null => None,
+            destination => {
+                // The destination is a queue ARN; the queue's URL is what SQS calls take.
+                let arn = crate::provision::resolve(template, destination, names);
+                names
+                    .iter()
+                    .find(|(k, v)| k.ends_with(".Arn") && **v == arn)
+                    .and_then(|(k, _)| names.get(k.trim_end_matches(".Arn")))
+                    .cloned()
+            }
+        };
+        let window = event["Properties"]["MaximumBatchingWindowInSeconds"]
+            .as_u64()
+            .unwrap_or(1)
+            .max(1);
+        let mut mapping = StreamMapping::new(
+            function.binary.clone(),
+            stream.clone(),
+            &event,
+            on_failure,
+            invoke,
+            aws_sdk_dynamodbstreams::Client::new(sdk),
+            aws_sdk_sqs::Client::new(sdk),
+        );
+        let name = function.binary.clone();
+        tokio::spawn(async move {
+            loop {
+                match mapping.poll().await {
+                    Ok(report) if report.records > 0 => {
+                        tracing::info!(function = %name, ?report, "stream batch")
+                    }
+                    Ok(_) => {}
+                    Err(error) => tracing::warn!(function = %name, %error, "stream poll failed"),
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(window)).await;
+            }
+        });
+        started.push(format!("{} <- {stream}", function.binary));
+    }
+    Ok(started)
+}
+
 /// Lambda's DynamoDB stream record JSON for an SDK record.
 fn record_json(record: &aws_sdk_dynamodbstreams::types::Record) -> Value {
     let change = record.dynamodb();
