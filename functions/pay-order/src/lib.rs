@@ -12,7 +12,7 @@
 //! dies between 3 and 4.
 
 use bouquet_http::checkout::{self, CheckoutError};
-use bouquet_http::domain::{FieldError, OrderId, OrderStatus};
+use bouquet_http::domain::{DomainError, FieldError, OrderId, OrderStatus};
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::payments::{valid_token, ChargeOutcome};
 use bouquet_http::{run, ApiError, App, Ctx, Reply, Role, Route};
@@ -62,6 +62,12 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
             Ok(true) => {}
             Ok(false) => return Reply::ok(&order),
             Err(CheckoutError::Changed) => continue,
+            // The same request (same key) still running elsewhere.
+            Err(CheckoutError::Domain(DomainError::PaymentInProgress))
+                if ctx.idempotency_key_hash().is_some() =>
+            {
+                return Err(ApiError::IdempotencyInProgress)
+            }
             Err(other) => return Err(other.into()),
         }
         let outcome = ctx
