@@ -209,7 +209,13 @@ async fn a_crash_between_charge_and_commit_is_completed_by_a_retry_with_one_char
     let soon = cloud.call("pay-order", request.clone()).await;
     assert_eq!(
         (soon.status, soon.code()),
-        (409, Some("order.invalid_state"))
+        (409, Some("idempotency.in_progress"))
+    );
+    let other_request = cloud.pay("customer-1", &order, "tok_visa", None).await;
+    assert_eq!(
+        (other_request.status, other_request.code()),
+        (409, Some("order.invalid_state")),
+        "another payment request while one is in progress"
     );
     // ...after it, the attempt is taken over and the charge repeated under the same key.
     cloud.clock.advance(Duration::from_secs(61));
