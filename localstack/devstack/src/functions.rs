@@ -34,6 +34,26 @@ http_functions! {
     "get-cart" => get_cart,
     "put-cart-item" => put_cart_item,
     "delete-cart-item" => delete_cart_item,
+    "get-vendor-analytics" => get_vendor_analytics,
+}
+
+/// A function a rule on the bus targets: gets the EventBridge event.
+pub type EventHandler = fn(App, Value) -> BoxFuture<'static, Result<Value, Error>>;
+
+/// (binary, handler) of every function an `EventBridgeRule` event triggers.
+pub const EVENT_FUNCTIONS: &[(&str, EventHandler)] =
+    &[("project-vendor-analytics", |app, event| {
+        Box::pin(async move {
+            let event = lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default());
+            project_vendor_analytics::handler(&app, event).await
+        })
+    })];
+
+pub fn event_handler(binary: &str) -> Option<EventHandler> {
+    EVENT_FUNCTIONS
+        .iter()
+        .find(|(name, _)| *name == binary)
+        .map(|(_, handler)| *handler)
 }
 
 /// A function triggered by a `Schedule` event: gets the EventBridge scheduled event.

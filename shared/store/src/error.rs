@@ -14,6 +14,8 @@ pub enum Target {
     Vase(VaseId),
     Order(OrderId),
     Cart,
+    /// A consumer's dedupe record.
+    Processed,
     Event,
 }
 

@@ -5,6 +5,7 @@
 //! by an expired reservation"), so that a lost race is refused by the database, not by a read
 //! that happened before the write.
 
+mod analytics;
 mod batch;
 mod bouquets;
 mod carts;
@@ -21,6 +22,7 @@ mod vendors;
 
 use aws_sdk_dynamodb::Client;
 
+pub use analytics::{CounterDelta, DayCounters};
 pub use carts::CartRefusal;
 pub use cursor::Page;
 pub use error::{Conflict, StoreError, Target};

@@ -119,6 +119,26 @@ impl Tx {
         Ok(())
     }
 
+    /// An update without a condition (counters: `ADD` creates what is missing).
+    pub fn upsert(
+        &mut self,
+        target: Target,
+        table: &str,
+        key: Item,
+        update: Expr,
+    ) -> Result<(), StoreError> {
+        let update = Update::builder()
+            .table_name(table)
+            .set_key(Some(key))
+            .update_expression(update.text)
+            .set_expression_attribute_names(opt(&update.names))
+            .set_expression_attribute_values(opt(&update.values))
+            .build()
+            .map_err(StoreError::backend)?;
+        self.push(target, TransactWriteItem::builder().update(update).build());
+        Ok(())
+    }
+
     pub fn delete(
         &mut self,
         target: Target,

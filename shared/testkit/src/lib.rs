@@ -224,6 +224,15 @@ impl TestCloud {
             .expect("the scheduled function succeeds")
     }
 
+    /// Runs the EventBridge-triggered function `binary` with `event`.
+    pub async fn run_event_function(&self, binary: &str, event: Value) -> Value {
+        let handler = devstack::functions::event_handler(binary)
+            .unwrap_or_else(|| panic!("no event function {binary}"));
+        handler(self.app.clone(), event)
+            .await
+            .expect("the event function succeeds")
+    }
+
     /// Calls an HTTP function with another app (e.g. another clock).
     pub async fn call_with(&self, app: App, binary: &str, request: ApiRequest) -> ApiResponse {
         let (_, handler) = devstack::functions::http_handler(binary)

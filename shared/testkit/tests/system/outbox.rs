@@ -224,6 +224,24 @@ async fn every_event_reaches_the_bus_once_and_in_order_per_aggregate() {
         .filter_map(|e| e["detail-type"].as_str())
         .collect();
     assert_eq!(names.iter().filter(|n| **n == "OrderPaid").count(), 3);
+
+    // The bus's events, delivered twice to the analytics consumer, count once.
+    for event in received.iter().chain(received.iter()) {
+        cloud
+            .run_event_function("project-vendor-analytics", event.clone())
+            .await;
+    }
+    let request = bouquet_testkit::ApiRequest::fixture("get-vendor-analytics")
+        .vendor(&vendor)
+        .path("vendorId", &vendor)
+        .query("from", "2026-12-02")
+        .query("to", "2026-12-02");
+    let analytics = cloud.call("get-vendor-analytics", request).await;
+    assert_eq!(analytics.body["days"][0]["sales"], 3, "{}", analytics.body);
+    assert_eq!(
+        analytics.body["days"][0]["revenue"],
+        serde_json::json!([{ "amount": "30.00", "currency": "EUR" }])
+    );
 }
 
 #[tokio::test]

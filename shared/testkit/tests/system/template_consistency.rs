@@ -115,3 +115,19 @@ fn scheduled_functions_match_the_template() {
         .iter()
         .any(|(b, rate)| b == "expire-reservations" && rate == "rate(1 minute)"));
 }
+
+#[test]
+fn event_bus_consumers_match_the_template() {
+    let template = Template::repository().unwrap();
+    let in_template: BTreeSet<String> = template
+        .events_of_type("EventBridgeRule")
+        .unwrap()
+        .into_iter()
+        .map(|(f, _)| f.binary)
+        .collect();
+    let in_code: BTreeSet<String> = devstack::functions::EVENT_FUNCTIONS
+        .iter()
+        .map(|(b, _)| b.to_string())
+        .collect();
+    assert_eq!(in_template, in_code);
+}

@@ -1,0 +1,162 @@
+//! Per-vendor, per-day counters kept by the analytics projector, and the consumer dedupe
+//! record: `PROCESSED#{consumer}#{eventId}` is put (if absent) in the same transaction as
+//! the consumer's own write, so a redelivered event changes nothing.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use bouquet_domain::{Timestamp, VendorId};
+
+use crate::error::{StoreError, Target};
+use crate::keys;
+use crate::tx::{Expr, Tx};
+use crate::Store;
+
+/// Dedupe records outlive any redelivery (EventBridge retries for up to 24 h).
+pub const PROCESSED_RETENTION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+
+/// What one event adds to a vendor's day.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CounterDelta {
+    pub sales: i64,
+    pub cancellations: i64,
+    pub expiries: i64,
+    pub fulfilled: i64,
+    /// Revenue in minor units, by currency.
+    pub revenue: Vec<(String, i64)>,
+}
+
+/// One vendor's day, as read back.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DayCounters {
+    pub day: String,
+    pub sales: i64,
+    pub cancellations: i64,
+    pub expiries: i64,
+    pub fulfilled: i64,
+    pub revenue: BTreeMap<String, i64>,
+}
+
+fn analytics_pk(vendor_id: VendorId) -> String {
+    format!("ANALYTICS#{vendor_id}")
+}
+
+impl Store {
+    /// Applies `delta` to `vendor_id`'s `day` once per (`consumer`, `event_id`): `Ok(false)`
+    /// when the event was already applied.
+    pub async fn apply_once(
+        &self,
+        consumer: &str,
+        event_id: &str,
+        vendor_id: VendorId,
+        day: &str,
+        delta: &CounterDelta,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let mut tx = Tx::new();
+        let processed = std::collections::HashMap::from([
+            (
+                "pk".to_owned(),
+                AttributeValue::S(format!("PROCESSED#{consumer}#{event_id}")),
+            ),
+            ("sk".to_owned(), AttributeValue::S("PROCESSED".into())),
+            ("entity".to_owned(), AttributeValue::S("processed".into())),
+            (
+                "expiresAt".to_owned(),
+                AttributeValue::N(now.plus(PROCESSED_RETENTION).as_epoch_seconds().to_string()),
+            ),
+        ]);
+        tx.put(
+            Target::Processed,
+            &self.table,
+            processed,
+            Some(Expr::new("attribute_not_exists(pk)")),
+        )?;
+        let mut update = Expr::new("SET entity = :entity, vendorId = :vendor, #day = :day ADD sales :sales, cancellations :cancellations, expiries :expiries, fulfilled :fulfilled")
+            .name("#day", "day")
+            .s(":entity", "vendor_day")
+            .s(":vendor", vendor_id.to_string())
+            .s(":day", day)
+            .n(":sales", delta.sales)
+            .n(":cancellations", delta.cancellations)
+            .n(":expiries", delta.expiries)
+            .n(":fulfilled", delta.fulfilled);
+        for (index, (currency, minor)) in delta.revenue.iter().enumerate() {
+            update.text.push_str(&format!(", #rev{index} :rev{index}"));
+            update = update
+                .name(&format!("#rev{index}"), &format!("revenue_{currency}"))
+                .n(&format!(":rev{index}"), minor);
+        }
+        let key = keys::key(analytics_pk(vendor_id), &format!("DAY#{day}"));
+        tx.upsert(Target::Vendor(vendor_id), &self.table, key, update)?;
+        match tx.commit(self).await {
+            Ok(()) => Ok(true),
+            Err(StoreError::ConditionFailed(conflicts))
+                if conflicts.iter().all(|c| c.target == Target::Processed) =>
+            {
+                Ok(false)
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// A vendor's days from `from` to `to` (inclusive, `YYYY-MM-DD`), in order.
+    pub async fn vendor_days(
+        &self,
+        vendor_id: VendorId,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<DayCounters>, StoreError> {
+        let mut days = Vec::new();
+        let mut start = None;
+        loop {
+            let output = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+                .expression_attribute_values(":pk", AttributeValue::S(analytics_pk(vendor_id)))
+                .expression_attribute_values(":from", AttributeValue::S(format!("DAY#{from}")))
+                .expression_attribute_values(":to", AttributeValue::S(format!("DAY#{to}")))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            for item in output.items.unwrap_or_default() {
+                let number = |name: &str| {
+                    item.get(name)
+                        .and_then(|v| v.as_n().ok())
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(0)
+                };
+                let revenue = item
+                    .iter()
+                    .filter_map(|(k, v)| {
+                        Some((
+                            k.strip_prefix("revenue_")?.to_owned(),
+                            v.as_n().ok()?.parse().ok()?,
+                        ))
+                    })
+                    .collect();
+                days.push(DayCounters {
+                    day: item
+                        .get("day")
+                        .and_then(|v| v.as_s().ok())
+                        .cloned()
+                        .unwrap_or_default(),
+                    sales: number("sales"),
+                    cancellations: number("cancellations"),
+                    expiries: number("expiries"),
+                    fulfilled: number("fulfilled"),
+                    revenue,
+                });
+            }
+            start = output.last_evaluated_key;
+            if start.is_none() {
+                return Ok(days);
+            }
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! Vendor analytics: the projector counts each event once, however often it is delivered.
+
+use serde_json::{json, Value};
+
+use bouquet_testkit::{ApiRequest, TestCloud};
+
+fn order_event(name: &str, event_id: &str, vendor: &str, amount: &str) -> Value {
+    let text = std::fs::read_to_string(
+        bouquet_testkit::repository_root().join("events/project-vendor-analytics.json"),
+    )
+    .unwrap();
+    let mut event: Value = serde_json::from_str(&text).unwrap();
+    event["detail-type"] = json!(name);
+    event["detail"]["eventId"] = json!(event_id);
+    event["detail"]["data"]["vendorId"] = json!(vendor);
+    event["detail"]["data"]["total"]["amount"] = json!(amount);
+    event
+}
+
+#[tokio::test]
+async fn the_projector_applied_twice_gives_the_same_counters() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let events = [
+        order_event("OrderPaid", "e1", &vendor, "34.90"),
+        order_event("OrderPaid", "e2", &vendor, "10.10"),
+        order_event("OrderCancelled", "e3", &vendor, "1.00"),
+        order_event("ReservationExpired", "e4", &vendor, "1.00"),
+        order_event("OrderFulfilled", "e5", &vendor, "1.00"),
+        order_event("VendorOnboarded", "e6", &vendor, "1.00"),
+    ];
+    let mut applied = Vec::new();
+    for round in 0..2 {
+        for event in &events {
+            let report = cloud
+                .run_event_function("project-vendor-analytics", event.clone())
+                .await;
+            applied.push((round, report["applied"].as_bool().unwrap()));
+        }
+    }
+    assert_eq!(
+        applied.iter().filter(|(r, a)| *r == 0 && *a).count(),
+        5,
+        "first delivery applies the five order events"
+    );
+    assert_eq!(
+        applied.iter().filter(|(r, a)| *r == 1 && *a).count(),
+        0,
+        "redelivery changes nothing"
+    );
+
+    let request = ApiRequest::fixture("get-vendor-analytics")
+        .vendor(&vendor)
+        .path("vendorId", &vendor);
+    let analytics = cloud.call("get-vendor-analytics", request).await;
+    assert_eq!(analytics.status, 200, "{}", analytics.body);
+    assert_eq!(
+        analytics.body["days"],
+        json!([{ "date": "2026-12-02", "sales": 2, "revenue": [{ "amount": "45.00", "currency": "EUR" }], "cancellations": 1, "expiries": 1, "fulfilled": 1 }])
+    );
+    let other = cloud.vendor("Petal").await;
+    let forbidden = cloud
+        .call(
+            "get-vendor-analytics",
+            ApiRequest::fixture("get-vendor-analytics")
+                .vendor(&other)
+                .path("vendorId", &vendor),
+        )
+        .await;
+    assert_eq!(
+        (forbidden.status, forbidden.code()),
+        (403, Some("auth.forbidden"))
+    );
+    let bad = cloud
+        .call(
+            "get-vendor-analytics",
+            ApiRequest::fixture("get-vendor-analytics")
+                .vendor(&vendor)
+                .path("vendorId", &vendor)
+                .query("from", "2026-13-01"),
+        )
+        .await;
+    assert_eq!((bad.status, bad.code()), (400, Some("request.invalid")));
+    let backwards = cloud
+        .call(
+            "get-vendor-analytics",
+            ApiRequest::fixture("get-vendor-analytics")
+                .vendor(&vendor)
+                .path("vendorId", &vendor)
+                .query("from", "2026-12-03")
+                .query("to", "2026-12-01"),
+        )
+        .await;
+    assert_eq!(backwards.status, 400);
+}
