@@ -10,7 +10,6 @@ use serde_json::{json, Value};
 use bouquet_http::App;
 use bouquet_template::Template;
 
-use crate::apigw::Incoming;
 use crate::runtime_api::FunctionProcess;
 use crate::server::LocalApi;
 
@@ -65,22 +64,6 @@ fn event(
     event
 }
 
-async fn post(api: &LocalApi, token: &str, path: &str, body: Value) -> Value {
-    let incoming = Incoming {
-        method: "POST".into(),
-        path: path.into(),
-        headers: vec![
-            ("authorization".into(), format!("Bearer {token}")),
-            ("content-type".into(), "application/json".into()),
-        ],
-        body: body.to_string().into_bytes(),
-        source_ip: "127.0.0.1".into(),
-        ..Incoming::default()
-    };
-    let (_, _, body) = api.handle(incoming).await;
-    serde_json::from_slice(&body).unwrap_or(Value::Null)
-}
-
 pub async fn run(
     app: App,
     template: &Template,
@@ -90,7 +73,14 @@ pub async fn run(
     let api = LocalApi::from_template(template, app, secret.into())?;
     let admin =
         crate::jwt::mint(secret, "admin", "bench-admin", None, 3600).map_err(|e| e.to_string())?;
-    let vendor = post(&api, &admin, "/v1/vendors", json!({ "name": "Bench" })).await;
+    let vendor = crate::seed::post(
+        &api,
+        &admin,
+        "/v1/vendors",
+        "bench-vendor",
+        json!({ "name": "Bench" }),
+    )
+    .await?;
     let vendor_id = vendor["vendorId"]
         .as_str()
         .ok_or("seeding failed")?
@@ -100,13 +90,11 @@ pub async fn run(
     let needed = options.cold_runs + options.warm_invocations + 1;
     let mut bouquets = Vec::with_capacity(needed);
     for i in 0..needed {
-        let b = post(
-            &api,
-            &seller,
-            &format!("/v1/vendors/{vendor_id}/bouquets"),
-            json!({ "name": format!("B{i}"), "price": { "amount": "10.00", "currency": "EUR" } }),
-        )
-        .await;
+        let path = format!("/v1/vendors/{vendor_id}/bouquets");
+        let body =
+            json!({ "name": format!("B{i}"), "price": { "amount": "10.00", "currency": "EUR" } });
+        let b =
+            crate::seed::post(&api, &seller, &path, &format!("bench-bouquet-{i}"), body).await?;
         bouquets.push(b["bouquetId"].as_str().ok_or("seeding failed")?.to_owned());
     }
     let customer = |i: usize| json!({ "sub": format!("bench-{i}"), "role": "customer" });

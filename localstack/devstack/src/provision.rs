@@ -22,14 +22,7 @@ pub enum ProvisionError {
 }
 
 fn aws(error: impl std::error::Error) -> ProvisionError {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    ProvisionError::Aws(message)
+    ProvisionError::Aws(bouquet_http::store::describe(&error))
 }
 
 fn text<'a>(value: &'a Value, field: &str) -> Result<&'a str, ProvisionError> {

@@ -28,7 +28,8 @@ const BOUQUETS: [(&str, &str, &str); 4] = [
     ("Red Roses", "A dozen long-stem red roses.", "49.00"),
 ];
 
-async fn post(
+/// POSTs `body` through the local API as the holder of `token`; expects 201.
+pub async fn post(
     api: &LocalApi,
     token: &str,
     path: &str,

@@ -50,18 +50,23 @@ pub enum StoreError {
 
 impl StoreError {
     pub(crate) fn backend(error: impl std::error::Error) -> Self {
-        // The SDK's Display is terse; the source chain says what happened.
-        let mut message = error.to_string();
-        let mut source = error.source();
-        while let Some(cause) = source {
-            message.push_str(": ");
-            message.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        StoreError::Backend(message)
+        StoreError::Backend(describe(&error))
     }
 
     pub(crate) fn corrupt(error: impl std::fmt::Display) -> Self {
         StoreError::Corrupt(error.to_string())
     }
+}
+
+/// An error with its whole source chain: the SDK's own message is terse, the causes say what
+/// happened.
+pub fn describe(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
 }
