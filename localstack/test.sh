@@ -6,8 +6,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_DIR"
 
 trap stop_emulator EXIT
+ensure_venv
 start_emulator
 
+log "cfn-lint template.yaml"
+"$VENV/bin/cfn-lint" template.yaml
 log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy"
