@@ -512,3 +512,51 @@ async fn dynamodb_calls_per_operation() {
         "cancel"
     );
 }
+
+#[tokio::test]
+async fn a_charge_whose_bouquets_were_lost_after_a_crash_is_refunded_by_the_sweeper() {
+    let gateway = Arc::new(SimulatedGateway::new());
+    let cloud = TestCloud::new()
+        .await
+        .with_gateway(Arc::new(CrashAfterCharge(gateway.clone())));
+    let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
+    let request = ApiRequest::fixture("pay-order")
+        .customer("customer-1")
+        .path("orderId", &order)
+        .idempotency_key("lost");
+    assert_eq!(
+        cloud
+            .call(
+                "pay-order",
+                request.clone().deadline_in(Duration::from_millis(800))
+            )
+            .await
+            .status,
+        503
+    );
+    let cloud = cloud.with_gateway(gateway.clone());
+    // Hold and lease long gone: another customer takes the bouquet before anyone resolves it.
+    cloud.clock.advance(Duration::from_secs(16 * 60));
+    let other = cloud.reserve("customer-2", &[&bouquet]).await;
+    assert_eq!(other.status, 201, "{}", other.body);
+    let retried = cloud.call("pay-order", request).await;
+    assert_eq!(
+        (retried.status, retried.code()),
+        (409, Some("reservation.expired"))
+    );
+    let report = cloud.run_scheduled("expire-reservations").await;
+    assert_eq!(report["paymentsReleased"], 1, "{report}");
+    assert_eq!(
+        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        Some("expired")
+    );
+    assert_eq!(gateway.refunds().len(), 1, "the charge was refunded");
+    assert_eq!(
+        cloud
+            .status_of(&format!("BOUQUET#{bouquet}"))
+            .await
+            .as_deref(),
+        Some("reserved"),
+        "still the other customer's"
+    );
+}
