@@ -69,6 +69,19 @@ pub enum EventData {
 }
 
 impl EventData {
+    /// Every event name (the EventBridge detail-types); `infra/events/{name}.json` is its schema.
+    pub const NAMES: [&'static str; 9] = [
+        "VendorOnboarded",
+        "BouquetListed",
+        "BouquetChanged",
+        "BouquetWithdrawn",
+        "OrderReserved",
+        "OrderPaid",
+        "OrderCancelled",
+        "ReservationExpired",
+        "OrderFulfilled",
+    ];
+
     pub fn name(&self) -> &'static str {
         match self {
             EventData::VendorOnboarded { .. } => "VendorOnboarded",

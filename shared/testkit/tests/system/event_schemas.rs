@@ -1,0 +1,134 @@
+//! The event catalogue's JSON Schemas (`infra/events/`) against what the system writes.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use bouquet_http::domain::events::EventData;
+use bouquet_testkit::{repository_root, ApiRequest, TestCloud};
+
+fn schemas() -> HashMap<String, Value> {
+    std::fs::read_dir(repository_root().join("infra/events"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| {
+            let name = e.path().file_stem().unwrap().to_string_lossy().into_owned();
+            (
+                name,
+                serde_json::from_str(&std::fs::read_to_string(e.path()).unwrap()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_event_has_a_schema_and_every_schema_an_event() {
+    let files: BTreeSet<String> = schemas().into_keys().collect();
+    let names: BTreeSet<String> = EventData::NAMES.iter().map(|n| n.to_string()).collect();
+    assert_eq!(files, names);
+}
+
+#[tokio::test]
+async fn every_detail_the_system_writes_validates_against_its_schema() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let (a, b, c, d) = (
+        cloud.bouquet(&vendor, "10.00").await,
+        cloud.bouquet(&vendor, "12.50").await,
+        cloud.bouquet(&vendor, "3.00").await,
+        cloud.bouquet(&vendor, "4.00").await,
+    );
+    let patch = ApiRequest::fixture("update-bouquet")
+        .vendor(&vendor)
+        .path("bouquetId", &a)
+        .header("if-match", "\"1\"");
+    assert_eq!(cloud.call("update-bouquet", patch).await.status, 200);
+    assert_eq!(
+        cloud
+            .call(
+                "withdraw-bouquet",
+                ApiRequest::fixture("withdraw-bouquet")
+                    .vendor(&vendor)
+                    .path("bouquetId", &d)
+            )
+            .await
+            .status,
+        200
+    );
+    let paid = cloud.reserve("customer-1", &[&a]).await.body["orderId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        cloud
+            .pay("customer-1", &paid, "tok_visa", None)
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        cloud
+            .call(
+                "fulfil-order",
+                ApiRequest::fixture("fulfil-order")
+                    .vendor(&vendor)
+                    .path("orderId", &paid)
+            )
+            .await
+            .status,
+        200
+    );
+    let cancelled = cloud.reserve("customer-2", &[&b]).await.body["orderId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        cloud
+            .call(
+                "cancel-order",
+                ApiRequest::fixture("cancel-order")
+                    .customer("customer-2")
+                    .path("orderId", &cancelled)
+            )
+            .await
+            .status,
+        200
+    );
+    assert_eq!(cloud.reserve("customer-3", &[&c]).await.status, 201);
+    cloud.clock.advance(Duration::from_secs(16 * 60));
+    assert_eq!(
+        cloud.run_scheduled("expire-reservations").await["expired"],
+        1
+    );
+
+    let schemas = schemas();
+    let mut seen = BTreeSet::new();
+    for item in cloud.items_of("event").await {
+        let name = item["eventName"].as_s().unwrap().clone();
+        let detail: Value = serde_json::from_str(item["detail"].as_s().unwrap()).unwrap();
+        let validator = jsonschema::validator_for(&schemas[&name]).expect("a valid schema");
+        let errors: Vec<String> = validator
+            .iter_errors(&detail)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{name}: {errors:?} in {detail}");
+        // Not vacuous: the same detail without a field of its data is refused.
+        let mut broken = detail.clone();
+        let first = broken["data"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .next()
+            .unwrap()
+            .clone();
+        broken["data"].as_object_mut().unwrap().remove(&first);
+        assert!(
+            !validator.is_valid(&broken),
+            "{name} accepts a detail without {first}"
+        );
+        seen.insert(name);
+    }
+    let all: BTreeSet<String> = EventData::NAMES.iter().map(|n| n.to_string()).collect();
+    assert_eq!(seen, all, "the flow emits every event of the catalogue");
+}
