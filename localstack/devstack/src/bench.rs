@@ -17,7 +17,6 @@ pub struct BenchOptions<'a> {
     pub binaries: &'a Path,
     pub cold_runs: usize,
     pub warm_invocations: usize,
-    pub table: String,
     pub env: Vec<(String, String)>,
 }
 
@@ -195,7 +194,6 @@ pub async fn run(
             rss as f64 / 1024.0,
         ));
     }
-    let _ = options.table;
     Ok(report)
 }
 

@@ -113,15 +113,12 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
             let entropy = devstack::bench::first_random_fill();
             let template = Template::repository()?;
             let stack = format!("bench-{}", ulid::Ulid::new().to_string().to_lowercase());
-            let (app, _, _) = provision_all(&template, &stack).await?;
-            let table = app.store.table_name().to_owned();
+            let (app, names, _) = provision_all(&template, &stack).await?;
             let function = template
                 .functions()?
                 .into_iter()
                 .next()
                 .ok_or("no functions")?;
-            let names =
-                std::collections::HashMap::from([("MarketTable".to_owned(), table.clone())]);
             let mut env =
                 template.environment(&function, &|v| provision::resolve(&template, v, &names));
             for key in [
@@ -139,7 +136,6 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
                 binaries: &binaries,
                 cold_runs,
                 warm_invocations,
-                table,
                 env,
             };
             let report = devstack::bench::run(app, &template, options).await?;

@@ -156,18 +156,7 @@ impl Store {
                             after,
                             limit,
                         },
-                        |id| {
-                            let mut key = bouquet_key(id);
-                            key.insert(
-                                "catalogueShard".into(),
-                                aws_sdk_dynamodb::types::AttributeValue::S(shard_key.clone()),
-                            );
-                            key.insert(
-                                "catalogueSort".into(),
-                                aws_sdk_dynamodb::types::AttributeValue::S(id.to_owned()),
-                            );
-                            key
-                        },
+                        bouquet_key,
                     )
                     .await?;
                 let bouquets = page
@@ -233,18 +222,7 @@ impl Store {
                     after: after.as_deref(),
                     limit,
                 },
-                |id| {
-                    let mut key = bouquet_key(id);
-                    key.insert(
-                        "vendorKey".into(),
-                        aws_sdk_dynamodb::types::AttributeValue::S(vendor_key.clone()),
-                    );
-                    key.insert(
-                        "vendorSort".into(),
-                        aws_sdk_dynamodb::types::AttributeValue::S(id.to_owned()),
-                    );
-                    key
-                },
+                bouquet_key,
             )
             .await?;
         Ok(Page {

@@ -56,15 +56,6 @@ impl VendorItem {
             created_at: v.created_at.as_millis(),
         }
     }
-
-    pub fn into_domain(self) -> Result<Vendor, StoreError> {
-        Ok(Vendor {
-            vendor_id: VendorId::parse(&self.vendor_id).map_err(StoreError::corrupt)?,
-            name: self.name,
-            version: self.version,
-            created_at: Timestamp::from_millis(self.created_at),
-        })
-    }
 }
 
 #[derive(Serialize, Deserialize)]

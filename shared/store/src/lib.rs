@@ -49,10 +49,6 @@ impl Store {
         &self.table
     }
 
-    pub fn client(&self) -> &Client {
-        &self.client
-    }
-
     /// One item by key; `consistent` when a conditional write will follow the read.
     pub(crate) async fn get_item(
         &self,

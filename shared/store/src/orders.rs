@@ -330,12 +330,7 @@ impl Store {
                     after: after.as_deref(),
                     limit,
                 },
-                |id| {
-                    let mut key = keys::key(keys::order_pk(id), keys::ORDER_SK);
-                    key.insert(partition_attr.into(), AttributeValue::S(partition.clone()));
-                    key.insert(sort_attr.into(), AttributeValue::S(id.to_owned()));
-                    key
-                },
+                |id| keys::key(keys::order_pk(id), keys::ORDER_SK),
             )
             .await?;
         Ok(Page {

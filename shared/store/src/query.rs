@@ -36,17 +36,27 @@ pub struct QueryPage {
 }
 
 impl Store {
-    /// `item_key` rebuilds an item's full key (table + index attributes) from its sort value.
+    /// `table_key` gives an item's table key (`pk`, `sk`) from its sort value; the index
+    /// attributes of the start key are added here.
     pub(crate) async fn query_index(
         &self,
         q: IndexQuery<'_>,
-        item_key: impl Fn(&str) -> Item,
+        table_key: impl Fn(&str) -> Item,
     ) -> Result<QueryPage, StoreError> {
         let mut filter = q.filter.unwrap_or_default();
         filter = filter
             .name("#pk", q.partition_attr)
             .s(":pk", q.partition.clone());
-        let mut start: Option<HashMap<String, AttributeValue>> = q.after.map(&item_key);
+        let start_key = |sort: &str| {
+            let mut key = table_key(sort);
+            key.insert(
+                q.partition_attr.to_owned(),
+                AttributeValue::S(q.partition.clone()),
+            );
+            key.insert(q.sort_attr.to_owned(), AttributeValue::S(sort.to_owned()));
+            key
+        };
+        let mut start: Option<HashMap<String, AttributeValue>> = q.after.map(start_key);
         let mut items = Vec::new();
         for _ in 0..MAX_READS_PER_PAGE {
             let output = self

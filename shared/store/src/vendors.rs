@@ -1,10 +1,9 @@
 use bouquet_domain::events::DomainEvent;
-use bouquet_domain::{Timestamp, Vendor, VendorId};
+use bouquet_domain::{Timestamp, Vendor};
 
 use crate::error::{StoreError, Target};
 use crate::idempotency::IdempotencyPut;
-use crate::items::{from_item, to_item, VendorItem};
-use crate::keys;
+use crate::items::{to_item, VendorItem};
 use crate::tx::{Expr, Tx};
 use crate::Store;
 
@@ -28,16 +27,5 @@ impl Store {
         )?;
         tx.event(&self.table, event)?;
         tx.commit(self).await
-    }
-
-    pub async fn vendor(&self, vendor_id: VendorId) -> Result<Option<Vendor>, StoreError> {
-        let item = self
-            .get_item(
-                keys::key(keys::vendor_pk(&vendor_id.to_string()), keys::VENDOR_SK),
-                false,
-            )
-            .await?;
-        item.map(|item| from_item::<VendorItem>(item)?.into_domain())
-            .transpose()
     }
 }
