@@ -35,6 +35,35 @@ http_functions! {
     "put-cart-item" => put_cart_item,
     "delete-cart-item" => delete_cart_item,
     "get-vendor-analytics" => get_vendor_analytics,
+    "list-vases" => list_vases,
+    "get-vase-telemetry" => get_vase_telemetry,
+    "register-vase" => register_vase_locally,
+}
+
+/// Vase registration also needs IoT Core: the dev stack sets it up once at start
+/// ([`set_registrar`]); the handler is otherwise the function's own.
+mod register_vase_locally {
+    pub use register_vase::ROUTE;
+
+    use bouquet_http::lambda_http::{Body, Error, Request, Response};
+    use bouquet_http::App;
+
+    pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+        let registrar = super::REGISTRAR
+            .get()
+            .ok_or("the dev stack has not set up vase registration (set_registrar)")?;
+        register_vase::handler(app, registrar, request).await
+    }
+}
+
+static REGISTRAR: std::sync::OnceLock<register_vase::Registrar> = std::sync::OnceLock::new();
+
+/// Gives `register-vase` its IoT Core (the emulator's) and the vase policy's local name.
+pub fn set_registrar(sdk: &aws_config::SdkConfig, policy: String) {
+    let registry = std::sync::Arc::new(bouquet_iot::AwsDeviceRegistry::new(
+        aws_sdk_iot::Client::new(sdk),
+    ));
+    let _ = REGISTRAR.set(register_vase::Registrar { registry, policy });
 }
 
 /// A function a rule on the bus targets: gets the EventBridge event.
@@ -60,14 +89,22 @@ pub fn event_handler(binary: &str) -> Option<EventHandler> {
 pub type ScheduledHandler = fn(App, Value) -> BoxFuture<'static, Result<Value, Error>>;
 
 /// (binary, handler) of every scheduled function.
-pub const SCHEDULED_FUNCTIONS: &[(&str, ScheduledHandler)] =
-    &[("expire-reservations", |app, event| {
+pub const SCHEDULED_FUNCTIONS: &[(&str, ScheduledHandler)] = &[
+    ("expire-reservations", |app, event| {
         Box::pin(async move {
             let event = lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default());
             let report = expire_reservations::handler(&app, event).await?;
             Ok(serde_json::to_value(report)?)
         })
-    })];
+    }),
+    ("flag-offline-vases", |app, event| {
+        Box::pin(async move {
+            let event = lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default());
+            let report = flag_offline_vases::handler(&app, event).await?;
+            Ok(serde_json::to_value(report)?)
+        })
+    }),
+];
 
 pub fn scheduled_handler(binary: &str) -> Option<ScheduledHandler> {
     SCHEDULED_FUNCTIONS
@@ -103,6 +140,40 @@ pub fn stream_function(
                     let event: aws_lambda_events::event::dynamodb::Event =
                         serde_json::from_value(event).map_err(|e| e.to_string())?;
                     let response = publisher
+                        .handle(lambda_runtime::LambdaEvent::new(
+                            event,
+                            lambda_runtime::Context::default(),
+                        ))
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    serde_json::to_value(response).map_err(|e| e.to_string())
+                })
+            }))
+        }
+        _ => None,
+    }
+}
+
+/// The SQS-triggered functions, built for a mapping from their resolved environment.
+pub fn queue_function(
+    binary: &str,
+    env: &std::collections::HashMap<String, String>,
+    app: &App,
+    sdk: &aws_config::SdkConfig,
+) -> Option<crate::streams::StreamInvoke> {
+    match binary {
+        "ingest-vase-messages" => {
+            let ingest = std::sync::Arc::new(ingest_vase_messages::Ingest {
+                app: app.clone(),
+                sqs: aws_sdk_sqs::Client::new(sdk),
+                dead_letter_queue_url: env.get("DEAD_LETTER_QUEUE_URL")?.clone(),
+            });
+            Some(Box::new(move |event: Value| {
+                let ingest = ingest.clone();
+                Box::pin(async move {
+                    let event: aws_lambda_events::event::sqs::SqsEvent =
+                        serde_json::from_value(event).map_err(|e| e.to_string())?;
+                    let response = ingest
                         .handle(lambda_runtime::LambdaEvent::new(
                             event,
                             lambda_runtime::Context::default(),

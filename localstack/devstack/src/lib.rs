@@ -4,12 +4,20 @@
 //! - [`apigw`] and [`server`]: API Gateway's HTTP API: routes from the template, the JWT
 //!   authorizer ([`jwt`]), API Gateway v2 payloads, and the real function handlers
 //!   ([`functions`]) behind them.
+//! - [`streams`] and [`queues`]: the DynamoDB Stream and SQS event-source mappings;
+//!   [`schedules`]: the template's schedules.
+//! - [`iot_core`]: IoT Core locally: an MQTT broker ([`mqtt`]) that admits registered things
+//!   with the vase policy's permissions, and the template's topic rules ([`iot_rules`]).
 
 pub mod apigw;
 pub mod bench;
 pub mod functions;
+pub mod iot_core;
+pub mod iot_rules;
 pub mod jwt;
+pub mod mqtt;
 pub mod provision;
+pub mod queues;
 pub mod runtime_api;
 pub mod schedules;
 pub mod seed;

@@ -33,6 +33,9 @@ enum Command {
         /// Run schedules this many times faster (e.g. 60: a minutely sweeper every second).
         #[arg(long, default_value_t = 1)]
         schedule_speedup: u32,
+        /// The MQTT broker's port (IoT Core's part).
+        #[arg(long, env = "DEVSTACK_MQTT_PORT", default_value_t = 1883)]
+        mqtt_port: u16,
     },
     /// Create the template's resources on AWS_ENDPOINT_URL (idempotent).
     Provision,
@@ -157,9 +160,25 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
             port,
             no_seed,
             schedule_speedup,
+            mqtt_port,
         } => {
             let template = Template::repository()?;
-            let (app, names, sdk) = provision_all(&template, &cli.stack).await?;
+            let (app, mut names, sdk) = provision_all(&template, &cli.stack).await?;
+            let iot = devstack::iot_core::start(
+                &template,
+                &cli.stack,
+                &sdk,
+                &mut names,
+                SocketAddr::from(([127, 0, 0, 1], mqtt_port)),
+            )
+            .await?;
+            devstack::functions::set_registrar(
+                &sdk,
+                names
+                    .get("VasePolicy")
+                    .cloned()
+                    .ok_or("template.yaml has no VasePolicy")?,
+            );
             let secret = jwt::secret_from_env();
             let api_app = app.clone();
             let api = LocalApi::from_template(&template, app, secret.clone())?;
@@ -169,6 +188,13 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
                     "demo vendor {} with bouquets {}",
                     seeded.vendor_id,
                     seeded.bouquet_ids.join(", ")
+                );
+                eprintln!(
+                    "demo vase {} (its bouquet: {}); make it beat and report:\n  cargo run -p vase-simulator -- --vase-id {} --broker 127.0.0.1:{} --scenario drying-out",
+                    seeded.vase_id,
+                    seeded.bouquet_ids.first().map(String::as_str).unwrap_or("-"),
+                    seeded.vase_id,
+                    iot.address.port()
                 );
                 eprintln!(
                     "vendor token:   {}",
@@ -197,6 +223,10 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
             for mapping in devstack::streams::start_all(&template, &names, &sdk)? {
                 eprintln!("stream mapping: {mapping}");
             }
+            for mapping in devstack::queues::start_all(&template, &names, &api_app, &sdk)? {
+                eprintln!("SQS mapping: {mapping}");
+            }
+            eprintln!("MQTT (IoT Core) on {}", iot.address);
             let address = SocketAddr::from(([127, 0, 0, 1], port));
             eprintln!("HTTP API on http://{address}/v1 (Ctrl-C to stop)");
             tokio::select! {

@@ -198,6 +198,13 @@ pub fn resolve(
                         break;
                     };
                     let name = &rest[start + 2..start + end];
+                    // `${!Literal}` is CloudFormation's escape for a literal `${Literal}`
+                    // (IoT policy variables use it).
+                    if let Some(literal) = name.strip_prefix('!') {
+                        out.push_str(&format!("${{{literal}}}"));
+                        rest = &rest[start + end + 1..];
+                        continue;
+                    }
                     out.push_str(
                         &names
                             .get(name)
@@ -251,6 +258,19 @@ pub async fn create_queue(
             request =
                 request.attributes(attribute, resolve(template, &properties[property], names));
         }
+    }
+    let redrive = &properties["RedrivePolicy"];
+    if !redrive.is_null() {
+        // The dead-letter queue must exist first: provision_resources creates queues
+        // without a redrive policy before the others.
+        let policy = serde_json::json!({
+            "deadLetterTargetArn": resolve(template, &redrive["deadLetterTargetArn"], names),
+            "maxReceiveCount": resolve(template, &redrive["maxReceiveCount"], names),
+        });
+        request = request.attributes(
+            aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy,
+            policy.to_string(),
+        );
     }
     let url = request
         .send()
@@ -323,10 +343,12 @@ pub async fn provision_resources(
     let sqs = aws_sdk_sqs::Client::new(sdk);
     let events = aws_sdk_eventbridge::Client::new(sdk);
     let mut names = Names::new();
-    let resources: Vec<(String, Value)> = template
+    let mut resources: Vec<(String, Value)> = template
         .resources()
         .map(|(id, r)| (id.to_owned(), r.clone()))
         .collect();
+    // Dead-letter queues before the queues that name them.
+    resources.sort_by_key(|(_, r)| !r["Properties"]["RedrivePolicy"].is_null());
     for (id, resource) in &resources {
         let name = local_name(stack, id);
         match resource["Type"].as_str() {

@@ -11,6 +11,8 @@ use crate::server::LocalApi;
 pub struct Seeded {
     pub vendor_id: String,
     pub bouquet_ids: Vec<String>,
+    /// A registered vase; the first bouquet stands in it.
+    pub vase_id: String,
 }
 
 const BOUQUETS: [(&str, &str, &str); 4] = [
@@ -72,9 +74,24 @@ pub async fn seed(api: &LocalApi, secret: &str) -> Result<Seeded, String> {
         .to_owned();
     let vendor_token = jwt::mint(secret, "vendor", "vendor-demo", Some(&vendor_id), 600)
         .map_err(|e| e.to_string())?;
+    let vase = post(
+        api,
+        &vendor_token,
+        &format!("/v1/vendors/{vendor_id}/vases"),
+        "seed-vase",
+        json!({}),
+    )
+    .await?;
+    let vase_id = vase["vase"]["vaseId"]
+        .as_str()
+        .ok_or("no vase.vaseId in the answer")?
+        .to_owned();
     let mut bouquet_ids = Vec::new();
     for (index, (name, description, amount)) in BOUQUETS.iter().enumerate() {
-        let body = json!({ "name": name, "description": description, "price": { "amount": amount, "currency": "EUR" } });
+        let mut body = json!({ "name": name, "description": description, "price": { "amount": amount, "currency": "EUR" } });
+        if index == 0 {
+            body["vaseId"] = json!(vase_id);
+        }
         let bouquet = post(
             api,
             &vendor_token,
@@ -88,5 +105,6 @@ pub async fn seed(api: &LocalApi, secret: &str) -> Result<Seeded, String> {
     Ok(Seeded {
         vendor_id,
         bouquet_ids,
+        vase_id,
     })
 }

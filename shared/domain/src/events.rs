@@ -66,11 +66,33 @@ pub enum EventData {
         customer_id: CustomerId,
         vendor_id: VendorId,
     },
+    VaseRegistered {
+        vase_id: VaseId,
+        vendor_id: VendorId,
+    },
+    VaseCameOnline {
+        vase_id: VaseId,
+        vendor_id: VendorId,
+        last_heartbeat_at: Timestamp,
+    },
+    VaseWentOffline {
+        vase_id: VaseId,
+        vendor_id: VendorId,
+        last_heartbeat_at: Timestamp,
+    },
+    BouquetFreshnessChanged {
+        bouquet_id: BouquetId,
+        vendor_id: VendorId,
+        vase_id: VaseId,
+        previous: Option<u8>,
+        freshness: u8,
+        measured_at: Timestamp,
+    },
 }
 
 impl EventData {
     /// Every event name (the EventBridge detail-types); `infra/events/{name}.json` is its schema.
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 13] = [
         "VendorOnboarded",
         "BouquetListed",
         "BouquetChanged",
@@ -80,6 +102,10 @@ impl EventData {
         "OrderCancelled",
         "ReservationExpired",
         "OrderFulfilled",
+        "VaseRegistered",
+        "VaseCameOnline",
+        "VaseWentOffline",
+        "BouquetFreshnessChanged",
     ];
 
     pub fn name(&self) -> &'static str {
@@ -93,6 +119,10 @@ impl EventData {
             EventData::OrderCancelled { .. } => "OrderCancelled",
             EventData::ReservationExpired { .. } => "ReservationExpired",
             EventData::OrderFulfilled { .. } => "OrderFulfilled",
+            EventData::VaseRegistered { .. } => "VaseRegistered",
+            EventData::VaseCameOnline { .. } => "VaseCameOnline",
+            EventData::VaseWentOffline { .. } => "VaseWentOffline",
+            EventData::BouquetFreshnessChanged { .. } => "BouquetFreshnessChanged",
         }
     }
 }

@@ -8,6 +8,7 @@ use aws_config::timeout::TimeoutConfig;
 use aws_config::BehaviorVersion;
 
 use bouquet_domain::order::DEFAULT_HOLD;
+use bouquet_domain::vase::DEFAULT_OFFLINE_AFTER;
 use bouquet_domain::{Clock, SystemClock};
 use bouquet_payments::{PaymentGateway, SimulatedGateway};
 use bouquet_store::Store;
@@ -16,23 +17,36 @@ use bouquet_store::Store;
 pub struct Config {
     /// How long a reservation holds its bouquets (`HOLD_DURATION_SECONDS`).
     pub hold: Duration,
+    /// How long a silent vase stays online (`OFFLINE_AFTER_SECONDS`).
+    pub offline_after: Duration,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Self { hold: DEFAULT_HOLD }
+        Self {
+            hold: DEFAULT_HOLD,
+            offline_after: DEFAULT_OFFLINE_AFTER,
+        }
+    }
+}
+
+fn seconds_from_env(name: &str, default: Duration) -> Result<Duration, lambda_http::Error> {
+    match std::env::var(name) {
+        Ok(text) => {
+            Ok(Duration::from_secs(text.parse().map_err(|_| {
+                format!("{name}={text:?} is not a number of seconds")
+            })?))
+        }
+        Err(_) => Ok(default),
     }
 }
 
 impl Config {
     pub fn from_env() -> Result<Self, lambda_http::Error> {
-        let hold = match std::env::var("HOLD_DURATION_SECONDS") {
-            Ok(text) => Duration::from_secs(text.parse().map_err(|_| {
-                format!("HOLD_DURATION_SECONDS={text:?} is not a number of seconds")
-            })?),
-            Err(_) => DEFAULT_HOLD,
-        };
-        Ok(Self { hold })
+        Ok(Self {
+            hold: seconds_from_env("HOLD_DURATION_SECONDS", DEFAULT_HOLD)?,
+            offline_after: seconds_from_env("OFFLINE_AFTER_SECONDS", DEFAULT_OFFLINE_AFTER)?,
+        })
     }
 }
 

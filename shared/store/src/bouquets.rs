@@ -29,6 +29,38 @@ pub(crate) fn available_at_version(version: u64, now: Timestamp) -> Expr {
     .n(":readVersion", version)
 }
 
+/// An update expression that sets every attribute of `item` except the keys and `keep`, and
+/// removes those of `optional` that `item` lacks: a Put that leaves `keep` alone.
+fn replace_all_but(item: Item, keep: &[&str], optional: &[&str]) -> Expr {
+    let mut expr = Expr::default();
+    let mut sets = Vec::new();
+    let mut attributes: Vec<_> = item
+        .into_iter()
+        .filter(|(name, _)| name != "pk" && name != "sk" && !keep.contains(&name.as_str()))
+        .collect();
+    attributes.sort_by(|a, b| a.0.cmp(&b.0));
+    let removes: Vec<String> = optional
+        .iter()
+        .filter(|name| !attributes.iter().any(|(present, _)| present == *name))
+        .enumerate()
+        .map(|(i, name)| {
+            expr.names.insert(format!("#r{i}"), (*name).to_owned());
+            format!("#r{i}")
+        })
+        .collect();
+    for (i, (name, value)) in attributes.into_iter().enumerate() {
+        expr.names.insert(format!("#a{i}"), name);
+        expr.values.insert(format!(":a{i}"), value);
+        sets.push(format!("#a{i} = :a{i}"));
+    }
+    expr.text = format!("SET {}", sets.join(", "));
+    if !removes.is_empty() {
+        expr.text
+            .push_str(&format!(" REMOVE {}", removes.join(", ")));
+    }
+    expr
+}
+
 pub(crate) fn bouquet_key(id: &str) -> Item {
     keys::key(keys::bouquet_pk(id), keys::BOUQUET_SK)
 }
@@ -64,10 +96,16 @@ impl Store {
             Expr::new("attribute_exists(pk)"),
         )?;
         if let Some(vase_id) = bouquet.vase_id {
-            tx.check(
+            // Linking: the vase now scores this bouquet (its previous bouquet's score goes).
+            tx.update(
                 Target::Vase(vase_id),
                 &self.table,
                 keys::key(keys::vase_pk(&vase_id.to_string()), keys::VASE_SK),
+                Expr::new(
+                    "SET bouquetId = :bouquetId, bouquetListedAt = :listedAt REMOVE freshness",
+                )
+                .s(":bouquetId", bouquet.bouquet_id.to_string())
+                .n(":listedAt", bouquet.listed_at.as_millis()),
                 Expr::new("attribute_exists(pk) AND vendorId = :vendorId").s(":vendorId", vendor),
             )?;
         }
@@ -105,11 +143,14 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut tx = Tx::new();
         let item = to_item(&BouquetItem::from_domain(changed))?;
-        tx.put(
+        // An update of every attribute but the score, not a Put: the vase may have moved the
+        // score since the read, and a vendor's edit must not put the old one back.
+        tx.update(
             Target::Bouquet(changed.bouquet_id),
             &self.table,
-            item,
-            Some(available_at_version(read_version, now)),
+            bouquet_key(&changed.bouquet_id.to_string()),
+            replace_all_but(item, &["freshness", "freshnessAt"], BouquetItem::OPTIONAL),
+            available_at_version(read_version, now),
         )?;
         tx.event(&self.table, event)?;
         tx.commit(self).await

@@ -14,6 +14,8 @@ pub enum Target {
     Vase(VaseId),
     Order(OrderId),
     Cart,
+    /// A vase reading (its key is the vase and the time it was sent).
+    Reading,
     /// A consumer's dedupe record.
     Processed,
     Event,

@@ -108,6 +108,18 @@ impl Tx {
     }
 }
 
+impl crate::Store {
+    /// The live record under `key_hash`, for routes that must know of a replay before doing
+    /// work outside DynamoDB (vase registration creates IoT resources).
+    pub async fn idempotency_record(
+        &self,
+        key_hash: &str,
+        now: Timestamp,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        record_from(self.get_item(key(key_hash), true).await?, now)
+    }
+}
+
 pub(crate) fn record_from(
     item: Option<Item>,
     now: Timestamp,

@@ -94,6 +94,15 @@ pub struct BouquetItem {
 }
 
 impl BouquetItem {
+    /// Attributes a bouquet item carries only in some states.
+    pub const OPTIONAL: &'static [&'static str] = &[
+        "vaseId",
+        "orderId",
+        "reservedUntil",
+        "catalogueShard",
+        "catalogueSort",
+    ];
+
     pub fn from_domain(b: &Bouquet) -> Self {
         let id = b.bouquet_id.to_string();
         let listed = matches!(

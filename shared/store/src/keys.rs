@@ -18,6 +18,7 @@ pub const INDEX_CATALOGUE: &str = "CatalogueIndex";
 pub const INDEX_VENDOR: &str = "VendorIndex";
 pub const INDEX_CUSTOMER: &str = "CustomerIndex";
 pub const INDEX_EXPIRY: &str = "ReservationExpiryIndex";
+pub const INDEX_HEARTBEAT: &str = "VaseHeartbeatIndex";
 
 pub type Key = HashMap<String, AttributeValue>;
 

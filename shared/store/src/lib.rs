@@ -18,6 +18,7 @@ mod keys;
 mod orders;
 mod query;
 mod tx;
+mod vases;
 mod vendors;
 
 use aws_sdk_dynamodb::Client;
@@ -29,6 +30,7 @@ pub use error::{describe, Conflict, StoreError, Target};
 pub use idempotency::{IdempotencyPut, IdempotencyRecord};
 pub use keys::CATALOGUE_SHARDS;
 pub use orders::{bouquet_from_conflict, BouquetEffect, ReservationRead};
+pub use vases::{ReadingWrite, HEARTBEAT_SHARDS, READING_RETENTION};
 
 /// The marketplace table. Cheap to clone: the SDK client is reference-counted.
 #[derive(Clone, Debug)]

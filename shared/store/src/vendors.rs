@@ -1,9 +1,10 @@
 use bouquet_domain::events::DomainEvent;
-use bouquet_domain::{Timestamp, Vendor};
+use bouquet_domain::{Timestamp, Vendor, VendorId};
 
 use crate::error::{StoreError, Target};
 use crate::idempotency::IdempotencyPut;
 use crate::items::{to_item, VendorItem};
+use crate::keys;
 use crate::tx::{Expr, Tx};
 use crate::Store;
 
@@ -27,5 +28,11 @@ impl Store {
         )?;
         tx.event(&self.table, event)?;
         tx.commit(self).await
+    }
+
+    /// Whether the vendor exists (a cheap check before work outside DynamoDB).
+    pub async fn vendor_exists(&self, vendor_id: VendorId) -> Result<bool, StoreError> {
+        let key = keys::key(keys::vendor_pk(&vendor_id.to_string()), keys::VENDOR_SK);
+        Ok(self.get_item(key, false).await?.is_some())
     }
 }

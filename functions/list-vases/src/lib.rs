@@ -1,0 +1,32 @@
+//! `GET /v1/vendors/{vendorId}/vases`: that vendor's vases with `connection` (`online`,
+//! `offline`, `never_seen`), `lastHeartbeatAt` and the latest reading. A vase silent for
+//! longer than the offline threshold reads as offline even before the sweeper ran.
+
+use bouquet_http::domain::VendorId;
+use bouquet_http::lambda_http::{Body, Error, Request, Response};
+use bouquet_http::{run, ApiError, App, Ctx, Reply, Route};
+use serde_json::json;
+
+pub const ROUTE: Route = Route::new("GET", "/v1/vendors/{vendorId}/vases");
+
+pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, handle).await
+}
+
+async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
+    let vendor_id = ctx.path("vendorId", VendorId::parse)?;
+    ctx.caller()?.require_vendor(vendor_id)?;
+    let limit = ctx.limit()?;
+    let page = ctx
+        .app
+        .store
+        .vendor_vases(vendor_id, ctx.cursor(), limit)
+        .await?;
+    let offline_after = ctx.app.config.offline_after;
+    let items: Vec<_> = page
+        .items
+        .iter()
+        .map(|v| v.view(ctx.now, offline_after))
+        .collect();
+    Reply::ok(&json!({ "items": items, "nextCursor": page.next_cursor }))
+}

@@ -1,0 +1,217 @@
+//! SQS → function, as Lambda's event-source mapping does it, from the template's `SQS`
+//! event: long-poll the queue, gather up to `BatchSize` messages (10 per receive, up to
+//! `MaximumBatchingWindowInSeconds`), invoke the function with an SQS event, and with
+//! `ReportBatchItemFailures` delete only the messages not reported failed. Failed messages
+//! (all of them when the invocation itself fails) are left alone: they reappear after the
+//! queue's visibility timeout, and the queue's redrive policy moves them to the dead-letter
+//! queue after `maxReceiveCount` receives. The emulator does the redrive, as SQS does.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
+use serde_json::{json, Value};
+
+use crate::streams::StreamInvoke;
+
+pub struct QueueMapping {
+    pub function: String,
+    pub queue_url: String,
+    pub queue_arn: String,
+    pub batch_size: usize,
+    pub window: Duration,
+    pub report_failures: bool,
+    pub invoke: StreamInvoke,
+    pub sqs: aws_sdk_sqs::Client,
+}
+
+/// Counts of one poll.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct QueuePoll {
+    pub received: usize,
+    pub deleted: usize,
+    pub failed: usize,
+}
+
+impl QueueMapping {
+    pub fn new(
+        function: String,
+        queue_url: String,
+        queue_arn: String,
+        event: &Value,
+        invoke: StreamInvoke,
+        sqs: aws_sdk_sqs::Client,
+    ) -> Self {
+        let p = &event["Properties"];
+        Self {
+            function,
+            queue_url,
+            queue_arn,
+            batch_size: p["BatchSize"].as_u64().unwrap_or(10).clamp(1, 10_000) as usize,
+            window: Duration::from_secs(p["MaximumBatchingWindowInSeconds"].as_u64().unwrap_or(0)),
+            report_failures: p["FunctionResponseTypes"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t == "ReportBatchItemFailures")),
+            invoke,
+            sqs,
+        }
+    }
+
+    /// Receives one batch (waiting up to a second for the first message) and delivers it.
+    pub async fn poll(&self) -> Result<QueuePoll, String> {
+        let mut messages: Vec<Message> = Vec::new();
+        let started = Instant::now();
+        while messages.len() < self.batch_size {
+            let wait = if messages.is_empty() { 1 } else { 0 };
+            let output = self
+                .sqs
+                .receive_message()
+                .queue_url(&self.queue_url)
+                .max_number_of_messages((self.batch_size - messages.len()).min(10) as i32)
+                .wait_time_seconds(wait)
+                .message_system_attribute_names(MessageSystemAttributeName::All)
+                .send()
+                .await
+                .map_err(|e| bouquet_http::store::describe(&e))?;
+            let got = output.messages.unwrap_or_default();
+            let empty = got.is_empty();
+            messages.extend(got);
+            if messages.is_empty() || (empty && started.elapsed() >= self.window) {
+                break;
+            }
+            if empty {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        if messages.is_empty() {
+            return Ok(QueuePoll::default());
+        }
+        let event = self.event(&messages);
+        let failed: HashSet<String> = match (self.invoke)(event).await {
+            Ok(response) if self.report_failures => response["batchItemFailures"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f["itemIdentifier"].as_str().map(str::to_owned))
+                .collect(),
+            Ok(_) => HashSet::new(),
+            Err(error) => {
+                tracing::warn!(function = %self.function, %error, "invocation failed; the whole batch returns to the queue");
+                messages
+                    .iter()
+                    .filter_map(|m| m.message_id.clone())
+                    .collect()
+            }
+        };
+        let mut report = QueuePoll {
+            received: messages.len(),
+            failed: failed.len(),
+            ..QueuePoll::default()
+        };
+        for message in &messages {
+            if message
+                .message_id
+                .as_ref()
+                .is_some_and(|id| failed.contains(id))
+            {
+                continue;
+            }
+            let Some(handle) = &message.receipt_handle else {
+                continue;
+            };
+            match self
+                .sqs
+                .delete_message()
+                .queue_url(&self.queue_url)
+                .receipt_handle(handle)
+                .send()
+                .await
+            {
+                Ok(_) => report.deleted += 1,
+                Err(error) => {
+                    tracing::warn!(function = %self.function, error = %bouquet_http::store::describe(&error), "delete after success failed; the message will be delivered again")
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// The SQS event Lambda gives the function.
+    fn event(&self, messages: &[Message]) -> Value {
+        let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "eu-west-1".into());
+        let records: Vec<Value> = messages
+            .iter()
+            .map(|m| {
+                let attributes: serde_json::Map<String, Value> = m
+                    .attributes
+                    .iter()
+                    .flatten()
+                    .map(|(k, v)| (k.as_str().to_owned(), Value::String(v.clone())))
+                    .collect();
+                json!({
+                    "messageId": m.message_id,
+                    "receiptHandle": m.receipt_handle,
+                    "body": m.body,
+                    "attributes": attributes,
+                    "messageAttributes": {},
+                    "md5OfBody": m.md5_of_body,
+                    "eventSource": "aws:sqs",
+                    "eventSourceARN": self.queue_arn,
+                    "awsRegion": region,
+                })
+            })
+            .collect();
+        json!({ "Records": records })
+    }
+}
+
+/// Starts a polling task for every `SQS` event of the template; returns their names.
+pub fn start_all(
+    template: &bouquet_template::Template,
+    names: &crate::provision::Names,
+    app: &bouquet_http::App,
+    sdk: &aws_config::SdkConfig,
+) -> Result<Vec<String>, String> {
+    let mut started = Vec::new();
+    for (function, event) in template.events_of_type("SQS").map_err(|e| e.to_string())? {
+        let env: std::collections::HashMap<String, String> = template
+            .environment(&function, &|v| {
+                crate::provision::resolve(template, v, names)
+            })
+            .into_iter()
+            .collect();
+        let invoke = crate::functions::queue_function(&function.binary, &env, app, sdk)
+            .ok_or_else(|| format!("{} has no SQS handler in the dev stack", function.binary))?;
+        let arn = crate::provision::resolve(template, &event["Properties"]["Queue"], names);
+        let url = names
+            .iter()
+            .find(|(k, v)| k.ends_with(".Arn") && **v == arn)
+            .and_then(|(k, _)| names.get(k.trim_end_matches(".Arn")))
+            .cloned()
+            .ok_or_else(|| format!("{}: queue {arn} was not provisioned", function.binary))?;
+        let mapping = QueueMapping::new(
+            function.binary.clone(),
+            url.clone(),
+            arn,
+            &event,
+            invoke,
+            aws_sdk_sqs::Client::new(sdk),
+        );
+        tokio::spawn(async move {
+            loop {
+                match mapping.poll().await {
+                    Ok(report) if report.received > 0 => {
+                        tracing::info!(function = %mapping.function, ?report, "SQS batch")
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::warn!(function = %mapping.function, %error, "SQS poll failed");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                }
+            }
+        });
+        started.push(format!("{} <- {url}", function.binary));
+    }
+    Ok(started)
+}

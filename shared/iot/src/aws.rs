@@ -1,0 +1,223 @@
+//! [`DeviceRegistry`] on the AWS SDK.
+
+use aws_sdk_iot::types::{AttributePayload, CertificateStatus};
+use aws_sdk_iot::Client;
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use tokio::sync::OnceCell;
+
+use crate::{Certificate, DeviceRegistry, IotError};
+
+pub struct AwsDeviceRegistry {
+    client: Client,
+    /// The data endpoint does not change for an account and region: asked once per container.
+    endpoint: OnceCell<String>,
+}
+
+impl AwsDeviceRegistry {
+    pub fn new(client: Client) -> Self {
+        Self {
+            client,
+            endpoint: OnceCell::new(),
+        }
+    }
+}
+
+fn failed(operation: &'static str) -> impl Fn(&dyn std::error::Error) -> IotError {
+    move |error| {
+        let mut message = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            message.push_str(": ");
+            message.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        IotError { operation, message }
+    }
+}
+
+impl DeviceRegistry for AwsDeviceRegistry {
+    fn data_endpoint(&self) -> BoxFuture<'_, Result<String, IotError>> {
+        async move {
+            self.endpoint
+                .get_or_try_init(|| async {
+                    let output = self
+                        .client
+                        .describe_endpoint()
+                        .endpoint_type("iot:Data-ATS")
+                        .send()
+                        .await
+                        .map_err(|e| failed("DescribeEndpoint")(&e))?;
+                    output.endpoint_address.ok_or_else(|| IotError {
+                        operation: "DescribeEndpoint",
+                        message: "no endpoint address in the answer".into(),
+                    })
+                })
+                .await
+                .cloned()
+        }
+        .boxed()
+    }
+
+    fn create_thing<'a>(
+        &'a self,
+        thing: &'a str,
+        vendor_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), IotError>> {
+        async move {
+            self.client
+                .create_thing()
+                .thing_name(thing)
+                .attribute_payload(
+                    AttributePayload::builder()
+                        .attributes("vendorId", vendor_id)
+                        .build(),
+                )
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| failed("CreateThing")(&e))
+        }
+        .boxed()
+    }
+
+    fn create_certificate(&self) -> BoxFuture<'_, Result<Certificate, IotError>> {
+        async move {
+            let output = self
+                .client
+                .create_keys_and_certificate()
+                .set_as_active(true)
+                .send()
+                .await
+                .map_err(|e| failed("CreateKeysAndCertificate")(&e))?;
+            let missing = |what: &str| IotError {
+                operation: "CreateKeysAndCertificate",
+                message: format!("no {what} in the answer"),
+            };
+            Ok(Certificate {
+                arn: output
+                    .certificate_arn
+                    .ok_or_else(|| missing("certificateArn"))?,
+                id: output
+                    .certificate_id
+                    .ok_or_else(|| missing("certificateId"))?,
+                pem: output
+                    .certificate_pem
+                    .ok_or_else(|| missing("certificatePem"))?,
+                private_key: output
+                    .key_pair
+                    .and_then(|k| k.private_key)
+                    .ok_or_else(|| missing("keyPair.privateKey"))?,
+            })
+        }
+        .boxed()
+    }
+
+    fn attach_policy<'a>(
+        &'a self,
+        policy: &'a str,
+        certificate_arn: &'a str,
+    ) -> BoxFuture<'a, Result<(), IotError>> {
+        async move {
+            self.client
+                .attach_policy()
+                .policy_name(policy)
+                .target(certificate_arn)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| failed("AttachPolicy")(&e))
+        }
+        .boxed()
+    }
+
+    fn attach_thing_principal<'a>(
+        &'a self,
+        thing: &'a str,
+        certificate_arn: &'a str,
+    ) -> BoxFuture<'a, Result<(), IotError>> {
+        async move {
+            self.client
+                .attach_thing_principal()
+                .thing_name(thing)
+                .principal(certificate_arn)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| failed("AttachThingPrincipal")(&e))
+        }
+        .boxed()
+    }
+
+    fn detach_thing_principal<'a>(
+        &'a self,
+        thing: &'a str,
+        certificate_arn: &'a str,
+    ) -> BoxFuture<'a, Result<(), IotError>> {
+        async move {
+            self.client
+                .detach_thing_principal()
+                .thing_name(thing)
+                .principal(certificate_arn)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| failed("DetachThingPrincipal")(&e))
+        }
+        .boxed()
+    }
+
+    fn detach_policy<'a>(
+        &'a self,
+        policy: &'a str,
+        certificate_arn: &'a str,
+    ) -> BoxFuture<'a, Result<(), IotError>> {
+        async move {
+            self.client
+                .detach_policy()
+                .policy_name(policy)
+                .target(certificate_arn)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| failed("DetachPolicy")(&e))
+        }
+        .boxed()
+    }
+
+    fn delete_certificate<'a>(
+        &'a self,
+        certificate_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), IotError>> {
+        async move {
+            self.client
+                .update_certificate()
+                .certificate_id(certificate_id)
+                .new_status(CertificateStatus::Inactive)
+                .send()
+                .await
+                .map_err(|e| failed("UpdateCertificate")(&e))?;
+            self.client
+                .delete_certificate()
+                .certificate_id(certificate_id)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| failed("DeleteCertificate")(&e))
+        }
+        .boxed()
+    }
+
+    fn delete_thing<'a>(&'a self, thing: &'a str) -> BoxFuture<'a, Result<(), IotError>> {
+        async move {
+            self.client
+                .delete_thing()
+                .thing_name(thing)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| failed("DeleteThing")(&e))
+        }
+        .boxed()
+    }
+}

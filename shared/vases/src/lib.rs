@@ -1,0 +1,278 @@
+//! Smart-vase use cases: applying what a vase sent, and taking silent vases offline.
+//!
+//! Each is read, decide (the domain), conditional write. A write refused because the vase
+//! changed since the read (a concurrent message of the same vase, a sweep) is not an error:
+//! the vase is read again and the decision made again, so the outcome is the one a serial
+//! order would give, and a message applied once is never applied twice.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde::Serialize;
+
+use bouquet_domain::events::{DomainEvent, EventData};
+use bouquet_domain::vase::{HeartbeatOutcome, ReadingOutcome, Vase, VaseMessage};
+use bouquet_domain::{Reading, Timestamp, VaseId};
+use bouquet_store::{ReadingWrite, Store, StoreError, Target};
+
+/// Reads and decisions before a message gives up on a vase that keeps changing under it
+/// (the message is then retried by SQS).
+const ATTEMPTS: usize = 5;
+
+#[derive(Debug, thiserror::Error)]
+pub enum VaseError {
+    #[error("vase {0} is not registered")]
+    UnknownVase(VaseId),
+    #[error("vase {0} kept changing during {ATTEMPTS} attempts")]
+    Busy(VaseId),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a message did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Applied {
+    /// `lastHeartbeatAt` moved forward.
+    Heartbeat,
+    /// The vase was `never_seen` or `offline` and is `online` (`VaseCameOnline`).
+    CameOnline,
+    /// A heartbeat not newer than the last: nothing changed.
+    StaleHeartbeat,
+    /// The vase's new latest reading; `freshness_event` when its bouquet's score moved
+    /// enough for `BouquetFreshnessChanged`.
+    LatestReading { freshness_event: bool },
+    /// An older reading, kept for history.
+    HistoryReading,
+    /// A reading already stored: a redelivery, nothing changed.
+    DuplicateReading,
+}
+
+/// Applies one vase message. `correlation_id` ties the events to the message.
+pub async fn apply(
+    store: &Store,
+    message: &VaseMessage,
+    correlation_id: &str,
+) -> Result<Applied, VaseError> {
+    match message {
+        VaseMessage::Heartbeat {
+            vase_id, sent_at, ..
+        } => heartbeat(store, *vase_id, *sent_at, correlation_id).await,
+        VaseMessage::Telemetry {
+            vase_id,
+            reading,
+            received_at,
+        } => telemetry(store, *vase_id, reading, *received_at, correlation_id).await,
+    }
+}
+
+async fn read(store: &Store, vase_id: VaseId) -> Result<Vase, VaseError> {
+    store
+        .vase(vase_id, true)
+        .await?
+        .ok_or(VaseError::UnknownVase(vase_id))
+}
+
+fn lost_race(error: &StoreError) -> bool {
+    matches!(error, StoreError::ConditionFailed(c) if c.iter().any(|c| matches!(c.target, Target::Vase(_))))
+        || matches!(error, StoreError::Contention(_))
+}
+
+async fn heartbeat(
+    store: &Store,
+    vase_id: VaseId,
+    sent_at: Timestamp,
+    correlation_id: &str,
+) -> Result<Applied, VaseError> {
+    for _ in 0..ATTEMPTS {
+        let vase = read(store, vase_id).await?;
+        let result = match vase.heartbeat(sent_at) {
+            HeartbeatOutcome::Stale => return Ok(Applied::StaleHeartbeat),
+            HeartbeatOutcome::StillOnline(_) => store
+                .touch_heartbeat(vase_id, sent_at)
+                .await
+                .map(|()| Applied::Heartbeat),
+            HeartbeatOutcome::CameOnline(online) => {
+                let event = DomainEvent::new(
+                    vase_id,
+                    online.version,
+                    sent_at,
+                    correlation_id,
+                    EventData::VaseCameOnline {
+                        vase_id,
+                        vendor_id: online.vendor_id,
+                        last_heartbeat_at: sent_at,
+                    },
+                );
+                store
+                    .change_connection(&vase, &online, &event)
+                    .await
+                    .map(|()| Applied::CameOnline)
+            }
+        };
+        match result {
+            Ok(applied) => return Ok(applied),
+            Err(error) if lost_race(&error) => continue,
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Err(VaseError::Busy(vase_id))
+}
+
+async fn telemetry(
+    store: &Store,
+    vase_id: VaseId,
+    reading: &Reading,
+    received_at: Timestamp,
+    correlation_id: &str,
+) -> Result<Applied, VaseError> {
+    // Whether the bouquet still names this vase: once it does not (a bouquet record that
+    // moved on), the score is kept on the vase only.
+    let mut score_bouquet = true;
+    let mut attempts = 0;
+    while attempts < ATTEMPTS {
+        attempts += 1;
+        let vase = read(store, vase_id).await?;
+        let (changed, freshness) = match vase.record(*reading) {
+            ReadingOutcome::HistoryOnly => {
+                return Ok(
+                    match store.put_reading(vase_id, reading, received_at).await? {
+                        ReadingWrite::Stored => Applied::HistoryReading,
+                        ReadingWrite::Duplicate => Applied::DuplicateReading,
+                    },
+                )
+            }
+            ReadingOutcome::Latest { vase, freshness } => (vase, freshness),
+        };
+        let change = freshness.filter(|_| score_bouquet);
+        let event = change.filter(|c| c.is_significant()).map(|c| {
+            DomainEvent::new(
+                c.bouquet_id,
+                changed.version,
+                reading.sent_at,
+                correlation_id,
+                EventData::BouquetFreshnessChanged {
+                    bouquet_id: c.bouquet_id,
+                    vendor_id: changed.vendor_id,
+                    vase_id,
+                    previous: c.previous,
+                    freshness: c.score,
+                    measured_at: reading.sent_at,
+                },
+            )
+        });
+        let result = store
+            .record_latest_reading(
+                &vase,
+                &changed,
+                received_at,
+                change.map(|c| (c.bouquet_id, c.score)),
+                event.as_ref(),
+            )
+            .await;
+        match result {
+            Ok(ReadingWrite::Stored) => {
+                return Ok(Applied::LatestReading {
+                    freshness_event: event.is_some(),
+                })
+            }
+            Ok(ReadingWrite::Duplicate) => return Ok(Applied::DuplicateReading),
+            Err(StoreError::ConditionFailed(conflicts))
+                if score_bouquet
+                    && conflicts
+                        .iter()
+                        .all(|c| matches!(c.target, Target::Bouquet(_))) =>
+            {
+                tracing::warn!(%vase_id, "the vase's bouquet no longer names it; keeping the score on the vase only");
+                score_bouquet = false;
+                attempts -= 1;
+            }
+            Err(error) if lost_race(&error) => continue,
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Err(VaseError::Busy(vase_id))
+}
+
+/// What one offline sweep did.
+#[derive(Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OfflineSweep {
+    /// Online vases found silent in the index.
+    pub silent: usize,
+    /// Taken offline, each with one `VaseWentOffline`.
+    pub went_offline: usize,
+    /// Changed since the index was read (a heartbeat came, another sweeper won): left alone.
+    pub skipped: usize,
+    /// Failed; the next run retries them.
+    pub failed: usize,
+}
+
+/// Vases read per shard and run.
+const SWEEP_PAGE: usize = 200;
+/// Vases handled at once.
+const SWEEP_CONCURRENCY: usize = 8;
+
+/// Takes every vase that has been silent for `offline_after` at `now` offline, with
+/// `VaseWentOffline`. Each write re-checks the heartbeat it read, so a heartbeat racing the
+/// sweep wins and two sweepers emit one event.
+pub async fn sweep_offline(
+    store: &Store,
+    now: Timestamp,
+    offline_after: Duration,
+    correlation_id: &str,
+) -> Result<OfflineSweep, VaseError> {
+    let cutoff = Vase::silence_cutoff(now, offline_after);
+    let silent = store.silent_vases(cutoff, SWEEP_PAGE).await?;
+    let mut report = OfflineSweep {
+        silent: silent.len(),
+        ..OfflineSweep::default()
+    };
+    let results: Vec<_> = futures::stream::iter(silent)
+        .map(|vase_id| async move {
+            let result = take_offline(store, vase_id, now, offline_after, correlation_id).await;
+            (vase_id, result)
+        })
+        .buffer_unordered(SWEEP_CONCURRENCY)
+        .collect()
+        .await;
+    for (vase_id, result) in results {
+        match result {
+            Ok(true) => report.went_offline += 1,
+            Ok(false) => report.skipped += 1,
+            Err(error) => {
+                report.failed += 1;
+                tracing::error!(%vase_id, %error, "offline sweep failed for a vase; the next run retries it");
+            }
+        }
+    }
+    Ok(report)
+}
+
+async fn take_offline(
+    store: &Store,
+    vase_id: VaseId,
+    now: Timestamp,
+    offline_after: Duration,
+    correlation_id: &str,
+) -> Result<bool, VaseError> {
+    let vase = read(store, vase_id).await?;
+    let Some(offline) = vase.go_offline(now, offline_after) else {
+        return Ok(false);
+    };
+    let event = DomainEvent::new(
+        vase_id,
+        offline.version,
+        now,
+        correlation_id,
+        EventData::VaseWentOffline {
+            vase_id,
+            vendor_id: offline.vendor_id,
+            last_heartbeat_at: offline.last_heartbeat_at.unwrap_or(now),
+        },
+    );
+    match store.change_connection(&vase, &offline, &event).await {
+        Ok(()) => Ok(true),
+        Err(error) if lost_race(&error) => Ok(false),
+        Err(error) => Err(error.into()),
+    }
+}
