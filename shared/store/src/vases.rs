@@ -13,6 +13,7 @@
 
 use std::time::Duration;
 
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
@@ -397,15 +398,28 @@ impl Store {
 
     /// Stores a reading that is not the vase's latest (history only). A redelivery is
     /// `Duplicate`.
+    /// One conditional `PutItem`, not a transaction: nothing else changes with it.
     pub async fn put_reading(
         &self,
         vase_id: VaseId,
         reading: &Reading,
         received_at: Timestamp,
     ) -> Result<ReadingWrite, StoreError> {
-        let mut tx = Tx::new();
-        self.reading_put(&mut tx, vase_id, reading, received_at)?;
-        duplicate_or(tx.commit(self).await)
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(reading_item(vase_id, reading, received_at)?))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(ReadingWrite::Stored),
+            Err(error) => match error.into_service_error() {
+                PutItemError::ConditionalCheckFailedException(_) => Ok(ReadingWrite::Duplicate),
+                other => Err(StoreError::backend(other)),
+            },
+        }
     }
 
     /// Stores the vase's new latest reading, if the latest is still the one read, with the
@@ -475,18 +489,10 @@ impl Store {
         reading: &Reading,
         received_at: Timestamp,
     ) -> Result<(), StoreError> {
-        let item = to_item(&ReadingItem {
-            pk: keys::vase_pk(&vase_id.to_string()),
-            sk: reading_sk(reading.sent_at),
-            entity: "reading".into(),
-            reading: ReadingFields::from_domain(reading),
-            received_at: received_at.as_millis(),
-            expires_at: reading.sent_at.plus(READING_RETENTION).as_epoch_seconds(),
-        })?;
         tx.put(
             Target::Reading,
             &self.table,
-            item,
+            reading_item(vase_id, reading, received_at)?,
             Some(Expr::new("attribute_not_exists(pk)")),
         )
     }
@@ -531,6 +537,21 @@ impl Store {
         }
         Ok(due)
     }
+}
+
+fn reading_item(
+    vase_id: VaseId,
+    reading: &Reading,
+    received_at: Timestamp,
+) -> Result<Item, StoreError> {
+    to_item(&ReadingItem {
+        pk: keys::vase_pk(&vase_id.to_string()),
+        sk: reading_sk(reading.sent_at),
+        entity: "reading".into(),
+        reading: ReadingFields::from_domain(reading),
+        received_at: received_at.as_millis(),
+        expires_at: reading.sent_at.plus(READING_RETENTION).as_epoch_seconds(),
+    })
 }
 
 /// A transaction refused only because the reading already exists is a redelivery.

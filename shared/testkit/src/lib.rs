@@ -24,6 +24,7 @@ use bouquet_http::{App, Config};
 use bouquet_template::Template;
 
 pub mod http_client;
+pub mod vases;
 
 pub use devstack::functions::{HTTP_FUNCTIONS, SCHEDULED_FUNCTIONS};
 
@@ -165,6 +166,8 @@ impl TestCloud {
                 endpoint()
             );
         }
+        // `register-vase` in the dev stack's function table gets the emulator's IoT Core.
+        devstack::functions::set_registrar(&sdk, vases::test_vase_policy().await);
         let table = format!("test-{}", ulid::Ulid::new().to_string().to_lowercase());
         let template = Template::repository().expect("template.yaml parses");
         devstack::provision::create_table(&client, &template, "MarketTable", &table)

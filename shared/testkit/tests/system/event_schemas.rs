@@ -6,6 +6,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use bouquet_http::domain::events::EventData;
+use bouquet_http::domain::Clock;
+use bouquet_testkit::vases::{heartbeat, reading};
 use bouquet_testkit::{repository_root, ApiRequest, TestCloud};
 
 fn schemas() -> HashMap<String, Value> {
@@ -99,6 +101,18 @@ async fn every_detail_the_system_writes_validates_against_its_schema() {
     cloud.clock.advance(Duration::from_secs(16 * 60));
     assert_eq!(
         cloud.run_scheduled("expire-reservations").await["expired"],
+        1
+    );
+    // Vases: registered, online, a reading that scores its bouquet, silent for two hours.
+    let vase = cloud.vase(&vendor).await;
+    cloud.bouquet_in_vase(&vendor, &vase).await;
+    let now = cloud.clock.now();
+    cloud
+        .send_vase_messages(&[heartbeat(&vase, now), reading(&vase, now, 50.0, 18.0)])
+        .await;
+    let later = cloud.app_at(now.plus(Duration::from_secs(2 * 60 * 60)));
+    assert_eq!(
+        cloud.run_scheduled_with("flag-offline-vases", later).await["wentOffline"],
         1
     );
 

@@ -16,3 +16,5 @@ mod payment;
 mod pipeline;
 mod reservation;
 mod template_consistency;
+mod vase_mqtt;
+mod vases;

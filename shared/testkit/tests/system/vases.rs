@@ -1,0 +1,707 @@
+//! Smart vases against the emulator: registration on IoT Core and its undo, heartbeats and
+//! readings through the ingest function, the offline sweeper, and their races.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::{json, Value};
+
+use bouquet_http::domain::Timestamp;
+use bouquet_iot::{Certificate, DeviceRegistry, IotError};
+use bouquet_testkit::vases::{
+    emulator_registry, heartbeat, reading, rule_output, sqs_records, test_vase_policy,
+};
+use bouquet_testkit::{emulator_sdk_config, ApiRequest, TestCloud, T0};
+use register_vase::Registrar;
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+fn at(minutes: u32) -> Timestamp {
+    T0.plus(MINUTE * minutes)
+}
+
+fn count(names: &[String], name: &str) -> usize {
+    names.iter().filter(|n| *n == name).count()
+}
+
+async fn iot() -> aws_sdk_iot::Client {
+    aws_sdk_iot::Client::new(&emulator_sdk_config().await)
+}
+
+#[tokio::test]
+async fn registration_makes_a_thing_with_an_active_certificate_and_returns_the_key_once() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let registrar = Registrar {
+        registry: emulator_registry().await,
+        policy: test_vase_policy().await,
+    };
+    let request = ApiRequest::fixture("register-vase")
+        .vendor(&vendor)
+        .path("vendorId", &vendor)
+        .idempotency_key("vase-1");
+    let first = cloud.register_vase_with(&registrar, request.clone()).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let vase_id = first.body["vase"]["vaseId"].as_str().unwrap().to_owned();
+    assert_eq!(first.body["vase"]["connection"], "never_seen");
+    assert_eq!(first.body["thingName"], vase_id.as_str());
+    assert!(first.body["certificatePem"]
+        .as_str()
+        .unwrap()
+        .contains("BEGIN CERTIFICATE"));
+    let key = first.body["privateKey"].as_str().unwrap().to_owned();
+    assert!(key.contains("PRIVATE KEY"));
+    assert!(!first.body["iotEndpoint"].as_str().unwrap().is_empty());
+    assert_eq!(
+        first.body["topics"]["telemetry"],
+        format!("vases/{vase_id}/telemetry")
+    );
+
+    let iot = iot().await;
+    let thing = iot
+        .describe_thing()
+        .thing_name(&vase_id)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        thing.attributes.unwrap_or_default().get("vendorId"),
+        Some(&vendor)
+    );
+    let principals = iot
+        .list_thing_principals()
+        .thing_name(&vase_id)
+        .send()
+        .await
+        .unwrap()
+        .principals
+        .unwrap_or_default();
+    let certificate_arn = first.body["certificateArn"].as_str().unwrap();
+    assert_eq!(principals, [certificate_arn.to_owned()]);
+    let policies = iot
+        .list_attached_policies()
+        .target(certificate_arn)
+        .send()
+        .await
+        .unwrap()
+        .policies
+        .unwrap_or_default();
+    assert_eq!(policies.len(), 1);
+
+    // The key is not kept anywhere in the table (idempotency record included).
+    let stored = format!("{:?}", cloud.items().await);
+    assert!(!stored.contains(key.lines().nth(1).unwrap()));
+    assert!(!stored.contains("PRIVATE KEY"));
+
+    // A replay creates nothing and answers without the key.
+    let replay = cloud.register_vase_with(&registrar, request).await;
+    assert_eq!(replay.status, 201);
+    assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    assert_eq!(replay.body["vase"]["vaseId"], vase_id.as_str());
+    assert!(replay.body["privateKey"].is_null());
+    assert_eq!(cloud.items_of("vase").await.len(), 1);
+    assert_eq!(
+        cloud
+            .event_names()
+            .await
+            .iter()
+            .filter(|n| *n == "VaseRegistered")
+            .count(),
+        1
+    );
+
+    // Another vendor's token cannot register for this vendor.
+    let other = cloud
+        .register_vase_with(
+            &registrar,
+            ApiRequest::fixture("register-vase")
+                .vendor(&cloud.vendor("Other").await)
+                .path("vendorId", &vendor)
+                .no_idempotency_key(),
+        )
+        .await;
+    assert_eq!(other.status, 403);
+}
+
+/// The registration steps, in order.
+const STEPS: [&str; 5] = [
+    "data_endpoint",
+    "create_thing",
+    "create_certificate",
+    "attach_policy",
+    "attach_thing_principal",
+];
+
+/// IoT Core that fails at one step, and remembers what it made.
+struct FailingAt {
+    inner: Arc<dyn DeviceRegistry>,
+    step: &'static str,
+    things: Mutex<Vec<String>>,
+    certificates: Mutex<Vec<String>>,
+}
+
+impl FailingAt {
+    fn check(&self, step: &'static str) -> Result<(), IotError> {
+        if self.step == step {
+            Err(IotError {
+                operation: step,
+                message: "injected failure".into(),
+            })
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl DeviceRegistry for FailingAt {
+    fn data_endpoint(&self) -> BoxFuture<'_, Result<String, IotError>> {
+        Box::pin(async move {
+            self.check("data_endpoint")?;
+            self.inner.data_endpoint().await
+        })
+    }
+    fn create_thing<'a>(
+        &'a self,
+        thing: &'a str,
+        vendor_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), IotError>> {
+        Box::pin(async move {
+            self.check("create_thing")?;
+            self.inner.create_thing(thing, vendor_id).await?;
+            self.things.lock().unwrap().push(thing.to_owned());
+            Ok(())
+        })
+    }
+    fn create_certificate(&self) -> BoxFuture<'_, Result<Certificate, IotError>> {
+        Box::pin(async move {
+            self.check("create_certificate")?;
+            let certificate = self.inner.create_certificate().await?;
+            self.certificates
+                .lock()
+                .unwrap()
+                .push(certificate.id.clone());
+            Ok(certificate)
+        })
+    }
+    fn attach_policy<'a>(
+        &'a self,
+        policy: &'a str,
+        arn: &'a str,
+    ) -> BoxFuture<'a, Result<(), IotError>> {
+        Box::pin(async move {
+            self.check("attach_policy")?;
+            self.inner.attach_policy(policy, arn).await
+        })
+    }
+    fn attach_thing_principal<'a>(
+        &'a self,
+        thing: &'a str,
+        arn: &'a str,
+    ) -> BoxFuture<'a, Result<(), IotError>> {
+        Box::pin(async move {
+            self.check("attach_thing_principal")?;
+            self.inner.attach_thing_principal(thing, arn).await
+        })
+    }
+    fn detach_thing_principal<'a>(
+        &'a self,
+        thing: &'a str,
+        arn: &'a str,
+    ) -> BoxFuture<'a, Result<(), IotError>> {
+        self.inner.detach_thing_principal(thing, arn)
+    }
+    fn detach_policy<'a>(
+        &'a self,
+        policy: &'a str,
+        arn: &'a str,
+    ) -> BoxFuture<'a, Result<(), IotError>> {
+        self.inner.detach_policy(policy, arn)
+    }
+    fn delete_certificate<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), IotError>> {
+        self.inner.delete_certificate(id)
+    }
+    fn delete_thing<'a>(&'a self, thing: &'a str) -> BoxFuture<'a, Result<(), IotError>> {
+        self.inner.delete_thing(thing)
+    }
+}
+
+/// Whether the thing and the certificates are gone from the emulator's IoT Core.
+async fn leftovers(things: &[String], certificates: &[String]) -> Vec<String> {
+    let iot = iot().await;
+    let mut left = Vec::new();
+    for thing in things {
+        if iot.describe_thing().thing_name(thing).send().await.is_ok() {
+            left.push(format!("thing {thing}"));
+        }
+    }
+    for id in certificates {
+        if let Ok(found) = iot.describe_certificate().certificate_id(id).send().await {
+            left.push(format!(
+                "certificate {id} ({:?})",
+                found.certificate_description.and_then(|d| d.status)
+            ));
+        }
+    }
+    left
+}
+
+#[tokio::test]
+async fn a_failure_at_each_registration_step_leaves_no_thing_and_no_certificate() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let policy = test_vase_policy().await;
+    for step in STEPS {
+        let registry = Arc::new(FailingAt {
+            inner: emulator_registry().await,
+            step,
+            things: Mutex::default(),
+            certificates: Mutex::default(),
+        });
+        let registrar = Registrar {
+            registry: registry.clone(),
+            policy: policy.clone(),
+        };
+        let response = cloud
+            .register_vase_with(
+                &registrar,
+                ApiRequest::fixture("register-vase")
+                    .vendor(&vendor)
+                    .path("vendorId", &vendor)
+                    .no_idempotency_key(),
+            )
+            .await;
+        assert_eq!(response.status, 500, "{step}: {}", response.body);
+        let things = registry.things.lock().unwrap().clone();
+        let certificates = registry.certificates.lock().unwrap().clone();
+        // Everything made before the failing step existed and is gone again.
+        let made = STEPS.iter().position(|s| *s == step).unwrap();
+        assert_eq!(things.len(), usize::from(made > 1), "{step}");
+        assert_eq!(certificates.len(), usize::from(made > 2), "{step}");
+        assert_eq!(
+            leftovers(&things, &certificates).await,
+            Vec::<String>::new(),
+            "{step}"
+        );
+    }
+    assert!(cloud.items_of("vase").await.is_empty());
+    assert!(!cloud
+        .event_names()
+        .await
+        .contains(&"VaseRegistered".to_owned()));
+}
+
+#[tokio::test]
+async fn concurrent_registrations_with_one_key_keep_one_vase_and_undo_the_other() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let registry = Arc::new(FailingAt {
+        inner: emulator_registry().await,
+        step: "none",
+        things: Mutex::default(),
+        certificates: Mutex::default(),
+    });
+    let registrar = Registrar {
+        registry: registry.clone(),
+        policy: test_vase_policy().await,
+    };
+    let request = ApiRequest::fixture("register-vase")
+        .vendor(&vendor)
+        .path("vendorId", &vendor)
+        .idempotency_key("same-key");
+    let responses = futures::future::join_all(
+        (0..4).map(|_| cloud.register_vase_with(&registrar, request.clone())),
+    )
+    .await;
+    let vases = cloud.items_of("vase").await;
+    assert_eq!(vases.len(), 1);
+    let kept = vases[0]["vaseId"].as_s().unwrap().clone();
+    for response in &responses {
+        // The winner's answer, its replay, or "in progress": never a second vase.
+        assert!(
+            (response.status == 201 && response.body["vase"]["vaseId"] == kept.as_str())
+                || response.code() == Some("idempotency.in_progress"),
+            "{} {}",
+            response.status,
+            response.body
+        );
+    }
+    let things = registry.things.lock().unwrap().clone();
+    assert!(things.contains(&kept));
+    let losers: Vec<String> = things.into_iter().filter(|t| *t != kept).collect();
+    assert_eq!(leftovers(&losers, &[]).await, Vec::<String>::new());
+    let active = iot()
+        .await
+        .list_thing_principals()
+        .thing_name(&kept)
+        .send()
+        .await
+        .unwrap()
+        .principals
+        .unwrap_or_default();
+    assert_eq!(active.len(), 1);
+}
+
+#[tokio::test]
+async fn heartbeats_in_any_order_and_repeated_move_last_heartbeat_forward_only() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let vase = cloud.vase(&vendor).await;
+    let mut newest = 0;
+    for minute in [5, 3, 5, 7, 1, 7, 6] {
+        cloud
+            .send_vase_messages(&[heartbeat(&vase, at(minute))])
+            .await;
+        newest = newest.max(minute);
+        assert_eq!(
+            cloud.vase_attribute(&vase, "lastHeartbeatAt").await,
+            Some(at(newest).as_millis().to_string()),
+            "after the heartbeat of minute {minute}"
+        );
+    }
+    assert_eq!(
+        cloud.vase_attribute(&vase, "lastHeartbeatAt").await,
+        Some(at(7).as_millis().to_string())
+    );
+    assert_eq!(
+        cloud.vase_attribute(&vase, "connection").await.as_deref(),
+        Some("online")
+    );
+    assert_eq!(count(&cloud.event_names().await, "VaseCameOnline"), 1);
+}
+
+#[tokio::test]
+async fn thirty_concurrent_heartbeats_of_one_vase_leave_the_newest_and_one_event() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let vase = cloud.vase(&vendor).await;
+    let ingest = cloud.ingest().await;
+    // Minutes 1..=30 in a scrambled order, each its own invocation, all at once.
+    let minutes: Vec<u32> = (0..30).map(|i| (i * 7) % 30 + 1).collect();
+    let batches = futures::future::join_all(minutes.iter().map(|m| {
+        let body = heartbeat(&vase, at(*m)).to_string();
+        let ingest = &ingest;
+        async move { ingest.ingest(sqs_records(&[body])).await }
+    }))
+    .await;
+    for (response, _) in &batches {
+        assert!(response.batch_item_failures.is_empty());
+    }
+    let applied: usize = batches.iter().map(|(_, r)| r.heartbeats).sum();
+    let stale: usize = batches.iter().map(|(_, r)| r.no_ops).sum();
+    assert_eq!(applied + stale, 30);
+    assert_eq!(
+        cloud.vase_attribute(&vase, "lastHeartbeatAt").await,
+        Some(at(30).as_millis().to_string())
+    );
+    assert_eq!(count(&cloud.event_names().await, "VaseCameOnline"), 1);
+}
+
+#[tokio::test]
+async fn readings_score_the_bouquet_and_emit_on_a_change_of_five_points() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let vase = cloud.vase(&vendor).await;
+    let bouquet = cloud.bouquet_in_vase(&vendor, &vase).await;
+    let freshness = || async {
+        cloud
+            .call(
+                "get-bouquet",
+                ApiRequest::fixture("get-bouquet").path("bouquetId", &bouquet),
+            )
+            .await
+            .body["freshness"]
+            .clone()
+    };
+    assert_eq!(freshness().await, Value::Null);
+
+    // First reading: 100 (a first score is news).
+    let report = cloud
+        .send_vase_messages(&[reading(&vase, at(1), 80.0, 18.0)])
+        .await;
+    assert_eq!(report.freshness_events, 1);
+    assert_eq!(freshness().await, 100);
+    // 27 °C costs 10 points: news. Then 28 °C: 2 more, not news, but the score moves.
+    cloud
+        .send_vase_messages(&[reading(&vase, at(2), 80.0, 27.0)])
+        .await;
+    assert_eq!(freshness().await, 90);
+    let report = cloud
+        .send_vase_messages(&[reading(&vase, at(3), 80.0, 28.0)])
+        .await;
+    assert_eq!(report.freshness_events, 0);
+    assert_eq!(freshness().await, 88);
+    // A redelivery and an older reading change nothing but history.
+    let report = cloud
+        .send_vase_messages(&[
+            reading(&vase, at(3), 80.0, 28.0),
+            reading(&vase, at(0), 0.0, 40.0),
+        ])
+        .await;
+    assert_eq!((report.readings, report.no_ops), (1, 1));
+    assert_eq!(freshness().await, 88);
+    assert_eq!(
+        count(&cloud.event_names().await, "BouquetFreshnessChanged"),
+        2
+    );
+    assert_eq!(cloud.items_of("reading").await.len(), 4);
+
+    // The vendor sees the latest reading; the telemetry route lists all four, oldest first.
+    let vases = cloud
+        .call(
+            "list-vases",
+            ApiRequest::fixture("list-vases")
+                .vendor(&vendor)
+                .path("vendorId", &vendor),
+        )
+        .await;
+    assert_eq!(vases.status, 200);
+    assert_eq!(
+        vases.body["items"][0]["latestReading"]["temperatureC"],
+        28.0
+    );
+    assert_eq!(vases.body["items"][0]["freshness"], 88);
+    let telemetry = cloud
+        .call(
+            "get-vase-telemetry",
+            ApiRequest::fixture("get-vase-telemetry")
+                .vendor(&vendor)
+                .path("vaseId", &vase)
+                .query("since", &at(0).to_rfc3339()),
+        )
+        .await;
+    assert_eq!(telemetry.status, 200, "{}", telemetry.body);
+    let sent: Vec<&str> = telemetry.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["sentAt"].as_str().unwrap())
+        .collect();
+    assert_eq!(sent.len(), 4);
+    assert!(sent.windows(2).all(|w| w[0] < w[1]));
+    // Another vendor's vase is not found.
+    let other = cloud.vendor("Other").await;
+    let hidden = cloud
+        .call(
+            "get-vase-telemetry",
+            ApiRequest::fixture("get-vase-telemetry")
+                .vendor(&other)
+                .path("vaseId", &vase),
+        )
+        .await;
+    assert_eq!(hidden.status, 404);
+}
+
+#[tokio::test]
+async fn a_vendor_edit_keeps_the_score_a_reading_wrote() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let vase = cloud.vase(&vendor).await;
+    let bouquet = cloud.bouquet_in_vase(&vendor, &vase).await;
+    cloud
+        .send_vase_messages(&[reading(&vase, at(1), 12.0, 18.0)])
+        .await;
+    let patch = ApiRequest::fixture("update-bouquet")
+        .vendor(&vendor)
+        .path("bouquetId", &bouquet)
+        .header("if-match", "\"1\"");
+    let patched = cloud.call("update-bouquet", patch).await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    assert_eq!(patched.body["freshness"], 79);
+}
+
+/// Runs the offline sweeper with the clock at `minutes` after T0.
+async fn sweep(cloud: &TestCloud, minutes: u32) -> Value {
+    cloud
+        .run_scheduled_with("flag-offline-vases", cloud.app_at(at(minutes)))
+        .await
+}
+
+#[tokio::test]
+async fn the_sweeper_flags_a_silent_vase_offline_exactly_once_and_a_heartbeat_brings_it_back() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let vase = cloud.vase(&vendor).await;
+    let never_seen = cloud.vase(&vendor).await;
+    cloud.send_vase_messages(&[heartbeat(&vase, at(0))]).await;
+
+    assert_eq!(sweep(&cloud, 60).await["wentOffline"], 0);
+    assert_eq!(sweep(&cloud, 61).await["wentOffline"], 1);
+    assert_eq!(sweep(&cloud, 62).await["wentOffline"], 0);
+    assert_eq!(
+        cloud.vase_attribute(&vase, "connection").await.as_deref(),
+        Some("offline")
+    );
+    assert_eq!(
+        cloud
+            .vase_attribute(&never_seen, "connection")
+            .await
+            .as_deref(),
+        Some("never_seen")
+    );
+    cloud.send_vase_messages(&[heartbeat(&vase, at(63))]).await;
+    assert_eq!(
+        cloud.vase_attribute(&vase, "connection").await.as_deref(),
+        Some("online")
+    );
+    let names = cloud.event_names().await;
+    assert_eq!(count(&names, "VaseWentOffline"), 1);
+    assert_eq!(count(&names, "VaseCameOnline"), 2);
+}
+
+#[tokio::test]
+async fn a_heartbeat_racing_the_sweep_leaves_every_vase_online() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let mut vases = Vec::new();
+    for _ in 0..8 {
+        vases.push(cloud.vase(&vendor).await);
+    }
+    let first: Vec<Value> = vases.iter().map(|v| heartbeat(v, at(0))).collect();
+    cloud.send_vase_messages(&first).await;
+    for round in 0..3u32 {
+        // Each round: every vase is silent past the hour, and beats just as the sweep runs.
+        let now = 61 + round * 70;
+        let beats: Vec<Value> = vases.iter().map(|v| heartbeat(v, at(now))).collect();
+        let (swept, _) = tokio::join!(sweep(&cloud, now), cloud.send_vase_messages(&beats));
+        assert!(swept["failed"] == 0, "{swept}");
+        for vase in &vases {
+            assert_eq!(
+                cloud.vase_attribute(vase, "connection").await.as_deref(),
+                Some("online"),
+                "round {round}"
+            );
+        }
+        // Make the next round's vases silent again without letting the sweep see them.
+        let later: Vec<Value> = vases.iter().map(|v| heartbeat(v, at(now + 1))).collect();
+        cloud.send_vase_messages(&later).await;
+    }
+    // Whenever the sweep won, the heartbeat brought the vase back: the events pair up.
+    let names = cloud.event_names().await;
+    assert_eq!(
+        count(&names, "VaseCameOnline"),
+        vases.len() + count(&names, "VaseWentOffline")
+    );
+}
+
+#[tokio::test]
+async fn two_sweepers_at_once_emit_one_event_per_silent_vase() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let mut vases = Vec::new();
+    for _ in 0..10 {
+        vases.push(cloud.vase(&vendor).await);
+    }
+    let beats: Vec<Value> = vases.iter().map(|v| heartbeat(v, at(0))).collect();
+    cloud.send_vase_messages(&beats).await;
+    let (a, b) = tokio::join!(sweep(&cloud, 90), sweep(&cloud, 90));
+    assert_eq!(
+        a["wentOffline"].as_u64().unwrap() + b["wentOffline"].as_u64().unwrap(),
+        10,
+        "{a} {b}"
+    );
+    assert_eq!(count(&cloud.event_names().await, "VaseWentOffline"), 10);
+}
+
+#[tokio::test]
+async fn a_batch_of_500_with_5_percent_malformed_applies_every_valid_one_once_and_dead_letters_the_rest(
+) {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let mut vases = Vec::new();
+    for _ in 0..10 {
+        vases.push(cloud.vase(&vendor).await);
+    }
+    let mut bodies = Vec::new();
+    let mut malformed = HashSet::new();
+    for i in 0..500u32 {
+        let vase = &vases[(i % 10) as usize];
+        let body = match i % 20 {
+            // 25 bad ones: broken JSON, out-of-range readings, an unknown vase, no type.
+            0 => match (i / 20) % 5 {
+                0 => "{not json".to_owned(),
+                1 => reading(vase, at(i), 140.0, 18.0).to_string(),
+                2 => heartbeat("01JF0000000000000000000000", at(i)).to_string(),
+                3 => rule_output(
+                    vase,
+                    "reboot",
+                    json!({ "sentAt": at(i).to_rfc3339() }),
+                    at(i),
+                )
+                .to_string(),
+                _ => json!({ "vaseId": vase, "sentAt": at(i).to_rfc3339() }).to_string(),
+            },
+            n if n % 2 == 0 => reading(vase, at(i), 60.0, 18.0).to_string(),
+            _ => heartbeat(vase, at(i)).to_string(),
+        };
+        if i % 20 == 0 {
+            malformed.insert(format!("m{i}"));
+        }
+        bodies.push(body);
+    }
+    let ingest = cloud.ingest().await;
+    let (response, report) = ingest.ingest(sqs_records(&bodies)).await;
+    assert!(response.batch_item_failures.is_empty(), "{report:?}");
+    assert_eq!(report.dead_lettered, 25, "{report:?}");
+    // Heartbeats of one vase run concurrently: one overtaken by a newer one is a no-op.
+    assert_eq!(
+        report.heartbeats + report.readings + report.no_ops,
+        475,
+        "{report:?}"
+    );
+    let readings = bodies
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 20 != 0 && (i % 20) % 2 == 0)
+        .count();
+    assert_eq!(report.readings, readings, "{report:?}");
+    assert_eq!(cloud.items_of("reading").await.len(), readings);
+    for (v, vase) in vases.iter().enumerate() {
+        // The newest heartbeat of each vase: the highest odd i with i % 10 == v.
+        let newest = (0..500u32)
+            .filter(|i| (*i % 10) as usize == v && i % 20 != 0 && (i % 20) % 2 == 1)
+            .max();
+        assert_eq!(
+            cloud.vase_attribute(vase, "lastHeartbeatAt").await,
+            newest.map(|i| at(i).as_millis().to_string())
+        );
+    }
+
+    // The dead-letter queue holds exactly the malformed ones, each with its reason.
+    let sqs = aws_sdk_sqs::Client::new(&emulator_sdk_config().await);
+    let mut dead = Vec::new();
+    for _ in 0..10 {
+        let got = sqs
+            .receive_message()
+            .queue_url(&ingest.dead_letter_queue_url)
+            .max_number_of_messages(10)
+            .message_attribute_names("All")
+            .send()
+            .await
+            .unwrap()
+            .messages
+            .unwrap_or_default();
+        if got.is_empty() {
+            break;
+        }
+        dead.extend(got);
+    }
+    assert_eq!(dead.len(), 25);
+    let sources: HashSet<String> = dead
+        .iter()
+        .map(|m| {
+            let attributes = m.message_attributes.clone().unwrap_or_default();
+            assert!(attributes.contains_key("reason"));
+            attributes["sourceMessageId"].string_value.clone().unwrap()
+        })
+        .collect();
+    assert_eq!(sources, malformed);
+
+    // Delivered again (at-least-once), the batch changes nothing.
+    let before = cloud.items().await;
+    let (response, again) = ingest.ingest(sqs_records(&bodies)).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(again.no_ops, 475, "{again:?}");
+    assert_eq!(cloud.items().await, before);
+}
