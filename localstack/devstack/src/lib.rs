@@ -5,7 +5,8 @@
 //!   authorizer ([`jwt`]), API Gateway v2 payloads, and the real function handlers
 //!   ([`functions`]) behind them.
 //! - [`streams`] and [`queues`]: the DynamoDB Stream and SQS event-source mappings;
-//!   [`schedules`]: the template's schedules.
+//!   [`schedules`]: the template's schedules; [`rules`]: EventBridge rules that target a
+//!   function.
 //! - [`iot_core`]: IoT Core locally: an MQTT broker ([`mqtt`]) that admits registered things
 //!   with the vase policy's permissions, and the template's topic rules ([`iot_rules`]).
 
@@ -18,6 +19,7 @@ pub mod jwt;
 pub mod mqtt;
 pub mod provision;
 pub mod queues;
+pub mod rules;
 pub mod runtime_api;
 pub mod schedules;
 pub mod seed;

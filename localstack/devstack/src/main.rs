@@ -226,6 +226,11 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
             for mapping in devstack::queues::start_all(&template, &names, &api_app, &sdk)? {
                 eprintln!("SQS mapping: {mapping}");
             }
+            for rule in
+                devstack::rules::start_all(&template, &names, &cli.stack, &api_app, &sdk).await?
+            {
+                eprintln!("EventBridge target: {rule}");
+            }
             eprintln!("MQTT (IoT Core) on {}", iot.address);
             let address = SocketAddr::from(([127, 0, 0, 1], port));
             eprintln!("HTTP API on http://{address}/v1 (Ctrl-C to stop)");

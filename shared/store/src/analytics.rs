@@ -1,9 +1,7 @@
-//! Per-vendor, per-day counters kept by the analytics projector, and the consumer dedupe
-//! record: `PROCESSED#{consumer}#{eventId}` is put (if absent) in the same transaction as
-//! the consumer's own write, so a redelivered event changes nothing.
+//! Per-vendor, per-day counters kept by the analytics projector, applied once per event
+//! through [`Store::commit_once`](crate::Store::commit_once).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
@@ -11,11 +9,9 @@ use bouquet_domain::{Timestamp, VendorId};
 
 use crate::error::{StoreError, Target};
 use crate::keys;
+use crate::processed::Processed;
 use crate::tx::{Expr, Tx};
 use crate::Store;
-
-/// Dedupe records outlive any redelivery (EventBridge retries for up to 24 h).
-pub const PROCESSED_RETENTION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
 /// What one event adds to a vendor's day.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -56,24 +52,6 @@ impl Store {
         now: Timestamp,
     ) -> Result<bool, StoreError> {
         let mut tx = Tx::new();
-        let processed = std::collections::HashMap::from([
-            (
-                "pk".to_owned(),
-                AttributeValue::S(format!("PROCESSED#{consumer}#{event_id}")),
-            ),
-            ("sk".to_owned(), AttributeValue::S("PROCESSED".into())),
-            ("entity".to_owned(), AttributeValue::S("processed".into())),
-            (
-                "expiresAt".to_owned(),
-                AttributeValue::N(now.plus(PROCESSED_RETENTION).as_epoch_seconds().to_string()),
-            ),
-        ]);
-        tx.put(
-            Target::Processed,
-            &self.table,
-            processed,
-            Some(Expr::new("attribute_not_exists(pk)")),
-        )?;
         let mut update = Expr::new("SET entity = :entity, vendorId = :vendor, #day = :day ADD sales :sales, cancellations :cancellations, expiries :expiries, fulfilled :fulfilled")
             .name("#day", "day")
             .s(":entity", "vendor_day")
@@ -91,15 +69,7 @@ impl Store {
         }
         let key = keys::key(analytics_pk(vendor_id), &format!("DAY#{day}"));
         tx.upsert(Target::Vendor(vendor_id), &self.table, key, update)?;
-        match tx.commit(self).await {
-            Ok(()) => Ok(true),
-            Err(StoreError::ConditionFailed(conflicts))
-                if conflicts.iter().all(|c| c.target == Target::Processed) =>
-            {
-                Ok(false)
-            }
-            Err(other) => Err(other),
-        }
+        Ok(self.commit_once(consumer, event_id, tx, now).await? == Processed::Applied)
     }
 
     /// A vendor's days from `from` to `to` (inclusive, `YYYY-MM-DD`), in order.

@@ -16,6 +16,7 @@ mod idempotency;
 mod items;
 mod keys;
 mod orders;
+mod processed;
 mod query;
 mod tx;
 mod vases;
@@ -30,6 +31,7 @@ pub use error::{describe, Conflict, StoreError, Target};
 pub use idempotency::{IdempotencyPut, IdempotencyRecord};
 pub use keys::CATALOGUE_SHARDS;
 pub use orders::{bouquet_from_conflict, BouquetEffect, ReservationRead};
+pub use processed::{Processed, PROCESSED_RETENTION};
 pub use vases::{ReadingWrite, HEARTBEAT_SHARDS, READING_RETENTION};
 
 /// The marketplace table. Cheap to clone: the SDK client is reference-counted.

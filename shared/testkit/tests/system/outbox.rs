@@ -14,6 +14,7 @@ use devstack::streams::StreamMapping;
 
 struct Outbox {
     mapping: StreamMapping,
+    bus: String,
     sqs: aws_sdk_sqs::Client,
     subscriber: String,
 }
@@ -116,6 +117,7 @@ async fn outbox(cloud: &TestCloud, invoke: Option<devstack::streams::StreamInvok
     );
     Outbox {
         mapping,
+        bus,
         sqs,
         subscriber,
     }
@@ -300,5 +302,74 @@ async fn a_record_that_keeps_failing_ends_on_the_failure_queue_and_the_rest_flow
         reports.iter().map(|r| r.delivered).sum::<usize>(),
         1,
         "the record behind it was delivered: {reports:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_dev_stack_delivers_the_template_rule_to_the_analytics_projector() {
+    let cloud = TestCloud::new().await;
+    let mut outbox = outbox(&cloud, None).await;
+    let template = Template::repository().unwrap();
+    let sdk = emulator_sdk_config().await;
+    let (function, event) = template
+        .events_of_type("EventBridgeRule")
+        .unwrap()
+        .into_iter()
+        .find(|(f, _)| f.binary == "project-vendor-analytics")
+        .expect("the analytics rule");
+    let mut names = Names::new();
+    names.insert("MarketEventBus".into(), outbox.bus.clone());
+    let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
+    let target = devstack::rules::RuleTarget::create(
+        &template,
+        &names,
+        &stack,
+        &function.logical_id,
+        &function.binary,
+        &event,
+        cloud.app.clone(),
+        &sdk,
+    )
+    .await
+    .unwrap();
+
+    let vendor = cloud.vendor("Bloom").await;
+    let bouquet = cloud.bouquet(&vendor, "34.90").await;
+    let order = cloud.reserve("customer-1", &[&bouquet]).await.body["orderId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        cloud
+            .pay("customer-1", &order, "tok_visa", None)
+            .await
+            .status,
+        200
+    );
+    while outbox.mapping.poll().await.unwrap().records > 0 {}
+    // The rule's pattern passes OrderPaid only (not VendorOnboarded, BouquetListed,
+    // OrderReserved): one delivery.
+    let mut delivered = 0;
+    for _ in 0..5 {
+        let report = target.poll(1).await.unwrap();
+        assert_eq!(report.failed, 0);
+        delivered += report.delivered;
+        if delivered > 0 && report.delivered == 0 {
+            break;
+        }
+    }
+    assert_eq!(delivered, 1);
+    let analytics = cloud
+        .call(
+            "get-vendor-analytics",
+            bouquet_testkit::ApiRequest::fixture("get-vendor-analytics")
+                .vendor(&vendor)
+                .path("vendorId", &vendor),
+        )
+        .await;
+    assert_eq!(analytics.body["days"][0]["sales"], 1, "{}", analytics.body);
+    assert_eq!(
+        analytics.body["days"][0]["revenue"],
+        serde_json::json!([{ "amount": "34.90", "currency": "EUR" }])
     );
 }
