@@ -308,3 +308,160 @@ async fn the_real_binaries_answer_exactly_as_the_in_process_handlers() {
         process.stop().await;
     }
 }
+
+#[tokio::test]
+async fn provisioning_twice_changes_nothing() {
+    let template = bouquet_template::Template::repository().unwrap();
+    let sdk = bouquet_testkit::emulator_sdk_config().await;
+    let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
+    let mut first = devstack::provision::provision_resources(&template, &stack, &sdk)
+        .await
+        .unwrap();
+    let (policies, rules) = devstack::iot_core::provision(&template, &stack, &sdk, &mut first)
+        .await
+        .unwrap();
+    let mut second = devstack::provision::provision_resources(&template, &stack, &sdk)
+        .await
+        .unwrap();
+    let (policies_again, rules_again) =
+        devstack::iot_core::provision(&template, &stack, &sdk, &mut second)
+            .await
+            .unwrap();
+    assert_eq!(first, second);
+    assert_eq!(policies, policies_again);
+    assert_eq!(rules.len(), 2);
+    assert_eq!(rules_again.len(), 2);
+    // Every table, queue, bus, IoT policy and topic rule of the template, by logical id.
+    for kind in [
+        "AWS::DynamoDB::Table",
+        "AWS::SQS::Queue",
+        "AWS::Events::EventBus",
+        "AWS::IoT::Policy",
+        "AWS::IoT::TopicRule",
+    ] {
+        for (id, _) in template.resources_of_type(kind) {
+            assert!(first.contains_key(id), "{kind} {id} was not provisioned");
+        }
+    }
+    // The vase queue's redrive policy names its dead-letter queue.
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let attributes = sqs
+        .get_queue_attributes()
+        .queue_url(&first["VaseMessagesQueue"])
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy)
+        .send()
+        .await
+        .unwrap()
+        .attributes
+        .unwrap_or_default();
+    let redrive: serde_json::Value =
+        serde_json::from_str(&attributes[&aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy])
+            .unwrap();
+    assert_eq!(
+        redrive["deadLetterTargetArn"],
+        first["VaseMessagesDeadLetterQueue.Arn"].as_str()
+    );
+}
+
+#[tokio::test]
+async fn the_sqs_mapping_deletes_what_succeeded_and_redrives_a_failing_message_to_its_dlq() {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+
+    use aws_sdk_sqs::types::QueueAttributeName;
+
+    let sdk = bouquet_testkit::emulator_sdk_config().await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let name = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
+    let dlq = sqs
+        .create_queue()
+        .queue_name(format!("{name}-dlq"))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    let arn = |queue: &str| format!("arn:aws:sqs:eu-west-1:123456789012:{queue}");
+    let queue = sqs
+        .create_queue()
+        .queue_name(&name)
+        .attributes(QueueAttributeName::VisibilityTimeout, "1")
+        .attributes(
+            QueueAttributeName::RedrivePolicy,
+            json!({ "deadLetterTargetArn": arn(&format!("{name}-dlq")), "maxReceiveCount": "2" })
+                .to_string(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    for body in ["ok-0", "ok-1", "ok-2", "ok-3", "poison"] {
+        sqs.send_message()
+            .queue_url(&queue)
+            .message_body(body)
+            .send()
+            .await
+            .unwrap();
+    }
+    let seen: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
+    let counter = seen.clone();
+    let invoke: devstack::streams::StreamInvoke = Box::new(move |event: serde_json::Value| {
+        let counter = counter.clone();
+        Box::pin(async move {
+            let mut failures = Vec::new();
+            for record in event["Records"].as_array().unwrap() {
+                let body = record["body"].as_str().unwrap().to_owned();
+                if body == "poison" {
+                    failures.push(json!({ "itemIdentifier": record["messageId"] }));
+                }
+                *counter.lock().unwrap().entry(body).or_default() += 1;
+            }
+            Ok(json!({ "batchItemFailures": failures }))
+        })
+    });
+    let event = json!({ "Properties": { "BatchSize": 10, "FunctionResponseTypes": ["ReportBatchItemFailures"] } });
+    let mapping = devstack::queues::QueueMapping::new(
+        "test".into(),
+        queue.clone(),
+        arn(&name),
+        &event,
+        invoke,
+        sqs.clone(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while std::time::Instant::now() < deadline {
+        mapping.poll().await.unwrap();
+        let dead = sqs
+            .get_queue_attributes()
+            .queue_url(&dlq)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .send()
+            .await
+            .unwrap()
+            .attributes
+            .unwrap_or_default();
+        if dead[&QueueAttributeName::ApproximateNumberOfMessages] == "1" {
+            break;
+        }
+    }
+    let seen = seen.lock().unwrap().clone();
+    for ok in ["ok-0", "ok-1", "ok-2", "ok-3"] {
+        assert_eq!(seen.get(ok), Some(&1), "{ok} delivered once: {seen:?}");
+    }
+    assert_eq!(
+        seen.get("poison"),
+        Some(&2),
+        "maxReceiveCount deliveries: {seen:?}"
+    );
+    let moved = sqs
+        .receive_message()
+        .queue_url(&dlq)
+        .send()
+        .await
+        .unwrap()
+        .messages
+        .unwrap_or_default();
+    assert_eq!(moved.len(), 1);
+    assert_eq!(moved[0].body(), Some("poison"));
+}

@@ -705,3 +705,52 @@ async fn a_batch_of_500_with_5_percent_malformed_applies_every_valid_one_once_an
     assert_eq!(again.no_ops, 475, "{again:?}");
     assert_eq!(cloud.items().await, before);
 }
+
+#[tokio::test]
+async fn dynamodb_calls_per_vase_message() {
+    use std::collections::HashMap;
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let vase = cloud.vase(&vendor).await;
+    cloud.bouquet_in_vase(&vendor, &vase).await;
+    let ingest = cloud.ingest().await;
+    let calls = |expected: &[(&str, usize)]| {
+        expected
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect::<HashMap<_, _>>()
+    };
+    let cases = [
+        (
+            heartbeat(&vase, at(1)),
+            calls(&[("GetItem", 1), ("TransactWriteItems", 1)]),
+            "first heartbeat: read, online + VaseCameOnline",
+        ),
+        (
+            heartbeat(&vase, at(2)),
+            calls(&[("GetItem", 1), ("UpdateItem", 1)]),
+            "heartbeat of an online vase: read, conditional update",
+        ),
+        (
+            heartbeat(&vase, at(2)),
+            calls(&[("GetItem", 1)]),
+            "duplicate heartbeat: read only",
+        ),
+        (
+            reading(&vase, at(3), 80.0, 18.0),
+            calls(&[("GetItem", 1), ("TransactWriteItems", 1)]),
+            "latest reading: read, reading + vase + bouquet score + event",
+        ),
+        (
+            reading(&vase, at(0), 80.0, 18.0),
+            calls(&[("GetItem", 1), ("PutItem", 1)]),
+            "older reading: read, conditional put",
+        ),
+    ];
+    for (message, expected, what) in cases {
+        cloud.calls.reset();
+        let (response, _) = ingest.ingest(sqs_records(&[message.to_string()])).await;
+        assert!(response.batch_item_failures.is_empty());
+        assert_eq!(cloud.calls.by_operation(), expected, "{what}");
+    }
+}
