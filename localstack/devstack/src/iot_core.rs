@@ -248,47 +248,26 @@ pub struct RuleEngine {
 }
 
 impl RuleEngine {
-    /// Applies every matching rule to one message; returns how many queue sends succeeded.
-    pub async fn dispatch(&self, message: &Published) -> usize {
+    /// Applies every matching rule to `messages`; returns how many queue sends succeeded.
+    /// Results for one queue go out in `SendMessageBatch` calls of up to 10 (IoT Core sends
+    /// one by one; batching only spares the emulator, the queue sees the same messages).
+    pub async fn dispatch(&self, messages: &[Published]) -> usize {
         let mut sent = 0;
         for rule in &self.rules {
-            let Some(result) =
-                rule.sql
-                    .apply(&message.topic, &message.payload, message.received_at_millis)
-            else {
-                continue;
-            };
-            let body = result.to_string();
+            let results: Vec<(&Published, String)> = messages
+                .iter()
+                .filter_map(|m| {
+                    rule.sql
+                        .apply(&m.topic, &m.payload, m.received_at_millis)
+                        .map(|result| (m, result.to_string()))
+                })
+                .collect();
             for queue in &rule.queues {
-                match self
-                    .sqs
-                    .send_message()
-                    .queue_url(queue)
-                    .message_body(&body)
-                    .send()
-                    .await
-                {
-                    Ok(_) => sent += 1,
-                    Err(error) => {
-                        let error = bouquet_http::store::describe(&error);
-                        tracing::warn!(rule = %rule.name, %error, "topic rule action failed; running its error action");
-                        if let Some(error_queue) = &rule.error_queue {
-                            let failure = serde_json::json!({
-                                "ruleName": rule.name, "topic": message.topic, "clientId": message.client_id,
-                                "failures": [{ "failedAction": "SqsAction", "failedResource": queue, "errorMessage": error }],
-                                "payload": body,
-                            });
-                            if let Err(error) = self
-                                .sqs
-                                .send_message()
-                                .queue_url(error_queue)
-                                .message_body(failure.to_string())
-                                .send()
-                                .await
-                            {
-                                tracing::error!(rule = %rule.name, error = %bouquet_http::store::describe(&error), "topic rule error action failed too; message dropped");
-                            }
-                        }
+                for chunk in results.chunks(10) {
+                    let failed = self.send_batch(queue, chunk).await;
+                    sent += chunk.len() - failed.len();
+                    for (message, body, error) in failed {
+                        self.error_action(rule, queue, message, body, &error).await;
                     }
                 }
             }
@@ -296,14 +275,90 @@ impl RuleEngine {
         sent
     }
 
-    /// Dispatches every message the broker sends until the channel closes.
+    /// Sends one chunk; returns the messages that were not sent, with why.
+    async fn send_batch<'m>(
+        &self,
+        queue: &str,
+        chunk: &'m [(&'m Published, String)],
+    ) -> Vec<(&'m Published, &'m str, String)> {
+        let entries: Vec<_> = chunk
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (_, body))| {
+                aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .message_body(body)
+                    .build()
+                    .ok()
+            })
+            .collect();
+        match self
+            .sqs
+            .send_message_batch()
+            .queue_url(queue)
+            .set_entries(Some(entries))
+            .send()
+            .await
+        {
+            Ok(output) => output
+                .failed
+                .iter()
+                .filter_map(|f| {
+                    let (m, body) = chunk.get(f.id.parse::<usize>().ok()?)?;
+                    Some((*m, body.as_str(), f.message.clone().unwrap_or_default()))
+                })
+                .collect(),
+            Err(error) => {
+                let error = bouquet_http::store::describe(&error);
+                chunk
+                    .iter()
+                    .map(|(m, body)| (*m, body.as_str(), error.clone()))
+                    .collect()
+            }
+        }
+    }
+
+    /// What IoT Core does when a rule's action fails: the error action gets the failure.
+    async fn error_action(
+        &self,
+        rule: &LocalRule,
+        queue: &str,
+        message: &Published,
+        body: &str,
+        error: &str,
+    ) {
+        tracing::warn!(rule = %rule.name, %error, "topic rule action failed; running its error action");
+        let Some(error_queue) = &rule.error_queue else {
+            return;
+        };
+        let failure = serde_json::json!({
+            "ruleName": rule.name, "topic": message.topic, "clientId": message.client_id,
+            "failures": [{ "failedAction": "SqsAction", "failedResource": queue, "errorMessage": error }],
+            "payload": body,
+        });
+        let result = self
+            .sqs
+            .send_message()
+            .queue_url(error_queue)
+            .message_body(failure.to_string())
+            .send()
+            .await;
+        if let Err(error) = result {
+            tracing::error!(rule = %rule.name, error = %bouquet_http::store::describe(&error), "topic rule error action failed too; message dropped");
+        }
+    }
+
+    /// Dispatches what the broker accepted until the channel closes, up to 100 messages at a
+    /// time (whatever has arrived meanwhile).
     pub async fn run(
         self: Arc<Self>,
         mut published: tokio::sync::mpsc::UnboundedReceiver<Published>,
     ) {
-        while let Some(message) = published.recv().await {
-            let sent = self.dispatch(&message).await;
-            tracing::debug!(topic = %message.topic, sent, "topic rules applied");
+        let mut batch = Vec::with_capacity(100);
+        while published.recv_many(&mut batch, 100).await > 0 {
+            let sent = self.dispatch(&batch).await;
+            tracing::debug!(messages = batch.len(), sent, "topic rules applied");
+            batch.clear();
         }
     }
 }

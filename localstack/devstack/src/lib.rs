@@ -12,6 +12,7 @@
 
 pub mod apigw;
 pub mod bench;
+pub mod bench_vases;
 pub mod functions;
 pub mod iot_core;
 pub mod iot_rules;

@@ -49,6 +49,13 @@ enum Command {
         #[arg(long, default_value_t = 200)]
         warm_invocations: usize,
     },
+    /// Measure vase messages per second through MQTT, the topic rules, SQS and ingest.
+    BenchVases {
+        #[arg(long, default_value_t = 20)]
+        vases: usize,
+        #[arg(long, default_value_t = 2000)]
+        messages: usize,
+    },
     /// Print a bearer token the local authorizer accepts.
     Token {
         #[arg(long, value_parser = ["customer", "vendor", "admin"])]
@@ -146,6 +153,15 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
                 "first aws-lc random fill in a fresh process: {:.2} ms",
                 entropy.as_secs_f64() * 1000.0
             );
+            println!("{report}");
+        }
+        Command::BenchVases { vases, messages } => {
+            let template = Template::repository()?;
+            let stack = format!("bench-{}", ulid::Ulid::new().to_string().to_lowercase());
+            let (app, names, sdk) = provision_all(&template, &stack).await?;
+            let options = devstack::bench_vases::VaseBench { vases, messages };
+            let report =
+                devstack::bench_vases::run(&template, app, names, &stack, &sdk, options).await?;
             println!("{report}");
         }
         Command::Provision => {

@@ -9,10 +9,13 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
+use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, Message, MessageSystemAttributeName};
 use serde_json::{json, Value};
 
 use crate::streams::StreamInvoke;
+
+/// How long an empty poll waits before the next one.
+const IDLE_PAUSE: Duration = Duration::from_millis(200);
 
 pub struct QueueMapping {
     pub function: String,
@@ -57,18 +60,21 @@ impl QueueMapping {
         }
     }
 
-    /// Receives one batch (waiting up to a second for the first message) and delivers it.
+    /// Receives one batch (up to `BatchSize`, gathering for up to the batching window) and
+    /// delivers it; pauses briefly when the queue is empty.
     pub async fn poll(&self) -> Result<QueuePoll, String> {
         let mut messages: Vec<Message> = Vec::new();
         let started = Instant::now();
         while messages.len() < self.batch_size {
-            let wait = if messages.is_empty() { 1 } else { 0 };
+            // Short polls with a pause rather than long polls: the emulator's long poll
+            // holds the queue and slows every sender (measured: 18 ms a SendMessage idle,
+            // 72 ms during a long poll).
             let output = self
                 .sqs
                 .receive_message()
                 .queue_url(&self.queue_url)
                 .max_number_of_messages((self.batch_size - messages.len()).min(10) as i32)
-                .wait_time_seconds(wait)
+                .wait_time_seconds(0)
                 .message_system_attribute_names(MessageSystemAttributeName::All)
                 .send()
                 .await
@@ -76,14 +82,15 @@ impl QueueMapping {
             let got = output.messages.unwrap_or_default();
             let empty = got.is_empty();
             messages.extend(got);
-            if messages.is_empty() || (empty && started.elapsed() >= self.window) {
+            if empty && (messages.is_empty() || started.elapsed() >= self.window) {
                 break;
             }
             if empty {
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
         if messages.is_empty() {
+            tokio::time::sleep(IDLE_PAUSE).await;
             return Ok(QueuePoll::default());
         }
         let event = self.event(&messages);
@@ -108,28 +115,35 @@ impl QueueMapping {
             failed: failed.len(),
             ..QueuePoll::default()
         };
-        for message in &messages {
-            if message
-                .message_id
-                .as_ref()
-                .is_some_and(|id| failed.contains(id))
-            {
-                continue;
-            }
-            let Some(handle) = &message.receipt_handle else {
-                continue;
-            };
+        // Lambda deletes what succeeded in batches; so does the mapping here.
+        let done: Vec<&Message> = messages
+            .iter()
+            .filter(|m| !m.message_id.as_ref().is_some_and(|id| failed.contains(id)))
+            .collect();
+        for chunk in done.chunks(10) {
+            let entries: Vec<_> = chunk
+                .iter()
+                .enumerate()
+                .filter_map(|(i, m)| {
+                    DeleteMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .receipt_handle(m.receipt_handle.clone()?)
+                        .build()
+                        .ok()
+                })
+                .collect();
+            let count = entries.len();
             match self
                 .sqs
-                .delete_message()
+                .delete_message_batch()
                 .queue_url(&self.queue_url)
-                .receipt_handle(handle)
+                .set_entries(Some(entries))
                 .send()
                 .await
             {
-                Ok(_) => report.deleted += 1,
+                Ok(output) => report.deleted += count - output.failed.len(),
                 Err(error) => {
-                    tracing::warn!(function = %self.function, error = %bouquet_http::store::describe(&error), "delete after success failed; the message will be delivered again")
+                    tracing::warn!(function = %self.function, error = %bouquet_http::store::describe(&error), "delete after success failed; the messages will be delivered again")
                 }
             }
         }
