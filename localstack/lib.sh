@@ -4,6 +4,7 @@
 LOCALSTACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_DIR="$(dirname "$LOCALSTACK_DIR")"
 VENV="$LOCALSTACK_DIR/.venv"
+DEPLOY_VENV="$LOCALSTACK_DIR/.venv-deploy"
 RUN_DIR="$LOCALSTACK_DIR/.run"
 EMULATOR_HOST="${EMULATOR_HOST:-127.0.0.1}"
 EMULATOR_PORT="${EMULATOR_PORT:-4566}"
@@ -28,6 +29,21 @@ ensure_venv() {
   log "installing the pinned emulator into $VENV"
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$LOCALSTACK_DIR/requirements.txt"
+  echo "$want" > "$stamp"
+}
+
+# Creates (once) the deployment tools' virtualenv: SAM CLI, cargo-lambda and zig (pinned in
+# deploy-requirements.txt), for `sam validate --lint` and `sam build`.
+ensure_deploy_venv() {
+  local stamp="$DEPLOY_VENV/.requirements.sha256"
+  local want
+  want="$(sha256sum "$LOCALSTACK_DIR/deploy-requirements.txt" | cut -d' ' -f1)"
+  if [ -x "$DEPLOY_VENV/bin/sam" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    return 0
+  fi
+  log "installing the pinned SAM CLI, cargo-lambda and zig into $DEPLOY_VENV"
+  python3 -m venv "$DEPLOY_VENV"
+  "$DEPLOY_VENV/bin/pip" install --quiet --disable-pip-version-check -r "$LOCALSTACK_DIR/deploy-requirements.txt"
   echo "$want" > "$stamp"
 }
 

@@ -11,6 +11,9 @@ start_emulator
 
 log "cfn-lint template.yaml"
 "$VENV/bin/cfn-lint" template.yaml
+ensure_deploy_venv
+log "sam validate --lint"
+"$DEPLOY_VENV/bin/sam" validate --lint --template template.yaml
 log "cargo fmt --check"
 cargo fmt --all -- --check
 log "cargo clippy"

@@ -24,6 +24,7 @@ use bouquet_http::{App, Config};
 use bouquet_template::Template;
 
 pub mod http_client;
+pub mod iam;
 pub mod vases;
 
 pub use devstack::functions::{HTTP_FUNCTIONS, SCHEDULED_FUNCTIONS};

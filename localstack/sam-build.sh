@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds every function for Lambda (arm64, provided.al2023) with `sam build`, the way a
+# deployment does: SAM's rust-cargolambda method runs cargo-lambda, which cross-compiles
+# with zig. Installs the pinned tools into localstack/.venv-deploy first. Extra arguments go
+# to `sam build` (e.g. a function's logical id to build just that one).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$REPO_DIR"
+
+ensure_deploy_venv
+rustup target list --installed | grep -q '^aarch64-unknown-linux-gnu$' \
+  || rustup target add aarch64-unknown-linux-gnu
+# cargo-lambda and zig come from the virtualenv.
+export PATH="$DEPLOY_VENV/bin:$PATH"
+sam build "$@"

@@ -1,0 +1,656 @@
+//! Least privilege: every AWS request a function sends is allowed by that function's
+//! `Policies` in template.yaml.
+//!
+//! Each function's real handler runs a flow against the emulator with SDK clients that
+//! record, per request, the IAM actions and resources it needs (`bouquet_testkit::iam`:
+//! transactions item by item, index queries on `table/<t>/index/<i>`, SQS batches as
+//! `sqs:SendMessage`, IoT on things and certificates). The policies are resolved to this
+//! test's table, queues, bus and vase policy the way the dev stack resolves `!GetAtt`/`!Sub`.
+//! The test fails naming, per function, each (action, resource) its policy does not grant.
+//!
+//! Its limit: it proves the paths the flows exercise (the usual success paths, cart and
+//! direct reservation, a payment left pending and resolved by the sweeper, an undone vase
+//! registration, a dead-lettered vase message), not every branch of every handler.
+//! `publish-events` is checked statically: its only AWS call is `PutEvents` on its bus.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use bouquet_iot::AwsDeviceRegistry;
+use bouquet_template::Template;
+use bouquet_testkit::iam::{
+    event_bus_arn, queue_arn, table_arn, Access, AccessRecorder, Names, Policy,
+};
+use bouquet_testkit::vases::{heartbeat, reading, sqs_records, test_vase_policy};
+use bouquet_testkit::{repository_root, ApiRequest, ApiResponse, TestCloud, T0};
+use ingest_vase_messages::Ingest;
+use register_vase::Registrar;
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// What each function was seen to access.
+struct Observed {
+    recorder: AccessRecorder,
+    by_function: BTreeMap<String, BTreeSet<Access>>,
+}
+
+impl Observed {
+    /// Runs `work` as `binary`: only the requests it sends are counted for `binary` (set up
+    /// data before, through other functions, and it does not count).
+    async fn of<T>(&mut self, binary: &str, work: impl Future<Output = T>) -> T {
+        self.recorder.clear();
+        let output = work.await;
+        self.by_function
+            .entry(binary.to_owned())
+            .or_default()
+            .extend(self.recorder.take());
+        output
+    }
+
+    /// Calls the HTTP function `binary` and checks it answered `status`.
+    async fn http(
+        &mut self,
+        cloud: &TestCloud,
+        binary: &str,
+        request: ApiRequest,
+        status: u16,
+    ) -> ApiResponse {
+        let response = self.of(binary, cloud.call(binary, request)).await;
+        assert_eq!(response.status, status, "{binary}: {}", response.body);
+        response
+    }
+}
+
+fn id(response: &ApiResponse, field: &str) -> String {
+    response.body[field]
+        .as_str()
+        .unwrap_or_else(|| panic!("{field} in {}", response.body))
+        .to_owned()
+}
+
+/// The environment `binary` gets from the template, resolved to `names`.
+fn environment(template: &Template, binary: &str, names: &Names) -> HashMap<String, String> {
+    let function = template
+        .functions()
+        .unwrap()
+        .into_iter()
+        .find(|f| f.binary == binary)
+        .unwrap_or_else(|| panic!("{binary} in template.yaml"));
+    template
+        .environment(&function, &|v| {
+            devstack::provision::resolve(template, v, names)
+        })
+        .into_iter()
+        .collect()
+}
+
+/// Each function's policy, resolved to `names`.
+fn policies(template: &Template, names: &Names) -> BTreeMap<String, (String, Policy)> {
+    template
+        .functions()
+        .unwrap()
+        .into_iter()
+        .map(|f| {
+            let policy = Policy::of(template, &f, names).unwrap_or_else(|e| panic!("{e}"));
+            (f.binary.clone(), (f.logical_id, policy))
+        })
+        .collect()
+}
+
+/// Per function, what it accessed that its policy does not grant.
+fn gaps(
+    policies: &BTreeMap<String, (String, Policy)>,
+    observed: &BTreeMap<String, BTreeSet<Access>>,
+) -> BTreeMap<String, Vec<Access>> {
+    observed
+        .iter()
+        .map(|(binary, accesses)| {
+            let (_, policy) = policies
+                .get(binary)
+                .unwrap_or_else(|| panic!("{binary} is not a function of template.yaml"));
+            (binary.clone(), policy.missing(accesses))
+        })
+        .filter(|(_, missing)| !missing.is_empty())
+        .collect()
+}
+
+fn report(
+    policies: &BTreeMap<String, (String, Policy)>,
+    gaps: &BTreeMap<String, Vec<Access>>,
+) -> String {
+    let mut text =
+        String::from("functions call AWS actions their Policies in template.yaml do not grant:\n");
+    for (binary, missing) in gaps {
+        text.push_str(&format!("  {binary} ({}):\n", policies[binary].0));
+        for access in missing {
+            text.push_str(&format!("    {access}\n"));
+        }
+    }
+    text
+}
+
+fn paid_event(vendor: &str) -> Value {
+    let text =
+        std::fs::read_to_string(repository_root().join("events/project-vendor-analytics.json"))
+            .unwrap();
+    let mut event: Value = serde_json::from_str(&text).unwrap();
+    event["detail"]["data"]["vendorId"] = json!(vendor);
+    event
+}
+
+#[tokio::test]
+async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
+    let recorder = AccessRecorder::default();
+    let cloud = TestCloud::recording(&recorder).await;
+    let template = Template::repository().expect("template.yaml");
+
+    // This test's resources under the template's logical ids.
+    let sqs = recorder.sqs().await;
+    let dlq_name = format!("{}-vase-dlq", cloud.table);
+    let dlq_url = sqs
+        .create_queue()
+        .queue_name(&dlq_name)
+        .send()
+        .await
+        .expect("a dead-letter queue")
+        .queue_url
+        .expect("its URL");
+    let bus = format!("{}-bus", cloud.table);
+    let names: Names = [
+        ("MarketTable", cloud.table.clone()),
+        ("MarketTable.Arn", table_arn(&cloud.table)),
+        ("VaseMessagesDeadLetterQueue", dlq_url),
+        ("VaseMessagesDeadLetterQueue.QueueName", dlq_name.clone()),
+        ("VaseMessagesDeadLetterQueue.Arn", queue_arn(&dlq_name)),
+        ("OutboxFailureQueue.QueueName", format!("{}-outbox", cloud.table)),
+        ("MarketEventBus", bus.clone()),
+        ("VasePolicy", test_vase_policy().await),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let policies = policies(&template, &names);
+    let mut seen = Observed {
+        recorder: recorder.clone(),
+        by_function: BTreeMap::new(),
+    };
+
+    // Vendors and bouquets.
+    let created = seen
+        .http(
+            &cloud,
+            "create-vendor",
+            ApiRequest::fixture("create-vendor")
+                .admin()
+                .json(json!({ "name": "Bloom" })),
+            201,
+        )
+        .await;
+    let vendor = id(&created, "vendorId");
+
+    let env = environment(&template, "register-vase", &names);
+    let registrar = Registrar {
+        registry: Arc::new(AwsDeviceRegistry::new(recorder.iot().await)),
+        policy: env["VASE_POLICY_NAME"].clone(),
+    };
+    let register = ApiRequest::fixture("register-vase")
+        .vendor(&vendor)
+        .path("vendorId", &vendor);
+    let registered = seen
+        .of(
+            "register-vase",
+            cloud.register_vase_with(&registrar, register.clone()),
+        )
+        .await;
+    assert_eq!(registered.status, 201, "{}", registered.body);
+    let vase = registered.body["vase"]["vaseId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Two registrations racing with one key: the loser undoes its thing and certificate.
+    let racing = register.idempotency_key("racing-registration");
+    let raced = seen
+        .of(
+            "register-vase",
+            futures::future::join(
+                cloud.register_vase_with(&registrar, racing.clone()),
+                cloud.register_vase_with(&registrar, racing),
+            ),
+        )
+        .await;
+    for response in [raced.0, raced.1] {
+        assert!(
+            response.status == 201 || response.code() == Some("idempotency.in_progress"),
+            "{} {}",
+            response.status,
+            response.body
+        );
+    }
+
+    let listed = seen
+        .http(
+            &cloud,
+            "create-bouquet",
+            ApiRequest::fixture("create-bouquet")
+                .vendor(&vendor)
+                .path("vendorId", &vendor),
+            201,
+        )
+        .await;
+    let bouquet = id(&listed, "bouquetId");
+    seen.http(
+        &cloud,
+        "create-bouquet",
+        ApiRequest::fixture("create-bouquet")
+            .vendor(&vendor)
+            .path("vendorId", &vendor)
+            .idempotency_key("in-a-vase")
+            .json(json!({ "name": "Tulips", "price": { "amount": "20.00", "currency": "EUR" }, "vaseId": vase })),
+        201,
+    )
+    .await;
+    let (second, third, fourth, withdrawn) = (
+        cloud.bouquet(&vendor, "10.00").await,
+        cloud.bouquet(&vendor, "11.00").await,
+        cloud.bouquet(&vendor, "12.00").await,
+        cloud.bouquet(&vendor, "13.00").await,
+    );
+
+    seen.http(
+        &cloud,
+        "list-bouquets",
+        ApiRequest::fixture("list-bouquets").anonymous(),
+        200,
+    )
+    .await;
+    seen.http(
+        &cloud,
+        "list-bouquets",
+        ApiRequest::fixture("list-bouquets")
+            .anonymous()
+            .query("vendorId", &vendor),
+        200,
+    )
+    .await;
+    seen.http(
+        &cloud,
+        "get-bouquet",
+        ApiRequest::fixture("get-bouquet")
+            .anonymous()
+            .path("bouquetId", &bouquet),
+        200,
+    )
+    .await;
+    seen.http(
+        &cloud,
+        "update-bouquet",
+        ApiRequest::fixture("update-bouquet")
+            .vendor(&vendor)
+            .path("bouquetId", &bouquet),
+        200,
+    )
+    .await;
+    seen.http(
+        &cloud,
+        "withdraw-bouquet",
+        ApiRequest::fixture("withdraw-bouquet")
+            .vendor(&vendor)
+            .path("bouquetId", &withdrawn)
+            .header("if-match", "\"1\""),
+        200,
+    )
+    .await;
+
+    // Cart, orders, payment.
+    let cart_item = |id: &str| {
+        ApiRequest::fixture("put-cart-item")
+            .customer("c1")
+            .path("bouquetId", id)
+    };
+    seen.http(&cloud, "put-cart-item", cart_item(&second), 200)
+        .await;
+    seen.http(&cloud, "put-cart-item", cart_item(&third), 200)
+        .await;
+    seen.http(
+        &cloud,
+        "get-cart",
+        ApiRequest::fixture("get-cart").customer("c1"),
+        200,
+    )
+    .await;
+    seen.http(
+        &cloud,
+        "delete-cart-item",
+        ApiRequest::fixture("delete-cart-item")
+            .customer("c1")
+            .path("bouquetId", &third),
+        200,
+    )
+    .await;
+    let from_cart = seen
+        .http(
+            &cloud,
+            "create-order",
+            ApiRequest::fixture("create-order")
+                .customer("c1")
+                .no_body()
+                .idempotency_key("from-the-cart"),
+            201,
+        )
+        .await;
+    let paid_order = id(&from_cart, "orderId");
+    let direct = seen
+        .http(
+            &cloud,
+            "create-order",
+            ApiRequest::fixture("create-order")
+                .customer("c2")
+                .json(json!({ "bouquetIds": [bouquet] })),
+            201,
+        )
+        .await;
+    let cancelled_order = id(&direct, "orderId");
+
+    seen.http(
+        &cloud,
+        "list-orders",
+        ApiRequest::fixture("list-orders").customer("c1"),
+        200,
+    )
+    .await;
+    seen.http(
+        &cloud,
+        "list-orders",
+        ApiRequest::fixture("list-orders").vendor(&vendor),
+        200,
+    )
+    .await;
+    seen.http(
+        &cloud,
+        "get-order",
+        ApiRequest::fixture("get-order")
+            .customer("c1")
+            .path("orderId", &paid_order),
+        200,
+    )
+    .await;
+    seen.http(
+        &cloud,
+        "pay-order",
+        ApiRequest::fixture("pay-order")
+            .customer("c1")
+            .path("orderId", &paid_order),
+        200,
+    )
+    .await;
+    seen.http(
+        &cloud,
+        "fulfil-order",
+        ApiRequest::fixture("fulfil-order")
+            .vendor(&vendor)
+            .path("orderId", &paid_order),
+        200,
+    )
+    .await;
+    seen.http(
+        &cloud,
+        "cancel-order",
+        ApiRequest::fixture("cancel-order")
+            .customer("c2")
+            .path("orderId", &cancelled_order),
+        200,
+    )
+    .await;
+
+    // The sweeper with something due: a lapsed hold, and a payment whose gateway charged
+    // but never answered (left payment_pending).
+    let lapsed = cloud.reserve("c3", &[&third]).await;
+    assert_eq!(lapsed.status, 201, "{}", lapsed.body);
+    let pending = cloud.reserve("c4", &[&fourth]).await;
+    assert_eq!(pending.status, 201, "{}", pending.body);
+    let timeout = cloud
+        .pay("c4", &id(&pending, "orderId"), "tok_timeout", Some("t"))
+        .await;
+    assert_eq!(timeout.status, 503, "{}", timeout.body);
+    let swept = seen
+        .of(
+            "expire-reservations",
+            cloud.run_scheduled_with("expire-reservations", cloud.app_at(T0.plus(MINUTE * 30))),
+        )
+        .await;
+    assert_eq!(
+        (swept["expired"].as_u64(), swept["paymentsCompleted"].as_u64()),
+        (Some(1), Some(1)),
+        "{swept}"
+    );
+
+    // Analytics.
+    let projected = seen
+        .of(
+            "project-vendor-analytics",
+            cloud.run_event_function("project-vendor-analytics", paid_event(&vendor)),
+        )
+        .await;
+    assert_eq!(projected["applied"], true, "{projected}");
+    seen.http(
+        &cloud,
+        "get-vendor-analytics",
+        ApiRequest::fixture("get-vendor-analytics")
+            .vendor(&vendor)
+            .path("vendorId", &vendor),
+        200,
+    )
+    .await;
+
+    // Vases: messages (one malformed, to the dead-letter queue), routes, the offline sweep.
+    let env = environment(&template, "ingest-vase-messages", &names);
+    let ingest = Ingest {
+        app: cloud.app.clone(),
+        sqs: sqs.clone(),
+        dead_letter_queue_url: env["DEAD_LETTER_QUEUE_URL"].clone(),
+    };
+    let bodies = [
+        heartbeat(&vase, T0).to_string(),
+        reading(&vase, T0.plus(MINUTE), 40.0, 19.5).to_string(),
+        "{not json".to_owned(),
+    ];
+    let (response, batch) = seen
+        .of("ingest-vase-messages", ingest.ingest(sqs_records(&bodies)))
+        .await;
+    assert!(response.batch_item_failures.is_empty(), "{batch:?}");
+    assert_eq!(
+        (batch.heartbeats, batch.readings, batch.dead_lettered),
+        (1, 1, 1),
+        "{batch:?}"
+    );
+    seen.http(
+        &cloud,
+        "list-vases",
+        ApiRequest::fixture("list-vases")
+            .vendor(&vendor)
+            .path("vendorId", &vendor),
+        200,
+    )
+    .await;
+    seen.http(
+        &cloud,
+        "get-vase-telemetry",
+        ApiRequest::fixture("get-vase-telemetry")
+            .vendor(&vendor)
+            .path("vaseId", &vase),
+        200,
+    )
+    .await;
+    let offline = seen
+        .of(
+            "flag-offline-vases",
+            cloud.run_scheduled_with("flag-offline-vases", cloud.app_at(T0.plus(MINUTE * 120))),
+        )
+        .await;
+    assert_eq!(offline["wentOffline"], 1, "{offline}");
+
+    // publish-events, statically: its crate uses no AWS SDK but EventBridge, sends nothing
+    // but PutEvents, and publishes to the bus its environment names.
+    let crate_dir = repository_root().join("functions/publish-events");
+    let manifest = std::fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap();
+    let sdks: Vec<&str> = manifest
+        .lines()
+        .filter(|l| l.trim_start().starts_with("aws-sdk-"))
+        .collect();
+    assert_eq!(sdks.len(), 1, "publish-events' AWS SDKs: {sdks:?}");
+    assert!(sdks[0].trim_start().starts_with("aws-sdk-eventbridge"));
+    let source = std::fs::read_to_string(crate_dir.join("src/lib.rs")).unwrap();
+    assert_eq!(
+        source.matches(".send()").count(),
+        source.matches(".put_events()").count(),
+        "publish-events sends something other than PutEvents"
+    );
+    let env = environment(&template, "publish-events", &names);
+    seen.by_function.insert(
+        "publish-events".into(),
+        BTreeSet::from([Access::new(
+            "events:PutEvents",
+            event_bus_arn(&env["EVENT_BUS_NAME"]),
+        )]),
+    );
+
+    // Every function of the template was exercised, and did something.
+    let untested: Vec<&String> = policies
+        .keys()
+        .filter(|b| seen.by_function.get(*b).is_none_or(BTreeSet::is_empty))
+        .collect();
+    assert!(
+        untested.is_empty(),
+        "functions without a flow here: {untested:?}"
+    );
+
+    let gaps = gaps(&policies, &seen.by_function);
+    assert!(gaps.is_empty(), "{}", report(&policies, &gaps));
+
+    // Not vacuous: what was recorded really is checked. Without DeleteItem, the cart's
+    // delete inside create-order's transaction is reported; without iot:AttachPolicy,
+    // register-vase's attachment of the vase policy to its certificate is.
+    let observed = &seen.by_function;
+    let (_, create_order) = &policies["create-order"];
+    assert_eq!(
+        create_order
+            .without_action("dynamodb:DeleteItem")
+            .missing(&observed["create-order"]),
+        vec![Access::new("dynamodb:DeleteItem", table_arn(&cloud.table))]
+    );
+    let (_, register_vase) = &policies["register-vase"];
+    assert!(
+        !register_vase
+            .without_action("iot:AttachPolicy")
+            .missing(&observed["register-vase"])
+            .is_empty(),
+        "register-vase attached a policy: {:?}",
+        observed["register-vase"]
+    );
+}
+
+/// The matcher on its own: a missing action, a resource outside the grant, an index
+/// query against a policy for the table only, and a transaction read item by item.
+#[test]
+fn the_matcher_reports_what_a_policy_does_not_grant() {
+    use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsInput;
+    use aws_sdk_dynamodb::types::{ConditionCheck, Delete, Put, TransactWriteItem, Update};
+    use aws_smithy_runtime_api::client::interceptors::context::Input;
+
+    let template = Template::repository().unwrap();
+    let table = "least-privilege";
+    let names: Names = [
+        ("MarketTable".to_owned(), table.to_owned()),
+        ("MarketTable.Arn".to_owned(), table_arn(table)),
+    ]
+    .into();
+    let policies = policies(&template, &names);
+    let on_table = |action: &str| Access::new(action, table_arn(table));
+    let on_index = |action: &str, index: &str| {
+        Access::new(action, format!("{}/index/{index}", table_arn(table)))
+    };
+
+    // create-order's transaction, as the recorder sees it.
+    let put = Put::builder().table_name(table).set_item(Some(HashMap::new()));
+    let transaction = TransactWriteItemsInput::builder()
+        .transact_items(
+            TransactWriteItem::builder()
+                .put(put.build().unwrap())
+                .build(),
+        )
+        .transact_items(
+            TransactWriteItem::builder()
+                .update(
+                    Update::builder()
+                        .table_name(table)
+                        .set_key(Some(HashMap::new()))
+                        .update_expression("SET a = :a")
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+        .transact_items(
+            TransactWriteItem::builder()
+                .delete(
+                    Delete::builder()
+                        .table_name(table)
+                        .set_key(Some(HashMap::new()))
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+        .transact_items(
+            TransactWriteItem::builder()
+                .condition_check(
+                    ConditionCheck::builder()
+                        .table_name(table)
+                        .set_key(Some(HashMap::new()))
+                        .condition_expression("attribute_exists(pk)")
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+        .build()
+        .unwrap();
+    let accesses = bouquet_testkit::iam::accesses(&Input::erase(transaction)).unwrap();
+    assert_eq!(
+        accesses,
+        vec![
+            on_table("dynamodb:PutItem"),
+            on_table("dynamodb:UpdateItem"),
+            on_table("dynamodb:DeleteItem"),
+            on_table("dynamodb:ConditionCheckItem"),
+        ]
+    );
+    let (_, create_order) = &policies["create-order"];
+    assert!(create_order.missing(&accesses).is_empty());
+    assert_eq!(
+        create_order
+            .without_action("dynamodb:DeleteItem")
+            .missing(&accesses),
+        vec![on_table("dynamodb:DeleteItem")]
+    );
+    // pay-order may not delete.
+    assert_eq!(
+        policies["pay-order"].1.missing(&accesses),
+        vec![on_table("dynamodb:DeleteItem")]
+    );
+    // Another table is outside every grant.
+    let elsewhere = Access::new("dynamodb:GetItem", table_arn("another-table"));
+    assert!(!policies["get-order"].1.allows(&elsewhere));
+    // list-vases may query VendorIndex only; get-vase-telemetry the table only.
+    let (_, list_vases) = &policies["list-vases"];
+    assert!(list_vases.allows(&on_index("dynamodb:Query", "VendorIndex")));
+    assert!(!list_vases.allows(&on_index("dynamodb:Query", "CatalogueIndex")));
+    assert!(!list_vases.allows(&on_table("dynamodb:Query")));
+    assert!(!policies["get-vase-telemetry"]
+        .1
+        .allows(&on_index("dynamodb:Query", "VendorIndex")));
+}
