@@ -1,5 +1,6 @@
 //! `GET /v1/vendors/{vendorId}/analytics?from=YYYY-MM-DD&to=YYYY-MM-DD`: that vendor's sales,
-//! revenue per currency, cancellations, expiries and fulfilments per day (default: the last
+//! revenue per currency, average freshness at sale (one decimal; `null` when no sold bouquet
+//! had a score), cancellations, expiries and fulfilments per day (default: the last
 //! 30 days; at most 366). One `Query` on the vendor's partition.
 
 use std::time::Duration;
@@ -57,7 +58,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         .into_iter()
         .map(|d| {
             let revenue: Vec<_> = d.revenue.iter().filter_map(|(c, minor)| Currency::parse(c).ok().map(|c| Money::from_minor(*minor, c))).collect();
-            json!({ "date": d.day, "sales": d.sales, "revenue": revenue, "cancellations": d.cancellations, "expiries": d.expiries, "fulfilled": d.fulfilled })
+            json!({ "date": d.day, "sales": d.sales, "revenue": revenue, "averageFreshness": d.average_freshness().map(|f| (f * 10.0).round() / 10.0), "cancellations": d.cancellations, "expiries": d.expiries, "fulfilled": d.fulfilled })
         })
         .collect();
     Reply::ok(&json!({ "vendorId": vendor_id, "from": from_day, "to": to_day, "days": days }))

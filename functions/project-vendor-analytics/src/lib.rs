@@ -1,12 +1,13 @@
 //! The vendor analytics projector, an EventBridge consumer of `OrderPaid`, `OrderCancelled`,
 //! `ReservationExpired` and `OrderFulfilled` (the rule is in the template). Each event adds to
-//! its vendor's counters for the day it occurred, with `ADD`, in the same transaction as the
+//! its vendor's counters for the day it occurred (a sale also adds its bouquets' freshness
+//! scores, read from the bouquets), with `ADD`, in the same transaction as the
 //! dedupe record of its `eventId`: a redelivered event changes nothing.
 
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::{json, Value};
 
-use bouquet_http::domain::VendorId;
+use bouquet_http::domain::{BouquetId, VendorId};
 use bouquet_http::store::CounterDelta;
 use bouquet_http::App;
 
@@ -43,9 +44,30 @@ pub async fn project(app: &App, event: &Value) -> Result<bool, Error> {
         .as_str()
         .ok_or("event without detail-type")?;
     let detail = &event["detail"];
-    let Some(delta) = delta(name, &detail["data"])? else {
+    let Some(mut delta) = delta(name, &detail["data"])? else {
         return Ok(false);
     };
+    if name == "OrderPaid" {
+        // Freshness at sale: the scores the sold bouquets carry now (the projector runs
+        // seconds after the sale; a redelivery is deduped below, so a day counts each once).
+        let ids = detail["data"]["bouquetIds"]
+            .as_array()
+            .ok_or("OrderPaid without bouquetIds")?
+            .iter()
+            .map(|id| BouquetId::parse(id.as_str().unwrap_or_default()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("bouquetIds: {e}"))?;
+        let scores: Vec<i64> = app
+            .store
+            .bouquets(&ids)
+            .await?
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b.freshness.map(i64::from))
+            .collect();
+        delta.freshness_sum = scores.iter().sum();
+        delta.freshness_count = scores.len() as i64;
+    }
     let event_id = detail["eventId"]
         .as_str()
         .ok_or("event without detail.eventId")?;

@@ -22,6 +22,10 @@ pub struct CounterDelta {
     pub fulfilled: i64,
     /// Revenue in minor units, by currency.
     pub revenue: Vec<(String, i64)>,
+    /// Freshness scores of the bouquets sold (those whose vase had scored them): summed, and
+    /// counted, so the day's average is their quotient.
+    pub freshness_sum: i64,
+    pub freshness_count: i64,
 }
 
 /// One vendor's day, as read back.
@@ -33,6 +37,15 @@ pub struct DayCounters {
     pub expiries: i64,
     pub fulfilled: i64,
     pub revenue: BTreeMap<String, i64>,
+    pub freshness_sum: i64,
+    pub freshness_count: i64,
+}
+
+impl DayCounters {
+    /// The average freshness of the day's sold bouquets that had a score.
+    pub fn average_freshness(&self) -> Option<f64> {
+        (self.freshness_count > 0).then(|| self.freshness_sum as f64 / self.freshness_count as f64)
+    }
 }
 
 fn analytics_pk(vendor_id: VendorId) -> String {
@@ -52,7 +65,7 @@ impl Store {
         now: Timestamp,
     ) -> Result<bool, StoreError> {
         let mut tx = Tx::new();
-        let mut update = Expr::new("SET entity = :entity, vendorId = :vendor, #day = :day ADD sales :sales, cancellations :cancellations, expiries :expiries, fulfilled :fulfilled")
+        let mut update = Expr::new("SET entity = :entity, vendorId = :vendor, #day = :day ADD sales :sales, cancellations :cancellations, expiries :expiries, fulfilled :fulfilled, freshnessSum :freshnessSum, freshnessCount :freshnessCount")
             .name("#day", "day")
             .s(":entity", "vendor_day")
             .s(":vendor", vendor_id.to_string())
@@ -60,7 +73,9 @@ impl Store {
             .n(":sales", delta.sales)
             .n(":cancellations", delta.cancellations)
             .n(":expiries", delta.expiries)
-            .n(":fulfilled", delta.fulfilled);
+            .n(":fulfilled", delta.fulfilled)
+            .n(":freshnessSum", delta.freshness_sum)
+            .n(":freshnessCount", delta.freshness_count);
         for (index, (currency, minor)) in delta.revenue.iter().enumerate() {
             update.text.push_str(&format!(", #rev{index} :rev{index}"));
             update = update
@@ -121,6 +136,8 @@ impl Store {
                     expiries: number("expiries"),
                     fulfilled: number("fulfilled"),
                     revenue,
+                    freshness_sum: number("freshnessSum"),
+                    freshness_count: number("freshnessCount"),
                 });
             }
             start = output.last_evaluated_key;

@@ -56,7 +56,7 @@ async fn the_projector_applied_twice_gives_the_same_counters() {
     assert_eq!(analytics.status, 200, "{}", analytics.body);
     assert_eq!(
         analytics.body["days"],
-        json!([{ "date": "2026-12-02", "sales": 2, "revenue": [{ "amount": "45.00", "currency": "EUR" }], "cancellations": 1, "expiries": 1, "fulfilled": 1 }])
+        json!([{ "date": "2026-12-02", "sales": 2, "revenue": [{ "amount": "45.00", "currency": "EUR" }], "averageFreshness": null, "cancellations": 1, "expiries": 1, "fulfilled": 1 }])
     );
     let other = cloud.vendor("Petal").await;
     let forbidden = cloud
@@ -92,4 +92,42 @@ async fn the_projector_applied_twice_gives_the_same_counters() {
         )
         .await;
     assert_eq!(backwards.status, 400);
+}
+
+#[tokio::test]
+async fn a_sale_adds_the_freshness_of_its_bouquets_to_the_day() {
+    use bouquet_testkit::vases::reading;
+    use bouquet_testkit::T0;
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let (vase_a, vase_b) = (cloud.vase(&vendor).await, cloud.vase(&vendor).await);
+    let (a, b) = (
+        cloud.bouquet_in_vase(&vendor, &vase_a).await,
+        cloud.bouquet_in_vase(&vendor, &vase_b).await,
+    );
+    let unscored = cloud.bouquet(&vendor, "5.00").await;
+    // Scores 85 (water 20 %) and 100.
+    cloud
+        .send_vase_messages(&[
+            reading(&vase_a, T0, 20.0, 18.0),
+            reading(&vase_b, T0, 80.0, 18.0),
+        ])
+        .await;
+    let mut paid = order_event("OrderPaid", "sale-1", &vendor, "40.00");
+    paid["detail"]["data"]["bouquetIds"] = json!([a, b, unscored]);
+    for _ in 0..2 {
+        cloud
+            .run_event_function("project-vendor-analytics", paid.clone())
+            .await;
+    }
+    let analytics = cloud
+        .call(
+            "get-vendor-analytics",
+            ApiRequest::fixture("get-vendor-analytics")
+                .vendor(&vendor)
+                .path("vendorId", &vendor),
+        )
+        .await;
+    assert_eq!(analytics.body["days"][0]["sales"], 1, "{}", analytics.body);
+    assert_eq!(analytics.body["days"][0]["averageFreshness"], 92.5);
 }

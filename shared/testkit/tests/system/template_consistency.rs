@@ -141,23 +141,33 @@ fn every_function_has_a_log_group_with_retention_and_error_and_throttle_alarms()
             .resource(&format!("{id}Logs"))
             .unwrap_or_else(|| panic!("{id} has no {id}Logs log group"));
         assert_eq!(logs["Type"], "AWS::Logs::LogGroup");
-        assert!(!logs["Properties"]["RetentionInDays"].is_null(), "{id}Logs keeps logs forever");
+        assert!(
+            !logs["Properties"]["RetentionInDays"].is_null(),
+            "{id}Logs keeps logs forever"
+        );
         for metric in ["Errors", "Throttles"] {
             let alarm = template
                 .resource(&format!("{id}{metric}"))
                 .unwrap_or_else(|| panic!("{id} has no {metric} alarm"));
             assert_eq!(alarm["Properties"]["MetricName"], metric);
             assert_eq!(
-                alarm["Properties"]["Dimensions"][0]["Value"]["Ref"], id.as_str(),
+                alarm["Properties"]["Dimensions"][0]["Value"]["Ref"],
+                id.as_str(),
                 "{id}{metric} watches another function"
             );
         }
     }
     // Every queue that collects failures has an alarm on its depth.
-    for queue in ["OutboxFailureQueue", "VaseMessagesDeadLetterQueue", "AnalyticsDeadLetterQueue"] {
-        let watched = template.resources_of_type("AWS::CloudWatch::Alarm").any(|(_, alarm)| {
-            alarm["Properties"]["Dimensions"][0]["Value"]["Fn::GetAtt"][0] == queue
-        });
+    for queue in [
+        "OutboxFailureQueue",
+        "VaseMessagesDeadLetterQueue",
+        "AnalyticsDeadLetterQueue",
+    ] {
+        let watched = template
+            .resources_of_type("AWS::CloudWatch::Alarm")
+            .any(|(_, alarm)| {
+                alarm["Properties"]["Dimensions"][0]["Value"]["Fn::GetAtt"][0] == queue
+            });
         assert!(watched, "no alarm on {queue}");
     }
 }
