@@ -11,10 +11,7 @@ use bouquet_http::App;
 use bouquet_vases::OfflineSweep;
 
 pub async fn handler(app: &App, event: LambdaEvent<Value>) -> Result<OfflineSweep, Error> {
-    let correlation_id = event.payload["id"]
-        .as_str()
-        .map(str::to_owned)
-        .unwrap_or_else(|| event.context.request_id.clone());
+    let correlation_id = bouquet_http::scheduled::correlation_id(&event);
     let report = sweep(app, &correlation_id).await?;
     bouquet_http::tracing::info!(correlation_id = %correlation_id, ?report, "offline sweep");
     Ok(report)

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use bouquet_http::domain::events::{DomainEvent, EventData};
 use bouquet_http::domain::vase::Vase;
-use bouquet_http::domain::{Clock, SystemClock, VaseId, VendorId};
+use bouquet_http::domain::{Clock, SystemClock, VaseId, Vendor};
 use bouquet_http::App;
 use bouquet_template::Template;
 
@@ -30,7 +30,22 @@ async fn vases(
     count: usize,
 ) -> Result<Vec<VaseId>, String> {
     let iot = aws_sdk_iot::Client::new(sdk);
-    let vendor = VendorId::generate();
+    let vendor = Vendor::onboard("Bench", SystemClock.now()).map_err(|e| format!("{e:?}"))?;
+    let onboarded = DomainEvent::new(
+        vendor.vendor_id,
+        vendor.version,
+        vendor.created_at,
+        "bench",
+        EventData::VendorOnboarded {
+            vendor_id: vendor.vendor_id,
+            name: vendor.name.clone(),
+        },
+    );
+    app.store
+        .create_vendor(&vendor, &onboarded, None, vendor.created_at)
+        .await
+        .map_err(|e| e.to_string())?;
+    let vendor = vendor.vendor_id;
     let mut ids = Vec::new();
     for _ in 0..count {
         let vase = Vase::register(VaseId::generate(), vendor, SystemClock.now());
@@ -49,9 +64,8 @@ async fn vases(
                 vendor_id: vendor,
             },
         );
-        // The vendor check of registration is skipped: the bench writes the vase directly.
         app.store
-            .create_vase_unchecked(&vase, &event)
+            .create_vase(&vase, &event, None, vase.registered_at)
             .await
             .map_err(|e| e.to_string())?;
         ids.push(vase.vase_id);

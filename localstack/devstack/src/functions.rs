@@ -127,29 +127,15 @@ pub fn stream_function(
     sdk: &aws_config::SdkConfig,
 ) -> Option<crate::streams::StreamInvoke> {
     match binary {
-        "publish-events" => {
-            let publisher = std::sync::Arc::new(publish_events::Publisher {
+        "publish-events" => Some(json_invoke(
+            std::sync::Arc::new(publish_events::Publisher {
                 sink: Box::new(publish_events::EventBridgeSink {
                     client: aws_sdk_eventbridge::Client::new(sdk),
                     bus_name: env.get("EVENT_BUS_NAME")?.clone(),
                 }),
-            });
-            Some(Box::new(move |event: Value| {
-                let publisher = publisher.clone();
-                Box::pin(async move {
-                    let event: aws_lambda_events::event::dynamodb::Event =
-                        serde_json::from_value(event).map_err(|e| e.to_string())?;
-                    let response = publisher
-                        .handle(lambda_runtime::LambdaEvent::new(
-                            event,
-                            lambda_runtime::Context::default(),
-                        ))
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    serde_json::to_value(response).map_err(|e| e.to_string())
-                })
-            }))
-        }
+            }),
+            |publisher, event| async move { publisher.handle(event).await },
+        )),
         _ => None,
     }
 }
@@ -162,28 +148,39 @@ pub fn queue_function(
     sdk: &aws_config::SdkConfig,
 ) -> Option<crate::streams::StreamInvoke> {
     match binary {
-        "ingest-vase-messages" => {
-            let ingest = std::sync::Arc::new(ingest_vase_messages::Ingest {
+        "ingest-vase-messages" => Some(json_invoke(
+            std::sync::Arc::new(ingest_vase_messages::Ingest {
                 app: app.clone(),
                 sqs: aws_sdk_sqs::Client::new(sdk),
                 dead_letter_queue_url: env.get("DEAD_LETTER_QUEUE_URL")?.clone(),
-            });
-            Some(Box::new(move |event: Value| {
-                let ingest = ingest.clone();
-                Box::pin(async move {
-                    let event: aws_lambda_events::event::sqs::SqsEvent =
-                        serde_json::from_value(event).map_err(|e| e.to_string())?;
-                    let response = ingest
-                        .handle(lambda_runtime::LambdaEvent::new(
-                            event,
-                            lambda_runtime::Context::default(),
-                        ))
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    serde_json::to_value(response).map_err(|e| e.to_string())
-                })
-            }))
-        }
+            }),
+            |ingest, event| async move { ingest.handle(event).await },
+        )),
         _ => None,
     }
+}
+
+/// A `lambda_runtime` handler on `state` as the mappings call it: the event as JSON in, the
+/// response as JSON out, errors as text.
+fn json_invoke<S, E, R, F, Fut>(state: std::sync::Arc<S>, handle: F) -> crate::streams::StreamInvoke
+where
+    S: Send + Sync + 'static,
+    E: serde::de::DeserializeOwned + Send + 'static,
+    R: serde::Serialize,
+    F: Fn(std::sync::Arc<S>, lambda_runtime::LambdaEvent<E>) -> Fut + Send + Sync + Copy + 'static,
+    Fut: std::future::Future<Output = Result<R, lambda_runtime::Error>> + Send + 'static,
+{
+    Box::new(move |event: Value| {
+        let state = state.clone();
+        Box::pin(async move {
+            let event: E = serde_json::from_value(event).map_err(|e| e.to_string())?;
+            let response = handle(
+                state,
+                lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default()),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+            serde_json::to_value(response).map_err(|e| e.to_string())
+        })
+    })
 }

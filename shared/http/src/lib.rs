@@ -14,6 +14,7 @@ mod idempotency;
 pub mod owned;
 pub mod problem;
 mod reply;
+pub mod scheduled;
 
 pub use app::{App, Config};
 pub use caller::{Caller, Role};

@@ -221,24 +221,6 @@ impl Store {
         tx.commit(self).await
     }
 
-    /// Puts a vase with its event, without checking its vendor: for benchmarks and tools
-    /// that make vases of their own.
-    pub async fn create_vase_unchecked(
-        &self,
-        vase: &Vase,
-        event: &DomainEvent,
-    ) -> Result<(), StoreError> {
-        let mut tx = Tx::new();
-        tx.put(
-            Target::Vase(vase.vase_id),
-            &self.table,
-            to_item(&VaseItem::from_domain(vase))?,
-            Some(Expr::new("attribute_not_exists(pk)")),
-        )?;
-        tx.event(&self.table, event)?;
-        tx.commit(self).await
-    }
-
     pub async fn vase(
         &self,
         vase_id: VaseId,

@@ -393,10 +393,19 @@ impl TestCloud {
 
     /// Lists a bouquet for `vendor_id` through the API; returns its id.
     pub async fn bouquet(&self, vendor_id: &str, amount: &str) -> String {
+        self.list_bouquet(
+            vendor_id,
+            json!({ "name": "Peonies", "price": { "amount": amount, "currency": "EUR" } }),
+        )
+        .await
+    }
+
+    /// Lists a bouquet `listing` (the request body) for `vendor_id`; returns its id.
+    pub async fn list_bouquet(&self, vendor_id: &str, listing: Value) -> String {
         let request = ApiRequest::fixture("create-bouquet")
             .vendor(vendor_id)
             .path("vendorId", vendor_id)
-            .json(json!({ "name": "Peonies", "price": { "amount": amount, "currency": "EUR" } }))
+            .json(listing)
             .no_idempotency_key();
         let response = self.call("create-bouquet", request).await;
         assert_eq!(response.status, 201, "{}", response.body);

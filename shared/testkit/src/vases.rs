@@ -120,17 +120,11 @@ impl TestCloud {
 
     /// Lists a bouquet standing in `vase_id`; returns its id.
     pub async fn bouquet_in_vase(&self, vendor_id: &str, vase_id: &str) -> String {
-        let request = ApiRequest::fixture("create-bouquet")
-            .vendor(vendor_id)
-            .path("vendorId", vendor_id)
-            .json(json!({ "name": "Tulips", "price": { "amount": "20.00", "currency": "EUR" }, "vaseId": vase_id }))
-            .no_idempotency_key();
-        let response = self.call("create-bouquet", request).await;
-        assert_eq!(response.status, 201, "{}", response.body);
-        response.body["bouquetId"]
-            .as_str()
-            .expect("bouquetId")
-            .to_owned()
+        self.list_bouquet(
+            vendor_id,
+            json!({ "name": "Tulips", "price": { "amount": "20.00", "currency": "EUR" }, "vaseId": vase_id }),
+        )
+        .await
     }
 
     /// The ingest function on this test's table, with its own dead-letter queue.
