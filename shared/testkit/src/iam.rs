@@ -301,10 +301,10 @@ fn sqs(input: &Input) -> Option<Vec<Access>> {
 fn iot(input: &Input) -> Option<Vec<Access>> {
     use aws_sdk_iot::operation::{
         attach_policy::AttachPolicyInput, attach_thing_principal::AttachThingPrincipalInput,
-        create_keys_and_certificate::CreateKeysAndCertificateInput,
-        create_thing::CreateThingInput, delete_certificate::DeleteCertificateInput,
-        delete_thing::DeleteThingInput, describe_endpoint::DescribeEndpointInput,
-        detach_policy::DetachPolicyInput, detach_thing_principal::DetachThingPrincipalInput,
+        create_keys_and_certificate::CreateKeysAndCertificateInput, create_thing::CreateThingInput,
+        delete_certificate::DeleteCertificateInput, delete_thing::DeleteThingInput,
+        describe_endpoint::DescribeEndpointInput, detach_policy::DetachPolicyInput,
+        detach_thing_principal::DetachThingPrincipalInput,
         update_certificate::UpdateCertificateInput,
     };
     let thing = |name: Option<&str>| arn("iot", &format!("thing/{}", name.unwrap_or_default()));
@@ -326,9 +326,15 @@ fn iot(input: &Input) -> Option<Vec<Access>> {
         ("iot:DetachThingPrincipal", thing(i.thing_name()))
     } else if let Some(i) = input.downcast_ref::<AttachPolicyInput>() {
         // Authorised on the target the policy is attached to (here the certificate's ARN).
-        ("iot:AttachPolicy", i.target().unwrap_or_default().to_owned())
+        (
+            "iot:AttachPolicy",
+            i.target().unwrap_or_default().to_owned(),
+        )
     } else if let Some(i) = input.downcast_ref::<DetachPolicyInput>() {
-        ("iot:DetachPolicy", i.target().unwrap_or_default().to_owned())
+        (
+            "iot:DetachPolicy",
+            i.target().unwrap_or_default().to_owned(),
+        )
     } else if let Some(i) = input.downcast_ref::<UpdateCertificateInput>() {
         ("iot:UpdateCertificate", cert(i.certificate_id()))
     } else if let Some(i) = input.downcast_ref::<DeleteCertificateInput>() {
@@ -398,9 +404,10 @@ impl Policy {
                     one => vec![one.clone()],
                 };
                 for statement in list {
-                    statements.push(inline_statement(&statement, &resolve).map_err(|e| {
-                        format!("{}: {e} in {statement}", function.logical_id)
-                    })?);
+                    statements.push(
+                        inline_statement(&statement, &resolve)
+                            .map_err(|e| format!("{}: {e} in {statement}", function.logical_id))?,
+                    );
                 }
                 continue;
             }

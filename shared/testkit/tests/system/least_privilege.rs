@@ -133,12 +133,13 @@ fn report(
     text
 }
 
-fn paid_event(vendor: &str) -> Value {
+fn paid_event(vendor: &str, bouquet_ids: &[&str]) -> Value {
     let text =
         std::fs::read_to_string(repository_root().join("events/project-vendor-analytics.json"))
             .unwrap();
     let mut event: Value = serde_json::from_str(&text).unwrap();
     event["detail"]["data"]["vendorId"] = json!(vendor);
+    event["detail"]["data"]["bouquetIds"] = json!(bouquet_ids);
     event
 }
 
@@ -166,7 +167,10 @@ async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
         ("VaseMessagesDeadLetterQueue", dlq_url),
         ("VaseMessagesDeadLetterQueue.QueueName", dlq_name.clone()),
         ("VaseMessagesDeadLetterQueue.Arn", queue_arn(&dlq_name)),
-        ("OutboxFailureQueue.QueueName", format!("{}-outbox", cloud.table)),
+        (
+            "OutboxFailureQueue.QueueName",
+            format!("{}-outbox", cloud.table),
+        ),
         ("MarketEventBus", bus.clone()),
         ("VasePolicy", test_vase_policy().await),
     ]
@@ -423,7 +427,10 @@ async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
         )
         .await;
     assert_eq!(
-        (swept["expired"].as_u64(), swept["paymentsCompleted"].as_u64()),
+        (
+            swept["expired"].as_u64(),
+            swept["paymentsCompleted"].as_u64()
+        ),
         (Some(1), Some(1)),
         "{swept}"
     );
@@ -432,7 +439,7 @@ async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
     let projected = seen
         .of(
             "project-vendor-analytics",
-            cloud.run_event_function("project-vendor-analytics", paid_event(&vendor)),
+            cloud.run_event_function("project-vendor-analytics", paid_event(&vendor, &[&second])),
         )
         .await;
     assert_eq!(projected["applied"], true, "{projected}");
@@ -575,7 +582,9 @@ fn the_matcher_reports_what_a_policy_does_not_grant() {
     };
 
     // create-order's transaction, as the recorder sees it.
-    let put = Put::builder().table_name(table).set_item(Some(HashMap::new()));
+    let put = Put::builder()
+        .table_name(table)
+        .set_item(Some(HashMap::new()));
     let transaction = TransactWriteItemsInput::builder()
         .transact_items(
             TransactWriteItem::builder()
