@@ -646,10 +646,13 @@ fn the_matcher_reports_what_a_policy_does_not_grant() {
             .missing(&accesses),
         vec![on_table("dynamodb:DeleteItem")]
     );
-    // pay-order may not delete.
+    // pay-order may neither delete nor make bare condition checks.
     assert_eq!(
         policies["pay-order"].1.missing(&accesses),
-        vec![on_table("dynamodb:DeleteItem")]
+        vec![
+            on_table("dynamodb:DeleteItem"),
+            on_table("dynamodb:ConditionCheckItem")
+        ]
     );
     // Another table is outside every grant.
     let elsewhere = Access::new("dynamodb:GetItem", table_arn("another-table"));
