@@ -197,7 +197,17 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
             );
             let secret = jwt::secret_from_env();
             let api_app = app.clone();
-            let api = LocalApi::from_template(&template, app, secret.clone())?;
+            // A route added to the template whose function has no handler in the dev stack
+            // runs its built binary (`cargo build -p <binary>`).
+            let fallback = devstack::server::BinaryFallback {
+                dir: std::env::var("CARGO_TARGET_DIR")
+                    .map(std::path::PathBuf::from)
+                    .unwrap_or_else(|_| std::path::PathBuf::from("target"))
+                    .join("debug"),
+                names: names.clone(),
+            };
+            let api =
+                LocalApi::from_template_with(&template, app, secret.clone(), Some(&fallback))?;
             if !no_seed {
                 let seeded = seed::seed(&api, &secret).await?;
                 eprintln!(

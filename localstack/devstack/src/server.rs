@@ -31,8 +31,49 @@ pub struct LocalApi {
 
 struct Target {
     binary: String,
-    handler: HttpHandler,
+    invoke: Invoke,
     authorized: bool,
+}
+
+/// How a route's function runs.
+enum Invoke {
+    /// Its handler, in this process (the same one its `main.rs` gives `lambda_http::run`).
+    InProcess(HttpHandler),
+    /// A function the dev stack has no handler for (a route added to the template only): its
+    /// built binary under a local Runtime API, started at the first request.
+    Binary(Arc<BinaryFunction>),
+}
+
+/// Where built function binaries are, and the names the template's variables resolve to, so
+/// routes without an in-process handler run their binary instead of failing the start.
+pub struct BinaryFallback {
+    pub dir: std::path::PathBuf,
+    pub names: crate::provision::Names,
+}
+
+struct BinaryFunction {
+    path: std::path::PathBuf,
+    name: String,
+    env: Vec<(String, String)>,
+    process: tokio::sync::OnceCell<crate::runtime_api::FunctionProcess>,
+}
+
+impl BinaryFunction {
+    async fn invoke(&self, event: serde_json::Value) -> Result<serde_json::Value, String> {
+        let process = self
+            .process
+            .get_or_try_init(|| async {
+                crate::runtime_api::FunctionProcess::spawn(&self.path, &self.name, &self.env)
+                    .await
+                    .map_err(|e| format!("{}: {e}", self.path.display()))
+            })
+            .await?;
+        process
+            .api
+            .invoke(event, std::time::Duration::from_secs(30))
+            .await
+            .map_err(|e| format!("{e:?}"))
+    }
 }
 
 impl LocalApi {
@@ -42,19 +83,49 @@ impl LocalApi {
         app: App,
         jwt_secret: String,
     ) -> Result<Self, String> {
+        Self::from_template_with(template, app, jwt_secret, None)
+    }
+
+    /// As [`from_template`](Self::from_template); with `fallback`, a route whose function has
+    /// no handler in the dev stack runs the function's built binary (`fallback.dir/{binary}`).
+    pub fn from_template_with(
+        template: &Template,
+        app: App,
+        jwt_secret: String,
+        fallback: Option<&BinaryFallback>,
+    ) -> Result<Self, String> {
         let mut routes = Vec::new();
+        let functions = template.functions().map_err(|e| e.to_string())?;
         for route in template.http_routes().map_err(|e| e.to_string())? {
-            let (_, handler) = http_handler(&route.binary).ok_or_else(|| {
-                format!(
-                    "template function {} has no handler in the dev stack",
-                    route.binary
-                )
-            })?;
+            let invoke = match (http_handler(&route.binary), fallback) {
+                (Some((_, handler)), _) => Invoke::InProcess(handler),
+                (None, Some(fallback)) => {
+                    let function = functions
+                        .iter()
+                        .find(|f| f.binary == route.binary)
+                        .ok_or_else(|| format!("no function builds {}", route.binary))?;
+                    let env = template.environment(function, &|v| {
+                        crate::provision::resolve(template, v, &fallback.names)
+                    });
+                    Invoke::Binary(Arc::new(BinaryFunction {
+                        path: fallback.dir.join(&route.binary),
+                        name: route.binary.clone(),
+                        env,
+                        process: tokio::sync::OnceCell::new(),
+                    }))
+                }
+                (None, None) => {
+                    return Err(format!(
+                        "template function {} has no handler in the dev stack",
+                        route.binary
+                    ))
+                }
+            };
             routes.push((
                 RoutePattern::new(&route.method, &route.path),
                 Target {
                     binary: route.binary,
-                    handler,
+                    invoke,
                     authorized: route.authorized,
                 },
             ));
@@ -96,6 +167,20 @@ impl LocalApi {
             &request_id,
             time::OffsetDateTime::now_utc(),
         );
+        if let Invoke::Binary(function) = &target.invoke {
+            self.invocations
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            return match function.invoke(event).await {
+                Ok(payload) => crate::runtime_api::http_response(&payload),
+                Err(error) => {
+                    tracing::error!(function = %target.binary, %error, "function failed");
+                    message(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")
+                }
+            };
+        }
+        let Invoke::InProcess(handler) = &target.invoke else {
+            return message(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error");
+        };
         let request = match lambda_http::request::from_str(&event.to_string()) {
             Ok(request) => request,
             Err(error) => {
@@ -107,7 +192,7 @@ impl LocalApi {
         };
         self.invocations
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        match (target.handler)(self.app.clone(), request).await {
+        match handler(self.app.clone(), request).await {
             Ok(response) => {
                 let status = response.status();
                 let headers = response

@@ -465,3 +465,64 @@ async fn the_sqs_mapping_deletes_what_succeeded_and_redrives_a_failing_message_t
     assert_eq!(moved.len(), 1);
     assert_eq!(moved[0].body(), Some("poison"));
 }
+
+#[tokio::test]
+async fn a_route_added_to_the_template_only_runs_its_built_binary() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let bouquet = cloud.bouquet(&vendor, "12.00").await;
+    // A new function in the template that the dev stack has no handler for: its binary is a
+    // copy of get-bouquet's under a new name.
+    let text = std::fs::read_to_string(bouquet_testkit::repository_root().join("template.yaml"))
+        .unwrap()
+        .replacen(
+            "\nResources:\n",
+            "\nResources:\n  AgainFunction:\n    Type: AWS::Serverless::Function\n    Metadata:\n      BuildMethod: rust-cargolambda\n      BuildProperties:\n        Binary: get-bouquet-again\n    Properties:\n      CodeUri: .\n      Events:\n        Api:\n          Type: HttpApi\n          Properties:\n            ApiId: !Ref HttpApi\n            Method: GET\n            Path: /v1/again/{bouquetId}\n            Auth:\n              Authorizer: NONE\n\n",
+            1,
+        );
+    let template = bouquet_template::Template::parse(&text).unwrap();
+    let dir = std::env::temp_dir().join(format!("bins-{}", cloud.table));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        function_binary("get-bouquet"),
+        dir.join("get-bouquet-again"),
+    )
+    .unwrap();
+    // Without a fallback the dev stack refuses to start: it has no handler for the route.
+    assert!(devstack::server::LocalApi::from_template(
+        &template,
+        cloud.app.clone(),
+        bouquet_testkit::JWT_SECRET.into()
+    )
+    .is_err());
+    let fallback = devstack::server::BinaryFallback {
+        dir: dir.clone(),
+        names: std::collections::HashMap::from([("MarketTable".to_owned(), cloud.table.clone())]),
+    };
+    let api = std::sync::Arc::new(
+        devstack::server::LocalApi::from_template_with(
+            &template,
+            cloud.app.clone(),
+            bouquet_testkit::JWT_SECRET.into(),
+            Some(&fallback),
+        )
+        .unwrap(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(api.clone().serve_on(listener));
+    let again = send(address, "GET", &format!("/v1/again/{bouquet}"), &[], None).await;
+    assert_eq!(again.status, 200, "{:?}", again.body);
+    assert_eq!(again.body["bouquetId"], bouquet.as_str());
+    // The existing routes still run in process.
+    let same = send(
+        address,
+        "GET",
+        &format!("/v1/bouquets/{bouquet}"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(same.body, again.body);
+    let _ = std::fs::remove_dir_all(dir);
+}
