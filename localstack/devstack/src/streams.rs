@@ -2,9 +2,10 @@
 //! template's `DynamoDB` event: shard iterators from `StartingPosition`, batches of
 //! `BatchSize`, `FilterCriteria` patterns (records that do not match are skipped, as Lambda
 //! does), `ReportBatchItemFailures` (the next batch resumes at the lowest failed sequence
-//! number), `MaximumRetryAttempts`, then the on-failure SQS destination gets a record of the
-//! failing record and the mapping moves past it alone. Bisecting is not emulated as such:
-//! skipping exactly the failing record is what it converges to.
+//! number), `BisectBatchOnFunctionError` (a batch whose invocation fails is split in two and
+//! the halves are retried in order; splitting does not use up retry attempts),
+//! `MaximumRetryAttempts`, then the on-failure SQS destination gets a record of the failing
+//! batch and the mapping moves past it.
 
 use std::collections::HashMap;
 
@@ -24,6 +25,7 @@ pub struct StreamMapping {
     pub trim_horizon: bool,
     pub filters: Vec<Value>,
     pub max_retries: i64,
+    pub bisect_on_error: bool,
     pub on_failure_queue_url: Option<String>,
     pub invoke: StreamInvoke,
     streams: aws_sdk_dynamodbstreams::Client,
@@ -32,6 +34,8 @@ pub struct StreamMapping {
     checkpoints: HashMap<String, String>,
     /// Failed attempts of the batch starting at a sequence number.
     retries: HashMap<String, i64>,
+    /// Per shard, after a bisection: the sizes of the batches still to invoke, the next last.
+    splits: HashMap<String, Vec<usize>>,
 }
 
 /// Counts of one poll.
@@ -41,6 +45,7 @@ pub struct PollReport {
     pub delivered: usize,
     pub filtered_out: usize,
     pub failed_batches: usize,
+    pub bisected: usize,
     pub sent_to_on_failure: usize,
 }
 
@@ -73,12 +78,14 @@ impl StreamMapping {
             trim_horizon: p["StartingPosition"].as_str() != Some("LATEST"),
             filters,
             max_retries: p["MaximumRetryAttempts"].as_i64().unwrap_or(-1),
+            bisect_on_error: p["BisectBatchOnFunctionError"].as_bool().unwrap_or(false),
             on_failure_queue_url,
             invoke,
             streams,
             sqs,
             checkpoints: HashMap::new(),
             retries: HashMap::new(),
+            splits: HashMap::new(),
         }
     }
 
@@ -138,10 +145,10 @@ impl StreamMapping {
                 report.records += records.len();
                 let last = records
                     .last()
-                    .and_then(|r| r["dynamodb"]["SequenceNumber"].as_str())
+                    .map(sequence_number)
                     .unwrap_or_default()
                     .to_owned();
-                let matching: Vec<Value> = records
+                let mut matching: Vec<Value> = records
                     .iter()
                     .filter(|r| {
                         self.filters.is_empty() || self.filters.iter().any(|p| matches(p, r))
@@ -153,10 +160,17 @@ impl StreamMapping {
                     self.checkpoints.insert(shard.clone(), last);
                     continue;
                 }
-                let first = matching[0]["dynamodb"]["SequenceNumber"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned();
+                // A bisected batch is invoked half by half; done with a half means done up to
+                // its last record, not the whole read.
+                let split = self.splits.get(&shard).and_then(|s| s.last().copied());
+                let last = match split {
+                    Some(size) if size < matching.len() => {
+                        matching.truncate(size);
+                        sequence_number(&matching[size - 1]).to_owned()
+                    }
+                    _ => last,
+                };
+                let first = sequence_number(&matching[0]).to_owned();
                 let outcome = (self.invoke)(json!({ "Records": matching })).await;
                 let lowest_failed = match &outcome {
                     Ok(response) => response["batchItemFailures"]
@@ -169,41 +183,64 @@ impl StreamMapping {
                     // A function error fails the whole batch.
                     Err(_) => Some(first.clone()),
                 };
+                if outcome.is_err() && self.bisect_on_error && matching.len() > 1 {
+                    // Split in two and retry the halves in order, first half next.
+                    let first_half = matching.len().div_ceil(2);
+                    let stack = self.splits.entry(shard.clone()).or_default();
+                    if split.is_some() {
+                        stack.pop();
+                    }
+                    stack.extend([matching.len() - first_half, first_half]);
+                    report.failed_batches += 1;
+                    report.bisected += 1;
+                    break;
+                }
                 match lowest_failed {
                     None => {
                         report.delivered += matching.len();
                         self.checkpoints.insert(shard.clone(), last);
+                        self.done_with_split(&shard, split.is_some());
                     }
                     Some(failed) => {
                         report.failed_batches += 1;
                         let delivered_before = matching
                             .iter()
-                            .take_while(|r| {
-                                r["dynamodb"]["SequenceNumber"].as_str() < Some(failed.as_str())
-                            })
+                            .take_while(|r| sequence_number(r) < failed.as_str())
                             .count();
                         report.delivered += delivered_before;
                         // Resume at the failed record: checkpoint the one before it.
                         let before = records
                             .iter()
-                            .take_while(|r| {
-                                r["dynamodb"]["SequenceNumber"].as_str() < Some(failed.as_str())
-                            })
+                            .take_while(|r| sequence_number(r) < failed.as_str())
                             .last();
-                        if let Some(sequence) =
-                            before.and_then(|r| r["dynamodb"]["SequenceNumber"].as_str())
-                        {
-                            self.checkpoints.insert(shard.clone(), sequence.to_owned());
+                        if let Some(record) = before {
+                            self.checkpoints
+                                .insert(shard.clone(), sequence_number(record).to_owned());
                         }
                         let attempts = self.retries.entry(failed.clone()).or_default();
                         *attempts += 1;
                         if self.max_retries >= 0 && *attempts > self.max_retries {
-                            // Retries exhausted: the failing record goes to the on-failure
-                            // destination and the mapping moves past it alone, so the records
-                            // behind it still flow (what bisecting reaches on Lambda).
-                            self.give_up(&shard, &failed, &failed, &outcome).await?;
+                            // Retries exhausted: the on-failure destination is told, and the
+                            // mapping moves past what failed so the records behind it flow. A
+                            // function error gives up its whole (after bisecting, one-record)
+                            // batch; a reported failure only the failing record.
+                            let end = if outcome.is_err() {
+                                last.clone()
+                            } else {
+                                failed.clone()
+                            };
+                            self.give_up(&shard, &failed, &end, &outcome).await?;
                             report.sent_to_on_failure += 1;
-                            self.checkpoints.insert(shard.clone(), failed.clone());
+                            self.checkpoints.insert(shard.clone(), end);
+                            self.done_with_split(&shard, split.is_some());
+                        } else if let Some(size) = split {
+                            // The records before the failed one are done; the rest of this
+                            // half is retried.
+                            if let Some(top) =
+                                self.splits.get_mut(&shard).and_then(|s| s.last_mut())
+                            {
+                                *top = size - delivered_before;
+                            }
                         }
                         // Lambda retries later; one attempt per poll.
                         break;
@@ -212,6 +249,18 @@ impl StreamMapping {
             }
         }
         Ok(report)
+    }
+
+    /// A batch of a bisection is done with: the next size on the shard's stack is next.
+    fn done_with_split(&mut self, shard: &str, was_split: bool) {
+        if was_split {
+            if let Some(stack) = self.splits.get_mut(shard) {
+                stack.pop();
+                if stack.is_empty() {
+                    self.splits.remove(shard);
+                }
+            }
+        }
     }
 
     /// The on-failure destination gets what Lambda sends: which records of which shard.
@@ -306,6 +355,12 @@ pub fn start_all(
 }
 
 /// Lambda's DynamoDB stream record JSON for an SDK record.
+fn sequence_number(record: &Value) -> &str {
+    record["dynamodb"]["SequenceNumber"]
+        .as_str()
+        .unwrap_or_default()
+}
+
 fn record_json(record: &aws_sdk_dynamodbstreams::types::Record) -> Value {
     let change = record.dynamodb();
     let image = |map: Option<&HashMap<String, AttributeValue>>| {

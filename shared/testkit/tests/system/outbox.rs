@@ -306,6 +306,108 @@ async fn a_record_that_keeps_failing_ends_on_the_failure_queue_and_the_rest_flow
 }
 
 #[tokio::test]
+async fn a_function_error_bisects_the_batch_until_only_the_poison_record_fails() {
+    let cloud = TestCloud::new().await;
+    // A publisher that errors (no batchItemFailures, a function error) whenever its batch holds
+    // the third event, and otherwise records what it was given.
+    let poison: std::sync::Arc<std::sync::Mutex<Option<String>>> = Default::default();
+    let delivered: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let batches: std::sync::Arc<std::sync::Mutex<Vec<usize>>> = Default::default();
+    let (seen, done, sizes) = (poison.clone(), delivered.clone(), batches.clone());
+    let invoke: devstack::streams::StreamInvoke = Box::new(move |event: Value| {
+        let (seen, done, sizes) = (seen.clone(), done.clone(), sizes.clone());
+        Box::pin(async move {
+            let sequences: Vec<String> = event["Records"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["dynamodb"]["SequenceNumber"].as_str().unwrap().to_owned())
+                .collect();
+            sizes.lock().unwrap().push(sequences.len());
+            let target = {
+                let mut poison = seen.lock().unwrap();
+                if poison.is_none() && sequences.len() >= 3 {
+                    *poison = Some(sequences[2].clone());
+                }
+                poison.clone()
+            };
+            if target.is_some_and(|t| sequences.contains(&t)) {
+                return Err("poison record in the batch".to_owned());
+            }
+            done.lock().unwrap().extend(sequences);
+            Ok(serde_json::json!({ "batchItemFailures": [] }))
+        })
+    });
+    let mut outbox = outbox(&cloud, Some(invoke)).await;
+    assert!(outbox.mapping.bisect_on_error, "the template bisects");
+    for name in [
+        "Bloom", "Petal", "Stem", "Leaf", "Root", "Seed", "Bud", "Thorn",
+    ] {
+        cloud.vendor(name).await;
+    }
+    let mut reports = Vec::new();
+    for _ in 0..30 {
+        let report = outbox.mapping.poll().await.unwrap();
+        let idle = report.records == 0;
+        reports.push(report);
+        if idle {
+            break;
+        }
+    }
+    let poison = poison
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("a batch of at least 3");
+    let delivered = delivered.lock().unwrap().clone();
+    let batches = batches.lock().unwrap().clone();
+    assert_eq!(
+        batches[0], 8,
+        "one batch of the 8 events first: {batches:?}"
+    );
+    assert_eq!(
+        delivered.len(),
+        7,
+        "every other event delivered: {delivered:?}"
+    );
+    assert_eq!(
+        delivered.iter().collect::<HashSet<_>>().len(),
+        7,
+        "each once: {delivered:?}"
+    );
+    assert!(!delivered.contains(&poison));
+    let mut in_order = delivered.clone();
+    in_order.sort();
+    assert_eq!(delivered, in_order, "halves go in stream order");
+    // 8 -> 4 (holds it) -> 2 (holds it) -> 1: three splits, then the one-record batch is
+    // tried 1 + MaximumRetryAttempts (5) times.
+    assert_eq!(
+        reports.iter().map(|r| r.bisected).sum::<usize>(),
+        3,
+        "{reports:?}"
+    );
+    assert_eq!(
+        batches.iter().filter(|&&size| size == 1).count(),
+        6 + 1,
+        "the poison alone six times, and the other half of the last split once: {batches:?}"
+    );
+    let failures = drain(
+        &outbox.sqs,
+        &outbox.mapping.on_failure_queue_url.clone().unwrap(),
+    )
+    .await;
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(
+        failures[0]["DDBStreamBatchInfo"]["startSequenceNumber"],
+        poison.as_str()
+    );
+    assert_eq!(
+        failures[0]["DDBStreamBatchInfo"]["endSequenceNumber"],
+        poison.as_str()
+    );
+}
+
+#[tokio::test]
 async fn the_dev_stack_delivers_the_template_rule_to_the_analytics_projector() {
     let cloud = TestCloud::new().await;
     let mut outbox = outbox(&cloud, None).await;
