@@ -47,6 +47,12 @@ ensure_deploy_venv() {
   echo "$want" > "$stamp"
 }
 
+# Adds Lambda's arm64 target to the Rust toolchain (rustup downloads its standard library once).
+ensure_aarch64_target() {
+  rustup target list --installed | grep -q '^aarch64-unknown-linux-gnu$' \
+    || rustup target add aarch64-unknown-linux-gnu
+}
+
 # True when something answers HTTP at the endpoint (moto, or a LocalStack someone started).
 endpoint_answers() {
   python3 - "$AWS_ENDPOINT_URL" <<'PY' 2>/dev/null

@@ -8,8 +8,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_DIR"
 
 ensure_deploy_venv
-rustup target list --installed | grep -q '^aarch64-unknown-linux-gnu$' \
-  || rustup target add aarch64-unknown-linux-gnu
+ensure_aarch64_target
 # cargo-lambda and zig come from the virtualenv.
 export PATH="$DEPLOY_VENV/bin:$PATH"
 sam build "$@"
