@@ -354,13 +354,14 @@ pub fn start_all(
     Ok(started)
 }
 
-/// Lambda's DynamoDB stream record JSON for an SDK record.
+/// A stream record's sequence number (empty when absent).
 fn sequence_number(record: &Value) -> &str {
     record["dynamodb"]["SequenceNumber"]
         .as_str()
         .unwrap_or_default()
 }
 
+/// Lambda's DynamoDB stream record JSON for an SDK record.
 fn record_json(record: &aws_sdk_dynamodbstreams::types::Record) -> Value {
     let change = record.dynamodb();
     let image = |map: Option<&HashMap<String, AttributeValue>>| {
