@@ -1,11 +1,11 @@
 //! `POST /v1/orders/{orderId}/cancel`: its customer cancels a `reserved` order whose hold is
 //! live; its bouquets become available again in the same transaction (`OrderCancelled`).
 
-use bouquet_http::checkout;
-use bouquet_http::domain::OrderId;
+use bouquet_app::checkout;
+use bouquet_app::domain::OrderId;
+use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::owned::order_transition;
-use bouquet_http::{run, ApiError, App, Ctx, Reply, Role, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
 
 pub const ROUTE: Route = Route::new("POST", "/v1/orders/{orderId}/cancel");
 
@@ -16,11 +16,14 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?.require(Role::Customer)?;
     let order_id = ctx.path("orderId", OrderId::parse)?;
-    order_transition(
-        ctx,
+    let order = bouquet_app::orders::transition(
+        &ctx.app.store,
         order_id,
         |o| o.customer_id == caller.subject,
         checkout::cancel,
+        &ctx.correlation_id,
+        ctx.now,
     )
-    .await
+    .await?;
+    Reply::ok(&order)
 }

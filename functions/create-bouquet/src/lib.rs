@@ -1,13 +1,14 @@
 //! `POST /v1/vendors/{vendorId}/bouquets`: a vendor lists a bouquet
 //! `{name, description?, price, vaseId?}` → 201, status `available`.
 
-use bouquet_http::domain::bouquet::NewBouquet;
-use bouquet_http::domain::events::{DomainEvent, EventData};
-use bouquet_http::domain::money::MoneyDto;
-use bouquet_http::domain::{Bouquet, FieldError, VendorId};
+use bouquet_app::domain::bouquet::NewBouquet;
+use bouquet_app::domain::events::{DomainEvent, EventData};
+use bouquet_app::domain::money::MoneyDto;
+use bouquet_app::domain::{Bouquet, FieldError, VendorId};
+use bouquet_app::store::{StoreError, Target};
+use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::store::{StoreError, Target};
-use bouquet_http::{run, ApiError, App, Ctx, Reply, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Route};
 use serde::Deserialize;
 
 pub const ROUTE: Route = Route::new("POST", "/v1/vendors/{vendorId}/bouquets");

@@ -7,12 +7,13 @@
 //! `OrderReserved` event and the idempotency record (and deletes the cart at the version
 //! read). A replay is answered from the first read: one call.
 
-use bouquet_http::domain::events::DomainEvent;
-use bouquet_http::domain::order::parse_bouquet_ids;
-use bouquet_http::domain::{Bouquet, BouquetId, DomainError, Order};
+use bouquet_app::domain::events::DomainEvent;
+use bouquet_app::domain::order::parse_bouquet_ids;
+use bouquet_app::domain::{Bouquet, BouquetId, DomainError, Order};
+use bouquet_app::store::{bouquet_from_conflict, StoreError, Target};
+use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::store::{bouquet_from_conflict, StoreError, Target};
-use bouquet_http::{run, ApiError, App, Ctx, Reply, Role, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
 use serde::Deserialize;
 
 pub const ROUTE: Route = Route::new("POST", "/v1/orders");

@@ -1,9 +1,10 @@
 //! `POST /v1/vendors`: an admin onboards a vendor `{name}` → 201 with the vendor.
 
-use bouquet_http::domain::events::{DomainEvent, EventData};
-use bouquet_http::domain::Vendor;
+use bouquet_app::domain::events::{DomainEvent, EventData};
+use bouquet_app::domain::Vendor;
+use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, App, Ctx, Reply, Role, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
 use serde::Deserialize;
 
 pub const ROUTE: Route = Route::new("POST", "/v1/vendors");

@@ -1,9 +1,11 @@
 //! `DELETE /v1/cart/items/{bouquetId}`: removes a bouquet from the caller's cart; removing
 //! one that is not there answers the cart unchanged.
 
-use bouquet_http::domain::BouquetId;
+use bouquet_app::cart;
+use bouquet_app::domain::BouquetId;
+use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{cart, run, ApiError, App, Ctx, Reply, Role, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
 
 pub const ROUTE: Route = Route::new("DELETE", "/v1/cart/items/{bouquetId}");
 
@@ -19,5 +21,5 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         .store
         .remove_from_cart(&caller.subject, bouquet_id)
         .await?;
-    Reply::ok(&cart::view(ctx, updated).await?)
+    Reply::ok(&cart::view(&ctx.app.store, updated, ctx.now).await?)
 }

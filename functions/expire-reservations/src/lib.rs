@@ -1,89 +1,16 @@
-//! The expiry sweeper, scheduled every minute. It reads due orders from the sparse
-//! `ReservationExpiryIndex` (`reservedUntil < now`, every shard; no Scan) and, for each:
-//! expires a lapsed reservation, releasing the bouquets the order still holds, with
-//! `ReservationExpired`; or resolves a `payment_pending` order whose attempt outlived its
-//! lease by asking the gateway (see `bouquet_checkout`).
-//!
-//! Correctness does not depend on it: a lapsed hold is already available to the next
-//! reserver and reads as expired. Two sweepers at once, or a sweep racing a payment, are
-//! decided by the conditional writes: the loser skips.
+//! The expiry sweeper, scheduled every minute: a thin function over
+//! [`bouquet_app::expiry::sweep`], which says what a run does.
 
-use futures::StreamExt;
 use lambda_runtime::{Error, LambdaEvent};
-use serde::Serialize;
 use serde_json::Value;
 
-use bouquet_http::checkout::{self, Swept};
-use bouquet_http::App;
-
-/// Due orders read per shard and round; a round that changes nothing ends the run.
-const PAGE: usize = 100;
-const MAX_ROUNDS: usize = 5;
-/// Orders handled at once.
-const CONCURRENCY: usize = 8;
-
-#[derive(Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SweepReport {
-    pub due: usize,
-    pub expired: usize,
-    pub payments_completed: usize,
-    pub payments_released: usize,
-    pub skipped: usize,
-    pub failed: usize,
-}
+use bouquet_app::expiry::{self, SweepReport};
+use bouquet_app::App;
 
 pub async fn handler(app: &App, event: LambdaEvent<Value>) -> Result<SweepReport, Error> {
-    let correlation_id = bouquet_http::scheduled::correlation_id(&event);
-    let report = sweep(app, &correlation_id).await?;
-    bouquet_http::tracing::info!(correlation_id = %correlation_id, ?report, "sweep");
-    Ok(report)
-}
-
-pub async fn sweep(app: &App, correlation_id: &str) -> Result<SweepReport, Error> {
-    let mut report = SweepReport::default();
-    for _ in 0..MAX_ROUNDS {
-        let now = app.clock.now();
-        let due = app.store.due_orders(now, PAGE).await?;
-        report.due += due.len();
-        let results: Vec<_> = futures::stream::iter(due.iter().copied())
-            .map(|order_id| async move {
-                (
-                    order_id,
-                    checkout::sweep_one(
-                        &app.store,
-                        app.payments.as_ref(),
-                        order_id,
-                        correlation_id,
-                        now,
-                    )
-                    .await,
-                )
-            })
-            .buffer_unordered(CONCURRENCY)
-            .collect()
-            .await;
-        let mut changed = 0;
-        for (order_id, result) in results {
-            changed += usize::from(matches!(
-                result,
-                Ok(Swept::Expired | Swept::PaymentCompleted | Swept::PaymentReleased)
-            ));
-            match result {
-                Ok(Swept::Expired) => report.expired += 1,
-                Ok(Swept::PaymentCompleted) => report.payments_completed += 1,
-                Ok(Swept::PaymentReleased) => report.payments_released += 1,
-                Ok(Swept::Skipped) => report.skipped += 1,
-                Err(error) => {
-                    report.failed += 1;
-                    bouquet_http::tracing::error!(%order_id, %error, "sweep failed for an order; the next run retries it");
-                }
-            }
-        }
-        // Another round only when this one was full and made progress.
-        if due.len() < PAGE || changed == 0 {
-            break;
-        }
-    }
+    let correlation_id =
+        bouquet_app::scheduled::correlation_id(&event.payload, &event.context.request_id);
+    let report = expiry::sweep(app, &correlation_id).await?;
+    tracing::info!(correlation_id = %correlation_id, ?report, "sweep");
     Ok(report)
 }

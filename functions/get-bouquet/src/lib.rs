@@ -1,10 +1,11 @@
 //! `GET /v1/bouquets/{bouquetId}`: one bouquet with its effective status and freshness.
 //! `ETag` is the version; `If-None-Match` with it answers 304.
 
-use bouquet_http::domain::BouquetId;
+use bouquet_app::domain::BouquetId;
+use bouquet_app::App;
 use bouquet_http::lambda_http::http::StatusCode;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, App, Ctx, Reply, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Route};
 
 pub const ROUTE: Route = Route::new("GET", "/v1/bouquets/{bouquetId}");
 

@@ -1,7 +1,9 @@
 //! `GET /v1/cart`: the caller's cart with its bouquets as they are now.
 
+use bouquet_app::cart;
+use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{cart, run, ApiError, App, Ctx, Reply, Role, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
 
 pub const ROUTE: Route = Route::new("GET", "/v1/cart");
 
@@ -12,5 +14,5 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?.require(Role::Customer)?;
     let current = ctx.app.store.cart(&caller.subject).await?;
-    Reply::ok(&cart::view(ctx, current).await?)
+    Reply::ok(&cart::view(&ctx.app.store, current, ctx.now).await?)
 }

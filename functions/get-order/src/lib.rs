@@ -1,9 +1,10 @@
 //! `GET /v1/orders/{orderId}`: one order, for its customer, its vendor or an admin. Anyone
 //! else gets 404, not 403: an order id must not reveal that the order exists.
 
-use bouquet_http::domain::OrderId;
+use bouquet_app::domain::OrderId;
+use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, App, Ctx, Reply, Role, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
 
 pub const ROUTE: Route = Route::new("GET", "/v1/orders/{orderId}");
 

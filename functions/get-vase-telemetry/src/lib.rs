@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
-use bouquet_http::domain::{FieldError, Timestamp, VaseId};
+use bouquet_app::domain::{FieldError, Timestamp, VaseId};
+use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, App, Ctx, Reply, Role, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
 use serde_json::json;
 
 pub const ROUTE: Route = Route::new("GET", "/v1/vases/{vaseId}/telemetry");

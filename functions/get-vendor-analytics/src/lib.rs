@@ -5,10 +5,11 @@
 
 use std::time::Duration;
 
-use bouquet_http::domain::money::Money;
-use bouquet_http::domain::{Currency, FieldError, Timestamp, VendorId};
+use bouquet_app::domain::money::Money;
+use bouquet_app::domain::{Currency, FieldError, Timestamp, VendorId};
+use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, App, Ctx, Reply, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Route};
 use serde_json::json;
 
 pub const ROUTE: Route = Route::new("GET", "/v1/vendors/{vendorId}/analytics");

@@ -1,7 +1,7 @@
 //! Consumes the vase message queue that the IoT topic rules feed (`vases/+/heartbeat`,
 //! `vases/+/telemetry`, with `vaseId`, `receivedAt` and `messageType` added by the rule).
 //!
-//! Per message: parse (the domain), apply (`bouquet_vases::apply`: conditional writes, so a
+//! Per message: parse (the domain), apply (`bouquet_app::vases::apply`: conditional writes, so a
 //! redelivery or an out-of-order message changes nothing). Messages of one batch run
 //! concurrently, bounded. The answer is `ReportBatchItemFailures`:
 //! - applied, or a no-op duplicate: done;
@@ -20,9 +20,9 @@ use futures::StreamExt;
 use lambda_runtime::{Error, LambdaEvent};
 use serde::Serialize;
 
-use bouquet_http::domain::VaseMessage;
-use bouquet_http::App;
-use bouquet_vases::{Applied, VaseError};
+use bouquet_app::domain::VaseMessage;
+use bouquet_app::vases::{Applied, VaseError};
+use bouquet_app::App;
 
 /// Messages applied at once; each is a few DynamoDB calls.
 const CONCURRENCY: usize = 16;
@@ -61,7 +61,7 @@ enum Outcome {
 impl Ingest {
     pub async fn from_env() -> Result<Self, Error> {
         let app = App::from_env().await?;
-        let sdk = bouquet_http::app::aws_sdk_config().await;
+        let sdk = bouquet_app::aws_sdk_config().await;
         let dead_letter_queue_url = std::env::var("DEAD_LETTER_QUEUE_URL")
             .map_err(|_| "DEAD_LETTER_QUEUE_URL is not set")?;
         Ok(Self {
@@ -139,7 +139,7 @@ impl Ingest {
             Err(error) => return Outcome::DeadLetter(format!("malformed: {error}")),
         };
         let correlation_id = record.message_id.as_deref().unwrap_or("sqs");
-        match bouquet_vases::apply(&self.app.store, &message, correlation_id).await {
+        match bouquet_app::vases::apply(&self.app.store, &message, correlation_id).await {
             Ok(applied) => Outcome::Applied(applied),
             Err(error @ VaseError::UnknownVase(_)) => Outcome::DeadLetter(error.to_string()),
             Err(error) => Outcome::Retry(error.to_string()),
@@ -192,7 +192,7 @@ impl Ingest {
                     .filter_map(|f| ids_by_entry.get(&f.id).cloned()),
             ),
             Err(error) => {
-                tracing::error!(error = %bouquet_http::store::describe(&error), "dead-letter queue unreachable; the messages will be retried");
+                tracing::error!(error = %bouquet_app::store::describe(&error), "dead-letter queue unreachable; the messages will be retried");
                 unsent.extend(ids_by_entry.into_values());
             }
         }

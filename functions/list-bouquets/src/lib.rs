@@ -1,9 +1,10 @@
 //! `GET /v1/bouquets`: the public catalogue of bouquets available now, newest first,
 //! optionally one vendor's (`?vendorId=`). Paginated with `?limit=` and `?cursor=`.
 
-use bouquet_http::domain::{FieldError, VendorId};
+use bouquet_app::domain::{FieldError, VendorId};
+use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, App, Ctx, Reply, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Route};
 use serde_json::json;
 
 pub const ROUTE: Route = Route::new("GET", "/v1/bouquets");

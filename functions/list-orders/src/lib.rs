@@ -1,7 +1,8 @@
 //! `GET /v1/orders`: a customer's own orders, or a vendor's orders, newest first.
 
+use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, App, Ctx, Reply, Role, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
 use serde_json::json;
 
 pub const ROUTE: Route = Route::new("GET", "/v1/orders");

@@ -2,9 +2,10 @@
 //! `offline`, `never_seen`), `lastHeartbeatAt` and the latest reading. A vase silent for
 //! longer than the offline threshold reads as offline even before the sweeper ran.
 
-use bouquet_http::domain::VendorId;
+use bouquet_app::domain::VendorId;
+use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, App, Ctx, Reply, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Route};
 use serde_json::json;
 
 pub const ROUTE: Route = Route::new("GET", "/v1/vendors/{vendorId}/vases");

@@ -11,11 +11,12 @@
 //! Paying a paid order returns it. See `bouquet_checkout` for what happens when the process
 //! dies between 3 and 4.
 
-use bouquet_http::checkout::{self, CheckoutError};
-use bouquet_http::domain::{DomainError, FieldError, OrderId, OrderStatus};
+use bouquet_app::checkout::{self, CheckoutError};
+use bouquet_app::domain::{DomainError, FieldError, OrderId, OrderStatus};
+use bouquet_app::payments::{valid_token, ChargeOutcome};
+use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::payments::{valid_token, ChargeOutcome};
-use bouquet_http::{run, ApiError, App, Ctx, Reply, Role, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
 use serde::Deserialize;
 
 pub const ROUTE: Route = Route::new("POST", "/v1/orders/{orderId}/payment");
@@ -94,12 +95,12 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
                 Ok(reply)
             }
             Ok(ChargeOutcome::Declined { reason }) => {
-                bouquet_http::tracing::info!(%order_id, %reason, "payment declined");
+                bouquet_app::tracing::info!(%order_id, %reason, "payment declined");
                 checkout::decline(store, &claimed, correlation, None, now).await?;
                 Err(ApiError::PaymentDeclined)
             }
             Err(error) => {
-                bouquet_http::tracing::warn!(%order_id, %error, "payment gateway gave no answer");
+                bouquet_app::tracing::warn!(%order_id, %error, "payment gateway gave no answer");
                 checkout::interrupt(store, &claimed, correlation, now).await?;
                 Err(ApiError::PaymentUnavailable)
             }

@@ -1,90 +1,14 @@
-//! The vendor analytics projector, an EventBridge consumer of `OrderPaid`, `OrderCancelled`,
-//! `ReservationExpired` and `OrderFulfilled` (the rule is in the template). Each event adds to
-//! its vendor's counters for the day it occurred (a sale also adds its bouquets' freshness
-//! scores, read from the bouquets), with `ADD`, in the same transaction as the
-//! dedupe record of its `eventId`: a redelivered event changes nothing.
+//! The vendor analytics projector, an EventBridge target of `OrderPaid`, `OrderCancelled`,
+//! `ReservationExpired` and `OrderFulfilled` (the rule is in the template): a thin function
+//! over [`bouquet_app::analytics::project`].
 
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::{json, Value};
 
-use bouquet_http::domain::{BouquetId, VendorId};
-use bouquet_http::store::CounterDelta;
-use bouquet_http::App;
-
-/// The dedupe scope of this consumer.
-pub const CONSUMER: &str = "vendor-analytics";
-
-/// What an event adds to its vendor's day; `None` for events this projector ignores.
-pub fn delta(name: &str, data: &Value) -> Result<Option<CounterDelta>, String> {
-    let mut delta = CounterDelta::default();
-    match name {
-        "OrderPaid" => {
-            delta.sales = 1;
-            let amount = data["total"]["amount"]
-                .as_str()
-                .ok_or("OrderPaid without total.amount")?;
-            let currency = data["total"]["currency"]
-                .as_str()
-                .ok_or("OrderPaid without total.currency")?;
-            let money = bouquet_http::domain::Money::parse_price(amount, currency)
-                .map_err(|e| e.to_string())?;
-            delta.revenue.push((currency.to_owned(), money.minor()));
-        }
-        "OrderCancelled" => delta.cancellations = 1,
-        "ReservationExpired" => delta.expiries = 1,
-        "OrderFulfilled" => delta.fulfilled = 1,
-        _ => return Ok(None),
-    }
-    Ok(Some(delta))
-}
-
-/// Applies one EventBridge event; `Ok(false)` when it was a duplicate or not for us.
-pub async fn project(app: &App, event: &Value) -> Result<bool, Error> {
-    let name = event["detail-type"]
-        .as_str()
-        .ok_or("event without detail-type")?;
-    let detail = &event["detail"];
-    let Some(mut delta) = delta(name, &detail["data"])? else {
-        return Ok(false);
-    };
-    if name == "OrderPaid" {
-        // Freshness at sale: the scores the sold bouquets carry now (the projector runs
-        // seconds after the sale; a redelivery is deduped below, so a day counts each once).
-        let ids = detail["data"]["bouquetIds"]
-            .as_array()
-            .ok_or("OrderPaid without bouquetIds")?
-            .iter()
-            .map(|id| BouquetId::parse(id.as_str().unwrap_or_default()))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("bouquetIds: {e}"))?;
-        let scores: Vec<i64> = app
-            .store
-            .bouquets(&ids)
-            .await?
-            .into_iter()
-            .flatten()
-            .filter_map(|b| b.freshness.map(i64::from))
-            .collect();
-        delta.freshness_sum = scores.iter().sum();
-        delta.freshness_count = scores.len() as i64;
-    }
-    let event_id = detail["eventId"]
-        .as_str()
-        .ok_or("event without detail.eventId")?;
-    let vendor_id = VendorId::parse(detail["data"]["vendorId"].as_str().unwrap_or_default())
-        .map_err(|e| format!("vendorId: {e}"))?;
-    let day = detail["occurredAt"]
-        .as_str()
-        .and_then(|t| t.get(..10))
-        .ok_or("event without occurredAt")?;
-    Ok(app
-        .store
-        .apply_once(CONSUMER, event_id, vendor_id, day, &delta, app.clock.now())
-        .await?)
-}
+use bouquet_app::App;
 
 pub async fn handler(app: &App, event: LambdaEvent<Value>) -> Result<Value, Error> {
-    let applied = project(app, &event.payload).await?;
-    bouquet_http::tracing::info!(event_id = %event.payload["detail"]["eventId"], applied, "projected");
+    let applied = bouquet_app::analytics::project(app, &event.payload).await?;
+    tracing::info!(event_id = %event.payload["detail"]["eventId"], applied, "projected");
     Ok(json!({ "applied": applied }))
 }

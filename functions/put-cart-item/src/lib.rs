@@ -2,10 +2,12 @@
 //! holds one vendor's bouquets; the cart update's condition enforces it (409
 //! `cart.vendor_mismatch`), so concurrent adds cannot mix vendors. Adding twice is a no-op.
 
-use bouquet_http::domain::{BouquetId, Cart};
+use bouquet_app::cart;
+use bouquet_app::domain::{BouquetId, Cart};
+use bouquet_app::store::CartRefusal;
+use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::store::CartRefusal;
-use bouquet_http::{cart, run, ApiError, App, Ctx, Reply, Role, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
 
 pub const ROUTE: Route = Route::new("PUT", "/v1/cart/items/{bouquetId}");
 
@@ -33,5 +35,5 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
             CartRefusal::Domain(error) => ApiError::from(error),
             CartRefusal::Store(error) => ApiError::from(error),
         })?;
-    Reply::ok(&cart::view(ctx, updated).await?)
+    Reply::ok(&cart::view(&ctx.app.store, updated, ctx.now).await?)
 }

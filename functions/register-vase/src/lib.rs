@@ -9,12 +9,13 @@
 
 use std::sync::Arc;
 
-use bouquet_http::domain::events::{DomainEvent, EventData};
-use bouquet_http::domain::vase::Vase;
-use bouquet_http::domain::{VaseId, VendorId};
+use bouquet_app::domain::events::{DomainEvent, EventData};
+use bouquet_app::domain::vase::Vase;
+use bouquet_app::domain::{VaseId, VendorId};
+use bouquet_app::store::{StoreError, Target};
+use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::store::{StoreError, Target};
-use bouquet_http::{run, ApiError, App, Ctx, Reply, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Route};
 use bouquet_iot::DeviceRegistry;
 use serde::Deserialize;
 use serde_json::json;
@@ -127,7 +128,7 @@ async fn handle(ctx: &Ctx, registrar: &Registrar) -> Result<Reply, ApiError> {
         )
         .await;
         if !leftovers.is_empty() {
-            bouquet_http::tracing::error!(
+            bouquet_app::tracing::error!(
                 ?leftovers,
                 "vase not stored and its IoT registration not fully undone"
             );

@@ -7,8 +7,8 @@ use register_vase::Registrar;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_http::tracing::init_default_subscriber();
-    let app = bouquet_http::App::from_env().await?;
-    let sdk = bouquet_http::app::aws_sdk_config().await;
+    let app = bouquet_app::App::from_env().await?;
+    let sdk = bouquet_app::aws_sdk_config().await;
     let registrar = Registrar::from_env(Arc::new(AwsDeviceRegistry::new(
         aws_sdk_iot::Client::new(&sdk),
     )))?;

@@ -1,14 +1,15 @@
 //! `PATCH /v1/bouquets/{bouquetId}`: its vendor changes name, description or price while the
 //! bouquet is available. Requires `If-Match` with the current version (412 on mismatch).
 
-use bouquet_http::domain::bouquet::{BouquetChange, BouquetView};
-use bouquet_http::domain::events::{DomainEvent, EventData};
-use bouquet_http::domain::money::MoneyDto;
-use bouquet_http::domain::BouquetId;
+use bouquet_app::domain::bouquet::{BouquetChange, BouquetView};
+use bouquet_app::domain::events::{DomainEvent, EventData};
+use bouquet_app::domain::money::MoneyDto;
+use bouquet_app::domain::BouquetId;
+use bouquet_app::store::StoreError;
+use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::owned::{refused_change, vendor_bouquet};
-use bouquet_http::store::StoreError;
-use bouquet_http::{run, ApiError, App, Ctx, Reply, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Route};
 use serde::Deserialize;
 
 pub const ROUTE: Route = Route::new("PATCH", "/v1/bouquets/{bouquetId}");

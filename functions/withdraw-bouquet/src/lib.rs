@@ -1,12 +1,13 @@
 //! `DELETE /v1/bouquets/{bouquetId}`: its vendor withdraws a bouquet while it is available
 //! (409 `bouquet.not_available_for_change` otherwise). `If-Match` is honoured when sent.
 
-use bouquet_http::domain::events::{DomainEvent, EventData};
-use bouquet_http::domain::BouquetId;
+use bouquet_app::domain::events::{DomainEvent, EventData};
+use bouquet_app::domain::BouquetId;
+use bouquet_app::store::StoreError;
+use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::owned::{refused_change, vendor_bouquet};
-use bouquet_http::store::StoreError;
-use bouquet_http::{run, ApiError, App, Ctx, Reply, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Route};
 
 pub const ROUTE: Route = Route::new("DELETE", "/v1/bouquets/{bouquetId}");
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use bouquet_http::App;
+use bouquet_app::App;
 use bouquet_template::Template;
 
 use crate::runtime_api::FunctionProcess;

@@ -9,10 +9,10 @@ use aws_sdk_sqs::types::QueueAttributeName;
 use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
 use serde_json::json;
 
-use bouquet_http::domain::events::{DomainEvent, EventData};
-use bouquet_http::domain::vase::Vase;
-use bouquet_http::domain::{Clock, SystemClock, VaseId, Vendor};
-use bouquet_http::App;
+use bouquet_app::domain::events::{DomainEvent, EventData};
+use bouquet_app::domain::vase::Vase;
+use bouquet_app::domain::{Clock, SystemClock, VaseId, Vendor};
+use bouquet_app::App;
 use bouquet_template::Template;
 
 use crate::provision::Names;
@@ -53,7 +53,7 @@ async fn vases(
             .thing_name(vase.vase_id.to_string())
             .send()
             .await
-            .map_err(|e| bouquet_http::store::describe(&e))?;
+            .map_err(|e| bouquet_app::store::describe(&e))?;
         let event = DomainEvent::new(
             vase.vase_id,
             vase.version,
@@ -157,7 +157,7 @@ pub async fn run(
             .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
             .send()
             .await
-            .map_err(|e| bouquet_http::store::describe(&e))?
+            .map_err(|e| bouquet_app::store::describe(&e))?
             .attributes
             .unwrap_or_default();
         let waiting: usize = attributes

@@ -4,8 +4,9 @@
 use futures::future::BoxFuture;
 use serde_json::Value;
 
+use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{App, Route};
+use bouquet_http::Route;
 
 pub type HttpHandler = fn(App, Request) -> BoxFuture<'static, Result<Response<Body>, Error>>;
 
@@ -45,8 +46,8 @@ http_functions! {
 mod register_vase_locally {
     pub use register_vase::ROUTE;
 
+    use bouquet_app::App;
     use bouquet_http::lambda_http::{Body, Error, Request, Response};
-    use bouquet_http::App;
 
     pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
         let registrar = super::REGISTRAR

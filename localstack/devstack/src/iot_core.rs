@@ -23,7 +23,7 @@ use crate::provision::{resolve, Names, ProvisionError};
 const THING_NAME_VARIABLE: &str = "${iot:Connection.Thing.ThingName}";
 
 fn aws(error: impl std::error::Error) -> ProvisionError {
-    ProvisionError::Aws(bouquet_http::store::describe(&error))
+    ProvisionError::Aws(bouquet_app::store::describe(&error))
 }
 
 /// IoT rule names allow letters, digits and underscores only.
@@ -232,7 +232,7 @@ impl Authorizer for ThingAuthorizer {
                     subscribe: allowed_filters(&self.policy, "iot:Subscribe", client_id),
                 }),
                 Err(error) => {
-                    tracing::info!(%client_id, error = %bouquet_http::store::describe(&error), "MQTT connect refused: not a registered thing");
+                    tracing::info!(%client_id, error = %bouquet_app::store::describe(&error), "MQTT connect refused: not a registered thing");
                     None
                 }
             }
@@ -309,7 +309,7 @@ impl RuleEngine {
                 })
                 .collect(),
             Err(error) => {
-                let error = bouquet_http::store::describe(&error);
+                let error = bouquet_app::store::describe(&error);
                 chunk
                     .iter()
                     .map(|(m, body)| (*m, body.as_str(), error.clone()))
@@ -344,7 +344,7 @@ impl RuleEngine {
             .send()
             .await;
         if let Err(error) = result {
-            tracing::error!(rule = %rule.name, error = %bouquet_http::store::describe(&error), "topic rule error action failed too; message dropped");
+            tracing::error!(rule = %rule.name, error = %bouquet_app::store::describe(&error), "topic rule error action failed too; message dropped");
         }
     }
 

@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
-use bouquet_http::domain::SystemClock;
-use bouquet_http::store::Store;
-use bouquet_http::{App, Config};
+use bouquet_app::domain::SystemClock;
+use bouquet_app::store::Store;
+use bouquet_app::{App, Config};
 use bouquet_template::Template;
 use devstack::{jwt, provision, seed, server::LocalApi};
 
@@ -75,7 +75,7 @@ async fn provision_all(
     template: &Template,
     stack: &str,
 ) -> Result<(App, provision::Names, aws_config::SdkConfig), bouquet_http::lambda_http::Error> {
-    let sdk = bouquet_http::app::aws_sdk_config().await;
+    let sdk = bouquet_app::aws_sdk_config().await;
     let names = provision::provision_resources(template, stack, &sdk).await?;
     let table = names
         .get("MarketTable")

@@ -22,7 +22,7 @@ pub enum ProvisionError {
 }
 
 fn aws(error: impl std::error::Error) -> ProvisionError {
-    ProvisionError::Aws(bouquet_http::store::describe(&error))
+    ProvisionError::Aws(bouquet_app::store::describe(&error))
 }
 
 fn text<'a>(value: &'a Value, field: &str) -> Result<&'a str, ProvisionError> {

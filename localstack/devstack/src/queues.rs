@@ -78,7 +78,7 @@ impl QueueMapping {
                 .message_system_attribute_names(MessageSystemAttributeName::All)
                 .send()
                 .await
-                .map_err(|e| bouquet_http::store::describe(&e))?;
+                .map_err(|e| bouquet_app::store::describe(&e))?;
             let got = output.messages.unwrap_or_default();
             let empty = got.is_empty();
             messages.extend(got);
@@ -143,7 +143,7 @@ impl QueueMapping {
             {
                 Ok(output) => report.deleted += count - output.failed.len(),
                 Err(error) => {
-                    tracing::warn!(function = %self.function, error = %bouquet_http::store::describe(&error), "delete after success failed; the messages will be delivered again")
+                    tracing::warn!(function = %self.function, error = %bouquet_app::store::describe(&error), "delete after success failed; the messages will be delivered again")
                 }
             }
         }
@@ -183,7 +183,7 @@ impl QueueMapping {
 pub fn start_all(
     template: &bouquet_template::Template,
     names: &crate::provision::Names,
-    app: &bouquet_http::App,
+    app: &bouquet_app::App,
     sdk: &aws_config::SdkConfig,
 ) -> Result<Vec<String>, String> {
     let mut started = Vec::new();

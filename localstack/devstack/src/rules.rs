@@ -11,7 +11,7 @@ use std::time::Duration;
 use aws_sdk_sqs::types::QueueAttributeName;
 use serde_json::Value;
 
-use bouquet_http::App;
+use bouquet_app::App;
 use bouquet_template::Template;
 
 use crate::functions::{event_handler, EventHandler};
@@ -38,7 +38,7 @@ pub struct RulePoll {
 }
 
 fn aws(error: impl std::error::Error) -> String {
-    bouquet_http::store::describe(&error)
+    bouquet_app::store::describe(&error)
 }
 
 impl RuleTarget {

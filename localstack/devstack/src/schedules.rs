@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use bouquet_http::App;
+use bouquet_app::App;
 use bouquet_template::Template;
 
 use crate::functions::scheduled_handler;

@@ -12,8 +12,8 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
+use bouquet_app::App;
 use bouquet_http::lambda_http::{self, Body};
-use bouquet_http::App;
 use bouquet_template::Template;
 
 use crate::apigw::{self, Incoming, RoutePattern};

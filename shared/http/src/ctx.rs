@@ -10,12 +10,12 @@ use serde::de::DeserializeOwned;
 use bouquet_domain::{FieldError, Timestamp};
 use bouquet_store::IdempotencyPut;
 
-use crate::app::App;
 use crate::body::{self, MAX_BODY_BYTES};
 use crate::caller::Caller;
 use crate::idempotency::IdempotencyIntent;
 use crate::problem::ApiError;
 use crate::reply::{self, Reply};
+use bouquet_app::App;
 
 /// The route a function serves, as in `template.yaml` (also the idempotency scope).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,28 +5,19 @@
 //! request fingerprint, the deadline, the handler, and the mapping of every error to
 //! problem+json (in [`problem`], the only place that decides a status code).
 
-pub mod app;
 mod body;
 mod caller;
-pub mod cart;
 mod ctx;
 mod idempotency;
 pub mod owned;
 pub mod problem;
 mod reply;
-pub mod scheduled;
 
-pub use app::{App, Config};
 pub use caller::{Caller, Role};
 pub use ctx::{run, Ctx, Route};
 pub use idempotency::IdempotencyIntent;
 pub use problem::ApiError;
 pub use reply::Reply;
 
-/// Re-exported so function crates need no direct dependency on these.
-pub use bouquet_checkout as checkout;
-pub use bouquet_domain as domain;
-pub use bouquet_payments as payments;
-pub use bouquet_store as store;
+/// Re-exported so function crates need no direct dependency on it.
 pub use lambda_http;
-pub use tracing;

@@ -54,37 +54,3 @@ pub fn refused_change(
         None => Err(ApiError::NotFound("bouquet")),
     }
 }
-
-/// A transition of an order that `visible` says the caller may touch (others: 404): read,
-/// let `transition` decide and write, and on a lost race read again (at most three times) so
-/// the answer reflects the order as it is now.
-pub async fn order_transition<F>(
-    ctx: &Ctx,
-    order_id: bouquet_domain::OrderId,
-    visible: impl Fn(&bouquet_domain::Order) -> bool,
-    transition: F,
-) -> Result<crate::Reply, ApiError>
-where
-    F: AsyncFn(
-        &bouquet_store::Store,
-        &bouquet_domain::Order,
-        &str,
-        bouquet_domain::Timestamp,
-    ) -> Result<bouquet_domain::Order, bouquet_checkout::CheckoutError>,
-{
-    for _ in 0..3 {
-        let order = ctx
-            .app
-            .store
-            .order(order_id)
-            .await?
-            .filter(|o| visible(o))
-            .ok_or(ApiError::NotFound("order"))?;
-        match transition(&ctx.app.store, &order, &ctx.correlation_id, ctx.now).await {
-            Ok(changed) => return crate::Reply::ok(&changed),
-            Err(bouquet_checkout::CheckoutError::Changed) => continue,
-            Err(other) => return Err(other.into()),
-        }
-    }
-    Err(ApiError::Busy)
-}

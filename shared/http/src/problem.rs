@@ -4,6 +4,9 @@ use http::StatusCode;
 use lambda_http::http;
 use serde_json::{json, Value};
 
+use bouquet_app::cart::CartViewError;
+use bouquet_app::checkout::CheckoutError;
+use bouquet_app::orders::TransitionError;
 use bouquet_domain::{BouquetId, DomainError, FieldError, OrderStatus};
 use bouquet_store::{IdempotencyRecord, StoreError};
 
@@ -107,14 +110,32 @@ impl From<StoreError> for ApiError {
     }
 }
 
-impl From<bouquet_checkout::CheckoutError> for ApiError {
-    fn from(error: bouquet_checkout::CheckoutError) -> Self {
-        use bouquet_checkout::CheckoutError;
+impl From<CheckoutError> for ApiError {
+    fn from(error: CheckoutError) -> Self {
         match error {
             CheckoutError::Domain(error) => error.into(),
             CheckoutError::Store(error) => error.into(),
             CheckoutError::Changed => ApiError::Busy,
             CheckoutError::Gateway(_) => ApiError::PaymentUnavailable,
+        }
+    }
+}
+
+impl From<CartViewError> for ApiError {
+    fn from(error: CartViewError) -> Self {
+        match error {
+            CartViewError::Store(error) => error.into(),
+            CartViewError::Total(error) => ApiError::Internal(format!("cart total: {error}")),
+        }
+    }
+}
+
+impl From<TransitionError> for ApiError {
+    fn from(error: TransitionError) -> Self {
+        match error {
+            TransitionError::NotFound => ApiError::NotFound("order"),
+            TransitionError::Busy => ApiError::Busy,
+            TransitionError::Checkout(error) => error.into(),
         }
     }
 }

@@ -2,12 +2,12 @@
 //! unprocessed under throttling).
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 
 use crate::error::StoreError;
 use crate::items::Item;
+use crate::retry::Retry;
 use crate::Store;
 
 impl Store {
@@ -27,11 +27,9 @@ impl Store {
                 .build()
                 .map_err(StoreError::backend)?,
         );
-        for attempt in 0..5u32 {
+        let mut retry = Retry::attempts(5);
+        loop {
             let Some(request) = pending.take() else { break };
-            if attempt > 0 {
-                tokio::time::sleep(Duration::from_millis(20 << attempt)).await;
-            }
             let output = self
                 .client
                 .batch_get_item()
@@ -53,6 +51,9 @@ impl Store {
                 .unprocessed_keys
                 .and_then(|mut u| u.remove(&self.table))
                 .filter(|k| !k.keys.is_empty());
+            if pending.is_some() && !retry.wait().await {
+                break;
+            }
         }
         if pending.is_some() {
             return Err(StoreError::Contention(vec![]));

@@ -18,6 +18,7 @@ mod keys;
 mod orders;
 mod processed;
 mod query;
+pub mod retry;
 mod tx;
 mod vases;
 mod vendors;

@@ -2,7 +2,6 @@
 //! cancellation can be turned into "these bouquets were taken" or "this key was used".
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
@@ -12,6 +11,7 @@ use aws_sdk_dynamodb::types::{
 
 use crate::error::{Conflict, StoreError, Target};
 use crate::items::Item;
+use crate::retry::Retry;
 use crate::Store;
 
 /// A condition or update expression with its placeholders.
@@ -190,9 +190,8 @@ impl Tx {
     /// Commits all items or none. One `TransactWriteItems` call, plus retries only when the
     /// transaction collided with another one and no condition failed.
     pub async fn commit(self, store: &Store) -> Result<(), StoreError> {
-        let mut attempt = 0;
+        let mut retry = Retry::attempts(CONTENTION_ATTEMPTS);
         loop {
-            attempt += 1;
             let result = store
                 .client
                 .transact_write_items()
@@ -204,9 +203,11 @@ impl Tx {
                 Err(error) => error.into_service_error(),
             };
             match self.decode(error) {
-                StoreError::Contention(targets) if attempt < CONTENTION_ATTEMPTS => {
-                    tracing::debug!(attempt, ?targets, "transaction conflict, retrying");
-                    tokio::time::sleep(backoff(attempt)).await;
+                StoreError::Contention(targets) => {
+                    tracing::debug!(attempt = retry.attempt(), ?targets, "transaction conflict");
+                    if !retry.wait().await {
+                        return Err(StoreError::Contention(targets));
+                    }
                 }
                 other => return Err(other),
             }
@@ -267,13 +268,4 @@ impl Tx {
             ))
         }
     }
-}
-
-/// 10, 20, 40 ms plus up to 15 ms of jitter so colliding writers spread out.
-fn backoff(attempt: u32) -> Duration {
-    let jitter = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos() % 15_000_000)
-        .unwrap_or(0);
-    Duration::from_millis(10 << (attempt - 1).min(4)) + Duration::from_nanos(u64::from(jitter))
 }

@@ -23,7 +23,7 @@ use aws_smithy_runtime_api::client::interceptors::context::{
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use serde_json::Value;
 
-use bouquet_http::store::Store;
+use bouquet_app::store::Store;
 use bouquet_template::{Function, Template};
 
 use crate::{emulator_sdk_config, TestCloud};

@@ -17,10 +17,10 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use serde_json::{json, Value};
 
-use bouquet_http::domain::{ManualClock, Timestamp};
+use bouquet_app::domain::{ManualClock, Timestamp};
+use bouquet_app::store::Store;
+use bouquet_app::{App, Config};
 use bouquet_http::lambda_http::{self, Body, Request, RequestExt};
-use bouquet_http::store::Store;
-use bouquet_http::{App, Config};
 use bouquet_template::Template;
 
 pub mod http_client;
@@ -201,10 +201,7 @@ impl TestCloud {
     }
 
     /// Replaces the payment gateway (e.g. one that fails in a given way).
-    pub fn with_gateway(
-        mut self,
-        gateway: Arc<dyn bouquet_http::payments::PaymentGateway>,
-    ) -> Self {
+    pub fn with_gateway(mut self, gateway: Arc<dyn bouquet_app::payments::PaymentGateway>) -> Self {
         self.app = self.app.clone().with_payments(gateway);
         self
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use bouquet_http::domain::Timestamp;
+use bouquet_app::domain::Timestamp;
 use bouquet_iot::{AwsDeviceRegistry, DeviceRegistry};
 use ingest_vase_messages::{BatchReport, Ingest};
 use register_vase::Registrar;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use bouquet_http::domain::cart::MAX_CART_ITEMS;
+use bouquet_app::domain::cart::MAX_CART_ITEMS;
 use bouquet_testkit::{ApiRequest, TestCloud};
 
 fn put(customer: &str, bouquet: &str) -> ApiRequest {

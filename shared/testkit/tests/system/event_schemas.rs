@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use bouquet_http::domain::events::EventData;
-use bouquet_http::domain::Clock;
+use bouquet_app::domain::events::EventData;
+use bouquet_app::domain::Clock;
 use bouquet_testkit::vases::{heartbeat, reading};
 use bouquet_testkit::{repository_root, ApiRequest, TestCloud};
 

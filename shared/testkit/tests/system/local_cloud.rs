@@ -268,8 +268,8 @@ fn sorted_headers(headers: Vec<(String, String)>) -> Vec<(String, String)> {
 async fn the_real_binaries_answer_exactly_as_the_in_process_handlers() {
     let cloud = TestCloud::new().await;
     // The binaries run on the wall clock; so must the in-process side here.
-    cloud.clock.set(bouquet_http::domain::Clock::now(
-        &bouquet_http::domain::SystemClock,
+    cloud.clock.set(bouquet_app::domain::Clock::now(
+        &bouquet_app::domain::SystemClock,
     ));
     let requests = comparable_requests(&cloud).await;
     let mut processes = std::collections::HashMap::new();

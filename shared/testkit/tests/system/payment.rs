@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::json;
 
-use bouquet_http::payments::{
+use bouquet_app::payments::{
     ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway, SimulatedGateway,
 };
 use bouquet_testkit::{ApiRequest, TestCloud};

@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
-use bouquet_http::domain::Timestamp;
+use bouquet_app::domain::Timestamp;
 use bouquet_iot::{Certificate, DeviceRegistry, IotError};
 use bouquet_testkit::vases::{
     emulator_registry, heartbeat, reading, rule_output, sqs_records, test_vase_policy,

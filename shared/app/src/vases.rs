@@ -13,11 +13,12 @@ use serde::Serialize;
 use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::vase::{HeartbeatOutcome, ReadingOutcome, Vase, VaseMessage};
 use bouquet_domain::{Reading, Timestamp, VaseId};
+use bouquet_store::retry::Retry;
 use bouquet_store::{ReadingWrite, Store, StoreError, Target};
 
 /// Reads and decisions before a message gives up on a vase that keeps changing under it
 /// (the message is then retried by SQS).
-const ATTEMPTS: usize = 5;
+const ATTEMPTS: u32 = 5;
 
 #[derive(Debug, thiserror::Error)]
 pub enum VaseError {
@@ -83,7 +84,8 @@ async fn heartbeat(
     sent_at: Timestamp,
     correlation_id: &str,
 ) -> Result<Applied, VaseError> {
-    for _ in 0..ATTEMPTS {
+    let mut retry = Retry::attempts(ATTEMPTS);
+    loop {
         let vase = read(store, vase_id).await?;
         let result = match vase.heartbeat(sent_at) {
             HeartbeatOutcome::Stale => return Ok(Applied::StaleHeartbeat),
@@ -111,11 +113,14 @@ async fn heartbeat(
         };
         match result {
             Ok(applied) => return Ok(applied),
-            Err(error) if lost_race(&error) => continue,
+            Err(error) if lost_race(&error) => {
+                if !retry.wait().await {
+                    return Err(VaseError::Busy(vase_id));
+                }
+            }
             Err(error) => return Err(error.into()),
         }
     }
-    Err(VaseError::Busy(vase_id))
 }
 
 async fn telemetry(
@@ -128,9 +133,8 @@ async fn telemetry(
     // Whether the bouquet still names this vase: once it does not (a bouquet record that
     // moved on), the score is kept on the vase only.
     let mut score_bouquet = true;
-    let mut attempts = 0;
-    while attempts < ATTEMPTS {
-        attempts += 1;
+    let mut retry = Retry::attempts(ATTEMPTS);
+    loop {
         let vase = read(store, vase_id).await?;
         let (changed, freshness) = match vase.record(*reading) {
             ReadingOutcome::HistoryOnly => {
@@ -183,14 +187,17 @@ async fn telemetry(
                         .all(|c| matches!(c.target, Target::Bouquet(_))) =>
             {
                 tracing::warn!(%vase_id, "the vase's bouquet no longer names it; keeping the score on the vase only");
+                // Not a lost race: write again at once, without using an attempt.
                 score_bouquet = false;
-                attempts -= 1;
             }
-            Err(error) if lost_race(&error) => continue,
+            Err(error) if lost_race(&error) => {
+                if !retry.wait().await {
+                    return Err(VaseError::Busy(vase_id));
+                }
+            }
             Err(error) => return Err(error.into()),
         }
     }
-    Err(VaseError::Busy(vase_id))
 }
 
 /// What one offline sweep did.

@@ -3,10 +3,18 @@
 use serde::Serialize;
 
 use bouquet_domain::bouquet::BouquetView;
-use bouquet_domain::{BouquetId, Cart, CustomerId, Money, VendorId};
+use bouquet_domain::money::MoneyError;
+use bouquet_domain::{BouquetId, Cart, CustomerId, Money, Timestamp, VendorId};
+use bouquet_store::{Store, StoreError};
 
-use crate::ctx::Ctx;
-use crate::problem::ApiError;
+#[derive(Debug, thiserror::Error)]
+pub enum CartViewError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The items' prices do not add up (mixed currencies, overflow): a corrupt cart.
+    #[error("the cart's total: {0}")]
+    Total(#[from] MoneyError),
+}
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -20,21 +28,19 @@ pub struct CartView {
 }
 
 /// Reads the cart's bouquets (one `BatchGetItem`) to show them as they are now.
-pub async fn view(ctx: &Ctx, cart: Cart) -> Result<CartView, ApiError> {
+pub async fn view(store: &Store, cart: Cart, now: Timestamp) -> Result<CartView, CartViewError> {
     let ids: Vec<BouquetId> = cart.bouquet_ids.iter().copied().collect();
-    let bouquets = ctx.app.store.bouquets(&ids).await?;
+    let bouquets = store.bouquets(&ids).await?;
     let items: Vec<BouquetView> = bouquets
         .into_iter()
         .flatten()
-        .map(|b| b.view(ctx.now))
+        .map(|b| b.view(now))
         .collect();
     let mut total: Option<Money> = None;
     for item in &items {
         total = Some(match total {
             None => item.price,
-            Some(sum) => sum
-                .checked_add(item.price)
-                .map_err(|e| ApiError::Internal(e.to_string()))?,
+            Some(sum) => sum.checked_add(item.price)?,
         });
     }
     Ok(CartView {

@@ -30,19 +30,27 @@ impl Default for Config {
     }
 }
 
-fn seconds_from_env(name: &str, default: Duration) -> Result<Duration, lambda_http::Error> {
+/// A container that cannot be configured: init fails, and Lambda reports it as such.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0} is not set")]
+    Missing(&'static str),
+    #[error("{name}={value:?} is not a number of seconds")]
+    NotSeconds { name: &'static str, value: String },
+}
+
+fn seconds_from_env(name: &'static str, default: Duration) -> Result<Duration, ConfigError> {
     match std::env::var(name) {
-        Ok(text) => {
-            Ok(Duration::from_secs(text.parse().map_err(|_| {
-                format!("{name}={text:?} is not a number of seconds")
-            })?))
-        }
+        Ok(value) => value
+            .parse()
+            .map(Duration::from_secs)
+            .map_err(|_| ConfigError::NotSeconds { name, value }),
         Err(_) => Ok(default),
     }
 }
 
 impl Config {
-    pub fn from_env() -> Result<Self, lambda_http::Error> {
+    pub fn from_env() -> Result<Self, ConfigError> {
         Ok(Self {
             hold: seconds_from_env("HOLD_DURATION_SECONDS", DEFAULT_HOLD)?,
             offline_after: seconds_from_env("OFFLINE_AFTER_SECONDS", DEFAULT_OFFLINE_AFTER)?,
@@ -75,8 +83,8 @@ impl App {
     }
 
     /// The production wiring: `TABLE_NAME` from the template's environment, the system clock.
-    pub async fn from_env() -> Result<Self, lambda_http::Error> {
-        let table = std::env::var("TABLE_NAME").map_err(|_| "TABLE_NAME is not set")?;
+    pub async fn from_env() -> Result<Self, ConfigError> {
+        let table = std::env::var("TABLE_NAME").map_err(|_| ConfigError::Missing("TABLE_NAME"))?;
         let sdk = aws_sdk_config().await;
         let store = Store::new(aws_sdk_dynamodb::Client::new(&sdk), table);
         Ok(Self::new(store, Arc::new(SystemClock), Config::from_env()?))

@@ -1,0 +1,84 @@
+//! The expiry sweeper, scheduled every minute. It reads due orders from the sparse
+//! `ReservationExpiryIndex` (`reservedUntil < now`, every shard; no Scan) and, for each:
+//! expires a lapsed reservation, releasing the bouquets the order still holds, with
+//! `ReservationExpired`; or resolves a `payment_pending` order whose attempt outlived its
+//! lease by asking the gateway (see [`crate::checkout`]).
+//!
+//! Correctness does not depend on it: a lapsed hold is already available to the next
+//! reserver and reads as expired. Two sweepers at once, or a sweep racing a payment, are
+//! decided by the conditional writes: the loser skips.
+
+use futures::StreamExt;
+use serde::Serialize;
+
+use bouquet_store::StoreError;
+
+use crate::checkout::{self, Swept};
+use crate::App;
+
+/// Due orders read per shard and round; a round that changes nothing ends the run.
+const PAGE: usize = 100;
+const MAX_ROUNDS: usize = 5;
+/// Orders handled at once.
+const CONCURRENCY: usize = 8;
+
+#[derive(Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SweepReport {
+    pub due: usize,
+    pub expired: usize,
+    pub payments_completed: usize,
+    pub payments_released: usize,
+    pub skipped: usize,
+    pub failed: usize,
+}
+
+/// One run: due orders page by page until a round changes nothing. An order that fails is
+/// counted and left for the next run; only failing to read the index fails the run.
+pub async fn sweep(app: &App, correlation_id: &str) -> Result<SweepReport, StoreError> {
+    let mut report = SweepReport::default();
+    for _ in 0..MAX_ROUNDS {
+        let now = app.clock.now();
+        let due = app.store.due_orders(now, PAGE).await?;
+        report.due += due.len();
+        let results: Vec<_> = futures::stream::iter(due.iter().copied())
+            .map(|order_id| async move {
+                (
+                    order_id,
+                    checkout::sweep_one(
+                        &app.store,
+                        app.payments.as_ref(),
+                        order_id,
+                        correlation_id,
+                        now,
+                    )
+                    .await,
+                )
+            })
+            .buffer_unordered(CONCURRENCY)
+            .collect()
+            .await;
+        let mut changed = 0;
+        for (order_id, result) in results {
+            changed += usize::from(matches!(
+                result,
+                Ok(Swept::Expired | Swept::PaymentCompleted | Swept::PaymentReleased)
+            ));
+            match result {
+                Ok(Swept::Expired) => report.expired += 1,
+                Ok(Swept::PaymentCompleted) => report.payments_completed += 1,
+                Ok(Swept::PaymentReleased) => report.payments_released += 1,
+                Ok(Swept::Skipped) => report.skipped += 1,
+                Err(error) => {
+                    report.failed += 1;
+                    tracing::error!(%order_id, %error, "sweep failed for an order; the next run retries it");
+                }
+            }
+        }
+        // Another round only when this one was full and made progress.
+        if due.len() < PAGE || changed == 0 {
+            break;
+        }
+    }
+    Ok(report)
+}

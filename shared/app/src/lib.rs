@@ -1,0 +1,23 @@
+//! The application layer: every use case the functions run, and the composition root
+//! ([`App`]) that builds the clients once per container.
+//!
+//! Function crates parse their trigger, call one use case here and map the result; the
+//! HTTP pipeline (`bouquet-http`) sits above this crate, event-driven functions use it
+//! directly. Below it: the pure domain, the DynamoDB store and the adapters.
+
+pub mod analytics;
+pub mod cart;
+pub mod checkout;
+pub mod expiry;
+pub mod orders;
+mod root;
+pub mod scheduled;
+pub mod vases;
+
+pub use root::{aws_sdk_config, App, Config, ConfigError};
+
+/// Re-exported so function crates need no direct dependency on these.
+pub use bouquet_domain as domain;
+pub use bouquet_payments as payments;
+pub use bouquet_store as store;
+pub use tracing;
