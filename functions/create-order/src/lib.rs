@@ -10,6 +10,7 @@
 use bouquet_app::domain::events::DomainEvent;
 use bouquet_app::domain::order::parse_bouquet_ids;
 use bouquet_app::domain::{Bouquet, BouquetId, DomainError, Order};
+use bouquet_app::store::retry::Retry;
 use bouquet_app::store::{bouquet_from_conflict, StoreError, Target};
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
@@ -17,10 +18,6 @@ use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
 use serde::Deserialize;
 
 pub const ROUTE: Route = Route::new("POST", "/v1/orders");
-
-/// A reservation that lost only to a change that left its bouquets available (a price edit,
-/// a cart edit) reads again; bounded.
-const ATTEMPTS: usize = 3;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -39,7 +36,8 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         false => None,
     };
     let store = &ctx.app.store;
-    for _ in 0..ATTEMPTS {
+    let mut retry = Retry::optimistic();
+    while retry.next().await {
         // Which bouquets, and (from the cart) which cart version to delete.
         let (bouquet_ids, cart, read) = match &requested {
             Some(ids) => (

@@ -14,15 +14,13 @@
 use bouquet_app::checkout::{self, CheckoutError};
 use bouquet_app::domain::{DomainError, FieldError, OrderId, OrderStatus};
 use bouquet_app::payments::{valid_token, ChargeOutcome};
+use bouquet_app::store::retry::Retry;
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
 use serde::Deserialize;
 
 pub const ROUTE: Route = Route::new("POST", "/v1/orders/{orderId}/payment");
-
-/// A claim lost to a concurrent writer reads again (the domain then says what happened).
-const ATTEMPTS: usize = 3;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -45,7 +43,8 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         )]));
     }
     let (store, now, correlation) = (&ctx.app.store, ctx.now, ctx.correlation_id.as_str());
-    for _ in 0..ATTEMPTS {
+    let mut retry = Retry::optimistic();
+    while retry.next().await {
         let (order, record) = store
             .read_order_for_change(order_id, ctx.idempotency_key_hash(), now)
             .await?;

@@ -3,6 +3,7 @@
 
 use bouquet_app::domain::events::{DomainEvent, EventData};
 use bouquet_app::domain::BouquetId;
+use bouquet_app::store::retry::Retry;
 use bouquet_app::store::StoreError;
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
@@ -10,10 +11,6 @@ use bouquet_http::owned::{refused_change, vendor_bouquet};
 use bouquet_http::{run, ApiError, Ctx, Reply, Route};
 
 pub const ROUTE: Route = Route::new("DELETE", "/v1/bouquets/{bouquetId}");
-
-/// Without `If-Match`, a withdrawal that raced a harmless change (still available) reads
-/// again; bounded so a bouquet edited in a tight loop cannot keep it spinning.
-const ATTEMPTS: usize = 3;
 
 pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
     run(app, request, ROUTE, handle).await
@@ -23,7 +20,8 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let bouquet_id = ctx.path("bouquetId", BouquetId::parse)?;
     ctx.caller()?;
     let if_match = ctx.if_match()?;
-    for _ in 0..ATTEMPTS {
+    let mut retry = Retry::optimistic();
+    while retry.next().await {
         let read = vendor_bouquet(ctx, bouquet_id, if_match).await?;
         let mut withdrawn = read.clone();
         withdrawn.withdraw(ctx.now)?;

@@ -130,7 +130,7 @@ pub fn stream_function(
     match binary {
         "publish-events" => Some(json_invoke(
             std::sync::Arc::new(publish_events::Publisher {
-                sink: Box::new(publish_events::EventBridgeSink {
+                sink: Box::new(bouquet_bus::EventBridgeSink {
                     client: aws_sdk_eventbridge::Client::new(sdk),
                     bus_name: env.get("EVENT_BUS_NAME")?.clone(),
                 }),

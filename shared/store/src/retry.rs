@@ -9,6 +9,7 @@ use std::time::Duration;
 pub struct Retry {
     attempt: u32,
     attempts: u32,
+    started: bool,
     base: Duration,
     cap: Duration,
 }
@@ -19,6 +20,7 @@ impl Retry {
         Self {
             attempt: 1,
             attempts,
+            started: false,
             base: Duration::from_millis(10),
             cap: Duration::from_millis(200),
         }
@@ -39,6 +41,16 @@ impl Retry {
     pub fn ceiling(&self, attempt: u32) -> Duration {
         let factor = 1u32 << attempt.saturating_sub(1).min(16);
         self.base.saturating_mul(factor).min(self.cap)
+    }
+
+    /// The loop form, `while retry.next().await { ... }`: the first attempt runs at once,
+    /// each later one after the backoff; `false` once the attempts are used up.
+    pub async fn next(&mut self) -> bool {
+        if !self.started {
+            self.started = true;
+            return true;
+        }
+        self.wait().await
     }
 
     /// After a failed attempt: `false` when the attempts are used up, else waits the
@@ -75,5 +87,15 @@ mod tests {
         }
         assert_eq!(tries, 4);
         assert_eq!(retry.attempt(), 4);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_loop_form_runs_each_attempt_once() {
+        let mut retry = Retry::attempts(3);
+        let mut runs = 0;
+        while retry.next().await {
+            runs += 1;
+        }
+        assert_eq!(runs, 3);
     }
 }
