@@ -105,7 +105,7 @@ impl From<StoreError> for ApiError {
                 conflicts.iter().map(|c| &c.target).collect::<Vec<_>>()
             )),
             StoreError::Corrupt(message) => ApiError::Internal(format!("corrupt item: {message}")),
-            StoreError::Backend(message) => ApiError::Internal(message),
+            StoreError::Backend(error) => ApiError::Internal(error.to_string()),
         }
     }
 }
@@ -377,7 +377,11 @@ mod tests {
             "idempotency.in_progress"
         );
         assert_eq!(
-            ApiError::from(StoreError::Backend("boom".into())).code(),
+            ApiError::from(StoreError::Backend(bouquet_store::BackendError {
+                kind: bouquet_store::BackendKind::Unavailable,
+                source: "boom".into(),
+            }))
+            .code(),
             "internal"
         );
     }

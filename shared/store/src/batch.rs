@@ -25,7 +25,7 @@ impl Store {
                 .set_keys(Some(keys))
                 .consistent_read(true)
                 .build()
-                .map_err(StoreError::backend)?,
+                .map_err(StoreError::request)?,
         );
         let mut retry = Retry::attempts(5);
         loop {

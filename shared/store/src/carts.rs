@@ -109,7 +109,7 @@ impl Store {
                         Ok(()) => CartRefusal::Store(StoreError::Contention(vec![])),
                     });
                 }
-                Err(CartRefusal::Store(StoreError::backend(service)))
+                Err(CartRefusal::Store(StoreError::service(service)))
             }
         }
     }
@@ -138,7 +138,7 @@ impl Store {
             Ok(output) => decode_cart(customer_id, output.attributes.as_ref()),
             Err(error) => match error.into_service_error() {
                 aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(failed) => decode_cart(customer_id, failed.item()),
-                other => Err(StoreError::backend(other)),
+                other => Err(StoreError::service(other)),
             },
         }
     }

@@ -1,3 +1,4 @@
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
 
@@ -46,13 +47,105 @@ pub enum StoreError {
     InvalidCursor,
     #[error("an item could not be read: {0}")]
     Corrupt(String),
-    #[error("DynamoDB: {0}")]
-    Backend(String),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+/// What kind of failure DynamoDB (or the way to it) reported: callers retry the transient
+/// kinds, and a log line says which it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    /// Throughput or request-rate limits: retry with backoff.
+    Throttled,
+    /// The request was malformed for DynamoDB: a bug, never retried.
+    Validation,
+    /// Another transaction held the items (outside of a cancellation).
+    TransactionConflict,
+    /// No answer (timeout, connection) or a server error: retry.
+    Unavailable,
+    Other,
+}
+
+impl BackendKind {
+    /// From DynamoDB's error code (or a cancellation reason's code).
+    pub fn from_code(code: Option<&str>) -> Self {
+        match code.unwrap_or_default() {
+            "ThrottlingException"
+            | "ThrottlingError"
+            | "ProvisionedThroughputExceededException"
+            | "ProvisionedThroughputExceeded"
+            | "RequestLimitExceeded" => BackendKind::Throttled,
+            "ValidationException" | "ValidationError" => BackendKind::Validation,
+            "TransactionConflictException" => BackendKind::TransactionConflict,
+            "InternalServerError" | "ServiceUnavailable" => BackendKind::Unavailable,
+            _ => BackendKind::Other,
+        }
+    }
+
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            BackendKind::Throttled | BackendKind::TransactionConflict | BackendKind::Unavailable
+        )
+    }
+}
+
+/// A DynamoDB call that failed, with its kind and the SDK's own error as the source.
+#[derive(Debug, thiserror::Error)]
+#[error("DynamoDB ({kind:?}): {}", describe(.source.as_ref()))]
+pub struct BackendError {
+    pub kind: BackendKind,
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+/// A transaction cancelled for a reason other than a condition or a conflict.
+#[derive(Debug, thiserror::Error)]
+#[error("transaction cancelled on {target}: {code} {message}")]
+pub struct Cancelled {
+    pub target: String,
+    pub code: String,
+    pub message: String,
 }
 
 impl StoreError {
-    pub(crate) fn backend(error: impl std::error::Error) -> Self {
-        StoreError::Backend(describe(&error))
+    /// A failed SDK call, classified by what went wrong.
+    pub(crate) fn backend<E, R>(error: SdkError<E, R>) -> Self
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+        R: std::fmt::Debug + Send + Sync + 'static,
+    {
+        let kind = match &error {
+            SdkError::ServiceError(service) => BackendKind::from_code(service.err().code()),
+            SdkError::TimeoutError(_)
+            | SdkError::DispatchFailure(_)
+            | SdkError::ResponseError(_) => BackendKind::Unavailable,
+            _ => BackendKind::Other,
+        };
+        Self::with_kind(kind, error)
+    }
+
+    /// A modelled service error (after `into_service_error`), classified by its code.
+    pub(crate) fn service<E>(error: E) -> Self
+    where
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        Self::with_kind(BackendKind::from_code(error.code()), error)
+    }
+
+    /// A request the SDK refused to build (a required field missing): a bug here.
+    pub(crate) fn request(error: aws_sdk_dynamodb::error::BuildError) -> Self {
+        Self::with_kind(BackendKind::Validation, error)
+    }
+
+    pub(crate) fn with_kind(
+        kind: BackendKind,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        StoreError::Backend(BackendError {
+            kind,
+            source: Box::new(error),
+        })
     }
 
     pub(crate) fn corrupt(error: impl std::fmt::Display) -> Self {

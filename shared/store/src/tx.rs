@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::{
     Update,
 };
 
-use crate::error::{Conflict, StoreError, Target};
+use crate::error::{BackendKind, Cancelled, Conflict, StoreError, Target};
 use crate::items::Item;
 use crate::retry::Retry;
 use crate::Store;
@@ -87,7 +87,7 @@ impl Tx {
             .set_expression_attribute_values(opt(&condition.values))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
-            .map_err(StoreError::backend)?;
+            .map_err(StoreError::request)?;
         self.push(target, TransactWriteItem::builder().put(put).build());
         Ok(())
     }
@@ -114,7 +114,7 @@ impl Tx {
             .set_expression_attribute_values(opt(&values))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
-            .map_err(StoreError::backend)?;
+            .map_err(StoreError::request)?;
         self.push(target, TransactWriteItem::builder().update(update).build());
         Ok(())
     }
@@ -134,7 +134,7 @@ impl Tx {
             .set_expression_attribute_names(opt(&update.names))
             .set_expression_attribute_values(opt(&update.values))
             .build()
-            .map_err(StoreError::backend)?;
+            .map_err(StoreError::request)?;
         self.push(target, TransactWriteItem::builder().update(update).build());
         Ok(())
     }
@@ -154,7 +154,7 @@ impl Tx {
             .set_expression_attribute_values(opt(&condition.values))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
-            .map_err(StoreError::backend)?;
+            .map_err(StoreError::request)?;
         self.push(target, TransactWriteItem::builder().delete(delete).build());
         Ok(())
     }
@@ -174,7 +174,7 @@ impl Tx {
             .set_expression_attribute_values(opt(&condition.values))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
-            .map_err(StoreError::backend)?;
+            .map_err(StoreError::request)?;
         self.push(
             target,
             TransactWriteItem::builder().condition_check(check).build(),
@@ -220,7 +220,7 @@ impl Tx {
             TransactWriteItemsError::TransactionInProgressException(_) => {
                 return StoreError::IdempotencyInProgress
             }
-            other => return StoreError::backend(other),
+            other => return StoreError::service(other),
         };
         let reasons = cancelled.cancellation_reasons();
         let mut conflicts = Vec::new();
@@ -250,10 +250,14 @@ impl Tx {
                 (_, Some("TransactionConflict")) => contended.push(target.clone()),
                 (_, Some("None") | None) => {}
                 (_, Some(code)) => {
-                    return StoreError::Backend(format!(
-                        "transaction cancelled on {target:?}: {code} {}",
-                        reason.message().unwrap_or("")
-                    ))
+                    return StoreError::with_kind(
+                        BackendKind::from_code(Some(code)),
+                        Cancelled {
+                            target: format!("{target:?}"),
+                            code: code.to_owned(),
+                            message: reason.message().unwrap_or_default().to_owned(),
+                        },
+                    )
                 }
             }
         }
@@ -262,10 +266,14 @@ impl Tx {
         } else if !contended.is_empty() {
             StoreError::Contention(contended)
         } else {
-            StoreError::Backend(format!(
-                "transaction cancelled without a reason: {}",
-                cancelled.message().unwrap_or("")
-            ))
+            StoreError::with_kind(
+                BackendKind::Other,
+                Cancelled {
+                    target: "no item".into(),
+                    code: "None".into(),
+                    message: cancelled.message().unwrap_or_default().to_owned(),
+                },
+            )
         }
     }
 }

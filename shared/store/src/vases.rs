@@ -341,7 +341,7 @@ impl Store {
                         current: None,
                     }]))
                 }
-                other => Err(StoreError::backend(other)),
+                other => Err(StoreError::service(other)),
             },
         }
     }
@@ -417,7 +417,7 @@ impl Store {
             Ok(_) => Ok(ReadingWrite::Stored),
             Err(error) => match error.into_service_error() {
                 PutItemError::ConditionalCheckFailedException(_) => Ok(ReadingWrite::Duplicate),
-                other => Err(StoreError::backend(other)),
+                other => Err(StoreError::service(other)),
             },
         }
     }
