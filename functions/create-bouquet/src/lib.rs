@@ -75,6 +75,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
             )]),
             _ => ApiError::Internal(format!("listing refused on {:?}", conflicts[0].target)),
         }),
+        Err(StoreError::IdempotencyReplay(record)) => Ok(Reply::replay(*record)),
         Err(other) => Err(other.into()),
     }
 }

@@ -52,7 +52,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
                     .read_cart_for_reservation(&caller.subject, ctx.idempotency_key_hash(), ctx.now)
                     .await?;
                 if let Some(record) = record {
-                    return Err(ApiError::IdempotencyReplay(Box::new(record)));
+                    return Ok(Reply::replay(record));
                 }
                 if cart.bouquet_ids.is_empty() {
                     return Err(DomainError::CartEmpty.into());
@@ -63,7 +63,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
             }
         };
         if let Some(record) = read.idempotency {
-            return Err(ApiError::IdempotencyReplay(Box::new(record)));
+            return Ok(Reply::replay(record));
         }
         let missing: Vec<BouquetId> = bouquet_ids
             .iter()
@@ -130,6 +130,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
                     return Err(ApiError::BouquetUnavailable(taken));
                 }
             }
+            Err(StoreError::IdempotencyReplay(record)) => return Ok(Reply::replay(*record)),
             Err(other) => return Err(other.into()),
         }
     }

@@ -34,14 +34,14 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         },
     );
     let reply = Reply::created(&vendor, format!("/v1/vendors/{}", vendor.vendor_id))?;
-    ctx.app
+    let record = ctx.idempotency_record(&reply);
+    let created = ctx
+        .app
         .store
-        .create_vendor(
-            &vendor,
-            &event,
-            ctx.idempotency_record(&reply).as_ref(),
-            ctx.now,
-        )
-        .await?;
-    Ok(reply)
+        .create_vendor(&vendor, &event, record.as_ref(), ctx.now)
+        .await;
+    Ok(match Reply::or_replay(created)? {
+        Ok(()) => reply,
+        Err(replay) => replay,
+    })
 }

@@ -24,11 +24,9 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let etag = format!("\"{}\"", bouquet.version);
     let cache = "public, max-age=10";
     if ctx.header("if-none-match") == Some(etag.as_str()) {
-        return Ok(Reply {
-            status: StatusCode::NOT_MODIFIED,
-            body: None,
-            headers: vec![("etag", etag), ("cache-control", cache.into())],
-        });
+        return Ok(Reply::empty(StatusCode::NOT_MODIFIED)
+            .header("etag", etag)
+            .header("cache-control", cache));
     }
     Ok(Reply::ok(&bouquet.view(ctx.now))?
         .header("etag", etag)

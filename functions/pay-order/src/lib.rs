@@ -15,6 +15,7 @@ use bouquet_app::checkout::{self, CheckoutError};
 use bouquet_app::domain::{DomainError, FieldError, OrderId, OrderStatus};
 use bouquet_app::payments::{valid_token, ChargeOutcome};
 use bouquet_app::store::retry::Retry;
+use bouquet_app::store::StoreError;
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
@@ -49,7 +50,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
             .read_order_for_change(order_id, ctx.idempotency_key_hash(), now)
             .await?;
         if let Some(record) = record {
-            return Err(ApiError::IdempotencyReplay(Box::new(record)));
+            return Ok(Reply::replay(record));
         }
         let order = order
             .filter(|o| o.customer_id == caller.subject)
@@ -81,7 +82,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
                 paid.payment_succeeded(charge_id.clone(), now)?;
                 let reply = Reply::ok(&paid)?;
                 let record = ctx.idempotency_record(&reply);
-                checkout::commit_charge(
+                let committed = checkout::commit_charge(
                     store,
                     ctx.app.payments.as_ref(),
                     &claimed,
@@ -90,8 +91,14 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
                     record.as_ref(),
                     now,
                 )
-                .await?;
-                Ok(reply)
+                .await;
+                match committed {
+                    Ok(_) => Ok(reply),
+                    Err(CheckoutError::Store(StoreError::IdempotencyReplay(record))) => {
+                        Ok(Reply::replay(*record))
+                    }
+                    Err(other) => Err(other.into()),
+                }
             }
             Ok(ChargeOutcome::Declined { reason }) => {
                 bouquet_app::tracing::info!(%order_id, %reason, "payment declined");

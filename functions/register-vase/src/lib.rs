@@ -63,7 +63,7 @@ async fn handle(ctx: &Ctx, registrar: &Registrar) -> Result<Reply, ApiError> {
     // IoT resources are not undone by a DynamoDB condition: learn of a replay first.
     if let Some(key_hash) = ctx.idempotency_key_hash() {
         if let Some(record) = store.idempotency_record(key_hash, ctx.now).await? {
-            return Err(ApiError::IdempotencyReplay(Box::new(record)));
+            return Ok(Reply::replay(record));
         }
     }
     if !store.vendor_exists(vendor_id).await? {
@@ -133,16 +133,18 @@ async fn handle(ctx: &Ctx, registrar: &Registrar) -> Result<Reply, ApiError> {
                 "vase not stored and its IoT registration not fully undone"
             );
         }
-        return Err(match error {
+        return match error {
+            // A concurrent registration with the same key won: answer as it did.
+            StoreError::IdempotencyReplay(record) => Ok(Reply::replay(*record)),
             StoreError::ConditionFailed(conflicts)
                 if conflicts
                     .iter()
                     .any(|c| matches!(c.target, Target::Vendor(_))) =>
             {
-                ApiError::NotFound("vendor")
+                Err(ApiError::NotFound("vendor"))
             }
-            other => other.into(),
-        });
+            other => Err(other.into()),
+        };
     }
     Ok(reply)
 }

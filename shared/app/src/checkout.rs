@@ -4,8 +4,9 @@
 //!
 //! Payment is claim-before-charge: the order moves `reserved` → `payment_pending` (and the
 //! bouquets' hold is extended over the attempt's lease) before the gateway is called with
-//! the order id as its idempotency key. If the process dies after the charge, the order
-//! stays `payment_pending` and records when the attempt started. Then either
+//! the attempt's key (`{orderId}-{attempt}`, [`Order::gateway_key`]) as its idempotency
+//! key. If the process dies after the charge, the order stays `payment_pending` and records
+//! when the attempt started. Then either
 //! - the customer retries (same route): after the lease (at once, when the gateway answered
 //!   with an error rather than not at all) the attempt is taken over and the charge repeated
 //!   with the same gateway key, which returns the first charge: paid once; or

@@ -243,10 +243,10 @@ where
         Err(error) => (Err(error), None),
     };
     let mut response = match result {
-        Ok(reply) => reply.into_response(),
-        Err(ApiError::IdempotencyReplay(record))
-            if Some(&record.fingerprint) == fingerprint.as_ref() =>
-        {
+        Ok(Reply {
+            replay: Some(record),
+            ..
+        }) if Some(&record.fingerprint) == fingerprint.as_ref() => {
             let mut response = reply::build(
                 lambda_http::http::StatusCode::from_u16(record.status).unwrap_or_default(),
                 "application/json",
@@ -264,7 +264,11 @@ where
             }
             response
         }
-        Err(ApiError::IdempotencyReplay(_)) => problem_response(&ApiError::IdempotencyKeyReused),
+        // The key was used for another request.
+        Ok(Reply {
+            replay: Some(_), ..
+        }) => problem_response(&ApiError::IdempotencyKeyReused),
+        Ok(reply) => reply.into_response(),
         Err(error) => {
             if let ApiError::Internal(message) = &error {
                 tracing::error!(correlation_id = %correlation_id, route = %route.key(), error = %message, "request failed");
@@ -291,13 +295,7 @@ fn problem_response(error: &ApiError) -> Response<Body> {
         "application/problem+json",
         error.problem().to_string(),
     );
-    if matches!(
-        error,
-        ApiError::Busy
-            | ApiError::IdempotencyInProgress
-            | ApiError::PaymentInProgress
-            | ApiError::PaymentUnavailable
-    ) {
+    if error.is_retryable() {
         response
             .headers_mut()
             .insert("retry-after", HeaderValue::from_static("1"));

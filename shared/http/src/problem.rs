@@ -8,7 +8,7 @@ use bouquet_app::cart::CartViewError;
 use bouquet_app::checkout::CheckoutError;
 use bouquet_app::orders::TransitionError;
 use bouquet_domain::{BouquetId, DomainError, FieldError, OrderStatus};
-use bouquet_store::{IdempotencyRecord, StoreError};
+use bouquet_store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -52,9 +52,6 @@ pub enum ApiError {
     PreconditionFailed(&'static str),
     #[error("this request needs an If-Match header with the current version")]
     PreconditionRequired,
-    /// Not an error to the client: the pipeline answers with the stored response.
-    #[error("the idempotency key was used before")]
-    IdempotencyReplay(Box<IdempotencyRecord>),
     #[error("the idempotency key was already used with a different request")]
     IdempotencyKeyReused,
     #[error("a request with this idempotency key is still in progress; retry shortly")]
@@ -91,7 +88,11 @@ impl From<DomainError> for ApiError {
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {
-            StoreError::IdempotencyReplay(record) => ApiError::IdempotencyReplay(record),
+            // A replay is a success that handlers turn into `Reply::replay`; reaching here
+            // means one did not.
+            StoreError::IdempotencyReplay(_) => {
+                ApiError::Internal("an idempotency replay was not answered".into())
+            }
             StoreError::IdempotencyInProgress => ApiError::IdempotencyInProgress,
             StoreError::Contention(_) => ApiError::Busy,
             StoreError::InvalidCursor => ApiError::Invalid(vec![FieldError::new(
@@ -147,95 +148,110 @@ impl From<Vec<FieldError>> for ApiError {
 }
 
 impl ApiError {
-    pub fn status(&self) -> StatusCode {
+    /// The one table: status, stable code (API.md, Errors) and title of every variant.
+    fn spec(&self) -> (StatusCode, &'static str, &'static str) {
+        use StatusCode as S;
         match self {
-            ApiError::Invalid(_) | ApiError::Malformed(_) => StatusCode::BAD_REQUEST,
-            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::Unauthenticated => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden => StatusCode::FORBIDDEN,
-            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::BouquetUnavailable(_)
-            | ApiError::BouquetNotAvailableForChange
-            | ApiError::VendorMismatch
-            | ApiError::ReservationExpired
-            | ApiError::OrderInvalidState(_)
-            | ApiError::PaymentInProgress
-            | ApiError::CartVendorMismatch
-            | ApiError::CartFull(_)
-            | ApiError::CartEmpty
-            | ApiError::IdempotencyInProgress => StatusCode::CONFLICT,
-            ApiError::PaymentDeclined => StatusCode::PAYMENT_REQUIRED,
-            ApiError::PaymentUnavailable => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
-            ApiError::PreconditionRequired => StatusCode::PRECONDITION_REQUIRED,
-            ApiError::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::DeadlineExceeded | ApiError::Busy => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::IdempotencyReplay(record) => {
-                StatusCode::from_u16(record.status).unwrap_or(StatusCode::OK)
+            ApiError::Invalid(_) => (S::BAD_REQUEST, "request.invalid", "Invalid request"),
+            ApiError::Malformed(_) => (S::BAD_REQUEST, "request.invalid", "Invalid request"),
+            ApiError::UnsupportedMediaType => (
+                S::UNSUPPORTED_MEDIA_TYPE,
+                "request.invalid",
+                "Invalid request",
+            ),
+            ApiError::TooLarge(_) => (
+                S::PAYLOAD_TOO_LARGE,
+                "request.too_large",
+                "Request too large",
+            ),
+            ApiError::Unauthenticated => {
+                (S::UNAUTHORIZED, "auth.unauthenticated", "Unauthenticated")
             }
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Forbidden => (S::FORBIDDEN, "auth.forbidden", "Forbidden"),
+            ApiError::NotFound(_) => (S::NOT_FOUND, "not_found", "Not found"),
+            ApiError::BouquetUnavailable(_) => {
+                (S::CONFLICT, "bouquet.unavailable", "Bouquet unavailable")
+            }
+            ApiError::BouquetNotAvailableForChange => (
+                S::CONFLICT,
+                "bouquet.not_available_for_change",
+                "Bouquet not available for change",
+            ),
+            ApiError::VendorMismatch => (S::CONFLICT, "cart.vendor_mismatch", "Vendor mismatch"),
+            ApiError::CartVendorMismatch => {
+                (S::CONFLICT, "cart.vendor_mismatch", "Vendor mismatch")
+            }
+            ApiError::CartFull(_) => (S::CONFLICT, "cart.full", "Cart full"),
+            ApiError::CartEmpty => (S::CONFLICT, "cart.empty", "Cart empty"),
+            ApiError::ReservationExpired => {
+                (S::CONFLICT, "reservation.expired", "Reservation expired")
+            }
+            ApiError::OrderInvalidState(_) => {
+                (S::CONFLICT, "order.invalid_state", "Invalid order state")
+            }
+            ApiError::PaymentInProgress => {
+                (S::CONFLICT, "order.invalid_state", "Payment in progress")
+            }
+            ApiError::PaymentDeclined => {
+                (S::PAYMENT_REQUIRED, "payment.declined", "Payment declined")
+            }
+            ApiError::PaymentUnavailable => (
+                S::SERVICE_UNAVAILABLE,
+                "payment.unavailable",
+                "Payment gateway unavailable",
+            ),
+            ApiError::PreconditionFailed(_) => (
+                S::PRECONDITION_FAILED,
+                "precondition.failed",
+                "Precondition failed",
+            ),
+            ApiError::PreconditionRequired => (
+                S::PRECONDITION_REQUIRED,
+                "precondition.failed",
+                "Precondition failed",
+            ),
+            ApiError::IdempotencyKeyReused => (
+                S::UNPROCESSABLE_ENTITY,
+                "idempotency.key_reused",
+                "Idempotency key reused",
+            ),
+            ApiError::IdempotencyInProgress => (
+                S::CONFLICT,
+                "idempotency.in_progress",
+                "Idempotency key in progress",
+            ),
+            ApiError::DeadlineExceeded => (
+                S::SERVICE_UNAVAILABLE,
+                "deadline.exceeded",
+                "Deadline exceeded",
+            ),
+            ApiError::Busy => (S::SERVICE_UNAVAILABLE, "service.busy", "Busy"),
+            ApiError::Internal(_) => (S::INTERNAL_SERVER_ERROR, "internal", "Internal error"),
         }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.spec().0
     }
 
     /// The stable code clients match on (API.md, Errors).
     pub fn code(&self) -> &'static str {
-        match self {
-            ApiError::Invalid(_) | ApiError::Malformed(_) | ApiError::UnsupportedMediaType => {
-                "request.invalid"
-            }
-            ApiError::TooLarge(_) => "request.too_large",
-            ApiError::Unauthenticated => "auth.unauthenticated",
-            ApiError::Forbidden => "auth.forbidden",
-            ApiError::NotFound(_) => "not_found",
-            ApiError::BouquetUnavailable(_) => "bouquet.unavailable",
-            ApiError::BouquetNotAvailableForChange => "bouquet.not_available_for_change",
-            ApiError::VendorMismatch | ApiError::CartVendorMismatch => "cart.vendor_mismatch",
-            ApiError::CartFull(_) => "cart.full",
-            ApiError::CartEmpty => "cart.empty",
-            ApiError::PaymentInProgress => "order.invalid_state",
-            ApiError::PaymentDeclined => "payment.declined",
-            ApiError::PaymentUnavailable => "payment.unavailable",
-            ApiError::ReservationExpired => "reservation.expired",
-            ApiError::OrderInvalidState(_) => "order.invalid_state",
-            ApiError::PreconditionFailed(_) | ApiError::PreconditionRequired => {
-                "precondition.failed"
-            }
-            ApiError::IdempotencyKeyReused => "idempotency.key_reused",
-            ApiError::IdempotencyInProgress => "idempotency.in_progress",
-            ApiError::DeadlineExceeded => "deadline.exceeded",
-            ApiError::Busy | ApiError::Internal(_) | ApiError::IdempotencyReplay(_) => "internal",
-        }
+        self.spec().1
     }
 
     fn title(&self) -> &'static str {
-        match self {
-            ApiError::Invalid(_) | ApiError::Malformed(_) | ApiError::UnsupportedMediaType => {
-                "Invalid request"
-            }
-            ApiError::TooLarge(_) => "Request too large",
-            ApiError::Unauthenticated => "Unauthenticated",
-            ApiError::Forbidden => "Forbidden",
-            ApiError::NotFound(_) => "Not found",
-            ApiError::BouquetUnavailable(_) => "Bouquet unavailable",
-            ApiError::BouquetNotAvailableForChange => "Bouquet not available for change",
-            ApiError::VendorMismatch | ApiError::CartVendorMismatch => "Vendor mismatch",
-            ApiError::CartFull(_) => "Cart full",
-            ApiError::CartEmpty => "Cart empty",
-            ApiError::PaymentInProgress => "Payment in progress",
-            ApiError::PaymentDeclined => "Payment declined",
-            ApiError::PaymentUnavailable => "Payment gateway unavailable",
-            ApiError::ReservationExpired => "Reservation expired",
-            ApiError::OrderInvalidState(_) => "Invalid order state",
-            ApiError::PreconditionFailed(_) | ApiError::PreconditionRequired => {
-                "Precondition failed"
-            }
-            ApiError::IdempotencyKeyReused => "Idempotency key reused",
-            ApiError::IdempotencyInProgress => "Idempotency key in progress",
-            ApiError::DeadlineExceeded => "Deadline exceeded",
-            ApiError::Busy => "Busy",
-            ApiError::Internal(_) | ApiError::IdempotencyReplay(_) => "Internal error",
-        }
+        self.spec().2
+    }
+
+    /// Whether the client should retry after a moment (`Retry-After`).
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            ApiError::Busy
+                | ApiError::IdempotencyInProgress
+                | ApiError::PaymentInProgress
+                | ApiError::PaymentUnavailable
+        )
     }
 
     /// The problem document. Internal details are logged, never sent.
@@ -268,6 +284,38 @@ impl ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Exhaustive: a new variant does not compile here until it has a case below.
+    fn variant(error: &ApiError) -> usize {
+        match error {
+            ApiError::Invalid(_) => 0,
+            ApiError::Malformed(_) => 1,
+            ApiError::UnsupportedMediaType => 2,
+            ApiError::TooLarge(_) => 3,
+            ApiError::Unauthenticated => 4,
+            ApiError::Forbidden => 5,
+            ApiError::NotFound(_) => 6,
+            ApiError::BouquetUnavailable(_) => 7,
+            ApiError::BouquetNotAvailableForChange => 8,
+            ApiError::VendorMismatch => 9,
+            ApiError::ReservationExpired => 10,
+            ApiError::OrderInvalidState(_) => 11,
+            ApiError::PaymentInProgress => 12,
+            ApiError::PaymentDeclined => 13,
+            ApiError::PaymentUnavailable => 14,
+            ApiError::CartVendorMismatch => 15,
+            ApiError::CartFull(_) => 16,
+            ApiError::CartEmpty => 17,
+            ApiError::PreconditionFailed(_) => 18,
+            ApiError::PreconditionRequired => 19,
+            ApiError::IdempotencyKeyReused => 20,
+            ApiError::IdempotencyInProgress => 21,
+            ApiError::DeadlineExceeded => 22,
+            ApiError::Busy => 23,
+            ApiError::Internal(_) => 24,
+        }
+    }
+    const VARIANTS: usize = 25;
 
     #[test]
     fn every_error_has_a_stable_code_and_status() {
@@ -322,7 +370,18 @@ mod tests {
             ),
             (ApiError::DeadlineExceeded, 503, "deadline.exceeded"),
             (ApiError::Internal("secret detail".into()), 500, "internal"),
+            (ApiError::UnsupportedMediaType, 415, "request.invalid"),
+            (ApiError::PaymentInProgress, 409, "order.invalid_state"),
+            (ApiError::PaymentDeclined, 402, "payment.declined"),
+            (ApiError::PaymentUnavailable, 503, "payment.unavailable"),
+            (ApiError::CartVendorMismatch, 409, "cart.vendor_mismatch"),
+            (ApiError::CartFull(20), 409, "cart.full"),
+            (ApiError::CartEmpty, 409, "cart.empty"),
+            (ApiError::Busy, 503, "service.busy"),
         ];
+        let covered: std::collections::BTreeSet<usize> =
+            cases.iter().map(|(error, _, _)| variant(error)).collect();
+        assert_eq!(covered.len(), VARIANTS, "every variant has a case");
         for (error, status, code) in cases {
             let problem = error.problem();
             assert_eq!(

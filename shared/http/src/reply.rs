@@ -3,14 +3,19 @@ use lambda_http::{Body, Response};
 use serde::Serialize;
 use serde_json::Value;
 
+use bouquet_store::{IdempotencyRecord, StoreError};
+
 use crate::problem::ApiError;
 
-/// A successful answer: status, optional JSON body, extra headers.
+/// A successful answer: status, optional JSON body, extra headers; or the answer stored
+/// under the request's idempotency key, which the pipeline replays (when the request is the
+/// same) instead.
 #[derive(Clone, Debug)]
 pub struct Reply {
     pub status: StatusCode,
     pub body: Option<Value>,
     pub headers: Vec<(&'static str, String)>,
+    pub replay: Option<Box<IdempotencyRecord>>,
 }
 
 impl Reply {
@@ -20,6 +25,7 @@ impl Reply {
             status,
             body: Some(body),
             headers: Vec::new(),
+            replay: None,
         })
     }
 
@@ -32,11 +38,32 @@ impl Reply {
         Ok(Self::json(StatusCode::CREATED, body)?.header("location", location))
     }
 
-    pub fn no_content() -> Self {
+    /// A status with no body (e.g. 304).
+    pub fn empty(status: StatusCode) -> Self {
         Self {
-            status: StatusCode::NO_CONTENT,
+            status,
             body: None,
             headers: Vec::new(),
+            replay: None,
+        }
+    }
+
+    /// What was answered the first time this idempotency key was used.
+    pub fn replay(record: IdempotencyRecord) -> Self {
+        Self {
+            status: StatusCode::OK,
+            body: None,
+            headers: Vec::new(),
+            replay: Some(Box::new(record)),
+        }
+    }
+
+    /// A store write whose idempotency key turned out to be used: the stored answer.
+    pub fn or_replay<T>(result: Result<T, StoreError>) -> Result<Result<T, Reply>, ApiError> {
+        match result {
+            Ok(value) => Ok(Ok(value)),
+            Err(StoreError::IdempotencyReplay(record)) => Ok(Err(Reply::replay(*record))),
+            Err(error) => Err(error.into()),
         }
     }
 

@@ -50,10 +50,6 @@ impl Store {
         }
     }
 
-    pub fn table_name(&self) -> &str {
-        &self.table
-    }
-
     /// One item by key; `consistent` when a conditional write will follow the read.
     pub(crate) async fn get_item(
         &self,
