@@ -1,11 +1,42 @@
 #!/usr/bin/env bash
 # Runs the whole system locally: the AWS emulator (started here unless one already answers
-# on :4566), the table from template.yaml, demo data, and the HTTP API on :3000.
+# on :4566), the table from template.yaml, demo data, and the HTTP API on :3000. Every
+# function runs its built binary under a local Lambda Runtime API; a change to a source file
+# is rebuilt in the background and the dev stack restarts the functions whose binary changed.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_DIR"
 
-trap stop_emulator EXIT
+WATCHER=""
+stop_all() {
+  if [ -n "$WATCHER" ]; then
+    pkill -P "$WATCHER" 2>/dev/null || true
+    kill "$WATCHER" 2>/dev/null || true
+  fi
+  stop_emulator
+}
+trap stop_all EXIT
 start_emulator
-cargo build --locked -p devstack
+
+build_bins() {
+  cargo build --locked --workspace --bins --exclude vase-simulator
+}
+
+# Rebuilds the binaries when a Rust source or manifest under functions/ or shared/ changes.
+watch_and_rebuild() {
+  local stamp="$RUN_DIR/build.stamp"
+  touch "$stamp"
+  while sleep 2; do
+    if [ -n "$(find functions shared -newer "$stamp" \( -name '*.rs' -o -name Cargo.toml \) -print -quit)" ]; then
+      touch "$stamp"
+      log "sources changed: rebuilding the function binaries"
+      build_bins >&2 || log "build failed: the functions keep running their last good binaries"
+    fi
+  done
+}
+
+log "building the dev stack and every function binary"
+build_bins
+watch_and_rebuild &
+WATCHER=$!
 "${CARGO_TARGET_DIR:-$REPO_DIR/target}/debug/devstack" up "$@"

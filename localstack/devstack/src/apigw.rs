@@ -317,8 +317,8 @@ mod tests {
             event["requestContext"]["time"],
             "01/Jan/1970:00:00:00 +0000"
         );
-        let request = bouquet_http::lambda_http::request::from_str(&event.to_string())
-            .expect("lambda_http accepts it");
+        let request =
+            lambda_http::request::from_str(&event.to_string()).expect("lambda_http accepts it");
         assert_eq!(request.uri().path(), "/v1/orders");
     }
 }

@@ -7,11 +7,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use bouquet_app::App;
+use crate::lambda::Functions;
 use bouquet_template::Template;
 
 use crate::runtime_api::FunctionProcess;
 use crate::server::LocalApi;
+
+use crate::error::DevError;
 
 pub struct BenchOptions<'a> {
     pub binaries: &'a Path,
@@ -63,15 +65,16 @@ fn event(
     event
 }
 
+/// Seeds through the HTTP API (the functions in `functions`), then measures.
 pub async fn run(
-    app: App,
+    functions: &Functions,
     template: &Template,
     options: BenchOptions<'_>,
-) -> Result<String, String> {
+) -> Result<String, DevError> {
     let secret = "bench-secret";
-    let api = LocalApi::from_template(template, app, secret.into())?;
+    let api = LocalApi::from_template(template, functions, secret.into())?;
     let admin =
-        crate::jwt::mint(secret, "admin", "bench-admin", None, 3600).map_err(|e| e.to_string())?;
+        crate::jwt::mint(secret, "admin", "bench-admin", None, 3600).map_err(DevError::from)?;
     let vendor = crate::seed::post(
         &api,
         &admin,
@@ -85,7 +88,7 @@ pub async fn run(
         .ok_or("seeding failed")?
         .to_owned();
     let seller = crate::jwt::mint(secret, "vendor", "bench-seller", Some(&vendor_id), 3600)
-        .map_err(|e| e.to_string())?;
+        .map_err(DevError::from)?;
     let needed = options.cold_runs + options.warm_invocations + 1;
     let mut bouquets = Vec::with_capacity(needed);
     for i in 0..needed {
@@ -101,9 +104,7 @@ pub async fn run(
     let mut report = String::from("| function | binary | init (cold) p50 / max ms | first request ms | warm p50 / p90 / p99 ms | peak RSS MiB |\n|---|---|---|---|---|---|\n");
     for function in ["get-bouquet", "list-bouquets", "create-order"] {
         let binary = options.binaries.join(function);
-        let size = std::fs::metadata(&binary)
-            .map_err(|e| format!("{}: {e}", binary.display()))?
-            .len();
+        let size = std::fs::metadata(&binary).map_err(DevError::Io)?.len();
         let mut make_event = |i: usize| match function {
             "get-bouquet" => event(
                 "GET",
@@ -135,7 +136,7 @@ pub async fn run(
         for run in 0..options.cold_runs {
             let process = FunctionProcess::spawn(&binary, function, &options.env)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(DevError::from)?;
             inits.push(
                 process
                     .init_duration(Duration::from_secs(20))
@@ -147,16 +148,18 @@ pub async fn run(
                 .api
                 .invoke(make_event(run), Duration::from_secs(10))
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(DevError::from)?;
             firsts.push(started.elapsed());
             if answer["statusCode"].as_u64().is_none_or(|s| s >= 500) {
-                return Err(format!("{function} answered {answer}"));
+                return Err(DevError::Unexpected(format!(
+                    "{function} answered {answer}"
+                )));
             }
             process.stop().await;
         }
         let process = FunctionProcess::spawn(&binary, function, &options.env)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(DevError::from)?;
         process
             .init_duration(Duration::from_secs(20))
             .await
@@ -165,7 +168,7 @@ pub async fn run(
             .api
             .invoke(make_event(usize::MAX), Duration::from_secs(10))
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(DevError::from)?;
         let mut warm = Vec::new();
         for i in 0..options.warm_invocations {
             let event = make_event(options.cold_runs + i);
@@ -174,7 +177,7 @@ pub async fn run(
                 .api
                 .invoke(event, Duration::from_secs(10))
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(DevError::from)?;
             warm.push(started.elapsed());
         }
         let rss = process.peak_rss_kib().unwrap_or(0);

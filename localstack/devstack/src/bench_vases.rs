@@ -17,6 +17,9 @@ use bouquet_template::Template;
 
 use crate::provision::Names;
 
+use crate::error::{aws, DevError};
+use crate::lambda::{default_binaries_dir, Functions};
+
 pub struct VaseBench {
     pub vases: usize,
     pub messages: usize,
@@ -28,9 +31,10 @@ async fn vases(
     app: &App,
     sdk: &aws_config::SdkConfig,
     count: usize,
-) -> Result<Vec<VaseId>, String> {
+) -> Result<Vec<VaseId>, DevError> {
     let iot = aws_sdk_iot::Client::new(sdk);
-    let vendor = Vendor::onboard("Bench", SystemClock.now()).map_err(|e| format!("{e:?}"))?;
+    let vendor = Vendor::onboard("Bench", SystemClock.now())
+        .map_err(|errors| DevError::Unexpected(format!("{errors:?}")))?;
     let onboarded = DomainEvent::new(
         vendor.vendor_id,
         vendor.version,
@@ -44,7 +48,7 @@ async fn vases(
     app.store
         .create_vendor(&vendor, &onboarded, None, vendor.created_at)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(DevError::from)?;
     let vendor = vendor.vendor_id;
     let mut ids = Vec::new();
     for _ in 0..count {
@@ -53,7 +57,7 @@ async fn vases(
             .thing_name(vase.vase_id.to_string())
             .send()
             .await
-            .map_err(|e| bouquet_app::store::describe(&e))?;
+            .map_err(aws)?;
         let event = DomainEvent::new(
             vase.vase_id,
             vase.version,
@@ -67,7 +71,7 @@ async fn vases(
         app.store
             .create_vase(&vase, &event, None, vase.registered_at)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| DevError::Unexpected(format!("MQTT publish: {e}")))?;
         ids.push(vase.vase_id);
     }
     Ok(ids)
@@ -80,17 +84,19 @@ pub async fn run(
     stack: &str,
     sdk: &aws_config::SdkConfig,
     options: VaseBench,
-) -> Result<String, String> {
+) -> Result<String, DevError> {
     let mut names = names;
     let iot = crate::iot_core::start(
         template,
         stack,
         sdk,
         &mut names,
-        "127.0.0.1:0".parse().map_err(|e| format!("{e}"))?,
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
     )
     .await?;
-    crate::queues::start_all(template, &names, &app, sdk)?;
+    // Ingest runs its built binary, as in `devstack up`.
+    let functions = Functions::from_template(template, &names, &default_binaries_dir())?;
+    crate::queues::start_all(template, &names, &functions, sdk)?;
     let ids = vases(&app, sdk, options.vases).await?;
 
     // One connected client per vase, each driving its own event loop.
@@ -132,7 +138,7 @@ pub async fn run(
         clients[i % clients.len()]
             .publish(topic, QoS::AtLeastOnce, false, body.to_string())
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| DevError::Unexpected(format!("MQTT publish: {e}")))?;
     }
     for _ in 0..options.messages {
         tokio::time::timeout(Duration::from_secs(60), acked.recv())
@@ -157,7 +163,7 @@ pub async fn run(
             .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
             .send()
             .await
-            .map_err(|e| bouquet_app::store::describe(&e))?
+            .map_err(aws)?
             .attributes
             .unwrap_or_default();
         let waiting: usize = attributes
@@ -168,7 +174,9 @@ pub async fn run(
             break;
         }
         if Instant::now() > deadline {
-            return Err(format!("{waiting} messages still queued after 10 minutes"));
+            return Err(DevError::Unexpected(format!(
+                "{waiting} messages still queued after 10 minutes"
+            )));
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
@@ -179,11 +187,13 @@ pub async fn run(
             .store
             .readings(*id, base.minus(Duration::from_secs(1)), None, 100)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| DevError::Unexpected(format!("MQTT publish: {e}")))?;
         readings += page.items.len();
     }
     if readings != telemetry {
-        return Err(format!("{readings} of {telemetry} readings stored"));
+        return Err(DevError::Unexpected(format!(
+            "{readings} of {telemetry} readings stored"
+        )));
     }
     let rate = |d: Duration| options.messages as f64 / d.as_secs_f64();
     Ok(format!(

@@ -20,10 +20,12 @@ use crate::iot_rules::RuleSql;
 use crate::mqtt::{Authorizer, Permissions, Published};
 use crate::provision::{resolve, Names, ProvisionError};
 
+use crate::error::DevError;
+
 const THING_NAME_VARIABLE: &str = "${iot:Connection.Thing.ThingName}";
 
-fn aws(error: impl std::error::Error) -> ProvisionError {
-    ProvisionError::Aws(bouquet_app::store::describe(&error))
+fn aws(error: impl std::error::Error + Send + Sync + 'static) -> ProvisionError {
+    ProvisionError::Aws(Box::new(error))
 }
 
 /// IoT rule names allow letters, digits and underscores only.
@@ -375,21 +377,21 @@ pub async fn start(
     sdk: &aws_config::SdkConfig,
     names: &mut Names,
     address: std::net::SocketAddr,
-) -> Result<LocalIotCore, String> {
+) -> Result<LocalIotCore, DevError> {
     let (policies, rules) = provision(template, stack, sdk, names)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(DevError::from)?;
     let policy = match policies.len() {
         1 => policies.into_values().next().unwrap_or_default(),
         n => {
-            return Err(format!(
+            return Err(DevError::Unsupported(format!(
                 "expected one AWS::IoT::Policy in the template, found {n}"
-            ))
+            )))
         }
     };
     let broker = crate::mqtt::Broker::bind(address)
         .await
-        .map_err(|e| format!("MQTT broker on {address}: {e}"))?;
+        .map_err(DevError::Io)?;
     let address = broker.local_addr();
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
     let authorizer = Arc::new(ThingAuthorizer {

@@ -13,10 +13,11 @@
 pub mod apigw;
 pub mod bench;
 pub mod bench_vases;
-pub mod functions;
+pub mod error;
 pub mod iot_core;
 pub mod iot_rules;
 pub mod jwt;
+pub mod lambda;
 pub mod mqtt;
 pub mod provision;
 pub mod queues;

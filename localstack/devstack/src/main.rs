@@ -9,6 +9,8 @@ use bouquet_app::domain::SystemClock;
 use bouquet_app::store::Store;
 use bouquet_app::{App, Config};
 use bouquet_template::Template;
+use devstack::error::DevError;
+use devstack::lambda::{default_binaries_dir, Functions};
 use devstack::{jwt, provision, seed, server::LocalApi};
 
 #[derive(Parser)]
@@ -74,7 +76,7 @@ enum Command {
 async fn provision_all(
     template: &Template,
     stack: &str,
-) -> Result<(App, provision::Names, aws_config::SdkConfig), bouquet_http::lambda_http::Error> {
+) -> Result<(App, provision::Names, aws_config::SdkConfig), DevError> {
     let sdk = bouquet_app::aws_sdk_config().await;
     let names = provision::provision_resources(template, stack, &sdk).await?;
     let table = names
@@ -94,7 +96,7 @@ async fn provision_all(
 }
 
 #[tokio::main]
-async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
+async fn main() -> Result<(), DevError> {
     tracing_init();
     let cli = Cli::parse();
     match cli.command {
@@ -123,7 +125,8 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
             let entropy = devstack::bench::first_random_fill();
             let template = Template::repository()?;
             let stack = format!("bench-{}", ulid::Ulid::new().to_string().to_lowercase());
-            let (app, names, _) = provision_all(&template, &stack).await?;
+            let (_, names, _) = provision_all(&template, &stack).await?;
+            let functions = Functions::from_template(&template, &names, &binaries)?;
             let function = template
                 .functions()?
                 .into_iter()
@@ -148,7 +151,7 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
                 warm_invocations,
                 env,
             };
-            let report = devstack::bench::run(app, &template, options).await?;
+            let report = devstack::bench::run(&functions, &template, options).await?;
             println!(
                 "first aws-lc random fill in a fresh process: {:.2} ms",
                 entropy.as_secs_f64() * 1000.0
@@ -179,7 +182,7 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
             mqtt_port,
         } => {
             let template = Template::repository()?;
-            let (app, mut names, sdk) = provision_all(&template, &cli.stack).await?;
+            let (_, mut names, sdk) = provision_all(&template, &cli.stack).await?;
             let iot = devstack::iot_core::start(
                 &template,
                 &cli.stack,
@@ -188,26 +191,14 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
                 SocketAddr::from(([127, 0, 0, 1], mqtt_port)),
             )
             .await?;
-            devstack::functions::set_registrar(
-                &sdk,
-                names
-                    .get("VasePolicy")
-                    .cloned()
-                    .ok_or("template.yaml has no VasePolicy")?,
-            );
             let secret = jwt::secret_from_env();
-            let api_app = app.clone();
-            // A route added to the template whose function has no handler in the dev stack
-            // runs its built binary (`cargo build -p <binary>`).
-            let fallback = devstack::server::BinaryFallback {
-                dir: std::env::var("CARGO_TARGET_DIR")
-                    .map(std::path::PathBuf::from)
-                    .unwrap_or_else(|_| std::path::PathBuf::from("target"))
-                    .join("debug"),
-                names: names.clone(),
-            };
-            let api =
-                LocalApi::from_template_with(&template, app, secret.clone(), Some(&fallback))?;
+            // Every function runs its built binary (`cargo build --bins`), restarted when it
+            // is rebuilt.
+            let functions = Functions::from_template(&template, &names, &default_binaries_dir())?;
+            for missing in functions.missing() {
+                eprintln!("not built yet: {} (cargo build --bins)", missing.display());
+            }
+            let api = LocalApi::from_template(&template, &functions, secret.clone())?;
             if !no_seed {
                 let seeded = seed::seed(&api, &secret).await?;
                 eprintln!(
@@ -242,18 +233,18 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
                 jwt::mint(&secret, "admin", "admin-demo", None, 86_400)?
             );
             for (function, every) in
-                devstack::schedules::start(&template, api_app.clone(), schedule_speedup)?
+                devstack::schedules::start(&template, &functions, schedule_speedup)?
             {
                 eprintln!("schedule: {function} every {every:?}");
             }
-            for mapping in devstack::streams::start_all(&template, &names, &sdk)? {
+            for mapping in devstack::streams::start_all(&template, &names, &functions, &sdk)? {
                 eprintln!("stream mapping: {mapping}");
             }
-            for mapping in devstack::queues::start_all(&template, &names, &api_app, &sdk)? {
+            for mapping in devstack::queues::start_all(&template, &names, &functions, &sdk)? {
                 eprintln!("SQS mapping: {mapping}");
             }
             for rule in
-                devstack::rules::start_all(&template, &names, &cli.stack, &api_app, &sdk).await?
+                devstack::rules::start_all(&template, &names, &cli.stack, &functions, &sdk).await?
             {
                 eprintln!("EventBridge target: {rule}");
             }
@@ -270,5 +261,11 @@ async fn main() -> Result<(), bouquet_http::lambda_http::Error> {
 }
 
 fn tracing_init() {
-    bouquet_http::lambda_http::tracing::init_default_subscriber();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
 }

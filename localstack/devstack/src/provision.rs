@@ -17,12 +17,12 @@ pub enum ProvisionError {
     Missing(String),
     #[error("template.yaml: {0}")]
     Shape(String),
-    #[error("{0}")]
-    Aws(String),
+    #[error("{}", bouquet_app::store::describe(.0.as_ref()))]
+    Aws(Box<dyn std::error::Error + Send + Sync>),
 }
 
-fn aws(error: impl std::error::Error) -> ProvisionError {
-    ProvisionError::Aws(bouquet_app::store::describe(&error))
+fn aws(error: impl std::error::Error + Send + Sync + 'static) -> ProvisionError {
+    ProvisionError::Aws(Box::new(error))
 }
 
 fn text<'a>(value: &'a Value, field: &str) -> Result<&'a str, ProvisionError> {

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, Message, MessageSystemAttributeName};
 use serde_json::{json, Value};
 
-use crate::streams::StreamInvoke;
+use crate::lambda::{Invoke, Resolver};
+
+use crate::error::{aws, DevError};
 
 /// How long an empty poll waits before the next one.
 const IDLE_PAUSE: Duration = Duration::from_millis(200);
@@ -24,7 +26,7 @@ pub struct QueueMapping {
     pub batch_size: usize,
     pub window: Duration,
     pub report_failures: bool,
-    pub invoke: StreamInvoke,
+    pub invoke: Invoke,
     pub sqs: aws_sdk_sqs::Client,
 }
 
@@ -42,7 +44,7 @@ impl QueueMapping {
         queue_url: String,
         queue_arn: String,
         event: &Value,
-        invoke: StreamInvoke,
+        invoke: Invoke,
         sqs: aws_sdk_sqs::Client,
     ) -> Self {
         let p = &event["Properties"];
@@ -62,7 +64,7 @@ impl QueueMapping {
 
     /// Receives one batch (up to `BatchSize`, gathering for up to the batching window) and
     /// delivers it; pauses briefly when the queue is empty.
-    pub async fn poll(&self) -> Result<QueuePoll, String> {
+    pub async fn poll(&self) -> Result<QueuePoll, DevError> {
         let mut messages: Vec<Message> = Vec::new();
         let started = Instant::now();
         while messages.len() < self.batch_size {
@@ -78,7 +80,7 @@ impl QueueMapping {
                 .message_system_attribute_names(MessageSystemAttributeName::All)
                 .send()
                 .await
-                .map_err(|e| bouquet_app::store::describe(&e))?;
+                .map_err(aws)?;
             let got = output.messages.unwrap_or_default();
             let empty = got.is_empty();
             messages.extend(got);
@@ -183,26 +185,26 @@ impl QueueMapping {
 pub fn start_all(
     template: &bouquet_template::Template,
     names: &crate::provision::Names,
-    app: &bouquet_app::App,
+    functions: &dyn Resolver,
     sdk: &aws_config::SdkConfig,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, DevError> {
     let mut started = Vec::new();
-    for (function, event) in template.events_of_type("SQS").map_err(|e| e.to_string())? {
-        let env: std::collections::HashMap<String, String> = template
-            .environment(&function, &|v| {
-                crate::provision::resolve(template, v, names)
-            })
-            .into_iter()
-            .collect();
-        let invoke = crate::functions::queue_function(&function.binary, &env, app, sdk)
-            .ok_or_else(|| format!("{} has no SQS handler in the dev stack", function.binary))?;
+    for (function, event) in template.events_of_type("SQS").map_err(DevError::from)? {
+        let invoke = functions.invoker(&function.binary).ok_or_else(|| {
+            DevError::Unsupported(format!("no function builds {}", function.binary))
+        })?;
         let arn = crate::provision::resolve(template, &event["Properties"]["Queue"], names);
         let url = names
             .iter()
             .find(|(k, v)| k.ends_with(".Arn") && **v == arn)
             .and_then(|(k, _)| names.get(k.trim_end_matches(".Arn")))
             .cloned()
-            .ok_or_else(|| format!("{}: queue {arn} was not provisioned", function.binary))?;
+            .ok_or_else(|| {
+                DevError::Unsupported(format!(
+                    "{}: queue {arn} was not provisioned",
+                    function.binary
+                ))
+            })?;
         let mapping = QueueMapping::new(
             function.binary.clone(),
             url.clone(),

@@ -11,10 +11,10 @@ use std::time::Duration;
 use aws_sdk_sqs::types::QueueAttributeName;
 use serde_json::Value;
 
-use bouquet_app::App;
 use bouquet_template::Template;
 
-use crate::functions::{event_handler, EventHandler};
+use crate::error::{aws, DevError};
+use crate::lambda::{Invoke, Resolver};
 use crate::provision::{local_name, resolve, Names};
 
 /// How soon a failed delivery is retried locally (EventBridge backs off; locally a few
@@ -25,8 +25,7 @@ pub struct RuleTarget {
     pub function: String,
     pub queue_url: String,
     pub dead_letter_queue_url: String,
-    handler: EventHandler,
-    app: App,
+    invoke: Invoke,
     sqs: aws_sdk_sqs::Client,
 }
 
@@ -35,10 +34,6 @@ pub struct RuleTarget {
 pub struct RulePoll {
     pub delivered: usize,
     pub failed: usize,
-}
-
-fn aws(error: impl std::error::Error) -> String {
-    bouquet_app::store::describe(&error)
 }
 
 impl RuleTarget {
@@ -51,12 +46,10 @@ impl RuleTarget {
         logical_id: &str,
         binary: &str,
         event: &Value,
-        app: App,
+        invoke: Invoke,
         sdk: &aws_config::SdkConfig,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, DevError> {
         let p = &event["Properties"];
-        let handler = event_handler(binary)
-            .ok_or_else(|| format!("{binary} has no EventBridge handler in the dev stack"))?;
         let bus = resolve(template, &p["EventBusName"], names);
         let sqs = aws_sdk_sqs::Client::new(sdk);
         let events = aws_sdk_eventbridge::Client::new(sdk);
@@ -112,14 +105,13 @@ impl RuleTarget {
             function: binary.to_owned(),
             queue_url,
             dead_letter_queue_url,
-            handler,
-            app,
+            invoke,
             sqs,
         })
     }
 
     /// Delivers what the rule has queued (waiting up to `wait_seconds` for the first event).
-    pub async fn poll(&self, wait_seconds: i32) -> Result<RulePoll, String> {
+    pub async fn poll(&self, wait_seconds: i32) -> Result<RulePoll, DevError> {
         let messages = self
             .sqs
             .receive_message()
@@ -141,7 +133,7 @@ impl RuleTarget {
                     continue;
                 }
             };
-            match (self.handler)(self.app.clone(), event).await {
+            match (self.invoke)(event).await {
                 Ok(_) => {
                     report.delivered += 1;
                     if let Some(handle) = message.receipt_handle() {
@@ -169,13 +161,13 @@ pub async fn start_all(
     template: &Template,
     names: &Names,
     stack: &str,
-    app: &App,
+    functions: &dyn Resolver,
     sdk: &aws_config::SdkConfig,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, DevError> {
     let mut started = Vec::new();
     for (function, event) in template
         .events_of_type("EventBridgeRule")
-        .map_err(|e| e.to_string())?
+        .map_err(DevError::from)?
     {
         let target = RuleTarget::create(
             template,
@@ -184,7 +176,9 @@ pub async fn start_all(
             &function.logical_id,
             &function.binary,
             &event,
-            app.clone(),
+            functions.invoker(&function.binary).ok_or_else(|| {
+                DevError::Unsupported(format!("no function builds {}", function.binary))
+            })?,
             sdk,
         )
         .await?;

@@ -29,6 +29,15 @@ pub enum InvokeError {
     Timeout(Duration),
     #[error("the function process is gone")]
     Gone,
+    #[error("cannot start {}: {source} (build it with `cargo build --bins`)", binary.display())]
+    Spawn {
+        binary: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// An in-process handler (tests) failed, or its event or answer was not the JSON expected.
+    #[error("the handler failed: {0}")]
+    Handler(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 #[derive(Default)]

@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use bouquet_app::App;
 use bouquet_template::Template;
 
-use crate::functions::scheduled_handler;
+use crate::lambda::Resolver;
+
+use crate::error::DevError;
 
 /// `rate(1 minute)`, `rate(5 minutes)`, `rate(2 hours)`, `rate(30 seconds)`.
 pub fn parse_rate(expression: &str) -> Option<Duration> {
@@ -29,17 +30,19 @@ pub fn parse_rate(expression: &str) -> Option<Duration> {
 /// Starts one task per schedule; returns what it scheduled.
 pub fn start(
     template: &Template,
-    app: App,
+    functions: &dyn Resolver,
     speedup: u32,
-) -> Result<Vec<(String, Duration)>, String> {
+) -> Result<Vec<(String, Duration)>, DevError> {
     let mut started = Vec::new();
-    for (binary, expression) in template.schedules().map_err(|e| e.to_string())? {
+    for (binary, expression) in template.schedules().map_err(DevError::from)? {
         let every = parse_rate(&expression).ok_or_else(|| {
-            format!("{binary}: unsupported schedule {expression:?} (rate(...) only)")
+            DevError::Unsupported(format!(
+                "{binary}: schedule {expression:?} (rate(...) only)"
+            ))
         })? / speedup.max(1);
-        let handler = scheduled_handler(&binary)
-            .ok_or_else(|| format!("{binary} has no handler in the dev stack"))?;
-        let app = app.clone();
+        let invoke = functions
+            .invoker(&binary)
+            .ok_or_else(|| DevError::Unsupported(format!("no function builds {binary}")))?;
         let name = binary.clone();
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(every);
@@ -51,7 +54,7 @@ pub fn start(
                     "account": "123456789012", "time": time::OffsetDateTime::now_utc().unix_timestamp(), "region": "local",
                     "resources": [format!("arn:aws:events:local:123456789012:rule/{name}")], "detail": {},
                 });
-                match handler(app.clone(), event).await {
+                match invoke(event).await {
                     Ok(report) => tracing::info!(function = %name, %report, "scheduled run"),
                     Err(error) => tracing::error!(function = %name, %error, "scheduled run failed"),
                 }

@@ -8,6 +8,8 @@ use crate::apigw::Incoming;
 use crate::jwt;
 use crate::server::LocalApi;
 
+use crate::error::DevError;
+
 pub struct Seeded {
     pub vendor_id: String,
     pub bouquet_ids: Vec<String>,
@@ -37,7 +39,7 @@ pub async fn post(
     path: &str,
     key: &str,
     body: Value,
-) -> Result<Value, String> {
+) -> Result<Value, DevError> {
     let incoming = Incoming {
         method: "POST".into(),
         path: path.into(),
@@ -53,13 +55,15 @@ pub async fn post(
     let (status, _, body) = api.handle(incoming).await;
     let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     if status != StatusCode::CREATED {
-        return Err(format!("POST {path} answered {status}: {json}"));
+        return Err(DevError::Unexpected(format!(
+            "POST {path} answered {status}: {json}"
+        )));
     }
     Ok(json)
 }
 
-pub async fn seed(api: &LocalApi, secret: &str) -> Result<Seeded, String> {
-    let admin = jwt::mint(secret, "admin", "admin-demo", None, 600).map_err(|e| e.to_string())?;
+pub async fn seed(api: &LocalApi, secret: &str) -> Result<Seeded, DevError> {
+    let admin = jwt::mint(secret, "admin", "admin-demo", None, 600).map_err(DevError::from)?;
     let vendor = post(
         api,
         &admin,
@@ -73,7 +77,7 @@ pub async fn seed(api: &LocalApi, secret: &str) -> Result<Seeded, String> {
         .ok_or("no vendorId in the answer")?
         .to_owned();
     let vendor_token = jwt::mint(secret, "vendor", "vendor-demo", Some(&vendor_id), 600)
-        .map_err(|e| e.to_string())?;
+        .map_err(DevError::from)?;
     let vase = post(
         api,
         &vendor_token,

@@ -1,4 +1,5 @@
-//! The local HTTP API: API Gateway's routing and JWT authorizer in front of the handlers.
+//! The local HTTP API: API Gateway's routing and JWT authorizer in front of the functions,
+//! which get API Gateway v2 payloads and answer as `lambda_http` does.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -12,19 +13,17 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
-use bouquet_app::App;
-use bouquet_http::lambda_http::{self, Body};
 use bouquet_template::Template;
 
 use crate::apigw::{self, Incoming, RoutePattern};
-use crate::functions::{http_handler, HttpHandler};
+use crate::error::DevError;
+use crate::lambda::{Invoke, Resolver};
 
 /// API Gateway's payload limit.
 const MAX_PAYLOAD: usize = 10 * 1024 * 1024;
 
 pub struct LocalApi {
     routes: Vec<(RoutePattern, Target)>,
-    app: App,
     jwt_secret: String,
     invocations: std::sync::atomic::AtomicUsize,
 }
@@ -35,92 +34,18 @@ struct Target {
     authorized: bool,
 }
 
-/// How a route's function runs.
-enum Invoke {
-    /// Its handler, in this process (the same one its `main.rs` gives `lambda_http::run`).
-    InProcess(HttpHandler),
-    /// A function the dev stack has no handler for (a route added to the template only): its
-    /// built binary under a local Runtime API, started at the first request.
-    Binary(Arc<BinaryFunction>),
-}
-
-/// Where built function binaries are, and the names the template's variables resolve to, so
-/// routes without an in-process handler run their binary instead of failing the start.
-pub struct BinaryFallback {
-    pub dir: std::path::PathBuf,
-    pub names: crate::provision::Names,
-}
-
-struct BinaryFunction {
-    path: std::path::PathBuf,
-    name: String,
-    env: Vec<(String, String)>,
-    process: tokio::sync::OnceCell<crate::runtime_api::FunctionProcess>,
-}
-
-impl BinaryFunction {
-    async fn invoke(&self, event: serde_json::Value) -> Result<serde_json::Value, String> {
-        let process = self
-            .process
-            .get_or_try_init(|| async {
-                crate::runtime_api::FunctionProcess::spawn(&self.path, &self.name, &self.env)
-                    .await
-                    .map_err(|e| format!("{}: {e}", self.path.display()))
-            })
-            .await?;
-        process
-            .api
-            .invoke(event, std::time::Duration::from_secs(30))
-            .await
-            .map_err(|e| format!("{e:?}"))
-    }
-}
-
 impl LocalApi {
-    /// Routes every `HttpApi` event of the template to its function's handler.
+    /// The template's `HttpApi` routes, each calling its function as `functions` says.
     pub fn from_template(
         template: &Template,
-        app: App,
+        functions: &dyn Resolver,
         jwt_secret: String,
-    ) -> Result<Self, String> {
-        Self::from_template_with(template, app, jwt_secret, None)
-    }
-
-    /// As [`from_template`](Self::from_template); with `fallback`, a route whose function has
-    /// no handler in the dev stack runs the function's built binary (`fallback.dir/{binary}`).
-    pub fn from_template_with(
-        template: &Template,
-        app: App,
-        jwt_secret: String,
-        fallback: Option<&BinaryFallback>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, DevError> {
         let mut routes = Vec::new();
-        let functions = template.functions().map_err(|e| e.to_string())?;
-        for route in template.http_routes().map_err(|e| e.to_string())? {
-            let invoke = match (http_handler(&route.binary), fallback) {
-                (Some((_, handler)), _) => Invoke::InProcess(handler),
-                (None, Some(fallback)) => {
-                    let function = functions
-                        .iter()
-                        .find(|f| f.binary == route.binary)
-                        .ok_or_else(|| format!("no function builds {}", route.binary))?;
-                    let env = template.environment(function, &|v| {
-                        crate::provision::resolve(template, v, &fallback.names)
-                    });
-                    Invoke::Binary(Arc::new(BinaryFunction {
-                        path: fallback.dir.join(&route.binary),
-                        name: route.binary.clone(),
-                        env,
-                        process: tokio::sync::OnceCell::new(),
-                    }))
-                }
-                (None, None) => {
-                    return Err(format!(
-                        "template function {} has no handler in the dev stack",
-                        route.binary
-                    ))
-                }
-            };
+        for route in template.http_routes()? {
+            let invoke = functions.invoker(&route.binary).ok_or_else(|| {
+                DevError::Unsupported(format!("no function builds {}", route.binary))
+            })?;
             routes.push((
                 RoutePattern::new(&route.method, &route.path),
                 Target {
@@ -132,7 +57,6 @@ impl LocalApi {
         }
         Ok(Self {
             routes,
-            app,
             jwt_secret,
             invocations: Default::default(),
         })
@@ -167,46 +91,10 @@ impl LocalApi {
             &request_id,
             time::OffsetDateTime::now_utc(),
         );
-        if let Invoke::Binary(function) = &target.invoke {
-            self.invocations
-                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            return match function.invoke(event).await {
-                Ok(payload) => crate::runtime_api::http_response(&payload),
-                Err(error) => {
-                    tracing::error!(function = %target.binary, %error, "function failed");
-                    message(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")
-                }
-            };
-        }
-        let Invoke::InProcess(handler) = &target.invoke else {
-            return message(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error");
-        };
-        let request = match lambda_http::request::from_str(&event.to_string()) {
-            Ok(request) => request,
-            Err(error) => {
-                return message(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    &format!("bad event: {error}"),
-                )
-            }
-        };
         self.invocations
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        match handler(self.app.clone(), request).await {
-            Ok(response) => {
-                let status = response.status();
-                let headers = response
-                    .headers()
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_owned()))
-                    .collect();
-                let body = match response.into_body() {
-                    Body::Text(text) => text.into_bytes(),
-                    Body::Binary(bytes) => bytes,
-                    _ => Vec::new(),
-                };
-                (status, headers, body)
-            }
+        match (target.invoke)(event).await {
+            Ok(payload) => crate::runtime_api::http_response(&payload),
             Err(error) => {
                 tracing::error!(function = %target.binary, %error, "function failed");
                 message(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error")

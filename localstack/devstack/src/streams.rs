@@ -10,13 +10,10 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodbstreams::types::{AttributeValue, ShardIteratorType};
-use futures::future::BoxFuture;
 use serde_json::{json, Map, Value};
 
-/// What the mapping invokes: the function's handler with a stream event, returning its
-/// response (`{"batchItemFailures": [...]}`).
-pub type StreamInvoke =
-    Box<dyn Fn(Value) -> BoxFuture<'static, Result<Value, String>> + Send + Sync>;
+use crate::error::{aws, DevError};
+use crate::lambda::{Invoke, InvokeError, Resolver};
 
 pub struct StreamMapping {
     pub function: String,
@@ -27,7 +24,8 @@ pub struct StreamMapping {
     pub max_retries: i64,
     pub bisect_on_error: bool,
     pub on_failure_queue_url: Option<String>,
-    pub invoke: StreamInvoke,
+    /// The function, given a stream event; it answers `{"batchItemFailures": [...]}`.
+    pub invoke: Invoke,
     streams: aws_sdk_dynamodbstreams::Client,
     sqs: aws_sdk_sqs::Client,
     /// Per shard: the last sequence number done with (delivered, skipped or given up on).
@@ -56,7 +54,7 @@ impl StreamMapping {
         stream_arn: String,
         event: &Value,
         on_failure_queue_url: Option<String>,
-        invoke: StreamInvoke,
+        invoke: Invoke,
         streams: aws_sdk_dynamodbstreams::Client,
         sqs: aws_sdk_sqs::Client,
     ) -> Self {
@@ -90,7 +88,7 @@ impl StreamMapping {
     }
 
     /// Reads every shard once and delivers what is there; returns what happened.
-    pub async fn poll(&mut self) -> Result<PollReport, String> {
+    pub async fn poll(&mut self) -> Result<PollReport, DevError> {
         let mut report = PollReport::default();
         let description = self
             .streams
@@ -98,7 +96,7 @@ impl StreamMapping {
             .stream_arn(&self.stream_arn)
             .send()
             .await
-            .map_err(|e| format!("{e:?}"))?;
+            .map_err(aws)?;
         let shards: Vec<String> = description
             .stream_description()
             .map(|d| {
@@ -124,11 +122,7 @@ impl StreamMapping {
                     }
                     None => request.shard_iterator_type(ShardIteratorType::Latest),
                 };
-                let iterator = request
-                    .send()
-                    .await
-                    .map_err(|e| format!("{e:?}"))?
-                    .shard_iterator;
+                let iterator = request.send().await.map_err(aws)?.shard_iterator;
                 let Some(iterator) = iterator else { break };
                 let output = self
                     .streams
@@ -137,7 +131,7 @@ impl StreamMapping {
                     .limit(self.batch_size)
                     .send()
                     .await
-                    .map_err(|e| format!("{e:?}"))?;
+                    .map_err(aws)?;
                 let records: Vec<Value> = output.records().iter().map(record_json).collect();
                 if records.is_empty() {
                     break;
@@ -269,14 +263,14 @@ impl StreamMapping {
         shard: &str,
         start: &str,
         end: &str,
-        outcome: &Result<Value, String>,
-    ) -> Result<(), String> {
+        outcome: &Result<Value, InvokeError>,
+    ) -> Result<(), DevError> {
         let Some(queue) = &self.on_failure_queue_url else {
             return Ok(());
         };
         let body = json!({
             "requestContext": { "condition": "RetryAttemptsExhausted", "functionArn": format!("arn:aws:lambda:local:123456789012:function:{}", self.function) },
-            "responseContext": { "response": outcome.as_ref().map(Value::to_string).unwrap_or_else(|e| e.clone()) },
+            "responseContext": { "response": outcome.as_ref().map(Value::to_string).unwrap_or_else(|e| e.to_string()) },
             "DDBStreamBatchInfo": { "shardId": shard, "startSequenceNumber": start, "endSequenceNumber": end, "streamArn": self.stream_arn },
         });
         self.sqs
@@ -285,7 +279,7 @@ impl StreamMapping {
             .message_body(body.to_string())
             .send()
             .await
-            .map_err(|e| format!("{e:?}"))?;
+            .map_err(aws)?;
         Ok(())
     }
 }
@@ -294,21 +288,17 @@ impl StreamMapping {
 pub fn start_all(
     template: &bouquet_template::Template,
     names: &crate::provision::Names,
+    functions: &dyn Resolver,
     sdk: &aws_config::SdkConfig,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, DevError> {
     let mut started = Vec::new();
     for (function, event) in template
         .events_of_type("DynamoDB")
-        .map_err(|e| e.to_string())?
+        .map_err(DevError::from)?
     {
-        let env: HashMap<String, String> = template
-            .environment(&function, &|v| {
-                crate::provision::resolve(template, v, names)
-            })
-            .into_iter()
-            .collect();
-        let invoke = crate::functions::stream_function(&function.binary, &env, sdk)
-            .ok_or_else(|| format!("{} has no stream handler in the dev stack", function.binary))?;
+        let invoke = functions.invoker(&function.binary).ok_or_else(|| {
+            DevError::Unsupported(format!("no function builds {}", function.binary))
+        })?;
         let stream = crate::provision::resolve(template, &event["Properties"]["Stream"], names);
         let on_failure = match &event["Properties"]["DestinationConfig"]["OnFailure"]["Destination"]
         {

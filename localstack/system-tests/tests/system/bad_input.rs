@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use bouquet_testkit::{ApiRequest, TestCloud};
+use system_tests::{ApiRequest, TestCloud};
 
 struct Case {
     name: &'static str,

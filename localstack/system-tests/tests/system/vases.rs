@@ -10,11 +10,11 @@ use serde_json::{json, Value};
 
 use bouquet_app::domain::Timestamp;
 use bouquet_iot::{Certificate, DeviceRegistry, IotError};
-use bouquet_testkit::vases::{
+use register_vase::Registrar;
+use system_tests::vases::{
     emulator_registry, heartbeat, reading, rule_output, sqs_records, test_vase_policy,
 };
-use bouquet_testkit::{emulator_sdk_config, ApiRequest, TestCloud, T0};
-use register_vase::Registrar;
+use system_tests::{emulator_sdk_config, ApiRequest, TestCloud, T0};
 
 const MINUTE: Duration = Duration::from_secs(60);
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use bouquet_testkit::{ApiRequest, TestCloud};
+use system_tests::{ApiRequest, TestCloud};
 
 async fn all_pages(cloud: &TestCloud, limit: usize, vendor: Option<&str>) -> (Vec<String>, usize) {
     let mut ids = Vec::new();

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use bouquet_app::domain::events::EventData;
 use bouquet_app::domain::Clock;
-use bouquet_testkit::vases::{heartbeat, reading};
-use bouquet_testkit::{repository_root, ApiRequest, TestCloud};
+use system_tests::vases::{heartbeat, reading};
+use system_tests::{repository_root, ApiRequest, TestCloud};
 
 fn schemas() -> HashMap<String, Value> {
     std::fs::read_dir(repository_root().join("infra/events"))

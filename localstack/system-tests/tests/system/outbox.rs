@@ -8,9 +8,11 @@ use std::time::Duration;
 use serde_json::Value;
 
 use bouquet_template::Template;
-use bouquet_testkit::{emulator_sdk_config, TestCloud};
+use devstack::lambda::{Invoke, Resolver};
 use devstack::provision::{self, Names};
 use devstack::streams::StreamMapping;
+use system_tests::in_process::typed_invoke;
+use system_tests::{emulator_sdk_config, TestCloud};
 
 struct Outbox {
     mapping: StreamMapping,
@@ -21,7 +23,7 @@ struct Outbox {
 
 /// Provisions this test's bus and failure queue from the template, a subscriber queue with a
 /// rule for every `bouquet.marketplace` event, and the publisher's stream mapping.
-async fn outbox(cloud: &TestCloud, invoke: Option<devstack::streams::StreamInvoke>) -> Outbox {
+async fn outbox(cloud: &TestCloud, invoke: Option<Invoke>) -> Outbox {
     let template = Template::repository().unwrap();
     let sdk = emulator_sdk_config().await;
     let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
@@ -98,7 +100,16 @@ async fn outbox(cloud: &TestCloud, invoke: Option<devstack::streams::StreamInvok
         "the template's !Ref resolves to the local bus"
     );
     let invoke = invoke.unwrap_or_else(|| {
-        devstack::functions::stream_function("publish-events", &env, &sdk).unwrap()
+        // The publisher in process, on the bus the template's variable resolves to.
+        let publisher = std::sync::Arc::new(publish_events::Publisher {
+            sink: Box::new(bouquet_bus::EventBridgeSink {
+                client: aws_sdk_eventbridge::Client::new(&sdk),
+                bus_name: env["EVENT_BUS_NAME"].clone(),
+            }),
+        });
+        typed_invoke(publisher, |publisher, event| async move {
+            publisher.handle(event).await
+        })
     });
     let stream = provision::resolve(&template, &event["Properties"]["Stream"], &names);
     assert!(
@@ -233,7 +244,7 @@ async fn every_event_reaches_the_bus_once_and_in_order_per_aggregate() {
             .run_event_function("project-vendor-analytics", event.clone())
             .await;
     }
-    let request = bouquet_testkit::ApiRequest::fixture("get-vendor-analytics")
+    let request = system_tests::ApiRequest::fixture("get-vendor-analytics")
         .vendor(&vendor)
         .path("vendorId", &vendor)
         .query("from", "2026-12-02")
@@ -253,9 +264,9 @@ async fn a_record_that_keeps_failing_ends_on_the_failure_queue_and_the_rest_flow
     // before it (reports it failed every time).
     let poison: std::sync::Arc<std::sync::Mutex<Option<String>>> = Default::default();
     let seen = poison.clone();
-    let invoke: devstack::streams::StreamInvoke = Box::new(move |event: Value| {
+    let invoke = system_tests::in_process::invoke(move |event: Value| {
         let seen = seen.clone();
-        Box::pin(async move {
+        async move {
             let first = event["Records"][0]["dynamodb"]["SequenceNumber"]
                 .as_str()
                 .unwrap()
@@ -269,7 +280,7 @@ async fn a_record_that_keeps_failing_ends_on_the_failure_queue_and_the_rest_flow
                 .map(|_| serde_json::json!({ "itemIdentifier": target }))
                 .collect();
             Ok(serde_json::json!({ "batchItemFailures": failed }))
-        })
+        }
     });
     let mut outbox = outbox(&cloud, Some(invoke)).await;
     cloud.vendor("Bloom").await;
@@ -314,9 +325,9 @@ async fn a_function_error_bisects_the_batch_until_only_the_poison_record_fails()
     let delivered: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
     let batches: std::sync::Arc<std::sync::Mutex<Vec<usize>>> = Default::default();
     let (seen, done, sizes) = (poison.clone(), delivered.clone(), batches.clone());
-    let invoke: devstack::streams::StreamInvoke = Box::new(move |event: Value| {
+    let invoke = system_tests::in_process::invoke(move |event: Value| {
         let (seen, done, sizes) = (seen.clone(), done.clone(), sizes.clone());
-        Box::pin(async move {
+        async move {
             let sequences: Vec<String> = event["Records"]
                 .as_array()
                 .unwrap()
@@ -332,11 +343,11 @@ async fn a_function_error_bisects_the_batch_until_only_the_poison_record_fails()
                 poison.clone()
             };
             if target.is_some_and(|t| sequences.contains(&t)) {
-                return Err("poison record in the batch".to_owned());
+                return Err("poison record in the batch".into());
             }
             done.lock().unwrap().extend(sequences);
             Ok(serde_json::json!({ "batchItemFailures": [] }))
-        })
+        }
     });
     let mut outbox = outbox(&cloud, Some(invoke)).await;
     assert!(outbox.mapping.bisect_on_error, "the template bisects");
@@ -429,7 +440,10 @@ async fn the_dev_stack_delivers_the_template_rule_to_the_analytics_projector() {
         &function.logical_id,
         &function.binary,
         &event,
-        cloud.app.clone(),
+        cloud
+            .in_process(cloud.app.clone())
+            .invoker(&function.binary)
+            .expect("the projector in process"),
         &sdk,
     )
     .await
@@ -464,7 +478,7 @@ async fn the_dev_stack_delivers_the_template_rule_to_the_analytics_projector() {
     let analytics = cloud
         .call(
             "get-vendor-analytics",
-            bouquet_testkit::ApiRequest::fixture("get-vendor-analytics")
+            system_tests::ApiRequest::fixture("get-vendor-analytics")
                 .vendor(&vendor)
                 .path("vendorId", &vendor),
         )

@@ -1,7 +1,8 @@
 //! Each `events/` fixture, exactly as committed, is a request its function answers with a
 //! well-formed response (never a 5xx) against an empty table.
 
-use bouquet_testkit::{ApiRequest, TestCloud, HTTP_FUNCTIONS};
+use system_tests::in_process::HTTP_FUNCTIONS;
+use system_tests::{ApiRequest, TestCloud};
 
 #[tokio::test]
 async fn every_fixture_gets_a_well_formed_answer() {

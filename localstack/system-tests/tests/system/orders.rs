@@ -1,6 +1,6 @@
 //! Reading orders: a customer sees its own, a vendor its shop's; pagination.
 
-use bouquet_testkit::{ApiRequest, TestCloud};
+use system_tests::{ApiRequest, TestCloud};
 
 #[tokio::test]
 async fn customers_and_vendors_see_their_own_orders() {

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use bouquet_testkit::{ApiRequest, TestCloud};
+use system_tests::{ApiRequest, TestCloud};
 
 #[tokio::test]
 async fn get_has_an_etag_and_answers_304_when_unchanged() {

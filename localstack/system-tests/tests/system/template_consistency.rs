@@ -4,7 +4,8 @@
 use std::collections::BTreeSet;
 
 use bouquet_template::Template;
-use bouquet_testkit::{repository_root, HTTP_FUNCTIONS};
+use system_tests::in_process::{EVENT_FUNCTIONS, HTTP_FUNCTIONS, SCHEDULED_FUNCTIONS};
+use system_tests::repository_root;
 
 #[test]
 fn template_functions_crates_fixtures_and_routes_agree() {
@@ -104,10 +105,7 @@ fn scheduled_functions_match_the_template() {
         .into_iter()
         .map(|(binary, _)| binary)
         .collect();
-    let in_code: BTreeSet<String> = bouquet_testkit::SCHEDULED_FUNCTIONS
-        .iter()
-        .map(|(b, _)| b.to_string())
-        .collect();
+    let in_code: BTreeSet<String> = SCHEDULED_FUNCTIONS.iter().map(|b| b.to_string()).collect();
     assert_eq!(in_template, in_code);
     assert!(template
         .schedules()
@@ -125,10 +123,7 @@ fn event_bus_consumers_match_the_template() {
         .into_iter()
         .map(|(f, _)| f.binary)
         .collect();
-    let in_code: BTreeSet<String> = devstack::functions::EVENT_FUNCTIONS
-        .iter()
-        .map(|(b, _)| b.to_string())
-        .collect();
+    let in_code: BTreeSet<String> = EVENT_FUNCTIONS.iter().map(|b| b.to_string()).collect();
     assert_eq!(in_template, in_code);
 }
 

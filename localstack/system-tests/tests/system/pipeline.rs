@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use bouquet_testkit::{ApiRequest, TestCloud};
+use system_tests::{ApiRequest, TestCloud};
 
 #[tokio::test]
 async fn every_answer_carries_a_correlation_id() {

@@ -11,8 +11,8 @@ use rumqttc::{
 use serde_json::json;
 
 use bouquet_template::Template;
-use bouquet_testkit::{emulator_sdk_config, ApiRequest, TestCloud, T0};
 use devstack::provision::{self, Names};
+use system_tests::{emulator_sdk_config, ApiRequest, TestCloud, T0};
 
 /// Provisions this test's vase queues, policy and rules from the template and starts the
 /// broker (on a free port) and the SQS mapping. Returns the broker's address.
@@ -45,7 +45,16 @@ async fn local_iot(cloud: &TestCloud) -> SocketAddr {
     )
     .await
     .unwrap();
-    let mappings = devstack::queues::start_all(&template, &names, &cloud.app, &sdk).unwrap();
+    // The template's SQS mapping, delivering to the ingest function in process.
+    let ingest = std::sync::Arc::new(cloud.ingest().await);
+    let functions = move |binary: &str| {
+        (binary == "ingest-vase-messages").then(|| {
+            system_tests::in_process::typed_invoke(ingest.clone(), |ingest, event| async move {
+                ingest.handle(event).await
+            })
+        })
+    };
+    let mappings = devstack::queues::start_all(&template, &names, &functions, &sdk).unwrap();
     assert_eq!(mappings.len(), 1, "{mappings:?}");
     iot.address
 }

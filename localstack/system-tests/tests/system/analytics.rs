@@ -2,11 +2,11 @@
 
 use serde_json::{json, Value};
 
-use bouquet_testkit::{ApiRequest, TestCloud};
+use system_tests::{ApiRequest, TestCloud};
 
 fn order_event(name: &str, event_id: &str, vendor: &str, amount: &str) -> Value {
     let text = std::fs::read_to_string(
-        bouquet_testkit::repository_root().join("events/project-vendor-analytics.json"),
+        system_tests::repository_root().join("events/project-vendor-analytics.json"),
     )
     .unwrap();
     let mut event: Value = serde_json::from_str(&text).unwrap();
@@ -96,8 +96,8 @@ async fn the_projector_applied_twice_gives_the_same_counters() {
 
 #[tokio::test]
 async fn a_sale_adds_the_freshness_of_its_bouquets_to_the_day() {
-    use bouquet_testkit::vases::reading;
-    use bouquet_testkit::T0;
+    use system_tests::vases::reading;
+    use system_tests::T0;
     let cloud = TestCloud::new().await;
     let vendor = cloud.vendor("Bloom").await;
     let (vase_a, vase_b) = (cloud.vase(&vendor).await, cloud.vase(&vendor).await);

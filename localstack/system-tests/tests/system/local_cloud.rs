@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use bouquet_testkit::http_client::send;
-use bouquet_testkit::{function_binary, token, ApiRequest, TestCloud};
+use devstack::lambda::Resolver;
 use devstack::runtime_api::{http_response, FunctionProcess};
+use system_tests::http_client::send;
+use system_tests::{function_binary, token, ApiRequest, TestCloud};
 
 #[tokio::test]
 async fn browse_cart_reserve_pay_fulfil_and_reserve_expire_over_http() {
@@ -151,7 +152,7 @@ async fn the_authorizer_refuses_bad_tokens_without_invoking_the_function() {
     );
     let expired = format!(
         "Bearer {}",
-        devstack::jwt::mint(bouquet_testkit::JWT_SECRET, "customer", "late", None, -10).unwrap()
+        devstack::jwt::mint(system_tests::JWT_SECRET, "customer", "late", None, -10).unwrap()
     );
     let wrong_audience = {
         use jsonwebtoken::{encode, EncodingKey, Header};
@@ -161,7 +162,7 @@ async fn the_authorizer_refuses_bad_tokens_without_invoking_the_function() {
             encode(
                 &Header::default(),
                 &claims,
-                &EncodingKey::from_secret(bouquet_testkit::JWT_SECRET.as_bytes())
+                &EncodingKey::from_secret(system_tests::JWT_SECRET.as_bytes())
             )
             .unwrap()
         )
@@ -312,7 +313,7 @@ async fn the_real_binaries_answer_exactly_as_the_in_process_handlers() {
 #[tokio::test]
 async fn provisioning_twice_changes_nothing() {
     let template = bouquet_template::Template::repository().unwrap();
-    let sdk = bouquet_testkit::emulator_sdk_config().await;
+    let sdk = system_tests::emulator_sdk_config().await;
     let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
     let mut first = devstack::provision::provision_resources(&template, &stack, &sdk)
         .await
@@ -370,7 +371,7 @@ async fn the_sqs_mapping_deletes_what_succeeded_and_redrives_a_failing_message_t
 
     use aws_sdk_sqs::types::QueueAttributeName;
 
-    let sdk = bouquet_testkit::emulator_sdk_config().await;
+    let sdk = system_tests::emulator_sdk_config().await;
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let name = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
     let dlq = sqs
@@ -406,9 +407,9 @@ async fn the_sqs_mapping_deletes_what_succeeded_and_redrives_a_failing_message_t
     }
     let seen: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
     let counter = seen.clone();
-    let invoke: devstack::streams::StreamInvoke = Box::new(move |event: serde_json::Value| {
+    let invoke = system_tests::in_process::invoke(move |event: serde_json::Value| {
         let counter = counter.clone();
-        Box::pin(async move {
+        async move {
             let mut failures = Vec::new();
             for record in event["Records"].as_array().unwrap() {
                 let body = record["body"].as_str().unwrap().to_owned();
@@ -418,7 +419,7 @@ async fn the_sqs_mapping_deletes_what_succeeded_and_redrives_a_failing_message_t
                 *counter.lock().unwrap().entry(body).or_default() += 1;
             }
             Ok(json!({ "batchItemFailures": failures }))
-        })
+        }
     });
     let event = json!({ "Properties": { "BatchSize": 10, "FunctionResponseTypes": ["ReportBatchItemFailures"] } });
     let mapping = devstack::queues::QueueMapping::new(
@@ -467,13 +468,13 @@ async fn the_sqs_mapping_deletes_what_succeeded_and_redrives_a_failing_message_t
 }
 
 #[tokio::test]
-async fn a_route_added_to_the_template_only_runs_its_built_binary() {
+async fn a_route_added_to_the_template_runs_its_built_binary_and_a_rebuild_is_picked_up() {
     let cloud = TestCloud::new().await;
     let vendor = cloud.vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "12.00").await;
-    // A new function in the template that the dev stack has no handler for: its binary is a
-    // copy of get-bouquet's under a new name.
-    let text = std::fs::read_to_string(bouquet_testkit::repository_root().join("template.yaml"))
+    // A new function, only in the template: its binary is a copy of get-bouquet's under a new
+    // name. Nothing else names it.
+    let text = std::fs::read_to_string(system_tests::repository_root().join("template.yaml"))
         .unwrap()
         .replacen(
             "\nResources:\n",
@@ -488,23 +489,21 @@ async fn a_route_added_to_the_template_only_runs_its_built_binary() {
         dir.join("get-bouquet-again"),
     )
     .unwrap();
-    // Without a fallback the dev stack refuses to start: it has no handler for the route.
-    assert!(devstack::server::LocalApi::from_template(
-        &template,
-        cloud.app.clone(),
-        bouquet_testkit::JWT_SECRET.into()
-    )
-    .is_err());
-    let fallback = devstack::server::BinaryFallback {
-        dir: dir.clone(),
-        names: std::collections::HashMap::from([("MarketTable".to_owned(), cloud.table.clone())]),
+    let names = std::collections::HashMap::from([("MarketTable".to_owned(), cloud.table.clone())]);
+    let binaries = devstack::lambda::Functions::from_template(&template, &names, &dir).unwrap();
+    // The existing routes in process (this test's clock); the new one runs its binary, as
+    // every function does under `devstack up`.
+    let in_process = cloud.in_process(cloud.app.clone());
+    let functions = move |binary: &str| {
+        in_process
+            .invoker(binary)
+            .or_else(|| binaries.invoker(binary))
     };
     let api = std::sync::Arc::new(
-        devstack::server::LocalApi::from_template_with(
+        devstack::server::LocalApi::from_template(
             &template,
-            cloud.app.clone(),
-            bouquet_testkit::JWT_SECRET.into(),
-            Some(&fallback),
+            &functions,
+            system_tests::JWT_SECRET.into(),
         )
         .unwrap(),
     );
@@ -514,7 +513,6 @@ async fn a_route_added_to_the_template_only_runs_its_built_binary() {
     let again = send(address, "GET", &format!("/v1/again/{bouquet}"), &[], None).await;
     assert_eq!(again.status, 200, "{:?}", again.body);
     assert_eq!(again.body["bouquetId"], bouquet.as_str());
-    // The existing routes still run in process.
     let same = send(
         address,
         "GET",
@@ -524,5 +522,21 @@ async fn a_route_added_to_the_template_only_runs_its_built_binary() {
     )
     .await;
     assert_eq!(same.body, again.body);
+
+    // A rebuilt binary is picked up while the stack runs: the running process is replaced.
+    // (Unlink first, as cargo does: a running executable cannot be written over.)
+    std::fs::remove_file(dir.join("get-bouquet-again")).unwrap();
+    std::fs::copy(
+        function_binary("list-bouquets"),
+        dir.join("get-bouquet-again"),
+    )
+    .unwrap();
+    let rebuilt = send(address, "GET", &format!("/v1/again/{bouquet}"), &[], None).await;
+    assert_eq!(rebuilt.status, 200, "{:?}", rebuilt.body);
+    assert!(
+        rebuilt.body["items"].is_array() && rebuilt.body.get("bouquetId").is_none(),
+        "the rebuilt binary (a listing) answers: {:?}",
+        rebuilt.body
+    );
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use bouquet_app::domain::cart::MAX_CART_ITEMS;
-use bouquet_testkit::{ApiRequest, TestCloud};
+use system_tests::{ApiRequest, TestCloud};
 
 fn put(customer: &str, bouquet: &str) -> ApiRequest {
     ApiRequest::fixture("put-cart-item")

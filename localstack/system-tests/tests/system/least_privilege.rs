@@ -2,7 +2,7 @@
 //! `Policies` in template.yaml.
 //!
 //! Each function's real handler runs a flow against the emulator with SDK clients that
-//! record, per request, the IAM actions and resources it needs (`bouquet_testkit::iam`:
+//! record, per request, the IAM actions and resources it needs (`system_tests::iam`:
 //! transactions item by item, index queries on `table/<t>/index/<i>`, SQS batches as
 //! `sqs:SendMessage`, IoT on things and certificates). The policies are resolved to this
 //! test's table, queues, bus and vase policy the way the dev stack resolves `!GetAtt`/`!Sub`.
@@ -22,13 +22,13 @@ use serde_json::{json, Value};
 
 use bouquet_iot::AwsDeviceRegistry;
 use bouquet_template::Template;
-use bouquet_testkit::iam::{
-    event_bus_arn, queue_arn, table_arn, Access, AccessRecorder, Names, Policy,
-};
-use bouquet_testkit::vases::{heartbeat, reading, sqs_records, test_vase_policy};
-use bouquet_testkit::{repository_root, ApiRequest, ApiResponse, TestCloud, T0};
 use ingest_vase_messages::Ingest;
 use register_vase::Registrar;
+use system_tests::iam::{
+    event_bus_arn, queue_arn, table_arn, Access, AccessRecorder, Names, Policy,
+};
+use system_tests::vases::{heartbeat, reading, sqs_records, test_vase_policy};
+use system_tests::{repository_root, ApiRequest, ApiResponse, TestCloud, T0};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -628,7 +628,7 @@ fn the_matcher_reports_what_a_policy_does_not_grant() {
         )
         .build()
         .unwrap();
-    let accesses = bouquet_testkit::iam::accesses(&Input::erase(transaction)).unwrap();
+    let accesses = system_tests::iam::accesses(&Input::erase(transaction)).unwrap();
     assert_eq!(
         accesses,
         vec![

@@ -82,12 +82,8 @@ pub fn sqs_records(bodies: &[String]) -> Vec<aws_lambda_events::event::sqs::SqsM
 impl TestCloud {
     /// Registers a vase for `vendor_id` through the real handler (IoT Core on the emulator).
     pub async fn register_vase(&self, vendor_id: &str) -> ApiResponse {
-        let registrar = Registrar {
-            registry: emulator_registry().await,
-            policy: test_vase_policy().await,
-        };
         self.register_vase_with(
-            &registrar,
+            &self.registrar,
             ApiRequest::fixture("register-vase")
                 .vendor(vendor_id)
                 .path("vendorId", vendor_id)

@@ -10,7 +10,7 @@ use serde_json::json;
 use bouquet_app::payments::{
     ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway, SimulatedGateway,
 };
-use bouquet_testkit::{ApiRequest, TestCloud};
+use system_tests::{ApiRequest, TestCloud};
 
 async fn reserved_order(cloud: &TestCloud, customer: &str) -> (String, String) {
     let vendor = cloud.vendor("Bloom").await;
@@ -355,7 +355,7 @@ async fn pay_and_expiry_at_the_deadline_never_both_happen() {
         let gateway = Arc::new(SimulatedGateway::with_latency(Duration::from_millis(10)));
         let cloud = Arc::new(TestCloud::new().await.with_gateway(gateway.clone()));
         let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
-        let deadline = bouquet_testkit::T0.plus(Duration::from_secs(15 * 60));
+        let deadline = system_tests::T0.plus(Duration::from_secs(15 * 60));
         // The payment runs at the deadline (still valid), the sweeper 1 ms after it (due).
         let payer = cloud.app_at(deadline).with_payments(gateway.clone());
         let sweeper = cloud

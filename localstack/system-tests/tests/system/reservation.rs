@@ -8,7 +8,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::json;
 
-use bouquet_testkit::{ApiRequest, TestCloud};
+use system_tests::{ApiRequest, TestCloud};
 
 fn order_request(customer: &str, bouquets: &[&str]) -> ApiRequest {
     ApiRequest::fixture("create-order")

@@ -1,0 +1,178 @@
+//! The template's functions as Lambda runs them: each one's built binary (the same `main.rs`
+//! that is deployed) as a process under its own local Runtime API, started at its first
+//! invocation and started again when its binary changes, so a rebuilt handler is picked up
+//! while the stack runs (as `sam local` and `cargo lambda watch` do). Nothing here links a
+//! function crate: adding a function is its crate plus its entry in `template.yaml`.
+//!
+//! Like one Lambda execution environment, a process handles one event at a time; concurrent
+//! invocations of one function queue at its Runtime API instead of scaling out.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use bouquet_template::Template;
+
+use crate::provision::{resolve, Names};
+use crate::runtime_api::FunctionProcess;
+pub use crate::runtime_api::InvokeError;
+
+/// How a trigger calls a function: the event as JSON in, the function's response as JSON
+/// out. The dev stack's mappings, rules, schedules and HTTP API all call functions through
+/// it; tests may hand them an in-process one.
+pub type Invoke =
+    Arc<dyn Fn(Value) -> BoxFuture<'static, Result<Value, InvokeError>> + Send + Sync>;
+
+/// How long one invocation may take before the caller gives up (Lambda's timeout).
+pub const INVOKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where `cargo build` puts the function binaries: `$CARGO_TARGET_DIR/debug` or
+/// `target/debug`.
+pub fn default_binaries_dir() -> PathBuf {
+    std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from("target"))
+        .join("debug")
+}
+
+/// One function: its binary and its environment (the template's variables, resolved).
+pub struct LocalFunction {
+    binary: String,
+    path: PathBuf,
+    env: Vec<(String, String)>,
+    running: tokio::sync::Mutex<Option<Running>>,
+}
+
+struct Running {
+    built_at: SystemTime,
+    process: Arc<FunctionProcess>,
+}
+
+impl LocalFunction {
+    pub fn new(binary: &str, path: PathBuf, env: Vec<(String, String)>) -> Self {
+        Self {
+            binary: binary.to_owned(),
+            path,
+            env,
+            running: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    pub fn binary(&self) -> &str {
+        &self.binary
+    }
+
+    /// Delivers `event` to the function and waits for its answer.
+    pub async fn invoke(&self, event: Value) -> Result<Value, InvokeError> {
+        let process = self.process().await?;
+        process.api.invoke(event, INVOKE_TIMEOUT).await
+    }
+
+    /// The running process, started (again) when there is none or the binary was rebuilt.
+    async fn process(&self) -> Result<Arc<FunctionProcess>, InvokeError> {
+        let spawn_error = |source| InvokeError::Spawn {
+            binary: self.path.clone(),
+            source,
+        };
+        let built_at = std::fs::metadata(&self.path)
+            .and_then(|m| m.modified())
+            .map_err(spawn_error)?;
+        let mut running = self.running.lock().await;
+        if let Some(current) = running.as_ref().filter(|r| r.built_at == built_at) {
+            return Ok(current.process.clone());
+        }
+        if running.is_some() {
+            tracing::info!(function = %self.binary, "binary rebuilt; restarting the function");
+        }
+        let process = Arc::new(
+            FunctionProcess::spawn(&self.path, &self.binary, &self.env)
+                .await
+                .map_err(spawn_error)?,
+        );
+        *running = Some(Running {
+            built_at,
+            process: process.clone(),
+        });
+        Ok(process)
+    }
+
+    /// This function as an [`Invoke`].
+    pub fn invoker(self: &Arc<Self>) -> Invoke {
+        let function = self.clone();
+        Arc::new(move |event| {
+            let function = function.clone();
+            Box::pin(async move { function.invoke(event).await })
+        })
+    }
+}
+
+/// Every function of the template, by binary name.
+#[derive(Clone, Default)]
+pub struct Functions {
+    by_binary: HashMap<String, Arc<LocalFunction>>,
+}
+
+impl Functions {
+    /// The template's functions, their binaries in `binaries`, their environment resolved
+    /// against the provisioned `names`.
+    pub fn from_template(
+        template: &Template,
+        names: &Names,
+        binaries: &Path,
+    ) -> Result<Self, bouquet_template::TemplateError> {
+        let mut by_binary = HashMap::new();
+        for function in template.functions()? {
+            let env = template.environment(&function, &|v| resolve(template, v, names));
+            let local = LocalFunction::new(&function.binary, binaries.join(&function.binary), env);
+            by_binary.insert(function.binary.clone(), Arc::new(local));
+        }
+        Ok(Self { by_binary })
+    }
+
+    pub fn get(&self, binary: &str) -> Option<&Arc<LocalFunction>> {
+        self.by_binary.get(binary)
+    }
+
+    /// The [`Invoke`] of `binary`, if the template has it.
+    pub fn invoker(&self, binary: &str) -> Option<Invoke> {
+        self.get(binary).map(LocalFunction::invoker)
+    }
+
+    /// The binaries that are missing (not built yet), sorted.
+    pub fn missing(&self) -> Vec<PathBuf> {
+        let mut missing: Vec<PathBuf> = self
+            .by_binary
+            .values()
+            .filter(|f| !f.path.exists())
+            .map(|f| f.path.clone())
+            .collect();
+        missing.sort();
+        missing
+    }
+}
+
+/// Resolves a binary name to how it is invoked: the built binaries, or (in tests) handlers
+/// in process.
+pub trait Resolver: Send + Sync {
+    fn invoker(&self, binary: &str) -> Option<Invoke>;
+}
+
+impl Resolver for Functions {
+    fn invoker(&self, binary: &str) -> Option<Invoke> {
+        Functions::invoker(self, binary)
+    }
+}
+
+/// Any function from a binary name to an [`Invoke`] resolves (tests pick their own).
+impl<F> Resolver for F
+where
+    F: Fn(&str) -> Option<Invoke> + Send + Sync,
+{
+    fn invoker(&self, binary: &str) -> Option<Invoke> {
+        self(binary)
+    }
+}

@@ -1,0 +1,177 @@
+//! The functions' handlers in this process, on a test's app (its own table and clock): what
+//! the system tests call directly, and what they hand the dev stack's HTTP API and mappings
+//! in place of the built binaries (which `devstack up` runs). Only the tests link function
+//! crates; the dev stack does not.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::{json, Value};
+
+use bouquet_app::App;
+use bouquet_http::lambda_http::{self, Body, Error, Request, Response};
+use bouquet_http::Route;
+use devstack::lambda::{Invoke, InvokeError, Resolver};
+use register_vase::Registrar;
+
+pub type HttpHandler = fn(InProcess, Request) -> BoxFuture<'static, Result<Response<Body>, Error>>;
+
+macro_rules! http_functions {
+    ($($binary:literal => $krate:ident),* $(,)?) => {
+        /// (binary, the route the crate declares, its handler) of every HTTP function.
+        pub const HTTP_FUNCTIONS: &[(&str, Route, HttpHandler)] = &[
+            $(($binary, $krate::ROUTE, |f, request| Box::pin(async move { $krate::handler(&f.app, request).await }))),*,
+            // Registration also needs IoT Core: the emulator's, from the test.
+            ("register-vase", register_vase::ROUTE, |f, request| {
+                Box::pin(async move { register_vase::handler(&f.app, &f.registrar, request).await })
+            }),
+        ];
+    };
+}
+
+http_functions! {
+    "create-vendor" => create_vendor,
+    "list-bouquets" => list_bouquets,
+    "get-bouquet" => get_bouquet,
+    "create-bouquet" => create_bouquet,
+    "update-bouquet" => update_bouquet,
+    "withdraw-bouquet" => withdraw_bouquet,
+    "create-order" => create_order,
+    "list-orders" => list_orders,
+    "get-order" => get_order,
+    "pay-order" => pay_order,
+    "cancel-order" => cancel_order,
+    "fulfil-order" => fulfil_order,
+    "get-cart" => get_cart,
+    "put-cart-item" => put_cart_item,
+    "delete-cart-item" => delete_cart_item,
+    "get-vendor-analytics" => get_vendor_analytics,
+    "list-vases" => list_vases,
+    "get-vase-telemetry" => get_vase_telemetry,
+}
+
+/// The functions an EventBridge schedule triggers.
+pub const SCHEDULED_FUNCTIONS: &[&str] = &["expire-reservations", "flag-offline-vases"];
+
+/// The functions an EventBridge rule triggers.
+pub const EVENT_FUNCTIONS: &[&str] = &["project-vendor-analytics"];
+
+pub fn http_handler(binary: &str) -> Option<(Route, HttpHandler)> {
+    HTTP_FUNCTIONS
+        .iter()
+        .find(|(name, _, _)| *name == binary)
+        .map(|(_, route, handler)| (*route, *handler))
+}
+
+fn lambda_event(event: Value) -> lambda_runtime::LambdaEvent<Value> {
+    lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default())
+}
+
+/// Runs a scheduled or EventBridge-triggered function's handler with `event`.
+pub async fn run_event_function(binary: &str, app: &App, event: Value) -> Result<Value, Error> {
+    let event = lambda_event(event);
+    Ok(match binary {
+        "expire-reservations" => {
+            serde_json::to_value(expire_reservations::handler(app, event).await?)?
+        }
+        "flag-offline-vases" => {
+            serde_json::to_value(flag_offline_vases::handler(app, event).await?)?
+        }
+        "project-vendor-analytics" => project_vendor_analytics::handler(app, event).await?,
+        other => return Err(format!("no event-triggered function {other}").into()),
+    })
+}
+
+/// The app's handlers behind the dev stack's [`Resolver`]: HTTP routes (as `lambda_http`
+/// would answer API Gateway), schedules and rule targets.
+#[derive(Clone)]
+pub struct InProcess {
+    pub app: App,
+    pub registrar: Arc<Registrar>,
+}
+
+impl InProcess {
+    /// Calls the HTTP function `binary` with `request`.
+    pub async fn call(&self, binary: &str, request: Request) -> Response<Body> {
+        let (_, handler) =
+            http_handler(binary).unwrap_or_else(|| panic!("no HTTP function {binary}"));
+        handler(self.clone(), request)
+            .await
+            .expect("handlers always answer")
+    }
+}
+
+/// An in-process [`Invoke`] from a closure on the event.
+pub fn invoke<F, Fut>(handle: F) -> Invoke
+where
+    F: Fn(Value) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<Value, Error>> + Send + 'static,
+{
+    let handle = Arc::new(handle);
+    Arc::new(move |event| {
+        let handle = handle.clone();
+        Box::pin(async move { handle(event).await.map_err(InvokeError::Handler) })
+    })
+}
+
+/// A `lambda_runtime` handler on a JSON-typed event, as an [`Invoke`].
+pub fn typed_invoke<S, E, R, F, Fut>(state: Arc<S>, handle: F) -> Invoke
+where
+    S: Send + Sync + 'static,
+    E: serde::de::DeserializeOwned + Send + 'static,
+    R: serde::Serialize,
+    F: Fn(Arc<S>, lambda_runtime::LambdaEvent<E>) -> Fut + Send + Sync + Copy + 'static,
+    Fut: std::future::Future<Output = Result<R, Error>> + Send + 'static,
+{
+    invoke(move |event: Value| {
+        let state = state.clone();
+        async move {
+            let event: E = serde_json::from_value(event)?;
+            let response = handle(
+                state,
+                lambda_runtime::LambdaEvent::new(event, lambda_runtime::Context::default()),
+            )
+            .await?;
+            Ok(serde_json::to_value(response)?)
+        }
+    })
+}
+
+/// What `lambda_http` sends back for an API Gateway v2 event.
+fn api_gateway_response(response: Response<Body>) -> Value {
+    let status = response.status().as_u16();
+    let mut headers = serde_json::Map::new();
+    for (name, value) in response.headers() {
+        headers.insert(name.to_string(), json!(value.to_str().unwrap_or_default()));
+    }
+    let body = match response.into_body() {
+        Body::Text(text) => text,
+        Body::Binary(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        _ => String::new(),
+    };
+    json!({ "statusCode": status, "headers": headers, "body": body, "isBase64Encoded": false })
+}
+
+impl Resolver for InProcess {
+    fn invoker(&self, binary: &str) -> Option<Invoke> {
+        let is_http = http_handler(binary).is_some();
+        let is_event = SCHEDULED_FUNCTIONS.contains(&binary) || EVENT_FUNCTIONS.contains(&binary);
+        if !is_http && !is_event {
+            return None;
+        }
+        let functions = self.clone();
+        let binary = binary.to_owned();
+        Some(invoke(move |event: Value| {
+            let functions = functions.clone();
+            let binary = binary.clone();
+            async move {
+                if is_http {
+                    let request = lambda_http::request::from_str(&event.to_string())?;
+                    Ok(api_gateway_response(functions.call(&binary, request).await))
+                } else {
+                    run_event_function(&binary, &functions.app, event).await
+                }
+            }
+        }))
+    }
+}
