@@ -14,8 +14,9 @@
 //!   key and commits the charge (paid), or, when nothing was charged, releases the order
 //!   (`reserved` again, or `expired` when the hold has passed).
 
+use bouquet_domain::checkout::{self as decide, Transition};
 use bouquet_domain::events::DomainEvent;
-use bouquet_domain::{BouquetId, BouquetStatus, DomainError, Order, OrderStatus, Timestamp};
+use bouquet_domain::{BouquetId, DomainError, Order, OrderStatus, Timestamp};
 use bouquet_payments::{ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway};
 use bouquet_store::{BouquetEffect, Conflict, IdempotencyPut, Store, StoreError, Target};
 
@@ -68,11 +69,7 @@ pub async fn write(
     }
 }
 
-fn all(order: &Order, effect: BouquetEffect) -> Vec<(BouquetId, BouquetEffect)> {
-    order.bouquet_ids().map(|id| (id, effect)).collect()
-}
-
-/// The charge request for `order`: the order id is the gateway's idempotency key.
+/// The charge request for `order`: the attempt's gateway key is the gateway's idempotency key.
 pub fn charge_request(order: &Order, payment_token: &str) -> ChargeRequest {
     ChargeRequest {
         idempotency_key: order.gateway_key(),
@@ -80,6 +77,27 @@ pub fn charge_request(order: &Order, payment_token: &str) -> ChargeRequest {
         currency: order.total.currency().code().to_owned(),
         payment_token: payment_token.to_owned(),
     }
+}
+
+/// Writes `transition` of `order` (read at `read_version`).
+async fn commit(
+    store: &Store,
+    transition: &Transition,
+    read_version: u64,
+    correlation_id: &str,
+    idempotency: Option<&IdempotencyPut>,
+    now: Timestamp,
+) -> Result<(), CheckoutError> {
+    write(
+        store,
+        &transition.order,
+        read_version,
+        &transition.effects,
+        correlation_id,
+        idempotency,
+        now,
+    )
+    .await
 }
 
 /// Claims `order` for a payment attempt: `payment_pending`, bouquets held over the lease.
@@ -91,21 +109,11 @@ pub async fn claim(
     now: Timestamp,
 ) -> Result<bool, CheckoutError> {
     let read_version = order.version;
-    if !order.begin_payment(now)? {
+    let Some(claim) = decide::claim(order, now)? else {
         return Ok(false);
-    }
-    let until = order.payment_hold_until(now);
-    match write(
-        store,
-        order,
-        read_version,
-        &all(order, BouquetEffect::Hold { until }),
-        correlation_id,
-        None,
-        now,
-    )
-    .await
-    {
+    };
+    *order = claim.order.clone();
+    match commit(store, &claim, read_version, correlation_id, None, now).await {
         // A bouquet no longer held by this order: its hold was lost after an earlier
         // attempt's lease; the order cannot be completed.
         Err(CheckoutError::Store(StoreError::ConditionFailed(_))) => {
@@ -127,36 +135,24 @@ pub async fn commit_charge(
     idempotency: Option<&IdempotencyPut>,
     now: Timestamp,
 ) -> Result<Order, CheckoutError> {
-    let mut paid = order.clone();
-    paid.payment_succeeded(charge_id, now)?;
-    match write(
+    let charged = decide::charged(order, charge_id, now)?;
+    match commit(
         store,
-        &paid,
+        &charged,
         order.version,
-        &all(order, BouquetEffect::Sell),
         correlation_id,
         idempotency,
         now,
     )
     .await
     {
-        Ok(()) => Ok(paid),
+        Ok(()) => Ok(charged.order),
         Err(CheckoutError::Store(StoreError::ConditionFailed(_))) => {
             tracing::warn!(order_id = %order.order_id, "bouquets lost after an interrupted payment: refunding");
             payments.refund(&order.gateway_key()).await?;
-            let mut refunded = order.clone();
-            refunded.payment_refunded(now)?;
             let held = held_bouquets(store, order).await?;
-            write(
-                store,
-                &refunded,
-                order.version,
-                &effects_for(&held, BouquetEffect::Release),
-                correlation_id,
-                None,
-                now,
-            )
-            .await?;
+            let refunded = decide::refunded(order, &held, now)?;
+            commit(store, &refunded, order.version, correlation_id, None, now).await?;
             Err(DomainError::ReservationExpired.into())
         }
         Err(other) => Err(other),
@@ -170,13 +166,11 @@ pub async fn interrupt(
     correlation_id: &str,
     now: Timestamp,
 ) -> Result<(), CheckoutError> {
-    let mut pending = order.clone();
-    pending.payment_interrupted(now)?;
-    write(
+    let interrupted = decide::interrupted(order, now)?;
+    commit(
         store,
-        &pending,
+        &interrupted,
         order.version,
-        &[],
         correlation_id,
         None,
         now,
@@ -192,41 +186,25 @@ pub async fn decline(
     idempotency: Option<&IdempotencyPut>,
     now: Timestamp,
 ) -> Result<Order, CheckoutError> {
-    let mut reserved = order.clone();
-    reserved.payment_declined(now)?;
     let held = held_bouquets(store, order).await?;
-    write(
+    let declined = decide::declined(order, &held, now)?;
+    commit(
         store,
-        &reserved,
+        &declined,
         order.version,
-        &effects_for(
-            &held,
-            BouquetEffect::Hold {
-                until: order.reserved_until,
-            },
-        ),
         correlation_id,
         idempotency,
         now,
     )
     .await?;
-    Ok(reserved)
+    Ok(declined.order)
 }
 
 /// Bouquets of `order` that it still holds (a hold that expired may have been taken).
 async fn held_bouquets(store: &Store, order: &Order) -> Result<Vec<BouquetId>, CheckoutError> {
     let ids: Vec<BouquetId> = order.bouquet_ids().collect();
-    let bouquets = store.bouquets(&ids).await?;
-    Ok(bouquets
-        .into_iter()
-        .flatten()
-        .filter(|b| matches!(b.status, BouquetStatus::Reserved { order_id, .. } if order_id == order.order_id))
-        .map(|b| b.bouquet_id)
-        .collect())
-}
-
-fn effects_for(ids: &[BouquetId], effect: BouquetEffect) -> Vec<(BouquetId, BouquetEffect)> {
-    ids.iter().map(|id| (*id, effect)).collect()
+    let bouquets: Vec<_> = store.bouquets(&ids).await?.into_iter().flatten().collect();
+    Ok(decide::held_by(order, &bouquets))
 }
 
 /// Cancels a live reservation: `cancelled`, bouquets back to `available`.
@@ -236,19 +214,9 @@ pub async fn cancel(
     correlation_id: &str,
     now: Timestamp,
 ) -> Result<Order, CheckoutError> {
-    let mut cancelled = order.clone();
-    cancelled.cancel(now)?;
-    write(
-        store,
-        &cancelled,
-        order.version,
-        &all(order, BouquetEffect::Release),
-        correlation_id,
-        None,
-        now,
-    )
-    .await?;
-    Ok(cancelled)
+    let cancelled = decide::cancelled(order, now)?;
+    commit(store, &cancelled, order.version, correlation_id, None, now).await?;
+    Ok(cancelled.order)
 }
 
 pub async fn fulfil(
@@ -257,19 +225,9 @@ pub async fn fulfil(
     correlation_id: &str,
     now: Timestamp,
 ) -> Result<Order, CheckoutError> {
-    let mut fulfilled = order.clone();
-    fulfilled.fulfil(now)?;
-    write(
-        store,
-        &fulfilled,
-        order.version,
-        &[],
-        correlation_id,
-        None,
-        now,
-    )
-    .await?;
-    Ok(fulfilled)
+    let fulfilled = decide::fulfilled(order, now)?;
+    commit(store, &fulfilled, order.version, correlation_id, None, now).await?;
+    Ok(fulfilled.order)
 }
 
 /// Expires a lapsed reservation, releasing only the bouquets it still holds (a lapsed hold
@@ -280,19 +238,9 @@ async fn expire(
     correlation_id: &str,
     now: Timestamp,
 ) -> Result<(), CheckoutError> {
-    let mut expired = order.clone();
-    expired.expire(now)?;
     let held = held_bouquets(store, order).await?;
-    write(
-        store,
-        &expired,
-        order.version,
-        &effects_for(&held, BouquetEffect::Release),
-        correlation_id,
-        None,
-        now,
-    )
-    .await
+    let expired = decide::expired(order, &held, now)?;
+    commit(store, &expired, order.version, correlation_id, None, now).await
 }
 
 /// What the sweeper did with one due order.

@@ -218,6 +218,21 @@ impl Bouquet {
         }
     }
 
+    /// Moves the end of the hold of `order_id` (a payment attempt extends it, a decline
+    /// restores it). A hold taken over by another order is not touched.
+    pub fn hold(&mut self, order_id: OrderId, until: Timestamp, now: Timestamp) -> bool {
+        match self.status {
+            BouquetStatus::Reserved {
+                order_id: holder, ..
+            } if holder == order_id => {
+                self.status = BouquetStatus::Reserved { order_id, until };
+                self.touch(now);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Sells the bouquet to the order that holds it.
     pub fn sell(&mut self, order_id: OrderId, now: Timestamp) -> Result<(), DomainError> {
         match self.status {

@@ -1,15 +1,18 @@
-//! Property: no sequence of commands (reserve, pay, decline, charge, cancel, expire, fulfil,
-//! at arbitrary clock times) sells a bouquet twice or leaves a bouquet held by a finished
-//! order. The model applies each command the way the store's transactions do: the order's
-//! transition and every bouquet update commit together or not at all.
+//! Property: no sequence of commands (reserve, claim a payment, decline, charge, interrupt,
+//! cancel, expire, fulfil, at arbitrary clock times) sells a bouquet twice or leaves a bouquet
+//! held by a finished order. Each command runs the project's own decisions (`Order::reserve`
+//! and `Bouquet::reserve` for a reservation, `bouquet_domain::checkout` for every other
+//! transition, as the checkout use cases call them) and commits a transition the way the
+//! store's transaction does: the order and every bouquet effect, each under its condition,
+//! together or not at all.
 
 use std::time::Duration;
 
 use bouquet_domain::bouquet::NewBouquet;
+use bouquet_domain::checkout::{self, Transition};
 use bouquet_domain::order::DEFAULT_HOLD;
 use bouquet_domain::{
-    Bouquet, BouquetStatus, Currency, CustomerId, Money, Order, OrderId, OrderStatus, Timestamp,
-    VendorId,
+    Bouquet, BouquetStatus, Currency, CustomerId, Money, Order, OrderStatus, Timestamp, VendorId,
 };
 use proptest::prelude::*;
 
@@ -19,6 +22,7 @@ enum Command {
     BeginPayment(usize),
     Decline(usize),
     Charged(usize),
+    Interrupt(usize),
     Cancel(usize),
     Expire(usize),
     Fulfil(usize),
@@ -31,6 +35,7 @@ fn command() -> impl Strategy<Value = Command> {
         (0usize..8).prop_map(Command::BeginPayment),
         (0usize..8).prop_map(Command::Decline),
         (0usize..8).prop_map(Command::Charged),
+        (0usize..8).prop_map(Command::Interrupt),
         (0usize..8).prop_map(Command::Cancel),
         (0usize..8).prop_map(Command::Expire),
         (0usize..8).prop_map(Command::Fulfil),
@@ -70,30 +75,40 @@ impl World {
         }
     }
 
-    /// Applies `f` to the bouquets held by `order` (all of its lines); the whole command is
-    /// dropped when one of them is not held by it, as a failed transaction condition would.
-    fn with_held(&mut self, order: &Order, f: impl Fn(&mut Bouquet, OrderId)) -> bool {
-        let ids: Vec<_> = order.bouquet_ids().collect();
-        let held = ids.iter().all(|id| {
-            self.bouquets.iter().any(|b| b.bouquet_id == *id && matches!(b.status, BouquetStatus::Reserved { order_id, .. } if order_id == order.order_id))
-        });
-        if held {
-            for bouquet in self
-                .bouquets
-                .iter_mut()
-                .filter(|b| ids.contains(&b.bouquet_id))
-            {
-                f(bouquet, order.order_id);
+    fn order(&self, index: usize) -> Option<Order> {
+        self.orders.get(index % self.orders.len().max(1)).cloned()
+    }
+
+    /// Commits `transition` as one transaction: every effect under its condition (the
+    /// bouquet is held by the order), the order replaced; or, when one condition fails,
+    /// nothing at all. `false` when it was refused.
+    fn commit(&mut self, transition: Transition) -> bool {
+        let order_id = transition.order.order_id;
+        let mut bouquets = self.bouquets.clone();
+        for (bouquet_id, effect) in &transition.effects {
+            let Some(bouquet) = bouquets.iter_mut().find(|b| b.bouquet_id == *bouquet_id) else {
+                return false;
+            };
+            if !effect.apply(bouquet, order_id, self.now) {
+                return false;
             }
         }
-        held
+        self.bouquets = bouquets;
+        let slot = self
+            .orders
+            .iter_mut()
+            .find(|o| o.order_id == order_id)
+            .expect("known order");
+        *slot = transition.order;
+        true
+    }
+
+    fn held(&self, order: &Order) -> Vec<bouquet_domain::BouquetId> {
+        checkout::held_by(order, &self.bouquets)
     }
 
     fn apply(&mut self, command: Command) {
         let now = self.now;
-        let order_at = |world: &World, index: usize| {
-            world.orders.get(index % world.orders.len().max(1)).cloned()
-        };
         match command {
             Command::Advance(seconds) => self.now = self.now.plus(Duration::from_secs(seconds)),
             Command::Reserve(indexes) => {
@@ -113,92 +128,53 @@ impl World {
                 }
             }
             Command::BeginPayment(i) => {
-                let Some(mut order) = order_at(self, i) else {
-                    return;
-                };
-                if order.begin_payment(now) == Ok(true) {
-                    let until = order.payment_hold_until(now);
-                    if self.with_held(&order, |b, o| {
-                        b.status = BouquetStatus::Reserved { order_id: o, until }
-                    }) {
-                        self.store(order);
+                if let Some(Ok(Some(claim))) = self.order(i).map(|o| checkout::claim(&o, now)) {
+                    self.commit(claim);
+                }
+            }
+            Command::Charged(i) => {
+                let Some(order) = self.order(i) else { return };
+                // As `commit_charge`: sell, or, with the bouquets lost, refund and release.
+                if let Ok(charged) = checkout::charged(&order, "ch".into(), now) {
+                    if !self.commit(charged) {
+                        let held = self.held(&order);
+                        if let Ok(refunded) = checkout::refunded(&order, &held, now) {
+                            self.commit(refunded);
+                        }
                     }
                 }
             }
             Command::Decline(i) => {
-                let Some(mut order) = order_at(self, i) else {
-                    return;
-                };
-                if order.payment_declined(now).is_ok() {
-                    let until = order.reserved_until;
-                    // Bouquets lost after a lease are simply not touched by a decline.
-                    for b in self.bouquets.iter_mut() {
-                        if matches!(b.status, BouquetStatus::Reserved { order_id, .. } if order_id == order.order_id)
-                        {
-                            b.status = BouquetStatus::Reserved {
-                                order_id: order.order_id,
-                                until,
-                            };
-                        }
-                    }
-                    self.store(order);
+                let Some(order) = self.order(i) else { return };
+                let held = self.held(&order);
+                if let Ok(declined) = checkout::declined(&order, &held, now) {
+                    self.commit(declined);
                 }
             }
-            Command::Charged(i) => {
-                let Some(mut order) = order_at(self, i) else {
-                    return;
-                };
-                let mut paid = order.clone();
-                if paid.payment_succeeded("ch".into(), now).is_ok() {
-                    if self.with_held(&paid, |b, o| b.sell(o, now).expect("held")) {
-                        self.store(paid);
-                    } else if order.payment_refunded(now).is_ok() {
-                        for b in self.bouquets.iter_mut() {
-                            b.release(order.order_id, now);
-                        }
-                        self.store(order);
-                    }
+            Command::Interrupt(i) => {
+                if let Some(Ok(interrupted)) = self.order(i).map(|o| checkout::interrupted(&o, now))
+                {
+                    self.commit(interrupted);
                 }
             }
             Command::Cancel(i) => {
-                let Some(mut order) = order_at(self, i) else {
-                    return;
-                };
-                if order.cancel(now).is_ok()
-                    && self.with_held(&order, |b, o| assert!(b.release(o, now)))
-                {
-                    self.store(order);
+                if let Some(Ok(cancelled)) = self.order(i).map(|o| checkout::cancelled(&o, now)) {
+                    self.commit(cancelled);
                 }
             }
             Command::Expire(i) => {
-                let Some(mut order) = order_at(self, i) else {
-                    return;
-                };
-                if order.expire(now).is_ok() {
-                    for b in self.bouquets.iter_mut() {
-                        b.release(order.order_id, now);
-                    }
-                    self.store(order);
+                let Some(order) = self.order(i) else { return };
+                let held = self.held(&order);
+                if let Ok(expired) = checkout::expired(&order, &held, now) {
+                    self.commit(expired);
                 }
             }
             Command::Fulfil(i) => {
-                let Some(mut order) = order_at(self, i) else {
-                    return;
-                };
-                if order.fulfil(now).is_ok() {
-                    self.store(order);
+                if let Some(Ok(fulfilled)) = self.order(i).map(|o| checkout::fulfilled(&o, now)) {
+                    self.commit(fulfilled);
                 }
             }
         }
-    }
-
-    fn store(&mut self, order: Order) {
-        let slot = self
-            .orders
-            .iter_mut()
-            .find(|o| o.order_id == order.order_id)
-            .expect("known order");
-        *slot = order;
     }
 
     fn check(&self) -> Result<(), TestCaseError> {

@@ -27,17 +27,7 @@ pub struct ReservationRead {
     pub idempotency: Option<IdempotencyRecord>,
 }
 
-/// What a bouquet of an order becomes in an order transition. Each is conditioned on the
-/// bouquet still being reserved by that order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BouquetEffect {
-    /// Keep the hold, until `until` (a payment attempt extends it).
-    Hold {
-        until: Timestamp,
-    },
-    Sell,
-    Release,
-}
+pub use bouquet_domain::checkout::BouquetEffect;
 
 impl Store {
     /// Reads the bouquets of a reservation and the idempotency record in one consistent
