@@ -17,5 +17,6 @@ mod payment;
 mod pipeline;
 mod reservation;
 mod template_consistency;
+mod use_case_properties;
 mod vase_mqtt;
 mod vases;
