@@ -102,3 +102,30 @@ stop_emulator() {
     log "stopped moto"
   fi
 }
+
+# The arrows of DESIGN.md section 3, from `cargo tree`: no function crate and not the dev
+# stack under shared/testkit; no function crate under the dev stack; lambda_http only under
+# the functions that serve HTTP (their main.rs runs lambda_http::run).
+check_arrows() {
+  local failed=0 crate function deps
+  local functions
+  functions="$(ls "$REPO_DIR/functions")"
+  for crate in bouquet-testkit devstack; do
+    deps="$(cargo tree --locked -p "$crate" --prefix none --format '{p}' | awk '{print $1}' | sort -u)"
+    for function in $functions devstack; do
+      [ "$function" = "$crate" ] && continue
+      if grep -qx "$function" <<<"$deps"; then
+        log "!!! arrow points up: $crate depends on $function"
+        failed=1
+      fi
+    done
+  done
+  for function in $functions; do
+    grep -q 'lambda_http::run' "$REPO_DIR/functions/$function/src/main.rs" && continue
+    if cargo tree --locked -p "$function" -e normal --prefix none --format '{p}' | awk '{print $1}' | grep -qx lambda_http; then
+      log "!!! $function is not an HTTP function but links lambda_http"
+      failed=1
+    fi
+  done
+  return "$failed"
+}

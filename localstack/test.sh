@@ -16,6 +16,8 @@ log "sam validate --lint"
 "$DEPLOY_VENV/bin/sam" validate --lint --template template.yaml
 log "cargo fmt --check"
 cargo fmt --all -- --check
+log "crate arrows (DESIGN.md section 3)"
+check_arrows
 log "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 log "building the function binaries the system tests start"
