@@ -3,9 +3,16 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use aws_lambda_events::apigw::{
+    ApiGatewayRequestAuthorizer, ApiGatewayRequestAuthorizerJwtDescription,
+    ApiGatewayV2httpRequest, ApiGatewayV2httpRequestContext,
+    ApiGatewayV2httpRequestContextHttpDescription,
+};
+use aws_lambda_events::http::{HeaderMap, HeaderName, HeaderValue, Method};
+use aws_lambda_events::query_map::QueryMap;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Segment {
@@ -123,7 +130,8 @@ pub struct Incoming {
     pub source_ip: String,
 }
 
-/// The payload format 2.0 event API Gateway sends for `incoming` on `route`.
+/// The payload format 2.0 event API Gateway sends for `incoming` on `route`, built from
+/// `aws_lambda_events`' own type so a drift from what `lambda_http` reads is a compile error.
 pub fn event(
     incoming: &Incoming,
     route: &RoutePattern,
@@ -169,54 +177,78 @@ pub fn event(
             .or_insert(v);
     }
     let (body, base64) = match std::str::from_utf8(&incoming.body) {
-        _ if incoming.body.is_empty() => (Value::Null, false),
-        Ok(text) => (Value::String(text.to_owned()), false),
-        Err(_) => (Value::String(STANDARD.encode(&incoming.body)), true),
+        _ if incoming.body.is_empty() => (None, false),
+        Ok(text) => (Some(text.to_owned()), false),
+        Err(_) => (Some(STANDARD.encode(&incoming.body)), true),
     };
-    let user_agent = headers.get("user-agent").cloned().unwrap_or_default();
-    let mut context = json!({
-        "accountId": "123456789012",
-        "apiId": "local",
-        "domainName": headers.get("host").cloned().unwrap_or_else(|| "localhost".into()),
-        "domainPrefix": "local",
-        "http": {
-            "method": incoming.method,
-            "path": incoming.path,
-            "protocol": "HTTP/1.1",
-            "sourceIp": incoming.source_ip,
-            "userAgent": user_agent,
-        },
-        "requestId": request_id,
-        "routeKey": route.route_key(),
-        "stage": "$default",
-        "time": api_gateway_time(now),
-        "timeEpoch": (now.unix_timestamp_nanos() / 1_000_000) as i64,
-    });
+    let method = Method::from_bytes(incoming.method.as_bytes()).unwrap_or(Method::GET);
+
+    let mut http = ApiGatewayV2httpRequestContextHttpDescription::default();
+    http.method = method.clone();
+    http.path = Some(incoming.path.clone());
+    http.protocol = Some("HTTP/1.1".into());
+    http.source_ip = Some(incoming.source_ip.clone());
+    http.user_agent = Some(headers.get("user-agent").cloned().unwrap_or_default());
+
+    let mut context = ApiGatewayV2httpRequestContext::default();
+    context.account_id = Some("123456789012".into());
+    context.apiid = Some("local".into());
+    context.domain_name = Some(
+        headers
+            .get("host")
+            .cloned()
+            .unwrap_or_else(|| "localhost".into()),
+    );
+    context.domain_prefix = Some("local".into());
+    context.http = http;
+    context.request_id = Some(request_id.to_owned());
+    context.route_key = Some(route.route_key());
+    context.stage = Some("$default".into());
+    context.time = Some(api_gateway_time(now));
+    context.time_epoch = (now.unix_timestamp_nanos() / 1_000_000) as i64;
     if let Some(claims) = claims {
-        context["authorizer"] = json!({ "jwt": { "claims": claims, "scopes": null } });
+        let mut jwt = ApiGatewayRequestAuthorizerJwtDescription::default();
+        jwt.claims = claims.clone();
+        let mut authorizer = ApiGatewayRequestAuthorizer::default();
+        authorizer.jwt = Some(jwt);
+        context.authorizer = Some(authorizer);
     }
-    let mut event = json!({
-        "version": "2.0",
-        "routeKey": route.route_key(),
-        "rawPath": incoming.path,
-        "rawQueryString": incoming.raw_query,
-        "headers": headers,
-        "requestContext": context,
-        "isBase64Encoded": base64,
-    });
-    if !cookies.is_empty() {
-        event["cookies"] = json!(cookies);
+
+    let mut header_map = HeaderMap::new();
+    for (name, value) in &headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            header_map.insert(name, value);
+        }
     }
-    if !query.is_empty() {
-        event["queryStringParameters"] = json!(query);
+    let mut event = ApiGatewayV2httpRequest::default();
+    // The deprecated v1 field lambda_http does not read for v2; kept equal to the method.
+    #[allow(deprecated)]
+    {
+        event.http_method = method;
     }
-    if !path_parameters.is_empty() {
-        event["pathParameters"] = json!(path_parameters);
-    }
-    if !body.is_null() {
-        event["body"] = body;
-    }
-    event
+    event.version = Some("2.0".into());
+    event.route_key = Some(route.route_key());
+    event.raw_path = Some(incoming.path.clone());
+    event.raw_query_string = Some(incoming.raw_query.clone());
+    event.cookies = (!cookies.is_empty()).then_some(cookies);
+    event.headers = header_map;
+    event.query_string_parameters = QueryMap::from(
+        query
+            .into_iter()
+            .map(|(k, v)| (k, vec![v]))
+            .collect::<HashMap<String, Vec<String>>>(),
+    );
+    event.path_parameters = path_parameters
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    event.request_context = context;
+    event.body = body;
+    event.is_base64_encoded = base64;
+    serde_json::to_value(event).unwrap_or_default()
 }
 
 /// `02/Dec/2026:16:16:51 +0000`, API Gateway's `requestContext.time` format.
@@ -259,6 +291,7 @@ fn percent_decode(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn selects_the_most_specific_route() {

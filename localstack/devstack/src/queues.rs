@@ -10,7 +10,9 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, Message, MessageSystemAttributeName};
-use serde_json::{json, Value};
+use serde_json::Value;
+
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 
 use crate::lambda::{Invoke, Resolver};
 
@@ -152,32 +154,31 @@ impl QueueMapping {
         Ok(report)
     }
 
-    /// The SQS event Lambda gives the function.
+    /// The SQS event Lambda gives the function, built from `aws_lambda_events`' own type.
     fn event(&self, messages: &[Message]) -> Value {
         let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "eu-west-1".into());
-        let records: Vec<Value> = messages
+        let mut event = SqsEvent::default();
+        event.records = messages
             .iter()
             .map(|m| {
-                let attributes: serde_json::Map<String, Value> = m
+                let mut record = SqsMessage::default();
+                record.message_id = m.message_id.clone();
+                record.receipt_handle = m.receipt_handle.clone();
+                record.body = m.body.clone();
+                record.md5_of_body = m.md5_of_body.clone();
+                record.attributes = m
                     .attributes
                     .iter()
                     .flatten()
-                    .map(|(k, v)| (k.as_str().to_owned(), Value::String(v.clone())))
+                    .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
                     .collect();
-                json!({
-                    "messageId": m.message_id,
-                    "receiptHandle": m.receipt_handle,
-                    "body": m.body,
-                    "attributes": attributes,
-                    "messageAttributes": {},
-                    "md5OfBody": m.md5_of_body,
-                    "eventSource": "aws:sqs",
-                    "eventSourceARN": self.queue_arn,
-                    "awsRegion": region,
-                })
+                record.event_source = Some("aws:sqs".into());
+                record.event_source_arn = Some(self.queue_arn.clone());
+                record.aws_region = Some(region.clone());
+                record
             })
             .collect();
-        json!({ "Records": records })
+        serde_json::to_value(event).unwrap_or_default()
     }
 }
 

@@ -9,8 +9,11 @@
 
 use std::collections::HashMap;
 
+use aws_lambda_events::event::dynamodb::{
+    EventRecord as LambdaEventRecord, StreamRecord as LambdaStreamRecord,
+};
 use aws_sdk_dynamodbstreams::types::{AttributeValue, ShardIteratorType};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::error::{aws, DevError};
 use crate::lambda::{Invoke, InvokeError, Resolver};
@@ -352,61 +355,41 @@ fn sequence_number(record: &Value) -> &str {
 }
 
 /// Lambda's DynamoDB stream record JSON for an SDK record.
+/// A stream record as Lambda delivers it, built from `aws_lambda_events`' own type so a
+/// drift from what the functions read is a compile error.
 fn record_json(record: &aws_sdk_dynamodbstreams::types::Record) -> Value {
     let change = record.dynamodb();
     let image = |map: Option<&HashMap<String, AttributeValue>>| {
-        Value::Object(
-            map.map(|m| {
-                m.iter()
-                    .map(|(k, v)| (k.clone(), attribute_json(v)))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        )
+        serde_dynamo::Item::from(map.cloned().unwrap_or_default())
     };
-    let mut dynamodb = json!({
-        "Keys": image(change.and_then(|c| c.keys())),
-        "SequenceNumber": change.and_then(|c| c.sequence_number()).unwrap_or_default(),
-        "SizeBytes": change.and_then(|c| c.size_bytes()).unwrap_or_default(),
-        "StreamViewType": change.and_then(|c| c.stream_view_type()).map(|v| v.as_str().to_owned()).unwrap_or_default(),
-        "ApproximateCreationDateTime": change.and_then(|c| c.approximate_creation_date_time()).map(|t| t.as_secs_f64()).unwrap_or_default(),
-    });
-    if let Some(new) = change.and_then(|c| c.new_image()) {
-        dynamodb["NewImage"] = image(Some(new));
+    let mut stream_record = LambdaStreamRecord::default();
+    stream_record.keys = image(change.and_then(|c| c.keys()));
+    stream_record.new_image = image(change.and_then(|c| c.new_image()));
+    stream_record.old_image = image(change.and_then(|c| c.old_image()));
+    stream_record.sequence_number = change.and_then(|c| c.sequence_number()).map(str::to_owned);
+    stream_record.size_bytes = change.and_then(|c| c.size_bytes()).unwrap_or_default();
+    stream_record.stream_view_type = change
+        .and_then(|c| c.stream_view_type())
+        .and_then(|v| serde_json::from_value(json!(v.as_str())).ok());
+    if let Some(at) = change
+        .and_then(|c| c.approximate_creation_date_time())
+        .and_then(|t| chrono::DateTime::from_timestamp(t.secs(), t.subsec_nanos()))
+    {
+        stream_record.approximate_creation_date_time = at;
     }
-    if let Some(old) = change.and_then(|c| c.old_image()) {
-        dynamodb["OldImage"] = image(Some(old));
-    }
-    json!({
-        "eventID": record.event_id().unwrap_or_default(),
-        "eventName": record.event_name().map(|n| n.as_str().to_owned()).unwrap_or_default(),
-        "eventVersion": record.event_version().unwrap_or("1.1"),
-        "eventSource": "aws:dynamodb",
-        "awsRegion": record.aws_region().unwrap_or("eu-west-1"),
-        "dynamodb": dynamodb,
-        "eventSourceARN": "arn:aws:dynamodb:local:123456789012:table/local/stream/local",
-    })
-}
-
-fn attribute_json(value: &AttributeValue) -> Value {
-    match value {
-        AttributeValue::S(s) => json!({ "S": s }),
-        AttributeValue::N(n) => json!({ "N": n }),
-        AttributeValue::Bool(b) => json!({ "BOOL": b }),
-        AttributeValue::Null(_) => json!({ "NULL": true }),
-        AttributeValue::Ss(v) => json!({ "SS": v }),
-        AttributeValue::Ns(v) => json!({ "NS": v }),
-        AttributeValue::M(m) => {
-            json!({ "M": Value::Object(m.iter().map(|(k, v)| (k.clone(), attribute_json(v))).collect::<Map<_, _>>()) })
-        }
-        AttributeValue::L(items) => {
-            json!({ "L": items.iter().map(attribute_json).collect::<Vec<_>>() })
-        }
-        AttributeValue::B(b) => {
-            json!({ "B": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, b.as_ref()) })
-        }
-        _ => Value::Null,
-    }
+    let mut event_record = LambdaEventRecord::default();
+    event_record.aws_region = record.aws_region().unwrap_or("eu-west-1").to_owned();
+    event_record.change = stream_record;
+    event_record.event_id = record.event_id().unwrap_or_default().to_owned();
+    event_record.event_name = record
+        .event_name()
+        .map(|n| n.as_str().to_owned())
+        .unwrap_or_default();
+    event_record.event_source = Some("aws:dynamodb".into());
+    event_record.event_version = Some(record.event_version().unwrap_or("1.1").to_owned());
+    event_record.event_source_arn =
+        Some("arn:aws:dynamodb:local:123456789012:table/local/stream/local".into());
+    serde_json::to_value(event_record).unwrap_or_default()
 }
 
 /// Lambda filter patterns (the subset the template uses): an array lists accepted values, an
