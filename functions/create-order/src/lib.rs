@@ -11,7 +11,7 @@ use bouquet_app::domain::events::DomainEvent;
 use bouquet_app::domain::order::parse_bouquet_ids;
 use bouquet_app::domain::{Bouquet, BouquetId, DomainError, Order};
 use bouquet_app::store::retry::Retry;
-use bouquet_app::store::{bouquet_from_conflict, StoreError, Target};
+use bouquet_app::store::{StoreError, Target};
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
@@ -113,7 +113,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
                 let mut taken = Vec::new();
                 for conflict in conflicts {
                     match conflict.target {
-                        Target::Bouquet(id) => match bouquet_from_conflict(conflict.current) {
+                        Target::Bouquet(id) => match conflict.bouquet() {
                             Some(current) if current.is_available(ctx.now) => {}
                             _ => taken.push(id),
                         },

@@ -2,7 +2,7 @@
 //! write follows, and the interpretation of that write's failure.
 
 use bouquet_domain::{Bouquet, BouquetId};
-use bouquet_store::{bouquet_from_conflict, Conflict};
+use bouquet_store::Conflict;
 
 use crate::ctx::Ctx;
 use crate::problem::ApiError;
@@ -41,7 +41,7 @@ pub fn refused_change(
     let current = conflicts
         .into_iter()
         .next()
-        .and_then(|c| bouquet_from_conflict(c.current));
+        .and_then(|c| c.bouquet().cloned());
     match current {
         Some(bouquet) if bouquet.is_available(ctx.now) && if_match.is_some() => {
             Err(ApiError::PreconditionFailed(

@@ -2,7 +2,7 @@ use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
 
-use bouquet_domain::{BouquetId, OrderId, VaseId, VendorId};
+use bouquet_domain::{Bouquet, BouquetId, Order, OrderId, Vase, VaseId, VendorId};
 
 use crate::idempotency::IdempotencyRecord;
 
@@ -26,7 +26,51 @@ pub enum Target {
 #[derive(Clone, Debug)]
 pub struct Conflict {
     pub target: Target,
-    pub current: Option<HashMap<String, AttributeValue>>,
+    pub current: Option<Current>,
+}
+
+/// The item a failed condition found, read as its target's type.
+#[derive(Clone, Debug)]
+pub enum Current {
+    Bouquet(Box<Bouquet>),
+    Order(Box<Order>),
+    Vase(Box<Vase>),
+    /// An item of a kind no caller reads back (cart, vendor, reading, ...).
+    Other,
+}
+
+impl Conflict {
+    /// Reads the item a cancellation reason returned, as its target's type; `None` when
+    /// there was none (or, logged, when it cannot be read).
+    pub(crate) fn new(target: Target, item: Option<HashMap<String, AttributeValue>>) -> Self {
+        let current = item.and_then(|item| {
+            let read = match target {
+                Target::Bouquet(_) => {
+                    crate::bouquets::decode_bouquet(item).map(|b| Current::Bouquet(Box::new(b)))
+                }
+                Target::Order(_) => {
+                    crate::orders::decode_order(item).map(|o| Current::Order(Box::new(o)))
+                }
+                Target::Vase(_) => {
+                    crate::vases::decode_vase(item).map(|v| Current::Vase(Box::new(v)))
+                }
+                _ => Ok(Current::Other),
+            };
+            read.inspect_err(
+                |error| tracing::warn!(?target, %error, "unreadable item in a conflict"),
+            )
+            .ok()
+        });
+        Self { target, current }
+    }
+
+    /// The bouquet as the failed condition found it.
+    pub fn bouquet(&self) -> Option<&Bouquet> {
+        match &self.current {
+            Some(Current::Bouquet(bouquet)) => Some(bouquet),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

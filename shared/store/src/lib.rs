@@ -28,10 +28,10 @@ use aws_sdk_dynamodb::Client;
 pub use analytics::{CounterDelta, DayCounters};
 pub use carts::CartRefusal;
 pub use cursor::Page;
-pub use error::{describe, BackendError, BackendKind, Conflict, StoreError, Target};
+pub use error::{describe, BackendError, BackendKind, Conflict, Current, StoreError, Target};
 pub use idempotency::{IdempotencyPut, IdempotencyRecord};
 pub use keys::CATALOGUE_SHARDS;
-pub use orders::{bouquet_from_conflict, BouquetEffect, ReservationRead};
+pub use orders::{BouquetEffect, ReservationRead};
 pub use processed::{Processed, PROCESSED_RETENTION};
 pub use vases::{ReadingWrite, HEARTBEAT_SHARDS, READING_RETENTION};
 

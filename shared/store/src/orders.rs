@@ -349,11 +349,6 @@ fn take_record(
     }
 }
 
-fn decode_order(item: Item) -> Result<Order, StoreError> {
+pub(crate) fn decode_order(item: Item) -> Result<Order, StoreError> {
     from_item::<OrderItem>(item)?.into_domain()
-}
-
-/// Decodes the current state of a bouquet from a cancellation reason.
-pub fn bouquet_from_conflict(item: Option<Item>) -> Option<Bouquet> {
-    item.and_then(|i| decode_bouquet(i).ok())
 }

@@ -243,10 +243,9 @@ impl Tx {
                 (Target::Idempotency, Some("TransactionConflict")) => {
                     return StoreError::IdempotencyInProgress
                 }
-                (_, Some("ConditionalCheckFailed")) => conflicts.push(Conflict {
-                    target: target.clone(),
-                    current: reason.item().cloned(),
-                }),
+                (_, Some("ConditionalCheckFailed")) => {
+                    conflicts.push(Conflict::new(target.clone(), reason.item().cloned()))
+                }
                 (_, Some("TransactionConflict")) => contended.push(target.clone()),
                 (_, Some("None") | None) => {}
                 (_, Some(code)) => {

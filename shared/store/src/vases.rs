@@ -102,6 +102,11 @@ struct VaseItem {
     vendor_sort: String,
 }
 
+/// A vase item, read.
+pub(crate) fn decode_vase(item: Item) -> Result<Vase, StoreError> {
+    from_item::<VaseItem>(item)?.into_domain()
+}
+
 impl VaseItem {
     fn from_domain(v: &Vase) -> Self {
         let id = v.vase_id.to_string();
@@ -335,12 +340,9 @@ impl Store {
         match result {
             Ok(_) => Ok(()),
             Err(error) => match error.into_service_error() {
-                UpdateItemError::ConditionalCheckFailedException(_) => {
-                    Err(StoreError::ConditionFailed(vec![Conflict {
-                        target: Target::Vase(vase_id),
-                        current: None,
-                    }]))
-                }
+                UpdateItemError::ConditionalCheckFailedException(_) => Err(
+                    StoreError::ConditionFailed(vec![Conflict::new(Target::Vase(vase_id), None)]),
+                ),
                 other => Err(StoreError::service(other)),
             },
         }
