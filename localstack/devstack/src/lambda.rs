@@ -159,6 +159,13 @@ impl Functions {
 /// in process.
 pub trait Resolver: Send + Sync {
     fn invoker(&self, binary: &str) -> Option<Invoke>;
+
+    /// The [`Invoke`] of `binary`, which a trigger of the template needs.
+    fn require(&self, binary: &str) -> Result<Invoke, crate::error::DevError> {
+        self.invoker(binary).ok_or_else(|| {
+            crate::error::DevError::Unsupported(format!("no function builds {binary}"))
+        })
+    }
 }
 
 impl Resolver for Functions {

@@ -191,9 +191,7 @@ pub fn start_all(
 ) -> Result<Vec<String>, DevError> {
     let mut started = Vec::new();
     for (function, event) in template.events_of_type("SQS").map_err(DevError::from)? {
-        let invoke = functions.invoker(&function.binary).ok_or_else(|| {
-            DevError::Unsupported(format!("no function builds {}", function.binary))
-        })?;
+        let invoke = functions.require(&function.binary)?;
         let arn = crate::provision::resolve(template, &event["Properties"]["Queue"], names);
         let url = names
             .iter()

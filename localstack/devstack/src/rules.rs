@@ -176,9 +176,7 @@ pub async fn start_all(
             &function.logical_id,
             &function.binary,
             &event,
-            functions.invoker(&function.binary).ok_or_else(|| {
-                DevError::Unsupported(format!("no function builds {}", function.binary))
-            })?,
+            functions.require(&function.binary)?,
             sdk,
         )
         .await?;

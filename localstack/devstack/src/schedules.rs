@@ -40,9 +40,7 @@ pub fn start(
                 "{binary}: schedule {expression:?} (rate(...) only)"
             ))
         })? / speedup.max(1);
-        let invoke = functions
-            .invoker(&binary)
-            .ok_or_else(|| DevError::Unsupported(format!("no function builds {binary}")))?;
+        let invoke = functions.require(&binary)?;
         let name = binary.clone();
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(every);

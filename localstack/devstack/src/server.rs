@@ -43,9 +43,7 @@ impl LocalApi {
     ) -> Result<Self, DevError> {
         let mut routes = Vec::new();
         for route in template.http_routes()? {
-            let invoke = functions.invoker(&route.binary).ok_or_else(|| {
-                DevError::Unsupported(format!("no function builds {}", route.binary))
-            })?;
+            let invoke = functions.require(&route.binary)?;
             routes.push((
                 RoutePattern::new(&route.method, &route.path),
                 Target {

@@ -299,9 +299,7 @@ pub fn start_all(
         .events_of_type("DynamoDB")
         .map_err(DevError::from)?
     {
-        let invoke = functions.invoker(&function.binary).ok_or_else(|| {
-            DevError::Unsupported(format!("no function builds {}", function.binary))
-        })?;
+        let invoke = functions.require(&function.binary)?;
         let stream = crate::provision::resolve(template, &event["Properties"]["Stream"], names);
         let on_failure = match &event["Properties"]["DestinationConfig"]["OnFailure"]["Destination"]
         {
