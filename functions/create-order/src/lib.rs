@@ -11,7 +11,7 @@ use bouquet_app::domain::events::DomainEvent;
 use bouquet_app::domain::order::parse_bouquet_ids;
 use bouquet_app::domain::{Bouquet, BouquetId, DomainError, Order};
 use bouquet_app::store::retry::Retry;
-use bouquet_app::store::{StoreError, Target};
+use bouquet_app::store::{Reservation, StoreError, Target};
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
@@ -21,7 +21,7 @@ pub const ROUTE: Route = Route::new("POST", "/v1/orders");
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct Reservation {
+struct ReservationBody {
     bouquet_ids: Vec<String>,
 }
 
@@ -32,7 +32,9 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?.require(Role::Customer)?;
     let requested = match ctx.has_body() {
-        true => Some(parse_bouquet_ids(&ctx.json::<Reservation>()?.bouquet_ids)?),
+        true => Some(parse_bouquet_ids(
+            &ctx.json::<ReservationBody>()?.bouquet_ids,
+        )?),
         false => None,
     };
     let store = &ctx.app.store;
@@ -96,17 +98,16 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
             data,
         );
         let reply = Reply::created(&order, format!("/v1/orders/{}", order.order_id))?;
-        match store
-            .reserve(
-                &order,
-                &held,
-                &event,
-                ctx.idempotency_record(&reply).as_ref(),
-                cart.as_ref(),
-                ctx.now,
-            )
-            .await
-        {
+        let record = ctx.idempotency_record(&reply);
+        let reservation = Reservation {
+            order: &order,
+            bouquets: &held,
+            event: &event,
+            idempotency: record.as_ref(),
+            cart: cart.as_ref(),
+            max_holds: ctx.app.config.max_holds_per_customer,
+        };
+        match store.reserve(&reservation, ctx.now).await {
             Ok(()) => return Ok(reply),
             Err(StoreError::ConditionFailed(conflicts)) => {
                 // Name exactly the bouquets that were taken, from the cancellation reasons.
@@ -119,6 +120,11 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
                         },
                         // The cart changed since it was read: read it again.
                         Target::Cart => {}
+                        Target::Holds => {
+                            return Err(ApiError::ReservationLimit(
+                                ctx.app.config.max_holds_per_customer,
+                            ))
+                        }
                         other => {
                             return Err(ApiError::Internal(format!(
                                 "reservation refused on {other:?}"

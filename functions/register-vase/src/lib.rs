@@ -61,10 +61,8 @@ async fn handle(ctx: &Ctx, registrar: &Registrar) -> Result<Reply, ApiError> {
     }
     let store = &ctx.app.store;
     // IoT resources are not undone by a DynamoDB condition: learn of a replay first.
-    if let Some(key_hash) = ctx.idempotency_key_hash() {
-        if let Some(record) = store.idempotency_record(key_hash, ctx.now).await? {
-            return Ok(Reply::replay(record));
-        }
+    if let Some(replay) = ctx.stored_reply().await? {
+        return Ok(replay);
     }
     if !store.vendor_exists(vendor_id).await? {
         return Err(ApiError::NotFound("vendor"));

@@ -29,7 +29,7 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let bouquet_id = ctx.path("bouquetId", BouquetId::parse)?;
     ctx.caller()?;
-    let expected = ctx.if_match()?.ok_or(ApiError::PreconditionRequired)?;
+    let if_match = ctx.if_match()?;
     let patch: Patch = ctx.json()?;
     let change = BouquetChange::validate(
         patch.name.as_deref(),
@@ -39,7 +39,9 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
             .as_ref()
             .map(|p| (p.amount.as_str(), p.currency.as_str())),
     )?;
-    let read = vendor_bouquet(ctx, bouquet_id, Some(expected)).await?;
+    // Authorization first (403 for another vendor's bouquet), then the precondition.
+    let read = vendor_bouquet(ctx, bouquet_id, if_match).await?;
+    let expected = if_match.ok_or(ApiError::PreconditionRequired)?;
     let mut changed = read.clone();
     changed.change(change, ctx.now)?;
     let event = DomainEvent::new(

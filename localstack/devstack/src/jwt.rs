@@ -60,13 +60,16 @@ pub fn mint(
 }
 
 /// Verifies `Authorization: Bearer <token>` and returns the claims as API Gateway passes
-/// them (every value a string). `None` for anything missing, malformed, forged or expired.
+/// them (every value a string). `None` for anything missing, malformed, forged, expired or
+/// not valid yet (`nbf` in the future).
 pub fn verify(secret: &str, authorization: Option<&str>) -> Option<HashMap<String, String>> {
     let token = authorization?.strip_prefix("Bearer ")?.trim();
     let mut validation = Validation::new(Algorithm::HS256);
     validation.set_issuer(&[ISSUER]);
     validation.set_audience(&[AUDIENCE]);
     validation.leeway = 0;
+    // API Gateway refuses a token that is not valid yet.
+    validation.validate_nbf = true;
     validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
     let data = decode::<HashMap<String, Value>>(
         token,
@@ -116,5 +119,25 @@ mod tests {
             verify("s3cret", Some(&format!("Bearer {expired}"))).is_none(),
             "expired"
         );
+    }
+
+    #[test]
+    fn refuses_a_token_that_is_not_valid_yet() {
+        let now = now_seconds();
+        let token = |nbf: i64| {
+            let claims = serde_json::json!({
+                "sub": "c", "role": "customer", "iss": ISSUER, "aud": AUDIENCE,
+                "iat": now, "exp": now + 600, "nbf": nbf,
+            });
+            let token = encode(
+                &Header::new(Algorithm::HS256),
+                &claims,
+                &EncodingKey::from_secret(b"s3cret"),
+            )
+            .unwrap();
+            verify("s3cret", Some(&format!("Bearer {token}")))
+        };
+        assert!(token(now + 60).is_none(), "nbf a minute ahead");
+        assert!(token(now - 1).is_some(), "nbf passed");
     }
 }

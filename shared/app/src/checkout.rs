@@ -18,7 +18,9 @@ use bouquet_domain::checkout::{self as decide, Transition};
 use bouquet_domain::events::DomainEvent;
 use bouquet_domain::{BouquetId, DomainError, Order, OrderStatus, Timestamp};
 use bouquet_payments::{ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway};
-use bouquet_store::{BouquetEffect, Conflict, IdempotencyPut, Store, StoreError, Target};
+use bouquet_store::{
+    BouquetEffect, Conflict, IdempotencyPut, OrderWrite, Store, StoreError, Target,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CheckoutError {
@@ -32,12 +34,12 @@ pub enum CheckoutError {
     Gateway(#[from] GatewayError),
 }
 
-/// Writes a transition of `order` (read at `read_version`) with `effects` on its bouquets
-/// and the event the new status announces. A lost race on the order is `Changed`.
+/// Writes the transition of `before` to `order` with `effects` on its bouquets and the event
+/// the new status announces. A lost race on the order is `Changed`.
 pub async fn write(
     store: &Store,
+    before: &Order,
     order: &Order,
-    read_version: u64,
     effects: &[(BouquetId, BouquetEffect)],
     correlation_id: &str,
     idempotency: Option<&IdempotencyPut>,
@@ -48,11 +50,14 @@ pub async fn write(
         .map(|data| DomainEvent::new(order.order_id, order.version, now, correlation_id, data));
     match store
         .transition_order(
-            order,
-            read_version,
-            effects,
-            event.as_ref(),
-            idempotency,
+            &OrderWrite {
+                order,
+                read_version: before.version,
+                effects,
+                event: event.as_ref(),
+                idempotency,
+                releases_hold: before.status.holds_bouquets() && !order.status.holds_bouquets(),
+            },
             now,
         )
         .await
@@ -79,19 +84,19 @@ pub fn charge_request(order: &Order, payment_token: &str) -> ChargeRequest {
     }
 }
 
-/// Writes `transition` of `order` (read at `read_version`).
+/// Writes `transition` of `before`.
 async fn commit(
     store: &Store,
+    before: &Order,
     transition: &Transition,
-    read_version: u64,
     correlation_id: &str,
     idempotency: Option<&IdempotencyPut>,
     now: Timestamp,
 ) -> Result<(), CheckoutError> {
     write(
         store,
+        before,
         &transition.order,
-        read_version,
         &transition.effects,
         correlation_id,
         idempotency,
@@ -108,12 +113,12 @@ pub async fn claim(
     correlation_id: &str,
     now: Timestamp,
 ) -> Result<bool, CheckoutError> {
-    let read_version = order.version;
+    let before = order.clone();
     let Some(claim) = decide::claim(order, now)? else {
         return Ok(false);
     };
     *order = claim.order.clone();
-    match commit(store, &claim, read_version, correlation_id, None, now).await {
+    match commit(store, &before, &claim, correlation_id, None, now).await {
         // A bouquet no longer held by this order: its hold was lost after an earlier
         // attempt's lease; the order cannot be completed.
         Err(CheckoutError::Store(StoreError::ConditionFailed(_))) => {
@@ -136,23 +141,14 @@ pub async fn commit_charge(
     now: Timestamp,
 ) -> Result<Order, CheckoutError> {
     let charged = decide::charged(order, charge_id, now)?;
-    match commit(
-        store,
-        &charged,
-        order.version,
-        correlation_id,
-        idempotency,
-        now,
-    )
-    .await
-    {
+    match commit(store, order, &charged, correlation_id, idempotency, now).await {
         Ok(()) => Ok(charged.order),
         Err(CheckoutError::Store(StoreError::ConditionFailed(_))) => {
             tracing::warn!(order_id = %order.order_id, "bouquets lost after an interrupted payment: refunding");
             payments.refund(&order.gateway_key()).await?;
             let held = held_bouquets(store, order).await?;
             let refunded = decide::refunded(order, &held, now)?;
-            commit(store, &refunded, order.version, correlation_id, None, now).await?;
+            commit(store, order, &refunded, correlation_id, None, now).await?;
             Err(DomainError::ReservationExpired.into())
         }
         Err(other) => Err(other),
@@ -167,15 +163,7 @@ pub async fn interrupt(
     now: Timestamp,
 ) -> Result<(), CheckoutError> {
     let interrupted = decide::interrupted(order, now)?;
-    commit(
-        store,
-        &interrupted,
-        order.version,
-        correlation_id,
-        None,
-        now,
-    )
-    .await
+    commit(store, order, &interrupted, correlation_id, None, now).await
 }
 
 /// The gateway declined: back to `reserved` with the original hold.
@@ -188,15 +176,7 @@ pub async fn decline(
 ) -> Result<Order, CheckoutError> {
     let held = held_bouquets(store, order).await?;
     let declined = decide::declined(order, &held, now)?;
-    commit(
-        store,
-        &declined,
-        order.version,
-        correlation_id,
-        idempotency,
-        now,
-    )
-    .await?;
+    commit(store, order, &declined, correlation_id, idempotency, now).await?;
     Ok(declined.order)
 }
 
@@ -207,26 +187,50 @@ async fn held_bouquets(store: &Store, order: &Order) -> Result<Vec<BouquetId>, C
     Ok(decide::held_by(order, &bouquets))
 }
 
+/// The idempotency record to write with a transition, made from the order it leads to.
+pub type RecordFor<'a> = &'a (dyn Fn(&Order) -> Option<IdempotencyPut> + Sync);
+
 /// Cancels a live reservation: `cancelled`, bouquets back to `available`.
 pub async fn cancel(
     store: &Store,
     order: &Order,
     correlation_id: &str,
+    record_for: RecordFor<'_>,
     now: Timestamp,
 ) -> Result<Order, CheckoutError> {
     let cancelled = decide::cancelled(order, now)?;
-    commit(store, &cancelled, order.version, correlation_id, None, now).await?;
+    let record = record_for(&cancelled.order);
+    commit(
+        store,
+        order,
+        &cancelled,
+        correlation_id,
+        record.as_ref(),
+        now,
+    )
+    .await?;
     Ok(cancelled.order)
 }
 
+/// Its vendor fulfils a paid order.
 pub async fn fulfil(
     store: &Store,
     order: &Order,
     correlation_id: &str,
+    record_for: RecordFor<'_>,
     now: Timestamp,
 ) -> Result<Order, CheckoutError> {
     let fulfilled = decide::fulfilled(order, now)?;
-    commit(store, &fulfilled, order.version, correlation_id, None, now).await?;
+    let record = record_for(&fulfilled.order);
+    commit(
+        store,
+        order,
+        &fulfilled,
+        correlation_id,
+        record.as_ref(),
+        now,
+    )
+    .await?;
     Ok(fulfilled.order)
 }
 
@@ -240,7 +244,7 @@ async fn expire(
 ) -> Result<(), CheckoutError> {
     let held = held_bouquets(store, order).await?;
     let expired = decide::expired(order, &held, now)?;
-    commit(store, &expired, order.version, correlation_id, None, now).await
+    commit(store, order, &expired, correlation_id, None, now).await
 }
 
 /// What the sweeper did with one due order.

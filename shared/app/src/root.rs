@@ -19,13 +19,20 @@ pub struct Config {
     pub hold: Duration,
     /// How long a silent vase stays online (`OFFLINE_AFTER_SECONDS`).
     pub offline_after: Duration,
+    /// How many orders one customer may hold bouquets with at once
+    /// (`MAX_HOLDS_PER_CUSTOMER`): one customer cannot hold the whole catalogue.
+    pub max_holds_per_customer: u32,
 }
+
+/// The default cap on a customer's holding orders.
+pub const DEFAULT_MAX_HOLDS_PER_CUSTOMER: u32 = 5;
 
 impl Default for Config {
     fn default() -> Self {
         Self {
             hold: DEFAULT_HOLD,
             offline_after: DEFAULT_OFFLINE_AFTER,
+            max_holds_per_customer: DEFAULT_MAX_HOLDS_PER_CUSTOMER,
         }
     }
 }
@@ -37,6 +44,8 @@ pub enum ConfigError {
     Missing(&'static str),
     #[error("{name}={value:?} is not a number of seconds")]
     NotSeconds { name: &'static str, value: String },
+    #[error("{name}={value:?} is not a positive whole number")]
+    NotACount { name: &'static str, value: String },
 }
 
 fn seconds_from_env(name: &'static str, default: Duration) -> Result<Duration, ConfigError> {
@@ -54,6 +63,19 @@ impl Config {
         Ok(Self {
             hold: seconds_from_env("HOLD_DURATION_SECONDS", DEFAULT_HOLD)?,
             offline_after: seconds_from_env("OFFLINE_AFTER_SECONDS", DEFAULT_OFFLINE_AFTER)?,
+            max_holds_per_customer: match std::env::var("MAX_HOLDS_PER_CUSTOMER") {
+                Ok(value) => {
+                    value
+                        .parse()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or(ConfigError::NotACount {
+                            name: "MAX_HOLDS_PER_CUSTOMER",
+                            value,
+                        })?
+                }
+                Err(_) => DEFAULT_MAX_HOLDS_PER_CUSTOMER,
+            },
         })
     }
 }

@@ -136,7 +136,7 @@ async fn telemetry(
     let mut retry = Retry::attempts(ATTEMPTS);
     loop {
         let vase = read(store, vase_id).await?;
-        let (changed, freshness) = match vase.record(*reading) {
+        let (changed, freshness) = match vase.record(*reading, received_at) {
             ReadingOutcome::HistoryOnly => {
                 return Ok(
                     match store.put_reading(vase_id, reading, received_at).await? {

@@ -25,9 +25,11 @@ pub const SIGNIFICANT_CHANGE: u8 = 5;
 
 const AGE_SPAN: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
-/// The score of a bouquet listed at `listed_at`, given `reading`, at the reading's time.
-pub fn score(reading: &Reading, listed_at: Timestamp) -> u8 {
-    let age_ms = (reading.sent_at.as_millis() - listed_at.as_millis()).max(0) as f64;
+/// The score of a bouquet listed at `listed_at`, given `reading`, which IoT Core received at
+/// `received_at`. Age is measured to the receipt, not to the vase's own `sentAt`: a vase that
+/// backdates its readings cannot make a bouquet look younger than it is.
+pub fn score(reading: &Reading, listed_at: Timestamp, received_at: Timestamp) -> u8 {
+    let age_ms = (received_at.as_millis() - listed_at.as_millis()).max(0) as f64;
     let age = (age_ms / AGE_SPAN.as_millis() as f64 * 50.0).min(50.0);
     let water = ((40.0 - reading.water_level_pct) * 0.75).clamp(0.0, 30.0);
     let temperature = (outside(reading.temperature_c, 2.0, 22.0) * 2.0).min(20.0);
@@ -61,6 +63,20 @@ mod tests {
     const LISTED: Timestamp = Timestamp::from_millis(1_796_228_211_000);
     const HOUR: Duration = Duration::from_secs(3600);
 
+    /// The score of a reading received when it was sent.
+    fn score_sent(reading: &Reading, listed_at: Timestamp) -> u8 {
+        score(reading, listed_at, reading.sent_at)
+    }
+
+    #[test]
+    fn a_backdated_reading_is_aged_to_its_receipt() {
+        // Sent "at listing" but received a week later: as old as a week-old bouquet.
+        let backdated = reading(80.0, 18.0, 60.0, 500.0, 0);
+        let a_week_later = LISTED.plus(HOUR * 168);
+        assert_eq!(score(&backdated, LISTED, a_week_later), 50);
+        assert_eq!(score_sent(&backdated, LISTED), 100);
+    }
+
     fn reading(water: f64, temp: f64, humidity: f64, lux: f64, hours: u64) -> Reading {
         Reading {
             sent_at: LISTED.plus(HOUR * hours as u32),
@@ -73,42 +89,60 @@ mod tests {
 
     #[test]
     fn ideal_conditions_at_listing_score_100() {
-        assert_eq!(score(&reading(80.0, 18.0, 60.0, 500.0, 0), LISTED), 100);
+        assert_eq!(
+            score_sent(&reading(80.0, 18.0, 60.0, 500.0, 0), LISTED),
+            100
+        );
     }
 
     #[test]
     fn age_alone_costs_50_points_over_a_week_then_stops() {
-        assert_eq!(score(&reading(80.0, 18.0, 60.0, 500.0, 84), LISTED), 75);
-        assert_eq!(score(&reading(80.0, 18.0, 60.0, 500.0, 168), LISTED), 50);
-        assert_eq!(score(&reading(80.0, 18.0, 60.0, 500.0, 1000), LISTED), 50);
+        assert_eq!(
+            score_sent(&reading(80.0, 18.0, 60.0, 500.0, 84), LISTED),
+            75
+        );
+        assert_eq!(
+            score_sent(&reading(80.0, 18.0, 60.0, 500.0, 168), LISTED),
+            50
+        );
+        assert_eq!(
+            score_sent(&reading(80.0, 18.0, 60.0, 500.0, 1000), LISTED),
+            50
+        );
     }
 
     #[test]
     fn each_factor_has_its_documented_penalty() {
         // Water 20 %: 20 below the threshold at 0.75 a point.
-        assert_eq!(score(&reading(20.0, 18.0, 60.0, 500.0, 0), LISTED), 85);
+        assert_eq!(score_sent(&reading(20.0, 18.0, 60.0, 500.0, 0), LISTED), 85);
         // An empty vase costs the cap.
-        assert_eq!(score(&reading(0.0, 18.0, 60.0, 500.0, 0), LISTED), 70);
+        assert_eq!(score_sent(&reading(0.0, 18.0, 60.0, 500.0, 0), LISTED), 70);
         // 27 °C is 5 above the range.
-        assert_eq!(score(&reading(80.0, 27.0, 60.0, 500.0, 0), LISTED), 90);
+        assert_eq!(score_sent(&reading(80.0, 27.0, 60.0, 500.0, 0), LISTED), 90);
         // Freezing: 2 below the range.
-        assert_eq!(score(&reading(80.0, 0.0, 60.0, 500.0, 0), LISTED), 96);
+        assert_eq!(score_sent(&reading(80.0, 0.0, 60.0, 500.0, 0), LISTED), 96);
         // Humidity 20 %: 20 below at 0.5.
-        assert_eq!(score(&reading(80.0, 18.0, 20.0, 500.0, 0), LISTED), 90);
+        assert_eq!(score_sent(&reading(80.0, 18.0, 20.0, 500.0, 0), LISTED), 90);
         // Direct sun, 50,000 lux: capped at 10.
-        assert_eq!(score(&reading(80.0, 18.0, 60.0, 50_000.0, 0), LISTED), 90);
+        assert_eq!(
+            score_sent(&reading(80.0, 18.0, 60.0, 50_000.0, 0), LISTED),
+            90
+        );
     }
 
     #[test]
     fn the_worst_case_is_zero() {
-        assert_eq!(score(&reading(0.0, 60.0, 0.0, 100_000.0, 500), LISTED), 0);
+        assert_eq!(
+            score_sent(&reading(0.0, 60.0, 0.0, 100_000.0, 500), LISTED),
+            0
+        );
     }
 
     #[test]
     fn a_reading_before_listing_counts_as_age_zero() {
         let mut early = reading(80.0, 18.0, 60.0, 500.0, 0);
         early.sent_at = LISTED.minus(HOUR);
-        assert_eq!(score(&early, LISTED), 100);
+        assert_eq!(score_sent(&early, LISTED), 100);
     }
 
     #[test]
@@ -130,8 +164,8 @@ mod tests {
             hours in 0u64..=400,
             more in 0u64..=400,
         ) {
-            let now = score(&reading(water, temp, humidity, lux, hours), LISTED);
-            let later = score(&reading(water, temp, humidity, lux, hours + more), LISTED);
+            let now = score_sent(&reading(water, temp, humidity, lux, hours), LISTED);
+            let later = score_sent(&reading(water, temp, humidity, lux, hours + more), LISTED);
             prop_assert!(now <= 100);
             prop_assert!(later <= now);
         }
@@ -143,8 +177,8 @@ mod tests {
             temp in -20.0f64..=50.0,
             hours in 0u64..=400,
         ) {
-            let dry = score(&reading(water, temp, 60.0, 500.0, hours), LISTED);
-            let wet = score(&reading((water + extra).min(100.0), temp, 60.0, 500.0, hours), LISTED);
+            let dry = score_sent(&reading(water, temp, 60.0, 500.0, hours), LISTED);
+            let wet = score_sent(&reading((water + extra).min(100.0), temp, 60.0, 500.0, hours), LISTED);
             prop_assert!(wet >= dry);
         }
     }

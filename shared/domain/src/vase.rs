@@ -268,7 +268,7 @@ impl Vase {
         }
     }
 
-    pub fn record(&self, reading: Reading) -> ReadingOutcome {
+    pub fn record(&self, reading: Reading, received_at: Timestamp) -> ReadingOutcome {
         if self
             .latest
             .is_some_and(|latest| reading.sent_at <= latest.sent_at)
@@ -280,7 +280,7 @@ impl Vase {
         let freshness = self.bouquet.map(|bouquet| FreshnessChange {
             bouquet_id: bouquet.bouquet_id,
             previous: bouquet.freshness,
-            score: freshness::score(&reading, bouquet.listed_at),
+            score: freshness::score(&reading, bouquet.listed_at, received_at),
         });
         if let (Some(bouquet), Some(change)) = (next.bouquet.as_mut(), freshness) {
             bouquet.freshness = Some(change.score);
@@ -451,26 +451,35 @@ mod tests {
             listed_at: T0,
             freshness: None,
         });
-        let ReadingOutcome::Latest { vase: v, freshness } = v.record(reading(5, 80.0)) else {
+        let ReadingOutcome::Latest { vase: v, freshness } = v.record(reading(5, 80.0), at(5))
+        else {
             panic!("first reading is the latest")
         };
         let change = freshness.expect("a bouquet stands in the vase");
         assert_eq!((change.previous, change.score), (None, 100));
         assert!(change.is_significant());
-        let ReadingOutcome::Latest { vase: v, freshness } = v.record(reading(6, 20.0)) else {
+        let ReadingOutcome::Latest { vase: v, freshness } = v.record(reading(6, 20.0), at(6))
+        else {
             panic!("newer reading")
         };
         let change = freshness.expect("score");
         assert_eq!((change.previous, change.score), (Some(100), 85));
         assert!(change.is_significant());
         assert_eq!(v.bouquet.and_then(|b| b.freshness), Some(85));
-        assert_eq!(v.record(reading(6, 0.0)), ReadingOutcome::HistoryOnly);
-        assert_eq!(v.record(reading(3, 0.0)), ReadingOutcome::HistoryOnly);
+        assert_eq!(
+            v.record(reading(6, 0.0), at(6)),
+            ReadingOutcome::HistoryOnly
+        );
+        assert_eq!(
+            v.record(reading(3, 0.0), at(3)),
+            ReadingOutcome::HistoryOnly
+        );
     }
 
     #[test]
     fn a_vase_without_bouquet_keeps_readings_without_scores() {
-        let ReadingOutcome::Latest { freshness, .. } = vase().record(reading(1, 50.0)) else {
+        let ReadingOutcome::Latest { freshness, .. } = vase().record(reading(1, 50.0), at(1))
+        else {
             panic!("latest")
         };
         assert_eq!(freshness, None);

@@ -17,7 +17,7 @@ use crate::problem::ApiError;
 use crate::reply::{self, Reply};
 use bouquet_app::App;
 
-/// The route a function serves, as in `template.yaml` (also the idempotency scope).
+/// The route a function serves, as in `template.yaml`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Route {
     pub method: &'static str,
@@ -69,10 +69,12 @@ impl Ctx {
         }
         let caller = Caller::from_request(request)?;
         let idempotency = match (&caller, request.method()) {
+            // Scoped to the concrete resource: the same key on two orders' payments is two
+            // requests, not a replay of the first.
             (Some(caller), &Method::POST) => IdempotencyIntent::parse(
                 header_str(request.headers(), "idempotency-key"),
                 caller.subject.as_str(),
-                &route.key(),
+                &format!("{} {}", request.method(), request.uri().path()),
                 body,
             )?,
             _ => None,
@@ -172,6 +174,20 @@ impl Ctx {
         self.idempotency
             .as_ref()
             .map(|intent| intent.record(reply, self.now))
+    }
+
+    /// The answer stored under this request's idempotency key, when the key was used: for
+    /// routes that must learn of a replay before they do their work.
+    pub async fn stored_reply(&self) -> Result<Option<Reply>, ApiError> {
+        let Some(key_hash) = self.idempotency_key_hash() else {
+            return Ok(None);
+        };
+        let record = self
+            .app
+            .store
+            .idempotency_record(key_hash, self.now)
+            .await?;
+        Ok(record.map(Reply::replay))
     }
 
     /// The hash under which this request's idempotency record is (or would be) stored.

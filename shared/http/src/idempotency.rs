@@ -13,9 +13,10 @@ use crate::reply::Reply;
 /// A request that carries a key: where its record lives and what it must match.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IdempotencyIntent {
-    /// Hash of (caller, route, key): a key is scoped to the caller and the route.
+    /// Hash of (caller, method and path, key): a key is scoped to the caller and the
+    /// resource it was sent to.
     pub key_hash: String,
-    /// Hash of (route, body): a replay must send the same request.
+    /// Hash of (method and path, body): a replay must send the same request.
     pub fingerprint: String,
 }
 
@@ -98,18 +99,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_are_scoped_to_caller_and_route() {
-        let a = IdempotencyIntent::parse(Some("k-1"), "alice", "POST /v1/orders", b"{}")
-            .unwrap()
-            .unwrap();
-        let b = IdempotencyIntent::parse(Some("k-1"), "bob", "POST /v1/orders", b"{}")
-            .unwrap()
-            .unwrap();
-        let c = IdempotencyIntent::parse(Some("k-1"), "alice", "POST /v1/vendors", b"{}")
-            .unwrap()
-            .unwrap();
-        assert_ne!(a.key_hash, b.key_hash);
-        assert_ne!(a.key_hash, c.key_hash);
+    fn keys_are_scoped_to_caller_method_and_path() {
+        let intent = |caller: &str, path: &str| {
+            IdempotencyIntent::parse(Some("k-1"), caller, path, b"{}")
+                .unwrap()
+                .unwrap()
+                .key_hash
+        };
+        let a = intent("alice", "POST /v1/orders/A/payment");
+        assert_eq!(a, intent("alice", "POST /v1/orders/A/payment"));
+        assert_ne!(a, intent("bob", "POST /v1/orders/A/payment"));
+        assert_ne!(a, intent("alice", "POST /v1/orders/B/payment"));
+        assert_ne!(a, intent("alice", "POST /v1/orders/A/cancel"));
     }
 
     #[test]

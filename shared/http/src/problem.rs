@@ -34,6 +34,8 @@ pub enum ApiError {
     VendorMismatch,
     #[error("the reservation has expired")]
     ReservationExpired,
+    #[error("you already hold bouquets with {0} orders; pay, cancel or let one expire first")]
+    ReservationLimit(u32),
     #[error("the order is {0}")]
     OrderInvalidState(OrderStatus),
     #[error("a payment for this order is in progress; retry shortly")]
@@ -186,6 +188,11 @@ impl ApiError {
             ApiError::ReservationExpired => {
                 (S::CONFLICT, "reservation.expired", "Reservation expired")
             }
+            ApiError::ReservationLimit(_) => (
+                S::CONFLICT,
+                "reservation.limit",
+                "Reservation limit reached",
+            ),
             ApiError::OrderInvalidState(_) => {
                 (S::CONFLICT, "order.invalid_state", "Invalid order state")
             }
@@ -313,9 +320,10 @@ mod tests {
             ApiError::DeadlineExceeded => 22,
             ApiError::Busy => 23,
             ApiError::Internal(_) => 24,
+            ApiError::ReservationLimit(_) => 25,
         }
     }
-    const VARIANTS: usize = 25;
+    const VARIANTS: usize = 26;
 
     #[test]
     fn every_error_has_a_stable_code_and_status() {
@@ -378,6 +386,7 @@ mod tests {
             (ApiError::CartFull(20), 409, "cart.full"),
             (ApiError::CartEmpty, 409, "cart.empty"),
             (ApiError::Busy, 503, "service.busy"),
+            (ApiError::ReservationLimit(5), 409, "reservation.limit"),
         ];
         let covered: std::collections::BTreeSet<usize> =
             cases.iter().map(|(error, _, _)| variant(error)).collect();

@@ -15,6 +15,8 @@ pub enum Target {
     Vase(VaseId),
     Order(OrderId),
     Cart,
+    /// The count of a customer's orders that hold bouquets (the reservation cap).
+    Holds,
     /// A vase reading (its key is the vase and the time it was sent).
     Reading,
     /// A consumer's dedupe record.

@@ -29,6 +29,39 @@ pub struct ReservationRead {
 
 pub use bouquet_domain::checkout::BouquetEffect;
 
+/// What a reservation writes, all or nothing.
+#[derive(Clone, Copy)]
+pub struct Reservation<'a> {
+    /// The order, with the bouquets as the domain's `reserve` left them.
+    pub order: &'a Order,
+    pub bouquets: &'a [Bouquet],
+    pub event: &'a DomainEvent,
+    pub idempotency: Option<&'a IdempotencyPut>,
+    /// The cart the order comes from, deleted if still at the version read.
+    pub cart: Option<&'a Cart>,
+    /// The cap on the customer's holding orders.
+    pub max_holds: u32,
+}
+
+/// What an order transition writes, all or nothing.
+#[derive(Clone, Copy)]
+pub struct OrderWrite<'a> {
+    /// The order after the transition.
+    pub order: &'a Order,
+    /// The version it was read at.
+    pub read_version: u64,
+    pub effects: &'a [(BouquetId, BouquetEffect)],
+    pub event: Option<&'a DomainEvent>,
+    pub idempotency: Option<&'a IdempotencyPut>,
+    /// The order stops holding bouquets: it leaves its customer's count.
+    pub releases_hold: bool,
+}
+
+/// The counter of a customer's orders that hold bouquets.
+fn holds_key(customer_id: &str) -> Item {
+    crate::keys::key(format!("CUSTOMER#{customer_id}#HOLDS"), "HOLDS")
+}
+
 impl Store {
     /// Reads the bouquets of a reservation and the idempotency record in one consistent
     /// `BatchGetItem`, so a replay costs this one call and a new reservation one more.
@@ -112,15 +145,28 @@ impl Store {
     /// comes from the cart) deletes the cart if it is still the version read. All or nothing.
     pub async fn reserve(
         &self,
-        order: &Order,
-        bouquets: &[Bouquet],
-        event: &DomainEvent,
-        idempotency: Option<&IdempotencyPut>,
-        cart: Option<&Cart>,
+        reservation: &Reservation<'_>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
+        let Reservation {
+            order,
+            bouquets,
+            event,
+            idempotency,
+            cart,
+            max_holds,
+        } = *reservation;
         let mut tx = Tx::new();
         tx.idempotency(&self.table, idempotency, now)?;
+        // The cap on what one customer holds at once, by condition on its counter (a read
+        // before the write would let concurrent reservations through).
+        tx.update(
+            Target::Holds,
+            &self.table,
+            holds_key(order.customer_id.as_str()),
+            Expr::new("ADD holding :one").n(":one", 1),
+            Expr::new("attribute_not_exists(holding) OR holding < :cap").n(":cap", max_holds),
+        )?;
         for bouquet in bouquets {
             let (order_id, until) = match bouquet.status {
                 BouquetStatus::Reserved { order_id, until } if order_id == order.order_id => {
@@ -172,15 +218,29 @@ impl Store {
     /// record, in one `TransactWriteItems`.
     pub async fn transition_order(
         &self,
-        order: &Order,
-        read_version: u64,
-        bouquets: &[(BouquetId, BouquetEffect)],
-        event: Option<&DomainEvent>,
-        idempotency: Option<&IdempotencyPut>,
+        transition: &OrderWrite<'_>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
+        let OrderWrite {
+            order,
+            read_version,
+            effects: bouquets,
+            event,
+            idempotency,
+            releases_hold,
+        } = *transition;
         let mut tx = Tx::new();
         tx.idempotency(&self.table, idempotency, now)?;
+        if releases_hold {
+            // The order no longer holds bouquets: it leaves its customer's count.
+            tx.update(
+                Target::Holds,
+                &self.table,
+                holds_key(order.customer_id.as_str()),
+                Expr::new("ADD holding :minusOne").n(":minusOne", -1),
+                Expr::new(""),
+            )?;
+        }
         let item = to_item(&OrderItem::from_domain(order))?;
         tx.put(
             Target::Order(order.order_id),

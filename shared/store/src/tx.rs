@@ -109,7 +109,7 @@ impl Tx {
             .table_name(table)
             .set_key(Some(key))
             .update_expression(update.text)
-            .condition_expression(condition.text)
+            .set_condition_expression((!condition.text.is_empty()).then_some(condition.text))
             .set_expression_attribute_names(opt(&names))
             .set_expression_attribute_values(opt(&values))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)

@@ -8,6 +8,7 @@ mod cart;
 mod catalogue;
 mod event_schemas;
 mod fixtures;
+mod hardening;
 mod least_privilege;
 mod lifecycle;
 mod local_cloud;
