@@ -47,7 +47,8 @@ pub fn delta(name: &str, data: &Value) -> Result<Option<CounterDelta>, Projectio
             let currency = data["total"]["currency"]
                 .as_str()
                 .ok_or("OrderPaid without total.currency")?;
-            let money = Money::parse_price(amount, currency).map_err(|e| e.to_string())?;
+            // A total, not a price: several bouquets can sum past one price's bound.
+            let money = Money::parse_amount(amount, currency).map_err(|e| e.to_string())?;
             delta.revenue.push((currency.to_owned(), money.minor()));
         }
         "OrderCancelled" => delta.cancellations = 1,

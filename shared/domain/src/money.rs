@@ -84,6 +84,15 @@ impl Money {
         })
     }
 
+    /// An amount the system computed (an order's total, a revenue): the same decimal form,
+    /// without a price's bound, so a total of many prices reads back as written.
+    pub fn parse_amount(amount: &str, currency: &str) -> Result<Self, MoneyError> {
+        Ok(Self {
+            minor: parse_minor_units(amount)?,
+            currency: Currency::parse(currency)?,
+        })
+    }
+
     pub fn minor(&self) -> i64 {
         self.minor
     }
@@ -239,6 +248,12 @@ mod tests {
         fn amount_text_round_trips(minor in 1i64..=MAX_AMOUNT_MINOR) {
             let money = Money::from_minor(minor, eur());
             prop_assert_eq!(Money::parse_price(&money.amount(), "EUR").unwrap(), money);
+        }
+
+        #[test]
+        fn totals_read_back_as_written(minor in 1i64..=MAX_AMOUNT_MINOR * 1000) {
+            let total = Money::from_minor(minor, Currency::parse("EUR").unwrap());
+            prop_assert_eq!(Money::parse_amount(&total.amount(), "EUR"), Ok(total));
         }
 
         #[test]

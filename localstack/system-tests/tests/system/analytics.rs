@@ -131,3 +131,25 @@ async fn a_sale_adds_the_freshness_of_its_bouquets_to_the_day() {
     assert_eq!(analytics.body["days"][0]["sales"], 1, "{}", analytics.body);
     assert_eq!(analytics.body["days"][0]["averageFreshness"], 92.5);
 }
+
+#[tokio::test]
+async fn a_sale_above_one_prices_bound_is_counted() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    // Two bouquets at 600,000.00: a total no single price may have.
+    let event = order_event("OrderPaid", "big-1", &vendor, "1200000.00");
+    let report = cloud
+        .run_event_function("project-vendor-analytics", event)
+        .await;
+    assert_eq!(report["applied"], true);
+    let request = ApiRequest::fixture("get-vendor-analytics")
+        .vendor(&vendor)
+        .path("vendorId", &vendor);
+    let analytics = cloud.call("get-vendor-analytics", request).await;
+    assert_eq!(
+        analytics.body["days"][0]["revenue"],
+        json!([{ "amount": "1200000.00", "currency": "EUR" }]),
+        "{}",
+        analytics.body
+    );
+}
