@@ -1,37 +1,52 @@
 //! The outbox publisher, triggered by the table's stream (filtered to inserted outbox items):
-//! decode the records ([`bouquet_events::StreamRecord`]), publish them in order
-//! ([`bouquet_bus::publish`]), report the ones that failed in `batchItemFailures` so Lambda
-//! retries from there and, after `MaximumRetryAttempts`, sends them to the on-failure
-//! destination.
+//! decode the records ([`bouquet_events::StreamRecord`]), publish them in order with retries
+//! inside the invocation's deadline ([`bouquet_bus::publish`]), park whole on the outbox
+//! dead-letter queue what still failed ([`bouquet_bus::park_failed`]), and report in
+//! `batchItemFailures` only what could be neither published nor parked, so Lambda retries it
+//! and finally hands it to the on-failure destination.
+
+use std::time::Duration;
 
 use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use lambda_runtime::{Error, LambdaEvent};
 
-use bouquet_bus::{emf, EventSink};
+use bouquet_bus::{emf, EventSink, ParkingLot};
 use bouquet_events::StreamRecord;
 
-/// What the function holds per container: the bus it publishes to.
+/// Kept back from the Lambda deadline for parking and answering.
+const DEADLINE_MARGIN: Duration = Duration::from_secs(3);
+
+/// What the function holds per container: the bus it publishes to and where it parks.
 pub struct Publisher {
     pub sink: Box<dyn EventSink>,
+    pub parking: Box<dyn ParkingLot>,
 }
 
 impl Publisher {
     pub async fn from_env() -> Result<Self, Error> {
         let bus_name = std::env::var("EVENT_BUS_NAME").map_err(|_| "EVENT_BUS_NAME is not set")?;
+        let queue_url = std::env::var("OUTBOX_DEAD_LETTER_QUEUE_URL")
+            .map_err(|_| "OUTBOX_DEAD_LETTER_QUEUE_URL is not set")?;
         let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         Ok(Self {
             sink: Box::new(bouquet_bus::EventBridgeSink {
                 client: aws_sdk_eventbridge::Client::new(&config),
                 bus_name,
             }),
+            parking: Box::new(bouquet_bus::SqsParkingLot {
+                client: aws_sdk_sqs::Client::new(&config),
+                queue_url,
+            }),
         })
     }
 
     pub async fn handle(&self, event: LambdaEvent<Event>) -> Result<DynamoDbEventResponse, Error> {
+        let deadline = deadline(&event.context);
         let records = event.payload.records.into_iter().map(StreamRecord::read);
         let (events, poison) = bouquet_bus::outgoing(records);
-        let mut report = bouquet_bus::publish(self.sink.as_ref(), events).await;
+        let mut report = bouquet_bus::publish(self.sink.as_ref(), events.clone(), deadline).await;
+        bouquet_bus::park_failed(self.parking.as_ref(), &events, &mut report).await;
         report.records_in += poison.len();
         let mut failures = poison;
         failures.extend(report.failed.iter().cloned());
@@ -43,5 +58,20 @@ impl Publisher {
             response.batch_item_failures.push(failure);
         }
         Ok(response)
+    }
+}
+
+/// The instant retries must stop: the invocation's deadline less a margin (30 s without one).
+fn deadline(context: &lambda_runtime::Context) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    let wall_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    match context.deadline {
+        0 => now + Duration::from_secs(30),
+        ms => {
+            now + Duration::from_millis(ms.saturating_sub(wall_ms)).saturating_sub(DEADLINE_MARGIN)
+        }
     }
 }

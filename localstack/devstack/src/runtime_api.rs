@@ -241,7 +241,7 @@ impl FunctionProcess {
             .env("AWS_LAMBDA_LOG_STREAM_NAME", "local")
             .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}"))
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .stdout(Stdio::null())
+            .stdout(Stdio::inherit())
             .stderr(Stdio::inherit())
             .kill_on_drop(true);
         let spawned_at = Instant::now();

@@ -506,6 +506,19 @@ fn sam_template(
             vec!["sqs:SendMessage".to_owned()],
             vec![queue_arn(&resolve(&parameters["QueueName"]))],
         ),
+        "SQSPollerPolicy" => (
+            [
+                "sqs:ChangeMessageVisibility",
+                "sqs:ChangeMessageVisibilityBatch",
+                "sqs:DeleteMessage",
+                "sqs:DeleteMessageBatch",
+                "sqs:GetQueueAttributes",
+                "sqs:ReceiveMessage",
+            ]
+            .map(str::to_owned)
+            .to_vec(),
+            vec![queue_arn(&resolve(&parameters["QueueName"]))],
+        ),
         "EventBridgePutEventsPolicy" => (
             vec!["events:PutEvents".to_owned()],
             vec![event_bus_arn(&resolve(&parameters["EventBusName"]))],

@@ -9,6 +9,7 @@ pub fn outbox_batch(report: &PublishReport, failed: usize) {
         records_in = report.records_in,
         published = report.published,
         failed,
+        parked = report.parked,
         calls = report.calls,
         "outbox batch"
     );
@@ -22,6 +23,7 @@ pub fn outbox_batch(report: &PublishReport, failed: usize) {
                     { "Name": "RecordsIn", "Unit": "Count" },
                     { "Name": "EventsPublished", "Unit": "Count" },
                     { "Name": "EventsFailed", "Unit": "Count" },
+                    { "Name": "EventsParked", "Unit": "Count" },
                     { "Name": "PutEventsCalls", "Unit": "Count" }
                 ]
             }]
@@ -29,6 +31,7 @@ pub fn outbox_batch(report: &PublishReport, failed: usize) {
         "RecordsIn": report.records_in,
         "EventsPublished": report.published,
         "EventsFailed": failed,
+        "EventsParked": report.parked,
         "PutEventsCalls": report.calls,
     });
     println!("{metrics}");

@@ -15,8 +15,12 @@ use std::collections::HashSet;
 use futures::future::BoxFuture;
 
 use bouquet_events::{OutboxItem, StreamRecord, SOURCE};
+use bouquet_retry::Retry;
 
 pub mod emf;
+mod parking;
+
+pub use parking::{park_failed, redrive, Parked, ParkingLot, RedriveReport, SqsParkingLot};
 
 /// PutEvents limits: 10 entries and 256 KB per call.
 pub const MAX_ENTRIES: usize = 10;
@@ -100,6 +104,8 @@ pub trait EventSink: Send + Sync {
 pub struct PublishReport {
     pub records_in: usize,
     pub published: usize,
+    /// Failed events parked whole on the dead-letter queue (no longer failures).
+    pub parked: usize,
     /// Sequence numbers to report in `batchItemFailures`, in batch order.
     pub failed: Vec<String>,
     pub calls: usize,
@@ -111,11 +117,19 @@ pub struct PublishReport {
 pub const ATTEMPTS_PER_ENTRY: usize = 3;
 
 /// Publishes `events` (in stream order) through `sink`, keeping order per aggregate.
-pub async fn publish(sink: &dyn EventSink, events: Vec<Outgoing>) -> PublishReport {
+/// Entries that failed are sent again after a jittered backoff, but never past `deadline`:
+/// what is still failing then is reported failed.
+pub async fn publish(
+    sink: &dyn EventSink,
+    events: Vec<Outgoing>,
+    deadline: tokio::time::Instant,
+) -> PublishReport {
     let mut report = PublishReport {
         records_in: events.len(),
         ..PublishReport::default()
     };
+    let mut backoff = Retry::attempts(ATTEMPTS_PER_ENTRY as u32);
+    let mut give_up = false;
     let mut failed: HashSet<usize> = HashSet::new();
     let mut blocked: HashSet<String> = HashSet::new();
     let mut attempts: Vec<usize> = vec![0; events.len()];
@@ -179,7 +193,23 @@ pub async fn publish(sink: &dyn EventSink, events: Vec<Outgoing>) -> PublishRepo
                 }
             }
         }
+        let retrying = chunk.iter().any(|i| !done.contains(i));
         pending.retain(|i| !done.contains(i));
+        if retrying && !give_up {
+            // Back off before the next round; with no time left, give up on what failed.
+            if tokio::time::Instant::now() + backoff.ceiling(backoff.attempt()) >= deadline {
+                give_up = true;
+            } else {
+                backoff.wait().await;
+            }
+        }
+        if give_up {
+            for &i in chunk.iter().filter(|i| !done.contains(i)) {
+                failed.insert(i);
+                blocked.insert(events[i].item.aggregate_id.clone());
+            }
+            pending.retain(|i| !failed.contains(i));
+        }
     }
     let mut failed: Vec<usize> = failed.into_iter().collect();
     failed.sort_unstable();
@@ -261,6 +291,10 @@ mod tests {
     use super::*;
     use aws_lambda_events::event::dynamodb::Event;
     use std::collections::HashMap;
+
+    fn far() -> tokio::time::Instant {
+        tokio::time::Instant::now() + std::time::Duration::from_secs(3600)
+    }
     use std::sync::Mutex;
 
     /// A stream record of an outbox item, as DynamoDB Streams delivers it.
@@ -378,7 +412,7 @@ mod tests {
         while !remaining.is_empty() && invocations < max_invocations {
             invocations += 1;
             let (events, poison) = outgoing(batch(remaining.clone()));
-            let report = publish(sink, events).await;
+            let report = publish(sink, events, far()).await;
             calls += report.calls;
             let mut failed: Vec<String> = poison;
             failed.extend(report.failed);
@@ -391,7 +425,7 @@ mod tests {
         (invocations, calls)
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn nothing_is_lost_when_a_fifth_of_entries_and_some_calls_fail() {
         let records: Vec<_> = (0..200u64)
             .map(|i| record(i + 1, &format!("order-{}", i % 37), i / 37 + 1))
@@ -426,7 +460,7 @@ mod tests {
         println!("fault injection: 200 events, 20% entry failures, every 7th call failing: {invocations} invocations, {calls} PutEvents calls, {} entries sent", published.len());
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_healthy_bus_takes_100_events_in_10_calls_once_each() {
         let records: Vec<_> = (0..100u64)
             .map(|i| record(i + 1, &format!("order-{i}"), 1))
@@ -441,7 +475,7 @@ mod tests {
         );
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_chunk_holds_one_event_per_aggregate_and_a_failure_holds_back_its_successors() {
         let records = vec![
             record(1, "a", 1),
@@ -478,7 +512,7 @@ mod tests {
         }
         let sink = FailFirstOfA(Mutex::default());
         let (events, _) = outgoing(batch(records));
-        let report = publish(&sink, events).await;
+        let report = publish(&sink, events, far()).await;
         let calls = sink.0.lock().unwrap().clone();
         assert_eq!(calls[0], ["ev-a-1", "ev-b-1"]);
         assert_eq!(
@@ -497,7 +531,7 @@ mod tests {
         assert_eq!(report.published, 1);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_poison_record_is_reported_without_blocking_the_others() {
         let mut poison = record(2, "p", 1);
         poison["dynamodb"]["NewImage"]
@@ -507,7 +541,7 @@ mod tests {
         let records = vec![record(1, "a", 1), poison, record(3, "b", 1)];
         let bus = FlakyBus::new(0, 0);
         let (events, bad) = outgoing(batch(records.clone()));
-        let report = publish(&bus, events).await;
+        let report = publish(&bus, events, far()).await;
         assert_eq!(bad, [format!("{:021}", 2)]);
         assert_eq!(report.published, 2, "the records behind it are published");
         // Retried up to the limit (Lambda then sends it to the on-failure destination).

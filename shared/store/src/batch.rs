@@ -7,8 +7,8 @@ use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 
 use crate::error::StoreError;
 use crate::items::Item;
-use crate::retry::Retry;
 use crate::Store;
+use bouquet_retry::Retry;
 
 impl Store {
     /// The items found for `keys`, by partition key.

@@ -18,7 +18,6 @@ mod keys;
 mod orders;
 mod processed;
 mod query;
-pub mod retry;
 mod tx;
 mod vases;
 mod vendors;
@@ -26,6 +25,8 @@ mod vendors;
 use aws_sdk_dynamodb::Client;
 
 pub use analytics::{CounterDelta, DayCounters};
+/// The one retry policy, re-exported for the store's callers.
+pub use bouquet_retry as retry;
 pub use carts::CartRefusal;
 pub use cursor::Page;
 pub use error::{describe, BackendError, BackendKind, Conflict, Current, StoreError, Target};

@@ -11,8 +11,8 @@ use aws_sdk_dynamodb::types::{
 
 use crate::error::{BackendKind, Cancelled, Conflict, StoreError, Target};
 use crate::items::Item;
-use crate::retry::Retry;
 use crate::Store;
+use bouquet_retry::Retry;
 
 /// A condition or update expression with its placeholders.
 #[derive(Clone, Debug, Default)]

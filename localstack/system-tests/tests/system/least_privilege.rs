@@ -11,7 +11,8 @@
 //! Its limit: it proves the paths the flows exercise (the usual success paths, cart and
 //! direct reservation, a payment left pending and resolved by the sweeper, an undone vase
 //! registration, a dead-lettered vase message), not every branch of every handler.
-//! `publish-events` is checked statically: its only AWS call is `PutEvents` on its bus.
+//! `publish-events` and `redrive-outbox` are checked statically: their AWS calls are
+//! bouquet-bus's adapters, on the bus and the queue their environment names.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
@@ -25,7 +26,7 @@ use bouquet_template::Template;
 use ingest_vase_messages::Ingest;
 use register_vase::Registrar;
 use system_tests::iam::{
-    event_bus_arn, queue_arn, table_arn, Access, AccessRecorder, Names, Policy,
+    event_bus_arn, queue_arn, queue_url_arn, table_arn, Access, AccessRecorder, Names, Policy,
 };
 use system_tests::vases::{heartbeat, reading, sqs_records, test_vase_policy};
 use system_tests::{repository_root, ApiRequest, ApiResponse, TestCloud, T0};
@@ -170,6 +171,17 @@ async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
         (
             "OutboxFailureQueue.QueueName",
             format!("{}-outbox", cloud.table),
+        ),
+        (
+            "OutboxDeadLetterQueue",
+            format!(
+                "http://sqs.eu-west-1.localhost:4566/123456789012/{}-parked",
+                cloud.table
+            ),
+        ),
+        (
+            "OutboxDeadLetterQueue.QueueName",
+            format!("{}-parked", cloud.table),
         ),
         ("MarketEventBus", bus.clone()),
         ("VasePolicy", test_vase_policy().await),
@@ -500,30 +512,63 @@ async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
         .await;
     assert_eq!(offline["wentOffline"], 1, "{offline}");
 
-    // publish-events, statically: its crate uses no AWS SDK but EventBridge, sends nothing
-    // but PutEvents, and publishes to the bus its environment names.
-    let crate_dir = repository_root().join("functions/publish-events");
-    let manifest = std::fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap();
-    let sdks: Vec<&str> = manifest
-        .lines()
-        .filter(|l| l.trim_start().starts_with("aws-sdk-"))
-        .collect();
-    assert_eq!(sdks.len(), 1, "publish-events' AWS SDKs: {sdks:?}");
-    assert!(sdks[0].trim_start().starts_with("aws-sdk-eventbridge"));
-    let source = std::fs::read_to_string(crate_dir.join("src/lib.rs")).unwrap();
+    // publish-events and redrive-outbox, statically: their AWS calls are bouquet-bus's
+    // adapters (PutEvents; SendMessageBatch to park, ReceiveMessage and DeleteMessageBatch to
+    // redrive), on the bus and the dead-letter queue their environment names. (The parking
+    // and redrive path itself runs against the emulator in the outbox tests.)
+    let bus_source = std::fs::read_to_string(repository_root().join("shared/bus/src/lib.rs"))
+        .unwrap()
+        + &std::fs::read_to_string(repository_root().join("shared/bus/src/parking.rs")).unwrap();
+    let calls = [
+        ".put_events()",
+        ".send_message_batch()",
+        ".receive_message()",
+        ".delete_message_batch()",
+    ];
     assert_eq!(
-        source.matches(".send()").count(),
-        source.matches(".put_events()").count(),
-        "publish-events sends something other than PutEvents"
+        bus_source.matches(".send()").count(),
+        calls
+            .iter()
+            .map(|c| bus_source.matches(c).count())
+            .sum::<usize>(),
+        "bouquet-bus sends something other than {calls:?}"
     );
-    let env = environment(&template, "publish-events", &names);
-    seen.by_function.insert(
-        "publish-events".into(),
-        BTreeSet::from([Access::new(
-            "events:PutEvents",
-            event_bus_arn(&env["EVENT_BUS_NAME"]),
-        )]),
-    );
+    for binary in ["publish-events", "redrive-outbox"] {
+        let crate_dir = repository_root().join("functions").join(binary);
+        let manifest = std::fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap();
+        let sdks: BTreeSet<&str> = manifest
+            .lines()
+            .filter(|l| l.trim_start().starts_with("aws-sdk-"))
+            .map(|l| l.split('.').next().unwrap_or_default().trim())
+            .collect();
+        assert_eq!(
+            sdks,
+            BTreeSet::from(["aws-sdk-eventbridge", "aws-sdk-sqs"]),
+            "{binary}'s AWS SDKs"
+        );
+        let source = std::fs::read_to_string(crate_dir.join("src/lib.rs")).unwrap();
+        assert_eq!(
+            source.matches(".send()").count(),
+            0,
+            "{binary} calls AWS itself"
+        );
+        let env = environment(&template, binary, &names);
+        let queue = queue_url_arn(&env["OUTBOX_DEAD_LETTER_QUEUE_URL"]);
+        let bus = event_bus_arn(&env["EVENT_BUS_NAME"]);
+        let accesses = match binary {
+            "publish-events" => vec![
+                Access::new("events:PutEvents", bus),
+                Access::new("sqs:SendMessage", queue),
+            ],
+            _ => vec![
+                Access::new("events:PutEvents", bus),
+                Access::new("sqs:ReceiveMessage", queue.clone()),
+                Access::new("sqs:DeleteMessage", queue),
+            ],
+        };
+        seen.by_function
+            .insert(binary.into(), accesses.into_iter().collect());
+    }
 
     // Every function of the template was exercised, and did something.
     let untested: Vec<&String> = policies

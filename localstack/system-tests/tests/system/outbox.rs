@@ -19,6 +19,9 @@ struct Outbox {
     bus: String,
     sqs: aws_sdk_sqs::Client,
     subscriber: String,
+    /// Where the publisher parks what it could not publish.
+    dead_letter: String,
+    stack: String,
 }
 
 /// Provisions this test's bus and failure queue from the template, a subscriber queue with a
@@ -43,15 +46,17 @@ async fn outbox(cloud: &TestCloud, invoke: Option<Invoke>) -> Outbox {
     )
     .await
     .unwrap();
-    provision::create_queue(
-        &sqs,
-        &template,
-        "OutboxFailureQueue",
-        &provision::local_name(&stack, "OutboxFailureQueue"),
-        &mut names,
-    )
-    .await
-    .unwrap();
+    for queue in ["OutboxFailureQueue", "OutboxDeadLetterQueue"] {
+        provision::create_queue(
+            &sqs,
+            &template,
+            queue,
+            &provision::local_name(&stack, queue),
+            &mut names,
+        )
+        .await
+        .unwrap();
+    }
     let subscriber = sqs
         .create_queue()
         .queue_name(format!("{stack}-subscriber"))
@@ -61,29 +66,7 @@ async fn outbox(cloud: &TestCloud, invoke: Option<Invoke>) -> Outbox {
         .queue_url
         .unwrap();
     let bus = names["MarketEventBus"].clone();
-    events
-        .put_rule()
-        .name(format!("{stack}-all"))
-        .event_bus_name(&bus)
-        .event_pattern(r#"{"source": ["bouquet.marketplace"]}"#)
-        .send()
-        .await
-        .unwrap();
-    let target = aws_sdk_eventbridge::types::Target::builder()
-        .id("subscriber")
-        .arn(format!(
-            "arn:aws:sqs:eu-west-1:123456789012:{stack}-subscriber"
-        ))
-        .build()
-        .unwrap();
-    events
-        .put_targets()
-        .rule(format!("{stack}-all"))
-        .event_bus_name(&bus)
-        .targets(target)
-        .send()
-        .await
-        .unwrap();
+    subscribe(&events, &stack, &bus).await;
 
     let (function, event) = template
         .events_of_type("DynamoDB")
@@ -99,12 +82,18 @@ async fn outbox(cloud: &TestCloud, invoke: Option<Invoke>) -> Outbox {
         env["EVENT_BUS_NAME"], bus,
         "the template's !Ref resolves to the local bus"
     );
+    let dead_letter = names["OutboxDeadLetterQueue"].clone();
+    assert_eq!(env["OUTBOX_DEAD_LETTER_QUEUE_URL"], dead_letter);
     let invoke = invoke.unwrap_or_else(|| {
-        // The publisher in process, on the bus the template's variable resolves to.
+        // The publisher in process, on the bus and queue the template's variables resolve to.
         let publisher = std::sync::Arc::new(publish_events::Publisher {
             sink: Box::new(bouquet_bus::EventBridgeSink {
                 client: aws_sdk_eventbridge::Client::new(&sdk),
                 bus_name: env["EVENT_BUS_NAME"].clone(),
+            }),
+            parking: Box::new(bouquet_bus::SqsParkingLot {
+                client: sqs.clone(),
+                queue_url: env["OUTBOX_DEAD_LETTER_QUEUE_URL"].clone(),
             }),
         });
         typed_invoke(publisher, |publisher, event| async move {
@@ -131,7 +120,170 @@ async fn outbox(cloud: &TestCloud, invoke: Option<Invoke>) -> Outbox {
         bus,
         sqs,
         subscriber,
+        dead_letter,
+        stack,
     }
+}
+
+/// A rule on `bus` sending every marketplace event to the test's subscriber queue.
+async fn subscribe(events: &aws_sdk_eventbridge::Client, stack: &str, bus: &str) {
+    events
+        .put_rule()
+        .name(format!("{stack}-all"))
+        .event_bus_name(bus)
+        .event_pattern(r#"{"source": ["bouquet.marketplace"]}"#)
+        .send()
+        .await
+        .unwrap();
+    let target = aws_sdk_eventbridge::types::Target::builder()
+        .id("subscriber")
+        .arn(format!(
+            "arn:aws:sqs:eu-west-1:123456789012:{stack}-subscriber"
+        ))
+        .build()
+        .unwrap();
+    events
+        .put_targets()
+        .rule(format!("{stack}-all"))
+        .event_bus_name(bus)
+        .targets(target)
+        .send()
+        .await
+        .unwrap();
+}
+
+/// Polls the mapping until a poll finds nothing new.
+async fn until_idle(mapping: &mut StreamMapping) -> Vec<devstack::streams::PollReport> {
+    let mut reports = Vec::new();
+    for _ in 0..20 {
+        let report = mapping.poll().await.unwrap();
+        let idle = report.records == 0;
+        reports.push(report);
+        if idle {
+            break;
+        }
+    }
+    reports
+}
+
+#[tokio::test]
+async fn events_published_while_the_bus_is_gone_are_parked_whole_and_redriven_exactly_once() {
+    let cloud = TestCloud::new().await;
+    let mut outbox = outbox(&cloud, None).await;
+    let sdk = emulator_sdk_config().await;
+    let events = aws_sdk_eventbridge::Client::new(&sdk);
+    // The bus goes away: every PutEvents fails, for longer than every retry.
+    let rule = format!("{}-all", outbox.stack);
+    events
+        .remove_targets()
+        .rule(&rule)
+        .event_bus_name(&outbox.bus)
+        .ids("subscriber")
+        .send()
+        .await
+        .unwrap();
+    events
+        .delete_rule()
+        .name(&rule)
+        .event_bus_name(&outbox.bus)
+        .send()
+        .await
+        .unwrap();
+    events
+        .delete_event_bus()
+        .name(&outbox.bus)
+        .send()
+        .await
+        .unwrap();
+    let vendors = [cloud.vendor("Bloom").await, cloud.vendor("Petal").await];
+    let reports = until_idle(&mut outbox.mapping).await;
+    assert_eq!(
+        reports.iter().map(|r| r.sent_to_on_failure).sum::<usize>(),
+        0,
+        "parked, not handed to the on-failure destination: {reports:?}"
+    );
+    // Parked whole: the outbox item with its full detail.
+    let parked = drain_keep(&outbox.sqs, &outbox.dead_letter).await;
+    assert_eq!(parked.len(), 2, "{parked:?}");
+    for item in &parked {
+        assert_eq!(item["eventName"], "VendorOnboarded");
+        let detail: Value = serde_json::from_str(item["detail"].as_str().unwrap()).unwrap();
+        assert!(vendors.contains(&detail["data"]["vendorId"].as_str().unwrap().to_owned()));
+    }
+    assert!(drain(&outbox.sqs, &outbox.subscriber).await.is_empty());
+
+    // The bus is back; the operator redrives (the redrive function's code, on the emulator).
+    events
+        .create_event_bus()
+        .name(&outbox.bus)
+        .send()
+        .await
+        .unwrap();
+    subscribe(&events, &outbox.stack, &outbox.bus).await;
+    let parking = bouquet_bus::SqsParkingLot {
+        client: outbox.sqs.clone(),
+        queue_url: outbox.dead_letter.clone(),
+    };
+    let sink = bouquet_bus::EventBridgeSink {
+        client: events.clone(),
+        bus_name: outbox.bus.clone(),
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let report = bouquet_bus::redrive(&parking, &sink, 10, deadline)
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.taken, report.republished, report.still_parked),
+        (2, 2, 0)
+    );
+    let again = bouquet_bus::redrive(&parking, &sink, 10, deadline)
+        .await
+        .unwrap();
+    assert_eq!(again.taken, 0, "the lot is empty");
+
+    let delivered: Vec<String> = drain(&outbox.sqs, &outbox.subscriber)
+        .await
+        .iter()
+        .map(|e| e["detail"]["eventId"].as_str().unwrap().to_owned())
+        .collect();
+    let distinct: HashSet<&String> = delivered.iter().collect();
+    assert_eq!(
+        (delivered.len(), distinct.len()),
+        (2, 2),
+        "each event exactly once: {delivered:?}"
+    );
+    let parked_ids: HashSet<String> = parked
+        .iter()
+        .map(|i| i["eventId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        distinct.into_iter().cloned().collect::<HashSet<_>>(),
+        parked_ids
+    );
+}
+
+/// Reads every message of `queue` and makes them visible again at once (left on the queue).
+async fn drain_keep(sqs: &aws_sdk_sqs::Client, queue: &str) -> Vec<Value> {
+    let output = sqs
+        .receive_message()
+        .queue_url(queue)
+        .max_number_of_messages(10)
+        .wait_time_seconds(0)
+        .send()
+        .await
+        .unwrap();
+    let mut bodies = Vec::new();
+    for message in output.messages.unwrap_or_default() {
+        bodies.push(serde_json::from_str(message.body().unwrap_or("null")).unwrap());
+        sqs.change_message_visibility()
+            .queue_url(queue)
+            .receipt_handle(message.receipt_handle().unwrap())
+            .visibility_timeout(0)
+            .send()
+            .await
+            .unwrap();
+    }
+    bodies
 }
 
 async fn drain(sqs: &aws_sdk_sqs::Client, queue: &str) -> Vec<Value> {
