@@ -58,6 +58,13 @@ enum Command {
         #[arg(long, default_value_t = 2000)]
         messages: usize,
     },
+    /// Invoke a function of the template once with a JSON payload (its built binary, on this
+    /// stack's resources), e.g. `devstack invoke redrive-outbox` after a bus outage.
+    Invoke {
+        binary: String,
+        #[arg(default_value = "{}")]
+        payload: String,
+    },
     /// Print a bearer token the local authorizer accepts.
     Token {
         #[arg(long, value_parser = ["customer", "vendor", "admin"])]
@@ -166,6 +173,16 @@ async fn main() -> Result<(), DevError> {
             let report =
                 devstack::bench_vases::run(&template, app, names, &stack, &sdk, options).await?;
             println!("{report}");
+        }
+        Command::Invoke { binary, payload } => {
+            let template = Template::repository()?;
+            let (_, names, _) = provision_all(&template, &cli.stack).await?;
+            let functions = Functions::from_template(&template, &names, &default_binaries_dir())?;
+            let function = functions
+                .get(&binary)
+                .ok_or_else(|| DevError::Unsupported(format!("no function builds {binary}")))?;
+            let answer = function.invoke(serde_json::from_str(&payload)?).await?;
+            println!("{answer}");
         }
         Command::Provision => {
             let (_, names, _) = provision_all(&Template::repository()?, &cli.stack).await?;
