@@ -42,7 +42,11 @@ impl Publisher {
     }
 
     pub async fn handle(&self, event: LambdaEvent<Event>) -> Result<DynamoDbEventResponse, Error> {
-        let deadline = deadline(&event.context);
+        let deadline = bouquet_retry::deadline(
+            event.context.deadline,
+            DEADLINE_MARGIN,
+            Duration::from_secs(30),
+        );
         let records = event.payload.records.into_iter().map(StreamRecord::read);
         let (events, poison) = bouquet_bus::outgoing(records);
         let mut report = bouquet_bus::publish(self.sink.as_ref(), events.clone(), deadline).await;
@@ -58,20 +62,5 @@ impl Publisher {
             response.batch_item_failures.push(failure);
         }
         Ok(response)
-    }
-}
-
-/// The instant retries must stop: the invocation's deadline less a margin (30 s without one).
-fn deadline(context: &lambda_runtime::Context) -> tokio::time::Instant {
-    let now = tokio::time::Instant::now();
-    let wall_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
-    match context.deadline {
-        0 => now + Duration::from_secs(30),
-        ms => {
-            now + Duration::from_millis(ms.saturating_sub(wall_ms)).saturating_sub(DEADLINE_MARGIN)
-        }
     }
 }

@@ -44,17 +44,16 @@ impl Redrive {
 
     pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, Error> {
         let request: Request = serde_json::from_value(event.payload).unwrap_or_default();
-        let remaining = match event.context.deadline {
-            0 => Duration::from_secs(60),
-            ms => {
-                Duration::from_millis(ms.saturating_sub(now_ms())).saturating_sub(DEADLINE_MARGIN)
-            }
-        };
+        let deadline = bouquet_retry::deadline(
+            event.context.deadline,
+            DEADLINE_MARGIN,
+            Duration::from_secs(60),
+        );
         let report = bouquet_bus::redrive(
             self.parking.as_ref(),
             self.sink.as_ref(),
             request.max_rounds.unwrap_or(100),
-            tokio::time::Instant::now() + remaining,
+            deadline,
         )
         .await?;
         tracing::info!(?report, "outbox redrive");
@@ -64,11 +63,4 @@ impl Redrive {
             "stillParked": report.still_parked,
         }))
     }
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }

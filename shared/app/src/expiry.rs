@@ -11,14 +11,15 @@
 use futures::StreamExt;
 use serde::Serialize;
 
-use bouquet_store::StoreError;
+use bouquet_store::{DueCursor, StoreError};
 
 use crate::checkout::{self, Swept};
 use crate::App;
 
-/// Due orders read per shard and round; a round that changes nothing ends the run.
+/// Due orders read per shard and round; a run pages through the index up to `MAX_ROUNDS`
+/// rounds or its deadline, so orders that keep failing do not hide the ones behind them.
 const PAGE: usize = 100;
-const MAX_ROUNDS: usize = 5;
+const MAX_ROUNDS: usize = 10;
 /// Orders handled at once.
 const CONCURRENCY: usize = 8;
 
@@ -35,11 +36,19 @@ pub struct SweepReport {
 
 /// One run: due orders page by page until a round changes nothing. An order that fails is
 /// counted and left for the next run; only failing to read the index fails the run.
-pub async fn sweep(app: &App, correlation_id: &str) -> Result<SweepReport, StoreError> {
+pub async fn sweep(
+    app: &App,
+    correlation_id: &str,
+    deadline: tokio::time::Instant,
+) -> Result<SweepReport, StoreError> {
     let mut report = SweepReport::default();
+    let now = app.clock.now();
+    let mut cursor = DueCursor::default();
     for _ in 0..MAX_ROUNDS {
-        let now = app.clock.now();
-        let due = app.store.due_orders(now, PAGE).await?;
+        if cursor.finished() || tokio::time::Instant::now() >= deadline {
+            break;
+        }
+        let due = app.store.due_orders(now, PAGE, &mut cursor).await?;
         report.due += due.len();
         let results: Vec<_> = futures::stream::iter(due.iter().copied())
             .map(|order_id| async move {
@@ -58,12 +67,7 @@ pub async fn sweep(app: &App, correlation_id: &str) -> Result<SweepReport, Store
             .buffer_unordered(CONCURRENCY)
             .collect()
             .await;
-        let mut changed = 0;
         for (order_id, result) in results {
-            changed += usize::from(matches!(
-                result,
-                Ok(Swept::Expired | Swept::PaymentCompleted | Swept::PaymentReleased)
-            ));
             match result {
                 Ok(Swept::Expired) => report.expired += 1,
                 Ok(Swept::PaymentCompleted) => report.payments_completed += 1,
@@ -74,10 +78,6 @@ pub async fn sweep(app: &App, correlation_id: &str) -> Result<SweepReport, Store
                     tracing::error!(%order_id, %error, "sweep failed for an order; the next run retries it");
                 }
             }
-        }
-        // Another round only when this one was full and made progress.
-        if due.len() < PAGE || changed == 0 {
-            break;
         }
     }
     Ok(report)

@@ -67,9 +67,45 @@ impl Retry {
     }
 }
 
+/// The instant work must stop for an invocation whose deadline is `deadline_ms` (epoch
+/// milliseconds, as the Lambda runtime gives it; 0 when there is none: then `fallback` from
+/// now), keeping `margin` to answer.
+pub fn deadline(deadline_ms: u64, margin: Duration, fallback: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    if deadline_ms == 0 {
+        return now + fallback;
+    }
+    let wall_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    now + Duration::from_millis(deadline_ms.saturating_sub(wall_ms)).saturating_sub(margin)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deadline_keeps_its_margin() {
+        let now = tokio::time::Instant::now();
+        let wall_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let at = deadline(
+            wall_ms + 10_000,
+            Duration::from_secs(3),
+            Duration::from_secs(1),
+        );
+        let left = at.duration_since(now);
+        assert!(
+            left <= Duration::from_millis(7_010) && left > Duration::from_secs(6),
+            "{left:?}"
+        );
+        let none = deadline(0, Duration::from_secs(3), Duration::from_secs(30));
+        assert!(none.duration_since(now) >= Duration::from_secs(30));
+    }
 
     #[test]
     fn the_ceiling_doubles_up_to_the_cap() {

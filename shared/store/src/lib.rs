@@ -32,7 +32,7 @@ pub use cursor::Page;
 pub use error::{describe, BackendError, BackendKind, Conflict, Current, StoreError, Target};
 pub use idempotency::{IdempotencyPut, IdempotencyRecord};
 pub use keys::CATALOGUE_SHARDS;
-pub use orders::{BouquetEffect, OrderWrite, Reservation, ReservationRead};
+pub use orders::{BouquetEffect, DueCursor, OrderWrite, Reservation, ReservationRead};
 pub use processed::{Processed, PROCESSED_RETENTION};
 pub use vases::{ReadingWrite, HEARTBEAT_SHARDS, READING_RETENTION};
 

@@ -29,6 +29,20 @@ pub struct ReservationRead {
 
 pub use bouquet_domain::checkout::BouquetEffect;
 
+/// Where a sweep's paging through the expiry index stands, per shard.
+#[derive(Clone, Debug, Default)]
+pub struct DueCursor {
+    next: std::collections::HashMap<u32, Item>,
+    done: std::collections::HashSet<u32>,
+}
+
+impl DueCursor {
+    /// Every shard was read to its end.
+    pub fn finished(&self) -> bool {
+        self.done.len() as u32 == keys::EXPIRY_SHARDS
+    }
+}
+
 /// What a reservation writes, all or nothing.
 #[derive(Clone, Copy)]
 pub struct Reservation<'a> {
@@ -274,46 +288,66 @@ impl Store {
         tx.commit(self).await
     }
 
-    /// Orders whose hold ended before `now` and that still hold bouquets (reserved or
-    /// payment pending), from every shard of the sparse expiry index. No Scan.
+    /// The next page of orders whose hold ended before `now` and that still hold bouquets
+    /// (reserved or payment pending), from every shard of the sparse expiry index that
+    /// `cursor` has not finished, continuing where the last page of each shard ended: items
+    /// that keep failing do not hide the ones behind them. No Scan.
     pub async fn due_orders(
         &self,
         now: Timestamp,
         limit_per_shard: usize,
+        cursor: &mut DueCursor,
     ) -> Result<Vec<OrderId>, StoreError> {
-        let reads = (0..keys::EXPIRY_SHARDS).map(|shard| async move {
-            let output = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(keys::INDEX_EXPIRY)
-                .key_condition_expression("expiryShard = :shard AND reservedUntil < :now")
-                .expression_attribute_values(
-                    ":shard",
-                    AttributeValue::S(keys::expiry_shard_key(shard)),
-                )
-                .expression_attribute_values(":now", AttributeValue::N(now.as_millis().to_string()))
-                .limit(limit_per_shard as i32)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            output
-                .items
-                .unwrap_or_default()
-                .iter()
-                .map(|item| match item.get("pk") {
-                    Some(AttributeValue::S(pk)) => {
-                        OrderId::parse(pk.trim_start_matches("ORDER#")).map_err(StoreError::corrupt)
-                    }
-                    _ => Err(StoreError::corrupt("expiry index item without pk")),
-                })
-                .collect::<Result<Vec<_>, _>>()
-        });
-        Ok(futures::future::try_join_all(reads)
-            .await?
-            .into_iter()
-            .flatten()
-            .collect())
+        let reads = (0..keys::EXPIRY_SHARDS)
+            .filter(|shard| !cursor.done.contains(shard))
+            .map(|shard| {
+                let start = cursor.next.get(&shard).cloned();
+                async move {
+                    let output = self
+                        .client
+                        .query()
+                        .table_name(&self.table)
+                        .index_name(keys::INDEX_EXPIRY)
+                        .key_condition_expression("expiryShard = :shard AND reservedUntil < :now")
+                        .expression_attribute_values(
+                            ":shard",
+                            AttributeValue::S(keys::expiry_shard_key(shard)),
+                        )
+                        .expression_attribute_values(
+                            ":now",
+                            AttributeValue::N(now.as_millis().to_string()),
+                        )
+                        .set_exclusive_start_key(start)
+                        .limit(limit_per_shard as i32)
+                        .send()
+                        .await
+                        .map_err(StoreError::backend)?;
+                    Ok::<_, StoreError>((shard, output))
+                }
+            });
+        let mut due = Vec::new();
+        for (shard, output) in futures::future::try_join_all(reads).await? {
+            match output.last_evaluated_key {
+                Some(last) => {
+                    cursor.next.insert(shard, last);
+                }
+                None => {
+                    cursor.done.insert(shard);
+                }
+            }
+            for item in output.items.unwrap_or_default() {
+                let id = item
+                    .get("pk")
+                    .and_then(|pk| pk.as_s().ok())
+                    .and_then(|pk| OrderId::parse(pk.trim_start_matches("ORDER#")).ok());
+                match id {
+                    Some(id) => due.push(id),
+                    // Skipped, not fatal: one bad index item must not stop every sweep.
+                    None => tracing::error!(?item, "expiry index item without an order id"),
+                }
+            }
+        }
+        Ok(due)
     }
 
     /// One order (consistent: a transition may follow the read).

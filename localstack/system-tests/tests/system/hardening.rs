@@ -282,3 +282,57 @@ async fn twenty_concurrent_reservations_by_one_customer_stop_at_the_cap() {
         .unwrap();
     assert_eq!(cloud.reserve("greedy", &[next.as_str()]).await.status, 201);
 }
+
+#[tokio::test]
+async fn a_stuck_sweeper_shard_still_expires_the_order_behind_300_failing_items() {
+    use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let bouquet = cloud.bouquet(&vendor, "10.00").await;
+    let order = cloud.reserve("alice", &[&bouquet]).await.body["orderId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let item = cloud
+        .items_of("order")
+        .await
+        .into_iter()
+        .next()
+        .expect("the order item");
+    let shard = item["expiryShard"].clone();
+    // 300 index entries in the same shard, due before it, that can never be swept (not
+    // readable as orders).
+    let stuck: Vec<WriteRequest> = (0..300)
+        .map(|i| {
+            let put = PutRequest::builder()
+                .item(
+                    "pk",
+                    AttributeValue::S(format!("ORDER#{}", ulid::Ulid::new())),
+                )
+                .item("sk", AttributeValue::S("ORDER".into()))
+                .item("entity", AttributeValue::S("order".into()))
+                .item("expiryShard", shard.clone())
+                .item("reservedUntil", AttributeValue::N((1_000 + i).to_string()))
+                .build()
+                .unwrap();
+            WriteRequest::builder().put_request(put).build()
+        })
+        .collect();
+    for chunk in stuck.chunks(25) {
+        cloud
+            .client
+            .batch_write_item()
+            .request_items(&cloud.table, chunk.to_vec())
+            .send()
+            .await
+            .unwrap();
+    }
+    cloud.clock.advance(std::time::Duration::from_secs(16 * 60));
+    let report = cloud.run_scheduled("expire-reservations").await;
+    assert_eq!(report["failed"], 300, "{report}");
+    assert_eq!(report["expired"], 1, "{report}");
+    assert_eq!(
+        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        Some("expired")
+    );
+}
