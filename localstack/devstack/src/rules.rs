@@ -2,13 +2,17 @@
 //! EventBridge matches rules and delivers to SQS but cannot invoke a function, so each such
 //! event gets a rule on the local bus with the template's pattern, targeting a hidden queue
 //! of its own that the dev stack polls, invoking the function with each event as EventBridge
-//! would. A failed invocation leaves the event on the queue: it comes back after the queue's
-//! visibility timeout, and after `RetryPolicy.MaximumRetryAttempts` more tries the queue's
-//! redrive moves it to a dead-letter queue (as the template's `DeadLetterConfig` does).
+//! would. EventBridge invokes a function asynchronously, so a function error is Lambda's to
+//! retry: the event comes back after `retry_after` (Lambda waits 1 then 2 minutes), and after
+//! `1 + EventInvokeConfig.MaximumRetryAttempts` attempts (default 3) the invocation record,
+//! with the whole event as `requestPayload`, goes to the function's `OnFailure` destination
+//! (without one, Lambda discards the event, and so does this). The hidden queue's own
+//! dead-letter queue stands for the rule's `DeadLetterConfig`: deliveries that never reach
+//! the function.
 
 use std::time::Duration;
 
-use aws_sdk_sqs::types::QueueAttributeName;
+use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use serde_json::Value;
 
 use bouquet_template::Template;
@@ -25,6 +29,12 @@ pub struct RuleTarget {
     pub function: String,
     pub queue_url: String,
     pub dead_letter_queue_url: String,
+    /// The function's asynchronous-invoke failure destination (a queue URL), if any.
+    pub on_failure_queue_url: Option<String>,
+    /// Attempts before the event goes to `on_failure_queue_url` (1 + retries).
+    pub max_attempts: i64,
+    /// How soon a failed invocation is tried again.
+    pub retry_after: Duration,
     invoke: Invoke,
     sqs: aws_sdk_sqs::Client,
 }
@@ -34,6 +44,8 @@ pub struct RuleTarget {
 pub struct RulePoll {
     pub delivered: usize,
     pub failed: usize,
+    /// Events whose attempts ran out, sent to the on-failure destination.
+    pub sent_to_on_failure: usize,
 }
 
 impl RuleTarget {
@@ -50,6 +62,23 @@ impl RuleTarget {
         sdk: &aws_config::SdkConfig,
     ) -> Result<Self, DevError> {
         let p = &event["Properties"];
+        let invoke_config = template
+            .resource(logical_id)
+            .map(|f| f["Properties"]["EventInvokeConfig"].clone())
+            .unwrap_or_default();
+        let max_attempts = 1 + invoke_config["MaximumRetryAttempts"].as_i64().unwrap_or(2);
+        let on_failure_queue_url =
+            match &invoke_config["DestinationConfig"]["OnFailure"]["Destination"] {
+                Value::Null => None,
+                destination => {
+                    let arn = resolve(template, destination, names);
+                    names
+                        .iter()
+                        .find(|(k, v)| k.ends_with(".Arn") && **v == arn)
+                        .and_then(|(k, _)| names.get(k.trim_end_matches(".Arn")))
+                        .cloned()
+                }
+            };
         let bus = resolve(template, &p["EventBusName"], names);
         let sqs = aws_sdk_sqs::Client::new(sdk);
         let events = aws_sdk_eventbridge::Client::new(sdk);
@@ -105,6 +134,9 @@ impl RuleTarget {
             function: binary.to_owned(),
             queue_url,
             dead_letter_queue_url,
+            on_failure_queue_url,
+            max_attempts,
+            retry_after: Duration::from_secs(5),
             invoke,
             sqs,
         })
@@ -118,6 +150,7 @@ impl RuleTarget {
             .queue_url(&self.queue_url)
             .max_number_of_messages(10)
             .wait_time_seconds(wait_seconds)
+            .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
             .send()
             .await
             .map_err(aws)?
@@ -133,27 +166,86 @@ impl RuleTarget {
                     continue;
                 }
             };
-            match (self.invoke)(event).await {
+            let attempt: i64 = message
+                .attributes()
+                .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(1);
+            let Some(handle) = message.receipt_handle() else {
+                continue;
+            };
+            match (self.invoke)(event.clone()).await {
                 Ok(_) => {
                     report.delivered += 1;
-                    if let Some(handle) = message.receipt_handle() {
+                    self.delete(handle).await?;
+                }
+                Err(error) if attempt >= self.max_attempts => {
+                    report.failed += 1;
+                    tracing::warn!(function = %self.function, %error, attempt, "asynchronous invocation failed for the last time");
+                    if let Some(queue) = &self.on_failure_queue_url {
+                        let record = invocation_record(&self.function, &event, &error, attempt);
                         self.sqs
-                            .delete_message()
-                            .queue_url(&self.queue_url)
-                            .receipt_handle(handle)
+                            .send_message()
+                            .queue_url(queue)
+                            .message_body(record.to_string())
                             .send()
                             .await
                             .map_err(aws)?;
+                        report.sent_to_on_failure += 1;
                     }
+                    self.delete(handle).await?;
                 }
                 Err(error) => {
                     report.failed += 1;
-                    tracing::warn!(function = %self.function, %error, "EventBridge target failed; it will be retried");
+                    tracing::warn!(function = %self.function, %error, attempt, "asynchronous invocation failed; Lambda retries it");
+                    self.sqs
+                        .change_message_visibility()
+                        .queue_url(&self.queue_url)
+                        .receipt_handle(handle)
+                        .visibility_timeout(self.retry_after.as_secs() as i32)
+                        .send()
+                        .await
+                        .map_err(aws)?;
                 }
             }
         }
         Ok(report)
     }
+}
+
+impl RuleTarget {
+    async fn delete(&self, handle: &str) -> Result<(), DevError> {
+        self.sqs
+            .delete_message()
+            .queue_url(&self.queue_url)
+            .receipt_handle(handle)
+            .send()
+            .await
+            .map_err(aws)?;
+        Ok(())
+    }
+}
+
+/// The record Lambda sends to an asynchronous invocation's failure destination.
+fn invocation_record(
+    function: &str,
+    event: &Value,
+    error: &crate::lambda::InvokeError,
+    attempts: i64,
+) -> Value {
+    serde_json::json!({
+        "version": "1.0",
+        "timestamp": time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
+        "requestContext": {
+            "requestId": ulid::Ulid::new().to_string(),
+            "functionArn": format!("arn:aws:lambda:local:123456789012:function:{function}:$LATEST"),
+            "condition": "RetriesExhausted",
+            "approximateInvokeCount": attempts,
+        },
+        "requestPayload": event,
+        "responseContext": { "statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled" },
+        "responsePayload": { "errorType": "Error", "errorMessage": error.to_string() },
+    })
 }
 
 /// Creates every `EventBridgeRule` event's rule and target and starts delivering.

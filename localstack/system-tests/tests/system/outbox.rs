@@ -641,3 +641,117 @@ async fn the_dev_stack_delivers_the_template_rule_to_the_analytics_projector() {
         serde_json::json!([{ "amount": "34.90", "currency": "EUR" }])
     );
 }
+
+#[tokio::test]
+async fn a_projector_failing_on_an_event_leaves_it_whole_in_its_failure_destination() {
+    let cloud = TestCloud::new().await;
+    let outbox = outbox(&cloud, None).await;
+    let template = Template::repository().unwrap();
+    let sdk = emulator_sdk_config().await;
+    let (function, event) = template
+        .events_of_type("EventBridgeRule")
+        .unwrap()
+        .into_iter()
+        .find(|(f, _)| f.binary == "project-vendor-analytics")
+        .expect("the analytics rule");
+    let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
+    let mut names = Names::new();
+    names.insert("MarketEventBus".into(), outbox.bus.clone());
+    provision::create_queue(
+        &outbox.sqs,
+        &template,
+        "AnalyticsFailureQueue",
+        &provision::local_name(&stack, "AnalyticsFailureQueue"),
+        &mut names,
+    )
+    .await
+    .unwrap();
+    // A projector that fails on every event (a bug, a dependency down).
+    let attempts: std::sync::Arc<std::sync::atomic::AtomicUsize> = Default::default();
+    let counter = attempts.clone();
+    let failing = system_tests::in_process::invoke(move |_event: Value| {
+        counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async { Err("the projector failed".into()) }
+    });
+    let mut target = devstack::rules::RuleTarget::create(
+        &template,
+        &names,
+        &stack,
+        &function.logical_id,
+        &function.binary,
+        &event,
+        failing,
+        &sdk,
+    )
+    .await
+    .unwrap();
+    target.retry_after = Duration::ZERO;
+    assert_eq!(
+        target.max_attempts, 3,
+        "1 + EventInvokeConfig.MaximumRetryAttempts"
+    );
+
+    // An OrderPaid of a 1,200,000.00 sale on the bus.
+    let fixture: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            system_tests::repository_root().join("events/project-vendor-analytics.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let vendor = cloud.vendor("Bloom").await;
+    let mut detail = fixture["detail"].clone();
+    detail["data"]["vendorId"] = serde_json::json!(vendor);
+    detail["data"]["total"]["amount"] = serde_json::json!("1200000.00");
+    let events = aws_sdk_eventbridge::Client::new(&sdk);
+    events
+        .put_events()
+        .entries(
+            aws_sdk_eventbridge::types::PutEventsRequestEntry::builder()
+                .event_bus_name(&outbox.bus)
+                .source("bouquet.marketplace")
+                .detail_type("OrderPaid")
+                .detail(detail.to_string())
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let mut sent = 0;
+    for _ in 0..20 {
+        sent += target.poll(1).await.unwrap().sent_to_on_failure;
+        if sent > 0 {
+            break;
+        }
+    }
+    assert_eq!(sent, 1);
+    assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 3);
+    let records = drain(&outbox.sqs, &names["AnalyticsFailureQueue"]).await;
+    assert_eq!(records.len(), 1);
+    let record = &records[0];
+    assert_eq!(record["requestContext"]["condition"], "RetriesExhausted");
+    assert_eq!(
+        record["requestPayload"]["detail"], detail,
+        "the event, whole"
+    );
+
+    // Once the projector works again, the parked event is counted, once.
+    let applied = cloud
+        .run_event_function("project-vendor-analytics", record["requestPayload"].clone())
+        .await;
+    assert_eq!(applied["applied"], true);
+    let analytics = cloud
+        .call(
+            "get-vendor-analytics",
+            system_tests::ApiRequest::fixture("get-vendor-analytics")
+                .vendor(&vendor)
+                .path("vendorId", &vendor),
+        )
+        .await;
+    assert_eq!(
+        analytics.body["days"][0]["revenue"],
+        serde_json::json!([{ "amount": "1200000.00", "currency": "EUR" }]),
+        "{}",
+        analytics.body
+    );
+}
