@@ -14,7 +14,7 @@ use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::vase::{HeartbeatOutcome, ReadingOutcome, Vase, VaseMessage};
 use bouquet_domain::{Reading, Timestamp, VaseId};
 use bouquet_store::retry::Retry;
-use bouquet_store::{ReadingWrite, Store, StoreError, Target};
+use bouquet_store::{BouquetScore, ReadingWrite, Store, StoreError, Target};
 
 /// Reads and decisions before a message gives up on a vase that keeps changing under it
 /// (the message is then retried by SQS).
@@ -73,8 +73,10 @@ async fn read(store: &Store, vase_id: VaseId) -> Result<Vase, VaseError> {
         .ok_or(VaseError::UnknownVase(vase_id))
 }
 
+/// The vase changed, or its bouquet moved to a new version (an edit, a reservation), since
+/// the read: read again and decide again.
 fn lost_race(error: &StoreError) -> bool {
-    matches!(error, StoreError::ConditionFailed(c) if c.iter().any(|c| matches!(c.target, Target::Vase(_))))
+    matches!(error, StoreError::ConditionFailed(c) if c.iter().any(|c| matches!(c.target, Target::Vase(_) | Target::Bouquet(_))))
         || matches!(error, StoreError::Contention(_))
 }
 
@@ -148,10 +150,24 @@ async fn telemetry(
             ReadingOutcome::Latest { vase, freshness } => (vase, freshness),
         };
         let change = freshness.filter(|_| score_bouquet);
-        let event = change.filter(|c| c.is_significant()).map(|c| {
+        // A score that is news is a new version of the bouquet: read the version it moves on.
+        let mut read_version = None;
+        if let Some(c) = change.filter(|c| c.is_significant()) {
+            match store.bouquet(c.bouquet_id, true).await? {
+                Some(bouquet) if bouquet.vase_id == Some(vase_id) => {
+                    read_version = Some(bouquet.version)
+                }
+                _ => {
+                    tracing::warn!(%vase_id, "the vase's bouquet no longer names it; keeping the score on the vase only");
+                    score_bouquet = false;
+                    continue;
+                }
+            }
+        }
+        let event = change.zip(read_version).map(|(c, version)| {
             DomainEvent::new(
                 c.bouquet_id,
-                changed.version,
+                version + 1,
                 reading.sent_at,
                 correlation_id,
                 EventData::BouquetFreshnessChanged {
@@ -169,7 +185,11 @@ async fn telemetry(
                 &vase,
                 &changed,
                 received_at,
-                change.map(|c| (c.bouquet_id, c.score)),
+                change.map(|c| BouquetScore {
+                    bouquet_id: c.bouquet_id,
+                    score: c.score,
+                    read_version,
+                }),
                 event.as_ref(),
             )
             .await;
@@ -180,11 +200,13 @@ async fn telemetry(
                 })
             }
             Ok(ReadingWrite::Duplicate) => return Ok(Applied::DuplicateReading),
+            // The bouquet no longer names this vase (not a version it lost to).
             Err(StoreError::ConditionFailed(conflicts))
                 if score_bouquet
-                    && conflicts
-                        .iter()
-                        .all(|c| matches!(c.target, Target::Bouquet(_))) =>
+                    && conflicts.iter().all(|c| {
+                        matches!(c.target, Target::Bouquet(_))
+                            && c.bouquet().is_none_or(|b| b.vase_id != Some(vase_id))
+                    }) =>
             {
                 tracing::warn!(%vase_id, "the vase's bouquet no longer names it; keeping the score on the vase only");
                 // Not a lost race: write again at once, without using an attempt.

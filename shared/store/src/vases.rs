@@ -102,6 +102,15 @@ struct VaseItem {
     vendor_sort: String,
 }
 
+/// A bouquet's new score, written with the vase's latest reading.
+#[derive(Clone, Copy, Debug)]
+pub struct BouquetScore {
+    pub bouquet_id: BouquetId,
+    pub score: u8,
+    /// For a score that is news: the bouquet's version as read, which the write moves on.
+    pub read_version: Option<u64>,
+}
+
 /// A vase item, read.
 pub(crate) fn decode_vase(item: Item) -> Result<Vase, StoreError> {
     from_item::<VaseItem>(item)?.into_domain()
@@ -432,7 +441,7 @@ impl Store {
         read: &Vase,
         changed: &Vase,
         received_at: Timestamp,
-        bouquet_score: Option<(BouquetId, u8)>,
+        bouquet_score: Option<BouquetScore>,
         event: Option<&DomainEvent>,
     ) -> Result<ReadingWrite, StoreError> {
         let reading = changed
@@ -465,17 +474,41 @@ impl Store {
             update,
             condition,
         )?;
-        if let Some((bouquet_id, score)) = bouquet_score {
+        if let Some(BouquetScore {
+            bouquet_id,
+            score,
+            read_version,
+        }) = bouquet_score
+        {
+            let still_in_vase =
+                Expr::new("vaseId = :vaseId").s(":vaseId", changed.vase_id.to_string());
+            let (update, condition) = match read_version {
+                // A score that is news is a new version of the bouquet: its event carries that
+                // version, so consumers order it with the bouquet's other events.
+                Some(version) => (
+                    Expr::new("SET freshness = :score, freshnessAt = :at, version = :next")
+                        .n(":next", version + 1),
+                    Expr {
+                        text: format!("{} AND version = :readVersion", still_in_vase.text),
+                        ..still_in_vase
+                    }
+                    .n(":readVersion", version),
+                ),
+                // A small move is a measurement only: no version, so it fails no concurrent
+                // reservation or edit.
+                None => (
+                    Expr::new("SET freshness = :score, freshnessAt = :at"),
+                    still_in_vase,
+                ),
+            };
             tx.update(
                 Target::Bouquet(bouquet_id),
                 &self.table,
                 crate::bouquets::bouquet_key(&bouquet_id.to_string()),
-                // No version bump: a score is a measurement, not a change by the vendor, and
-                // must not fail a concurrent reservation or edit.
-                Expr::new("SET freshness = :score, freshnessAt = :at")
+                update
                     .n(":score", score)
                     .n(":at", reading.sent_at.as_millis()),
-                Expr::new("vaseId = :vaseId").s(":vaseId", changed.vase_id.to_string()),
+                condition,
             )?;
         }
         if let Some(event) = event {

@@ -336,3 +336,69 @@ async fn a_stuck_sweeper_shard_still_expires_the_order_behind_300_failing_items(
         Some("expired")
     );
 }
+
+#[tokio::test]
+async fn a_bouquets_events_have_strictly_increasing_versions_freshness_included() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let vase = cloud.vase(&vendor).await;
+    let bouquet = cloud.bouquet_in_vase(&vendor, &vase).await;
+    let at = |minutes: u64| {
+        cloud
+            .clock
+            .now()
+            .plus(std::time::Duration::from_secs(minutes * 60))
+    };
+    let reading =
+        |minutes: u64, water: f64| system_tests::vases::reading(&vase, at(minutes), water, 18.0);
+    // A first score (news), a small move (not news), a big drop (news).
+    cloud.send_vase_messages(&[reading(1, 80.0)]).await;
+    cloud.send_vase_messages(&[reading(2, 75.0)]).await;
+    cloud.send_vase_messages(&[reading(3, 10.0)]).await;
+    // A vendor edit at the current version, then another score that is news.
+    let current = cloud
+        .call(
+            "get-bouquet",
+            ApiRequest::fixture("get-bouquet").path("bouquetId", &bouquet),
+        )
+        .await;
+    let version = current.body["version"].as_u64().unwrap();
+    let patch = ApiRequest::fixture("update-bouquet")
+        .vendor(&vendor)
+        .path("bouquetId", &bouquet)
+        .header("if-match", &format!("\"{version}\""))
+        .json(json!({ "name": "Renamed" }));
+    assert_eq!(cloud.call("update-bouquet", patch).await.status, 200);
+    cloud.send_vase_messages(&[reading(4, 80.0)]).await;
+
+    let mut versions: Vec<(u64, String)> = cloud
+        .items_of("event")
+        .await
+        .iter()
+        .filter(|e| e["aggregateId"].as_s().ok() == Some(&bouquet))
+        .map(|e| {
+            (
+                e["aggregateVersion"].as_n().unwrap().parse().unwrap(),
+                e["eventName"].as_s().unwrap().clone(),
+            )
+        })
+        .collect();
+    versions.sort();
+    let names: Vec<&str> = versions.iter().map(|(_, n)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "BouquetListed",
+            "BouquetFreshnessChanged",
+            "BouquetFreshnessChanged",
+            "BouquetChanged",
+            "BouquetFreshnessChanged"
+        ]
+    );
+    let numbers: Vec<u64> = versions.iter().map(|(v, _)| *v).collect();
+    assert_eq!(
+        numbers,
+        [1, 2, 3, 4, 5],
+        "one sequence per bouquet, no collision"
+    );
+}

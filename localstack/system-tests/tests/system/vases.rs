@@ -502,11 +502,15 @@ async fn a_vendor_edit_keeps_the_score_a_reading_wrote() {
     cloud
         .send_vase_messages(&[reading(&vase, at(1), 12.0, 18.0)])
         .await;
-    let patch = ApiRequest::fixture("update-bouquet")
-        .vendor(&vendor)
-        .path("bouquetId", &bouquet)
-        .header("if-match", "\"1\"");
-    let patched = cloud.call("update-bouquet", patch).await;
+    let patch = |version: &str| {
+        ApiRequest::fixture("update-bouquet")
+            .vendor(&vendor)
+            .path("bouquetId", &bouquet)
+            .header("if-match", &format!("\"{version}\""))
+    };
+    // A first score is news: a new version of the bouquet, so the listing's ETag is stale.
+    assert_eq!(cloud.call("update-bouquet", patch("1")).await.status, 412);
+    let patched = cloud.call("update-bouquet", patch("2")).await;
     assert_eq!(patched.status, 200, "{}", patched.body);
     assert_eq!(patched.body["freshness"], 79);
 }
@@ -738,8 +742,13 @@ async fn dynamodb_calls_per_vase_message() {
         ),
         (
             reading(&vase, at(3), 80.0, 18.0),
+            calls(&[("GetItem", 2), ("TransactWriteItems", 1)]),
+            "latest reading whose score is news: read the vase and the bouquet's version, reading + vase + bouquet score and version + event",
+        ),
+        (
+            reading(&vase, at(4), 80.0, 20.0),
             calls(&[("GetItem", 1), ("TransactWriteItems", 1)]),
-            "latest reading: read, reading + vase + bouquet score + event",
+            "latest reading that moves the score a little: read, reading + vase + bouquet score",
         ),
         (
             reading(&vase, at(0), 80.0, 18.0),
