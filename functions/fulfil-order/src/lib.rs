@@ -1,13 +1,11 @@
 //! `POST /v1/orders/{orderId}/fulfil`: its vendor marks a `paid` order `fulfilled`
 //! (`OrderFulfilled`).
 
-use bouquet_app::checkout::CheckoutError;
-use bouquet_app::domain::Order;
 use bouquet_app::domain::OrderId;
-use bouquet_app::orders::{Action, TransitionError};
-use bouquet_app::store::StoreError;
+use bouquet_app::orders::Action;
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
+use bouquet_http::owned::order_transition;
 use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
 
 pub const ROUTE: Route = Route::new("POST", "/v1/orders/{orderId}/fulfil");
@@ -19,31 +17,11 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?.require(Role::Vendor)?;
     let order_id = ctx.path("orderId", OrderId::parse)?;
-    // A retried request with its Idempotency-Key gets the answer it got the first time.
-    if let Some(replay) = ctx.stored_reply().await? {
-        return Ok(replay);
-    }
-    let record_for = |order: &Order| {
-        Reply::ok(order)
-            .ok()
-            .and_then(|r| ctx.idempotency_record(&r))
-    };
-    let result = bouquet_app::orders::transition(
-        &ctx.app.store,
+    order_transition(
+        ctx,
         order_id,
         |o| caller.vendor_id == Some(o.vendor_id),
         Action::Fulfil,
-        &record_for,
-        &ctx.correlation_id,
-        ctx.now,
     )
-    .await;
-    match result {
-        Ok(order) => Reply::ok(&order),
-        // A concurrent duplicate with the same key committed first.
-        Err(TransitionError::Checkout(CheckoutError::Store(StoreError::IdempotencyReplay(
-            record,
-        )))) => Ok(Reply::replay(*record)),
-        Err(other) => Err(other.into()),
-    }
+    .await
 }

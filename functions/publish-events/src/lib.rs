@@ -11,7 +11,7 @@ use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use lambda_runtime::{Error, LambdaEvent};
 
-use bouquet_bus::{emf, EventSink, ParkingLot};
+use bouquet_bus::emf;
 use bouquet_events::StreamRecord;
 
 /// Kept back from the Lambda deadline for parking and answering.
@@ -19,25 +19,13 @@ const DEADLINE_MARGIN: Duration = Duration::from_secs(3);
 
 /// What the function holds per container: the bus it publishes to and where it parks.
 pub struct Publisher {
-    pub sink: Box<dyn EventSink>,
-    pub parking: Box<dyn ParkingLot>,
+    pub outbox: bouquet_bus::Outbox,
 }
 
 impl Publisher {
     pub async fn from_env() -> Result<Self, Error> {
-        let bus_name = std::env::var("EVENT_BUS_NAME").map_err(|_| "EVENT_BUS_NAME is not set")?;
-        let queue_url = std::env::var("OUTBOX_DEAD_LETTER_QUEUE_URL")
-            .map_err(|_| "OUTBOX_DEAD_LETTER_QUEUE_URL is not set")?;
-        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         Ok(Self {
-            sink: Box::new(bouquet_bus::EventBridgeSink {
-                client: aws_sdk_eventbridge::Client::new(&config),
-                bus_name,
-            }),
-            parking: Box::new(bouquet_bus::SqsParkingLot {
-                client: aws_sdk_sqs::Client::new(&config),
-                queue_url,
-            }),
+            outbox: bouquet_bus::Outbox::from_env().await?,
         })
     }
 
@@ -49,8 +37,9 @@ impl Publisher {
         );
         let records = event.payload.records.into_iter().map(StreamRecord::read);
         let (events, poison) = bouquet_bus::outgoing(records);
-        let mut report = bouquet_bus::publish(self.sink.as_ref(), events.clone(), deadline).await;
-        bouquet_bus::park_failed(self.parking.as_ref(), &events, &mut report).await;
+        let mut report =
+            bouquet_bus::publish(self.outbox.sink.as_ref(), events.clone(), deadline).await;
+        bouquet_bus::park_failed(self.outbox.parking.as_ref(), &events, &mut report).await;
         report.records_in += poison.len();
         let mut failures = poison;
         failures.extend(report.failed.iter().cloned());

@@ -8,8 +8,6 @@ use lambda_runtime::{Error, LambdaEvent};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use bouquet_bus::{EventSink, ParkingLot};
-
 /// Kept back from the Lambda deadline to answer.
 const DEADLINE_MARGIN: Duration = Duration::from_secs(5);
 
@@ -20,25 +18,13 @@ struct Request {
 }
 
 pub struct Redrive {
-    pub sink: Box<dyn EventSink>,
-    pub parking: Box<dyn ParkingLot>,
+    pub outbox: bouquet_bus::Outbox,
 }
 
 impl Redrive {
     pub async fn from_env() -> Result<Self, Error> {
-        let bus_name = std::env::var("EVENT_BUS_NAME").map_err(|_| "EVENT_BUS_NAME is not set")?;
-        let queue_url = std::env::var("OUTBOX_DEAD_LETTER_QUEUE_URL")
-            .map_err(|_| "OUTBOX_DEAD_LETTER_QUEUE_URL is not set")?;
-        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         Ok(Self {
-            sink: Box::new(bouquet_bus::EventBridgeSink {
-                client: aws_sdk_eventbridge::Client::new(&config),
-                bus_name,
-            }),
-            parking: Box::new(bouquet_bus::SqsParkingLot {
-                client: aws_sdk_sqs::Client::new(&config),
-                queue_url,
-            }),
+            outbox: bouquet_bus::Outbox::from_env().await?,
         })
     }
 
@@ -50,8 +36,8 @@ impl Redrive {
             Duration::from_secs(60),
         );
         let report = bouquet_bus::redrive(
-            self.parking.as_ref(),
-            self.sink.as_ref(),
+            self.outbox.parking.as_ref(),
+            self.outbox.sink.as_ref(),
             request.max_rounds.unwrap_or(100),
             deadline,
         )

@@ -220,6 +220,38 @@ pub async fn publish(
     report
 }
 
+/// What the publisher and the redrive hold per container: the bus and the parking lot,
+/// from `EVENT_BUS_NAME` and `OUTBOX_DEAD_LETTER_QUEUE_URL`.
+pub struct Outbox {
+    pub sink: Box<dyn EventSink>,
+    pub parking: Box<dyn ParkingLot>,
+}
+
+/// A container that cannot be configured: init fails with this.
+#[derive(Debug, thiserror::Error)]
+#[error("{0} is not set")]
+pub struct MissingSetting(&'static str);
+
+impl Outbox {
+    pub async fn from_env() -> Result<Self, MissingSetting> {
+        let bus_name =
+            std::env::var("EVENT_BUS_NAME").map_err(|_| MissingSetting("EVENT_BUS_NAME"))?;
+        let queue_url = std::env::var("OUTBOX_DEAD_LETTER_QUEUE_URL")
+            .map_err(|_| MissingSetting("OUTBOX_DEAD_LETTER_QUEUE_URL"))?;
+        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        Ok(Self {
+            sink: Box::new(EventBridgeSink {
+                client: aws_sdk_eventbridge::Client::new(&config),
+                bus_name,
+            }),
+            parking: Box::new(SqsParkingLot {
+                client: aws_sdk_sqs::Client::new(&config),
+                queue_url,
+            }),
+        })
+    }
+}
+
 /// EventBridge as the sink.
 pub struct EventBridgeSink {
     pub client: aws_sdk_eventbridge::Client,

@@ -1,8 +1,11 @@
 //! Loading a bouquet for a change by its vendor: the read that a versioned conditional
 //! write follows, and the interpretation of that write's failure.
 
+use bouquet_app::checkout::CheckoutError;
+use bouquet_app::orders::{Action, TransitionError};
 use bouquet_domain::{Bouquet, BouquetId};
-use bouquet_store::Conflict;
+use bouquet_domain::{Order, OrderId};
+use bouquet_store::{Conflict, StoreError};
 
 use crate::ctx::Ctx;
 use crate::problem::ApiError;
@@ -52,5 +55,42 @@ pub fn refused_change(
         Some(bouquet) if bouquet.is_available(ctx.now) => Ok(()),
         Some(_) => Err(ApiError::BouquetNotAvailableForChange),
         None => Err(ApiError::NotFound("bouquet")),
+    }
+}
+
+/// A transition of an order that `visible` says the caller may touch (others: 404), under
+/// the request's `Idempotency-Key`: a retried request gets its first answer, the record is
+/// written with the transition.
+pub async fn order_transition(
+    ctx: &Ctx,
+    order_id: OrderId,
+    visible: impl Fn(&Order) -> bool,
+    action: Action,
+) -> Result<crate::Reply, ApiError> {
+    if let Some(replay) = ctx.stored_reply().await? {
+        return Ok(replay);
+    }
+    let record_for = |order: &Order| {
+        crate::Reply::ok(order)
+            .ok()
+            .and_then(|r| ctx.idempotency_record(&r))
+    };
+    let result = bouquet_app::orders::transition(
+        &ctx.app.store,
+        order_id,
+        visible,
+        action,
+        &record_for,
+        &ctx.correlation_id,
+        ctx.now,
+    )
+    .await;
+    match result {
+        Ok(order) => crate::Reply::ok(&order),
+        // A concurrent duplicate with the same key committed first.
+        Err(TransitionError::Checkout(CheckoutError::Store(StoreError::IdempotencyReplay(
+            record,
+        )))) => Ok(crate::Reply::replay(*record)),
+        Err(other) => Err(other.into()),
     }
 }

@@ -533,18 +533,24 @@ async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
             .sum::<usize>(),
         "bouquet-bus sends something other than {calls:?}"
     );
-    for binary in ["publish-events", "redrive-outbox"] {
-        let crate_dir = repository_root().join("functions").join(binary);
-        let manifest = std::fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap();
-        let sdks: BTreeSet<&str> = manifest
+    let sdks_of = |dir: std::path::PathBuf| -> BTreeSet<String> {
+        std::fs::read_to_string(dir.join("Cargo.toml"))
+            .unwrap()
             .lines()
             .filter(|l| l.trim_start().starts_with("aws-sdk-"))
-            .map(|l| l.split('.').next().unwrap_or_default().trim())
-            .collect();
-        assert_eq!(
-            sdks,
-            BTreeSet::from(["aws-sdk-eventbridge", "aws-sdk-sqs"]),
-            "{binary}'s AWS SDKs"
+            .map(|l| l.split('.').next().unwrap_or_default().trim().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        sdks_of(repository_root().join("shared/bus")),
+        BTreeSet::from(["aws-sdk-eventbridge".to_owned(), "aws-sdk-sqs".to_owned()]),
+        "bouquet-bus's AWS SDKs"
+    );
+    for binary in ["publish-events", "redrive-outbox"] {
+        let crate_dir = repository_root().join("functions").join(binary);
+        assert!(
+            sdks_of(crate_dir.clone()).is_empty(),
+            "{binary} calls AWS only through bouquet-bus"
         );
         let source = std::fs::read_to_string(crate_dir.join("src/lib.rs")).unwrap();
         assert_eq!(

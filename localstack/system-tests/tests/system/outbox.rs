@@ -87,14 +87,16 @@ async fn outbox(cloud: &TestCloud, invoke: Option<Invoke>) -> Outbox {
     let invoke = invoke.unwrap_or_else(|| {
         // The publisher in process, on the bus and queue the template's variables resolve to.
         let publisher = std::sync::Arc::new(publish_events::Publisher {
-            sink: Box::new(bouquet_bus::EventBridgeSink {
-                client: aws_sdk_eventbridge::Client::new(&sdk),
-                bus_name: env["EVENT_BUS_NAME"].clone(),
-            }),
-            parking: Box::new(bouquet_bus::SqsParkingLot {
-                client: sqs.clone(),
-                queue_url: env["OUTBOX_DEAD_LETTER_QUEUE_URL"].clone(),
-            }),
+            outbox: bouquet_bus::Outbox {
+                sink: Box::new(bouquet_bus::EventBridgeSink {
+                    client: aws_sdk_eventbridge::Client::new(&sdk),
+                    bus_name: env["EVENT_BUS_NAME"].clone(),
+                }),
+                parking: Box::new(bouquet_bus::SqsParkingLot {
+                    client: sqs.clone(),
+                    queue_url: env["OUTBOX_DEAD_LETTER_QUEUE_URL"].clone(),
+                }),
+            },
         });
         typed_invoke(publisher, |publisher, event| async move {
             publisher.handle(event).await
