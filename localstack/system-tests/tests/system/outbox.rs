@@ -27,6 +27,50 @@ struct Outbox {
 /// Provisions this test's bus and failure queue from the template, a subscriber queue with a
 /// rule for every `bouquet.marketplace` event, and the publisher's stream mapping.
 async fn outbox(cloud: &TestCloud, invoke: Option<Invoke>) -> Outbox {
+    outbox_with(cloud, |publisher| invoke.unwrap_or(publisher)).await
+}
+
+/// The publisher's function environment, resolved for this test's resources.
+type PublisherEnv = HashMap<String, String>;
+
+/// Like [`outbox`]; `choose` gets the template's publisher (in process) and returns what the
+/// stream mapping invokes.
+async fn outbox_with(cloud: &TestCloud, choose: impl FnOnce(Invoke) -> Invoke) -> Outbox {
+    outbox_built(cloud, |env, sdk, sqs| {
+        choose(publisher(env, sdk, sqs, None))
+    })
+    .await
+}
+
+/// The publisher in process on the bus and queue `env` names; `eventbridge` replaces its
+/// EventBridge client (e.g. one with a fault injected).
+fn publisher(
+    env: &PublisherEnv,
+    sdk: &aws_config::SdkConfig,
+    sqs: &aws_sdk_sqs::Client,
+    eventbridge: Option<aws_sdk_eventbridge::Client>,
+) -> Invoke {
+    let publisher = std::sync::Arc::new(publish_events::Publisher {
+        outbox: bouquet_bus::Outbox {
+            sink: Box::new(bouquet_bus::EventBridgeSink {
+                client: eventbridge.unwrap_or_else(|| aws_sdk_eventbridge::Client::new(sdk)),
+                bus_name: env["EVENT_BUS_NAME"].clone(),
+            }),
+            parking: Box::new(bouquet_bus::SqsParkingLot {
+                client: sqs.clone(),
+                queue_url: env["OUTBOX_DEAD_LETTER_QUEUE_URL"].clone(),
+            }),
+        },
+    });
+    typed_invoke(publisher, |publisher, event| async move {
+        publisher.handle(event).await
+    })
+}
+
+async fn outbox_built(
+    cloud: &TestCloud,
+    build: impl FnOnce(&PublisherEnv, &aws_config::SdkConfig, &aws_sdk_sqs::Client) -> Invoke,
+) -> Outbox {
     let template = Template::repository().unwrap();
     let sdk = emulator_sdk_config().await;
     let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
@@ -84,24 +128,7 @@ async fn outbox(cloud: &TestCloud, invoke: Option<Invoke>) -> Outbox {
     );
     let dead_letter = names["OutboxDeadLetterQueue"].clone();
     assert_eq!(env["OUTBOX_DEAD_LETTER_QUEUE_URL"], dead_letter);
-    let invoke = invoke.unwrap_or_else(|| {
-        // The publisher in process, on the bus and queue the template's variables resolve to.
-        let publisher = std::sync::Arc::new(publish_events::Publisher {
-            outbox: bouquet_bus::Outbox {
-                sink: Box::new(bouquet_bus::EventBridgeSink {
-                    client: aws_sdk_eventbridge::Client::new(&sdk),
-                    bus_name: env["EVENT_BUS_NAME"].clone(),
-                }),
-                parking: Box::new(bouquet_bus::SqsParkingLot {
-                    client: sqs.clone(),
-                    queue_url: env["OUTBOX_DEAD_LETTER_QUEUE_URL"].clone(),
-                }),
-            },
-        });
-        typed_invoke(publisher, |publisher, event| async move {
-            publisher.handle(event).await
-        })
-    });
+    let invoke = build(&env, &sdk, &sqs);
     let stream = provision::resolve(&template, &event["Properties"]["Stream"], &names);
     assert!(
         stream.starts_with("arn:aws:dynamodb:"),
@@ -756,4 +783,85 @@ async fn a_projector_failing_on_an_event_leaves_it_whole_in_its_failure_destinat
         "{}",
         analytics.body
     );
+}
+
+/// An EventBridge outage injected at the SDK layer: every request fails before it is sent
+/// while `down` is set.
+#[derive(Clone, Debug, Default)]
+struct Outage(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl aws_sdk_eventbridge::config::Intercept for Outage {
+    fn name(&self) -> &'static str {
+        "Outage"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _: &aws_sdk_eventbridge::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        _: &aws_sdk_eventbridge::config::RuntimeComponents,
+        _: &mut aws_sdk_eventbridge::config::ConfigBag,
+    ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        if self.0.load(std::sync::atomic::Ordering::SeqCst) {
+            Err("injected: EventBridge unreachable".into())
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_eventbridge_outage_at_the_sdk_layer_parks_every_event_and_the_redrive_delivers_each_once(
+) {
+    let cloud = TestCloud::new().await;
+    let sdk = emulator_sdk_config().await;
+    let outage = Outage::default();
+    outage.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    let failing = aws_sdk_eventbridge::Client::from_conf(
+        aws_sdk_eventbridge::config::Builder::from(&sdk)
+            .interceptor(outage.clone())
+            .build(),
+    );
+    let sink_client = failing.clone();
+    let mut outbox = outbox_built(&cloud, move |env, sdk, sqs| {
+        publisher(env, sdk, sqs, Some(sink_client))
+    })
+    .await;
+    for name in ["Bloom", "Petal", "Stem"] {
+        cloud.vendor(name).await;
+    }
+    let reports = until_idle(&mut outbox.mapping).await;
+    assert_eq!(
+        reports.iter().map(|r| r.sent_to_on_failure).sum::<usize>(),
+        0,
+        "{reports:?}"
+    );
+    assert_eq!(
+        drain_keep(&outbox.sqs, &outbox.dead_letter).await.len(),
+        3,
+        "parked whole"
+    );
+    assert!(drain(&outbox.sqs, &outbox.subscriber).await.is_empty());
+
+    // EventBridge is reachable again: the redrive, through the same client, delivers each once.
+    outage.0.store(false, std::sync::atomic::Ordering::SeqCst);
+    let parking = bouquet_bus::SqsParkingLot {
+        client: outbox.sqs.clone(),
+        queue_url: outbox.dead_letter.clone(),
+    };
+    let sink = bouquet_bus::EventBridgeSink {
+        client: failing,
+        bus_name: outbox.bus.clone(),
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let report = bouquet_bus::redrive(&parking, &sink, 10, deadline)
+        .await
+        .unwrap();
+    assert_eq!((report.republished, report.still_parked), (3, 0));
+    let delivered: Vec<String> = drain(&outbox.sqs, &outbox.subscriber)
+        .await
+        .iter()
+        .map(|e| e["detail"]["eventId"].as_str().unwrap().to_owned())
+        .collect();
+    let distinct: HashSet<&String> = delivered.iter().collect();
+    assert_eq!((delivered.len(), distinct.len()), (3, 3), "{delivered:?}");
 }
