@@ -37,8 +37,7 @@ impl Publisher {
         );
         let records = event.payload.records.into_iter().map(StreamRecord::read);
         let (events, poison) = bouquet_bus::outgoing(records);
-        let mut report =
-            bouquet_bus::publish(self.outbox.sink.as_ref(), events.clone(), deadline).await;
+        let mut report = bouquet_bus::publish(self.outbox.sink.as_ref(), &events, deadline).await;
         bouquet_bus::park_failed(self.outbox.parking.as_ref(), &events, &mut report).await;
         report.records_in += poison.len();
         let mut failures = poison;

@@ -227,6 +227,16 @@ pub fn resolve(
 /// `Logical` (Ref), `Logical.Attr` (GetAtt).
 pub type Names = std::collections::HashMap<String, String>;
 
+/// The URL of the provisioned queue whose ARN is `arn` (SQS calls take URLs, the template
+/// names queues by ARN).
+pub fn queue_url_of_arn(names: &Names, arn: &str) -> Option<String> {
+    names
+        .iter()
+        .find(|(k, v)| k.ends_with(".Arn") && v.as_str() == arn)
+        .and_then(|(k, _)| names.get(k.trim_end_matches(".Arn")))
+        .cloned()
+}
+
 fn arn(service: &str, name: &str) -> String {
     let region = std::env::var("AWS_REGION").unwrap_or_else(|_| "eu-west-1".into());
     format!("arn:aws:{service}:{region}:123456789012:{name}")

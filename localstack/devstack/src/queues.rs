@@ -193,17 +193,12 @@ pub fn start_all(
     for (function, event) in template.events_of_type("SQS").map_err(DevError::from)? {
         let invoke = functions.require(&function.binary)?;
         let arn = crate::provision::resolve(template, &event["Properties"]["Queue"], names);
-        let url = names
-            .iter()
-            .find(|(k, v)| k.ends_with(".Arn") && **v == arn)
-            .and_then(|(k, _)| names.get(k.trim_end_matches(".Arn")))
-            .cloned()
-            .ok_or_else(|| {
-                DevError::Unsupported(format!(
-                    "{}: queue {arn} was not provisioned",
-                    function.binary
-                ))
-            })?;
+        let url = crate::provision::queue_url_of_arn(names, &arn).ok_or_else(|| {
+            DevError::Unsupported(format!(
+                "{}: queue {arn} was not provisioned",
+                function.binary
+            ))
+        })?;
         let mapping = QueueMapping::new(
             function.binary.clone(),
             url.clone(),

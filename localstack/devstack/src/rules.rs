@@ -72,11 +72,7 @@ impl RuleTarget {
                 Value::Null => None,
                 destination => {
                     let arn = resolve(template, destination, names);
-                    names
-                        .iter()
-                        .find(|(k, v)| k.ends_with(".Arn") && **v == arn)
-                        .and_then(|(k, _)| names.get(k.trim_end_matches(".Arn")))
-                        .cloned()
+                    crate::provision::queue_url_of_arn(names, &arn)
                 }
             };
         let bus = resolve(template, &p["EventBusName"], names);

@@ -307,11 +307,7 @@ pub fn start_all(
             destination => {
                 // The destination is a queue ARN; the queue's URL is what SQS calls take.
                 let arn = crate::provision::resolve(template, destination, names);
-                names
-                    .iter()
-                    .find(|(k, v)| k.ends_with(".Arn") && **v == arn)
-                    .and_then(|(k, _)| names.get(k.trim_end_matches(".Arn")))
-                    .cloned()
+                crate::provision::queue_url_of_arn(names, &arn)
             }
         };
         let window = event["Properties"]["MaximumBatchingWindowInSeconds"]

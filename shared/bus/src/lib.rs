@@ -121,7 +121,7 @@ pub const ATTEMPTS_PER_ENTRY: usize = 3;
 /// what is still failing then is reported failed.
 pub async fn publish(
     sink: &dyn EventSink,
-    events: Vec<Outgoing>,
+    events: &[Outgoing],
     deadline: tokio::time::Instant,
 ) -> PublishReport {
     let mut report = PublishReport {
@@ -444,7 +444,7 @@ mod tests {
         while !remaining.is_empty() && invocations < max_invocations {
             invocations += 1;
             let (events, poison) = outgoing(batch(remaining.clone()));
-            let report = publish(sink, events, far()).await;
+            let report = publish(sink, &events, far()).await;
             calls += report.calls;
             let mut failed: Vec<String> = poison;
             failed.extend(report.failed);
@@ -544,7 +544,7 @@ mod tests {
         }
         let sink = FailFirstOfA(Mutex::default());
         let (events, _) = outgoing(batch(records));
-        let report = publish(&sink, events, far()).await;
+        let report = publish(&sink, &events, far()).await;
         let calls = sink.0.lock().unwrap().clone();
         assert_eq!(calls[0], ["ev-a-1", "ev-b-1"]);
         assert_eq!(
@@ -573,7 +573,7 @@ mod tests {
         let records = vec![record(1, "a", 1), poison, record(3, "b", 1)];
         let bus = FlakyBus::new(0, 0);
         let (events, bad) = outgoing(batch(records.clone()));
-        let report = publish(&bus, events, far()).await;
+        let report = publish(&bus, &events, far()).await;
         assert_eq!(bad, [format!("{:021}", 2)]);
         assert_eq!(report.published, 2, "the records behind it are published");
         // Retried up to the limit (Lambda then sends it to the on-failure destination).

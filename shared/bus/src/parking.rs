@@ -99,7 +99,7 @@ pub async fn redrive(
                 item: p.item.clone(),
             })
             .collect();
-        let published = publish(sink, events, deadline).await;
+        let published = publish(sink, &events, deadline).await;
         let done: Vec<String> = parked
             .iter()
             .map(|p| p.handle.clone())
