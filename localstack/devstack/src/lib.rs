@@ -6,11 +6,13 @@
 //!   ([`functions`]) behind them.
 //! - [`streams`] and [`queues`]: the DynamoDB Stream and SQS event-source mappings;
 //!   [`schedules`]: the template's schedules; [`rules`]: EventBridge rules that target a
-//!   function.
+//!   function; both invoke asynchronously, retried and then sent to the function's failure
+//!   destination ([`async_invoke`]).
 //! - [`iot_core`]: IoT Core locally: an MQTT broker ([`mqtt`]) that admits registered things
 //!   with the vase policy's permissions, and the template's topic rules ([`iot_rules`]).
 
 pub mod apigw;
+pub mod async_invoke;
 pub mod bench;
 pub mod bench_vases;
 pub mod error;

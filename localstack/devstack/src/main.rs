@@ -250,7 +250,7 @@ async fn main() -> Result<(), DevError> {
                 jwt::mint(&secret, "admin", "admin-demo", None, 86_400)?
             );
             for (function, every) in
-                devstack::schedules::start(&template, &functions, schedule_speedup)?
+                devstack::schedules::start(&template, &names, &functions, schedule_speedup, &sdk)?
             {
                 eprintln!("schedule: {function} every {every:?}");
             }

@@ -3,10 +3,8 @@
 //! event gets a rule on the local bus with the template's pattern, targeting a hidden queue
 //! of its own that the dev stack polls, invoking the function with each event as EventBridge
 //! would. EventBridge invokes a function asynchronously, so a function error is Lambda's to
-//! retry: the event comes back after `retry_after` (Lambda waits 1 then 2 minutes), and after
-//! `1 + EventInvokeConfig.MaximumRetryAttempts` attempts (default 3) the invocation record,
-//! with the whole event as `requestPayload`, goes to the function's `OnFailure` destination
-//! (without one, Lambda discards the event, and so does this). The hidden queue's own
+//! retry: the event comes back after `retry_after` (Lambda waits 1 then 2 minutes) until
+//! [`FailureDestination`] says the attempts ran out and where the event goes. The hidden queue's own
 //! dead-letter queue stands for the rule's `DeadLetterConfig`: deliveries that never reach
 //! the function.
 
@@ -17,6 +15,7 @@ use serde_json::Value;
 
 use bouquet_template::Template;
 
+use crate::async_invoke::FailureDestination;
 use crate::error::{aws, DevError};
 use crate::lambda::{Invoke, Resolver};
 use crate::provision::{local_name, resolve, Names};
@@ -29,10 +28,8 @@ pub struct RuleTarget {
     pub function: String,
     pub queue_url: String,
     pub dead_letter_queue_url: String,
-    /// The function's asynchronous-invoke failure destination (a queue URL), if any.
-    pub on_failure_queue_url: Option<String>,
-    /// Attempts before the event goes to `on_failure_queue_url` (1 + retries).
-    pub max_attempts: i64,
+    /// The function's asynchronous-invoke retries and failure destination.
+    pub on_failure: FailureDestination,
     /// How soon a failed invocation is tried again.
     pub retry_after: Duration,
     invoke: Invoke,
@@ -62,19 +59,7 @@ impl RuleTarget {
         sdk: &aws_config::SdkConfig,
     ) -> Result<Self, DevError> {
         let p = &event["Properties"];
-        let invoke_config = template
-            .resource(logical_id)
-            .map(|f| f["Properties"]["EventInvokeConfig"].clone())
-            .unwrap_or_default();
-        let max_attempts = 1 + invoke_config["MaximumRetryAttempts"].as_i64().unwrap_or(2);
-        let on_failure_queue_url =
-            match &invoke_config["DestinationConfig"]["OnFailure"]["Destination"] {
-                Value::Null => None,
-                destination => {
-                    let arn = resolve(template, destination, names);
-                    crate::provision::queue_url_of_arn(names, &arn)
-                }
-            };
+        let on_failure = FailureDestination::of(template, logical_id, names);
         let bus = resolve(template, &p["EventBusName"], names);
         let sqs = aws_sdk_sqs::Client::new(sdk);
         let events = aws_sdk_eventbridge::Client::new(sdk);
@@ -130,8 +115,7 @@ impl RuleTarget {
             function: binary.to_owned(),
             queue_url,
             dead_letter_queue_url,
-            on_failure_queue_url,
-            max_attempts,
+            on_failure,
             retry_after: Duration::from_secs(5),
             invoke,
             sqs,
@@ -175,18 +159,14 @@ impl RuleTarget {
                     report.delivered += 1;
                     self.delete(handle).await?;
                 }
-                Err(error) if attempt >= self.max_attempts => {
+                Err(error) if attempt >= self.on_failure.max_attempts => {
                     report.failed += 1;
                     tracing::warn!(function = %self.function, %error, attempt, "asynchronous invocation failed for the last time");
-                    if let Some(queue) = &self.on_failure_queue_url {
-                        let record = invocation_record(&self.function, &event, &error, attempt);
-                        self.sqs
-                            .send_message()
-                            .queue_url(queue)
-                            .message_body(record.to_string())
-                            .send()
-                            .await
-                            .map_err(aws)?;
+                    if self
+                        .on_failure
+                        .send(&self.sqs, &self.function, &event, &error, attempt)
+                        .await?
+                    {
                         report.sent_to_on_failure += 1;
                     }
                     self.delete(handle).await?;
@@ -220,28 +200,6 @@ impl RuleTarget {
             .map_err(aws)?;
         Ok(())
     }
-}
-
-/// The record Lambda sends to an asynchronous invocation's failure destination.
-fn invocation_record(
-    function: &str,
-    event: &Value,
-    error: &crate::lambda::InvokeError,
-    attempts: i64,
-) -> Value {
-    serde_json::json!({
-        "version": "1.0",
-        "timestamp": time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
-        "requestContext": {
-            "requestId": ulid::Ulid::new().to_string(),
-            "functionArn": format!("arn:aws:lambda:local:123456789012:function:{function}:$LATEST"),
-            "condition": "RetriesExhausted",
-            "approximateInvokeCount": attempts,
-        },
-        "requestPayload": event,
-        "responseContext": { "statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled" },
-        "responsePayload": { "errorType": "Error", "errorMessage": error.to_string() },
-    })
 }
 
 /// Creates every `EventBridgeRule` event's rule and target and starts delivering.

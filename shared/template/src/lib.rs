@@ -172,7 +172,7 @@ impl Template {
     }
 
     /// Every `Schedule` event: (function binary, schedule expression such as `rate(1 minute)`).
-    pub fn schedules(&self) -> Result<Vec<(String, String)>, TemplateError> {
+    pub fn schedules(&self) -> Result<Vec<(Function, String)>, TemplateError> {
         let mut schedules = Vec::new();
         for function in self.functions()? {
             let Some(events) = function.properties["Events"].as_object() else {
@@ -191,7 +191,7 @@ impl Template {
                             function.logical_id
                         ))
                     })?;
-                schedules.push((function.binary.clone(), expression.to_owned()));
+                schedules.push((function.clone(), expression.to_owned()));
             }
         }
         Ok(schedules)

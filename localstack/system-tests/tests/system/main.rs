@@ -17,6 +17,7 @@ mod outbox;
 mod payment;
 mod pipeline;
 mod reservation;
+mod schedules;
 mod template_consistency;
 mod use_case_properties;
 mod vase_mqtt;

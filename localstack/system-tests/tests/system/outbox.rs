@@ -315,7 +315,7 @@ async fn drain_keep(sqs: &aws_sdk_sqs::Client, queue: &str) -> Vec<Value> {
     bodies
 }
 
-async fn drain(sqs: &aws_sdk_sqs::Client, queue: &str) -> Vec<Value> {
+pub(crate) async fn drain(sqs: &aws_sdk_sqs::Client, queue: &str) -> Vec<Value> {
     let mut bodies = Vec::new();
     loop {
         let output = sqs
@@ -716,7 +716,7 @@ async fn a_projector_failing_on_an_event_leaves_it_whole_in_its_failure_destinat
     .unwrap();
     target.retry_after = Duration::ZERO;
     assert_eq!(
-        target.max_attempts, 3,
+        target.on_failure.max_attempts, 3,
         "1 + EventInvokeConfig.MaximumRetryAttempts"
     );
 

@@ -103,7 +103,7 @@ fn scheduled_functions_match_the_template() {
         .schedules()
         .unwrap()
         .into_iter()
-        .map(|(binary, _)| binary)
+        .map(|(function, _)| function.binary)
         .collect();
     let in_code: BTreeSet<String> = SCHEDULED_FUNCTIONS.iter().map(|b| b.to_string()).collect();
     assert_eq!(in_template, in_code);
@@ -111,7 +111,7 @@ fn scheduled_functions_match_the_template() {
         .schedules()
         .unwrap()
         .iter()
-        .any(|(b, rate)| b == "expire-reservations" && rate == "rate(1 minute)"));
+        .any(|(f, rate)| f.binary == "expire-reservations" && rate == "rate(1 minute)"));
 }
 
 #[test]

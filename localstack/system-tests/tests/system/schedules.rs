@@ -1,0 +1,108 @@
+//! The template's schedules on the emulator: a scheduled sweep that fails ends, whole, in
+//! the function's failure destination (`EventInvokeConfig.DestinationConfig.OnFailure`),
+//! never nowhere; a healthy one sends nothing there.
+
+use std::collections::BTreeMap;
+
+use bouquet_app::store::Store;
+use bouquet_template::Template;
+use devstack::provision::{self, Names};
+use devstack::schedules::{Run, Schedule};
+use system_tests::{emulator_sdk_config, TestCloud};
+
+use crate::outbox::drain;
+
+#[tokio::test]
+async fn a_failing_scheduled_sweep_lands_whole_in_its_failure_destination() {
+    let cloud = TestCloud::new().await;
+    let template = Template::repository().unwrap();
+    let sdk = emulator_sdk_config().await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
+    let mut names = Names::new();
+    provision::create_queue(
+        &sqs,
+        &template,
+        "ScheduledRunFailureQueue",
+        &provision::local_name(&stack, "ScheduledRunFailureQueue"),
+        &mut names,
+    )
+    .await
+    .unwrap();
+    let failures = names["ScheduledRunFailureQueue"].clone();
+
+    // The fault, for real: the sweepers' table is gone, so DynamoDB refuses their queries.
+    let mut broken = cloud.app.clone();
+    broken.store = Store::new(
+        cloud.client.clone(),
+        format!("missing-{}", ulid::Ulid::new()),
+    );
+    let schedules =
+        Schedule::from_template(&template, &names, &cloud.in_process(broken), 60, &sdk).unwrap();
+    let mut scheduled: Vec<_> = schedules.iter().map(|s| s.function.as_str()).collect();
+    scheduled.sort();
+    assert_eq!(scheduled, ["expire-reservations", "flag-offline-vases"]);
+    const RUNS: usize = 3;
+    for schedule in &schedules {
+        assert_eq!(
+            schedule.on_failure.max_attempts, 1,
+            "{}: the next scheduled run is the retry",
+            schedule.function
+        );
+        for _ in 0..RUNS {
+            assert_eq!(
+                schedule.run().await.unwrap(),
+                Run::Failed {
+                    attempts: 1,
+                    sent_to_on_failure: true
+                },
+                "{}",
+                schedule.function
+            );
+        }
+    }
+
+    let records = drain(&sqs, &failures).await;
+    let mut per_function: BTreeMap<String, usize> = BTreeMap::new();
+    for record in &records {
+        assert_eq!(record["requestContext"]["condition"], "RetriesExhausted");
+        assert_eq!(record["requestPayload"]["detail-type"], "Scheduled Event");
+        assert_eq!(record["requestPayload"]["source"], "aws.events");
+        let rule = record["requestPayload"]["resources"][0].as_str().unwrap();
+        let message = record["responsePayload"]["errorMessage"].as_str().unwrap();
+        assert!(
+            message.contains("ResourceNotFound") || message.contains("not found"),
+            "the failure says why: {message}"
+        );
+        *per_function
+            .entry(rule.rsplit('/').next().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    assert_eq!(
+        per_function,
+        BTreeMap::from([
+            ("expire-reservations".to_owned(), RUNS),
+            ("flag-offline-vases".to_owned(), RUNS),
+        ]),
+        "every failed run, once"
+    );
+
+    // Healthy sweeps succeed at the first attempt and send nothing there.
+    let healthy = Schedule::from_template(
+        &template,
+        &names,
+        &cloud.in_process(cloud.app.clone()),
+        60,
+        &sdk,
+    )
+    .unwrap();
+    for schedule in &healthy {
+        assert_eq!(
+            schedule.run().await.unwrap(),
+            Run::Succeeded { attempts: 1 },
+            "{}",
+            schedule.function
+        );
+    }
+    assert!(drain(&sqs, &failures).await.is_empty());
+}
