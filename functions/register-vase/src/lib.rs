@@ -7,8 +7,6 @@
 //! transaction; if that fails, the IoT registration is undone too. A replay is answered from
 //! the idempotency record before anything is created, without the private key.
 
-use std::sync::Arc;
-
 use bouquet_app::domain::events::{DomainEvent, EventData};
 use bouquet_app::domain::vase::Vase;
 use bouquet_app::domain::{VaseId, VendorId};
@@ -16,26 +14,14 @@ use bouquet_app::store::{StoreError, Target};
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, Reply, Route};
-use bouquet_iot::DeviceRegistry;
+use bouquet_iot::NewThing;
 use serde::Deserialize;
 use serde_json::json;
 
 pub const ROUTE: Route = Route::new("POST", "/v1/vendors/{vendorId}/vases");
 
 /// What registration needs besides the app: IoT Core and the vase policy's name.
-pub struct Registrar {
-    pub registry: Arc<dyn DeviceRegistry>,
-    pub policy: String,
-}
-
-impl Registrar {
-    /// `VASE_POLICY_NAME` from the template's environment.
-    pub fn from_env(registry: Arc<dyn DeviceRegistry>) -> Result<Self, Error> {
-        let policy =
-            std::env::var("VASE_POLICY_NAME").map_err(|_| "VASE_POLICY_NAME is not set")?;
-        Ok(Self { registry, policy })
-    }
-}
+pub use bouquet_iot::Registrar;
 
 /// The body is optional; nothing is required to register a vase.
 #[derive(Deserialize, Default)]
@@ -75,8 +61,15 @@ async fn handle(ctx: &Ctx, registrar: &Registrar) -> Result<Reply, ApiError> {
     let registry = registrar.registry.clone();
     let policy = registrar.policy.clone();
     let vendor = vendor_id.to_string();
+    let registered_at = ctx.now.as_millis() / 1000;
     let registration = tokio::spawn(async move {
-        bouquet_iot::register(registry.as_ref(), &thing, &vendor, &policy).await
+        let new = NewThing {
+            name: &thing,
+            vendor_id: &vendor,
+            policy: &policy,
+            registered_at,
+        };
+        bouquet_iot::register(registry.as_ref(), &new).await
     })
     .await
     .map_err(|e| ApiError::Internal(format!("registration task: {e}")))?

@@ -303,8 +303,11 @@ fn iot(input: &Input) -> Option<Vec<Access>> {
         attach_policy::AttachPolicyInput, attach_thing_principal::AttachThingPrincipalInput,
         create_keys_and_certificate::CreateKeysAndCertificateInput, create_thing::CreateThingInput,
         delete_certificate::DeleteCertificateInput, delete_thing::DeleteThingInput,
-        describe_endpoint::DescribeEndpointInput, detach_policy::DetachPolicyInput,
-        detach_thing_principal::DetachThingPrincipalInput,
+        describe_certificate::DescribeCertificateInput, describe_endpoint::DescribeEndpointInput,
+        detach_policy::DetachPolicyInput, detach_thing_principal::DetachThingPrincipalInput,
+        list_principal_things::ListPrincipalThingsInput,
+        list_targets_for_policy::ListTargetsForPolicyInput,
+        list_thing_principals::ListThingPrincipalsInput, list_things::ListThingsInput,
         update_certificate::UpdateCertificateInput,
     };
     let thing = |name: Option<&str>| arn("iot", &format!("thing/{}", name.unwrap_or_default()));
@@ -339,6 +342,22 @@ fn iot(input: &Input) -> Option<Vec<Access>> {
         ("iot:UpdateCertificate", cert(i.certificate_id()))
     } else if let Some(i) = input.downcast_ref::<DeleteCertificateInput>() {
         ("iot:DeleteCertificate", cert(i.certificate_id()))
+    } else if let Some(i) = input.downcast_ref::<DescribeCertificateInput>() {
+        ("iot:DescribeCertificate", cert(i.certificate_id()))
+    } else if let Some(i) = input.downcast_ref::<ListThingPrincipalsInput>() {
+        ("iot:ListThingPrincipals", thing(i.thing_name()))
+    } else if let Some(i) = input.downcast_ref::<ListTargetsForPolicyInput>() {
+        (
+            "iot:ListTargetsForPolicy",
+            arn(
+                "iot",
+                &format!("policy/{}", i.policy_name().unwrap_or_default()),
+            ),
+        )
+    } else if input.downcast_ref::<ListThingsInput>().is_some() {
+        ("iot:ListThings", "*".to_owned())
+    } else if input.downcast_ref::<ListPrincipalThingsInput>().is_some() {
+        ("iot:ListPrincipalThings", "*".to_owned())
     } else {
         return None;
     };

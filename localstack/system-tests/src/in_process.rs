@@ -21,9 +21,15 @@ macro_rules! http_functions {
         /// (binary, the route the crate declares, its handler) of every HTTP function.
         pub const HTTP_FUNCTIONS: &[(&str, Route, HttpHandler)] = &[
             $(($binary, $krate::ROUTE, |f, request| Box::pin(async move { $krate::handler(&f.app, request).await }))),*,
-            // Registration also needs IoT Core: the emulator's, from the test.
+            // The vase credential routes also need IoT Core: the emulator's, from the test.
             ("register-vase", register_vase::ROUTE, |f, request| {
                 Box::pin(async move { register_vase::handler(&f.app, &f.registrar, request).await })
+            }),
+            ("rotate-vase-certificate", rotate_vase_certificate::ROUTE, |f, request| {
+                Box::pin(async move { rotate_vase_certificate::handler(&f.app, &f.registrar, request).await })
+            }),
+            ("decommission-vase", decommission_vase::ROUTE, |f, request| {
+                Box::pin(async move { decommission_vase::handler(&f.app, &f.registrar, request).await })
             }),
         ];
     };
@@ -51,7 +57,11 @@ http_functions! {
 }
 
 /// The functions an EventBridge schedule triggers.
-pub const SCHEDULED_FUNCTIONS: &[&str] = &["expire-reservations", "flag-offline-vases"];
+pub const SCHEDULED_FUNCTIONS: &[&str] = &[
+    "expire-reservations",
+    "flag-offline-vases",
+    "reconcile-vase-things",
+];
 
 /// The functions an EventBridge rule triggers.
 pub const EVENT_FUNCTIONS: &[&str] = &["project-vendor-analytics"];
@@ -68,7 +78,12 @@ fn lambda_event(event: Value) -> lambda_runtime::LambdaEvent<Value> {
 }
 
 /// Runs a scheduled or EventBridge-triggered function's handler with `event`.
-pub async fn run_event_function(binary: &str, app: &App, event: Value) -> Result<Value, Error> {
+pub async fn run_event_function(
+    binary: &str,
+    functions: &InProcess,
+    event: Value,
+) -> Result<Value, Error> {
+    let app = &functions.app;
     let event = lambda_event(event);
     Ok(match binary {
         "expire-reservations" => {
@@ -77,6 +92,9 @@ pub async fn run_event_function(binary: &str, app: &App, event: Value) -> Result
         "flag-offline-vases" => {
             serde_json::to_value(flag_offline_vases::handler(app, event).await?)?
         }
+        "reconcile-vase-things" => serde_json::to_value(
+            reconcile_vase_things::handler(app, &functions.registrar, event).await?,
+        )?,
         "project-vendor-analytics" => project_vendor_analytics::handler(app, event).await?,
         other => return Err(format!("no event-triggered function {other}").into()),
     })
@@ -169,7 +187,7 @@ impl Resolver for InProcess {
                     let request = lambda_http::request::from_str(&event.to_string())?;
                     Ok(api_gateway_response(functions.call(&binary, request).await))
                 } else {
-                    run_event_function(&binary, &functions.app, event).await
+                    run_event_function(&binary, &functions, event).await
                 }
             }
         }))

@@ -145,7 +145,7 @@ impl TestCloud {
             .join(format!("{binary}.json"));
         let event: Value =
             serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("JSON");
-        in_process::run_event_function(binary, &app, event)
+        in_process::run_event_function(binary, &self.in_process(app), event)
             .await
             .expect("the scheduled function succeeds")
     }
@@ -156,7 +156,7 @@ impl TestCloud {
             in_process::EVENT_FUNCTIONS.contains(&binary),
             "no event function {binary}"
         );
-        in_process::run_event_function(binary, &self.app, event)
+        in_process::run_event_function(binary, &self.in_process(self.app.clone()), event)
             .await
             .expect("the event function succeeds")
     }

@@ -12,20 +12,21 @@ use register_vase::Registrar;
 
 use crate::{emulator_sdk_config, ApiRequest, ApiResponse, TestCloud};
 
-/// The vase policy on the emulator's IoT Core that test registrations attach (created once;
-/// a policy that exists already is fine).
+/// A vase policy on the emulator's IoT Core for one test's registrations. Each call makes a
+/// new one: the policy scopes the reconciliation sweep, so a test's sweep never sees the
+/// things of tests running beside it.
 pub async fn test_vase_policy() -> String {
-    let name = "testkit-VasePolicy".to_owned();
+    let name = format!("testkit-VasePolicy-{}", ulid::Ulid::new());
     let iot = aws_sdk_iot::Client::new(&emulator_sdk_config().await);
     let document = json!({"Version": "2012-10-17", "Statement": [
         {"Effect": "Allow", "Action": "iot:Publish", "Resource": "arn:aws:iot:eu-west-1:123456789012:topic/vases/${iot:Connection.Thing.ThingName}/heartbeat"}
     ]});
-    let _ = iot
-        .create_policy()
+    iot.create_policy()
         .policy_name(&name)
         .policy_document(document.to_string())
         .send()
-        .await;
+        .await
+        .expect("a test vase policy");
     name
 }
 

@@ -80,6 +80,16 @@ pub enum EventData {
         vendor_id: VendorId,
         last_heartbeat_at: Timestamp,
     },
+    /// The vase got a new certificate; the ones it had are revoked.
+    VaseCertificateRotated {
+        vase_id: VaseId,
+        vendor_id: VendorId,
+    },
+    /// The vase is gone: its item deleted, its thing and certificates removed.
+    VaseDecommissioned {
+        vase_id: VaseId,
+        vendor_id: VendorId,
+    },
     BouquetFreshnessChanged {
         bouquet_id: BouquetId,
         vendor_id: VendorId,
@@ -92,7 +102,7 @@ pub enum EventData {
 
 impl EventData {
     /// Every event name (the EventBridge detail-types); `infra/events/{name}.json` is its schema.
-    pub const NAMES: [&'static str; 13] = [
+    pub const NAMES: [&'static str; 15] = [
         "VendorOnboarded",
         "BouquetListed",
         "BouquetChanged",
@@ -105,6 +115,8 @@ impl EventData {
         "VaseRegistered",
         "VaseCameOnline",
         "VaseWentOffline",
+        "VaseCertificateRotated",
+        "VaseDecommissioned",
         "BouquetFreshnessChanged",
     ];
 
@@ -122,6 +134,8 @@ impl EventData {
             EventData::VaseRegistered { .. } => "VaseRegistered",
             EventData::VaseCameOnline { .. } => "VaseCameOnline",
             EventData::VaseWentOffline { .. } => "VaseWentOffline",
+            EventData::VaseCertificateRotated { .. } => "VaseCertificateRotated",
+            EventData::VaseDecommissioned { .. } => "VaseDecommissioned",
             EventData::BouquetFreshnessChanged { .. } => "BouquetFreshnessChanged",
         }
     }

@@ -253,6 +253,24 @@ impl Vase {
         }
     }
 
+    /// Decommissioning is refused while a bouquet stands in the vase (its freshness comes
+    /// from the vase): `Err` names the bouquet.
+    pub fn decommission(&self) -> Result<(), BouquetId> {
+        match &self.bouquet {
+            Some(standing) => Err(standing.bouquet_id),
+            None => Ok(()),
+        }
+    }
+
+    /// The vase after a certificate rotation or before its decommissioning: the next version,
+    /// so each event of the vase has its own `aggregateVersion`.
+    pub fn next_version(&self) -> Vase {
+        Vase {
+            version: self.version + 1,
+            ..self.clone()
+        }
+    }
+
     pub fn heartbeat(&self, sent_at: Timestamp) -> HeartbeatOutcome {
         if self.last_heartbeat_at.is_some_and(|last| sent_at <= last) {
             return HeartbeatOutcome::Stale;

@@ -1,10 +1,11 @@
-//! Loading a bouquet for a change by its vendor: the read that a versioned conditional
-//! write follows, and the interpretation of that write's failure.
+//! Loading a bouquet (or a vase) for a change by its vendor: the read that a versioned
+//! conditional write follows, and the interpretation of that write's failure.
 
 use bouquet_app::checkout::CheckoutError;
 use bouquet_app::orders::{Action, TransitionError};
+use bouquet_domain::vase::Vase;
 use bouquet_domain::{Bouquet, BouquetId};
-use bouquet_domain::{Order, OrderId};
+use bouquet_domain::{Order, OrderId, VaseId};
 use bouquet_store::{Conflict, StoreError};
 
 use crate::ctx::Ctx;
@@ -32,6 +33,20 @@ pub async fn vendor_bouquet(
         }
     }
     Ok(bouquet)
+}
+
+/// Reads `vase_id` (consistently) for a change by its vendor: 404 when there is none, 403
+/// for another vendor.
+pub async fn vendor_vase(ctx: &Ctx, vase_id: VaseId) -> Result<Vase, ApiError> {
+    let caller = ctx.caller()?;
+    let vase = ctx
+        .app
+        .store
+        .vase(vase_id, true)
+        .await?
+        .ok_or(ApiError::NotFound("vase"))?;
+    caller.require_vendor(vase.vendor_id)?;
+    Ok(vase)
 }
 
 /// Why a versioned write of a bouquet was refused: it changed (412 when the client asked

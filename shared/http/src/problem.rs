@@ -60,6 +60,8 @@ pub enum ApiError {
     IdempotencyInProgress,
     #[error("the request ran out of time before it could finish safely")]
     DeadlineExceeded,
+    #[error("bouquet {0} stands in this vase; withdraw it or take it out of the vase first")]
+    VaseInUse(BouquetId),
     #[error("the resource is busy; retry shortly")]
     Busy,
     #[error("internal error: {0}")]
@@ -232,6 +234,7 @@ impl ApiError {
                 "deadline.exceeded",
                 "Deadline exceeded",
             ),
+            ApiError::VaseInUse(_) => (S::CONFLICT, "vase.in_use", "Vase in use"),
             ApiError::Busy => (S::SERVICE_UNAVAILABLE, "service.busy", "Busy"),
             ApiError::Internal(_) => (S::INTERNAL_SERVER_ERROR, "internal", "Internal error"),
         }
@@ -282,6 +285,7 @@ impl ApiError {
             ApiError::BouquetUnavailable(ids) => body["bouquetIds"] = json!(ids),
             ApiError::OrderInvalidState(status) => body["orderStatus"] = json!(status),
             ApiError::PaymentInProgress => body["orderStatus"] = json!(OrderStatus::PaymentPending),
+            ApiError::VaseInUse(bouquet_id) => body["bouquetId"] = json!(bouquet_id),
             _ => {}
         }
         body
@@ -321,9 +325,10 @@ mod tests {
             ApiError::Busy => 23,
             ApiError::Internal(_) => 24,
             ApiError::ReservationLimit(_) => 25,
+            ApiError::VaseInUse(_) => 26,
         }
     }
-    const VARIANTS: usize = 26;
+    const VARIANTS: usize = 27;
 
     #[test]
     fn every_error_has_a_stable_code_and_status() {
@@ -387,6 +392,7 @@ mod tests {
             (ApiError::CartEmpty, 409, "cart.empty"),
             (ApiError::Busy, 503, "service.busy"),
             (ApiError::ReservationLimit(5), 409, "reservation.limit"),
+            (ApiError::VaseInUse(id), 409, "vase.in_use"),
         ];
         let covered: std::collections::BTreeSet<usize> =
             cases.iter().map(|(error, _, _)| variant(error)).collect();

@@ -6,7 +6,10 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio::sync::OnceCell;
 
-use crate::{Certificate, DeviceRegistry, IotError};
+use crate::{
+    Certificate, DeviceRegistry, IotError, NewThing, Page, Thing, POLICY_ATTRIBUTE,
+    REGISTERED_AT_ATTRIBUTE, VENDOR_ATTRIBUTE,
+};
 
 pub struct AwsDeviceRegistry {
     client: Client,
@@ -59,18 +62,16 @@ impl DeviceRegistry for AwsDeviceRegistry {
         .boxed()
     }
 
-    fn create_thing<'a>(
-        &'a self,
-        thing: &'a str,
-        vendor_id: &'a str,
-    ) -> BoxFuture<'a, Result<(), IotError>> {
+    fn create_thing<'a>(&'a self, thing: &'a NewThing<'a>) -> BoxFuture<'a, Result<(), IotError>> {
         async move {
             self.client
                 .create_thing()
-                .thing_name(thing)
+                .thing_name(thing.name)
                 .attribute_payload(
                     AttributePayload::builder()
-                        .attributes("vendorId", vendor_id)
+                        .attributes(VENDOR_ATTRIBUTE, thing.vendor_id)
+                        .attributes(POLICY_ATTRIBUTE, thing.policy)
+                        .attributes(REGISTERED_AT_ATTRIBUTE, thing.registered_at.to_string())
                         .build(),
                 )
                 .send()
@@ -217,6 +218,125 @@ impl DeviceRegistry for AwsDeviceRegistry {
                 .await
                 .map(|_| ())
                 .map_err(|e| failed("DeleteThing")(&e))
+        }
+        .boxed()
+    }
+
+    fn thing_principals<'a>(
+        &'a self,
+        thing: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, IotError>> {
+        async move {
+            // A vase has one certificate, two during a rotation: one page is all of them.
+            self.client
+                .list_thing_principals()
+                .thing_name(thing)
+                .send()
+                .await
+                .map(|output| output.principals.unwrap_or_default())
+                .map_err(|e| failed("ListThingPrincipals")(&e))
+        }
+        .boxed()
+    }
+
+    fn vase_things<'a>(
+        &'a self,
+        policy: &'a str,
+        next: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Page<Thing>, IotError>> {
+        async move {
+            let output = self
+                .client
+                .list_things()
+                .attribute_name(POLICY_ATTRIBUTE)
+                .attribute_value(policy)
+                .max_results(250)
+                .set_next_token(next.map(str::to_owned))
+                .send()
+                .await
+                .map_err(|e| failed("ListThings")(&e))?;
+            Ok(Page {
+                items: output
+                    .things
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|thing| {
+                        Some(Thing {
+                            name: thing.thing_name?,
+                            attributes: thing.attributes.unwrap_or_default(),
+                        })
+                    })
+                    .collect(),
+                next: output.next_token.filter(|t| !t.is_empty()),
+            })
+        }
+        .boxed()
+    }
+
+    fn policy_certificates<'a>(
+        &'a self,
+        policy: &'a str,
+        next: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Page<String>, IotError>> {
+        async move {
+            let output = self
+                .client
+                .list_targets_for_policy()
+                .policy_name(policy)
+                .page_size(250)
+                .set_marker(next.map(str::to_owned))
+                .send()
+                .await
+                .map_err(|e| failed("ListTargetsForPolicy")(&e))?;
+            Ok(Page {
+                items: output
+                    .targets
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|target| target.contains(":cert/"))
+                    .collect(),
+                next: output.next_marker.filter(|m| !m.is_empty()),
+            })
+        }
+        .boxed()
+    }
+
+    fn principal_things<'a>(
+        &'a self,
+        certificate_arn: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, IotError>> {
+        async move {
+            self.client
+                .list_principal_things()
+                .principal(certificate_arn)
+                .send()
+                .await
+                .map(|output| output.things.unwrap_or_default())
+                .map_err(|e| failed("ListPrincipalThings")(&e))
+        }
+        .boxed()
+    }
+
+    fn certificate_created_at<'a>(
+        &'a self,
+        certificate_id: &'a str,
+    ) -> BoxFuture<'a, Result<i64, IotError>> {
+        async move {
+            let output = self
+                .client
+                .describe_certificate()
+                .certificate_id(certificate_id)
+                .send()
+                .await
+                .map_err(|e| failed("DescribeCertificate")(&e))?;
+            output
+                .certificate_description
+                .and_then(|d| d.creation_date)
+                .map(|at| at.secs())
+                .ok_or_else(|| IotError {
+                    operation: "DescribeCertificate",
+                    message: "no creationDate in the answer".into(),
+                })
         }
         .boxed()
     }

@@ -7,14 +7,72 @@
 //! policy attached to the certificate, the certificate attached to the thing. The caller
 //! stores the vase afterwards and calls [`deregister`] if that fails.
 //!
+//! Besides registration: rotation ([`issue_certificate`], then [`revoke_all_but`]),
+//! [`retire`] (a decommissioned vase's thing and certificates removed) and, in
+//! [`reconcile`], what a sweep needs to find things and certificates no vase owns.
+//!
 //! [`DeviceRegistry`] is the narrow seam to IoT Core: [`AwsDeviceRegistry`] calls the SDK,
 //! tests wrap it to fail at a chosen step.
+
+use std::collections::HashMap;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 
 mod aws;
+pub mod reconcile;
 
 pub use aws::AwsDeviceRegistry;
+
+/// Thing attributes the sweep reads: the owner, the stack's vase policy (things of other
+/// stacks in the same account are never touched) and when registration began (a thing
+/// younger than the sweep's grace period may still be mid-registration).
+pub const VENDOR_ATTRIBUTE: &str = "vendorId";
+pub const POLICY_ATTRIBUTE: &str = "vasePolicy";
+pub const REGISTERED_AT_ATTRIBUTE: &str = "registeredAt";
+
+/// What a vase's thing is created with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewThing<'a> {
+    pub name: &'a str,
+    pub vendor_id: &'a str,
+    pub policy: &'a str,
+    /// Epoch seconds.
+    pub registered_at: i64,
+}
+
+/// A thing as IoT Core lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Thing {
+    pub name: String,
+    pub attributes: HashMap<String, String>,
+}
+
+/// One page of a listing, and the token of the next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next: Option<String>,
+}
+
+/// What the vase routes and the sweep need of IoT Core: the registry and the stack's vase
+/// policy (attached to every vase certificate; it also scopes the sweep to this stack).
+pub struct Registrar {
+    pub registry: std::sync::Arc<dyn DeviceRegistry>,
+    pub policy: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("VASE_POLICY_NAME is not set")]
+pub struct PolicyNotSet;
+
+impl Registrar {
+    /// `VASE_POLICY_NAME` from the template's environment.
+    pub fn from_env(registry: std::sync::Arc<dyn DeviceRegistry>) -> Result<Self, PolicyNotSet> {
+        let policy = std::env::var("VASE_POLICY_NAME").map_err(|_| PolicyNotSet)?;
+        Ok(Self { registry, policy })
+    }
+}
 
 /// An IoT Core call failed; the message carries the SDK's error chain.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -48,11 +106,7 @@ impl std::fmt::Debug for Certificate {
 pub trait DeviceRegistry: Send + Sync {
     /// The `iot:Data-ATS` endpoint devices connect to.
     fn data_endpoint(&self) -> BoxFuture<'_, Result<String, IotError>>;
-    fn create_thing<'a>(
-        &'a self,
-        thing: &'a str,
-        vendor_id: &'a str,
-    ) -> BoxFuture<'a, Result<(), IotError>>;
+    fn create_thing<'a>(&'a self, thing: &'a NewThing<'a>) -> BoxFuture<'a, Result<(), IotError>>;
     /// A new key pair and an active certificate.
     fn create_certificate(&self) -> BoxFuture<'_, Result<Certificate, IotError>>;
     fn attach_policy<'a>(
@@ -82,6 +136,39 @@ pub trait DeviceRegistry: Send + Sync {
         certificate_id: &'a str,
     ) -> BoxFuture<'a, Result<(), IotError>>;
     fn delete_thing<'a>(&'a self, thing: &'a str) -> BoxFuture<'a, Result<(), IotError>>;
+
+    /// The certificate ARNs attached to a thing (`ListThingPrincipals`).
+    fn thing_principals<'a>(
+        &'a self,
+        thing: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, IotError>>;
+    /// One page of the things whose `vasePolicy` attribute is `policy` (`ListThings`).
+    fn vase_things<'a>(
+        &'a self,
+        policy: &'a str,
+        next: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Page<Thing>, IotError>>;
+    /// One page of the certificate ARNs `policy` is attached to (`ListTargetsForPolicy`).
+    fn policy_certificates<'a>(
+        &'a self,
+        policy: &'a str,
+        next: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Page<String>, IotError>>;
+    /// The things a certificate is attached to (`ListPrincipalThings`).
+    fn principal_things<'a>(
+        &'a self,
+        certificate_arn: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, IotError>>;
+    /// When a certificate was created, epoch seconds (`DescribeCertificate`).
+    fn certificate_created_at<'a>(
+        &'a self,
+        certificate_id: &'a str,
+    ) -> BoxFuture<'a, Result<i64, IotError>>;
+}
+
+/// The certificate id in a certificate ARN (`arn:aws:iot:{region}:{account}:cert/{id}`).
+pub fn certificate_id(arn: &str) -> &str {
+    arn.rsplit_once("cert/").map_or(arn, |(_, id)| id)
 }
 
 /// A registered vase's credentials and where it connects.
@@ -104,7 +191,10 @@ pub struct RegistrationError {
 /// What has been made so far, to undo in reverse.
 #[derive(Default)]
 struct Made<'a> {
+    /// The thing the certificate is (to be) attached to.
     thing: Option<&'a str>,
+    /// Whether the thing itself was made here (registration), or existed (rotation).
+    thing_created: bool,
     certificate: Option<Certificate>,
     policy: Option<&'a str>,
     principal_attached: bool,
@@ -113,15 +203,13 @@ struct Made<'a> {
 /// Registers `thing` (the vase id) of `vendor_id` with `policy` attached to its certificate.
 pub async fn register(
     registry: &dyn DeviceRegistry,
-    thing: &str,
-    vendor_id: &str,
-    policy: &str,
+    thing: &NewThing<'_>,
 ) -> Result<Registration, RegistrationError> {
     let mut made = Made::default();
-    match steps(registry, thing, vendor_id, policy, &mut made).await {
+    match steps(registry, thing, &mut made).await {
         Ok(registration) => Ok(registration),
         Err(cause) => {
-            tracing::warn!(%thing, error = %cause, "vase registration failed; undoing what was made");
+            tracing::warn!(thing = %thing.name, error = %cause, "vase registration failed; undoing what was made");
             let leftovers = undo(registry, made).await;
             Err(RegistrationError { cause, leftovers })
         }
@@ -130,14 +218,14 @@ pub async fn register(
 
 async fn steps<'a>(
     registry: &dyn DeviceRegistry,
-    thing: &'a str,
-    vendor_id: &str,
-    policy: &'a str,
+    new: &'a NewThing<'a>,
     made: &mut Made<'a>,
 ) -> Result<Registration, IotError> {
+    let (thing, policy) = (new.name, new.policy);
     let endpoint = registry.data_endpoint().await?;
-    registry.create_thing(thing, vendor_id).await?;
+    registry.create_thing(new).await?;
     made.thing = Some(thing);
+    made.thing_created = true;
     let certificate = registry.create_certificate().await?;
     made.certificate = Some(certificate.clone());
     registry.attach_policy(policy, &certificate.arn).await?;
@@ -163,6 +251,7 @@ pub async fn deregister(
         registry,
         Made {
             thing: Some(&registration.thing_name),
+            thing_created: true,
             certificate: Some(registration.certificate.clone()),
             policy: Some(policy),
             principal_attached: true,
@@ -200,8 +289,184 @@ async fn undo(registry: &dyn DeviceRegistry, made: Made<'_>) -> Vec<String> {
             registry.delete_certificate(&certificate.id).await,
         );
     }
-    if let Some(thing) = made.thing {
-        note(format!("thing {thing}"), registry.delete_thing(thing).await);
+    if let (true, Some(thing)) = (made.thing_created, made.thing) {
+        note(
+            format!("thing {thing}"),
+            delete_thing(registry, thing).await,
+        );
     }
     leftovers
+}
+
+/// `DeleteThing`, retried: IoT Core detaches principals asynchronously, so right after
+/// `DetachThingPrincipal` it can still refuse to delete a thing with a principal attached.
+async fn delete_thing(registry: &dyn DeviceRegistry, thing: &str) -> Result<(), IotError> {
+    let mut backoff = Duration::from_millis(100);
+    let mut attempt = 1;
+    loop {
+        match registry.delete_thing(thing).await {
+            Ok(()) => return Ok(()),
+            Err(error) if attempt >= DELETE_THING_ATTEMPTS => return Err(error),
+            Err(error) => {
+                tracing::debug!(%thing, %error, attempt, "DeleteThing refused; trying again");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+                attempt += 1;
+            }
+        }
+    }
+}
+
+/// About 5 s of tries in all.
+const DELETE_THING_ATTEMPTS: u32 = 5;
+
+/// Revokes one certificate: detached from the thing and the policy, deactivated and deleted.
+/// Returns what could not be undone.
+async fn revoke(
+    registry: &dyn DeviceRegistry,
+    thing: Option<&str>,
+    certificate_arn: &str,
+    policy: &str,
+) -> Vec<String> {
+    let mut leftovers = Vec::new();
+    let mut note = |what: String, result: Result<(), IotError>| {
+        if let Err(error) = result {
+            tracing::error!(%what, %error, "could not revoke a certificate");
+            leftovers.push(what);
+        }
+    };
+    if let Some(thing) = thing {
+        note(
+            format!("attachment of {certificate_arn} to thing {thing}"),
+            registry
+                .detach_thing_principal(thing, certificate_arn)
+                .await,
+        );
+    }
+    note(
+        format!("policy {policy} on {certificate_arn}"),
+        registry.detach_policy(policy, certificate_arn).await,
+    );
+    let id = certificate_id(certificate_arn);
+    note(
+        format!("certificate {id}"),
+        registry.delete_certificate(id).await,
+    );
+    leftovers
+}
+
+/// Rotation, first half: a new key pair and certificate with `policy`, attached to `thing`
+/// beside the one it has (so the vase keeps working until it switches). A failure undoes
+/// the new certificate. The caller records the rotation, then calls [`revoke_all_but`];
+/// if recording fails, [`withdraw`] removes the new certificate again.
+pub async fn issue_certificate(
+    registry: &dyn DeviceRegistry,
+    thing: &str,
+    policy: &str,
+) -> Result<Registration, RegistrationError> {
+    let endpoint = registry
+        .data_endpoint()
+        .await
+        .map_err(|cause| RegistrationError {
+            cause,
+            leftovers: Vec::new(),
+        })?;
+    let mut made = Made {
+        thing: Some(thing),
+        ..Made::default()
+    };
+    let attached: Result<Certificate, IotError> = async {
+        let certificate = registry.create_certificate().await?;
+        made.certificate = Some(certificate.clone());
+        registry.attach_policy(policy, &certificate.arn).await?;
+        made.policy = Some(policy);
+        registry
+            .attach_thing_principal(thing, &certificate.arn)
+            .await?;
+        Ok(certificate)
+    }
+    .await;
+    match attached {
+        Ok(certificate) => Ok(Registration {
+            thing_name: thing.to_owned(),
+            certificate,
+            endpoint,
+        }),
+        Err(cause) => {
+            tracing::warn!(%thing, error = %cause, "certificate rotation failed; undoing the new certificate");
+            let leftovers = undo(registry, made).await;
+            Err(RegistrationError { cause, leftovers })
+        }
+    }
+}
+
+/// Removes a certificate [`issue_certificate`] attached, when its rotation was not recorded.
+/// Returns what could not be undone.
+pub async fn withdraw(
+    registry: &dyn DeviceRegistry,
+    issued: &Registration,
+    policy: &str,
+) -> Vec<String> {
+    revoke(
+        registry,
+        Some(&issued.thing_name),
+        &issued.certificate.arn,
+        policy,
+    )
+    .await
+}
+
+/// What [`revoke_all_but`] did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Revoked {
+    /// The certificate ARNs revoked.
+    pub revoked: Vec<String>,
+    /// What could not be removed (logged).
+    pub leftovers: Vec<String>,
+}
+
+/// Rotation, second half: revokes every certificate of `thing` but `keep`.
+pub async fn revoke_all_but(
+    registry: &dyn DeviceRegistry,
+    thing: &str,
+    keep: &str,
+    policy: &str,
+) -> Result<Revoked, IotError> {
+    let mut done = Revoked::default();
+    for arn in registry.thing_principals(thing).await? {
+        if arn == keep {
+            continue;
+        }
+        done.leftovers
+            .extend(revoke(registry, Some(thing), &arn, policy).await);
+        done.revoked.push(arn);
+    }
+    Ok(done)
+}
+
+/// Removes a vase's thing and every certificate attached to it. Returns what could not be
+/// removed (logged; the reconciliation sweep retries what is left).
+pub async fn retire(
+    registry: &dyn DeviceRegistry,
+    thing: &str,
+    policy: &str,
+) -> Result<Vec<String>, IotError> {
+    let mut leftovers = Vec::new();
+    for arn in registry.thing_principals(thing).await? {
+        leftovers.extend(revoke(registry, Some(thing), &arn, policy).await);
+    }
+    if let Err(error) = delete_thing(registry, thing).await {
+        tracing::error!(%thing, %error, "could not delete the thing; the reconciliation sweep retries it");
+        leftovers.push(format!("thing {thing}"));
+    }
+    Ok(leftovers)
+}
+
+/// Revokes a certificate that is attached to no thing (see [`reconcile`]).
+pub async fn revoke_unattached(
+    registry: &dyn DeviceRegistry,
+    certificate_arn: &str,
+    policy: &str,
+) -> Vec<String> {
+    revoke(registry, None, certificate_arn, policy).await
 }

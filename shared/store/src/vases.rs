@@ -235,6 +235,48 @@ impl Store {
         tx.commit(self).await
     }
 
+    /// Records a certificate rotation: the vase moves to `next.version` with its event, if
+    /// it is still at `read.version`.
+    pub async fn rotate_vase_certificate(
+        &self,
+        read: &Vase,
+        next: &Vase,
+        event: &DomainEvent,
+        idempotency: Option<&IdempotencyPut>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut tx = Tx::new();
+        tx.idempotency(&self.table, idempotency, now)?;
+        tx.update(
+            Target::Vase(read.vase_id),
+            &self.table,
+            vase_key(read.vase_id),
+            Expr::new("SET version = :next").n(":next", next.version),
+            Expr::new("version = :read").n(":read", read.version),
+        )?;
+        tx.event(&self.table, event)?;
+        tx.commit(self).await
+    }
+
+    /// Deletes a vase with its `VaseDecommissioned` event, if it is still at `read.version`
+    /// and no bouquet stands in it.
+    pub async fn decommission_vase(
+        &self,
+        read: &Vase,
+        event: &DomainEvent,
+    ) -> Result<(), StoreError> {
+        let mut tx = Tx::new();
+        tx.delete(
+            Target::Vase(read.vase_id),
+            &self.table,
+            vase_key(read.vase_id),
+            Expr::new("version = :read AND attribute_not_exists(bouquetId)")
+                .n(":read", read.version),
+        )?;
+        tx.event(&self.table, event)?;
+        tx.commit(self).await
+    }
+
     pub async fn vase(
         &self,
         vase_id: VaseId,

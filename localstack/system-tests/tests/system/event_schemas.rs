@@ -115,6 +115,19 @@ async fn every_detail_the_system_writes_validates_against_its_schema() {
         cloud.run_scheduled_with("flag-offline-vases", later).await["wentOffline"],
         1
     );
+    // Another vase: its certificate rotated, then decommissioned.
+    let spare = cloud.vase(&vendor).await;
+    for (binary, status) in [("rotate-vase-certificate", 200), ("decommission-vase", 204)] {
+        let response = cloud
+            .call(
+                binary,
+                ApiRequest::fixture(binary)
+                    .vendor(&vendor)
+                    .path("vaseId", &spare),
+            )
+            .await;
+        assert_eq!(response.status, status, "{binary}: {}", response.body);
+    }
 
     let schemas = schemas();
     let mut seen = BTreeSet::new();

@@ -21,14 +21,15 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use bouquet_iot::AwsDeviceRegistry;
+use bouquet_app::domain::{Timestamp, VaseId};
+use bouquet_iot::{AwsDeviceRegistry, DeviceRegistry, NewThing};
 use bouquet_template::Template;
 use ingest_vase_messages::Ingest;
 use register_vase::Registrar;
 use system_tests::iam::{
     event_bus_arn, queue_arn, queue_url_arn, table_arn, Access, AccessRecorder, Names, Policy,
 };
-use system_tests::vases::{heartbeat, reading, sqs_records, test_vase_policy};
+use system_tests::vases::{heartbeat, reading, sqs_records};
 use system_tests::{repository_root, ApiRequest, ApiResponse, TestCloud, T0};
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -184,7 +185,8 @@ async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
             format!("{}-parked", cloud.table),
         ),
         ("MarketEventBus", bus.clone()),
-        ("VasePolicy", test_vase_policy().await),
+        // Its own: the reconciliation sweep below is scoped by it.
+        ("VasePolicy", system_tests::vases::test_vase_policy().await),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
@@ -512,6 +514,89 @@ async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
         .await;
     assert_eq!(offline["wentOffline"], 1, "{offline}");
 
+    // A vase's credentials: rotated, then decommissioned; and the sweep removing an orphan.
+    let spare = registered_vase(&mut seen, &cloud, &registrar, &vendor).await;
+    let rotated = seen
+        .of(
+            "rotate-vase-certificate",
+            rotate_vase_certificate::handler(
+                &cloud.app,
+                &registrar,
+                ApiRequest::fixture("rotate-vase-certificate")
+                    .vendor(&vendor)
+                    .path("vaseId", &spare)
+                    .build(),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rotated.status(), 200);
+    let decommissioned = seen
+        .of(
+            "decommission-vase",
+            decommission_vase::handler(
+                &cloud.app,
+                &registrar,
+                ApiRequest::fixture("decommission-vase")
+                    .vendor(&vendor)
+                    .path("vaseId", &spare)
+                    .build(),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(decommissioned.status(), 204);
+    let orphan = VaseId::generate().to_string();
+    let plain = AwsDeviceRegistry::new(iot_client().await);
+    plain
+        .create_thing(&NewThing {
+            name: &orphan,
+            vendor_id: &vendor,
+            policy: &registrar.policy,
+            registered_at: 0,
+        })
+        .await
+        .unwrap();
+    let certificate = plain.create_certificate().await.unwrap();
+    plain
+        .attach_policy(&registrar.policy, &certificate.arn)
+        .await
+        .unwrap();
+    plain
+        .attach_thing_principal(&orphan, &certificate.arn)
+        .await
+        .unwrap();
+    let loose = plain.create_certificate().await.unwrap();
+    plain
+        .attach_policy(&registrar.policy, &loose.arn)
+        .await
+        .unwrap();
+    let later = Timestamp::from_millis(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64,
+    )
+    .plus(reconcile_vase_things::GRACE * 2);
+    let reconciled = seen
+        .of(
+            "reconcile-vase-things",
+            reconcile_vase_things::handler(
+                &cloud.app_at(later),
+                &registrar,
+                lambda_runtime::LambdaEvent::new(
+                    json!({"id": "least-privilege"}),
+                    lambda_runtime::Context::default(),
+                ),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (reconciled.things_removed, reconciled.certificates_revoked),
+        (vec![orphan], vec![loose.arn])
+    );
+
     // publish-events and redrive-outbox, statically: their AWS calls are bouquet-bus's
     // adapters (PutEvents; SendMessageBatch to park, ReceiveMessage and DeleteMessageBatch to
     // redrive), on the bus and the dead-letter queue their environment names. (The parking
@@ -716,4 +801,31 @@ fn the_matcher_reports_what_a_policy_does_not_grant() {
     assert!(!policies["get-vase-telemetry"]
         .1
         .allows(&on_index("dynamodb:Query", "VendorIndex")));
+}
+
+async fn iot_client() -> aws_sdk_iot::Client {
+    aws_sdk_iot::Client::new(&system_tests::emulator_sdk_config().await)
+}
+
+/// Registers another vase through `register-vase` (recorded); returns its id.
+async fn registered_vase(
+    seen: &mut Observed,
+    cloud: &TestCloud,
+    registrar: &Registrar,
+    vendor: &str,
+) -> String {
+    let response = seen
+        .of(
+            "register-vase",
+            cloud.register_vase_with(
+                registrar,
+                ApiRequest::fixture("register-vase")
+                    .vendor(vendor)
+                    .path("vendorId", vendor)
+                    .no_idempotency_key(),
+            ),
+        )
+        .await;
+    assert_eq!(response.status, 201, "{}", response.body);
+    response.body["vase"]["vaseId"].as_str().unwrap().to_owned()
 }

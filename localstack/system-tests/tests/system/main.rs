@@ -20,5 +20,6 @@ mod reservation;
 mod schedules;
 mod template_consistency;
 mod use_case_properties;
+mod vase_credentials;
 mod vase_mqtt;
 mod vases;

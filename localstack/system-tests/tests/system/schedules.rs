@@ -3,12 +3,13 @@
 //! never nowhere; a healthy one sends nothing there.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use bouquet_app::store::Store;
 use bouquet_template::Template;
 use devstack::provision::{self, Names};
 use devstack::schedules::{Run, Schedule};
-use system_tests::{emulator_sdk_config, TestCloud};
+use system_tests::{emulator_sdk_config, TestCloud, T0};
 
 use crate::outbox::drain;
 
@@ -31,8 +32,12 @@ async fn a_failing_scheduled_sweep_lands_whole_in_its_failure_destination() {
     .unwrap();
     let failures = names["ScheduledRunFailureQueue"].clone();
 
-    // The fault, for real: the sweepers' table is gone, so DynamoDB refuses their queries.
-    let mut broken = cloud.app.clone();
+    // A registered vase, so the IoT sweep has a thing whose vase it must look up.
+    cloud.vase(&cloud.vendor("Bloom").await).await;
+    let later = T0.plus(Duration::from_secs(3600));
+
+    // The fault, for real: the sweepers' table is gone, so DynamoDB refuses their reads.
+    let mut broken = cloud.app_at(later);
     broken.store = Store::new(
         cloud.client.clone(),
         format!("missing-{}", ulid::Ulid::new()),
@@ -41,7 +46,14 @@ async fn a_failing_scheduled_sweep_lands_whole_in_its_failure_destination() {
         Schedule::from_template(&template, &names, &cloud.in_process(broken), 60, &sdk).unwrap();
     let mut scheduled: Vec<_> = schedules.iter().map(|s| s.function.as_str()).collect();
     scheduled.sort();
-    assert_eq!(scheduled, ["expire-reservations", "flag-offline-vases"]);
+    assert_eq!(
+        scheduled,
+        [
+            "expire-reservations",
+            "flag-offline-vases",
+            "reconcile-vase-things"
+        ]
+    );
     const RUNS: usize = 3;
     for schedule in &schedules {
         assert_eq!(
@@ -83,6 +95,7 @@ async fn a_failing_scheduled_sweep_lands_whole_in_its_failure_destination() {
         BTreeMap::from([
             ("expire-reservations".to_owned(), RUNS),
             ("flag-offline-vases".to_owned(), RUNS),
+            ("reconcile-vase-things".to_owned(), RUNS),
         ]),
         "every failed run, once"
     );
@@ -91,7 +104,7 @@ async fn a_failing_scheduled_sweep_lands_whole_in_its_failure_destination() {
     let healthy = Schedule::from_template(
         &template,
         &names,
-        &cloud.in_process(cloud.app.clone()),
+        &cloud.in_process(cloud.app_at(later)),
         60,
         &sdk,
     )

@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
 use bouquet_app::domain::Timestamp;
-use bouquet_iot::{Certificate, DeviceRegistry, IotError};
+use bouquet_iot::{Certificate, DeviceRegistry, IotError, NewThing, Page, Thing};
 use register_vase::Registrar;
 use system_tests::vases::{
     emulator_registry, heartbeat, reading, rule_output, sqs_records, test_vase_policy,
@@ -162,15 +162,11 @@ impl DeviceRegistry for FailingAt {
             self.inner.data_endpoint().await
         })
     }
-    fn create_thing<'a>(
-        &'a self,
-        thing: &'a str,
-        vendor_id: &'a str,
-    ) -> BoxFuture<'a, Result<(), IotError>> {
+    fn create_thing<'a>(&'a self, thing: &'a NewThing<'a>) -> BoxFuture<'a, Result<(), IotError>> {
         Box::pin(async move {
             self.check("create_thing")?;
-            self.inner.create_thing(thing, vendor_id).await?;
-            self.things.lock().unwrap().push(thing.to_owned());
+            self.inner.create_thing(thing).await?;
+            self.things.lock().unwrap().push(thing.name.to_owned());
             Ok(())
         })
     }
@@ -223,7 +219,39 @@ impl DeviceRegistry for FailingAt {
         self.inner.delete_certificate(id)
     }
     fn delete_thing<'a>(&'a self, thing: &'a str) -> BoxFuture<'a, Result<(), IotError>> {
-        self.inner.delete_thing(thing)
+        Box::pin(async move {
+            self.check("delete_thing")?;
+            self.inner.delete_thing(thing).await
+        })
+    }
+    fn thing_principals<'a>(
+        &'a self,
+        thing: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, IotError>> {
+        self.inner.thing_principals(thing)
+    }
+    fn vase_things<'a>(
+        &'a self,
+        policy: &'a str,
+        next: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Page<Thing>, IotError>> {
+        self.inner.vase_things(policy, next)
+    }
+    fn policy_certificates<'a>(
+        &'a self,
+        policy: &'a str,
+        next: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Page<String>, IotError>> {
+        self.inner.policy_certificates(policy, next)
+    }
+    fn principal_things<'a>(
+        &'a self,
+        arn: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, IotError>> {
+        self.inner.principal_things(arn)
+    }
+    fn certificate_created_at<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<i64, IotError>> {
+        self.inner.certificate_created_at(id)
     }
 }
 
