@@ -6,6 +6,7 @@
 
 pub mod bouquet;
 pub mod cart;
+pub mod channels;
 pub mod checkout;
 pub mod clock;
 pub mod error;

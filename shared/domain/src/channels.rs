@@ -1,0 +1,457 @@
+//! Live-update channels (API.md, "Live updates"): who may read which channel, and which
+//! channels an event belongs to. Pure: the broadcaster and the subscribe route decide with
+//! these, the store and the push adapter only carry the result.
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::ids::{BouquetId, CustomerId, VendorId};
+
+/// Who holds a connection, from the token its `$connect` carried.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Viewer {
+    Anonymous,
+    Customer(CustomerId),
+    Vendor(VendorId),
+    Admin,
+}
+
+/// The claims are present but are not a caller of this API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the token's claims are not a customer, a vendor of a shop or an admin")]
+pub struct UnusableClaims;
+
+impl Viewer {
+    /// Reads `sub`, `role` and `vendorId` (or Cognito's `custom:` form of the last two).
+    pub fn from_claims<'a>(
+        claim: impl Fn(&str) -> Option<&'a str>,
+    ) -> Result<Self, UnusableClaims> {
+        let claim = |name: &str| claim(name).or_else(|| claim(&format!("custom:{name}")));
+        let subject = || {
+            claim("sub")
+                .and_then(|s| CustomerId::parse(s).ok())
+                .ok_or(UnusableClaims)
+        };
+        match claim("role") {
+            Some("customer") => Ok(Viewer::Customer(subject()?)),
+            Some("vendor") => {
+                subject()?;
+                let vendor = claim("vendorId").ok_or(UnusableClaims)?;
+                Ok(Viewer::Vendor(
+                    VendorId::parse(vendor).map_err(|_| UnusableClaims)?,
+                ))
+            }
+            Some("admin") => subject().map(|_| Viewer::Admin),
+            _ => Err(UnusableClaims),
+        }
+    }
+}
+
+/// A channel a connection can subscribe to.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Channel {
+    /// Public: bouquets listed, changed, withdrawn, reserved, released, sold, and freshness.
+    Catalogue,
+    /// Public: one bouquet's status and freshness.
+    Bouquet(BouquetId),
+    /// One customer's own orders (the client asks for `orders`).
+    Orders(CustomerId),
+    /// One vendor's orders, vases, readings and freshness.
+    Vendor(VendorId),
+}
+
+/// Why a subscription was refused (the frame's `code`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("no such channel")]
+    Invalid,
+    #[error("the caller may not read this channel")]
+    Forbidden,
+}
+
+impl Refusal {
+    pub fn code(self) -> &'static str {
+        match self {
+            Refusal::Invalid => "request.invalid",
+            Refusal::Forbidden => "auth.forbidden",
+        }
+    }
+}
+
+impl Channel {
+    /// The channel a client names, if `viewer` may read it.
+    pub fn request(name: &str, viewer: &Viewer) -> Result<Channel, Refusal> {
+        let (kind, id) = name.split_once(':').unwrap_or((name, ""));
+        match (kind, id) {
+            ("catalogue", "") => Ok(Channel::Catalogue),
+            ("bouquet", id) => BouquetId::parse(id)
+                .map(Channel::Bouquet)
+                .map_err(|_| Refusal::Invalid),
+            ("orders", "") => match viewer {
+                Viewer::Customer(customer) => Ok(Channel::Orders(customer.clone())),
+                _ => Err(Refusal::Forbidden),
+            },
+            ("vendor", id) => {
+                let vendor = VendorId::parse(id).map_err(|_| Refusal::Invalid)?;
+                match viewer {
+                    Viewer::Vendor(own) if *own == vendor => Ok(Channel::Vendor(vendor)),
+                    _ => Err(Refusal::Forbidden),
+                }
+            }
+            _ => Err(Refusal::Invalid),
+        }
+    }
+
+    /// The name the client used (`orders` for its own orders).
+    pub fn name(&self) -> String {
+        match self {
+            Channel::Catalogue => "catalogue".into(),
+            Channel::Bouquet(id) => format!("bouquet:{id}"),
+            Channel::Orders(_) => "orders".into(),
+            Channel::Vendor(id) => format!("vendor:{id}"),
+        }
+    }
+
+    /// Where its subscribers are stored: unique per audience (`orders:{customerId}`).
+    pub fn key(&self) -> String {
+        match self {
+            Channel::Orders(customer) => format!("orders:{customer}"),
+            other => other.name(),
+        }
+    }
+
+    /// Anyone, signed in or not, may read it: it never carries a customer's data.
+    pub fn is_public(&self) -> bool {
+        matches!(self, Channel::Catalogue | Channel::Bouquet(_))
+    }
+}
+
+/// What routing reads of an event's `data`: the ids in it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventIds {
+    pub bouquet_id: Option<BouquetId>,
+    pub vendor_id: Option<VendorId>,
+    pub customer_id: Option<CustomerId>,
+    #[serde(default)]
+    pub bouquet_ids: Vec<BouquetId>,
+}
+
+/// The channels the event `name` with `ids` is pushed to. Unknown names go nowhere.
+pub fn route(name: &str, ids: &EventIds) -> Vec<Channel> {
+    let vendor = ids.vendor_id.map(Channel::Vendor);
+    let bouquet = ids.bouquet_id.map(Channel::Bouquet);
+    let orders = ids.customer_id.clone().map(Channel::Orders);
+    let each_bouquet = ids.bouquet_ids.iter().copied().map(Channel::Bouquet);
+    let channels: Vec<Channel> = match name {
+        "BouquetListed" | "BouquetChanged" | "BouquetWithdrawn" | "BouquetFreshnessChanged" => {
+            [Some(Channel::Catalogue), bouquet, vendor]
+                .into_iter()
+                .flatten()
+                .collect()
+        }
+        // The bouquets' status moves (reserved, sold, released): public channels see it too.
+        "OrderReserved" | "OrderPaid" | "OrderCancelled" | "ReservationExpired" => {
+            [orders, vendor, Some(Channel::Catalogue)]
+                .into_iter()
+                .flatten()
+                .chain(each_bouquet)
+                .collect()
+        }
+        "OrderFulfilled" => [orders, vendor].into_iter().flatten().collect(),
+        "VaseRegistered"
+        | "VaseCameOnline"
+        | "VaseWentOffline"
+        | "VaseCertificateRotated"
+        | "VaseDecommissioned" => vendor.into_iter().collect(),
+        _ => Vec::new(),
+    };
+    let mut unique = Vec::with_capacity(channels.len());
+    for channel in channels {
+        if !unique.contains(&channel) {
+            unique.push(channel);
+        }
+    }
+    unique
+}
+
+/// The fields of an event's `data` a public channel may carry: an order's customer, total
+/// and charge are not public; its bouquets and vendor are (the bouquets changed status).
+fn public_data(name: &str, data: &Value) -> Value {
+    if !name.starts_with("Order") && name != "ReservationExpired" {
+        return data.clone();
+    }
+    let keep = ["vendorId", "bouquetIds"];
+    let kept: Map<String, Value> = data
+        .as_object()
+        .map(|fields| {
+            fields
+                .iter()
+                .filter(|(k, _)| keep.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    Value::Object(kept)
+}
+
+/// The frame pushed to `channel` for the bus event `name` with `detail` (the event's
+/// envelope: `eventId`, `aggregateId`, `aggregateVersion`, `occurredAt`, `data`).
+pub fn frame(channel: &Channel, name: &str, detail: &Value) -> Value {
+    let data = if channel.is_public() {
+        public_data(name, &detail["data"])
+    } else {
+        detail["data"].clone()
+    };
+    json!({
+        "type": "event",
+        "channel": channel.name(),
+        "event": {
+            "name": name,
+            "eventId": detail["eventId"],
+            "aggregateId": detail["aggregateId"],
+            "aggregateVersion": detail["aggregateVersion"],
+            "occurredAt": detail["occurredAt"],
+            "data": data,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Timestamp;
+    use crate::events::{DomainEvent, EventData};
+    use crate::ids::{OrderId, VaseId};
+    use crate::money::Money;
+
+    fn ids_of(event: &DomainEvent) -> EventIds {
+        serde_json::from_value(serde_json::to_value(&event.data).unwrap()).unwrap()
+    }
+
+    fn event(data: EventData) -> DomainEvent {
+        DomainEvent::new("agg", 3, Timestamp::from_millis(0), "corr", data)
+    }
+
+    fn customer(id: &str) -> CustomerId {
+        CustomerId::parse(id).unwrap()
+    }
+
+    #[test]
+    fn an_order_event_goes_to_its_customer_its_vendor_and_the_public_channels() {
+        let (vendor, bouquets) = (
+            VendorId::generate(),
+            vec![BouquetId::generate(), BouquetId::generate()],
+        );
+        let paid = event(EventData::OrderPaid {
+            order_id: OrderId::generate(),
+            customer_id: customer("c-1"),
+            vendor_id: vendor,
+            bouquet_ids: bouquets.clone(),
+            total: Money::parse_amount("10.00", "EUR").unwrap(),
+            charge_id: "ch_1".into(),
+        });
+        assert_eq!(
+            route("OrderPaid", &ids_of(&paid)),
+            vec![
+                Channel::Orders(customer("c-1")),
+                Channel::Vendor(vendor),
+                Channel::Catalogue,
+                Channel::Bouquet(bouquets[0]),
+                Channel::Bouquet(bouquets[1]),
+            ]
+        );
+        let fulfilled = event(EventData::OrderFulfilled {
+            order_id: OrderId::generate(),
+            customer_id: customer("c-1"),
+            vendor_id: vendor,
+        });
+        assert_eq!(
+            route("OrderFulfilled", &ids_of(&fulfilled)),
+            vec![Channel::Orders(customer("c-1")), Channel::Vendor(vendor)]
+        );
+    }
+
+    #[test]
+    fn freshness_goes_to_the_bouquet_the_catalogue_and_the_vendor_and_vases_to_the_vendor_only() {
+        let (vendor, bouquet) = (VendorId::generate(), BouquetId::generate());
+        let fresh = event(EventData::BouquetFreshnessChanged {
+            bouquet_id: bouquet,
+            vendor_id: vendor,
+            vase_id: VaseId::generate(),
+            previous: Some(90),
+            freshness: 80,
+            measured_at: Timestamp::from_millis(0),
+        });
+        assert_eq!(
+            route("BouquetFreshnessChanged", &ids_of(&fresh)),
+            vec![
+                Channel::Catalogue,
+                Channel::Bouquet(bouquet),
+                Channel::Vendor(vendor)
+            ]
+        );
+        let offline = event(EventData::VaseWentOffline {
+            vase_id: VaseId::generate(),
+            vendor_id: vendor,
+            last_heartbeat_at: Timestamp::from_millis(0),
+        });
+        assert_eq!(
+            route("VaseWentOffline", &ids_of(&offline)),
+            vec![Channel::Vendor(vendor)]
+        );
+        let onboarded = event(EventData::VendorOnboarded {
+            vendor_id: vendor,
+            name: "Bloom".into(),
+        });
+        assert_eq!(route("VendorOnboarded", &ids_of(&onboarded)), vec![]);
+        assert_eq!(route("SomethingNew", &EventIds::default()), vec![]);
+    }
+
+    #[test]
+    fn every_event_name_routes_somewhere_but_the_vendors_onboarding() {
+        let ids = EventIds {
+            bouquet_id: Some(BouquetId::generate()),
+            vendor_id: Some(VendorId::generate()),
+            customer_id: Some(customer("c-1")),
+            bouquet_ids: vec![BouquetId::generate()],
+        };
+        for name in EventData::NAMES {
+            let routed = route(name, &ids);
+            assert_eq!(routed.is_empty(), name == "VendorOnboarded", "{name}");
+            // A customer's orders channel only ever gets order events.
+            if routed.iter().any(|c| matches!(c, Channel::Orders(_))) {
+                assert!(
+                    name.starts_with("Order") || name == "ReservationExpired",
+                    "{name}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn who_may_subscribe_to_what() {
+        let vendor = VendorId::generate();
+        let bouquet = BouquetId::generate();
+        let anyone = Viewer::Anonymous;
+        let buyer = Viewer::Customer(customer("c-1"));
+        let seller = Viewer::Vendor(vendor);
+        assert_eq!(
+            Channel::request("catalogue", &anyone),
+            Ok(Channel::Catalogue)
+        );
+        assert_eq!(
+            Channel::request(&format!("bouquet:{bouquet}"), &anyone),
+            Ok(Channel::Bouquet(bouquet))
+        );
+        assert_eq!(Channel::request("orders", &anyone), Err(Refusal::Forbidden));
+        assert_eq!(Channel::request("orders", &seller), Err(Refusal::Forbidden));
+        assert_eq!(
+            Channel::request("orders", &buyer),
+            Ok(Channel::Orders(customer("c-1")))
+        );
+        assert_eq!(
+            Channel::request(&format!("vendor:{vendor}"), &seller),
+            Ok(Channel::Vendor(vendor))
+        );
+        let other = VendorId::generate();
+        assert_eq!(
+            Channel::request(&format!("vendor:{other}"), &seller),
+            Err(Refusal::Forbidden)
+        );
+        assert_eq!(
+            Channel::request(&format!("vendor:{vendor}"), &buyer),
+            Err(Refusal::Forbidden)
+        );
+        assert_eq!(
+            Channel::request(&format!("vendor:{vendor}"), &Viewer::Admin),
+            Err(Refusal::Forbidden)
+        );
+        for bad in [
+            "",
+            "catalogue:x",
+            "bouquet:",
+            "bouquet:nope",
+            "vendor:nope",
+            "orders:c-2",
+            "chat",
+        ] {
+            assert_eq!(
+                Channel::request(bad, &buyer),
+                Err(Refusal::Invalid),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(Refusal::Forbidden.code(), "auth.forbidden");
+        assert_eq!(Channel::Orders(customer("c-1")).key(), "orders:c-1");
+        assert_eq!(Channel::Orders(customer("c-1")).name(), "orders");
+    }
+
+    #[test]
+    fn claims_map_to_viewers_in_both_shapes() {
+        let vendor = VendorId::generate().to_string();
+        let claims = |pairs: Vec<(&'static str, String)>| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.clone())
+            }
+        };
+        let read = |pairs: Vec<(&'static str, String)>| {
+            let lookup = claims(pairs);
+            let owned: Vec<(String, Option<String>)> =
+                ["sub", "role", "vendorId", "custom:role", "custom:vendorId"]
+                    .iter()
+                    .map(|n| (n.to_string(), lookup(n)))
+                    .collect();
+            Viewer::from_claims(|name| {
+                owned
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .and_then(|(_, v)| v.as_deref())
+            })
+        };
+        assert_eq!(
+            read(vec![("sub", "c-1".into()), ("role", "customer".into())]),
+            Ok(Viewer::Customer(customer("c-1")))
+        );
+        assert_eq!(
+            read(vec![
+                ("sub", "u".into()),
+                ("custom:role", "vendor".into()),
+                ("custom:vendorId", vendor.clone())
+            ]),
+            Ok(Viewer::Vendor(VendorId::parse(&vendor).unwrap()))
+        );
+        assert_eq!(
+            read(vec![("sub", "u".into()), ("role", "vendor".into())]),
+            Err(UnusableClaims)
+        );
+        assert_eq!(
+            read(vec![("sub", "u".into()), ("role", "root".into())]),
+            Err(UnusableClaims)
+        );
+        assert_eq!(read(vec![("role", "customer".into())]), Err(UnusableClaims));
+    }
+
+    #[test]
+    fn public_frames_carry_no_customer_data() {
+        let detail = json!({
+            "eventId": "E", "aggregateId": "O", "aggregateVersion": 2, "occurredAt": "t", "correlationId": "c",
+            "data": { "orderId": "O", "customerId": "c-1", "vendorId": "V", "bouquetIds": ["B"], "total": {"amount": "1.00", "currency": "EUR"}, "chargeId": "ch" },
+        });
+        let public = frame(&Channel::Catalogue, "OrderPaid", &detail);
+        assert_eq!(
+            public["event"]["data"],
+            json!({ "vendorId": "V", "bouquetIds": ["B"] })
+        );
+        assert_eq!(public["channel"], "catalogue");
+        assert_eq!(public["event"]["name"], "OrderPaid");
+        assert_eq!(public["event"]["aggregateVersion"], 2);
+        let own = frame(&Channel::Orders(customer("c-1")), "OrderPaid", &detail);
+        assert_eq!(own["event"]["data"], detail["data"]);
+        assert_eq!(own["channel"], "orders");
+        assert!(own["event"].get("correlationId").is_none());
+    }
+}
