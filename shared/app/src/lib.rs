@@ -9,6 +9,7 @@ pub mod analytics;
 pub mod cart;
 pub mod checkout;
 pub mod expiry;
+pub mod live;
 pub mod orders;
 mod root;
 pub mod scheduled;
@@ -19,5 +20,6 @@ pub use root::{aws_sdk_config, App, Config, ConfigError};
 /// Re-exported so function crates need no direct dependency on these.
 pub use bouquet_domain as domain;
 pub use bouquet_payments as payments;
+pub use bouquet_realtime as realtime;
 pub use bouquet_store as store;
 pub use tracing;

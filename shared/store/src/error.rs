@@ -22,6 +22,8 @@ pub enum Target {
     /// A consumer's dedupe record.
     Processed,
     Event,
+    /// A live-update (WebSocket) connection.
+    Connection,
 }
 
 /// One item whose condition failed, with the item as it was (when it existed).

@@ -9,6 +9,7 @@ mod analytics;
 mod batch;
 mod bouquets;
 mod carts;
+mod connections;
 mod cursor;
 mod error;
 mod events;
@@ -28,6 +29,10 @@ pub use analytics::{CounterDelta, DayCounters};
 /// The one retry policy, re-exported for the store's callers.
 pub use bouquet_retry as retry;
 pub use carts::CartRefusal;
+pub use connections::{
+    LiveConnection, CATALOGUE_SUBSCRIPTION_SHARDS, CONNECTION_RETENTION,
+    MAX_CHANNELS_PER_CONNECTION,
+};
 pub use cursor::Page;
 pub use error::{describe, BackendError, BackendKind, Conflict, Current, StoreError, Target};
 pub use idempotency::{IdempotencyPut, IdempotencyRecord};

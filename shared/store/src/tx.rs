@@ -48,6 +48,11 @@ impl Expr {
     pub fn n(self, placeholder: &str, value: impl ToString) -> Self {
         self.value(placeholder, AttributeValue::N(value.to_string()))
     }
+
+    /// A string set.
+    pub fn ss(self, placeholder: &str, values: &[String]) -> Self {
+        self.value(placeholder, AttributeValue::Ss(values.to_vec()))
+    }
 }
 
 fn opt<T: Clone>(map: &HashMap<String, T>) -> Option<HashMap<String, T>> {
@@ -146,10 +151,11 @@ impl Tx {
         key: Item,
         condition: Expr,
     ) -> Result<(), StoreError> {
+        // An empty condition deletes unconditionally.
         let delete = aws_sdk_dynamodb::types::Delete::builder()
             .table_name(table)
             .set_key(Some(key))
-            .condition_expression(condition.text)
+            .set_condition_expression((!condition.text.is_empty()).then_some(condition.text))
             .set_expression_attribute_names(opt(&condition.names))
             .set_expression_attribute_values(opt(&condition.values))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)

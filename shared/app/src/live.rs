@@ -1,0 +1,159 @@
+//! Live updates: subscribing a connection to channels, and broadcasting a bus event to the
+//! subscribers of each channel it belongs to (`bouquet_domain::channels` decides both).
+
+use futures::StreamExt;
+use serde::Serialize;
+use serde_json::Value;
+
+use bouquet_domain::channels::{self, Channel, EventIds, Refusal, Viewer};
+use bouquet_domain::Timestamp;
+use bouquet_realtime::{PushError, Pusher};
+use bouquet_store::retry::Retry;
+use bouquet_store::{Store, StoreError, MAX_CHANNELS_PER_CONNECTION};
+
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    #[error("the connection is gone")]
+    ConnectionGone,
+    #[error("at most {MAX_CHANNELS_PER_CONNECTION} channels per connection")]
+    TooManyChannels,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a subscribe request came to: the channels now subscribed, and each refused one with
+/// its code (`request.invalid`, `auth.forbidden`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Subscription {
+    pub subscribed: Vec<String>,
+    pub refused: Vec<(String, Refusal)>,
+}
+
+/// Subscribes `connection_id` (held by `viewer`) to every requested channel it may read.
+pub async fn subscribe(
+    store: &Store,
+    connection_id: &str,
+    viewer: &Viewer,
+    requested: &[String],
+    now: Timestamp,
+) -> Result<Subscription, LiveError> {
+    if requested.len() > MAX_CHANNELS_PER_CONNECTION {
+        return Err(LiveError::TooManyChannels);
+    }
+    let mut outcome = Subscription::default();
+    let mut granted = Vec::new();
+    for name in requested {
+        match Channel::request(name, viewer) {
+            Ok(channel) if !granted.contains(&channel) => {
+                outcome.subscribed.push(channel.name());
+                granted.push(channel);
+            }
+            Ok(_) => {}
+            Err(refusal) => outcome.refused.push((name.clone(), refusal)),
+        }
+    }
+    if !store.subscribe(connection_id, &granted, now).await? {
+        return Err(LiveError::ConnectionGone);
+    }
+    Ok(outcome)
+}
+
+/// Unsubscribes from the named channels; returns the ones it understood.
+pub async fn unsubscribe(
+    store: &Store,
+    connection_id: &str,
+    viewer: &Viewer,
+    requested: &[String],
+) -> Result<Vec<String>, LiveError> {
+    let channels: Vec<Channel> = requested
+        .iter()
+        .filter_map(|name| Channel::request(name, viewer).ok())
+        .collect();
+    store.unsubscribe(connection_id, &channels).await?;
+    Ok(channels.iter().map(Channel::name).collect())
+}
+
+/// Counts of one broadcast.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Broadcast {
+    pub channels: usize,
+    /// Frames to send (subscriptions of the event's channels).
+    pub frames: usize,
+    pub delivered: usize,
+    /// Connections found gone (410) and removed.
+    pub gone: usize,
+    /// Frames that still failed after their retries (counted and logged; the others went
+    /// out regardless).
+    pub failed: usize,
+}
+
+/// Pushes at most this many frames at once.
+pub const CONCURRENT_PUSHES: usize = 64;
+/// Tries per frame when a push fails for another reason than 410.
+const PUSH_ATTEMPTS: u32 = 3;
+
+/// Sends the bus event `name` (EventBridge detail `detail`) to every subscriber of each
+/// channel it belongs to: one `Query` per channel (shard), then the frames concurrently,
+/// bounded. A gone connection is removed; a failing one is retried, then counted. Push is
+/// at most once per connection and event: a failed broadcast is not repeated for everyone.
+/// Only a failure to read the subscribers is an error (the invocation then fails, and its
+/// event reaches the function's failure destination).
+pub async fn broadcast(
+    store: &Store,
+    pusher: &dyn Pusher,
+    name: &str,
+    detail: &Value,
+) -> Result<Broadcast, StoreError> {
+    let ids: EventIds = serde_json::from_value(detail["data"].clone()).unwrap_or_default();
+    let routed = channels::route(name, &ids);
+    let mut report = Broadcast {
+        channels: routed.len(),
+        ..Broadcast::default()
+    };
+    let mut frames: Vec<(String, std::sync::Arc<Vec<u8>>)> = Vec::new();
+    for channel in &routed {
+        let subscribers = store.subscribers(channel).await?;
+        if subscribers.is_empty() {
+            continue;
+        }
+        let frame = std::sync::Arc::new(
+            channels::frame(channel, name, detail)
+                .to_string()
+                .into_bytes(),
+        );
+        frames.extend(subscribers.into_iter().map(|c| (c, frame.clone())));
+    }
+    report.frames = frames.len();
+    let outcomes: Vec<Result<(), PushError>> = futures::stream::iter(frames)
+        .map(|(connection, frame)| async move { push(pusher, &connection, &frame).await })
+        .buffer_unordered(CONCURRENT_PUSHES)
+        .collect()
+        .await;
+    for outcome in outcomes {
+        match outcome {
+            Ok(()) => report.delivered += 1,
+            Err(PushError::Gone(connection)) => {
+                report.gone += 1;
+                if let Err(error) = store.remove_connection(&connection).await {
+                    tracing::warn!(%connection, %error, "gone connection not removed; its TTL removes it");
+                }
+            }
+            Err(error @ PushError::Failed { .. }) => {
+                report.failed += 1;
+                tracing::warn!(%error, "frame not delivered");
+            }
+        }
+    }
+    Ok(report)
+}
+
+async fn push(pusher: &dyn Pusher, connection: &str, frame: &[u8]) -> Result<(), PushError> {
+    let mut retry = Retry::attempts(PUSH_ATTEMPTS);
+    loop {
+        match pusher.post(connection, frame).await {
+            Err(PushError::Failed { .. }) if retry.wait().await => continue,
+            outcome => return outcome,
+        }
+    }
+}

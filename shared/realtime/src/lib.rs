@@ -1,0 +1,98 @@
+//! Pushing frames to live (WebSocket) connections. [`Pusher`] is the narrow seam the
+//! broadcaster uses; [`ApiGatewayPusher`] posts through API Gateway's `@connections`
+//! management API (`PostToConnection`), on AWS or on the dev stack's local endpoint; tests
+//! wrap it to fail for chosen connections.
+
+use aws_sdk_apigatewaymanagement::error::SdkError;
+use aws_sdk_apigatewaymanagement::operation::post_to_connection::PostToConnectionError;
+use aws_sdk_apigatewaymanagement::primitives::Blob;
+use aws_sdk_apigatewaymanagement::Client;
+use futures::future::BoxFuture;
+use futures::FutureExt;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PushError {
+    /// 410: the connection is gone (closed, or never existed); remove it.
+    #[error("connection {0} is gone")]
+    Gone(String),
+    /// Anything else (throttled, the endpoint down): worth another try.
+    #[error("push to {connection} failed: {message}")]
+    Failed { connection: String, message: String },
+}
+
+/// Posts one frame to one connection.
+pub trait Pusher: Send + Sync {
+    fn post<'a>(
+        &'a self,
+        connection_id: &'a str,
+        frame: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), PushError>>;
+}
+
+/// [`Pusher`] on API Gateway's management API.
+pub struct ApiGatewayPusher {
+    client: Client,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("WEBSOCKET_MANAGEMENT_URL is not set (the WebSocket stage's https://{{api}}.execute-api.{{region}}.amazonaws.com/{{stage}})")]
+pub struct EndpointNotSet;
+
+impl ApiGatewayPusher {
+    /// The management endpoint is the WebSocket stage's URL (`https://{api}.execute-api.
+    /// {region}.amazonaws.com/{stage}`), not a regional service endpoint.
+    pub fn new(sdk: &aws_config::SdkConfig, endpoint: &str) -> Self {
+        let config = aws_sdk_apigatewaymanagement::config::Builder::from(sdk)
+            .endpoint_url(endpoint)
+            .build();
+        Self {
+            client: Client::from_conf(config),
+        }
+    }
+
+    /// `WEBSOCKET_MANAGEMENT_URL` from the template's environment.
+    pub fn from_env(sdk: &aws_config::SdkConfig) -> Result<Self, EndpointNotSet> {
+        let endpoint = std::env::var("WEBSOCKET_MANAGEMENT_URL").map_err(|_| EndpointNotSet)?;
+        Ok(Self::new(sdk, &endpoint))
+    }
+}
+
+impl Pusher for ApiGatewayPusher {
+    fn post<'a>(
+        &'a self,
+        connection_id: &'a str,
+        frame: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), PushError>> {
+        async move {
+            match self
+                .client
+                .post_to_connection()
+                .connection_id(connection_id)
+                .data(Blob::new(frame))
+                .send()
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(SdkError::ServiceError(e))
+                    if matches!(e.err(), PostToConnectionError::GoneException(_)) =>
+                {
+                    Err(PushError::Gone(connection_id.to_owned()))
+                }
+                Err(error) => {
+                    let mut message = error.to_string();
+                    let mut source = std::error::Error::source(&error);
+                    while let Some(cause) = source {
+                        message.push_str(": ");
+                        message.push_str(&cause.to_string());
+                        source = cause.source();
+                    }
+                    Err(PushError::Failed {
+                        connection: connection_id.to_owned(),
+                        message,
+                    })
+                }
+            }
+        }
+        .boxed()
+    }
+}
