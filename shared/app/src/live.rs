@@ -157,3 +157,40 @@ async fn push(pusher: &dyn Pusher, connection: &str, frame: &[u8]) -> Result<(),
         }
     }
 }
+
+/// Who holds a connection, from the context the `$connect` authorizer returned (API Gateway
+/// passes it with every later message of the connection). Anything but a complete
+/// customer, vendor or admin context is anonymous: public channels only.
+pub fn viewer_of(context: &std::collections::HashMap<String, Value>) -> Viewer {
+    let claim = |name: &str| context.get(name).and_then(Value::as_str);
+    match claim("role") {
+        None | Some("anonymous") => Viewer::Anonymous,
+        Some(_) => Viewer::from_claims(claim).unwrap_or(Viewer::Anonymous),
+    }
+}
+
+/// The context the authorizer returns for `viewer` (values are strings, as API Gateway
+/// requires).
+pub fn context_of(viewer: &Viewer) -> serde_json::Map<String, Value> {
+    let mut context = serde_json::Map::new();
+    let mut put = |k: &str, v: String| {
+        context.insert(k.to_owned(), Value::String(v));
+    };
+    match viewer {
+        Viewer::Anonymous => put("role", "anonymous".into()),
+        Viewer::Customer(id) => {
+            put("role", "customer".into());
+            put("sub", id.to_string());
+        }
+        Viewer::Vendor(id) => {
+            put("role", "vendor".into());
+            put("sub", "vendor".into());
+            put("vendorId", id.to_string());
+        }
+        Viewer::Admin => {
+            put("role", "admin".into());
+            put("sub", "admin".into());
+        }
+    }
+    context
+}
