@@ -95,7 +95,12 @@ pub async fn run(
     )
     .await?;
     // Ingest runs its built binary, as in `devstack up`.
-    let functions = Functions::from_template(template, &names, &default_binaries_dir())?;
+    let functions = Functions::from_template(
+        template,
+        &names,
+        &default_binaries_dir(),
+        &Default::default(),
+    )?;
     crate::queues::start_all(template, &names, &functions, sdk)?;
     let ids = vases(&app, sdk, options.vases).await?;
 

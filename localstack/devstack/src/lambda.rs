@@ -123,10 +123,12 @@ impl Functions {
         template: &Template,
         names: &Names,
         binaries: &Path,
+        local: &LocalSettings,
     ) -> Result<Self, bouquet_template::TemplateError> {
         let mut by_binary = HashMap::new();
         for function in template.functions()? {
-            let env = template.environment(&function, &|v| resolve(template, v, names));
+            let mut env = template.environment(&function, &|v| resolve(template, v, names));
+            local.apply(&mut env);
             let local = LocalFunction::new(&function.binary, binaries.join(&function.binary), env);
             by_binary.insert(function.binary.clone(), Arc::new(local));
         }
@@ -152,6 +154,44 @@ impl Functions {
             .collect();
         missing.sort();
         missing
+    }
+}
+
+/// What differs locally from the deployed environment: tokens are the dev stack's HS256
+/// ones, not the user pool's, and the WebSocket management API is the dev stack's.
+#[derive(Clone, Debug)]
+pub struct LocalSettings {
+    pub jwt_secret: String,
+    /// E.g. `http://127.0.0.1:3001`.
+    pub websocket_management_url: String,
+}
+
+impl Default for LocalSettings {
+    fn default() -> Self {
+        Self {
+            jwt_secret: crate::jwt::secret_from_env(),
+            websocket_management_url: "http://127.0.0.1:3001".into(),
+        }
+    }
+}
+
+impl LocalSettings {
+    /// Rewrites a function's resolved environment for the dev stack.
+    pub fn apply(&self, env: &mut Vec<(String, String)>) {
+        let validates_tokens = env.iter().any(|(k, _)| k == "JWKS_URL");
+        env.retain(|(k, _)| {
+            !(validates_tokens && matches!(k.as_str(), "JWKS_URL" | "JWT_ISSUER" | "JWT_AUDIENCE"))
+        });
+        if validates_tokens {
+            env.push(("LOCAL_JWT_SECRET".into(), self.jwt_secret.clone()));
+            env.push(("JWT_ISSUER".into(), crate::jwt::ISSUER.into()));
+            env.push(("JWT_AUDIENCE".into(), crate::jwt::AUDIENCE.into()));
+        }
+        for (key, value) in env.iter_mut() {
+            if key == "WEBSOCKET_MANAGEMENT_URL" {
+                value.clone_from(&self.websocket_management_url);
+            }
+        }
     }
 }
 

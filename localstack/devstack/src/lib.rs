@@ -29,3 +29,4 @@ pub mod schedules;
 pub mod seed;
 pub mod server;
 pub mod streams;
+pub mod websocket;

@@ -38,6 +38,15 @@ enum Command {
         /// The MQTT broker's port (IoT Core's part).
         #[arg(long, env = "DEVSTACK_MQTT_PORT", default_value_t = 1883)]
         mqtt_port: u16,
+        /// The WebSocket API's port (live updates and its @connections endpoint).
+        #[arg(long, env = "DEVSTACK_WS_PORT", default_value_t = 3001)]
+        ws_port: u16,
+        /// Close a WebSocket connection after this many seconds without a client frame.
+        #[arg(long, default_value_t = 600)]
+        ws_idle_seconds: u64,
+        /// Close a WebSocket connection after this many seconds in all.
+        #[arg(long, default_value_t = 7200)]
+        ws_max_age_seconds: u64,
     },
     /// Create the template's resources on AWS_ENDPOINT_URL (idempotent).
     Provision,
@@ -133,7 +142,8 @@ async fn main() -> Result<(), DevError> {
             let template = Template::repository()?;
             let stack = format!("bench-{}", ulid::Ulid::new().to_string().to_lowercase());
             let (_, names, _) = provision_all(&template, &stack).await?;
-            let functions = Functions::from_template(&template, &names, &binaries)?;
+            let functions =
+                Functions::from_template(&template, &names, &binaries, &Default::default())?;
             let function = template
                 .functions()?
                 .into_iter()
@@ -177,7 +187,12 @@ async fn main() -> Result<(), DevError> {
         Command::Invoke { binary, payload } => {
             let template = Template::repository()?;
             let (_, names, _) = provision_all(&template, &cli.stack).await?;
-            let functions = Functions::from_template(&template, &names, &default_binaries_dir())?;
+            let functions = Functions::from_template(
+                &template,
+                &names,
+                &default_binaries_dir(),
+                &Default::default(),
+            )?;
             let function = functions
                 .get(&binary)
                 .ok_or_else(|| DevError::Unsupported(format!("no function builds {binary}")))?;
@@ -197,6 +212,9 @@ async fn main() -> Result<(), DevError> {
             no_seed,
             schedule_speedup,
             mqtt_port,
+            ws_port,
+            ws_idle_seconds,
+            ws_max_age_seconds,
         } => {
             let template = Template::repository()?;
             let (_, mut names, sdk) = provision_all(&template, &cli.stack).await?;
@@ -211,7 +229,12 @@ async fn main() -> Result<(), DevError> {
             let secret = jwt::secret_from_env();
             // Every function runs its built binary (`cargo build --bins`), restarted when it
             // is rebuilt.
-            let functions = Functions::from_template(&template, &names, &default_binaries_dir())?;
+            let local = devstack::lambda::LocalSettings {
+                jwt_secret: secret.clone(),
+                websocket_management_url: format!("http://127.0.0.1:{ws_port}"),
+            };
+            let functions =
+                Functions::from_template(&template, &names, &default_binaries_dir(), &local)?;
             for missing in functions.missing() {
                 eprintln!("not built yet: {} (cargo build --bins)", missing.display());
             }
@@ -267,9 +290,32 @@ async fn main() -> Result<(), DevError> {
             }
             eprintln!("MQTT (IoT Core) on {}", iot.address);
             let address = SocketAddr::from(([127, 0, 0, 1], port));
+            let websocket = devstack::websocket::LocalWebSocketApi::from_template(
+                &template,
+                &functions,
+                devstack::websocket::Limits {
+                    idle: std::time::Duration::from_secs(ws_idle_seconds),
+                    max_age: std::time::Duration::from_secs(ws_max_age_seconds),
+                },
+            )?;
+            let live = async {
+                match websocket {
+                    Some(websocket) => {
+                        let listener = tokio::net::TcpListener::bind(SocketAddr::from((
+                            [127, 0, 0, 1],
+                            ws_port,
+                        )))
+                        .await?;
+                        eprintln!("WebSocket API on ws://127.0.0.1:{ws_port} (?token=...)");
+                        websocket.serve_on(listener).await
+                    }
+                    None => std::future::pending().await,
+                }
+            };
             eprintln!("HTTP API on http://{address}/v1 (Ctrl-C to stop)");
             tokio::select! {
                 served = api.serve(address) => served?,
+                served = live => served?,
                 _ = tokio::signal::ctrl_c() => eprintln!("stopping"),
             }
         }

@@ -64,7 +64,16 @@ pub const SCHEDULED_FUNCTIONS: &[&str] = &[
 ];
 
 /// The functions an EventBridge rule triggers.
-pub const EVENT_FUNCTIONS: &[&str] = &["project-vendor-analytics"];
+pub const EVENT_FUNCTIONS: &[&str] = &["project-vendor-analytics", "broadcast-events"];
+
+/// The WebSocket API's functions (its routes and its `$connect` authorizer).
+pub const WEBSOCKET_FUNCTIONS: &[&str] = &[
+    "ws-authorize",
+    "ws-connect",
+    "ws-disconnect",
+    "ws-subscribe",
+    "ws-ping",
+];
 
 pub fn http_handler(binary: &str) -> Option<(Route, HttpHandler)> {
     HTTP_FUNCTIONS
@@ -96,7 +105,42 @@ pub async fn run_event_function(
             reconcile_vase_things::handler(app, &functions.registrar, event).await?,
         )?,
         "project-vendor-analytics" => project_vendor_analytics::handler(app, event).await?,
+        "broadcast-events" => serde_json::to_value(
+            broadcast_events::handler(app, functions.pusher()?.as_ref(), event).await?,
+        )?,
         other => return Err(format!("no event-triggered function {other}").into()),
+    })
+}
+
+fn typed<T: serde::de::DeserializeOwned>(
+    event: lambda_runtime::LambdaEvent<Value>,
+) -> Result<lambda_runtime::LambdaEvent<T>, Error> {
+    Ok(lambda_runtime::LambdaEvent::new(
+        serde_json::from_value(event.payload)?,
+        event.context,
+    ))
+}
+
+/// Runs a WebSocket API function's handler with `event` (API Gateway's WebSocket event, or
+/// the authorizer's REQUEST event).
+pub async fn run_websocket_function(
+    binary: &str,
+    functions: &InProcess,
+    event: Value,
+) -> Result<Value, Error> {
+    let app = &functions.app;
+    let event = lambda_event(event);
+    Ok(match binary {
+        "ws-authorize" => {
+            serde_json::to_value(ws_authorize::handler(&functions.verifier, typed(event)?).await?)?
+        }
+        "ws-connect" => serde_json::to_value(ws_connect::handler(app, typed(event)?).await?)?,
+        "ws-disconnect" => serde_json::to_value(ws_disconnect::handler(app, typed(event)?).await?)?,
+        "ws-subscribe" => serde_json::to_value(
+            ws_subscribe::handler(app, functions.pusher()?.as_ref(), typed(event)?).await?,
+        )?,
+        "ws-ping" => serde_json::to_value(ws_ping::handler(typed(event)?).await?)?,
+        other => return Err(format!("no WebSocket function {other}").into()),
     })
 }
 
@@ -106,9 +150,19 @@ pub async fn run_event_function(
 pub struct InProcess {
     pub app: App,
     pub registrar: Arc<Registrar>,
+    /// The dev stack's token key, as the WebSocket authorizer validates it.
+    pub verifier: Arc<ws_authorize::Verifier>,
+    /// Where frames go: a test's local WebSocket API. Functions that push fail without one.
+    pub pusher: Option<Arc<dyn bouquet_app::realtime::Pusher>>,
 }
 
 impl InProcess {
+    fn pusher(&self) -> Result<Arc<dyn bouquet_app::realtime::Pusher>, Error> {
+        self.pusher
+            .clone()
+            .ok_or_else(|| "this test set up no WebSocket API to push to".into())
+    }
+
     /// Calls the HTTP function `binary` with `request`.
     pub async fn call(&self, binary: &str, request: Request) -> Response<Body> {
         let (_, handler) =
@@ -174,7 +228,8 @@ impl Resolver for InProcess {
     fn invoker(&self, binary: &str) -> Option<Invoke> {
         let is_http = http_handler(binary).is_some();
         let is_event = SCHEDULED_FUNCTIONS.contains(&binary) || EVENT_FUNCTIONS.contains(&binary);
-        if !is_http && !is_event {
+        let is_websocket = WEBSOCKET_FUNCTIONS.contains(&binary);
+        if !is_http && !is_event && !is_websocket {
             return None;
         }
         let functions = self.clone();
@@ -186,6 +241,8 @@ impl Resolver for InProcess {
                 if is_http {
                     let request = lambda_http::request::from_str(&event.to_string())?;
                     Ok(api_gateway_response(functions.call(&binary, request).await))
+                } else if is_websocket {
+                    run_websocket_function(&binary, &functions, event).await
                 } else {
                     run_event_function(&binary, &functions, event).await
                 }

@@ -120,6 +120,12 @@ impl TestCloud {
         InProcess {
             app,
             registrar: self.registrar.clone(),
+            verifier: Arc::new(ws_authorize::Verifier::local(
+                &devstack::jwt::secret_from_env(),
+                devstack::jwt::ISSUER,
+                devstack::jwt::AUDIENCE,
+            )),
+            pusher: None,
         }
     }
 

@@ -28,6 +28,26 @@ pub struct Function {
     pub properties: Value,
 }
 
+/// The template's WebSocket API.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebSocketApi {
+    pub logical_id: String,
+    /// E.g. `$request.body.action`.
+    pub route_selection: String,
+    pub routes: Vec<WebSocketRoute>,
+    /// The binary of the `$connect` authorizer.
+    pub authorizer: Option<String>,
+}
+
+/// One route: its key (`$connect`, `subscribe`, ...), the binary its integration invokes,
+/// and whether the function's answer goes back on the connection (a route response).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebSocketRoute {
+    pub key: String,
+    pub binary: String,
+    pub two_way: bool,
+}
+
 /// One `HttpApi` event of a function.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HttpRoute {
@@ -152,6 +172,76 @@ impl Template {
             }
         }
         Ok(routes)
+    }
+
+    /// The WebSocket API (`AWS::ApiGatewayV2::Api`, `ProtocolType: WEBSOCKET`): its routes
+    /// and its `$connect` authorizer, each resolved to the function its integration invokes.
+    /// `None` when the template has none.
+    pub fn websocket_api(&self) -> Result<Option<WebSocketApi>, TemplateError> {
+        let Some((api_id, api)) = self
+            .resources_of_type("AWS::ApiGatewayV2::Api")
+            .find(|(_, r)| r["Properties"]["ProtocolType"] == "WEBSOCKET")
+        else {
+            return Ok(None);
+        };
+        let functions = self.functions()?;
+        // `arn:...:functions/${XFunction.Arn}/invocations` -> the binary of XFunction.
+        let invoked = |uri: &Value, what: &str| -> Result<String, TemplateError> {
+            let text = uri["Fn::Sub"].as_str().unwrap_or_default();
+            let logical = text
+                .split("${")
+                .nth(1)
+                .and_then(|rest| rest.split_once(".Arn}"))
+                .map(|(id, _)| id)
+                .ok_or_else(|| {
+                    TemplateError::Shape(format!("{what}: not a function ARN: {uri}"))
+                })?;
+            functions
+                .iter()
+                .find(|f| f.logical_id == logical)
+                .map(|f| f.binary.clone())
+                .ok_or_else(|| TemplateError::Shape(format!("{what}: no function {logical}")))
+        };
+        let mut routes = Vec::new();
+        let mut authorizer = None;
+        for (id, route) in self.resources_of_type("AWS::ApiGatewayV2::Route") {
+            let p = &route["Properties"];
+            if p["ApiId"]["Ref"] != api_id {
+                continue;
+            }
+            let key = p["RouteKey"]
+                .as_str()
+                .ok_or_else(|| TemplateError::Shape(format!("{id} has no RouteKey")))?;
+            let target = p["Target"]["Fn::Sub"].as_str().unwrap_or_default();
+            let integration = target
+                .strip_prefix("integrations/${")
+                .and_then(|t| t.strip_suffix('}'))
+                .and_then(|i| self.resource(i))
+                .ok_or_else(|| {
+                    TemplateError::Shape(format!("{id}: Target is not integrations/${{X}}"))
+                })?;
+            if let Some(auth) = p["AuthorizerId"]["Ref"]
+                .as_str()
+                .and_then(|a| self.resource(a))
+            {
+                authorizer = Some(invoked(&auth["Properties"]["AuthorizerUri"], id)?);
+            }
+            routes.push(WebSocketRoute {
+                key: key.to_owned(),
+                binary: invoked(&integration["Properties"]["IntegrationUri"], id)?,
+                two_way: !p["RouteResponseSelectionExpression"].is_null(),
+            });
+        }
+        routes.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(Some(WebSocketApi {
+            logical_id: api_id.to_owned(),
+            route_selection: api["Properties"]["RouteSelectionExpression"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            routes,
+            authorizer,
+        }))
     }
 
     /// Every event of type `kind` (e.g. `DynamoDB`, `SQS`): (function, the event).

@@ -490,7 +490,9 @@ async fn a_route_added_to_the_template_runs_its_built_binary_and_a_rebuild_is_pi
     )
     .unwrap();
     let names = std::collections::HashMap::from([("MarketTable".to_owned(), cloud.table.clone())]);
-    let binaries = devstack::lambda::Functions::from_template(&template, &names, &dir).unwrap();
+    let binaries =
+        devstack::lambda::Functions::from_template(&template, &names, &dir, &Default::default())
+            .unwrap();
     // The existing routes in process (this test's clock); the new one runs its binary, as
     // every function does under `devstack up`.
     let in_process = cloud.in_process(cloud.app.clone());
