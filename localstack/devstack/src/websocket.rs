@@ -192,7 +192,10 @@ impl LocalWebSocketApi {
     ) -> Response<Full<Bytes>> {
         let path = request.uri().path().to_owned();
         if let Some(id) = path.strip_prefix("/@connections/") {
-            let id = id.to_owned();
+            // The SDK percent-encodes the id (API Gateway's end in `=`).
+            let id = percent_encoding::percent_decode_str(id)
+                .decode_utf8_lossy()
+                .into_owned();
             let method = request.method().clone();
             let body = match Limited::new(request.into_body(), MAX_FRAME).collect().await {
                 Ok(body) => body.to_bytes(),

@@ -190,8 +190,7 @@ impl Template {
             let text = uri["Fn::Sub"].as_str().unwrap_or_default();
             let logical = text
                 .split("${")
-                .nth(1)
-                .and_then(|rest| rest.split_once(".Arn}"))
+                .find_map(|rest| rest.split_once(".Arn}"))
                 .map(|(id, _)| id)
                 .ok_or_else(|| {
                     TemplateError::Shape(format!("{what}: not a function ARN: {uri}"))

@@ -11,6 +11,7 @@ mod fixtures;
 mod hardening;
 mod least_privilege;
 mod lifecycle;
+mod live;
 mod local_cloud;
 mod orders;
 mod outbox;

@@ -1,0 +1,505 @@
+//! Live updates against the dev stack's WebSocket API, with a real WebSocket client
+//! (tokio-tungstenite): the authorizer on the upgrade, route selection, subscriptions
+//! checked against the caller, frames pushed by `broadcast-events` through `@connections`,
+//! a vanished connection removed on the first 410, and pushes that fail for some
+//! connections while the others still receive.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+use bouquet_app::domain::channels::{Channel, Viewer};
+use bouquet_app::domain::VendorId;
+use bouquet_app::realtime::{ApiGatewayPusher, PushError, Pusher};
+use bouquet_template::Template;
+use devstack::websocket::{Limits, LocalWebSocketApi};
+use system_tests::in_process::{run_event_function, InProcess};
+use system_tests::{emulator_sdk_config, TestCloud};
+
+type Client = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+struct Live {
+    address: SocketAddr,
+    api: Arc<LocalWebSocketApi>,
+    functions: InProcess,
+}
+
+/// The template's WebSocket API on a free port, its functions in process on this test's
+/// table, pushing through `@connections` on that port (or through `pusher`).
+async fn live(cloud: &TestCloud, pusher: Option<Arc<dyn Pusher>>) -> Live {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let sdk = emulator_sdk_config().await;
+    let mut functions = cloud.in_process(cloud.app.clone());
+    functions.pusher =
+        Some(pusher.unwrap_or_else(|| {
+            Arc::new(ApiGatewayPusher::new(&sdk, &format!("http://{address}")))
+        }));
+    let api = LocalWebSocketApi::from_template(
+        &Template::repository().unwrap(),
+        &functions,
+        Limits::default(),
+    )
+    .unwrap()
+    .expect("the template has a WebSocket API");
+    tokio::spawn(api.clone().serve_on(listener));
+    Live {
+        address,
+        api,
+        functions,
+    }
+}
+
+fn token(role: &str, sub: &str, vendor: Option<&str>) -> String {
+    devstack::jwt::mint(&devstack::jwt::secret_from_env(), role, sub, vendor, 3600).unwrap()
+}
+
+impl Live {
+    async fn connect(
+        &self,
+        token: Option<&str>,
+    ) -> Result<Client, tokio_tungstenite::tungstenite::Error> {
+        let url = match token {
+            Some(token) => format!("ws://{}/?token={token}", self.address),
+            None => format!("ws://{}/", self.address),
+        };
+        tokio_tungstenite::connect_async(url)
+            .await
+            .map(|(socket, _)| socket)
+    }
+
+    /// Pushes every outbox event of the table written since `seen` through
+    /// `broadcast-events`, as the template's rule would deliver them; returns the reports.
+    async fn broadcast_new(&self, cloud: &TestCloud, seen: &mut usize) -> Vec<Value> {
+        let mut items = cloud.items_of("event").await;
+        items.sort_by_key(|i| i["sk"].as_s().unwrap().clone());
+        let mut events: Vec<Value> = items
+            .iter()
+            .map(|item| {
+                let detail: Value =
+                    serde_json::from_str(item["detail"].as_s().unwrap()).unwrap();
+                (item["eventName"].as_s().unwrap().clone(), detail)
+            })
+            .map(|(name, detail)| json!({ "detail-type": name, "source": "bouquet.marketplace", "detail": detail }))
+            .collect();
+        events.sort_by_key(|e| e["detail"]["eventId"].as_str().unwrap().to_owned());
+        let fresh: Vec<Value> = events.into_iter().skip(*seen).collect();
+        *seen += fresh.len();
+        let mut reports = Vec::new();
+        for event in fresh {
+            reports.push(
+                run_event_function("broadcast-events", &self.functions, event)
+                    .await
+                    .expect("the broadcast succeeds"),
+            );
+        }
+        reports
+    }
+}
+
+async fn send(client: &mut Client, frame: Value) {
+    client.send(Message::text(frame.to_string())).await.unwrap();
+}
+
+/// The next frame, if one comes within `wait`.
+async fn next(client: &mut Client, wait: Duration) -> Option<Value> {
+    loop {
+        match tokio::time::timeout(wait, client.next()).await {
+            Ok(Some(Ok(Message::Text(text)))) => return Some(serde_json::from_str(&text).unwrap()),
+            Ok(Some(Ok(Message::Ping(_) | Message::Pong(_)))) => continue,
+            _ => return None,
+        }
+    }
+}
+
+/// Every frame that arrives until none has for `quiet`.
+async fn drain(client: &mut Client, quiet: Duration) -> Vec<Value> {
+    let mut frames = Vec::new();
+    while let Some(frame) = next(client, quiet).await {
+        frames.push(frame);
+    }
+    frames
+}
+
+/// (channel, event name) of the event frames.
+fn events(frames: &[Value]) -> Vec<(String, String)> {
+    frames
+        .iter()
+        .filter(|f| f["type"] == "event")
+        .map(|f| {
+            (
+                f["channel"].as_str().unwrap().to_owned(),
+                f["event"]["name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+async fn subscribe(client: &mut Client, channels: &[&str]) -> Vec<Value> {
+    send(
+        client,
+        json!({ "action": "subscribe", "channels": channels }),
+    )
+    .await;
+    drain(client, Duration::from_millis(300)).await
+}
+
+const QUIET: Duration = Duration::from_millis(400);
+
+#[tokio::test]
+async fn subscribers_get_what_they_may_read_and_nothing_else() {
+    let cloud = TestCloud::new().await;
+    let live = live(&cloud, None).await;
+    let vendor = cloud.vendor("Bloom").await;
+    let other_vendor = cloud.vendor("Other").await;
+    let bouquet = cloud.bouquet(&vendor, "25.00").await;
+
+    // The authorizer on the upgrade: a bad token is a 401, no token is anonymous.
+    match live.connect(Some("not-a-token")).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status(), 401)
+        }
+        other => panic!("a bad token must be refused: {:?}", other.map(|_| ())),
+    }
+    let expired = {
+        let secret = devstack::jwt::secret_from_env();
+        devstack::jwt::mint(&secret, "customer", "c-1", None, -60).unwrap()
+    };
+    assert!(
+        live.connect(Some(&expired)).await.is_err(),
+        "an expired token is refused"
+    );
+
+    let mut anonymous = live.connect(None).await.unwrap();
+    let mut buyer = live
+        .connect(Some(&token("customer", "customer-1", None)))
+        .await
+        .unwrap();
+    let mut bystander = live
+        .connect(Some(&token("customer", "customer-2", None)))
+        .await
+        .unwrap();
+    let mut seller = live
+        .connect(Some(&token("vendor", "vendor-user", Some(&vendor))))
+        .await
+        .unwrap();
+
+    // Route selection, ping and $default.
+    send(&mut anonymous, json!({ "action": "ping" })).await;
+    assert_eq!(
+        next(&mut anonymous, QUIET).await,
+        Some(json!({ "type": "pong" }))
+    );
+    send(&mut anonymous, json!({ "action": "dance" })).await;
+    assert_eq!(
+        next(&mut anonymous, QUIET).await.unwrap()["code"],
+        "request.invalid"
+    );
+    anonymous.send(Message::text("not json")).await.unwrap();
+    assert_eq!(
+        next(&mut anonymous, QUIET).await.unwrap()["code"],
+        "request.invalid"
+    );
+
+    // Subscriptions, checked against the caller.
+    let bouquet_channel = format!("bouquet:{bouquet}");
+    let frames = subscribe(&mut anonymous, &["catalogue", &bouquet_channel, "orders"]).await;
+    assert!(
+        frames
+            .contains(&json!({ "type": "subscribed", "channels": ["catalogue", bouquet_channel] })),
+        "{frames:?}"
+    );
+    assert!(
+        frames.contains(&json!({ "type": "error", "code": "auth.forbidden", "channel": "orders" })),
+        "{frames:?}"
+    );
+    assert_eq!(
+        subscribe(&mut buyer, &["orders"]).await,
+        vec![json!({ "type": "subscribed", "channels": ["orders"] })]
+    );
+    assert_eq!(
+        subscribe(&mut bystander, &["orders"]).await,
+        vec![json!({ "type": "subscribed", "channels": ["orders"] })]
+    );
+    let theirs = format!("vendor:{other_vendor}");
+    let frames = subscribe(&mut seller, &[&format!("vendor:{vendor}"), &theirs]).await;
+    assert!(
+        frames.contains(&json!({ "type": "error", "code": "auth.forbidden", "channel": theirs })),
+        "{frames:?}"
+    );
+    assert!(
+        frames.contains(&json!({ "type": "subscribed", "channels": [format!("vendor:{vendor}")] })),
+        "{frames:?}"
+    );
+    let subscribers = cloud
+        .app
+        .store
+        .subscribers(&Channel::Vendor(VendorId::parse(&other_vendor).unwrap()))
+        .await
+        .unwrap();
+    assert!(
+        subscribers.is_empty(),
+        "nothing of another vendor's channel is stored"
+    );
+
+    // The buyer reserves and pays; the events go out.
+    let mut seen = 0;
+    live.broadcast_new(&cloud, &mut seen).await;
+    for client in [&mut anonymous, &mut buyer, &mut bystander, &mut seller] {
+        drain(client, Duration::from_millis(100)).await;
+    }
+    let order = cloud.reserve("customer-1", &[&bouquet]).await.body["orderId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        cloud
+            .pay("customer-1", &order, "tok_visa", None)
+            .await
+            .status,
+        200
+    );
+    let reports = live.broadcast_new(&cloud, &mut seen).await;
+    assert_eq!(reports.len(), 2, "OrderReserved and OrderPaid: {reports:?}");
+
+    let public = drain(&mut anonymous, QUIET).await;
+    assert_eq!(
+        events(&public),
+        vec![
+            ("catalogue".to_owned(), "OrderReserved".to_owned()),
+            (bouquet_channel.clone(), "OrderReserved".to_owned()),
+            ("catalogue".to_owned(), "OrderPaid".to_owned()),
+            (bouquet_channel.clone(), "OrderPaid".to_owned()),
+        ]
+    );
+    for frame in &public {
+        let data = &frame["event"]["data"];
+        assert!(
+            data.get("customerId").is_none()
+                && data.get("total").is_none()
+                && data.get("chargeId").is_none(),
+            "{frame}"
+        );
+    }
+    let own = drain(&mut buyer, QUIET).await;
+    assert_eq!(
+        events(&own),
+        vec![
+            ("orders".to_owned(), "OrderReserved".to_owned()),
+            ("orders".to_owned(), "OrderPaid".to_owned()),
+        ]
+    );
+    assert_eq!(own[1]["event"]["data"]["customerId"], "customer-1");
+    assert!(
+        own[0]["event"]["aggregateVersion"].as_u64() < own[1]["event"]["aggregateVersion"].as_u64()
+    );
+    assert_eq!(
+        drain(&mut bystander, QUIET).await,
+        Vec::<Value>::new(),
+        "another customer's orders never reach them"
+    );
+    assert_eq!(
+        events(&drain(&mut seller, QUIET).await),
+        vec![
+            (format!("vendor:{vendor}"), "OrderReserved".to_owned()),
+            (format!("vendor:{vendor}"), "OrderPaid".to_owned()),
+        ]
+    );
+
+    // Unsubscribed, nothing more arrives; the bystander's connection closes and is removed.
+    send(
+        &mut anonymous,
+        json!({ "action": "unsubscribe", "channels": ["catalogue", bouquet_channel] }),
+    )
+    .await;
+    assert_eq!(
+        next(&mut anonymous, QUIET).await.unwrap()["type"],
+        "unsubscribed"
+    );
+    bystander.close(None).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(live.api.connection_count(), 3);
+    let connections = cloud.items_of("connection").await;
+    assert_eq!(connections.len(), 3, "the closed connection's item is gone");
+}
+
+#[tokio::test]
+async fn a_vanished_connection_is_removed_on_the_first_410() {
+    let cloud = TestCloud::new().await;
+    let live = live(&cloud, None).await;
+    let vendor = cloud.vendor("Bloom").await;
+    let store = &cloud.app.store;
+    // A connection the table still has but API Gateway no longer does (its $disconnect
+    // was lost): the push finds it gone.
+    let now = cloud.app.clock.now();
+    store
+        .put_connection("ghost=", &Viewer::Anonymous, now)
+        .await
+        .unwrap();
+    assert!(store
+        .subscribe("ghost=", &[Channel::Catalogue], now)
+        .await
+        .unwrap());
+    let mut watcher = live.connect(None).await.unwrap();
+    subscribe(&mut watcher, &["catalogue"]).await;
+    cloud.bouquet(&vendor, "10.00").await;
+    let mut seen = cloud.items_of("event").await.len() - 1;
+    let reports = live.broadcast_new(&cloud, &mut seen).await;
+    assert_eq!(reports[0]["gone"], 1, "{reports:?}");
+    assert_eq!(reports[0]["delivered"], 1, "{reports:?}");
+    assert_eq!(
+        events(&drain(&mut watcher, QUIET).await),
+        vec![("catalogue".to_owned(), "BouquetListed".to_owned())]
+    );
+    assert!(store.connection("ghost=").await.unwrap().is_none());
+    assert_eq!(
+        store.subscribers(&Channel::Catalogue).await.unwrap().len(),
+        1,
+        "only the live one is left"
+    );
+    // Every item expires past API Gateway's 2 h limit (TTL), should a delete be missed.
+    for item in cloud
+        .items_of("connection")
+        .await
+        .iter()
+        .chain(cloud.items_of("subscription").await.iter())
+    {
+        let expires: i64 = item["expiresAt"].as_n().unwrap().parse().unwrap();
+        let ttl = expires - now.as_epoch_seconds();
+        assert!((7200..=7200 + 3600).contains(&ttl), "{ttl}");
+    }
+}
+
+/// A push that fails (not 410) for every third connection.
+struct Flaky {
+    inner: ApiGatewayPusher,
+    refused: std::sync::Mutex<BTreeMap<String, usize>>,
+    calls: AtomicUsize,
+    failing: std::sync::Mutex<Vec<String>>,
+}
+
+impl Pusher for Flaky {
+    fn post<'a>(
+        &'a self,
+        connection_id: &'a str,
+        frame: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), PushError>> {
+        Box::pin(async move {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            if self
+                .failing
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|c| c == connection_id)
+            {
+                *self
+                    .refused
+                    .lock()
+                    .unwrap()
+                    .entry(connection_id.to_owned())
+                    .or_default() += 1;
+                return Err(PushError::Failed {
+                    connection: connection_id.to_owned(),
+                    message: "injected: throttled".into(),
+                });
+            }
+            self.inner.post(connection_id, frame).await
+        })
+    }
+}
+
+#[tokio::test]
+async fn pushes_failing_for_some_connections_do_not_stop_the_others() {
+    let cloud = TestCloud::new().await;
+    // The address is known only once bound: bind, then build the flaky pusher on it.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let flaky = Arc::new(Flaky {
+        inner: ApiGatewayPusher::new(&emulator_sdk_config().await, &format!("http://{address}")),
+        refused: Default::default(),
+        calls: AtomicUsize::new(0),
+        failing: Default::default(),
+    });
+    let mut functions = cloud.in_process(cloud.app.clone());
+    functions.pusher = Some(flaky.clone());
+    let api = LocalWebSocketApi::from_template(
+        &Template::repository().unwrap(),
+        &functions,
+        Limits::default(),
+    )
+    .unwrap()
+    .unwrap();
+    tokio::spawn(api.clone().serve_on(listener));
+    let live = Live {
+        address,
+        api,
+        functions,
+    };
+
+    const CLIENTS: usize = 9;
+    let mut clients = Vec::new();
+    for _ in 0..CLIENTS {
+        let mut client = live.connect(None).await.unwrap();
+        subscribe(&mut client, &["catalogue"]).await;
+        clients.push(client);
+    }
+    let connections: Vec<String> = cloud
+        .app
+        .store
+        .subscribers(&Channel::Catalogue)
+        .await
+        .unwrap();
+    assert_eq!(connections.len(), CLIENTS);
+    *flaky.failing.lock().unwrap() = connections.iter().step_by(3).cloned().collect();
+
+    let vendor = cloud.vendor("Bloom").await;
+    cloud.bouquet(&vendor, "10.00").await;
+    let mut seen = cloud.items_of("event").await.len() - 1;
+    let reports = live.broadcast_new(&cloud, &mut seen).await;
+    let report = &reports[0];
+    assert_eq!(
+        (
+            report["frames"].as_u64(),
+            report["delivered"].as_u64(),
+            report["failed"].as_u64(),
+            report["gone"].as_u64()
+        ),
+        (Some(9), Some(6), Some(3), Some(0)),
+        "{report}"
+    );
+    // Each failing push was tried 3 times, then counted; nothing was removed.
+    assert!(flaky
+        .refused
+        .lock()
+        .unwrap()
+        .values()
+        .all(|tries| *tries == 3));
+    let mut received = 0;
+    for client in &mut clients {
+        received += events(&drain(client, Duration::from_millis(200)).await).len();
+    }
+    assert_eq!(
+        received, 6,
+        "every connection that did not fail got its frame, once"
+    );
+    assert_eq!(
+        cloud
+            .app
+            .store
+            .subscribers(&Channel::Catalogue)
+            .await
+            .unwrap()
+            .len(),
+        CLIENTS
+    );
+}
