@@ -52,11 +52,13 @@ type HttpsClient = hyper_util::client::legacy::Client<
 
 enum Keys {
     Local(DecodingKey),
-    Jwks {
-        url: hyper::Uri,
-        client: HttpsClient,
-        cached: RwLock<Option<Arc<JwkSet>>>,
-    },
+    Jwks(Box<Jwks>),
+}
+
+struct Jwks {
+    url: hyper::Uri,
+    client: HttpsClient,
+    cached: RwLock<Option<Arc<JwkSet>>>,
 }
 
 /// Validates tokens as the HTTP API does.
@@ -87,11 +89,11 @@ impl Verifier {
                     hyper_util::rt::TokioExecutor::new(),
                 )
                 .build(connector);
-                Keys::Jwks {
+                Keys::Jwks(Box::new(Jwks {
                     url,
                     client,
                     cached: RwLock::new(None),
-                }
+                }))
             }
         };
         Ok(Self {
@@ -115,7 +117,7 @@ impl Verifier {
         let header = decode_header(token).map_err(|e| Refused::Invalid(e.to_string()))?;
         let (key, algorithm) = match &self.keys {
             Keys::Local(key) => (key.clone(), Algorithm::HS256),
-            Keys::Jwks { .. } => {
+            Keys::Jwks(_) => {
                 let kid = header
                     .kid
                     .ok_or_else(|| Refused::Invalid("no kid in the header".into()))?;
@@ -142,14 +144,14 @@ impl Verifier {
     }
 
     async fn jwk(&self, kid: &str) -> Result<DecodingKey, Refused> {
-        let Keys::Jwks {
+        let Keys::Jwks(jwks) = &self.keys else {
+            unreachable!("only the JWKS mode looks keys up");
+        };
+        let Jwks {
             url,
             client,
             cached,
-        } = &self.keys
-        else {
-            unreachable!("only the JWKS mode looks keys up");
-        };
+        } = jwks.as_ref();
         let find = |set: &JwkSet| set.find(kid).map(DecodingKey::from_jwk);
         if let Some(set) = cached.read().await.as_ref() {
             if let Some(key) = find(set) {

@@ -140,6 +140,17 @@ impl AccessRecorder {
         )
     }
 
+    /// API Gateway's management API on `endpoint` (the dev stack's WebSocket API).
+    pub async fn connections(&self, endpoint: &str) -> aws_sdk_apigatewaymanagement::Client {
+        let sdk = emulator_sdk_config().await;
+        aws_sdk_apigatewaymanagement::Client::from_conf(
+            aws_sdk_apigatewaymanagement::config::Builder::from(&sdk)
+                .endpoint_url(endpoint)
+                .interceptor(self.clone())
+                .build(),
+        )
+    }
+
     pub async fn eventbridge(&self) -> aws_sdk_eventbridge::Client {
         let sdk = emulator_sdk_config().await;
         aws_sdk_eventbridge::Client::from_conf(
@@ -190,6 +201,7 @@ pub fn accesses(input: &Input) -> Option<Vec<Access>> {
     dynamodb(input)
         .or_else(|| sqs(input))
         .or_else(|| iot(input))
+        .or_else(|| connections(input))
         .or_else(|| eventbridge(input))
 }
 
@@ -362,6 +374,23 @@ fn iot(input: &Input) -> Option<Vec<Access>> {
         return None;
     };
     Some(vec![Access::new(action, resource)])
+}
+
+/// `PostToConnection` is authorised on the connection's ARN; the dev stack's API is
+/// `local-ws`, stage `live`.
+fn connections(input: &Input) -> Option<Vec<Access>> {
+    use aws_sdk_apigatewaymanagement::operation::post_to_connection::PostToConnectionInput;
+    let i = input.downcast_ref::<PostToConnectionInput>()?;
+    Some(vec![Access::new(
+        "execute-api:ManageConnections",
+        arn(
+            "execute-api",
+            &format!(
+                "local-ws/live/POST/@connections/{}",
+                i.connection_id().unwrap_or_default()
+            ),
+        ),
+    )])
 }
 
 fn eventbridge(input: &Input) -> Option<Vec<Access>> {

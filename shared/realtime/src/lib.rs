@@ -50,6 +50,12 @@ impl ApiGatewayPusher {
         }
     }
 
+    /// On a client built elsewhere (e.g. with an interceptor); its endpoint must be the
+    /// stage's URL.
+    pub fn with_client(client: Client) -> Self {
+        Self { client }
+    }
+
     /// `WEBSOCKET_MANAGEMENT_URL` from the template's environment.
     pub fn from_env(sdk: &aws_config::SdkConfig) -> Result<Self, EndpointNotSet> {
         let endpoint = std::env::var("WEBSOCKET_MANAGEMENT_URL").map_err(|_| EndpointNotSet)?;

@@ -166,3 +166,42 @@ fn every_function_has_a_log_group_with_retention_and_error_and_throttle_alarms()
         assert!(watched, "no alarm on {queue}");
     }
 }
+
+#[test]
+fn the_websocket_api_routes_match_the_functions() {
+    let api = Template::repository()
+        .unwrap()
+        .websocket_api()
+        .unwrap()
+        .expect("a WebSocket API");
+    assert_eq!(api.route_selection, "$request.body.action");
+    let keys: Vec<&str> = api.routes.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "$connect",
+            "$default",
+            "$disconnect",
+            "ping",
+            "subscribe",
+            "unsubscribe"
+        ]
+    );
+    // Every message route answers on the connection; $connect and $disconnect cannot.
+    for route in &api.routes {
+        assert_eq!(
+            route.two_way,
+            !route.key.ends_with("connect"),
+            "{}",
+            route.key
+        );
+    }
+    let mut binaries: BTreeSet<String> = api.routes.iter().map(|r| r.binary.clone()).collect();
+    binaries.extend(api.authorizer.clone());
+    let in_code: BTreeSet<String> = system_tests::in_process::WEBSOCKET_FUNCTIONS
+        .iter()
+        .map(|b| b.to_string())
+        .collect();
+    assert_eq!(binaries, in_code);
+    assert_eq!(api.authorizer.as_deref(), Some("ws-authorize"));
+}
