@@ -503,3 +503,108 @@ async fn pushes_failing_for_some_connections_do_not_stop_the_others() {
         CLIENTS
     );
 }
+
+/// The whole chain, as the template wires it: a vase's reading over MQTT → topic rule → SQS
+/// → ingest → the table → its stream → the publisher → the bus → the live rule →
+/// `broadcast-events` → `@connections` → the browser's socket.
+#[tokio::test]
+async fn a_reading_over_mqtt_and_a_sale_reach_the_browsers_through_the_whole_chain() {
+    use bouquet_app::domain::{Clock, SystemClock};
+    let cloud = TestCloud::new().await;
+    let start = SystemClock.now();
+    cloud.clock.set(start);
+    let broker = crate::vase_mqtt::local_iot(&cloud).await;
+    let outbox = crate::outbox::outbox(&cloud, None).await;
+    let live = live(&cloud, None).await;
+
+    // The template's rule for broadcast-events, on this test's bus.
+    let template = Template::repository().unwrap();
+    let (function, rule) = template
+        .events_of_type("EventBridgeRule")
+        .unwrap()
+        .into_iter()
+        .find(|(f, _)| f.binary == "broadcast-events")
+        .expect("the live rule");
+    let mut names = devstack::provision::Names::new();
+    names.insert("MarketEventBus".into(), outbox.bus.clone());
+    use devstack::lambda::Resolver;
+    let target = devstack::rules::RuleTarget::create(
+        &template,
+        &names,
+        &outbox.stack,
+        &function.logical_id,
+        &function.binary,
+        &rule,
+        live.functions.require("broadcast-events").unwrap(),
+        &emulator_sdk_config().await,
+    )
+    .await
+    .unwrap();
+    let mut mapping = outbox.mapping;
+    tokio::spawn(async move {
+        loop {
+            let _ = mapping.poll().await;
+        }
+    });
+    tokio::spawn(async move {
+        loop {
+            let _ = target.poll(1).await;
+        }
+    });
+
+    let vendor = cloud.vendor("Bloom").await;
+    let vase = cloud.vase(&vendor).await;
+    let bouquet = cloud.bouquet_in_vase(&vendor, &vase).await;
+    let mut browser = live.connect(None).await.unwrap();
+    subscribe(&mut browser, &[&format!("bouquet:{bouquet}")]).await;
+    let mut buyer = live
+        .connect(Some(&token("customer", "customer-1", None)))
+        .await
+        .unwrap();
+    subscribe(&mut buyer, &["orders"]).await;
+
+    let (client, mut mqtt) = crate::vase_mqtt::connect(broker, &vase).await.unwrap();
+    let sent = start.plus(Duration::from_secs(60));
+    crate::vase_mqtt::publish(
+        &client,
+        &mut mqtt,
+        &format!("vases/{vase}/telemetry"),
+        json!({ "sentAt": sent.to_rfc3339(), "waterLevelPct": 20, "temperatureC": 18, "humidityPct": 60, "lightLux": 500 }),
+    )
+    .await
+    .unwrap();
+    let frame = next(&mut browser, Duration::from_secs(20))
+        .await
+        .expect("the freshness reaches the browser");
+    assert_eq!(frame["event"]["name"], "BouquetFreshnessChanged", "{frame}");
+    assert_eq!(frame["event"]["data"]["freshness"], 85, "{frame}");
+
+    let order = cloud.reserve("customer-1", &[&bouquet]).await.body["orderId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        cloud
+            .pay("customer-1", &order, "tok_visa", None)
+            .await
+            .status,
+        200
+    );
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let frame = next(&mut browser, Duration::from_secs(20))
+            .await
+            .unwrap_or_else(|| panic!("only {seen:?} arrived"));
+        seen.push(frame["event"]["name"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(seen, ["OrderReserved", "OrderPaid"]);
+    let mut own = Vec::new();
+    while own.len() < 2 {
+        let frame = next(&mut buyer, Duration::from_secs(20))
+            .await
+            .unwrap_or_else(|| panic!("only {own:?} arrived"));
+        assert_eq!(frame["channel"], "orders");
+        own.push(frame["event"]["name"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(own, ["OrderReserved", "OrderPaid"]);
+}

@@ -14,19 +14,19 @@ use devstack::streams::StreamMapping;
 use system_tests::in_process::typed_invoke;
 use system_tests::{emulator_sdk_config, TestCloud};
 
-struct Outbox {
-    mapping: StreamMapping,
-    bus: String,
-    sqs: aws_sdk_sqs::Client,
+pub(crate) struct Outbox {
+    pub(crate) mapping: StreamMapping,
+    pub(crate) bus: String,
+    pub(crate) sqs: aws_sdk_sqs::Client,
     subscriber: String,
     /// Where the publisher parks what it could not publish.
     dead_letter: String,
-    stack: String,
+    pub(crate) stack: String,
 }
 
 /// Provisions this test's bus and failure queue from the template, a subscriber queue with a
 /// rule for every `bouquet.marketplace` event, and the publisher's stream mapping.
-async fn outbox(cloud: &TestCloud, invoke: Option<Invoke>) -> Outbox {
+pub(crate) async fn outbox(cloud: &TestCloud, invoke: Option<Invoke>) -> Outbox {
     outbox_with(cloud, |publisher| invoke.unwrap_or(publisher)).await
 }
 

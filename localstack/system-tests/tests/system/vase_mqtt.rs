@@ -17,7 +17,7 @@ use system_tests::{emulator_sdk_config, ApiRequest, TestCloud};
 
 /// Provisions this test's vase queues, policy and rules from the template and starts the
 /// broker (on a free port) and the SQS mapping. Returns the broker's address.
-async fn local_iot(cloud: &TestCloud) -> SocketAddr {
+pub(crate) async fn local_iot(cloud: &TestCloud) -> SocketAddr {
     let template = Template::repository().unwrap();
     let sdk = emulator_sdk_config().await;
     let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
@@ -61,7 +61,7 @@ async fn local_iot(cloud: &TestCloud) -> SocketAddr {
 }
 
 /// Connects as `client_id`; the broker's CONNACK (or the refusal) decides.
-async fn connect(
+pub(crate) async fn connect(
     broker: SocketAddr,
     client_id: &str,
 ) -> Result<(AsyncClient, EventLoop), ConnectionError> {
@@ -77,7 +77,7 @@ async fn connect(
 }
 
 /// Publishes with QoS 1 and waits for the PUBACK (or the broker closing the connection).
-async fn publish(
+pub(crate) async fn publish(
     client: &AsyncClient,
     events: &mut EventLoop,
     topic: &str,
