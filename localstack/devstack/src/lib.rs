@@ -29,4 +29,5 @@ pub mod schedules;
 pub mod seed;
 pub mod server;
 pub mod streams;
+pub mod watch;
 pub mod websocket;

@@ -74,6 +74,17 @@ enum Command {
         #[arg(default_value = "{}")]
         payload: String,
     },
+    /// Subscribe to live-update channels on the WebSocket API and print what is pushed,
+    /// e.g. `devstack watch --channel bouquet:<id>` (add `--token` for `orders` or
+    /// `vendor:<id>`).
+    Watch {
+        #[arg(long = "channel", required = true)]
+        channels: Vec<String>,
+        #[arg(long)]
+        token: Option<String>,
+        #[arg(long, default_value = "ws://127.0.0.1:3001")]
+        url: String,
+    },
     /// Print a bearer token the local authorizer accepts.
     Token {
         #[arg(long, value_parser = ["customer", "vendor", "admin"])]
@@ -184,6 +195,11 @@ async fn main() -> Result<(), DevError> {
                 devstack::bench_vases::run(&template, app, names, &stack, &sdk, options).await?;
             println!("{report}");
         }
+        Command::Watch {
+            channels,
+            token,
+            url,
+        } => devstack::watch::watch(&url, token.as_deref(), &channels).await?,
         Command::Invoke { binary, payload } => {
             let template = Template::repository()?;
             let (_, names, _) = provision_all(&template, &cli.stack).await?;
