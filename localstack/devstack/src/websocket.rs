@@ -168,6 +168,9 @@ impl LocalWebSocketApi {
     pub async fn serve_on(self: Arc<Self>, listener: TcpListener) -> std::io::Result<()> {
         loop {
             let (stream, peer) = listener.accept().await?;
+            // Small frames and answers: without this, Nagle's algorithm and delayed ACKs
+            // hold each one back by up to 40 ms.
+            let _ = stream.set_nodelay(true);
             let api = self.clone();
             tokio::spawn(async move {
                 let service = service_fn(move |request: Request<Incoming>| {
