@@ -40,9 +40,14 @@ async fn main() {
         .nth(1)
         .and_then(|n| n.parse().ok())
         .unwrap_or(200);
-    println!("| subscribers | events | frames | frame p50 | frame p99 | last subscriber p50 | last subscriber p99 | connect + subscribe, all |");
-    println!("|---|---|---|---|---|---|---|---|");
-    for subscribers in [1usize, 100, 1000] {
+    // Optionally one subscriber count only, e.g. `bench-live 20 1000`.
+    let counts: Vec<usize> = match std::env::args().nth(2).and_then(|n| n.parse().ok()) {
+        Some(count) => vec![count],
+        None => vec![1, 100, 1000],
+    };
+    println!("| subscribers | events | frames | frame p50 | frame p99 | last subscriber p50 | last subscriber p99 | broadcast call p50 | connect + subscribe, all |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for subscribers in counts {
         run(subscribers, events).await;
     }
 }
@@ -111,6 +116,7 @@ async fn run(subscribers: usize, events: usize) {
 
     let mut per_frame = Vec::new();
     let mut last = Vec::new();
+    let mut calls = Vec::new();
     for version in 0..events {
         let event_id = ulid::Ulid::new().to_string();
         let event = json!({
@@ -125,6 +131,7 @@ async fn run(subscribers: usize, events: usize) {
         let report = run_event_function("broadcast-events", &functions, event)
             .await
             .expect("broadcast");
+        calls.push(handed.elapsed());
         assert_eq!(report["delivered"], subscribers, "{report}");
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -155,13 +162,15 @@ async fn run(subscribers: usize, events: usize) {
     }
     per_frame.sort();
     last.sort();
+    calls.sort();
     println!(
-        "| {subscribers} | {events} | {} | {} | {} | {} | {} | {} |",
+        "| {subscribers} | {events} | {} | {} | {} | {} | {} | {} | {} |",
         per_frame.len(),
         ms(percentile(&per_frame, 0.5)),
         ms(percentile(&per_frame, 0.99)),
         ms(percentile(&last, 0.5)),
         ms(percentile(&last, 0.99)),
+        ms(percentile(&calls, 0.5)),
         ms(setup),
     );
 }
