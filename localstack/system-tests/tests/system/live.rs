@@ -608,3 +608,90 @@ async fn a_reading_over_mqtt_and_a_sale_reach_the_browsers_through_the_whole_cha
     }
     assert_eq!(own, ["OrderReserved", "OrderPaid"]);
 }
+
+/// A broadcast that cannot read its subscribers (here: its table is gone) fails once, not
+/// again (frames are at most once), and its event lands whole on the template's
+/// `LiveFailureQueue`.
+#[tokio::test]
+async fn a_broadcast_that_fails_keeps_its_event_in_the_failure_queue() {
+    let cloud = TestCloud::new().await;
+    let outbox = crate::outbox::outbox(&cloud, None).await;
+    let template = Template::repository().unwrap();
+    let sdk = emulator_sdk_config().await;
+    let mut names = devstack::provision::Names::new();
+    names.insert("MarketEventBus".into(), outbox.bus.clone());
+    devstack::provision::create_queue(
+        &outbox.sqs,
+        &template,
+        "LiveFailureQueue",
+        &devstack::provision::local_name(&outbox.stack, "LiveFailureQueue"),
+        &mut names,
+    )
+    .await
+    .unwrap();
+    let mut broken = cloud.app.clone();
+    broken.store = bouquet_app::store::Store::new(
+        cloud.client.clone(),
+        format!("missing-{}", ulid::Ulid::new()),
+    );
+    let mut functions = cloud.in_process(broken);
+    functions.pusher = Some(Arc::new(ApiGatewayPusher::new(&sdk, "http://127.0.0.1:9")));
+    let (function, rule) = template
+        .events_of_type("EventBridgeRule")
+        .unwrap()
+        .into_iter()
+        .find(|(f, _)| f.binary == "broadcast-events")
+        .unwrap();
+    use devstack::lambda::Resolver;
+    let mut target = devstack::rules::RuleTarget::create(
+        &template,
+        &names,
+        &outbox.stack,
+        &function.logical_id,
+        &function.binary,
+        &rule,
+        functions.require("broadcast-events").unwrap(),
+        &sdk,
+    )
+    .await
+    .unwrap();
+    target.retry_after = Duration::ZERO;
+    assert_eq!(target.on_failure.max_attempts, 1, "not retried");
+
+    let mut fixture: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            system_tests::repository_root().join("events/broadcast-events.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    fixture["detail"]["eventId"] = json!(ulid::Ulid::new().to_string());
+    aws_sdk_eventbridge::Client::new(&sdk)
+        .put_events()
+        .entries(
+            aws_sdk_eventbridge::types::PutEventsRequestEntry::builder()
+                .event_bus_name(&outbox.bus)
+                .source("bouquet.marketplace")
+                .detail_type("BouquetFreshnessChanged")
+                .detail(fixture["detail"].to_string())
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let mut sent = 0;
+    for _ in 0..20 {
+        sent += target.poll(1).await.unwrap().sent_to_on_failure;
+        if sent > 0 {
+            break;
+        }
+    }
+    assert_eq!(sent, 1);
+    let records = crate::outbox::drain(&outbox.sqs, &names["LiveFailureQueue"]).await;
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        records[0]["requestPayload"]["detail"], fixture["detail"],
+        "the event, whole"
+    );
+    assert_eq!(records[0]["requestContext"]["approximateInvokeCount"], 1);
+}
