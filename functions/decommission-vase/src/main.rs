@@ -1,16 +1,12 @@
-use std::sync::Arc;
-
 use bouquet_http::lambda_http::{self, service_fn, Error};
-use bouquet_iot::{AwsDeviceRegistry, Registrar};
+use bouquet_iot::Registrar;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_http::tracing::init_default_subscriber();
     let app = bouquet_app::App::from_env().await?;
     let sdk = bouquet_app::aws_sdk_config().await;
-    let registrar = Registrar::from_env(Arc::new(AwsDeviceRegistry::new(
-        aws_sdk_iot::Client::new(&sdk),
-    )))?;
+    let registrar = Registrar::aws(&sdk)?;
     lambda_http::run(service_fn(|request| {
         decommission_vase::handler(&app, &registrar, request)
     }))

@@ -1,6 +1,4 @@
-use std::sync::Arc;
-
-use bouquet_iot::{AwsDeviceRegistry, Registrar};
+use bouquet_iot::Registrar;
 use lambda_runtime::{service_fn, Error};
 
 #[tokio::main]
@@ -8,9 +6,7 @@ async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let app = bouquet_app::App::from_env().await?;
     let sdk = bouquet_app::aws_sdk_config().await;
-    let registrar = Registrar::from_env(Arc::new(AwsDeviceRegistry::new(
-        aws_sdk_iot::Client::new(&sdk),
-    )))?;
+    let registrar = Registrar::aws(&sdk)?;
     lambda_runtime::run(service_fn(|event| {
         reconcile_vase_things::handler(&app, &registrar, event)
     }))

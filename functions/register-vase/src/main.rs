@@ -1,7 +1,4 @@
-use std::sync::Arc;
-
 use bouquet_http::lambda_http::{self, service_fn, Error};
-use bouquet_iot::AwsDeviceRegistry;
 use register_vase::Registrar;
 
 #[tokio::main]
@@ -9,9 +6,7 @@ async fn main() -> Result<(), Error> {
     lambda_http::tracing::init_default_subscriber();
     let app = bouquet_app::App::from_env().await?;
     let sdk = bouquet_app::aws_sdk_config().await;
-    let registrar = Registrar::from_env(Arc::new(AwsDeviceRegistry::new(
-        aws_sdk_iot::Client::new(&sdk),
-    )))?;
+    let registrar = Registrar::aws(&sdk)?;
     lambda_http::run(service_fn(|request| {
         register_vase::handler(&app, &registrar, request)
     }))

@@ -67,6 +67,14 @@ pub struct Registrar {
 pub struct PolicyNotSet;
 
 impl Registrar {
+    /// IoT Core through the SDK, with `VASE_POLICY_NAME` from the template's environment:
+    /// what every vase-credential function builds once per container.
+    pub fn aws(sdk: &aws_config::SdkConfig) -> Result<Self, PolicyNotSet> {
+        Self::from_env(std::sync::Arc::new(AwsDeviceRegistry::new(
+            aws_sdk_iot::Client::new(sdk),
+        )))
+    }
+
     /// `VASE_POLICY_NAME` from the template's environment.
     pub fn from_env(registry: std::sync::Arc<dyn DeviceRegistry>) -> Result<Self, PolicyNotSet> {
         let policy = std::env::var("VASE_POLICY_NAME").map_err(|_| PolicyNotSet)?;
