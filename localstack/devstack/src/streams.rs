@@ -310,10 +310,14 @@ pub fn start_all(
                 crate::provision::queue_url_of_arn(names, &arn)
             }
         };
-        let window = event["Properties"]["MaximumBatchingWindowInSeconds"]
-            .as_u64()
-            .unwrap_or(1)
-            .max(1);
+        // Lambda polls a stream's shards four times a second, and waits up to the batching
+        // window to fill a batch.
+        let window = std::time::Duration::from_secs(
+            event["Properties"]["MaximumBatchingWindowInSeconds"]
+                .as_u64()
+                .unwrap_or(0),
+        )
+        .max(std::time::Duration::from_millis(250));
         let mut mapping = StreamMapping::new(
             function.binary.clone(),
             stream.clone(),
@@ -333,7 +337,7 @@ pub fn start_all(
                     Ok(_) => {}
                     Err(error) => tracing::warn!(function = %name, %error, "stream poll failed"),
                 }
-                tokio::time::sleep(std::time::Duration::from_secs(window)).await;
+                tokio::time::sleep(window).await;
             }
         });
         started.push(format!("{} <- {stream}", function.binary));

@@ -20,6 +20,7 @@ use bouquet_template::Template;
 
 pub mod iam;
 pub mod in_process;
+pub mod live;
 pub mod vases;
 
 pub use bouquet_testkit::*;

@@ -1,10 +1,18 @@
-//! `cargo run --release -p system-tests --bin bench-live [-- EVENTS]`: live-update fan-out
-//! latency on the emulator. For 1, 100 and 1,000 WebSocket clients subscribed to one
+//! `cargo run --release -p system-tests --bin bench-live [-- EVENTS [SUBSCRIBERS]]`:
+//! live-update fan-out latency on the emulator; `-- chain [EVENTS]`: commit-to-browser
+//! latency through the whole chain.
+//!
+//! Fan-out: For 1, 100 and 1,000 WebSocket clients subscribed to one
 //! channel (`bouquet:{id}`), EVENTS (default 200) freshness events are each handed to
 //! `broadcast-events` as the live rule delivers them; the clock starts at that hand-off and
 //! stops when a client reads the frame from its socket. It prints p50/p99 per frame and of
-//! the last subscriber per event. (The legs before it, stream → publisher → bus → rule, are
-//! measured separately: see the README.)
+//! the last subscriber per event.
+//!
+//! Chain: one anonymous client on `bouquet:{id}`; EVENTS (default 200) edits of the bouquet,
+//! one after another; the clock starts when the edit's response arrives (its transaction,
+//! with the `BouquetChanged` outbox item, has committed) and stops when the frame with that
+//! version is read: the table's stream, the publisher, the bus, the template's live rule, the
+//! broadcaster and the socket.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -36,6 +44,13 @@ fn ms(d: Duration) -> String {
 
 #[tokio::main]
 async fn main() {
+    if std::env::args().nth(1).as_deref() == Some("chain") {
+        let events = std::env::args()
+            .nth(2)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(200);
+        return chain(events).await;
+    }
     let events: usize = std::env::args()
         .nth(1)
         .and_then(|n| n.parse().ok())
@@ -172,5 +187,65 @@ async fn run(subscribers: usize, events: usize) {
         ms(percentile(&last, 0.99)),
         ms(percentile(&calls, 0.5)),
         ms(setup),
+    );
+}
+
+async fn chain(events: usize) {
+    use system_tests::ApiRequest;
+    let cloud = TestCloud::new().await;
+    // Events carry the commit time: keep the wall clock.
+    let live = cloud.live(None).await;
+    live.start_chain(&cloud).await;
+    let vendor = cloud.vendor("Bloom").await;
+    let bouquet = cloud.bouquet(&vendor, "10.00").await;
+    let (mut socket, _) = tokio_tungstenite::connect_async(format!("ws://{}/", live.address))
+        .await
+        .unwrap();
+    socket
+        .send(Message::text(
+            json!({"action": "subscribe", "channels": [format!("bouquet:{bouquet}")]}).to_string(),
+        ))
+        .await
+        .unwrap();
+    let _subscribed = socket.next().await;
+    // The listing's own event may still come: skip frames until the first edit's version.
+    let mut latencies = Vec::new();
+    for edit in 0..events {
+        let version = edit as u64 + 1;
+        let response = cloud
+            .call(
+                "update-bouquet",
+                ApiRequest::fixture("update-bouquet")
+                    .vendor(&vendor)
+                    .path("bouquetId", &bouquet)
+                    .header("if-match", &format!("\"{version}\""))
+                    .json(json!({ "name": format!("Peonies {edit}") })),
+            )
+            .await;
+        assert_eq!(response.status, 200, "{}", response.body);
+        let committed = Instant::now();
+        loop {
+            let frame = tokio::time::timeout(Duration::from_secs(10), socket.next())
+                .await
+                .expect("the frame arrives within 10 s")
+                .unwrap()
+                .unwrap();
+            let frame: serde_json::Value = serde_json::from_str(frame.to_text().unwrap()).unwrap();
+            if frame["event"]["name"] == "BouquetChanged"
+                && frame["event"]["aggregateVersion"] == version + 1
+            {
+                latencies.push(committed.elapsed());
+                break;
+            }
+        }
+    }
+    latencies.sort();
+    println!("| chain: commit -> frame | events | p50 | p99 | max |");
+    println!("|---|---|---|---|---|");
+    println!(
+        "| 1 subscriber, bouquet:{{id}} | {events} | {} | {} | {} |",
+        ms(percentile(&latencies, 0.5)),
+        ms(percentile(&latencies, 0.99)),
+        ms(*latencies.last().unwrap()),
     );
 }

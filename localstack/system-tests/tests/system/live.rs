@@ -5,7 +5,6 @@
 //! connections while the others still receive.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,49 +20,31 @@ use bouquet_app::domain::channels::{Channel, Viewer};
 use bouquet_app::domain::VendorId;
 use bouquet_app::realtime::{ApiGatewayPusher, PushError, Pusher};
 use bouquet_template::Template;
-use devstack::websocket::{Limits, LocalWebSocketApi};
-use system_tests::in_process::{run_event_function, InProcess};
+use system_tests::in_process::run_event_function;
 use system_tests::{emulator_sdk_config, TestCloud};
 
 type Client = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
-struct Live {
-    address: SocketAddr,
-    api: Arc<LocalWebSocketApi>,
-    functions: InProcess,
-}
+type Live = system_tests::live::LocalLive;
 
-/// The template's WebSocket API on a free port, its functions in process on this test's
-/// table, pushing through `@connections` on that port (or through `pusher`).
+/// The template's WebSocket API on a free port (see `system_tests::live`).
 async fn live(cloud: &TestCloud, pusher: Option<Arc<dyn Pusher>>) -> Live {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let sdk = emulator_sdk_config().await;
-    let mut functions = cloud.in_process(cloud.app.clone());
-    functions.pusher =
-        Some(pusher.unwrap_or_else(|| {
-            Arc::new(ApiGatewayPusher::new(&sdk, &format!("http://{address}")))
-        }));
-    let api = LocalWebSocketApi::from_template(
-        &Template::repository().unwrap(),
-        &functions,
-        Limits::default(),
-    )
-    .unwrap()
-    .expect("the template has a WebSocket API");
-    tokio::spawn(api.clone().serve_on(listener));
-    Live {
-        address,
-        api,
-        functions,
-    }
+    cloud.live(pusher).await
 }
 
 fn token(role: &str, sub: &str, vendor: Option<&str>) -> String {
     devstack::jwt::mint(&devstack::jwt::secret_from_env(), role, sub, vendor, 3600).unwrap()
 }
 
-impl Live {
+trait Browser {
+    async fn connect(
+        &self,
+        token: Option<&str>,
+    ) -> Result<Client, tokio_tungstenite::tungstenite::Error>;
+    async fn broadcast_new(&self, cloud: &TestCloud, seen: &mut usize) -> Vec<Value>;
+}
+
+impl Browser for Live {
     async fn connect(
         &self,
         token: Option<&str>,
@@ -381,7 +362,7 @@ async fn a_vanished_connection_is_removed_on_the_first_410() {
 
 /// A push that fails (not 410) for every third connection.
 struct Flaky {
-    inner: ApiGatewayPusher,
+    inner: std::sync::OnceLock<ApiGatewayPusher>,
     refused: std::sync::Mutex<BTreeMap<String, usize>>,
     calls: AtomicUsize,
     failing: std::sync::Mutex<Vec<String>>,
@@ -413,7 +394,11 @@ impl Pusher for Flaky {
                     message: "injected: throttled".into(),
                 });
             }
-            self.inner.post(connection_id, frame).await
+            self.inner
+                .get()
+                .expect("set once the API is bound")
+                .post(connection_id, frame)
+                .await
         })
     }
 }
@@ -421,30 +406,18 @@ impl Pusher for Flaky {
 #[tokio::test]
 async fn pushes_failing_for_some_connections_do_not_stop_the_others() {
     let cloud = TestCloud::new().await;
-    // The address is known only once bound: bind, then build the flaky pusher on it.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
+    // The pusher needs the API's address, known once it is bound: set it after.
     let flaky = Arc::new(Flaky {
-        inner: ApiGatewayPusher::new(&emulator_sdk_config().await, &format!("http://{address}")),
+        inner: std::sync::OnceLock::new(),
         refused: Default::default(),
         calls: AtomicUsize::new(0),
         failing: Default::default(),
     });
-    let mut functions = cloud.in_process(cloud.app.clone());
-    functions.pusher = Some(flaky.clone());
-    let api = LocalWebSocketApi::from_template(
-        &Template::repository().unwrap(),
-        &functions,
-        Limits::default(),
-    )
-    .unwrap()
-    .unwrap();
-    tokio::spawn(api.clone().serve_on(listener));
-    let live = Live {
-        address,
-        api,
-        functions,
-    };
+    let live = live(&cloud, Some(flaky.clone())).await;
+    let _ = flaky.inner.set(ApiGatewayPusher::new(
+        &emulator_sdk_config().await,
+        &format!("http://{}", live.address),
+    ));
 
     const CLIENTS: usize = 9;
     let mut clients = Vec::new();
@@ -514,43 +487,8 @@ async fn a_reading_over_mqtt_and_a_sale_reach_the_browsers_through_the_whole_cha
     let start = SystemClock.now();
     cloud.clock.set(start);
     let broker = crate::vase_mqtt::local_iot(&cloud).await;
-    let outbox = crate::outbox::outbox(&cloud, None).await;
     let live = live(&cloud, None).await;
-
-    // The template's rule for broadcast-events, on this test's bus.
-    let template = Template::repository().unwrap();
-    let (function, rule) = template
-        .events_of_type("EventBridgeRule")
-        .unwrap()
-        .into_iter()
-        .find(|(f, _)| f.binary == "broadcast-events")
-        .expect("the live rule");
-    let mut names = devstack::provision::Names::new();
-    names.insert("MarketEventBus".into(), outbox.bus.clone());
-    use devstack::lambda::Resolver;
-    let target = devstack::rules::RuleTarget::create(
-        &template,
-        &names,
-        &outbox.stack,
-        &function.logical_id,
-        &function.binary,
-        &rule,
-        live.functions.require("broadcast-events").unwrap(),
-        &emulator_sdk_config().await,
-    )
-    .await
-    .unwrap();
-    let mut mapping = outbox.mapping;
-    tokio::spawn(async move {
-        loop {
-            let _ = mapping.poll().await;
-        }
-    });
-    tokio::spawn(async move {
-        loop {
-            let _ = target.poll(1).await;
-        }
-    });
+    live.start_chain(&cloud).await;
 
     let vendor = cloud.vendor("Bloom").await;
     let vase = cloud.vase(&vendor).await;
@@ -573,9 +511,15 @@ async fn a_reading_over_mqtt_and_a_sale_reach_the_browsers_through_the_whole_cha
     )
     .await
     .unwrap();
-    let frame = next(&mut browser, Duration::from_secs(20))
-        .await
-        .expect("the freshness reaches the browser");
+    // The listing's own event may still be on its way (the chain started before it).
+    let frame = loop {
+        let frame = next(&mut browser, Duration::from_secs(20))
+            .await
+            .expect("the freshness reaches the browser");
+        if frame["event"]["name"] != "BouquetListed" {
+            break frame;
+        }
+    };
     assert_eq!(frame["event"]["name"], "BouquetFreshnessChanged", "{frame}");
     assert_eq!(frame["event"]["data"]["freshness"], 85, "{frame}");
 

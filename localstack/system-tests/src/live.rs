@@ -1,0 +1,153 @@
+//! Live updates on the emulator, for the system tests and `bench-live`: the template's
+//! WebSocket API on a free port with its functions in process, and optionally the whole
+//! chain in front of the broadcaster (the table's stream → the publisher → a bus of this
+//! test → the template's live rule → `broadcast-events`), polling in the background.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bouquet_app::realtime::{ApiGatewayPusher, Pusher};
+use bouquet_template::Template;
+use devstack::lambda::Resolver;
+use devstack::provision::{self, Names};
+use devstack::websocket::{Limits, LocalWebSocketApi};
+
+use crate::in_process::{typed_invoke, InProcess};
+use crate::{emulator_sdk_config, TestCloud};
+
+pub struct LocalLive {
+    pub address: SocketAddr,
+    pub api: Arc<LocalWebSocketApi>,
+    pub functions: InProcess,
+}
+
+impl TestCloud {
+    /// The WebSocket API, pushing through its own `@connections` (or through `pusher`).
+    pub async fn live(&self, pusher: Option<Arc<dyn Pusher>>) -> LocalLive {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let sdk = emulator_sdk_config().await;
+        let mut functions = self.in_process(self.app.clone());
+        functions.pusher = Some(pusher.unwrap_or_else(|| {
+            Arc::new(ApiGatewayPusher::new(&sdk, &format!("http://{address}")))
+        }));
+        let api = LocalWebSocketApi::from_template(
+            &Template::repository().unwrap(),
+            &functions,
+            Limits::default(),
+        )
+        .unwrap()
+        .expect("the template has a WebSocket API");
+        tokio::spawn(api.clone().serve_on(listener));
+        LocalLive {
+            address,
+            api,
+            functions,
+        }
+    }
+}
+
+impl LocalLive {
+    /// Starts the chain in front of the broadcaster, as the template wires it, on this
+    /// test's table and a bus of its own.
+    pub async fn start_chain(&self, cloud: &TestCloud) {
+        let template = Template::repository().unwrap();
+        let sdk = emulator_sdk_config().await;
+        let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
+        let sqs = aws_sdk_sqs::Client::new(&sdk);
+        let mut names = Names::new();
+        provision::table_names(&cloud.client, "MarketTable", &cloud.table, &mut names)
+            .await
+            .unwrap();
+        provision::create_event_bus(
+            &aws_sdk_eventbridge::Client::new(&sdk),
+            "MarketEventBus",
+            &provision::local_name(&stack, "MarketEventBus"),
+            &mut names,
+        )
+        .await
+        .unwrap();
+        for queue in [
+            "OutboxFailureQueue",
+            "OutboxDeadLetterQueue",
+            "LiveFailureQueue",
+        ] {
+            provision::create_queue(
+                &sqs,
+                &template,
+                queue,
+                &provision::local_name(&stack, queue),
+                &mut names,
+            )
+            .await
+            .unwrap();
+        }
+        // The publisher behind the template's stream mapping.
+        let (function, stream_event) = template
+            .events_of_type("DynamoDB")
+            .unwrap()
+            .into_iter()
+            .find(|(f, _)| f.binary == "publish-events")
+            .unwrap();
+        let env: HashMap<String, String> = template
+            .environment(&function, &|v| provision::resolve(&template, v, &names))
+            .into_iter()
+            .collect();
+        let publisher = Arc::new(publish_events::Publisher {
+            outbox: bouquet_bus::Outbox {
+                sink: Box::new(bouquet_bus::EventBridgeSink {
+                    client: aws_sdk_eventbridge::Client::new(&sdk),
+                    bus_name: env["EVENT_BUS_NAME"].clone(),
+                }),
+                parking: Box::new(bouquet_bus::SqsParkingLot {
+                    client: sqs.clone(),
+                    queue_url: env["OUTBOX_DEAD_LETTER_QUEUE_URL"].clone(),
+                }),
+            },
+        });
+        let mut mapping = devstack::streams::StreamMapping::new(
+            "publish-events".into(),
+            provision::resolve(&template, &stream_event["Properties"]["Stream"], &names),
+            &stream_event,
+            None,
+            typed_invoke(publisher, |publisher, event| async move {
+                publisher.handle(event).await
+            }),
+            aws_sdk_dynamodbstreams::Client::new(&sdk),
+            sqs.clone(),
+        );
+        tokio::spawn(async move {
+            loop {
+                let _ = mapping.poll().await;
+                // Lambda polls a stream four times a second.
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        });
+        // The template's live rule delivering to the broadcaster.
+        let (function, rule) = template
+            .events_of_type("EventBridgeRule")
+            .unwrap()
+            .into_iter()
+            .find(|(f, _)| f.binary == "broadcast-events")
+            .unwrap();
+        let target = devstack::rules::RuleTarget::create(
+            &template,
+            &names,
+            &stack,
+            &function.logical_id,
+            &function.binary,
+            &rule,
+            self.functions.require("broadcast-events").unwrap(),
+            &sdk,
+        )
+        .await
+        .unwrap();
+        tokio::spawn(async move {
+            loop {
+                let _ = target.poll(1).await;
+            }
+        });
+    }
+}
