@@ -94,7 +94,8 @@ pub const CONCURRENT_PUSHES: usize = 64;
 const PUSH_ATTEMPTS: u32 = 3;
 
 /// Sends the bus event `name` (EventBridge detail `detail`) to every subscriber of each
-/// channel it belongs to: one `Query` per channel (shard), then the frames concurrently,
+/// channel it belongs to: one `Query` per channel (shard), all at once, then the frames
+/// concurrently,
 /// bounded. A gone connection is removed; a failing one is retried, then counted. Push is
 /// at most once per connection and event: a failed broadcast is not repeated for everyone.
 /// Only a failure to read the subscribers is an error (the invocation then fails, and its
@@ -111,9 +112,12 @@ pub async fn broadcast(
         channels: routed.len(),
         ..Broadcast::default()
     };
+    // Every channel's subscribers, read at once.
+    let audiences =
+        futures::future::try_join_all(routed.iter().map(|channel| store.subscribers(channel)))
+            .await?;
     let mut frames: Vec<(String, std::sync::Arc<Vec<u8>>)> = Vec::new();
-    for channel in &routed {
-        let subscribers = store.subscribers(channel).await?;
+    for (channel, subscribers) in routed.iter().zip(audiences) {
         if subscribers.is_empty() {
             continue;
         }

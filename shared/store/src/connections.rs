@@ -279,37 +279,47 @@ impl Store {
         Ok(())
     }
 
-    /// The connections subscribed to `channel`: one `Query` per shard (paged), no Scan.
+    /// The connections subscribed to `channel`: one `Query` per shard (paged), the shards
+    /// read at once, no Scan.
     pub async fn subscribers(&self, channel: &Channel) -> Result<Vec<String>, StoreError> {
-        let mut connections = Vec::new();
         let channel_key = channel.key();
-        for shard in 0..shards(&channel_key) {
-            let mut start = None;
-            loop {
-                let output = self
-                    .client
-                    .query()
-                    .table_name(&self.table)
-                    .key_condition_expression("pk = :pk")
-                    .expression_attribute_values(":pk", s(subscription_pk(&channel_key, shard)))
-                    .projection_expression("connectionId")
-                    .set_exclusive_start_key(start)
-                    .send()
-                    .await
-                    .map_err(StoreError::backend)?;
-                connections.extend(
-                    output
-                        .items
-                        .unwrap_or_default()
-                        .iter()
-                        .filter_map(|item| item.get("connectionId")?.as_s().ok().cloned()),
-                );
-                start = output.last_evaluated_key;
-                if start.is_none() {
-                    break;
-                }
+        let shards = futures::future::try_join_all(
+            (0..shards(&channel_key)).map(|shard| self.shard_subscribers(&channel_key, shard)),
+        )
+        .await?;
+        Ok(shards.into_iter().flatten().collect())
+    }
+
+    async fn shard_subscribers(
+        &self,
+        channel_key: &str,
+        shard: u32,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut connections = Vec::new();
+        let mut start = None;
+        loop {
+            let output = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", s(subscription_pk(channel_key, shard)))
+                .projection_expression("connectionId")
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            connections.extend(
+                output
+                    .items
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|item| item.get("connectionId")?.as_s().ok().cloned()),
+            );
+            start = output.last_evaluated_key;
+            if start.is_none() {
+                return Ok(connections);
             }
         }
-        Ok(connections)
     }
 }
