@@ -79,7 +79,8 @@ start_emulator() {
   MOTO_PORT="$EMULATOR_PORT" "$VENV/bin/python" "$LOCALSTACK_DIR/emulator.py" "$EMULATOR_HOST" "$EMULATOR_PORT" > "$RUN_DIR/moto.log" 2>&1 &
   STARTED_EMULATOR=$!
   echo "$STARTED_EMULATOR" > "$RUN_DIR/moto.pid"
-  for _ in $(seq 1 100); do
+  # Its first start imports a lot of Python; on two busy cores that took over 20 s once.
+  for _ in $(seq 1 450); do
     if endpoint_answers; then
       log "moto is ready (pid $STARTED_EMULATOR)"
       return 0
@@ -90,7 +91,7 @@ start_emulator() {
     fi
     sleep 0.2
   done
-  log "moto did not answer within 20 s"; return 1
+  log "moto did not answer within 90 s"; return 1
 }
 
 # Stops the emulator if this script started it; leaves someone else's alone.

@@ -1,33 +1,30 @@
-//! `cargo run --release -p system-tests --bin bench-live [-- EVENTS [SUBSCRIBERS]]`:
-//! live-update fan-out latency on the emulator; `-- chain [EVENTS]`: commit-to-browser
-//! latency through the whole chain.
+//! `cargo build --release -p system-tests --bin bench-live`, then with the emulator running:
 //!
-//! Fan-out: For 1, 100 and 1,000 WebSocket clients subscribed to one
-//! channel (`bouquet:{id}`), EVENTS (default 200) freshness events are each handed to
-//! `broadcast-events` as the live rule delivers them; the clock starts at that hand-off and
-//! stops when a client reads the frame from its socket. It prints p50/p99 per frame and of
-//! the last subscriber per event.
+//! - `target/release/bench-live chain [EVENTS [SUBSCRIBERS]]`: commit to browser through the
+//!   whole chain. For 1, 100 and 1,000 WebSocket clients on `bouquet:{id}`, EVENTS (default
+//!   200) edits of the bouquet, one after another. The clock starts when the edit's response
+//!   arrives (its transaction, with the `BouquetChanged` outbox item, has committed) and stops
+//!   when a client reads the frame of that version: the table's stream, the publisher, the bus,
+//!   the template's live rule, `broadcast-events`, `@connections`, the socket.
+//! - `target/release/bench-live fanout [EVENTS [SUBSCRIBERS]]`: the broadcaster alone. Each
+//!   freshness event is handed to `broadcast-events` as the live rule delivers it; the clock
+//!   runs from that hand-off to the frame on each socket.
 //!
-//! Chain: one anonymous client on `bouquet:{id}`; EVENTS (default 200) edits of the bouquet,
-//! one after another; the clock starts when the edit's response arrives (its transaction,
-//! with the `BouquetChanged` outbox item, has committed) and stops when the frame with that
-//! version is read: the table's stream, the publisher, the bus, the template's live rule, the
-//! broadcaster and the socket.
+//! Both print p50/p99 per frame and of the last subscriber per event.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
-use serde_json::json;
+use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
-use bouquet_app::realtime::ApiGatewayPusher;
-use bouquet_template::Template;
-use devstack::websocket::{Limits, LocalWebSocketApi};
 use system_tests::in_process::run_event_function;
-use system_tests::{emulator_sdk_config, TestCloud};
+use system_tests::{ApiRequest, TestCloud};
 
+/// Frames read, by the key of the event they carry: when each client read it.
 type Arrivals = Arc<Mutex<HashMap<String, Vec<Instant>>>>;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -44,57 +41,31 @@ fn ms(d: Duration) -> String {
 
 #[tokio::main]
 async fn main() {
-    if std::env::args().nth(1).as_deref() == Some("chain") {
-        let events = std::env::args()
-            .nth(2)
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(200);
-        return chain(events).await;
-    }
+    let mode = std::env::args().nth(1).unwrap_or_else(|| "fanout".into());
     let events: usize = std::env::args()
-        .nth(1)
+        .nth(2)
         .and_then(|n| n.parse().ok())
         .unwrap_or(200);
-    // Optionally one subscriber count only, e.g. `bench-live 20 1000`.
-    let counts: Vec<usize> = match std::env::args().nth(2).and_then(|n| n.parse().ok()) {
+    let counts: Vec<usize> = match std::env::args().nth(3).and_then(|n| n.parse().ok()) {
         Some(count) => vec![count],
         None => vec![1, 100, 1000],
     };
-    println!("| subscribers | events | frames | frame p50 | frame p99 | last subscriber p50 | last subscriber p99 | broadcast call p50 | connect + subscribe, all |");
+    println!("| {mode} | subscribers | events | frames | frame p50 | frame p99 | last subscriber p50 | last subscriber p99 | connect + subscribe, all |");
     println!("|---|---|---|---|---|---|---|---|---|");
     for subscribers in counts {
-        run(subscribers, events).await;
+        run(&mode, subscribers, events).await;
     }
 }
 
-async fn run(subscribers: usize, events: usize) {
-    let cloud = TestCloud::new().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let mut functions = cloud.in_process(cloud.app.clone());
-    functions.pusher = Some(Arc::new(ApiGatewayPusher::new(
-        &emulator_sdk_config().await,
-        &format!("http://{address}"),
-    )));
-    let api = LocalWebSocketApi::from_template(
-        &Template::repository().unwrap(),
-        &functions,
-        Limits::default(),
-    )
-    .unwrap()
-    .unwrap();
-    tokio::spawn(api.serve_on(listener));
-    let vendor = cloud.vendor("Bloom").await;
-    let bouquet = cloud.bouquet(&vendor, "10.00").await;
-    let channel = format!("bouquet:{bouquet}");
-
-    // Connect and subscribe every client (at most 50 handshakes at once).
+/// Connects `count` anonymous clients subscribed to `channel` (at most 50 handshakes at
+/// once); each records when it reads a frame, keyed by the frame's event version.
+async fn clients(address: SocketAddr, channel: &str, count: usize) -> (Arrivals, Duration) {
     let arrivals: Arrivals = Arc::default();
     let started = Instant::now();
-    let ready = futures::stream::iter(0..subscribers)
+    futures::stream::iter(0..count)
         .map(|_| {
             let arrivals = arrivals.clone();
-            let channel = channel.clone();
+            let channel = channel.to_owned();
             async move {
                 let (mut socket, _) = tokio_tungstenite::connect_async(format!("ws://{address}/"))
                     .await
@@ -110,15 +81,9 @@ async fn run(subscribers: usize, events: usize) {
                 tokio::spawn(async move {
                     while let Some(Ok(Message::Text(text))) = socket.next().await {
                         let at = Instant::now();
-                        let frame: serde_json::Value = serde_json::from_str(&text).unwrap();
-                        if let Some(id) = frame["event"]["eventId"].as_str() {
-                            arrivals
-                                .lock()
-                                .unwrap()
-                                .entry(id.to_owned())
-                                .or_default()
-                                .push(at);
-                        }
+                        let frame: Value = serde_json::from_str(&text).unwrap();
+                        let key = format!("v{}", frame["event"]["aggregateVersion"]);
+                        arrivals.lock().unwrap().entry(key).or_default().push(at);
                     }
                 });
             }
@@ -126,126 +91,92 @@ async fn run(subscribers: usize, events: usize) {
         .buffer_unordered(50)
         .count()
         .await;
-    let setup = started.elapsed();
-    assert_eq!(ready, subscribers);
+    (arrivals, started.elapsed())
+}
+
+/// Waits (up to 10 s) until `count` clients read the frame `key`; their times.
+async fn arrived(arrivals: &Arrivals, key: &str, count: usize) -> Vec<Instant> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let complete = arrivals
+            .lock()
+            .unwrap()
+            .get(key)
+            .is_some_and(|a| a.len() >= count);
+        if complete || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+    let times = arrivals.lock().unwrap().remove(key).unwrap_or_default();
+    assert_eq!(times.len(), count, "every subscriber got frame {key} once");
+    times
+}
+
+async fn run(mode: &str, subscribers: usize, events: usize) {
+    let cloud = TestCloud::new().await;
+    let live = cloud.live(None).await;
+    if mode == "chain" {
+        live.start_chain(&cloud).await;
+    }
+    let vendor = cloud.vendor("Bloom").await;
+    let bouquet = cloud.bouquet(&vendor, "10.00").await;
+    let (arrivals, setup) = clients(live.address, &format!("bouquet:{bouquet}"), subscribers).await;
+    if mode == "chain" {
+        // The listing's own frame may still be on its way: let it arrive and drop it.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        arrivals.lock().unwrap().clear();
+    }
 
     let mut per_frame = Vec::new();
     let mut last = Vec::new();
-    let mut calls = Vec::new();
-    for version in 0..events {
-        let event_id = ulid::Ulid::new().to_string();
-        let event = json!({
-            "detail-type": "BouquetFreshnessChanged", "source": "bouquet.marketplace",
-            "detail": {
-                "eventId": event_id, "aggregateId": bouquet, "aggregateVersion": version + 2,
-                "occurredAt": "2026-12-03T00:00:00.000Z", "correlationId": "bench-live",
-                "data": { "bouquetId": bouquet, "vendorId": vendor, "vaseId": bouquet, "previous": 90, "freshness": 85, "measuredAt": "2026-12-03T00:00:00.000Z" },
-            },
-        });
-        let handed = Instant::now();
-        let report = run_event_function("broadcast-events", &functions, event)
-            .await
-            .expect("broadcast");
-        calls.push(handed.elapsed());
-        assert_eq!(report["delivered"], subscribers, "{report}");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let complete = arrivals
-                .lock()
-                .unwrap()
-                .get(&event_id)
-                .is_some_and(|a| a.len() == subscribers);
-            if complete || Instant::now() > deadline {
-                break;
-            }
-            tokio::time::sleep(Duration::from_micros(200)).await;
-        }
-        let times = arrivals
-            .lock()
-            .unwrap()
-            .remove(&event_id)
-            .unwrap_or_default();
-        assert_eq!(
-            times.len(),
-            subscribers,
-            "every subscriber got the frame once"
-        );
-        let mut latencies: Vec<Duration> = times.iter().map(|t| t.duration_since(handed)).collect();
+    for n in 0..events {
+        let version = n as u64 + 2;
+        let started = if mode == "chain" {
+            let response = cloud
+                .call(
+                    "update-bouquet",
+                    ApiRequest::fixture("update-bouquet")
+                        .vendor(&vendor)
+                        .path("bouquetId", &bouquet)
+                        .header("if-match", &format!("\"{}\"", version - 1))
+                        .json(json!({ "name": format!("Peonies {n}") })),
+                )
+                .await;
+            assert_eq!(response.status, 200, "{}", response.body);
+            Instant::now()
+        } else {
+            let event = json!({
+                "detail-type": "BouquetFreshnessChanged", "source": "bouquet.marketplace",
+                "detail": {
+                    "eventId": ulid::Ulid::new().to_string(), "aggregateId": bouquet, "aggregateVersion": version,
+                    "occurredAt": "2026-12-03T00:00:00.000Z", "correlationId": "bench-live",
+                    "data": { "bouquetId": bouquet, "vendorId": vendor, "vaseId": bouquet, "previous": 90, "freshness": 85, "measuredAt": "2026-12-03T00:00:00.000Z" },
+                },
+            });
+            let handed = Instant::now();
+            let report = run_event_function("broadcast-events", &live.functions, event)
+                .await
+                .expect("broadcast");
+            assert_eq!(report["delivered"], subscribers, "{report}");
+            handed
+        };
+        let times = arrived(&arrivals, &format!("v{version}"), subscribers).await;
+        let mut latencies: Vec<Duration> =
+            times.iter().map(|t| t.duration_since(started)).collect();
         latencies.sort();
         last.push(*latencies.last().unwrap());
         per_frame.extend(latencies);
     }
     per_frame.sort();
     last.sort();
-    calls.sort();
     println!(
-        "| {subscribers} | {events} | {} | {} | {} | {} | {} | {} | {} |",
+        "| {mode} | {subscribers} | {events} | {} | {} | {} | {} | {} | {} |",
         per_frame.len(),
         ms(percentile(&per_frame, 0.5)),
         ms(percentile(&per_frame, 0.99)),
         ms(percentile(&last, 0.5)),
         ms(percentile(&last, 0.99)),
-        ms(percentile(&calls, 0.5)),
         ms(setup),
-    );
-}
-
-async fn chain(events: usize) {
-    use system_tests::ApiRequest;
-    let cloud = TestCloud::new().await;
-    // Events carry the commit time: keep the wall clock.
-    let live = cloud.live(None).await;
-    live.start_chain(&cloud).await;
-    let vendor = cloud.vendor("Bloom").await;
-    let bouquet = cloud.bouquet(&vendor, "10.00").await;
-    let (mut socket, _) = tokio_tungstenite::connect_async(format!("ws://{}/", live.address))
-        .await
-        .unwrap();
-    socket
-        .send(Message::text(
-            json!({"action": "subscribe", "channels": [format!("bouquet:{bouquet}")]}).to_string(),
-        ))
-        .await
-        .unwrap();
-    let _subscribed = socket.next().await;
-    // The listing's own event may still come: skip frames until the first edit's version.
-    let mut latencies = Vec::new();
-    for edit in 0..events {
-        let version = edit as u64 + 1;
-        let response = cloud
-            .call(
-                "update-bouquet",
-                ApiRequest::fixture("update-bouquet")
-                    .vendor(&vendor)
-                    .path("bouquetId", &bouquet)
-                    .header("if-match", &format!("\"{version}\""))
-                    .json(json!({ "name": format!("Peonies {edit}") })),
-            )
-            .await;
-        assert_eq!(response.status, 200, "{}", response.body);
-        let committed = Instant::now();
-        loop {
-            let frame = tokio::time::timeout(Duration::from_secs(10), socket.next())
-                .await
-                .expect("the frame arrives within 10 s")
-                .unwrap()
-                .unwrap();
-            let frame: serde_json::Value = serde_json::from_str(frame.to_text().unwrap()).unwrap();
-            if frame["event"]["name"] == "BouquetChanged"
-                && frame["event"]["aggregateVersion"] == version + 1
-            {
-                latencies.push(committed.elapsed());
-                break;
-            }
-        }
-    }
-    latencies.sort();
-    println!("| chain: commit -> frame | events | p50 | p99 | max |");
-    println!("|---|---|---|---|---|");
-    println!(
-        "| 1 subscriber, bouquet:{{id}} | {events} | {} | {} | {} |",
-        ms(percentile(&latencies, 0.5)),
-        ms(percentile(&latencies, 0.99)),
-        ms(*latencies.last().unwrap()),
     );
 }
