@@ -113,6 +113,7 @@ pub async fn broadcast(
         ..Broadcast::default()
     };
     // Every channel's subscribers, read at once.
+    let reading = std::time::Instant::now();
     let audiences =
         futures::future::try_join_all(routed.iter().map(|channel| store.subscribers(channel)))
             .await?;
@@ -129,11 +130,19 @@ pub async fn broadcast(
         frames.extend(subscribers.into_iter().map(|c| (c, frame.clone())));
     }
     report.frames = frames.len();
+    let read_ms = reading.elapsed().as_millis();
+    let pushing = std::time::Instant::now();
     let outcomes: Vec<Result<(), PushError>> = futures::stream::iter(frames)
         .map(|(connection, frame)| async move { push(pusher, &connection, &frame).await })
         .buffer_unordered(CONCURRENT_PUSHES)
         .collect()
         .await;
+    tracing::debug!(
+        read_ms,
+        push_ms = pushing.elapsed().as_millis(),
+        frames = report.frames,
+        "broadcast timing"
+    );
     for outcome in outcomes {
         match outcome {
             Ok(()) => report.delivered += 1,

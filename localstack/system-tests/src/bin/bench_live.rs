@@ -41,6 +41,11 @@ fn ms(d: Duration) -> String {
 
 #[tokio::main]
 async fn main() {
+    // RUST_LOG=info shows each broadcast's read and push times.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     let mode = std::env::args().nth(1).unwrap_or_else(|| "fanout".into());
     let events: usize = std::env::args()
         .nth(2)
