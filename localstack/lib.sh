@@ -66,6 +66,34 @@ except Exception:
 PY
 }
 
+# Creates (once) the browser tests' virtualenv: Playwright and paho-mqtt, pinned in
+# browser-requirements.txt.
+BROWSER_VENV="$LOCALSTACK_DIR/.venv-browser"
+ensure_browser_venv() {
+  local stamp="$BROWSER_VENV/.requirements.sha256"
+  local want
+  want="$(sha256sum "$LOCALSTACK_DIR/browser-requirements.txt" | cut -d' ' -f1)"
+  if [ -x "$BROWSER_VENV/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    return 0
+  fi
+  log "installing the pinned browser-test tools into $BROWSER_VENV"
+  python3 -m venv "$BROWSER_VENV"
+  "$BROWSER_VENV/bin/pip" install --quiet --disable-pip-version-check -r "$LOCALSTACK_DIR/browser-requirements.txt"
+  echo "$want" > "$stamp"
+}
+
+# Installs Debian's Chromium unless it is there (the browser tests drive it headless).
+ensure_chromium() {
+  if command -v chromium >/dev/null 2>&1; then
+    return 0
+  fi
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  log "installing Debian's chromium (apt-get)"
+  $sudo apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends chromium >&2
+}
+
 # Starts moto on $EMULATOR_HOST:$EMULATOR_PORT unless an endpoint already answers there.
 STARTED_EMULATOR=""
 start_emulator() {

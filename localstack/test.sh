@@ -10,7 +10,7 @@ ensure_venv
 start_emulator
 
 log "the emulator's speed changes answer as moto does"
-env -u AWS_ENDPOINT_URL "$VENV/bin/python" -m unittest "$LOCALSTACK_DIR/test_emulator.py"
+env -u AWS_ENDPOINT_URL "$VENV/bin/python" "$LOCALSTACK_DIR/test_emulator.py"
 log "cfn-lint template.yaml"
 "$VENV/bin/cfn-lint" template.yaml
 ensure_deploy_venv
@@ -26,6 +26,10 @@ log "building the function binaries the system tests start"
 cargo build --locked -p get-bouquet -p list-bouquets -p create-order
 log "cargo test (AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL)"
 cargo test --workspace --locked "$@"
+
+# The web console in headless Chromium against a dev stack of its own (ports 3100, 3101, 1893).
+log "browser tests of the web console"
+bash "$LOCALSTACK_DIR/browser-tests/run.sh"
 
 # What Lambda runs: one function cross-compiled for arm64 with the release profile, by the
 # pinned cargo-lambda and zig, as `sam build` does it for every function (about 6 min from

@@ -15,6 +15,7 @@ pub mod apigw;
 pub mod async_invoke;
 pub mod bench;
 pub mod bench_vases;
+pub mod console;
 pub mod error;
 pub mod iot_core;
 pub mod iot_rules;

@@ -255,8 +255,10 @@ async fn main() -> Result<(), DevError> {
                 eprintln!("not built yet: {} (cargo build --bins)", missing.display());
             }
             let api = LocalApi::from_template(&template, &functions, secret.clone())?;
+            let mut demo_vendor = None;
             if !no_seed {
                 let seeded = seed::seed(&api, &secret).await?;
+                demo_vendor = Some(seeded.vendor_id.clone());
                 eprintln!(
                     "demo vendor {} with bouquets {}",
                     seeded.vendor_id,
@@ -328,6 +330,12 @@ async fn main() -> Result<(), DevError> {
                     None => std::future::pending().await,
                 }
             };
+            let api = api.with_console(devstack::console::Console::new(
+                &devstack::console::repository_web_dir(),
+                devstack::console::Console::local_config(ws_port, demo_vendor.as_deref()),
+                secret.clone(),
+            ));
+            eprintln!("web console on http://{address}/ (sign in as any role there)");
             eprintln!("HTTP API on http://{address}/v1 (Ctrl-C to stop)");
             tokio::select! {
                 served = api.serve(address) => served?,

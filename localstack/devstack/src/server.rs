@@ -24,6 +24,8 @@ const MAX_PAYLOAD: usize = 10 * 1024 * 1024;
 
 pub struct LocalApi {
     routes: Vec<(RoutePattern, Target)>,
+    /// Answers what is not under `/v1` (the web console), when set.
+    console: Option<crate::console::Console>,
     jwt_secret: String,
     invocations: std::sync::atomic::AtomicUsize,
 }
@@ -55,9 +57,16 @@ impl LocalApi {
         }
         Ok(Self {
             routes,
+            console: None,
             jwt_secret,
             invocations: Default::default(),
         })
+    }
+
+    /// Serves the web console beside the API, on the same origin.
+    pub fn with_console(mut self, console: crate::console::Console) -> Self {
+        self.console = Some(console);
+        self
     }
 
     /// Answers one request as API Gateway would.
@@ -145,6 +154,14 @@ impl LocalApi {
                 ))
             }
         };
+        let path = parts.uri.path();
+        if let Some(console) = &self.console {
+            if path != "/v1" && !path.starts_with("/v1/") {
+                return console
+                    .answer(Request::from_parts(parts, Bytes::from(body)))
+                    .await;
+            }
+        }
         let incoming = Incoming {
             method: parts.method.to_string(),
             path: parts.uri.path().to_owned(),

@@ -1,0 +1,341 @@
+"""The web console in headless Chromium (Debian's), driven by Playwright, against the dev stack.
+
+`localstack/browser-tests/run.sh` starts the dev stack on its own ports and runs this; the
+test command does. Every test makes its own vendor, bouquets and users. Screenshots go to
+`localstack/.artifacts/screenshots/` (git-ignored).
+"""
+
+import json
+import re
+import os
+import time
+import unittest
+import urllib.error
+import urllib.request
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+import paho.mqtt.client as mqtt
+from playwright.sync_api import expect, sync_playwright
+
+BASE = os.environ.get("CONSOLE_URL", "http://127.0.0.1:3100")
+MQTT_PORT = int(os.environ.get("CONSOLE_MQTT_PORT", "1893"))
+SHOTS = Path(os.environ.get("SCREENSHOT_DIR", Path(__file__).resolve().parents[1] / ".artifacts" / "screenshots"))
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+# Chromium as the machine allows it: no sandbox as root, no calls home (refused here anyway).
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+LIVE = 15_000  # ms: a pushed change must show within this (the chain takes about 0.3 s)
+
+
+def call(method, path, token=None, body=None, expect_status=None):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"{BASE}{path}", data=data, method=method)
+    if data is not None:
+        request.add_header("content-type", "application/json")
+    if token:
+        request.add_header("authorization", f"Bearer {token}")
+    if method == "POST":
+        request.add_header("idempotency-key", str(uuid.uuid4()))
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            status, text = response.status, response.read()
+    except urllib.error.HTTPError as error:
+        status, text = error.code, error.read()
+    if expect_status is not None and status != expect_status:
+        raise AssertionError(f"{method} {path}: {status} {text[:300]!r}")
+    return json.loads(text) if text else None
+
+
+def mint(role, sub, vendor_id=None):
+    return call("POST", "/local/token", body={"role": role, "sub": sub, "vendorId": vendor_id}, expect_status=200)["token"]
+
+
+def now_rfc3339(offset_seconds=0):
+    at = datetime.now(timezone.utc).timestamp() + offset_seconds
+    return datetime.fromtimestamp(at, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def reading(water, temperature=18, offset_seconds=0):
+    return {"sentAt": now_rfc3339(offset_seconds), "waterLevelPct": water, "temperatureC": temperature,
+            "humidityPct": 60, "lightLux": 500}
+
+
+def publish(vase_id, messages):
+    """Publishes `(kind, body)` messages as the vase (MQTT client id = vase id), QoS 1."""
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=vase_id)
+    client.connect("127.0.0.1", MQTT_PORT)
+    client.loop_start()
+    try:
+        for kind, body in messages:
+            client.publish(f"vases/{vase_id}/{kind}", json.dumps(body), qos=1).wait_for_publish(10)
+    finally:
+        client.loop_stop()
+        client.disconnect()
+
+
+def eventually(probe, what, seconds=15):
+    """Polls `probe` until it returns something true (asynchronous paths settle)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"not within {seconds} s: {what}")
+
+
+def unique(name):
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+class Shop:
+    """A vendor of this test's own, with a token."""
+
+    def __init__(self):
+        admin = mint("admin", "admin-browser")
+        self.vendor_id = call("POST", "/v1/vendors", admin, {"name": unique("Bloom")}, 201)["vendorId"]
+        self.token = mint("vendor", unique("vendor"), self.vendor_id)
+
+    def bouquet(self, name, price="12.50", vase_id=None):
+        body = {"name": unique(name), "description": "Browser test bouquet.", "price": {"amount": price, "currency": "EUR"}}
+        if vase_id:
+            body["vaseId"] = vase_id
+        return call("POST", f"/v1/vendors/{self.vendor_id}/bouquets", self.token, body, 201)
+
+    def vase(self):
+        return call("POST", f"/v1/vendors/{self.vendor_id}/vases", self.token, None, 201)["vase"]
+
+
+class Console(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.playwright = sync_playwright().start()
+        cls.browser = cls.playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.browser.close()
+        cls.playwright.stop()
+
+    def page(self, width=1280):
+        context = self.browser.new_context(viewport={"width": width, "height": 900})
+        self.addCleanup(context.close)
+        page = context.new_page()
+        page.set_default_timeout(LIVE)
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        self.addCleanup(lambda: self.assertEqual(errors, [], "the page threw"))
+        return page
+
+    def open(self, page, route):
+        page.goto(f"{BASE}/#{route}")
+        page.wait_for_function("document.body.dataset.ready === 'yes'")
+        # A reload would clear this: its survival shows a change arrived without one.
+        page.evaluate("window.__sameDocument = true")
+
+    def sign_in(self, page, role, user, vendor_id=None):
+        self.open(page, "/signin")
+        page.get_by_label("Role").select_option(role)
+        page.get_by_label("User").fill(user)
+        page.get_by_label("Vendor id").fill(vendor_id or "")
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_function(f"document.body.dataset.role === '{role}'")
+
+    def subscribed(self, page, channel):
+        page.wait_for_function(
+            "channel => (document.body.dataset.subscribed || '').split(' ').includes(channel)", arg=channel)
+
+    def no_reload(self, page):
+        self.assertTrue(page.evaluate("window.__sameDocument === true"), "the page was reloaded")
+
+    def shot(self, page, name):
+        path = SHOTS / f"{name}-{page.viewport_size['width']}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    def test_a_customer_buys_and_the_vendor_fulfils_live(self):
+        shop = Shop()
+        bouquet = shop.bouquet("Peonies", "24.50")
+        bouquet_id = bouquet["bouquetId"]
+
+        vendor = self.page()
+        self.sign_in(vendor, "vendor", "vendor-ann", shop.vendor_id)
+        self.open(vendor, "/vendor")
+        self.subscribed(vendor, f"vendor:{shop.vendor_id}")
+
+        customer = self.page()
+        self.sign_in(customer, "customer", unique("alice"))
+        self.open(customer, "/")
+        card = customer.locator(f'[data-bouquet="{bouquet_id}"]')
+        card.get_by_role("button", name=re.compile(r"^Add .+ to cart$")).click()
+        expect(customer.locator("#notice")).to_contain_text("is in your cart")
+        self.open(customer, "/cart")
+        expect(customer.locator(f'tr[data-bouquet="{bouquet_id}"]')).to_be_visible()
+        customer.locator("#reserve").click()
+        customer.wait_for_url("**/#/orders/*")
+        order_id = customer.url.rsplit("/", 1)[1]
+        customer.wait_for_function("document.body.dataset.ready === 'yes'")
+        customer.evaluate("window.__sameDocument = true")
+        expect(customer.locator("#countdown")).to_have_text(re.compile(r"^1[45]:\d\d left to pay$"))
+        self.subscribed(customer, "orders")
+
+        # The reservation reaches the vendor's console by itself.
+        row = vendor.locator(f'tr[data-order="{order_id}"]')
+        expect(row).to_have_attribute("data-status", "reserved")
+
+        customer.get_by_label("Card").select_option("tok_visa")
+        customer.locator("#pay").click()
+        expect(customer.locator('#order-status [data-status="paid"]')).to_be_visible()
+
+        expect(row).to_have_attribute("data-status", "paid")
+        self.no_reload(vendor)
+        row.get_by_role("button", name=re.compile("^Fulfil")).click()
+
+        expect(customer.locator('#order-status [data-status="fulfilled"]')).to_be_visible()
+        self.no_reload(customer)
+        self.assertEqual(call("GET", f"/v1/orders/{order_id}", shop.token, expect_status=200)["status"], "fulfilled")
+
+    def test_a_declined_card_is_said_in_words_and_the_order_stays_payable(self):
+        shop = Shop()
+        bouquet_id = shop.bouquet("Tulips")["bouquetId"]
+        customer = self.page()
+        user = unique("bob")
+        self.sign_in(customer, "customer", user)
+        call("PUT", f"/v1/cart/items/{bouquet_id}", mint("customer", user), None, 200)
+        self.open(customer, "/cart")
+        customer.locator("#reserve").click()
+        customer.wait_for_url("**/#/orders/*")
+        customer.get_by_label("Card").select_option("tok_decline")
+        customer.locator("#pay").click()
+        notice = customer.locator("#notice")
+        expect(notice).to_contain_text("Your card was declined")
+        self.assertNotIn("{", notice.inner_text(), "no raw JSON")
+        expect(customer.locator('#order-status [data-status="reserved"]')).to_be_visible()
+        expect(customer.locator("#pay")).to_be_enabled()
+
+    def test_a_vase_reading_changes_the_storefront_badge_without_a_reload(self):
+        shop = Shop()
+        vase = shop.vase()
+        bouquet_id = shop.bouquet("Roses", "49.00", vase["vaseId"])["bouquetId"]
+        publish(vase["vaseId"], [("telemetry", reading(water=100, offset_seconds=-60))])
+        eventually(lambda: call("GET", f"/v1/bouquets/{bouquet_id}", expect_status=200)["freshness"] is not None,
+                   "the first reading gave the bouquet a score")
+        shopper = self.page()
+        self.open(shopper, "/")
+        self.subscribed(shopper, "catalogue")
+        badge = shopper.locator(f'[data-bouquet="{bouquet_id}"] [data-freshness]')
+        before = badge.get_attribute("data-freshness")
+
+        publish(vase["vaseId"], [("telemetry", reading(water=20))])
+
+        expect(badge).not_to_have_attribute("data-freshness", before or "")
+        after = int(badge.get_attribute("data-freshness"))
+        self.assertLess(after, int(before))
+        self.no_reload(shopper)
+        print(f"\nfreshness badge: {before} -> {after} without a reload", flush=True)
+
+    def test_the_loser_of_a_race_for_one_bouquet_is_told_why(self):
+        shop = Shop()
+        bouquet_id = shop.bouquet("Lilies")["bouquetId"]
+        pages = []
+        for name in ("carol", "dave"):
+            user = unique(name)
+            page = self.page()
+            self.sign_in(page, "customer", user)
+            call("PUT", f"/v1/cart/items/{bouquet_id}", mint("customer", user), None, 200)
+            self.open(page, "/cart")
+            pages.append(page)
+        winner, loser = pages
+        winner.locator("#reserve").click()
+        winner.wait_for_url("**/#/orders/*")
+        loser.locator("#reserve").click()
+        notice = loser.locator("#notice")
+        expect(notice).to_contain_text("Someone else has just reserved or bought this bouquet")
+        self.assertNotIn("{", notice.inner_text())
+        self.assertIn("#/cart", loser.url, "the loser stays on the cart")
+        self.shot(loser, "race-loser")
+
+    def test_every_page_fits_390_px_and_is_captured_at_1280_and_390(self):
+        shop = Shop()
+        vase = shop.vase()
+        bouquet_id = shop.bouquet("Anemones", "19.90", vase["vaseId"])["bouquetId"]
+        sold = shop.bouquet("Ranunculus", "27.00")["bouquetId"]
+        # Readings for the vase's chart and a sale for the analytics chart.
+        publish(vase["vaseId"], [("heartbeat", {"sentAt": now_rfc3339()})] + [
+            ("telemetry", reading(water=90 - 15 * i, temperature=17 + i, offset_seconds=i - 6)) for i in range(6)])
+        buyer = mint("customer", unique("frank"))
+        order = call("POST", "/v1/orders", buyer, {"bouquetIds": [sold]}, 201)
+        call("POST", f"/v1/orders/{order['orderId']}/payment", buyer, {"paymentToken": "tok_visa"}, 200)
+        eventually(lambda: call("GET", f"/v1/vendors/{shop.vendor_id}/analytics", shop.token, expect_status=200)["days"],
+                   "the sale is in the vendor's analytics")
+        eventually(lambda: len(call("GET", f"/v1/vases/{vase['vaseId']}/telemetry", shop.token, expect_status=200)["items"]) == 6,
+                   "the six readings are stored")
+        user = unique("erin")
+        customer_token = mint("customer", user)
+        call("PUT", f"/v1/cart/items/{bouquet_id}", customer_token, None, 200)
+        for width in (1280, 390):
+            customer = self.page(width)
+            self.sign_in(customer, "customer", user)
+            pages = [("storefront", "/"), ("bouquet", f"/bouquets/{bouquet_id}"), ("cart", "/cart"), ("orders", "/orders")]
+            for name, route in pages:
+                self.open(customer, route)
+                self.fits(customer, width, name)
+                self.shot(customer, name)
+            self.open(customer, "/signin")
+            self.labelled(customer)
+            self.shot(customer, "signin")
+            vendor = self.page(width)
+            self.sign_in(vendor, "vendor", "vendor-ann", shop.vendor_id)
+            self.open(vendor, "/vendor")
+            vase_row = vendor.locator(f'tr[data-vase="{vase["vaseId"]}"]')
+            expect(vase_row.locator('[data-status="online"]')).to_be_visible()
+            vase_row.get_by_role("button", name="Readings").click()
+            expect(vendor.locator("#vase-detail svg.chart")).to_have_count(2)
+            expect(vendor.get_by_role("img", name="Sales per day")).to_be_visible()
+            self.fits(vendor, width, "vendor")
+            self.labelled(vendor)
+            self.shot(vendor, "vendor")
+        # The checkout with its countdown, last: it takes the bouquet out of the cart.
+        checkout = self.page(1280)
+        self.sign_in(checkout, "customer", user)
+        self.open(checkout, "/cart")
+        checkout.locator("#reserve").click()
+        checkout.wait_for_url("**/#/orders/*")
+        expect(checkout.locator("#countdown")).to_contain_text("left to pay")
+        self.shot(checkout, "checkout")
+        narrow = self.page(390)
+        self.sign_in(narrow, "customer", user)
+        narrow.goto(checkout.url)
+        narrow.wait_for_function("document.body.dataset.ready === 'yes'")
+        self.fits(narrow, 390, "checkout")
+        self.shot(narrow, "checkout")
+        print(f"\nscreenshots in {SHOTS}: {len(list(SHOTS.glob('*.png')))} files", flush=True)
+
+    def fits(self, page, width, name):
+        overflow = page.evaluate("document.documentElement.scrollWidth")
+        self.assertLessEqual(overflow, width, f"{name} scrolls sideways at {width} px")
+
+    def labelled(self, page):
+        unlabelled = page.evaluate(
+            "[...document.querySelectorAll('input, select, textarea')].filter(e => !e.labels.length).map(e => e.name)")
+        self.assertEqual(unlabelled, [], "every form control has a label")
+
+    def test_the_storefront_first_load_is_under_200_kb(self):
+        Shop().bouquet("Dahlias")
+        page = self.page()
+        sizes = []
+        page.on("requestfinished", lambda request: sizes.append((request.url, request.sizes())))
+        page.goto(f"{BASE}/")
+        page.wait_for_function("document.body.dataset.ready === 'yes'")
+        page.wait_for_load_state("networkidle")
+        transferred = sum(s["responseBodySize"] + s["responseHeadersSize"] for _, s in sizes)
+        print(f"\nstorefront first load: {len(sizes)} requests, {transferred / 1024:.1f} KiB transferred", flush=True)
+        self.assertGreater(len(sizes), 3, "the page, its script modules and the catalogue were loaded")
+        self.assertLess(transferred, 200 * 1024)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

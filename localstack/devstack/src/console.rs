@@ -1,0 +1,236 @@
+//! The web console locally, on the API's origin (`http://127.0.0.1:3000/`): the static files
+//! of `web/`, the `config.json` the console reads (WebSocket URL, sign-in mode), and the
+//! local-only sign-in endpoint `POST /local/token`, which mints a token for a chosen role and
+//! user. Deployed, CloudFront serves `web/` from S3 and Cognito signs people in; the template
+//! has no such endpoint.
+
+use std::path::{Path, PathBuf};
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::{Method, Request, Response, StatusCode};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+use tower_http::services::ServeDir;
+
+/// How long a locally minted console token lasts.
+const TOKEN_SECONDS: i64 = 8 * 3600;
+const ROLES: [&str; 3] = ["customer", "vendor", "admin"];
+
+pub struct Console {
+    files: ServeDir,
+    config: Value,
+    jwt_secret: String,
+}
+
+/// `web/` in this repository.
+pub fn repository_web_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web")
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct TokenRequest {
+    role: String,
+    sub: String,
+    vendor_id: Option<String>,
+}
+
+impl Console {
+    /// Serves `dir`; `config` is what `/config.json` answers.
+    pub fn new(dir: &Path, config: Value, jwt_secret: String) -> Self {
+        Self {
+            files: ServeDir::new(dir).append_index_html_on_directories(true),
+            config,
+            jwt_secret,
+        }
+    }
+
+    /// The console's configuration for the dev stack's ports.
+    pub fn local_config(ws_port: u16, demo_vendor_id: Option<&str>) -> Value {
+        json!({
+            "signIn": "local",
+            "webSocketUrl": format!("ws://127.0.0.1:{ws_port}"),
+            "paymentProvider": "simulated",
+            "demoVendorId": demo_vendor_id,
+        })
+    }
+
+    /// Answers a request outside `/v1`.
+    pub async fn answer(&self, request: Request<Bytes>) -> Response<Full<Bytes>> {
+        match (request.method(), request.uri().path()) {
+            (&Method::POST, "/local/token") => self.token(request.body()),
+            (&Method::GET, "/config.json") => {
+                respond(StatusCode::OK, "application/json", self.config.to_string())
+            }
+            (&Method::GET | &Method::HEAD, _) => {
+                let (parts, _) = request.into_parts();
+                let request = Request::from_parts(parts, Full::new(Bytes::new()));
+                let Ok(response) = self.files.clone().oneshot(request).await;
+                let (mut parts, body) = response.into_parts();
+                let bytes = match body.collect().await {
+                    Ok(collected) => collected.to_bytes(),
+                    Err(error) => {
+                        tracing::warn!(%error, "console file unreadable");
+                        return message(StatusCode::INTERNAL_SERVER_ERROR, "file unreadable");
+                    }
+                };
+                // Edits to web/ show on the next load.
+                parts
+                    .headers
+                    .insert(hyper::header::CACHE_CONTROL, "no-cache".parse().unwrap());
+                Response::from_parts(parts, Full::new(bytes))
+            }
+            _ => message(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed"),
+        }
+    }
+
+    fn token(&self, body: &[u8]) -> Response<Full<Bytes>> {
+        let request: TokenRequest = match serde_json::from_slice(body) {
+            Ok(request) => request,
+            Err(error) => {
+                return message(
+                    StatusCode::BAD_REQUEST,
+                    &format!("expected {{role, sub, vendorId?}}: {error}"),
+                )
+            }
+        };
+        let sub = request.sub.trim();
+        if !ROLES.contains(&request.role.as_str()) {
+            return message(
+                StatusCode::BAD_REQUEST,
+                "role must be customer, vendor or admin",
+            );
+        }
+        if sub.is_empty() || sub.len() > 128 {
+            return message(StatusCode::BAD_REQUEST, "sub must be 1 to 128 characters");
+        }
+        let vendor_id = match (request.role.as_str(), request.vendor_id.as_deref()) {
+            ("vendor", None | Some("")) => {
+                return message(StatusCode::BAD_REQUEST, "a vendor token needs vendorId")
+            }
+            ("vendor", Some(id)) => Some(id),
+            _ => None,
+        };
+        match crate::jwt::mint(
+            &self.jwt_secret,
+            &request.role,
+            sub,
+            vendor_id,
+            TOKEN_SECONDS,
+        ) {
+            Ok(token) => respond(
+                StatusCode::OK,
+                "application/json",
+                json!({ "token": token, "expiresIn": TOKEN_SECONDS }).to_string(),
+            ),
+            Err(error) => message(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string()),
+        }
+    }
+}
+
+fn respond(status: StatusCode, content_type: &str, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(hyper::header::CONTENT_TYPE, content_type.parse().unwrap());
+    response
+}
+
+fn message(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
+    respond(
+        status,
+        "application/json",
+        json!({ "message": text }).to_string(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn console() -> Console {
+        Console::new(
+            &repository_web_dir(),
+            Console::local_config(3001, Some("v1")),
+            "secret".into(),
+        )
+    }
+
+    async fn call(method: Method, path: &str, body: &str) -> (StatusCode, String, Vec<u8>) {
+        let request = Request::builder()
+            .method(method)
+            .uri(path)
+            .body(Bytes::from(body.to_owned()))
+            .unwrap();
+        let response = console().answer(request).await;
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        let status = response.status();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (status, content_type, body.to_vec())
+    }
+
+    #[tokio::test]
+    async fn serves_the_console_and_its_config() {
+        let (status, content_type, body) = call(Method::GET, "/", "").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(content_type.starts_with("text/html"), "{content_type}");
+        assert!(String::from_utf8(body).unwrap().contains("/js/main.js"));
+        let (status, content_type, _) = call(Method::GET, "/js/main.js", "").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(content_type.contains("javascript"), "{content_type}");
+        let (_, _, body) = call(Method::GET, "/config.json", "").await;
+        let config: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(config["webSocketUrl"], "ws://127.0.0.1:3001");
+        assert_eq!(config["signIn"], "local");
+    }
+
+    #[tokio::test]
+    async fn nothing_outside_web_is_served() {
+        for path in [
+            "/../Cargo.toml",
+            "/%2e%2e/Cargo.toml",
+            "/js/../../template.yaml",
+        ] {
+            let (status, _, _) = call(Method::GET, path, "").await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
+        }
+        let (status, _, _) = call(Method::DELETE, "/index.html", "").await;
+        assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    }
+
+    #[tokio::test]
+    async fn mints_tokens_the_local_authorizer_accepts_and_refuses_bad_requests() {
+        let (status, _, body) = call(
+            Method::POST,
+            "/local/token",
+            r#"{"role":"vendor","sub":"ann","vendorId":"v1"}"#,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        let token = serde_json::from_slice::<Value>(&body).unwrap()["token"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let claims = crate::jwt::verify("secret", Some(&format!("Bearer {token}"))).unwrap();
+        assert_eq!(claims["role"], "vendor");
+        assert_eq!(claims["vendorId"], "v1");
+        assert_eq!(claims["sub"], "ann");
+        for bad in [
+            r#"{"role":"root","sub":"ann"}"#,
+            r#"{"role":"vendor","sub":"ann"}"#,
+            r#"{"role":"customer","sub":"  "}"#,
+            r#"{"role":"customer","sub":"ann","extra":1}"#,
+            "not json",
+        ] {
+            let (status, _, _) = call(Method::POST, "/local/token", bad).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+        }
+    }
+}

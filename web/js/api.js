@@ -1,0 +1,61 @@
+// The HTTP API client: bearer token, Idempotency-Key on every POST, problem+json in words.
+import { session } from "./session.js";
+
+/** A problem+json answer (RFC 9457) as an Error whose message a person can read. */
+export class Problem extends Error {
+  constructor(status, body) {
+    super(describe(status, body));
+    this.status = status;
+    this.code = body?.code;
+    this.body = body;
+  }
+}
+
+// Words for the codes a shopper or vendor meets; the server's own title and detail follow.
+const ADVICE = {
+  "bouquet.unavailable": "Someone else has just reserved or bought this bouquet.",
+  "cart.vendor_mismatch": "Your cart holds bouquets from another vendor; one order comes from one vendor.",
+  "reservation.expired": "Your 15-minute hold ran out, so the bouquets went back on sale.",
+  "payment.declined": "Your card was declined; nothing was charged. Try another card.",
+  "precondition.failed": "Someone changed this bouquet after you opened it; reload to see the change.",
+  "auth.unauthenticated": "Please sign in again.",
+  "auth.forbidden": "Your account may not do this.",
+  "service.busy": "The shop is busy; try again in a moment.",
+};
+
+function describe(status, body) {
+  if (body && typeof body === "object" && body.title) {
+    const advice = ADVICE[body.code];
+    const detail = body.detail ? `: ${body.detail}` : "";
+    const fields = (body.errors ?? []).map((e) => `${e.field ?? e.name ?? ""} ${e.message ?? e.detail ?? ""}`.trim());
+    return [advice, `${body.title}${detail}`, fields.join("; ")].filter(Boolean).join(" ");
+  }
+  if (status === 401) return "Please sign in (your session is missing or has expired).";
+  return `The request failed (HTTP ${status}).`;
+}
+
+function idempotencyKey() {
+  return crypto.randomUUID ? crypto.randomUUID() : `${Date.now()}-${Math.random().toString(16).slice(2)}`;
+}
+
+/**
+ * `api("POST", "/orders", {body, headers})`: the parsed JSON body, `null` for 204, or throws a
+ * `Problem`. `raw: true` also returns the response's headers.
+ */
+export async function api(method, path, { body, headers = {}, raw = false, key } = {}) {
+  // Revalidate every time: a live update has just said the data changed.
+  const request = { method, headers: { ...headers }, cache: "no-cache" };
+  const token = session.token();
+  if (token) request.headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) {
+    request.headers["content-type"] = "application/json";
+    request.body = JSON.stringify(body);
+  }
+  if (method === "POST") request.headers["idempotency-key"] = key ?? idempotencyKey();
+  const response = await fetch(`/v1${path}`, request);
+  const text = await response.text();
+  let parsed = null;
+  try { parsed = text ? JSON.parse(text) : null; } catch { parsed = null; }
+  if (!response.ok) throw new Problem(response.status, parsed);
+  return raw ? { body: parsed, headers: response.headers } : parsed;
+}

@@ -1,0 +1,115 @@
+// The live-updates client (API.md "Live updates"): one WebSocket per tab, channels subscribed
+// on demand, re-subscribed after a reconnect, a ping every few minutes so API Gateway's 10-minute
+// idle limit never closes it, and frames deduplicated by `eventId`.
+import { loadConfig, session } from "./session.js";
+
+const PING_EVERY_MS = 4 * 60 * 1000;
+
+class Live {
+  constructor() {
+    this.handlers = new Map(); // channel -> Set of handlers
+    this.seen = new Set();
+    this.socket = null;
+    this.retry = 500;
+    this.onReconnect = new Set();
+    this.confirmed = new Set(); // channels the server confirmed on this connection
+  }
+
+  /** Calls `handler(event, channel)` for each event on `channel`; returns the unsubscriber. */
+  subscribe(channel, handler) {
+    if (!this.handlers.has(channel)) {
+      this.handlers.set(channel, new Set());
+      this.send({ action: "subscribe", channels: [channel] });
+    }
+    this.handlers.get(channel).add(handler);
+    this.connect();
+    return () => {
+      const set = this.handlers.get(channel);
+      set?.delete(handler);
+      if (set && set.size === 0) {
+        this.handlers.delete(channel);
+        this.confirmed.delete(channel);
+        this.send({ action: "unsubscribe", channels: [channel] });
+      }
+    };
+  }
+
+  /** Drops every subscription (a new page subscribes to its own). */
+  reset() {
+    const channels = [...this.handlers.keys()];
+    this.handlers.clear();
+    this.onReconnect.clear();
+    this.confirmed.clear();
+    if (channels.length) this.send({ action: "unsubscribe", channels });
+  }
+
+  /** A new token (sign-in or sign-out): the connection's identity changes, so reconnect. */
+  restart() {
+    if (this.socket) this.socket.close(1000, "identity changed");
+  }
+
+  send(message) {
+    if (this.socket?.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(message));
+  }
+
+  async connect() {
+    if (this.socket) return;
+    const { webSocketUrl } = await loadConfig();
+    if (!webSocketUrl || this.socket) return;
+    const token = session.token();
+    const url = token ? `${webSocketUrl}?token=${encodeURIComponent(token)}` : webSocketUrl;
+    const socket = new WebSocket(url);
+    this.socket = socket;
+    let ping;
+    socket.addEventListener("open", () => {
+      this.retry = 500;
+      this.state(true);
+      const channels = [...this.handlers.keys()];
+      if (channels.length) this.send({ action: "subscribe", channels });
+      ping = setInterval(() => this.send({ action: "ping" }), PING_EVERY_MS);
+      // Anything missed while disconnected is read again over HTTP.
+      for (const refresh of this.onReconnect) refresh();
+    });
+    socket.addEventListener("message", (message) => this.receive(message.data));
+    socket.addEventListener("close", () => {
+      clearInterval(ping);
+      this.socket = null;
+      this.confirmed.clear();
+      document.body.dataset.subscribed = "";
+      this.state(false);
+      if (this.handlers.size) {
+        setTimeout(() => this.connect(), this.retry);
+        this.retry = Math.min(this.retry * 2, 30000);
+      }
+    });
+  }
+
+  receive(data) {
+    let frame;
+    try { frame = JSON.parse(data); } catch { return; }
+    if (frame.type === "subscribed") {
+      for (const channel of frame.channels) this.confirmed.add(channel);
+      document.body.dataset.subscribed = [...this.confirmed].join(" ");
+      return;
+    }
+    if (frame.type === "error") {
+      console.warn("live update refused", frame);
+      return;
+    }
+    if (frame.type !== "event") return;
+    const key = `${frame.channel}/${frame.event.eventId}`;
+    if (this.seen.has(key)) return;
+    this.seen.add(key);
+    if (this.seen.size > 2000) this.seen = new Set([...this.seen].slice(-1000));
+    for (const handler of this.handlers.get(frame.channel) ?? []) handler(frame.event, frame.channel);
+  }
+
+  state(connected) {
+    const badge = document.getElementById("live-state");
+    badge.textContent = connected ? "live" : "offline";
+    badge.classList.toggle("on", connected);
+    document.body.dataset.live = connected ? "on" : "off";
+  }
+}
+
+export const live = new Live();

@@ -1,0 +1,71 @@
+// The console's entry: a hash router over the pages, the navigation for the signed-in role.
+import { completeHostedSignIn, loadConfig, session } from "./session.js";
+import { live } from "./live.js";
+import { notify } from "./ui.js";
+import { catalogue } from "./pages/catalogue.js";
+import { bouquetPage } from "./pages/bouquet.js";
+import { cartPage } from "./pages/cart.js";
+import { orderPage, ordersPage } from "./pages/orders.js";
+import { vendorPage } from "./pages/vendor.js";
+import { signInPage } from "./pages/signin.js";
+
+const ROUTES = [
+  [/^#?\/?$/, catalogue],
+  [/^#\/bouquets\/([^/]+)$/, bouquetPage],
+  [/^#\/cart$/, cartPage],
+  [/^#\/orders$/, ordersPage],
+  [/^#\/orders\/([^/]+)$/, orderPage],
+  [/^#\/vendor$/, vendorPage],
+  [/^#\/signin$/, signInPage],
+];
+
+let leave = null;
+
+function navigation() {
+  const role = session.role();
+  for (const link of document.querySelectorAll("nav [data-role]")) {
+    link.hidden = link.dataset.role !== role;
+  }
+  const link = document.getElementById("session-link");
+  link.textContent = role ? `Signed in as ${session.user()} (${role})` : "Sign in";
+  document.body.dataset.role = role ?? "anonymous";
+}
+
+async function route() {
+  navigation();
+  if (leave) leave();
+  leave = null;
+  live.reset();
+  const hash = location.hash || "#/";
+  for (const [pattern, page] of ROUTES) {
+    const match = hash.match(pattern);
+    if (match) {
+      document.body.dataset.page = page.name;
+      document.body.dataset.ready = "no";
+      try {
+        leave = (await page(...match.slice(1).map(decodeURIComponent))) ?? null;
+      } catch (error) {
+        notify(error.message ?? String(error));
+      }
+      document.body.dataset.ready = "yes";
+      return;
+    }
+  }
+  location.hash = "#/";
+}
+
+window.addEventListener("hashchange", route);
+window.addEventListener("bouquet:session", () => {
+  live.restart();
+  route();
+});
+
+(async () => {
+  await loadConfig();
+  try {
+    if (await completeHostedSignIn()) live.restart();
+  } catch (error) {
+    notify(error.message);
+  }
+  route();
+})();

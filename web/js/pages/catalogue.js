@@ -1,0 +1,87 @@
+// The storefront: available bouquets with live freshness and status.
+import { api } from "../api.js";
+import { live } from "../live.js";
+import { session } from "../session.js";
+import { attempt, freshnessBadge, h, money, notify, show, statusBadge } from "../ui.js";
+
+/** "Add to cart" for a customer; a sign-in link for everyone else. */
+export function addToCart(bouquet) {
+  if (session.role() !== "customer") {
+    return h("a", { href: "#/signin", class: "muted" }, "Sign in as a customer to buy");
+  }
+  return h("button", {
+    type: "button",
+    "aria-label": `Add ${bouquet.name} to cart`,
+    disabled: bouquet.status !== "available",
+    onclick: () => attempt(async () => {
+      await api("PUT", `/cart/items/${bouquet.bouquetId}`);
+      notify(`${bouquet.name} is in your cart.`, "ok");
+    }),
+  }, "Add to cart");
+}
+
+function card(bouquet) {
+  return h("article", { class: "card", "data-bouquet": bouquet.bouquetId, "data-version": bouquet.version },
+    h("h3", {}, h("a", { href: `#/bouquets/${bouquet.bouquetId}` }, bouquet.name)),
+    h("p", { class: "muted" }, bouquet.description || ""),
+    h("div", { class: "row spread" }, h("strong", {}, money(bouquet.price)),
+      h("span", { class: "row" }, statusBadge(bouquet.status), freshnessBadge(bouquet.freshness, Boolean(bouquet.vaseId)))),
+    h("div", { class: "row", style: "margin-top:8px" }, addToCart(bouquet)));
+}
+
+/** Follows one bouquet's changes: `render(bouquet)` with the bouquet as it is now. */
+export function follow(channel, bouquetOf, render) {
+  const versions = new Map();
+  const refresh = async (id) => {
+    try {
+      const bouquet = await api("GET", `/bouquets/${id}`);
+      if ((versions.get(id) ?? 0) > bouquet.version) return;
+      versions.set(id, bouquet.version);
+      render(bouquet);
+    } catch (error) {
+      if (error.status === 404) render({ bouquetId: id, gone: true });
+    }
+  };
+  return live.subscribe(channel, (event) => {
+    if (event.name === "BouquetFreshnessChanged") {
+      const id = event.data.bouquetId;
+      if ((versions.get(id) ?? 0) >= event.aggregateVersion) return;
+      versions.set(id, event.aggregateVersion);
+      bouquetOf(id, (bouquet) => render({ ...bouquet, freshness: event.data.freshness, version: event.aggregateVersion }));
+      return;
+    }
+    const ids = event.data.bouquetIds ?? [event.data.bouquetId ?? event.aggregateId];
+    for (const id of ids) refresh(id);
+  });
+}
+
+export async function catalogue() {
+  const grid = h("div", { class: "grid", id: "catalogue" });
+  const more = h("button", { type: "button", class: "secondary", hidden: true }, "Show more");
+  const known = new Map();
+  let cursor = null;
+  const put = (bouquet) => {
+    const existing = grid.querySelector(`[data-bouquet="${bouquet.bouquetId}"]`);
+    if (bouquet.gone || bouquet.status === "withdrawn") {
+      existing?.remove();
+      known.delete(bouquet.bouquetId);
+      return;
+    }
+    known.set(bouquet.bouquetId, bouquet);
+    if (existing) existing.replaceWith(card(bouquet));
+    else grid.append(card(bouquet));
+  };
+  const load = async () => {
+    const page = await api("GET", `/bouquets?limit=24${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    page.items.forEach(put);
+    cursor = page.nextCursor ?? null;
+    more.hidden = !cursor;
+  };
+  more.addEventListener("click", () => attempt(load));
+  show(h("h1", {}, "Fresh bouquets"), grid, more);
+  const stop = follow("catalogue", (id, render) => known.has(id) && render(known.get(id)), put);
+  live.onReconnect.add(() => { cursor = null; grid.replaceChildren(); attempt(load); });
+  await load();
+  if (!known.size) grid.append(h("p", { class: "muted" }, "No bouquets on sale right now."));
+  return stop;
+}

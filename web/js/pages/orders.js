@@ -1,0 +1,138 @@
+// My orders (customer), one order with checkout (customer) or fulfilment (vendor), live.
+import { api } from "../api.js";
+import { live } from "../live.js";
+import { loadConfig, session } from "../session.js";
+import { attempt, field, h, money, notify, show, statusBadge, when } from "../ui.js";
+
+/** The channel that carries the caller's orders. */
+export function ordersChannel() {
+  return session.role() === "vendor" ? `vendor:${session.vendorId()}` : "orders";
+}
+
+const ORDER_EVENTS = new Set(["OrderReserved", "OrderPaid", "OrderCancelled", "ReservationExpired", "OrderFulfilled"]);
+
+/** Calls `changed(orderId)` when one of the caller's orders moves. */
+export function followOrders(changed) {
+  return live.subscribe(ordersChannel(), (event) => {
+    if (ORDER_EVENTS.has(event.name)) changed(event.data.orderId ?? event.aggregateId);
+  });
+}
+
+function orderRow(order) {
+  return h("tr", { "data-order": order.orderId, "data-status": order.status },
+    h("td", {}, h("a", { href: `#/orders/${order.orderId}` }, order.lines.map((l) => l.name).join(", "))),
+    h("td", {}, money(order.total)),
+    h("td", {}, statusBadge(order.status)),
+    h("td", {}, when(order.createdAt)));
+}
+
+export async function ordersPage() {
+  if (!session.role()) {
+    show(h("h1", {}, "My orders"), h("p", {}, h("a", { href: "#/signin" }, "Sign in"), " to see your orders."));
+    return;
+  }
+  const body = h("tbody", {});
+  const load = async () => {
+    const page = await api("GET", "/orders?limit=50");
+    body.replaceChildren(...page.items.map(orderRow));
+  };
+  show(h("h1", {}, "My orders"), h("div", { class: "table-wrap" }, h("table", {},
+    h("thead", {}, h("tr", {}, h("th", {}, "Bouquets"), h("th", {}, "Total"), h("th", {}, "Status"), h("th", {}, "Ordered"))), body)));
+  await load();
+  live.onReconnect.add(() => attempt(load));
+  return followOrders(() => attempt(load));
+}
+
+const TEST_CARDS = [
+  ["tok_visa", "Test card: approved"],
+  ["tok_decline", "Test card: declined"],
+  ["tok_unavailable", "Test card: the gateway is down"],
+];
+
+export async function orderPage(id) {
+  const config = await loadConfig();
+  let order = await api("GET", `/orders/${id}`);
+  const section = h("section", { "data-order": id });
+  let timer;
+  const countdown = h("p", { class: "countdown", "aria-live": "off", id: "countdown" });
+  const tick = () => {
+    const left = Math.max(0, new Date(order.reservedUntil).getTime() - Date.now());
+    const minutes = Math.floor(left / 60000), seconds = Math.floor((left % 60000) / 1000);
+    countdown.textContent = `${minutes}:${String(seconds).padStart(2, "0")} left to pay`;
+    if (left === 0) {
+      clearInterval(timer);
+      countdown.textContent = "Your hold has run out: the bouquets are back on sale.";
+    }
+  };
+  // Paying again with the same attempt (e.g. after "gateway down") reuses its key: charged once.
+  let payKey = null;
+  const render = () => {
+    clearInterval(timer);
+    const customer = session.role() === "customer";
+    const vendor = session.role() === "vendor";
+    const actions = [];
+    if (customer && order.status === "reserved") {
+      timer = setInterval(tick, 1000);
+      tick();
+      const form = h("form", {
+        onsubmit: (e) => {
+          e.preventDefault();
+          const token = new FormData(form).get("paymentToken");
+          payKey ??= crypto.randomUUID();
+          attempt(async () => {
+            try {
+              order = await api("POST", `/orders/${id}/payment`, { body: { paymentToken: token }, key: payKey });
+              payKey = null;
+              notify("Paid. The vendor has been told.", "ok");
+            } catch (error) {
+              if (error.code !== "payment.unavailable") payKey = null;
+              order = await api("GET", `/orders/${id}`);
+              throw error;
+            } finally {
+              render();
+            }
+          });
+        },
+      },
+      config.paymentProvider === "stripe"
+        ? h("p", {}, "Card payments are taken by Stripe.")
+        : field("Card", { tag: "select", name: "paymentToken", options: TEST_CARDS }, "simulated gateway: no real money moves"),
+      h("div", { class: "row", style: "margin-top:12px" },
+        h("button", { type: "submit", id: "pay" }, `Pay ${money(order.total)}`),
+        h("button", {
+          type: "button", class: "secondary",
+          onclick: () => attempt(async () => { order = await api("POST", `/orders/${id}/cancel`); render(); }),
+        }, "Cancel the order")));
+      actions.push(countdown, form);
+    }
+    if (vendor && order.status === "paid") {
+      actions.push(h("button", {
+        type: "button", id: "fulfil",
+        onclick: () => attempt(async () => { order = await api("POST", `/orders/${id}/fulfil`); render(); }),
+      }, "Mark as fulfilled"));
+    }
+    const words = {
+      reserved: "Reserved for you.", payment_pending: "Your payment is being confirmed.",
+      paid: "Paid. The vendor is preparing it.", fulfilled: "Fulfilled. Enjoy the flowers.",
+      cancelled: "Cancelled. The bouquets went back on sale.", expired: "The hold ran out before payment; the bouquets went back on sale.",
+    };
+    section.replaceChildren(
+      h("h1", {}, "Order"),
+      h("p", { class: "row" }, h("span", { id: "order-status" }, statusBadge(order.status)), words[order.status] ?? ""),
+      h("ul", {}, order.lines.map((l) => h("li", {}, `${l.name}: ${money(l.price)}`))),
+      h("p", {}, h("strong", {}, `Total ${money(order.total)}`)),
+      ...actions);
+  };
+  render();
+  show(h("p", {}, h("a", { href: session.role() === "vendor" ? "#/vendor" : "#/orders" }, "← Orders")), section);
+  const refresh = async () => {
+    const latest = await api("GET", `/orders/${id}`);
+    if (latest.version >= order.version) {
+      order = latest;
+      render();
+    }
+  };
+  live.onReconnect.add(() => attempt(refresh));
+  const stop = followOrders((orderId) => orderId === id && attempt(refresh));
+  return () => { clearInterval(timer); stop(); };
+}

@@ -1,0 +1,188 @@
+// The vendor console: bouquets, vases (live connection state and readings), orders to fulfil
+// (live), analytics.
+import { api } from "../api.js";
+import { chart } from "../chart.js";
+import { live } from "../live.js";
+import { session } from "../session.js";
+import { attempt, field, freshnessBadge, h, money, notify, show, statusBadge, when } from "../ui.js";
+import { followOrders } from "./orders.js";
+
+function formJson(form) {
+  return Object.fromEntries([...new FormData(form)].filter(([, v]) => v !== ""));
+}
+
+function bouquetsSection(vendorId) {
+  const list = h("div", { class: "grid", id: "vendor-bouquets" });
+  const load = async () => {
+    const page = await api("GET", `/bouquets?vendorId=${vendorId}&limit=100`);
+    list.replaceChildren(...page.items.map((b) => editable(b, load)));
+    if (!page.items.length) list.append(h("p", { class: "muted" }, "Nothing listed yet."));
+  };
+  const form = h("form", {
+    onsubmit: (e) => {
+      e.preventDefault();
+      const data = formJson(form);
+      attempt(async () => {
+        await api("POST", `/vendors/${vendorId}/bouquets`, {
+          body: { name: data.name, description: data.description ?? "", price: { amount: data.price, currency: data.currency ?? "EUR" }, vaseId: data.vaseId },
+        });
+        form.reset();
+        notify(`${data.name} is listed.`, "ok");
+        await load();
+      });
+    },
+  },
+  field("Name", { name: "name", required: true }),
+  field("Description", { tag: "textarea", name: "description", rows: 2 }),
+  field("Price", { name: "price", required: true, inputmode: "decimal", pattern: "\\d+(\\.\\d{1,2})?" }, "e.g. 24.50, EUR"),
+  field("Vase id", { name: "vaseId" }, "optional: the vase it stands in"),
+  h("p", {}, h("button", { type: "submit" }, "List bouquet")));
+  return { section: h("section", {}, h("h2", {}, "Bouquets"), list, h("h3", {}, "List a bouquet"), form), load };
+}
+
+function editable(bouquet, reload) {
+  const form = h("form", {
+    onsubmit: (e) => {
+      e.preventDefault();
+      const data = formJson(form);
+      attempt(async () => {
+        await api("PATCH", `/bouquets/${bouquet.bouquetId}`, {
+          headers: { "if-match": `"${bouquet.version}"` },
+          body: { name: data.name, price: { amount: data.price, currency: bouquet.price.currency } },
+        });
+        notify("Saved.", "ok");
+        await reload();
+      });
+    },
+  },
+  field("Name", { name: "name", value: bouquet.name, required: true, id: `name-${bouquet.bouquetId}` }),
+  field("Price", { name: "price", value: bouquet.price.amount, required: true, inputmode: "decimal", id: `price-${bouquet.bouquetId}` }),
+  h("div", { class: "row", style: "margin-top:8px" },
+    h("button", { type: "submit", class: "secondary" }, "Save"),
+    h("button", {
+      type: "button", class: "secondary",
+      onclick: () => attempt(async () => {
+        await api("DELETE", `/bouquets/${bouquet.bouquetId}`);
+        notify(`${bouquet.name} is withdrawn.`, "ok");
+        await reload();
+      }),
+    }, "Withdraw")));
+  return h("article", { class: "card", "data-bouquet": bouquet.bouquetId },
+    h("p", { class: "row" }, statusBadge(bouquet.status), freshnessBadge(bouquet.freshness, Boolean(bouquet.vaseId)), h("span", { class: "muted" }, `v${bouquet.version}`)),
+    form);
+}
+
+function vasesSection(vendorId) {
+  const body = h("tbody", {});
+  const detail = h("div", { id: "vase-detail" });
+  const showReadings = (vaseId) => attempt(async () => {
+    const page = await api("GET", `/vases/${vaseId}/telemetry?limit=100`);
+    const readings = [...page.items].sort((a, b) => a.sentAt.localeCompare(b.sentAt));
+    detail.replaceChildren(h("h3", {}, `Readings of ${vaseId}`), readings.length
+      ? h("div", {},
+          chart({ title: "Water level %", labels: readings.map((r) => new Date(r.sentAt).toLocaleTimeString()), values: readings.map((r) => r.waterLevelPct), max: 100 }),
+          chart({ title: "Temperature °C", labels: readings.map((r) => new Date(r.sentAt).toLocaleTimeString()), values: readings.map((r) => r.temperatureC) }))
+      : h("p", { class: "muted" }, "No readings yet."));
+  });
+  const load = async () => {
+    const page = await api("GET", `/vendors/${vendorId}/vases?limit=100`);
+    body.replaceChildren(...page.items.map((v) => h("tr", { "data-vase": v.vaseId },
+      h("td", {}, h("code", {}, v.vaseId)),
+      h("td", {}, statusBadge(v.connection)),
+      h("td", {}, when(v.lastHeartbeatAt)),
+      h("td", {}, v.latestReading ? `water ${v.latestReading.waterLevelPct}%, ${v.latestReading.temperatureC} °C` : "–"),
+      h("td", {}, v.bouquetId ? freshnessBadge(v.freshness) : "empty"),
+      h("td", {}, h("button", { type: "button", class: "secondary", onclick: () => showReadings(v.vaseId) }, "Readings")))));
+  };
+  const credentials = h("div", { id: "vase-credentials" });
+  const register = h("button", {
+    type: "button",
+    onclick: () => attempt(async () => {
+      const registered = await api("POST", `/vendors/${vendorId}/vases`);
+      const vase = { ...registered, vaseId: registered.vase.vaseId };
+      const download = h("a", {
+        class: "button", download: `${vase.vaseId}.private.pem`,
+        href: URL.createObjectURL(new Blob([vase.privateKey], { type: "application/x-pem-file" })),
+      }, "Download the private key");
+      credentials.replaceChildren(h("div", { class: "card" },
+        h("h3", {}, `Vase ${vase.vaseId} registered`),
+        h("p", {}, h("strong", {}, "The private key is shown this once. "), "Download it now and put it on the vase with the certificate."),
+        download,
+        h("p", { class: "muted" }, `MQTT endpoint ${vase.iotEndpoint}`),
+        h("details", {}, h("summary", {}, "Certificate"), h("pre", { class: "key" }, vase.certificatePem))));
+      await load();
+    }),
+  }, "Register a vase");
+  return {
+    section: h("section", {}, h("h2", {}, "Vases"),
+      h("div", { class: "table-wrap" }, h("table", {},
+        h("thead", {}, h("tr", {}, ...["Vase", "Connection", "Last heartbeat", "Latest reading", "Bouquet", ""].map((t) => h("th", {}, t)))), body)),
+      h("p", {}, register), credentials, detail),
+    load,
+  };
+}
+
+function ordersSection() {
+  const body = h("tbody", { id: "vendor-orders" });
+  const load = async () => {
+    const page = await api("GET", "/orders?limit=50");
+    const open = page.items.filter((o) => ["paid", "reserved", "payment_pending"].includes(o.status));
+    body.replaceChildren(...open.map((o) => h("tr", { "data-order": o.orderId, "data-status": o.status },
+      h("td", {}, h("a", { href: `#/orders/${o.orderId}` }, o.lines.map((l) => l.name).join(", "))),
+      h("td", {}, money(o.total)), h("td", {}, statusBadge(o.status)),
+      h("td", {}, o.status === "paid"
+        ? h("button", {
+            type: "button", "aria-label": `Fulfil order ${o.orderId}`,
+            onclick: () => attempt(async () => { await api("POST", `/orders/${o.orderId}/fulfil`); await load(); }),
+          }, "Fulfil")
+        : "waiting for payment"))));
+    if (!open.length) body.append(h("tr", {}, h("td", { colspan: 4, class: "muted" }, "No open orders.")));
+  };
+  return {
+    section: h("section", {}, h("h2", {}, "Orders to fulfil"), h("div", { class: "table-wrap" }, h("table", {},
+      h("thead", {}, h("tr", {}, ...["Bouquets", "Total", "Status", ""].map((t) => h("th", {}, t)))), body))),
+    load,
+  };
+}
+
+function analyticsSection(vendorId) {
+  const charts = h("div", {});
+  const load = async () => {
+    const report = await api("GET", `/vendors/${vendorId}/analytics`);
+    const days = report.days;
+    if (!days.length) {
+      charts.replaceChildren(h("p", { class: "muted" }, "No sales in the last 30 days."));
+      return;
+    }
+    const labels = days.map((d) => d.date.slice(5));
+    charts.replaceChildren(
+      chart({ title: "Sales per day", labels, values: days.map((d) => d.sales), kind: "bar" }),
+      chart({ title: `Revenue per day (${days.find((d) => d.revenue.length)?.revenue[0].currency ?? "EUR"})`, labels, kind: "bar",
+        values: days.map((d) => Number(d.revenue[0]?.amount ?? 0)) }),
+      chart({ title: "Average freshness at sale", labels, values: days.map((d) => d.averageFreshness), max: 100 }));
+  };
+  return { section: h("section", {}, h("h2", {}, "Analytics (30 days)"), charts), load };
+}
+
+export async function vendorPage() {
+  const vendorId = session.vendorId();
+  if (session.role() !== "vendor" || !vendorId) {
+    show(h("h1", {}, "Vendor console"), h("p", {}, h("a", { href: "#/signin" }, "Sign in as a vendor"), " to manage bouquets, vases and orders."));
+    return;
+  }
+  const bouquets = bouquetsSection(vendorId);
+  const vases = vasesSection(vendorId);
+  const orders = ordersSection();
+  const analytics = analyticsSection(vendorId);
+  show(h("h1", {}, "Vendor console"), orders.section, vases.section, bouquets.section, analytics.section);
+  const all = () => Promise.all([orders.load(), vases.load(), bouquets.load(), analytics.load()]);
+  await all();
+  live.onReconnect.add(() => attempt(all));
+  const stopOrders = followOrders(() => attempt(orders.load));
+  const stopVendor = live.subscribe(`vendor:${vendorId}`, (event) => {
+    if (event.name.startsWith("Vase") || event.name === "BouquetFreshnessChanged") attempt(vases.load);
+    if (event.name.startsWith("Bouquet")) attempt(bouquets.load);
+    if (event.name === "OrderPaid" || event.name === "OrderFulfilled") attempt(analytics.load);
+  });
+  return () => { stopOrders(); stopVendor(); };
+}
