@@ -23,7 +23,7 @@ check_arrows
 log "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 log "building the function binaries the system tests start"
-cargo build --locked -p get-bouquet -p list-bouquets -p create-order
+cargo build --locked -p get-bouquet -p list-bouquets -p create-order -p pay-order
 log "cargo test (AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL)"
 cargo test --workspace --locked "$@"
 

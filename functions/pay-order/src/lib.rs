@@ -29,6 +29,11 @@ struct Payment {
     payment_token: String,
 }
 
+/// Names the provider that took the payment (`Payment-Provider: simulated` or `stripe`).
+fn provided(ctx: &Ctx, reply: Result<Reply, ApiError>) -> Result<Reply, ApiError> {
+    reply.map(|r| r.header("payment-provider", ctx.app.payments.provider()))
+}
+
 pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
     run(app, request, ROUTE, handle).await
 }
@@ -56,12 +61,12 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
             .filter(|o| o.customer_id == caller.subject)
             .ok_or(ApiError::NotFound("order"))?;
         if matches!(order.status, OrderStatus::Paid | OrderStatus::Fulfilled) {
-            return Reply::ok(&order);
+            return provided(ctx, Reply::ok(&order));
         }
         let mut claimed = order.clone();
         match checkout::claim(store, &mut claimed, correlation, now).await {
             Ok(true) => {}
-            Ok(false) => return Reply::ok(&order),
+            Ok(false) => return provided(ctx, Reply::ok(&order)),
             Err(CheckoutError::Changed) => continue,
             // The same request (same key) still running elsewhere.
             Err(CheckoutError::Domain(DomainError::PaymentInProgress))
@@ -80,7 +85,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
             Ok(ChargeOutcome::Approved { charge_id }) => {
                 let mut paid = claimed.clone();
                 paid.payment_succeeded(charge_id.clone(), now)?;
-                let reply = Reply::ok(&paid)?;
+                let reply = provided(ctx, Reply::ok(&paid))?;
                 let record = ctx.idempotency_record(&reply);
                 let committed = checkout::commit_charge(
                     store,

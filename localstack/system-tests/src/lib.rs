@@ -95,11 +95,17 @@ impl TestCloud {
             .await
             .expect("the table of template.yaml can be created");
         let clock = Arc::new(ManualClock::at(T0));
+        // The simulated gateway as deployed: its ledger in this test's table (tests that
+        // count charges put an in-memory one in with `with_gateway`).
+        let ledger = bouquet_app::payments::TableLedger::new(client.clone(), table.clone());
         let app = App::new(
             Store::new(client.clone(), table.clone()),
             clock.clone(),
             config,
-        );
+        )
+        .with_payments(Arc::new(
+            bouquet_app::payments::SimulatedGateway::with_ledger(ledger),
+        ));
         calls.reset();
         Self {
             app,

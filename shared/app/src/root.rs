@@ -10,7 +10,7 @@ use aws_config::BehaviorVersion;
 use bouquet_domain::order::DEFAULT_HOLD;
 use bouquet_domain::vase::DEFAULT_OFFLINE_AFTER;
 use bouquet_domain::{Clock, SystemClock};
-use bouquet_payments::{PaymentGateway, SimulatedGateway};
+use bouquet_payments::{PaymentGateway, SimulatedGateway, TableLedger};
 use bouquet_store::Store;
 
 #[derive(Clone, Debug)]
@@ -85,7 +85,7 @@ pub struct App {
     pub store: Store,
     pub clock: Arc<dyn Clock>,
     pub config: Config,
-    /// The payment seam: the simulated gateway until a PSP adapter is plugged in here.
+    /// The payment seam (`from_env`: the simulated gateway with its ledger in the table).
     pub payments: Arc<dyn PaymentGateway>,
 }
 
@@ -108,8 +108,13 @@ impl App {
     pub async fn from_env() -> Result<Self, ConfigError> {
         let table = std::env::var("TABLE_NAME").map_err(|_| ConfigError::Missing("TABLE_NAME"))?;
         let sdk = aws_sdk_config().await;
-        let store = Store::new(aws_sdk_dynamodb::Client::new(&sdk), table);
-        Ok(Self::new(store, Arc::new(SystemClock), Config::from_env()?))
+        let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
+        let store = Store::new(dynamodb.clone(), table.clone());
+        // The simulated gateway's charges are items of the table, so every function sees them.
+        let payments = Arc::new(SimulatedGateway::with_ledger(TableLedger::new(
+            dynamodb, table,
+        )));
+        Ok(Self::new(store, Arc::new(SystemClock), Config::from_env()?).with_payments(payments))
     }
 }
 

@@ -2,8 +2,6 @@
 //! implements it. Every charge carries an idempotency key (the order id), so repeating a
 //! charge after a crash or a timeout returns the first charge instead of charging again.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -35,6 +33,8 @@ pub enum GatewayError {
 }
 
 pub trait PaymentGateway: Send + Sync {
+    /// Which provider this is (`simulated`, `stripe`): the API names it, never a secret.
+    fn provider(&self) -> &'static str;
     /// Charges, or returns the earlier outcome for the same idempotency key.
     fn charge(&self, request: ChargeRequest) -> BoxFuture<'_, Result<ChargeOutcome, GatewayError>>;
     /// The outcome recorded for a key, if the gateway made a charge for it.
@@ -55,7 +55,10 @@ pub fn valid_token(token: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
-/// A gateway in memory, driven by the token value:
+pub mod ledger;
+pub use ledger::{Ledger, MemoryLedger, TableLedger};
+
+/// The simulated gateway, driven by the token value:
 ///
 /// | token | outcome |
 /// |---|---|
@@ -64,42 +67,51 @@ pub fn valid_token(token: &str) -> bool {
 /// | `tok_timeout` | the charge **is made**, then `Timeout` (the caller cannot know) |
 /// | any other `tok_…` | approved |
 ///
-/// Outcomes are remembered per idempotency key, as a PSP does: a repeated charge returns the
-/// first outcome, whatever the token. `charges_made` counts real charges, for tests.
-#[derive(Default)]
-pub struct SimulatedGateway {
-    outcomes: Mutex<HashMap<String, ChargeOutcome>>,
-    refunded: Mutex<Vec<String>>,
+/// Outcomes are kept per idempotency key in a [`Ledger`], as a PSP does: a repeated charge
+/// returns the first outcome, whatever the token. Deployed and in the dev stack the ledger is
+/// the table ([`TableLedger`]), so the sweeper's `lookup` in one function sees the charge the
+/// pay function made in another; tests may keep it in memory ([`MemoryLedger`]).
+pub struct SimulatedGateway<L: Ledger = MemoryLedger> {
+    ledger: L,
     latency: Duration,
 }
 
-impl SimulatedGateway {
+impl Default for SimulatedGateway<MemoryLedger> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SimulatedGateway<MemoryLedger> {
+    /// A gateway whose ledger is this process's memory.
     pub fn new() -> Self {
-        Self::default()
+        Self::with_ledger(MemoryLedger::default())
     }
 
     /// A gateway that takes `latency` for every call (to widen race windows in tests).
     pub fn with_latency(latency: Duration) -> Self {
         Self {
             latency,
-            ..Self::default()
+            ..Self::new()
         }
     }
 
     /// How many approved charges exist (refunded ones included).
     pub fn charges_made(&self) -> usize {
-        self.outcomes
-            .lock()
-            .map(|o| {
-                o.values()
-                    .filter(|c| matches!(c, ChargeOutcome::Approved { .. }))
-                    .count()
-            })
-            .unwrap_or(0)
+        self.ledger.approved()
     }
 
     pub fn refunds(&self) -> Vec<String> {
-        self.refunded.lock().map(|r| r.clone()).unwrap_or_default()
+        self.ledger.refunded()
+    }
+}
+
+impl<L: Ledger> SimulatedGateway<L> {
+    pub fn with_ledger(ledger: L) -> Self {
+        Self {
+            ledger,
+            latency: Duration::ZERO,
+        }
     }
 
     async fn pause(&self) {
@@ -109,30 +121,26 @@ impl SimulatedGateway {
     }
 }
 
-impl PaymentGateway for SimulatedGateway {
+impl<L: Ledger> PaymentGateway for SimulatedGateway<L> {
+    fn provider(&self) -> &'static str {
+        "simulated"
+    }
+
     fn charge(&self, request: ChargeRequest) -> BoxFuture<'_, Result<ChargeOutcome, GatewayError>> {
         Box::pin(async move {
             self.pause().await;
             if request.payment_token == "tok_unavailable" {
                 return Err(GatewayError::Unavailable("simulated outage".into()));
             }
-            let outcome = {
-                let mut outcomes = self
-                    .outcomes
-                    .lock()
-                    .map_err(|_| GatewayError::Unavailable("poisoned".into()))?;
-                outcomes
-                    .entry(request.idempotency_key.clone())
-                    .or_insert_with(|| match request.payment_token.as_str() {
-                        "tok_decline" => ChargeOutcome::Declined {
-                            reason: "card_declined".into(),
-                        },
-                        _ => ChargeOutcome::Approved {
-                            charge_id: format!("ch_{}", ulid::Ulid::new()),
-                        },
-                    })
-                    .clone()
+            let proposed = match request.payment_token.as_str() {
+                "tok_decline" => ChargeOutcome::Declined {
+                    reason: "card_declined".into(),
+                },
+                _ => ChargeOutcome::Approved {
+                    charge_id: format!("ch_{}", ulid::Ulid::new()),
+                },
             };
+            let outcome = self.ledger.record(&request, proposed).await?;
             if request.payment_token == "tok_timeout" {
                 return Err(GatewayError::Timeout);
             }
@@ -147,7 +155,7 @@ impl PaymentGateway for SimulatedGateway {
         let key = idempotency_key.to_owned();
         Box::pin(async move {
             self.pause().await;
-            Ok(self.outcomes.lock().ok().and_then(|o| o.get(&key).cloned()))
+            self.ledger.outcome(&key).await
         })
     }
 
@@ -155,12 +163,7 @@ impl PaymentGateway for SimulatedGateway {
         let key = idempotency_key.to_owned();
         Box::pin(async move {
             self.pause().await;
-            if let Ok(mut refunded) = self.refunded.lock() {
-                if !refunded.contains(&key) {
-                    refunded.push(key);
-                }
-            }
-            Ok(())
+            self.ledger.refund(&key).await
         })
     }
 }

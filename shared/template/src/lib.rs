@@ -5,6 +5,7 @@
 //! CloudFormation short tags (`!Ref X`, `!GetAtt A.B`, `!Sub s`) are turned into their long
 //! JSON forms (`{"Ref": "X"}`, `{"Fn::GetAtt": ["A", "B"]}`, `{"Fn::Sub": "s"}`).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -115,6 +116,128 @@ impl Template {
             Value::String(s) => Some(s.clone()),
             Value::Null => None,
             other => Some(other.to_string()),
+        }
+    }
+
+    /// The template's `Rules` that refuse `parameters` (each missing one takes its default),
+    /// as CloudFormation checks them before it creates anything: the description of every
+    /// failed assertion whose rule applies. Understands what rules may use here: `Ref` to a
+    /// parameter, `Fn::Equals`, `Fn::Not`, `Fn::And`, `Fn::Or`, `Fn::Contains`.
+    pub fn rule_failures(
+        &self,
+        parameters: &HashMap<&str, &str>,
+    ) -> Result<Vec<String>, TemplateError> {
+        let mut failures = Vec::new();
+        let Some(rules) = self.root["Rules"].as_object() else {
+            return Ok(failures);
+        };
+        for (name, rule) in rules {
+            let applies = match &rule["RuleCondition"] {
+                Value::Null => true,
+                condition => self.truth(condition, parameters)?,
+            };
+            if !applies {
+                continue;
+            }
+            for assertion in rule["Assertions"].as_array().into_iter().flatten() {
+                if !self.truth(&assertion["Assert"], parameters)? {
+                    failures.push(format!(
+                        "{name}: {}",
+                        assertion["AssertDescription"]
+                            .as_str()
+                            .unwrap_or("assertion failed")
+                    ));
+                }
+            }
+        }
+        Ok(failures)
+    }
+
+    fn rule_value(
+        &self,
+        value: &Value,
+        parameters: &HashMap<&str, &str>,
+    ) -> Result<Value, TemplateError> {
+        match value {
+            Value::Object(map) if map.len() == 1 => {
+                let (function, argument) = map.iter().next().expect("one entry");
+                let arguments = || {
+                    argument.as_array().ok_or_else(|| {
+                        TemplateError::Shape(format!("{function} takes a list: {argument}"))
+                    })
+                };
+                match function.as_str() {
+                    "Ref" => {
+                        let name = argument.as_str().unwrap_or_default();
+                        match parameters.get(name) {
+                            Some(given) => Ok(Value::String((*given).to_owned())),
+                            None => {
+                                self.parameter_default(name)
+                                    .map(Value::String)
+                                    .ok_or_else(|| {
+                                        TemplateError::Shape(format!(
+                                            "Ref {name}: no such parameter value"
+                                        ))
+                                    })
+                            }
+                        }
+                    }
+                    "Fn::Equals" => {
+                        let [a, b] = arguments()?.as_slice() else {
+                            return Err(TemplateError::Shape("Fn::Equals takes two values".into()));
+                        };
+                        Ok(Value::Bool(
+                            self.rule_value(a, parameters)? == self.rule_value(b, parameters)?,
+                        ))
+                    }
+                    "Fn::Not" => Ok(Value::Bool(
+                        !self.truth(arguments()?.first().unwrap_or(&Value::Null), parameters)?,
+                    )),
+                    "Fn::And" | "Fn::Or" => {
+                        let values = arguments()?
+                            .iter()
+                            .map(|v| self.truth(v, parameters))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        Ok(Value::Bool(if function == "Fn::And" {
+                            values.iter().all(|v| *v)
+                        } else {
+                            values.iter().any(|v| *v)
+                        }))
+                    }
+                    "Fn::Contains" => {
+                        let [list, item] = arguments()?.as_slice() else {
+                            return Err(TemplateError::Shape(
+                                "Fn::Contains takes two values".into(),
+                            ));
+                        };
+                        let item = self.rule_value(item, parameters)?;
+                        let list = self.rule_value(list, parameters)?;
+                        Ok(Value::Bool(
+                            list.as_array().is_some_and(|l| l.contains(&item)),
+                        ))
+                    }
+                    other => Err(TemplateError::Shape(format!(
+                        "a rule uses {other}, which this reader does not evaluate"
+                    ))),
+                }
+            }
+            Value::Array(items) => items
+                .iter()
+                .map(|v| self.rule_value(v, parameters))
+                .collect::<Result<Vec<_>, _>>()
+                .map(Value::Array),
+            other => Ok(other.clone()),
+        }
+    }
+
+    fn truth(
+        &self,
+        value: &Value,
+        parameters: &HashMap<&str, &str>,
+    ) -> Result<bool, TemplateError> {
+        match self.rule_value(value, parameters)? {
+            Value::Bool(b) => Ok(b),
+            other => Err(TemplateError::Shape(format!("not a condition: {other}"))),
         }
     }
 
@@ -346,6 +469,41 @@ fn to_json(yaml: serde_yaml::Value) -> Value {
                 other => serde_json::json!({ format!("Fn::{other}"): value }),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod rule_tests {
+    use super::*;
+
+    #[test]
+    fn a_prod_stage_refuses_the_simulated_gateway() {
+        let template = Template::repository().unwrap();
+        let failures = |pairs: &[(&str, &str)]| {
+            template
+                .rule_failures(&pairs.iter().copied().collect())
+                .unwrap()
+        };
+        let refused = failures(&[("Stage", "prod"), ("PaymentProvider", "simulated")]);
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(
+            refused[0].starts_with("ProductionTakesRealPayments:"),
+            "{refused:?}"
+        );
+        // The default provider is the simulated one: prod alone is refused too.
+        assert_eq!(failures(&[("Stage", "prod")]).len(), 1);
+        assert!(failures(&[("Stage", "prod"), ("PaymentProvider", "stripe")]).is_empty());
+        assert!(failures(&[("Stage", "dev"), ("PaymentProvider", "simulated")]).is_empty());
+        assert!(failures(&[]).is_empty(), "the defaults deploy");
+    }
+
+    #[test]
+    fn a_rule_it_cannot_read_is_an_error_not_a_pass() {
+        let template = Template::parse(
+            "Parameters: {A: {Type: String, Default: x}}\nRules:\n  R:\n    Assertions:\n      - Assert: {'Fn::EachMemberEquals': [[], x]}\n",
+        )
+        .unwrap();
+        assert!(template.rule_failures(&HashMap::new()).is_err());
     }
 }
 

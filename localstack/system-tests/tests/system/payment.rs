@@ -163,6 +163,9 @@ async fn a_gateway_timeout_keeps_the_attempt_and_a_retry_charges_once() {
 struct CrashAfterCharge(Arc<SimulatedGateway>);
 
 impl PaymentGateway for CrashAfterCharge {
+    fn provider(&self) -> &'static str {
+        self.0.provider()
+    }
     fn charge(&self, request: ChargeRequest) -> BoxFuture<'_, Result<ChargeOutcome, GatewayError>> {
         Box::pin(async move {
             let _ = self.0.charge(request).await;
@@ -471,8 +474,12 @@ async fn dynamodb_calls_per_operation() {
     );
     assert_eq!(
         cloud.calls.by_operation(),
-        calls(&[("BatchGetItem", 1), ("TransactWriteItems", 2)]),
-        "pay: read, claim, commit"
+        calls(&[
+            ("BatchGetItem", 1),
+            ("TransactWriteItems", 2),
+            ("PutItem", 1)
+        ]),
+        "pay: read, claim, the simulated gateway's charge (its ledger's item), commit"
     );
 
     cloud.calls.reset();
@@ -558,5 +565,90 @@ async fn a_charge_whose_bouquets_were_lost_after_a_crash_is_refunded_by_the_swee
             .as_deref(),
         Some("reserved"),
         "still the other customer's"
+    );
+}
+
+/// The simulated gateway's ledger is the table: a charge the real `pay-order` binary made
+/// (then timed out on) is found by the sweeper running in another process, which completes
+/// the order with that charge instead of releasing it.
+#[tokio::test]
+async fn a_charge_made_by_the_pay_binary_is_found_by_the_sweeper_in_another_process() {
+    use bouquet_app::domain::{Clock, SystemClock};
+    use bouquet_app::payments::TableLedger;
+    use devstack::runtime_api::{http_response, FunctionProcess};
+
+    let cloud = TestCloud::new().await;
+    // The binary runs on the wall clock; so does this side until the sweep.
+    cloud.clock.set(SystemClock.now());
+    let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
+
+    let pay = FunctionProcess::spawn(
+        &system_tests::function_binary("pay-order"),
+        "pay-order",
+        &cloud.function_env("pay-order"),
+    )
+    .await
+    .expect("spawn pay-order");
+    assert!(pay.init_duration(Duration::from_secs(20)).await.is_some());
+    let request = ApiRequest::fixture("pay-order")
+        .customer("customer-1")
+        .path("orderId", &order)
+        .json(json!({ "paymentToken": "tok_timeout" }));
+    let payload = pay
+        .api
+        .invoke(request.event().clone(), Duration::from_secs(10))
+        .await
+        .expect("invoke");
+    pay.stop().await;
+    let (status, _, body) = http_response(&payload);
+    assert_eq!(status.as_u16(), 503, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(
+        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        Some("payment_pending")
+    );
+
+    // Another container: a gateway of its own over the same table.
+    let ledger =
+        SimulatedGateway::with_ledger(TableLedger::new(cloud.client.clone(), cloud.table.clone()));
+    let key = format!("{order}-0");
+    let Ok(Some(ChargeOutcome::Approved { charge_id })) = ledger.lookup(&key).await else {
+        panic!("the binary's charge is in the table under {key}");
+    };
+    assert_eq!(
+        SimulatedGateway::new().lookup(&key).await,
+        Ok(None),
+        "a ledger in memory would not know it"
+    );
+    let cloud = cloud.with_gateway(Arc::new(ledger));
+    cloud.clock.advance(Duration::from_secs(16 * 60));
+    let report = cloud.run_scheduled("expire-reservations").await;
+    assert_eq!(
+        (
+            report["paymentsCompleted"].as_u64(),
+            report["paymentsReleased"].as_u64()
+        ),
+        (Some(1), Some(0)),
+        "{report}"
+    );
+    let order_pk = aws_sdk_dynamodb::types::AttributeValue::S(format!("ORDER#{order}"));
+    let paid = cloud
+        .items()
+        .await
+        .into_iter()
+        .find(|item| item.get("pk") == Some(&order_pk))
+        .expect("the order item");
+    let text = |name: &str| paid.get(name).and_then(|v| v.as_s().ok()).cloned();
+    assert_eq!(text("status").as_deref(), Some("paid"));
+    assert_eq!(
+        text("chargeId"),
+        Some(charge_id),
+        "the binary's charge, not a new one"
+    );
+    assert_eq!(
+        cloud
+            .status_of(&format!("BOUQUET#{bouquet}"))
+            .await
+            .as_deref(),
+        Some("sold")
     );
 }

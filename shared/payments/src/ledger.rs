@@ -1,0 +1,237 @@
+//! Where the simulated gateway keeps its charges: one outcome per idempotency key, the first
+//! one recorded, and which approved charges were refunded.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use futures::future::BoxFuture;
+
+use crate::{ChargeOutcome, ChargeRequest, GatewayError};
+
+pub trait Ledger: Send + Sync {
+    /// Records `proposed` for the request's key unless an outcome is recorded already;
+    /// returns the recorded outcome (the first one, whatever was proposed since).
+    fn record<'a>(
+        &'a self,
+        request: &'a ChargeRequest,
+        proposed: ChargeOutcome,
+    ) -> BoxFuture<'a, Result<ChargeOutcome, GatewayError>>;
+    fn outcome<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ChargeOutcome>, GatewayError>>;
+    /// Marks the key's approved charge refunded (a no-op when there is none, or again).
+    fn refund<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), GatewayError>>;
+}
+
+/// This process's memory (unit and system tests that count charges).
+#[derive(Default)]
+pub struct MemoryLedger {
+    outcomes: Mutex<HashMap<String, ChargeOutcome>>,
+    refunded: Mutex<Vec<String>>,
+}
+
+impl MemoryLedger {
+    pub fn approved(&self) -> usize {
+        self.outcomes
+            .lock()
+            .map(|o| {
+                o.values()
+                    .filter(|c| matches!(c, ChargeOutcome::Approved { .. }))
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
+    pub fn refunded(&self) -> Vec<String> {
+        self.refunded.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+impl Ledger for MemoryLedger {
+    fn record<'a>(
+        &'a self,
+        request: &'a ChargeRequest,
+        proposed: ChargeOutcome,
+    ) -> BoxFuture<'a, Result<ChargeOutcome, GatewayError>> {
+        Box::pin(async move {
+            let mut outcomes = self
+                .outcomes
+                .lock()
+                .map_err(|_| GatewayError::Unavailable("ledger poisoned".into()))?;
+            Ok(outcomes
+                .entry(request.idempotency_key.clone())
+                .or_insert(proposed)
+                .clone())
+        })
+    }
+
+    fn outcome<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ChargeOutcome>, GatewayError>> {
+        Box::pin(async move { Ok(self.outcomes.lock().ok().and_then(|o| o.get(key).cloned())) })
+    }
+
+    fn refund<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), GatewayError>> {
+        Box::pin(async move {
+            let approved = matches!(
+                self.outcomes.lock().ok().and_then(|o| o.get(key).cloned()),
+                Some(ChargeOutcome::Approved { .. })
+            );
+            if let Ok(mut refunded) = self.refunded.lock() {
+                if approved && !refunded.iter().any(|k| k == key) {
+                    refunded.push(key.to_owned());
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
+/// The marketplace table: one item per key (`pk = SIMPAY#{key}`), put on the condition that
+/// none exists, so concurrent charges with one key in different containers agree on one
+/// outcome. Reads are consistent.
+#[derive(Clone, Debug)]
+pub struct TableLedger {
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+}
+
+const SORT: &str = "CHARGE";
+
+impl TableLedger {
+    pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    fn key(idempotency_key: &str) -> [(String, AttributeValue); 2] {
+        [
+            (
+                "pk".into(),
+                AttributeValue::S(format!("SIMPAY#{idempotency_key}")),
+            ),
+            ("sk".into(), AttributeValue::S(SORT.into())),
+        ]
+    }
+
+    async fn read(&self, key: &str) -> Result<Option<ChargeOutcome>, GatewayError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::key(key).into_iter().collect()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(output.item.as_ref().and_then(outcome_of))
+    }
+}
+
+fn unavailable(error: impl std::error::Error) -> GatewayError {
+    GatewayError::Unavailable(format!(
+        "simulated ledger: {}",
+        aws_sdk_dynamodb::error::DisplayErrorContext(error)
+    ))
+}
+
+fn text(item: &HashMap<String, AttributeValue>, name: &str) -> Option<String> {
+    item.get(name)?.as_s().ok().cloned()
+}
+
+fn outcome_of(item: &HashMap<String, AttributeValue>) -> Option<ChargeOutcome> {
+    match text(item, "outcome")?.as_str() {
+        "approved" => Some(ChargeOutcome::Approved {
+            charge_id: text(item, "chargeId")?,
+        }),
+        "declined" => Some(ChargeOutcome::Declined {
+            reason: text(item, "reason")?,
+        }),
+        _ => None,
+    }
+}
+
+impl Ledger for TableLedger {
+    fn record<'a>(
+        &'a self,
+        request: &'a ChargeRequest,
+        proposed: ChargeOutcome,
+    ) -> BoxFuture<'a, Result<ChargeOutcome, GatewayError>> {
+        Box::pin(async move {
+            let mut put = self
+                .client
+                .put_item()
+                .table_name(&self.table)
+                .condition_expression("attribute_not_exists(pk)")
+                .item(
+                    "amountMinor",
+                    AttributeValue::N(request.amount_minor.to_string()),
+                )
+                .item("currency", AttributeValue::S(request.currency.clone()));
+            for (name, value) in Self::key(&request.idempotency_key) {
+                put = put.item(name, value);
+            }
+            put = match &proposed {
+                ChargeOutcome::Approved { charge_id } => put
+                    .item("outcome", AttributeValue::S("approved".into()))
+                    .item("chargeId", AttributeValue::S(charge_id.clone())),
+                ChargeOutcome::Declined { reason } => put
+                    .item("outcome", AttributeValue::S("declined".into()))
+                    .item("reason", AttributeValue::S(reason.clone())),
+            };
+            match put.send().await {
+                Ok(_) => Ok(proposed),
+                Err(error)
+                    if error
+                        .as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+                {
+                    self.read(&request.idempotency_key).await?.ok_or_else(|| {
+                        GatewayError::Unavailable("simulated ledger: charge vanished".into())
+                    })
+                }
+                Err(error) => Err(unavailable(error)),
+            }
+        })
+    }
+
+    fn outcome<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ChargeOutcome>, GatewayError>> {
+        Box::pin(self.read(key))
+    }
+
+    fn refund<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), GatewayError>> {
+        Box::pin(async move {
+            let result = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(Self::key(key).into_iter().collect()))
+                .update_expression("SET refunded = :yes")
+                .condition_expression("outcome = :approved")
+                .expression_attribute_values(":yes", AttributeValue::Bool(true))
+                .expression_attribute_values(":approved", AttributeValue::S("approved".into()))
+                .send()
+                .await;
+            match result {
+                Ok(_) => Ok(()),
+                // Nothing approved under this key: nothing to refund.
+                Err(error)
+                    if error
+                        .as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+                {
+                    Ok(())
+                }
+                Err(error) => Err(unavailable(error)),
+            }
+        })
+    }
+}
