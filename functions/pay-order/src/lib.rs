@@ -8,6 +8,10 @@
 //! 4. Commit `paid` and every bouquet `sold` with `OrderPaid` and the idempotency record
 //!    (one `TransactWriteItems`); declined: back to `reserved`, 402 `payment.declined`.
 //!
+//! When the card needs 3-D Secure (Stripe's `requires_action`) the answer is 202: the order,
+//! still `payment_pending`, with `nextAction` `{type: "authenticate", provider, clientSecret}`
+//! for Stripe.js; the PSP's webhook (`POST /v1/payments/webhook`) commits how it ended.
+//!
 //! Paying a paid order returns it. See `bouquet_checkout` for what happens when the process
 //! dies between 3 and 4.
 
@@ -104,6 +108,27 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
                     }
                     Err(other) => Err(other.into()),
                 }
+            }
+            Ok(ChargeOutcome::RequiresAction {
+                intent_id,
+                client_secret,
+            }) => {
+                // The customer authenticates with the PSP's SDK; its webhook commits the
+                // outcome. Until then the order stays `payment_pending` without a lease, so
+                // paying again repeats this attempt (the PSP returns the same intent).
+                bouquet_app::tracing::info!(%order_id, %intent_id, "payment needs authentication");
+                checkout::interrupt(store, &claimed, correlation, now).await?;
+                let mut body = serde_json::to_value(&claimed)
+                    .map_err(|e| ApiError::Internal(e.to_string()))?;
+                body["nextAction"] = serde_json::json!({
+                    "type": "authenticate",
+                    "provider": ctx.app.payments.provider(),
+                    "clientSecret": client_secret,
+                });
+                provided(
+                    ctx,
+                    Reply::json(bouquet_http::lambda_http::http::StatusCode::ACCEPTED, &body),
+                )
             }
             Ok(ChargeOutcome::Declined { reason }) => {
                 bouquet_app::tracing::info!(%order_id, %reason, "payment declined");

@@ -78,6 +78,7 @@ pub async fn write(
 pub fn charge_request(order: &Order, payment_token: &str) -> ChargeRequest {
     ChargeRequest {
         idempotency_key: order.gateway_key(),
+        order_id: order.order_id.to_string(),
         amount_minor: order.total.minor(),
         currency: order.total.currency().code().to_owned(),
         payment_token: payment_token.to_owned(),

@@ -46,6 +46,10 @@ pub enum ConfigError {
     NotSeconds { name: &'static str, value: String },
     #[error("{name}={value:?} is not a positive whole number")]
     NotACount { name: &'static str, value: String },
+    #[error("PAYMENT_PROVIDER={0:?} is not simulated or stripe")]
+    PaymentProvider(String),
+    #[error("the payment provider cannot be set up: {0}")]
+    Payments(String),
 }
 
 fn seconds_from_env(name: &'static str, default: Duration) -> Result<Duration, ConfigError> {
@@ -110,11 +114,33 @@ impl App {
         let sdk = aws_sdk_config().await;
         let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
         let store = Store::new(dynamodb.clone(), table.clone());
-        // The simulated gateway's charges are items of the table, so every function sees them.
-        let payments = Arc::new(SimulatedGateway::with_ledger(TableLedger::new(
-            dynamodb, table,
-        )));
+        let payments = payments_from_env(&sdk, dynamodb, table).await?;
         Ok(Self::new(store, Arc::new(SystemClock), Config::from_env()?).with_payments(payments))
+    }
+}
+
+/// The gateway `PAYMENT_PROVIDER` names (the template's `PaymentProvider`).
+#[cfg_attr(not(feature = "stripe"), allow(unused_variables))]
+async fn payments_from_env(
+    sdk: &aws_config::SdkConfig,
+    dynamodb: aws_sdk_dynamodb::Client,
+    table: String,
+) -> Result<Arc<dyn PaymentGateway>, ConfigError> {
+    match std::env::var("PAYMENT_PROVIDER").as_deref() {
+        // The simulated gateway's charges are items of the table, so every function sees them.
+        Ok("simulated") | Err(_) => Ok(Arc::new(SimulatedGateway::with_ledger(TableLedger::new(
+            dynamodb, table,
+        )))),
+        #[cfg(feature = "stripe")]
+        Ok("stripe") => bouquet_payments::stripe::StripeGateway::from_env(sdk)
+            .await
+            .map(|gateway| Arc::new(gateway) as Arc<dyn PaymentGateway>)
+            .map_err(|e| ConfigError::Payments(e.to_string())),
+        // A function that takes no payments is built without the adapter; should it ever be
+        // asked to charge, it refuses loudly.
+        #[cfg(not(feature = "stripe"))]
+        Ok("stripe") => Ok(Arc::new(bouquet_payments::NotLinked("stripe"))),
+        Ok(other) => Err(ConfigError::PaymentProvider(other.to_owned())),
     }
 }
 

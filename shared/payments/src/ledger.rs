@@ -183,6 +183,11 @@ impl Ledger for TableLedger {
                 ChargeOutcome::Declined { reason } => put
                     .item("outcome", AttributeValue::S("declined".into()))
                     .item("reason", AttributeValue::S(reason.clone())),
+                ChargeOutcome::RequiresAction { .. } => {
+                    return Err(GatewayError::Unavailable(
+                        "the simulated gateway asks no authentication".into(),
+                    ))
+                }
             };
             match put.send().await {
                 Ok(_) => Ok(proposed),

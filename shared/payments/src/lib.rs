@@ -11,6 +11,8 @@ use futures::future::BoxFuture;
 pub struct ChargeRequest {
     /// The gateway's idempotency key: one charge per key, ever.
     pub idempotency_key: String,
+    /// The order it pays (the PSP keeps it as metadata).
+    pub order_id: String,
     pub amount_minor: i64,
     pub currency: String,
     pub payment_token: String,
@@ -19,8 +21,18 @@ pub struct ChargeRequest {
 /// A definite answer from the gateway.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ChargeOutcome {
-    Approved { charge_id: String },
-    Declined { reason: String },
+    Approved {
+        charge_id: String,
+    },
+    Declined {
+        reason: String,
+    },
+    /// The card's bank wants the customer to authenticate (3-D Secure): the client completes
+    /// it with the PSP's SDK and `client_secret`; the PSP's webhook says how it ended.
+    RequiresAction {
+        intent_id: String,
+        client_secret: String,
+    },
 }
 
 /// No definite answer: the charge may or may not have happened.
@@ -46,16 +58,50 @@ pub trait PaymentGateway: Send + Sync {
     fn refund(&self, idempotency_key: &str) -> BoxFuture<'_, Result<(), GatewayError>>;
 }
 
-/// Whether a payment token has the shape the simulated gateway (and a tokenising PSP) uses.
+/// Whether a payment token has the shape of the simulated gateway's test tokens (`tok_...`)
+/// or of a Stripe PaymentMethod id from Stripe.js (`pm_...`).
 pub fn valid_token(token: &str) -> bool {
     (5..=64).contains(&token.len())
-        && token.starts_with("tok_")
+        && (token.starts_with("tok_") || token.starts_with("pm_"))
         && token
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+/// The gateway of a function built without the configured provider's adapter (it takes no
+/// payments): every call fails with `Unavailable`, and says why.
+pub struct NotLinked(pub &'static str);
+
+impl PaymentGateway for NotLinked {
+    fn provider(&self) -> &'static str {
+        self.0
+    }
+
+    fn charge(&self, _: ChargeRequest) -> BoxFuture<'_, Result<ChargeOutcome, GatewayError>> {
+        Box::pin(async move { Err(self.unlinked()) })
+    }
+
+    fn lookup(&self, _: &str) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>> {
+        Box::pin(async move { Err(self.unlinked()) })
+    }
+
+    fn refund(&self, _: &str) -> BoxFuture<'_, Result<(), GatewayError>> {
+        Box::pin(async move { Err(self.unlinked()) })
+    }
+}
+
+impl NotLinked {
+    fn unlinked(&self) -> GatewayError {
+        GatewayError::Unavailable(format!(
+            "this function was built without the {} adapter (enable bouquet-app's feature)",
+            self.0
+        ))
+    }
+}
+
 pub mod ledger;
+#[cfg(feature = "stripe")]
+pub mod stripe;
 pub use ledger::{Ledger, MemoryLedger, TableLedger};
 
 /// The simulated gateway, driven by the token value:
@@ -175,6 +221,7 @@ mod tests {
     fn request(key: &str, token: &str) -> ChargeRequest {
         ChargeRequest {
             idempotency_key: key.into(),
+            order_id: "o".into(),
             amount_minor: 2450,
             currency: "EUR".into(),
             payment_token: token.into(),

@@ -652,3 +652,33 @@ async fn a_charge_made_by_the_pay_binary_is_found_by_the_sweeper_in_another_proc
         Some("sold")
     );
 }
+
+/// Stripe's secret key comes from an SSM SecureString parameter, read once when the gateway
+/// is built, and never shows in what the gateway prints.
+#[tokio::test]
+async fn the_stripe_key_is_read_from_its_ssm_parameter_and_never_printed() {
+    use bouquet_app::payments::stripe::StripeGateway;
+    let sdk = system_tests::emulator_sdk_config().await;
+    let name = format!("/bouquet-test/{}/stripe/secret-key", ulid::Ulid::new());
+    let secret = format!("sk_test_{}", ulid::Ulid::new());
+    aws_sdk_ssm::Client::new(&sdk)
+        .put_parameter()
+        .name(&name)
+        .value(&secret)
+        .r#type(aws_sdk_ssm::types::ParameterType::SecureString)
+        .send()
+        .await
+        .unwrap();
+    let gateway = StripeGateway::from_parameter(&sdk, &name, "https://api.stripe.com")
+        .await
+        .expect("the parameter is read");
+    assert_eq!(gateway.provider(), "stripe");
+    assert!(!format!("{gateway:?}").contains(&secret));
+    let missing =
+        StripeGateway::from_parameter(&sdk, &format!("{name}-missing"), "https://api.stripe.com")
+            .await;
+    assert!(
+        missing.is_err(),
+        "a missing parameter fails the container's start"
+    );
+}

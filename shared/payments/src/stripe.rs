@@ -1,0 +1,344 @@
+//! Stripe behind [`PaymentGateway`]: a small typed client over hyper and rustls (the stack
+//! the SDK already links, so it adds little to a binary).
+//!
+//! - `charge`: one `POST /v1/payment_intents` that creates and confirms the intent with the
+//!   client's PaymentMethod (`pm_...`), the order total, `metadata[orderId]` and
+//!   `metadata[attemptKey]`, and the attempt key as Stripe's `Idempotency-Key` (a repeat
+//!   within Stripe's 24 h returns the first intent). Redirect-based methods are off, so 3-D
+//!   Secure is `requires_action` with a client secret for Stripe.js.
+//! - `lookup`: the intent whose `metadata['attemptKey']` is the key (Search API).
+//! - `refund`: `POST /v1/refunds` for that intent, with `refund-{key}` as its idempotency key.
+//!
+//! Errors: a card error (402) is a decline; 429, 5xx, an idempotency error and a transport
+//! failure are `Unavailable`; no answer in time is `Timeout`. The last three leave the order
+//! `payment_pending` for a retry or the sweeper, which asks `lookup`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use serde::Deserialize;
+
+use crate::{ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway};
+
+/// Stripe's API version this client is written against (sent on every request).
+pub const API_VERSION: &str = "2024-06-20";
+/// How long one call may take (Lambda's timeout is 10 s; the pay route's deadline is shorter).
+const TIMEOUT: Duration = Duration::from_secs(6);
+
+type Client = hyper_util::client::legacy::Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    Full<Bytes>,
+>;
+
+#[derive(Clone)]
+pub struct StripeGateway {
+    base: String,
+    secret_key: Arc<str>,
+    client: Client,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for StripeGateway {
+    // The secret key never reaches a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StripeGateway")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StripeConfigError {
+    #[error("TLS set-up failed: {0}")]
+    Tls(String),
+    #[error("{0} is not set")]
+    Missing(&'static str),
+    #[error("the secret key parameter could not be read: {0}")]
+    Parameter(String),
+}
+
+/// A PaymentIntent, as far as this client reads it.
+#[derive(Debug, Deserialize)]
+struct Intent {
+    id: String,
+    status: String,
+    #[serde(default)]
+    client_secret: Option<String>,
+    #[serde(default)]
+    last_payment_error: Option<StripeError>,
+}
+
+#[derive(Debug, Deserialize)]
+struct StripeError {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    code: Option<String>,
+    #[serde(default)]
+    decline_code: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    error: StripeError,
+}
+
+#[derive(Deserialize)]
+struct SearchResult {
+    data: Vec<Intent>,
+}
+
+impl StripeGateway {
+    /// `base`: `https://api.stripe.com` (or a local fake in tests, over plain HTTP).
+    pub fn new(base: &str, secret_key: &str) -> Result<Self, StripeConfigError> {
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_native_roots(provider)
+            .map_err(|e| StripeConfigError::Tls(e.to_string()))?
+            .https_or_http()
+            .enable_http1()
+            .build();
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build(connector);
+        Ok(Self {
+            base: base.trim_end_matches('/').to_owned(),
+            secret_key: secret_key.into(),
+            client,
+            timeout: TIMEOUT,
+        })
+    }
+
+    /// The same gateway with another per-call timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Deployed wiring: the secret key from the SSM parameter named by
+    /// `STRIPE_SECRET_KEY_PARAMETER` (a SecureString, read once per container), the API at
+    /// `STRIPE_API_BASE` or Stripe's own.
+    pub async fn from_env(sdk: &aws_config::SdkConfig) -> Result<Self, StripeConfigError> {
+        let name = std::env::var("STRIPE_SECRET_KEY_PARAMETER")
+            .map_err(|_| StripeConfigError::Missing("STRIPE_SECRET_KEY_PARAMETER"))?;
+        let base =
+            std::env::var("STRIPE_API_BASE").unwrap_or_else(|_| "https://api.stripe.com".into());
+        Self::from_parameter(sdk, &name, &base).await
+    }
+
+    /// The gateway for the API at `base`, its secret key read from the SSM parameter `name`.
+    pub async fn from_parameter(
+        sdk: &aws_config::SdkConfig,
+        name: &str,
+        base: &str,
+    ) -> Result<Self, StripeConfigError> {
+        let secret = read_secret_parameter(sdk, name).await?;
+        Self::new(base, &secret)
+    }
+
+    async fn send(
+        &self,
+        method: hyper::Method,
+        path_and_query: &str,
+        form: Option<String>,
+        idempotency_key: Option<&str>,
+    ) -> Result<(u16, Bytes), GatewayError> {
+        let mut request = hyper::Request::builder()
+            .method(method)
+            .uri(format!("{}{path_and_query}", self.base))
+            .header("authorization", format!("Bearer {}", self.secret_key))
+            .header("stripe-version", API_VERSION);
+        if form.is_some() {
+            request = request.header("content-type", "application/x-www-form-urlencoded");
+        }
+        if let Some(key) = idempotency_key {
+            request = request.header("idempotency-key", key);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(form.unwrap_or_default())))
+            .map_err(|e| GatewayError::Unavailable(format!("stripe request: {e}")))?;
+        let exchange = async {
+            let response = self
+                .client
+                .request(request)
+                .await
+                .map_err(|e| GatewayError::Unavailable(format!("stripe: {e}")))?;
+            let status = response.status().as_u16();
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| GatewayError::Unavailable(format!("stripe body: {e}")))?
+                .to_bytes();
+            Ok((status, body))
+        };
+        tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| GatewayError::Timeout)?
+    }
+
+    async fn intent_of(&self, key: &str) -> Result<Option<Intent>, GatewayError> {
+        let query = format!("metadata['attemptKey']:'{}'", key.replace('\'', "\\'"));
+        let path = format!(
+            "/v1/payment_intents/search?{}",
+            form_urlencoded::Serializer::new(String::new())
+                .append_pair("query", &query)
+                .append_pair("limit", "1")
+                .finish()
+        );
+        let (status, body) = self.send(hyper::Method::GET, &path, None, None).await?;
+        if status != 200 {
+            return Err(unavailable(status, &body));
+        }
+        let found: SearchResult = serde_json::from_slice(&body)
+            .map_err(|e| GatewayError::Unavailable(format!("stripe search answer: {e}")))?;
+        Ok(found.data.into_iter().next())
+    }
+}
+
+/// Reads a SecureString parameter with decryption.
+async fn read_secret_parameter(
+    sdk: &aws_config::SdkConfig,
+    name: &str,
+) -> Result<String, StripeConfigError> {
+    let output = aws_sdk_ssm::Client::new(sdk)
+        .get_parameter()
+        .name(name)
+        .with_decryption(true)
+        .send()
+        .await
+        .map_err(|e| {
+            StripeConfigError::Parameter(aws_sdk_ssm::error::DisplayErrorContext(e).to_string())
+        })?;
+    output
+        .parameter
+        .and_then(|p| p.value)
+        .ok_or_else(|| StripeConfigError::Parameter(format!("{name} has no value")))
+}
+
+fn unavailable(status: u16, body: &[u8]) -> GatewayError {
+    let detail = serde_json::from_slice::<ErrorBody>(body)
+        .map(|e| {
+            format!(
+                "{} {}",
+                e.error.kind,
+                e.error.code.or(e.error.message).unwrap_or_default()
+            )
+        })
+        .unwrap_or_else(|_| "no error body".into());
+    GatewayError::Unavailable(format!("stripe answered {status}: {detail}"))
+}
+
+/// What an intent's status means for the order.
+fn outcome_of(intent: Intent) -> Option<ChargeOutcome> {
+    match intent.status.as_str() {
+        "succeeded" => Some(ChargeOutcome::Approved {
+            charge_id: intent.id,
+        }),
+        "requires_action" => Some(ChargeOutcome::RequiresAction {
+            client_secret: intent.client_secret.unwrap_or_default(),
+            intent_id: intent.id,
+        }),
+        "requires_payment_method" | "canceled" => Some(ChargeOutcome::Declined {
+            reason: intent
+                .last_payment_error
+                .and_then(|e| e.decline_code.or(e.code))
+                .unwrap_or_else(|| intent.status.clone()),
+        }),
+        // `processing`, `requires_confirmation`, `requires_capture`: not settled yet.
+        _ => None,
+    }
+}
+
+impl PaymentGateway for StripeGateway {
+    fn provider(&self) -> &'static str {
+        "stripe"
+    }
+
+    fn charge(&self, request: ChargeRequest) -> BoxFuture<'_, Result<ChargeOutcome, GatewayError>> {
+        Box::pin(async move {
+            let form = form_urlencoded::Serializer::new(String::new())
+                .append_pair("amount", &request.amount_minor.to_string())
+                .append_pair("currency", &request.currency.to_ascii_lowercase())
+                .append_pair("payment_method", &request.payment_token)
+                .append_pair("confirm", "true")
+                .append_pair("automatic_payment_methods[enabled]", "true")
+                .append_pair("automatic_payment_methods[allow_redirects]", "never")
+                .append_pair("metadata[orderId]", &request.order_id)
+                .append_pair("metadata[attemptKey]", &request.idempotency_key)
+                .finish();
+            let (status, body) = self
+                .send(
+                    hyper::Method::POST,
+                    "/v1/payment_intents",
+                    Some(form),
+                    Some(&request.idempotency_key),
+                )
+                .await?;
+            match status {
+                200 => {
+                    let intent: Intent = serde_json::from_slice(&body).map_err(|e| {
+                        GatewayError::Unavailable(format!("stripe intent answer: {e}"))
+                    })?;
+                    outcome_of(intent).ok_or_else(|| {
+                        GatewayError::Unavailable("stripe: the payment is still processing".into())
+                    })
+                }
+                402 => match serde_json::from_slice::<ErrorBody>(&body) {
+                    Ok(ErrorBody { error }) if error.kind == "card_error" => {
+                        Ok(ChargeOutcome::Declined {
+                            reason: error
+                                .decline_code
+                                .or(error.code)
+                                .unwrap_or_else(|| "card_declined".into()),
+                        })
+                    }
+                    _ => Err(unavailable(status, &body)),
+                },
+                _ => Err(unavailable(status, &body)),
+            }
+        })
+    }
+
+    fn lookup(
+        &self,
+        idempotency_key: &str,
+    ) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>> {
+        let key = idempotency_key.to_owned();
+        Box::pin(async move { Ok(self.intent_of(&key).await?.and_then(outcome_of)) })
+    }
+
+    fn refund(&self, idempotency_key: &str) -> BoxFuture<'_, Result<(), GatewayError>> {
+        let key = idempotency_key.to_owned();
+        Box::pin(async move {
+            let Some(intent) = self.intent_of(&key).await? else {
+                return Ok(());
+            };
+            if intent.status != "succeeded" {
+                return Ok(());
+            }
+            let form = form_urlencoded::Serializer::new(String::new())
+                .append_pair("payment_intent", &intent.id)
+                .finish();
+            let (status, body) = self
+                .send(
+                    hyper::Method::POST,
+                    "/v1/refunds",
+                    Some(form),
+                    Some(&format!("refund-{key}")),
+                )
+                .await?;
+            match status {
+                200 => Ok(()),
+                // Refunded already (e.g. from Stripe's dashboard): nothing left to do.
+                400 if String::from_utf8_lossy(&body).contains("charge_already_refunded") => Ok(()),
+                _ => Err(unavailable(status, &body)),
+            }
+        })
+    }
+}

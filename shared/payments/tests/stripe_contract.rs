@@ -1,0 +1,401 @@
+//! Contract tests of the Stripe adapter against a fake Stripe on a local port. The fake
+//! answers as Stripe documents it (PaymentIntents, Search, Refunds, errors), keeps Stripe's
+//! idempotency rules (the same key and body replay the first answer; the same key with
+//! another body is an `idempotency_error`), and records every request the adapter sends.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::{Request, Response};
+use serde_json::{json, Value};
+
+use bouquet_payments::stripe::{StripeGateway, API_VERSION};
+use bouquet_payments::{ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway};
+
+const SECRET: &str = "sk_test_contract";
+
+#[derive(Clone, Debug)]
+struct Seen {
+    method: String,
+    path: String,
+    query: String,
+    headers: HashMap<String, String>,
+    form: HashMap<String, String>,
+}
+
+#[derive(Default)]
+struct FakeStripe {
+    seen: Mutex<Vec<Seen>>,
+    /// Idempotency-Key → (the body first sent, the answer given).
+    replies: Mutex<HashMap<String, (String, u16, Value)>>,
+    intents: Mutex<Vec<Value>>,
+    refunds: Mutex<Vec<String>>,
+}
+
+impl FakeStripe {
+    fn intent(&self, form: &HashMap<String, String>, status: &str) -> Value {
+        let id = format!("pi_{}", self.intents.lock().unwrap().len() + 1);
+        let intent = json!({
+            "id": id, "object": "payment_intent", "status": status,
+            "amount": form["amount"].parse::<i64>().unwrap(), "currency": form["currency"],
+            "client_secret": format!("{id}_secret_x"),
+            "metadata": {"orderId": form["metadata[orderId]"], "attemptKey": form["metadata[attemptKey]"]},
+            "next_action": if status == "requires_action" { json!({"type": "use_stripe_sdk"}) } else { Value::Null },
+        });
+        self.intents.lock().unwrap().push(intent.clone());
+        intent
+    }
+
+    /// Stripe's documented answers, chosen by the test PaymentMethod.
+    async fn create(&self, form: &HashMap<String, String>) -> (u16, Value) {
+        match form["payment_method"].as_str() {
+            "pm_card_visa" => (200, self.intent(form, "succeeded")),
+            "pm_card_authenticationRequired" => (200, self.intent(form, "requires_action")),
+            "pm_card_chargeDeclined" => {
+                let intent = self.intent(form, "requires_payment_method");
+                (
+                    402,
+                    json!({"error": {"type": "card_error", "code": "card_declined",
+                    "decline_code": "generic_decline", "message": "Your card was declined.",
+                    "payment_intent": intent}}),
+                )
+            }
+            "pm_rate_limited" => (
+                429,
+                json!({"error": {"type": "invalid_request_error", "code": "rate_limit",
+                "message": "Too many requests hit the API too quickly."}}),
+            ),
+            "pm_server_error" => (
+                500,
+                json!({"error": {"type": "api_error",
+                "message": "An unknown error occurred"}}),
+            ),
+            "pm_slow" => {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                (200, self.intent(form, "succeeded"))
+            }
+            other => (
+                400,
+                json!({"error": {"type": "invalid_request_error", "code": "resource_missing",
+                "message": format!("No such PaymentMethod: '{other}'")}}),
+            ),
+        }
+    }
+
+    async fn answer(&self, request: Request<hyper::body::Incoming>) -> (u16, Value) {
+        let (parts, body) = request.into_parts();
+        let body = String::from_utf8(body.collect().await.unwrap().to_bytes().to_vec()).unwrap();
+        let form: HashMap<String, String> = form_urlencoded::parse(body.as_bytes())
+            .into_owned()
+            .collect();
+        let seen = Seen {
+            method: parts.method.to_string(),
+            path: parts.uri.path().to_owned(),
+            query: parts.uri.query().unwrap_or("").to_owned(),
+            headers: parts
+                .headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_str().unwrap().to_owned()))
+                .collect(),
+            form: form.clone(),
+        };
+        self.seen.lock().unwrap().push(seen.clone());
+        if seen.headers.get("authorization").map(String::as_str)
+            != Some(&format!("Bearer {SECRET}"))
+        {
+            return (
+                401,
+                json!({"error": {"type": "invalid_request_error", "message": "Invalid API Key provided"}}),
+            );
+        }
+        let key = seen.headers.get("idempotency-key").cloned();
+        if let Some(key) = &key {
+            if let Some((first_body, status, reply)) =
+                self.replies.lock().unwrap().get(key).cloned()
+            {
+                if first_body != body {
+                    return (
+                        400,
+                        json!({"error": {"type": "idempotency_error",
+                        "message": "Keys for idempotent requests can only be used with the same parameters they were first used with."}}),
+                    );
+                }
+                return (status, reply);
+            }
+        }
+        let (status, reply) = match (seen.method.as_str(), seen.path.as_str()) {
+            ("POST", "/v1/payment_intents") => self.create(&form).await,
+            ("GET", "/v1/payment_intents/search") => {
+                let query: HashMap<String, String> = form_urlencoded::parse(seen.query.as_bytes())
+                    .into_owned()
+                    .collect();
+                let wanted = query["query"]
+                    .strip_prefix("metadata['attemptKey']:'")
+                    .and_then(|q| q.strip_suffix('\''))
+                    .expect("the adapter searches by attemptKey")
+                    .to_owned();
+                let data: Vec<Value> = self
+                    .intents
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .filter(|i| i["metadata"]["attemptKey"] == wanted.as_str())
+                    .cloned()
+                    .collect();
+                (
+                    200,
+                    json!({"object": "search_result", "data": data, "has_more": false}),
+                )
+            }
+            ("POST", "/v1/refunds") => {
+                self.refunds
+                    .lock()
+                    .unwrap()
+                    .push(form["payment_intent"].clone());
+                (
+                    200,
+                    json!({"id": "re_1", "object": "refund", "status": "succeeded",
+                    "payment_intent": form["payment_intent"]}),
+                )
+            }
+            _ => (
+                404,
+                json!({"error": {"type": "invalid_request_error", "message": "Unrecognized request URL"}}),
+            ),
+        };
+        // Stripe keeps the answer of a keyed request unless it failed before executing (429).
+        if let (Some(key), true) = (key, status != 429) {
+            self.replies
+                .lock()
+                .unwrap()
+                .insert(key, (body, status, reply.clone()));
+        }
+        (status, reply)
+    }
+
+    fn requests_to(&self, path: &str) -> Vec<Seen> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.path == path)
+            .cloned()
+            .collect()
+    }
+}
+
+async fn fake_stripe() -> (Arc<FakeStripe>, SocketAddr) {
+    let fake = Arc::new(FakeStripe::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let serving = fake.clone();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let fake = serving.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request| {
+                    let fake = fake.clone();
+                    async move {
+                        // Detached: like Stripe, the work finishes when the client gives up.
+                        let (status, body) =
+                            tokio::spawn(async move { fake.answer(request).await })
+                                .await
+                                .unwrap();
+                        let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
+                        *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
+                        Ok::<_, Infallible>(response)
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    (fake, address)
+}
+
+fn charge(key: &str, payment_method: &str) -> ChargeRequest {
+    ChargeRequest {
+        idempotency_key: key.into(),
+        order_id: "01ORDER".into(),
+        amount_minor: 2450,
+        currency: "EUR".into(),
+        payment_token: payment_method.into(),
+    }
+}
+
+async fn gateway() -> (Arc<FakeStripe>, StripeGateway) {
+    let (fake, address) = fake_stripe().await;
+    let gateway = StripeGateway::new(&format!("http://{address}"), SECRET)
+        .unwrap()
+        .with_timeout(Duration::from_millis(500));
+    (fake, gateway)
+}
+
+#[tokio::test]
+async fn a_successful_charge_sends_what_stripe_documents_and_a_repeat_is_the_same_intent() {
+    let (fake, stripe) = gateway().await;
+    let first = stripe.charge(charge("01ORDER-0", "pm_card_visa")).await;
+    assert_eq!(
+        first,
+        Ok(ChargeOutcome::Approved {
+            charge_id: "pi_1".into()
+        })
+    );
+    assert_eq!(
+        stripe.charge(charge("01ORDER-0", "pm_card_visa")).await,
+        first,
+        "replayed"
+    );
+    assert_eq!(
+        fake.intents.lock().unwrap().len(),
+        1,
+        "one intent for one key"
+    );
+
+    let sent = fake.requests_to("/v1/payment_intents");
+    assert_eq!(sent.len(), 2);
+    let request = &sent[0];
+    assert_eq!(request.method, "POST");
+    assert_eq!(request.headers["idempotency-key"], "01ORDER-0");
+    assert_eq!(request.headers["stripe-version"], API_VERSION);
+    assert_eq!(
+        request.headers["content-type"],
+        "application/x-www-form-urlencoded"
+    );
+    let form = &request.form;
+    assert_eq!(form["amount"], "2450");
+    assert_eq!(form["currency"], "eur");
+    assert_eq!(form["payment_method"], "pm_card_visa");
+    assert_eq!(form["confirm"], "true");
+    assert_eq!(form["metadata[orderId]"], "01ORDER");
+    assert_eq!(form["metadata[attemptKey]"], "01ORDER-0");
+    assert_eq!(form["automatic_payment_methods[allow_redirects]"], "never");
+    assert_eq!(stripe.provider(), "stripe");
+    assert!(
+        !format!("{stripe:?}").contains(SECRET),
+        "the key never reaches a log line"
+    );
+}
+
+#[tokio::test]
+async fn a_declined_card_is_a_decline_with_stripes_reason() {
+    let (_, stripe) = gateway().await;
+    assert_eq!(
+        stripe
+            .charge(charge("k-declined", "pm_card_chargeDeclined"))
+            .await,
+        Ok(ChargeOutcome::Declined {
+            reason: "generic_decline".into()
+        })
+    );
+}
+
+#[tokio::test]
+async fn three_d_secure_is_requires_action_with_the_client_secret() {
+    let (_, stripe) = gateway().await;
+    assert_eq!(
+        stripe
+            .charge(charge("k-3ds", "pm_card_authenticationRequired"))
+            .await,
+        Ok(ChargeOutcome::RequiresAction {
+            intent_id: "pi_1".into(),
+            client_secret: "pi_1_secret_x".into()
+        })
+    );
+}
+
+#[tokio::test]
+async fn rate_limits_server_errors_and_silence_are_no_definite_answer() {
+    let (fake, stripe) = gateway().await;
+    for method in ["pm_rate_limited", "pm_server_error"] {
+        let outcome = stripe.charge(charge(&format!("k-{method}"), method)).await;
+        assert!(
+            matches!(outcome, Err(GatewayError::Unavailable(_))),
+            "{method}: {outcome:?}"
+        );
+    }
+    assert_eq!(
+        stripe.charge(charge("k-slow", "pm_slow")).await,
+        Err(GatewayError::Timeout)
+    );
+    // The slow charge went through at Stripe after all: lookup finds it.
+    tokio::time::sleep(Duration::from_millis(1700)).await;
+    assert!(matches!(
+        stripe.lookup("k-slow").await,
+        Ok(Some(ChargeOutcome::Approved { .. }))
+    ));
+    assert_eq!(fake.requests_to("/v1/payment_intents/search").len(), 1);
+}
+
+#[tokio::test]
+async fn the_same_key_with_another_body_is_refused_not_charged_twice() {
+    let (fake, stripe) = gateway().await;
+    stripe
+        .charge(charge("k-reused", "pm_card_visa"))
+        .await
+        .unwrap();
+    let mut other = charge("k-reused", "pm_card_visa");
+    other.amount_minor = 9999;
+    let refused = stripe.charge(other).await;
+    assert!(
+        matches!(&refused, Err(GatewayError::Unavailable(m)) if m.contains("idempotency_error")),
+        "{refused:?}"
+    );
+    assert_eq!(fake.intents.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn lookup_and_refund_find_the_intent_by_its_attempt_key() {
+    let (fake, stripe) = gateway().await;
+    assert_eq!(stripe.lookup("k-none").await, Ok(None));
+    stripe.refund("k-none").await.unwrap();
+    assert!(fake.refunds.lock().unwrap().is_empty(), "nothing to refund");
+
+    stripe
+        .charge(charge("k-paid", "pm_card_visa"))
+        .await
+        .unwrap();
+    stripe
+        .charge(charge("k-declined", "pm_card_chargeDeclined"))
+        .await
+        .unwrap();
+    assert_eq!(
+        stripe.lookup("k-declined").await,
+        Ok(Some(ChargeOutcome::Declined {
+            reason: "requires_payment_method".into()
+        }))
+    );
+    stripe.refund("k-declined").await.unwrap();
+    stripe.refund("k-paid").await.unwrap();
+    stripe.refund("k-paid").await.unwrap();
+    assert_eq!(
+        *fake.refunds.lock().unwrap(),
+        vec!["pi_1".to_owned()],
+        "one refund, of the paid intent"
+    );
+    let refunds = fake.requests_to("/v1/refunds");
+    assert_eq!(refunds.len(), 2, "the second is a replay");
+    assert!(refunds
+        .iter()
+        .all(|r| r.headers["idempotency-key"] == "refund-k-paid"));
+}
+
+#[tokio::test]
+async fn a_wrong_key_is_not_a_decline() {
+    let (fake, address) = fake_stripe().await;
+    let stripe = StripeGateway::new(&format!("http://{address}"), "sk_test_wrong").unwrap();
+    let outcome = stripe.charge(charge("k", "pm_card_visa")).await;
+    assert!(
+        matches!(outcome, Err(GatewayError::Unavailable(_))),
+        "{outcome:?}"
+    );
+    assert!(fake.intents.lock().unwrap().is_empty());
+}
