@@ -106,6 +106,18 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
                     Err(CheckoutError::Store(StoreError::IdempotencyReplay(record))) => {
                         Ok(Reply::replay(*record))
                     }
+                    // The PSP's webhook committed this charge first: the order is paid.
+                    Err(CheckoutError::Changed) => match store.order(order_id).await? {
+                        Some(order)
+                            if matches!(
+                                order.status,
+                                OrderStatus::Paid | OrderStatus::Fulfilled
+                            ) =>
+                        {
+                            provided(ctx, Reply::ok(&order))
+                        }
+                        _ => Err(ApiError::Busy),
+                    },
                     Err(other) => Err(other.into()),
                 }
             }

@@ -175,6 +175,9 @@ impl Default for LocalSettings {
     }
 }
 
+/// The signing secret of the local `payment-webhook` (local only, never a deployed secret).
+pub const LOCAL_WEBHOOK_SECRET: &str = "whsec_bouquet_local";
+
 impl LocalSettings {
     /// Rewrites a function's resolved environment for the dev stack.
     pub fn apply(&self, env: &mut Vec<(String, String)>) {
@@ -191,6 +194,11 @@ impl LocalSettings {
             if key == "WEBSOCKET_MANAGEMENT_URL" {
                 value.clone_from(&self.websocket_management_url);
             }
+        }
+        // Stripe's webhook: a local signing secret instead of the SSM parameter (the emulator
+        // has none); sign local test events with it (`stripe_webhook::sign`).
+        if env.iter().any(|(k, _)| k == "STRIPE_WEBHOOK_SECRET_PARAMETER") {
+            env.push(("STRIPE_WEBHOOK_SECRET".into(), LOCAL_WEBHOOK_SECRET.into()));
         }
     }
 }

@@ -31,6 +31,13 @@ macro_rules! http_functions {
             ("decommission-vase", decommission_vase::ROUTE, |f, request| {
                 Box::pin(async move { decommission_vase::handler(&f.app, &f.registrar, request).await })
             }),
+            // Stripe's webhook checks signatures with the tests' signing secret.
+            ("payment-webhook", payment_webhook::ROUTE, |f, request| {
+                Box::pin(async move {
+                    let secret = payment_webhook::SigningSecret::new(crate::WEBHOOK_SECRET);
+                    payment_webhook::handler(&f.app, &secret, request).await
+                })
+            }),
         ];
     };
 }

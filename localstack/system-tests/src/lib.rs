@@ -53,6 +53,9 @@ pub fn token(role: &str, sub: &str, vendor_id: Option<&str>) -> String {
 }
 
 /// One test's cloud: a fresh table, a clock the test moves, the app the handlers get.
+/// The Stripe webhook signing secret the in-process `payment-webhook` checks against.
+pub const WEBHOOK_SECRET: &str = "whsec_system_tests";
+
 pub struct TestCloud {
     pub app: App,
     /// `register-vase`'s IoT Core: the emulator's, with a test vase policy.
@@ -137,6 +140,21 @@ impl TestCloud {
     }
 
     /// Replaces the payment gateway (e.g. one that fails in a given way).
+    /// Another instance over the same table and clock (a second container), with `gateway`.
+    pub fn clone_with_gateway(
+        &self,
+        gateway: Arc<dyn bouquet_app::payments::PaymentGateway>,
+    ) -> Self {
+        Self {
+            app: self.app.clone().with_payments(gateway),
+            registrar: self.registrar.clone(),
+            clock: self.clock.clone(),
+            client: self.client.clone(),
+            table: self.table.clone(),
+            calls: self.calls.clone(),
+        }
+    }
+
     pub fn with_gateway(mut self, gateway: Arc<dyn bouquet_app::payments::PaymentGateway>) -> Self {
         self.app = self.app.clone().with_payments(gateway);
         self

@@ -32,6 +32,8 @@ pub enum CheckoutError {
     Changed,
     #[error(transparent)]
     Gateway(#[from] GatewayError),
+    #[error("no order {0}")]
+    UnknownOrder(bouquet_domain::OrderId),
 }
 
 /// Writes the transition of `before` to `order` with `effects` on its bouquets and the event
@@ -313,4 +315,102 @@ pub async fn sweep_one(
         Err(CheckoutError::Store(StoreError::ConditionFailed(_))) => Ok(Swept::Skipped),
         other => other,
     }
+}
+
+/// What the PSP's webhook says about one payment attempt (`attempt_key` is the attempt's
+/// gateway key, which the PSP keeps as metadata).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Settlement {
+    Succeeded {
+        charge_id: String,
+        attempt_key: String,
+    },
+    Failed {
+        attempt_key: String,
+    },
+}
+
+/// What a webhook delivery did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settled {
+    /// `payment_pending` → `paid`, bouquets `sold`.
+    Paid,
+    /// `payment_pending` → `reserved` (or `expired` when the hold has passed).
+    Released,
+    /// Money arrived for an attempt that no longer stands (the hold lapsed, the order was
+    /// cancelled, or another attempt paid): refunded.
+    Refunded,
+    /// Nothing left to do: this event (or the synchronous answer) settled it already.
+    AlreadySettled,
+}
+
+/// Commits how the PSP says an attempt ended. Webhooks arrive late, twice and out of order:
+/// every transition is conditional on the order's version and on the attempt being the
+/// order's current one, and `record` (keyed by the PSP's event id) is written with the
+/// transition, so one event moves an order at most once.
+pub async fn settle(
+    store: &Store,
+    payments: &dyn PaymentGateway,
+    order_id: bouquet_domain::OrderId,
+    settlement: &Settlement,
+    record: &IdempotencyPut,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Settled, CheckoutError> {
+    let mut retry = bouquet_store::retry::Retry::optimistic();
+    while retry.next().await {
+        let Some(order) = store.order(order_id).await? else {
+            return Err(CheckoutError::UnknownOrder(order_id));
+        };
+        let current = order.status == OrderStatus::PaymentPending;
+        let attempt_key = match settlement {
+            Settlement::Succeeded { attempt_key, .. } | Settlement::Failed { attempt_key } => {
+                attempt_key
+            }
+        };
+        let this_attempt = current && order.gateway_key() == *attempt_key;
+        let result = match settlement {
+            Settlement::Succeeded { charge_id, .. } if this_attempt => commit_charge(
+                store,
+                payments,
+                &order,
+                charge_id.clone(),
+                correlation_id,
+                Some(record),
+                now,
+            )
+            .await
+            .map(|_| Settled::Paid)
+            .or_else(|error| match error {
+                // The bouquets were lost meanwhile: `commit_charge` refunded and expired it.
+                CheckoutError::Domain(DomainError::ReservationExpired) => Ok(Settled::Refunded),
+                other => Err(other),
+            }),
+            Settlement::Succeeded { charge_id, .. } => {
+                if order.charge_id.as_deref() == Some(charge_id.as_str()) {
+                    Ok(Settled::AlreadySettled)
+                } else {
+                    tracing::warn!(%order_id, %attempt_key, status = order.status.name(), "money for an attempt that no longer stands: refunding");
+                    payments.refund(attempt_key).await?;
+                    Ok(Settled::Refunded)
+                }
+            }
+            Settlement::Failed { .. } if this_attempt => {
+                let reserved = decline(store, &order, correlation_id, Some(record), now).await?;
+                if reserved.hold_expired(now) {
+                    expire(store, &reserved, correlation_id, now).await?;
+                }
+                Ok(Settled::Released)
+            }
+            Settlement::Failed { .. } => Ok(Settled::AlreadySettled),
+        };
+        match result {
+            Err(CheckoutError::Changed) => continue,
+            Err(CheckoutError::Store(StoreError::IdempotencyReplay(_))) => {
+                return Ok(Settled::AlreadySettled)
+            }
+            other => return other,
+        }
+    }
+    Err(CheckoutError::Changed)
 }

@@ -159,6 +159,11 @@ impl Ctx {
         header_str(&self.headers, name)
     }
 
+    /// The body exactly as it arrived (what a webhook's signature covers).
+    pub fn raw_body(&self) -> &[u8] {
+        &self.body
+    }
+
     /// Whether the request has a body at all (some routes take an optional one).
     pub fn has_body(&self) -> bool {
         !self.body.iter().all(u8::is_ascii_whitespace)

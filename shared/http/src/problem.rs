@@ -122,6 +122,7 @@ impl From<CheckoutError> for ApiError {
             CheckoutError::Store(error) => error.into(),
             CheckoutError::Changed => ApiError::Busy,
             CheckoutError::Gateway(_) => ApiError::PaymentUnavailable,
+            CheckoutError::UnknownOrder(_) => ApiError::NotFound("order"),
         }
     }
 }

@@ -102,6 +102,8 @@ impl NotLinked {
 pub mod ledger;
 #[cfg(feature = "stripe")]
 pub mod stripe;
+#[cfg(feature = "stripe")]
+pub mod stripe_webhook;
 pub use ledger::{Ledger, MemoryLedger, TableLedger};
 
 /// The simulated gateway, driven by the token value:

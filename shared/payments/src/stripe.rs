@@ -202,7 +202,7 @@ impl StripeGateway {
 }
 
 /// Reads a SecureString parameter with decryption.
-async fn read_secret_parameter(
+pub async fn read_secret_parameter(
     sdk: &aws_config::SdkConfig,
     name: &str,
 ) -> Result<String, StripeConfigError> {

@@ -454,6 +454,35 @@ async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
         "{swept}"
     );
 
+    // Stripe's webhook settles an attempt that got no answer: payment_pending → paid.
+    let fifth = cloud.bouquet(&vendor, "14.00").await;
+    let settling = cloud.reserve("c5", &[&fifth]).await;
+    assert_eq!(settling.status, 201, "{}", settling.body);
+    let settling = id(&settling, "orderId");
+    let interrupted = cloud.pay("c5", &settling, "tok_timeout", Some("w")).await;
+    assert_eq!(interrupted.status, 503, "{}", interrupted.body);
+    let event = json!({
+        "id": "evt_least_privilege", "type": "payment_intent.succeeded",
+        "data": {"object": {"id": "pi_lp", "metadata": {"orderId": settling, "attemptKey": format!("{settling}-0")}}},
+    })
+    .to_string();
+    let signature = bouquet_app::payments::stripe_webhook::sign(
+        event.as_bytes(),
+        system_tests::WEBHOOK_SECRET,
+        bouquet_app::domain::Clock::now(cloud.clock.as_ref()).as_epoch_seconds(),
+    );
+    let settled = seen
+        .http(
+            &cloud,
+            "payment-webhook",
+            ApiRequest::fixture("payment-webhook")
+                .raw_body(&event)
+                .header("stripe-signature", &signature),
+            200,
+        )
+        .await;
+    assert_eq!(settled.body["outcome"], "paid", "{}", settled.body);
+
     // Analytics.
     let projected = seen
         .of(

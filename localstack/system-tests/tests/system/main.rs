@@ -24,3 +24,4 @@ mod use_case_properties;
 mod vase_credentials;
 mod vase_mqtt;
 mod vases;
+mod webhook;

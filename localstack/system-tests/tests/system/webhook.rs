@@ -1,0 +1,378 @@
+//! Stripe's webhook (`payment-webhook`) and 3-D Secure: the pay route answers 202 while the
+//! customer authenticates; the webhook settles the attempt, once, whatever order or how many
+//! times its events arrive; forged, stale or unsigned deliveries change nothing.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::{json, Value};
+
+use bouquet_app::domain::Clock;
+use bouquet_app::payments::stripe_webhook::sign;
+use bouquet_app::payments::{ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway};
+use system_tests::{ApiRequest, ApiResponse, TestCloud, WEBHOOK_SECRET};
+
+/// A PSP whose cards all need 3-D Secure: a charge is `requires_action`; what the customer
+/// then does is set by the test (`complete`), as Stripe would learn it.
+#[derive(Default)]
+struct ThreeDSecure {
+    settled: Mutex<HashMap<String, ChargeOutcome>>,
+    refunded: Mutex<Vec<String>>,
+}
+
+impl ThreeDSecure {
+    fn complete(&self, key: &str, outcome: ChargeOutcome) {
+        self.settled.lock().unwrap().insert(key.to_owned(), outcome);
+    }
+}
+
+impl PaymentGateway for ThreeDSecure {
+    fn provider(&self) -> &'static str {
+        "stripe"
+    }
+    fn charge(&self, request: ChargeRequest) -> BoxFuture<'_, Result<ChargeOutcome, GatewayError>> {
+        Box::pin(async move {
+            Ok(ChargeOutcome::RequiresAction {
+                intent_id: format!("pi_{}", request.idempotency_key),
+                client_secret: format!("pi_{}_secret", request.idempotency_key),
+            })
+        })
+    }
+    fn lookup(&self, key: &str) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>> {
+        let key = key.to_owned();
+        Box::pin(async move {
+            Ok(Some(
+                self.settled.lock().unwrap().get(&key).cloned().unwrap_or(
+                    ChargeOutcome::RequiresAction {
+                        intent_id: format!("pi_{key}"),
+                        client_secret: String::new(),
+                    },
+                ),
+            ))
+        })
+    }
+    fn refund(&self, key: &str) -> BoxFuture<'_, Result<(), GatewayError>> {
+        let key = key.to_owned();
+        Box::pin(async move {
+            self.refunded.lock().unwrap().push(key);
+            Ok(())
+        })
+    }
+}
+
+fn event(id: &str, kind: &str, order: &str, attempt: u32) -> Value {
+    json!({
+        "id": id, "object": "event", "type": kind,
+        "data": {"object": {
+            "id": format!("pi_{order}-{attempt}"), "object": "payment_intent",
+            "metadata": {"orderId": order, "attemptKey": format!("{order}-{attempt}")},
+        }},
+    })
+}
+
+/// The webhook request Stripe sends for `body`, signed with `secret` at `at` (unix seconds).
+fn delivery(body: &str, secret: &str, at: i64) -> ApiRequest {
+    ApiRequest::fixture("payment-webhook")
+        .anonymous()
+        .no_idempotency_key()
+        .raw_body(body)
+        .header("stripe-signature", &sign(body.as_bytes(), secret, at))
+}
+
+async fn deliver(cloud: &TestCloud, body: &Value) -> ApiResponse {
+    let now = cloud.clock.now().as_epoch_seconds();
+    cloud
+        .call(
+            "payment-webhook",
+            delivery(&body.to_string(), WEBHOOK_SECRET, now),
+        )
+        .await
+}
+
+/// A reserved order paid with a card that needs authentication: 202, `payment_pending`.
+async fn authenticating(cloud: &TestCloud) -> (String, String) {
+    let vendor = cloud.vendor("Bloom").await;
+    let bouquet = cloud.bouquet(&vendor, "24.50").await;
+    let order = cloud.reserve("customer-1", &[&bouquet]).await;
+    let order = order.body["orderId"].as_str().unwrap().to_owned();
+    let paying = cloud
+        .pay(
+            "customer-1",
+            &order,
+            "pm_card_threeDSecure2Required",
+            Some("p1"),
+        )
+        .await;
+    assert_eq!(paying.status, 202, "{}", paying.body);
+    assert_eq!(paying.body["status"], "payment_pending");
+    assert_eq!(paying.body["nextAction"]["type"], "authenticate");
+    assert_eq!(paying.body["nextAction"]["provider"], "stripe");
+    assert_eq!(
+        paying.body["nextAction"]["clientSecret"],
+        format!("pi_{order}-0_secret")
+    );
+    assert_eq!(paying.header("payment-provider"), Some("stripe"));
+    (order, bouquet)
+}
+
+async fn order_events(cloud: &TestCloud, name: &str) -> usize {
+    cloud
+        .items_of("event")
+        .await
+        .iter()
+        .filter(|i| {
+            i.get("eventName")
+                .and_then(|v| v.as_s().ok())
+                .map(String::as_str)
+                == Some(name)
+        })
+        .count()
+}
+
+#[tokio::test]
+async fn a_signed_success_pays_the_authenticating_attempt_exactly_once() {
+    let cloud = TestCloud::new()
+        .await
+        .with_gateway(Arc::new(ThreeDSecure::default()));
+    let (order, bouquet) = authenticating(&cloud).await;
+    let success = event("evt_1", "payment_intent.succeeded", &order, 0);
+    let first = deliver(&cloud, &success).await;
+    assert_eq!(
+        (first.status, first.body["outcome"].as_str()),
+        (200, Some("paid")),
+        "{}",
+        first.body
+    );
+    for _ in 0..2 {
+        let again = deliver(&cloud, &success).await;
+        assert_eq!(again.status, 200, "{}", again.body);
+        assert_ne!(
+            again.body["outcome"], "paid",
+            "a redelivery changes nothing"
+        );
+    }
+    assert_eq!(
+        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        Some("paid")
+    );
+    assert_eq!(
+        cloud
+            .status_of(&format!("BOUQUET#{bouquet}"))
+            .await
+            .as_deref(),
+        Some("sold")
+    );
+    assert_eq!(order_events(&cloud, "OrderPaid").await, 1, "one transition");
+    // A failure reported after the success (out of order) cannot undo it.
+    let late = deliver(
+        &cloud,
+        &event("evt_2", "payment_intent.payment_failed", &order, 0),
+    )
+    .await;
+    assert_eq!(late.body["outcome"], "already_settled");
+    assert_eq!(
+        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        Some("paid")
+    );
+}
+
+#[tokio::test]
+async fn forged_stale_or_unsigned_deliveries_are_400_and_write_nothing() {
+    let cloud = TestCloud::new()
+        .await
+        .with_gateway(Arc::new(ThreeDSecure::default()));
+    let (order, _) = authenticating(&cloud).await;
+    let before = cloud.items().await;
+    let body = event("evt_1", "payment_intent.succeeded", &order, 0).to_string();
+    let now = cloud.clock.now().as_epoch_seconds();
+    let tampered = body.replace("succeeded", "succeeded ");
+    let cases = [
+        (
+            "tampered body",
+            delivery(&body, WEBHOOK_SECRET, now).raw_body(&tampered),
+        ),
+        ("wrong secret", delivery(&body, "whsec_attacker", now)),
+        (
+            "older than 5 minutes",
+            delivery(&body, WEBHOOK_SECRET, now - 301),
+        ),
+        (
+            "no signature",
+            delivery(&body, WEBHOOK_SECRET, now).without_header("stripe-signature"),
+        ),
+    ];
+    for (case, request) in cases {
+        let refused = cloud.call("payment-webhook", request).await;
+        assert_eq!(
+            (refused.status, refused.code()),
+            (400, Some("request.invalid")),
+            "{case}: {}",
+            refused.body
+        );
+        assert_eq!(
+            refused.body["errors"][0]["field"], "Stripe-Signature",
+            "{case}"
+        );
+    }
+    assert_eq!(cloud.items().await, before, "nothing written");
+    assert_eq!(
+        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        Some("payment_pending")
+    );
+}
+
+#[tokio::test]
+async fn a_failed_authentication_releases_the_attempt_and_a_new_one_can_pay() {
+    let gateway = Arc::new(ThreeDSecure::default());
+    let cloud = TestCloud::new().await.with_gateway(gateway.clone());
+    let (order, bouquet) = authenticating(&cloud).await;
+    let failed = deliver(
+        &cloud,
+        &event("evt_f", "payment_intent.payment_failed", &order, 0),
+    )
+    .await;
+    assert_eq!(failed.body["outcome"], "released", "{}", failed.body);
+    assert_eq!(
+        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        Some("reserved")
+    );
+    assert_eq!(
+        cloud
+            .status_of(&format!("BOUQUET#{bouquet}"))
+            .await
+            .as_deref(),
+        Some("reserved")
+    );
+    // The next attempt (key `-1`) authenticates and succeeds.
+    let again = cloud
+        .pay(
+            "customer-1",
+            &order,
+            "pm_card_threeDSecure2Required",
+            Some("p2"),
+        )
+        .await;
+    assert_eq!(again.status, 202);
+    let paid = deliver(
+        &cloud,
+        &event("evt_s", "payment_intent.succeeded", &order, 1),
+    )
+    .await;
+    assert_eq!(paid.body["outcome"], "paid", "{}", paid.body);
+    // A success for the first, released attempt arriving now is money for nothing: refunded.
+    let stray = deliver(
+        &cloud,
+        &event("evt_old", "payment_intent.succeeded", &order, 0),
+    )
+    .await;
+    assert_eq!(stray.body["outcome"], "refunded");
+    assert_eq!(
+        *gateway.refunded.lock().unwrap(),
+        vec![format!("{order}-0")]
+    );
+    assert_eq!(order_events(&cloud, "OrderPaid").await, 1);
+}
+
+#[tokio::test]
+async fn a_success_after_the_hold_lapsed_is_refunded_and_the_order_stays_expired() {
+    let gateway = Arc::new(ThreeDSecure::default());
+    let cloud = TestCloud::new().await.with_gateway(gateway.clone());
+    let (order, bouquet) = authenticating(&cloud).await;
+    // The customer never finishes in time: past the hold, the sweeper asks the PSP (still
+    // `requires_action`) and releases the order.
+    cloud.clock.advance(Duration::from_secs(16 * 60));
+    let report = cloud.run_scheduled("expire-reservations").await;
+    assert_eq!(report["paymentsReleased"], 1, "{report}");
+    assert_eq!(
+        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        Some("expired")
+    );
+    assert_eq!(
+        cloud
+            .status_of(&format!("BOUQUET#{bouquet}"))
+            .await
+            .as_deref(),
+        Some("available")
+    );
+    // Then the authentication completes after all.
+    gateway.complete(
+        &format!("{order}-0"),
+        ChargeOutcome::Approved {
+            charge_id: format!("pi_{order}-0"),
+        },
+    );
+    let late = deliver(
+        &cloud,
+        &event("evt_late", "payment_intent.succeeded", &order, 0),
+    )
+    .await;
+    assert_eq!(late.body["outcome"], "refunded", "{}", late.body);
+    assert_eq!(
+        *gateway.refunded.lock().unwrap(),
+        vec![format!("{order}-0")]
+    );
+    assert_eq!(
+        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        Some("expired")
+    );
+    assert_eq!(order_events(&cloud, "OrderPaid").await, 0);
+}
+
+/// A PSP that approves, but whose webhook reaches the marketplace before its own answer
+/// reaches the pay function.
+struct WebhookFirst {
+    webhook: Mutex<Option<BoxFuture<'static, ApiResponse>>>,
+}
+
+impl PaymentGateway for WebhookFirst {
+    fn provider(&self) -> &'static str {
+        "stripe"
+    }
+    fn charge(&self, request: ChargeRequest) -> BoxFuture<'_, Result<ChargeOutcome, GatewayError>> {
+        Box::pin(async move {
+            let webhook = self.webhook.lock().unwrap().take().expect("one charge");
+            let delivered = webhook.await;
+            assert_eq!(delivered.body["outcome"], "paid", "{}", delivered.body);
+            Ok(ChargeOutcome::Approved {
+                charge_id: format!("pi_{}", request.idempotency_key),
+            })
+        })
+    }
+    fn lookup(&self, _: &str) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>> {
+        Box::pin(async { Ok(None) })
+    }
+    fn refund(&self, _: &str) -> BoxFuture<'_, Result<(), GatewayError>> {
+        Box::pin(async { panic!("nothing to refund") })
+    }
+}
+
+#[tokio::test]
+async fn a_success_arriving_before_the_synchronous_answer_pays_once() {
+    let setup = TestCloud::new().await;
+    let vendor = setup.vendor("Bloom").await;
+    let bouquet = setup.bouquet(&vendor, "24.50").await;
+    let order = setup.reserve("customer-1", &[&bouquet]).await;
+    let order = order.body["orderId"].as_str().unwrap().to_owned();
+    // The webhook runs on a second instance of the app over the same table.
+    let webhook_side = setup.clone_with_gateway(Arc::new(ThreeDSecure::default()));
+    let body = event("evt_early", "payment_intent.succeeded", &order, 0);
+    let gateway = Arc::new(WebhookFirst {
+        webhook: Mutex::new(Some(Box::pin(async move {
+            deliver(&webhook_side, &body).await
+        }))),
+    });
+    let cloud = setup.with_gateway(gateway);
+    let paid = cloud
+        .pay("customer-1", &order, "pm_card_visa", Some("p1"))
+        .await;
+    assert_eq!(
+        (paid.status, paid.body["status"].as_str()),
+        (200, Some("paid")),
+        "{}",
+        paid.body
+    );
+    assert_eq!(paid.body["chargeId"], format!("pi_{order}-0"));
+    assert_eq!(order_events(&cloud, "OrderPaid").await, 1, "paid once");
+}
