@@ -126,11 +126,13 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
                 client_secret,
             }) => {
                 // The customer authenticates with the PSP's SDK; its webhook commits the
-                // outcome. Until then the order stays `payment_pending` without a lease, so
-                // paying again repeats this attempt (the PSP returns the same intent).
+                // outcome. Until then the order stays `payment_pending` without a lease (paying
+                // again repeats this attempt: the PSP returns the same intent) and the bouquets
+                // stay held over the authentication window.
                 bouquet_app::tracing::info!(%order_id, %intent_id, "payment needs authentication");
-                checkout::interrupt(store, &claimed, correlation, now).await?;
-                let mut body = serde_json::to_value(&claimed)
+                let awaiting =
+                    checkout::await_authentication(store, &claimed, correlation, now).await?;
+                let mut body = serde_json::to_value(&awaiting)
                     .map_err(|e| ApiError::Internal(e.to_string()))?;
                 body["nextAction"] = serde_json::json!({
                     "type": "authenticate",

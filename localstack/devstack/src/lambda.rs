@@ -197,7 +197,10 @@ impl LocalSettings {
         }
         // Stripe's webhook: a local signing secret instead of the SSM parameter (the emulator
         // has none); sign local test events with it (`stripe_webhook::sign`).
-        if env.iter().any(|(k, _)| k == "STRIPE_WEBHOOK_SECRET_PARAMETER") {
+        if env
+            .iter()
+            .any(|(k, _)| k == "STRIPE_WEBHOOK_SECRET_PARAMETER")
+        {
             env.push(("STRIPE_WEBHOOK_SECRET".into(), LOCAL_WEBHOOK_SECRET.into()));
         }
     }

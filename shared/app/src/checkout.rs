@@ -169,6 +169,19 @@ pub async fn interrupt(
     commit(store, order, &interrupted, correlation_id, None, now).await
 }
 
+/// The gateway asks the customer to authenticate (3-D Secure): keep `payment_pending`, hold
+/// the bouquets over the authentication window; the PSP's webhook settles it.
+pub async fn await_authentication(
+    store: &Store,
+    order: &Order,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Order, CheckoutError> {
+    let awaiting = decide::awaiting_authentication(order, now)?;
+    commit(store, order, &awaiting, correlation_id, None, now).await?;
+    Ok(awaiting.order)
+}
+
 /// The gateway declined: back to `reserved` with the original hold.
 pub async fn decline(
     store: &Store,
@@ -279,7 +292,10 @@ pub async fn sweep_one(
                 .await
                 .map(|()| Swept::Expired)
         }
-        OrderStatus::PaymentPending if order.clone().begin_payment(now).is_ok() => {
+        // While its customer may still be authenticating, the attempt is left alone.
+        OrderStatus::PaymentPending
+            if order.clone().begin_payment(now).is_ok() && !order.authenticating(now) =>
+        {
             match payments.lookup(&order.gateway_key()).await? {
                 Some(ChargeOutcome::Approved { charge_id }) => match commit_charge(
                     store,

@@ -117,6 +117,14 @@ pub fn interrupted(order: &Order, now: Timestamp) -> Result<Transition, DomainEr
     Ok(Transition::on(pending, [], BouquetEffect::Release))
 }
 
+/// The gateway asks the customer to authenticate: still `payment_pending`, the bouquets held
+/// over the authentication window (bounded).
+pub fn awaiting_authentication(order: &Order, now: Timestamp) -> Result<Transition, DomainError> {
+    let mut pending = order.clone();
+    let until = pending.awaiting_authentication(now)?;
+    Ok(Transition::on_all(pending, BouquetEffect::Hold { until }))
+}
+
 /// The gateway declined: `reserved` again, the bouquets still held back to the original hold.
 pub fn declined(
     order: &Order,

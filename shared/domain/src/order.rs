@@ -111,6 +111,10 @@ pub struct Order {
     /// The gateway's charge, once paid.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub charge_id: Option<String>,
+    /// While the customer authenticates the current attempt (3-D Secure): until when the
+    /// bouquets stay held and the sweeper leaves the attempt alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub authenticating_until: Option<Timestamp>,
     pub version: u64,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
@@ -121,6 +125,12 @@ pub struct Order {
 /// gateway idempotency key) may take over an attempt that crashed. While it runs, the
 /// bouquets' hold is extended to at least its end, so no one can take them mid-charge.
 pub const PAYMENT_LEASE: Duration = Duration::from_secs(60);
+
+/// How long a customer has to authenticate a payment (3-D Secure) from the moment the
+/// gateway asks for it.
+pub const AUTHENTICATION_WINDOW: Duration = Duration::from_secs(10 * 60);
+/// The most an authentication may hold the bouquets past the reservation's own deadline.
+pub const MAX_AUTHENTICATION_EXTENSION: Duration = Duration::from_secs(10 * 60);
 
 /// Checks the shape of a list of bouquet ids: 1..=MAX, each a valid id, no repeats.
 pub fn parse_bouquet_ids(raw: &[String]) -> Result<Vec<BouquetId>, Vec<FieldError>> {
@@ -203,6 +213,7 @@ impl Order {
             status: OrderStatus::Reserved,
             reserved_until: now.plus(hold),
             payment_started_at: None,
+            authenticating_until: None,
             payment_attempt: 0,
             charge_id: None,
             version: 1,
@@ -278,6 +289,28 @@ impl Order {
         Ok(())
     }
 
+    /// The gateway asks the customer to authenticate this attempt: it stays `payment_pending`
+    /// and gives up its lease (paying again repeats the same attempt), and the bouquets stay
+    /// held for the authentication window, bounded to [`MAX_AUTHENTICATION_EXTENSION`] past
+    /// the reservation. Returns until when.
+    pub fn awaiting_authentication(&mut self, now: Timestamp) -> Result<Timestamp, DomainError> {
+        self.require(OrderStatus::PaymentPending)?;
+        let until = now
+            .plus(AUTHENTICATION_WINDOW)
+            .min(self.reserved_until.plus(MAX_AUTHENTICATION_EXTENSION))
+            .max(self.reserved_until);
+        self.payment_started_at = None;
+        self.authenticating_until = Some(until);
+        self.transition(OrderStatus::PaymentPending, now);
+        Ok(until)
+    }
+
+    /// Whether the customer may still be authenticating the current attempt at `now`.
+    pub fn authenticating(&self, now: Timestamp) -> bool {
+        self.status == OrderStatus::PaymentPending
+            && self.authenticating_until.is_some_and(|until| now <= until)
+    }
+
     /// Until when the bouquets are held while this payment attempt runs.
     pub fn payment_hold_until(&self, now: Timestamp) -> Timestamp {
         self.reserved_until.max(now.plus(PAYMENT_LEASE))
@@ -287,6 +320,7 @@ impl Order {
     pub fn payment_declined(&mut self, now: Timestamp) -> Result<(), DomainError> {
         self.require(OrderStatus::PaymentPending)?;
         self.payment_started_at = None;
+        self.authenticating_until = None;
         self.payment_attempt += 1;
         self.transition(OrderStatus::Reserved, now);
         Ok(())
@@ -299,6 +333,7 @@ impl Order {
     ) -> Result<(), DomainError> {
         self.require(OrderStatus::PaymentPending)?;
         self.charge_id = Some(charge_id);
+        self.authenticating_until = None;
         self.transition(OrderStatus::Paid, now);
         Ok(())
     }
@@ -307,6 +342,7 @@ impl Order {
     /// lease) is refunded and ends expired.
     pub fn payment_refunded(&mut self, now: Timestamp) -> Result<(), DomainError> {
         self.require(OrderStatus::PaymentPending)?;
+        self.authenticating_until = None;
         self.transition(OrderStatus::Expired, now);
         Ok(())
     }
@@ -438,6 +474,49 @@ mod tests {
         assert_eq!(
             Order::reserve(customer(), &held, DEFAULT_HOLD, T0),
             Err(DomainError::BouquetUnavailable(ids))
+        );
+    }
+
+    #[test]
+    fn authentication_holds_the_bouquets_for_its_window_bounded_past_the_reservation() {
+        let b = bouquet(VendorId::generate(), 100, T0);
+        let reserved = Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap();
+        let deadline = reserved.reserved_until;
+        let minutes = |m: u64| Duration::from_secs(m * 60);
+        // (when the gateway asks, until when the hold lasts)
+        for (asked, until) in [
+            (T0, deadline),                               // the window ends before the hold
+            (T0.plus(minutes(12)), T0.plus(minutes(22))), // the window, past the hold
+            (
+                T0.plus(minutes(14)),
+                deadline
+                    .plus(MAX_AUTHENTICATION_EXTENSION)
+                    .min(T0.plus(minutes(24))),
+            ),
+            (deadline, deadline.plus(MAX_AUTHENTICATION_EXTENSION)), // bounded
+        ] {
+            let mut order = reserved.clone();
+            order.begin_payment(asked).unwrap();
+            assert_eq!(
+                order.awaiting_authentication(asked),
+                Ok(until),
+                "asked at {asked:?}"
+            );
+            assert!(
+                order.authenticating(until)
+                    && !order.authenticating(until.plus(minutes(0)).plus(Duration::from_millis(1)))
+            );
+            assert_eq!(
+                order.payment_started_at, None,
+                "the lease is given up: paying again repeats it"
+            );
+            assert!(order.clone().begin_payment(asked).is_ok());
+            order.payment_declined(asked).unwrap();
+            assert_eq!(order.authenticating_until, None);
+        }
+        assert_eq!(
+            reserved.clone().awaiting_authentication(T0),
+            Err(DomainError::OrderInvalidState(OrderStatus::Reserved))
         );
     }
 

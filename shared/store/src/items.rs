@@ -208,6 +208,8 @@ pub struct OrderItem {
     pub payment_attempt: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub charge_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authenticating_until: Option<i64>,
     pub version: u64,
     pub created_at: i64,
     pub updated_at: i64,
@@ -246,6 +248,7 @@ impl OrderItem {
             payment_started_at: o.payment_started_at.map(Timestamp::as_millis),
             payment_attempt: o.payment_attempt,
             charge_id: o.charge_id.clone(),
+            authenticating_until: o.authenticating_until.map(Timestamp::as_millis),
             version: o.version,
             created_at: o.created_at.as_millis(),
             updated_at: o.updated_at.as_millis(),
@@ -282,6 +285,7 @@ impl OrderItem {
             payment_started_at: self.payment_started_at.map(Timestamp::from_millis),
             payment_attempt: self.payment_attempt,
             charge_id: self.charge_id,
+            authenticating_until: self.authenticating_until.map(Timestamp::from_millis),
             version: self.version,
             created_at: Timestamp::from_millis(self.created_at),
             updated_at: Timestamp::from_millis(self.updated_at),

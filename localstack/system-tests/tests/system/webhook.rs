@@ -376,3 +376,78 @@ async fn a_success_arriving_before_the_synchronous_answer_pays_once() {
     assert_eq!(paid.body["chargeId"], format!("pi_{order}-0"));
     assert_eq!(order_events(&cloud, "OrderPaid").await, 1, "paid once");
 }
+
+#[tokio::test]
+async fn an_authentication_late_in_the_hold_keeps_the_bouquets_for_its_window() {
+    let cloud = TestCloud::new()
+        .await
+        .with_gateway(Arc::new(ThreeDSecure::default()));
+    let vendor = cloud.vendor("Bloom").await;
+    let (a, b) = (
+        cloud.bouquet(&vendor, "10.00").await,
+        cloud.bouquet(&vendor, "11.00").await,
+    );
+    let start = cloud.clock.now();
+    let mut orders = Vec::new();
+    for (customer, bouquet) in [("customer-a", &a), ("customer-b", &b)] {
+        let order = cloud.reserve(customer, &[bouquet]).await;
+        orders.push(order.body["orderId"].as_str().unwrap().to_owned());
+    }
+    // Twelve minutes into the 15-minute hold, both pay with cards that need 3-D Secure.
+    cloud.clock.advance(Duration::from_secs(12 * 60));
+    for (customer, order) in ["customer-a", "customer-b"].iter().zip(&orders) {
+        let paying = cloud
+            .pay(customer, order, "pm_card_threeDSecure2Required", None)
+            .await;
+        assert_eq!(paying.status, 202, "{}", paying.body);
+        assert_eq!(
+            paying.body["authenticatingUntil"],
+            start.plus(Duration::from_secs(22 * 60)).to_rfc3339(),
+            "ten minutes to authenticate"
+        );
+    }
+    // Past the reservation, within the window: nothing is released, nobody else gets them.
+    cloud.clock.advance(Duration::from_secs(4 * 60));
+    let report = cloud.run_scheduled("expire-reservations").await;
+    assert_eq!(
+        (
+            report["paymentsReleased"].as_u64(),
+            report["expired"].as_u64()
+        ),
+        (Some(0), Some(0)),
+        "{report}"
+    );
+    let taken = cloud.reserve("customer-c", &[&a]).await;
+    assert_eq!(
+        (taken.status, taken.code()),
+        (409, Some("bouquet.unavailable"))
+    );
+    // A authenticates in time; B never does and is released when the window closes.
+    let paid = deliver(
+        &cloud,
+        &event("evt_a", "payment_intent.succeeded", &orders[0], 0),
+    )
+    .await;
+    assert_eq!(paid.body["outcome"], "paid", "{}", paid.body);
+    cloud.clock.advance(Duration::from_secs(7 * 60));
+    let report = cloud.run_scheduled("expire-reservations").await;
+    assert_eq!(report["paymentsReleased"], 1, "{report}");
+    assert_eq!(
+        cloud
+            .status_of(&format!("ORDER#{}", orders[0]))
+            .await
+            .as_deref(),
+        Some("paid")
+    );
+    assert_eq!(
+        cloud
+            .status_of(&format!("ORDER#{}", orders[1]))
+            .await
+            .as_deref(),
+        Some("expired")
+    );
+    assert_eq!(
+        cloud.status_of(&format!("BOUQUET#{b}")).await.as_deref(),
+        Some("available")
+    );
+}
