@@ -216,6 +216,29 @@ class Console(unittest.TestCase):
         expect(customer.locator('#order-status [data-status="reserved"]')).to_be_visible()
         expect(customer.locator("#pay")).to_be_enabled()
 
+    def test_a_card_that_needs_3d_secure_is_confirmed_at_the_bank_and_paid_live(self):
+        shop = Shop()
+        bouquet_id = shop.bouquet("Freesias")["bouquetId"]
+        customer = self.page()
+        user = unique("gina")
+        self.sign_in(customer, "customer", user)
+        call("PUT", f"/v1/cart/items/{bouquet_id}", mint("customer", user), None, 200)
+        self.open(customer, "/cart")
+        customer.locator("#reserve").click()
+        customer.wait_for_url("**/#/orders/*")
+        customer.wait_for_function("document.body.dataset.ready === 'yes'")
+        customer.evaluate("window.__sameDocument = true")
+        self.subscribed(customer, "orders")
+        customer.get_by_label("Card").select_option("tok_3ds")
+        customer.locator("#pay").click()
+        expect(customer.locator('#order-status [data-status="payment_pending"]')).to_be_visible()
+        bank = customer.get_by_role("group", name="Your bank")
+        expect(bank).to_be_visible()
+        bank.get_by_role("button", name="Confirm").click()
+        # The dev stack's bank answers through Stripe's webhook route; the order moves live.
+        expect(customer.locator('#order-status [data-status="paid"]')).to_be_visible()
+        self.no_reload(customer)
+
     def test_a_vase_reading_changes_the_storefront_badge_without_a_reload(self):
         shop = Shop()
         vase = shop.vase()

@@ -22,6 +22,8 @@ pub struct Console {
     files: ServeDir,
     config: Value,
     jwt_secret: String,
+    /// The simulated gateway's ledger, where `POST /local/authenticate` plays the bank.
+    ledger: Option<bouquet_app::payments::TableLedger>,
 }
 
 /// `web/` in this repository.
@@ -44,7 +46,69 @@ impl Console {
             files: ServeDir::new(dir).append_index_html_on_directories(true),
             config,
             jwt_secret,
+            ledger: None,
         }
+    }
+
+    /// Lets `POST /local/authenticate` settle the simulated gateway's `tok_3ds` payments.
+    pub fn with_ledger(mut self, ledger: bouquet_app::payments::TableLedger) -> Self {
+        self.ledger = Some(ledger);
+        self
+    }
+
+    /// `POST /local/authenticate` `{orderId, attemptKey, approved}`: the bank's answer to a
+    /// `tok_3ds` payment, as Stripe would report it: the simulated ledger records it, then a
+    /// signed `payment_intent.succeeded` / `payment_failed` event goes to the API's own
+    /// webhook route. Returns the signature and the event to deliver, or the refusal.
+    pub async fn authenticate(
+        &self,
+        body: &[u8],
+    ) -> Result<(String, Vec<u8>), Response<Full<Bytes>>> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        struct Authentication {
+            order_id: String,
+            attempt_key: String,
+            approved: bool,
+        }
+        let Some(ledger) = &self.ledger else {
+            return Err(message(StatusCode::NOT_FOUND, "Not Found"));
+        };
+        let request: Authentication = serde_json::from_slice(body).map_err(|e| {
+            message(
+                StatusCode::BAD_REQUEST,
+                &format!("expected {{orderId, attemptKey, approved}}: {e}"),
+            )
+        })?;
+        let intent = ledger
+            .authenticate(&request.attempt_key, request.approved)
+            .await
+            .map_err(|e| message(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()))?
+            .ok_or_else(|| {
+                message(
+                    StatusCode::CONFLICT,
+                    "no authentication is pending for this attempt",
+                )
+            })?;
+        let kind = if request.approved {
+            "payment_intent.succeeded"
+        } else {
+            "payment_intent.payment_failed"
+        };
+        let event = json!({
+            "id": format!("evt_local_{}", ulid::Ulid::new()),
+            "object": "event",
+            "type": kind,
+            "data": {"object": {"id": intent, "object": "payment_intent",
+                "metadata": {"orderId": request.order_id, "attemptKey": request.attempt_key}}},
+        })
+        .to_string();
+        let signature = bouquet_app::payments::stripe_webhook::sign(
+            event.as_bytes(),
+            crate::lambda::LOCAL_WEBHOOK_SECRET,
+            time::OffsetDateTime::now_utc().unix_timestamp(),
+        );
+        Ok((signature, event.into_bytes()))
     }
 
     /// The console's configuration for the dev stack's ports.

@@ -330,11 +330,21 @@ async fn main() -> Result<(), DevError> {
                     None => std::future::pending().await,
                 }
             };
-            let api = api.with_console(devstack::console::Console::new(
-                &devstack::console::repository_web_dir(),
-                devstack::console::Console::local_config(ws_port, demo_vendor.as_deref()),
-                secret.clone(),
-            ));
+            let table = names
+                .get("MarketTable")
+                .cloned()
+                .ok_or_else(|| DevError::Unsupported("no MarketTable provisioned".into()))?;
+            let api = api.with_console(
+                devstack::console::Console::new(
+                    &devstack::console::repository_web_dir(),
+                    devstack::console::Console::local_config(ws_port, demo_vendor.as_deref()),
+                    secret.clone(),
+                )
+                .with_ledger(bouquet_app::payments::TableLedger::new(
+                    aws_sdk_dynamodb::Client::new(&sdk),
+                    table,
+                )),
+            );
             eprintln!("web console on http://{address}/ (sign in as any role there)");
             eprintln!("HTTP API on http://{address}/v1 (Ctrl-C to stop)");
             tokio::select! {

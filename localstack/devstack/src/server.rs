@@ -155,6 +155,30 @@ impl LocalApi {
             }
         };
         let path = parts.uri.path();
+        if let (Some(console), true) = (
+            &self.console,
+            parts.method == hyper::Method::POST && path == "/local/authenticate",
+        ) {
+            // The bank's answer to a simulated 3-D Secure payment, delivered to the API's own
+            // webhook route as Stripe would deliver it.
+            return match console.authenticate(&body).await {
+                Ok((signature, event)) => to_hyper(
+                    self.handle(Incoming {
+                        method: "POST".into(),
+                        path: "/v1/payments/webhook".into(),
+                        headers: vec![
+                            ("content-type".into(), "application/json".into()),
+                            ("stripe-signature".into(), signature),
+                        ],
+                        body: event,
+                        source_ip: peer.ip().to_string(),
+                        ..Incoming::default()
+                    })
+                    .await,
+                ),
+                Err(refused) => refused,
+            };
+        }
         if let Some(console) = &self.console {
             if path != "/v1" && !path.starts_with("/v1/") {
                 return console

@@ -152,7 +152,53 @@ fn outcome_of(item: &HashMap<String, AttributeValue>) -> Option<ChargeOutcome> {
         "declined" => Some(ChargeOutcome::Declined {
             reason: text(item, "reason")?,
         }),
+        "requires_action" => Some(ChargeOutcome::RequiresAction {
+            intent_id: text(item, "chargeId")?,
+            client_secret: text(item, "clientSecret")?,
+        }),
         _ => None,
+    }
+}
+
+impl TableLedger {
+    /// The bank's answer to an authentication the simulated gateway asked for: the attempt
+    /// under `key` becomes approved (or declined). Returns the intent's id, or `None` when no
+    /// authentication is pending under `key`.
+    pub async fn authenticate(
+        &self,
+        key: &str,
+        approved: bool,
+    ) -> Result<Option<String>, GatewayError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::key(key).into_iter().collect()))
+            .update_expression("SET outcome = :outcome, reason = :reason")
+            .condition_expression("outcome = :pending")
+            .expression_attribute_values(
+                ":outcome",
+                AttributeValue::S(if approved { "approved" } else { "declined" }.into()),
+            )
+            .expression_attribute_values(
+                ":reason",
+                AttributeValue::S("authentication_failed".into()),
+            )
+            .expression_attribute_values(":pending", AttributeValue::S("requires_action".into()))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
+            .send()
+            .await;
+        match result {
+            Ok(output) => Ok(output.attributes.as_ref().and_then(|a| text(a, "chargeId"))),
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(None)
+            }
+            Err(error) => Err(unavailable(error)),
+        }
     }
 }
 
@@ -183,11 +229,13 @@ impl Ledger for TableLedger {
                 ChargeOutcome::Declined { reason } => put
                     .item("outcome", AttributeValue::S("declined".into()))
                     .item("reason", AttributeValue::S(reason.clone())),
-                ChargeOutcome::RequiresAction { .. } => {
-                    return Err(GatewayError::Unavailable(
-                        "the simulated gateway asks no authentication".into(),
-                    ))
-                }
+                ChargeOutcome::RequiresAction {
+                    intent_id,
+                    client_secret,
+                } => put
+                    .item("outcome", AttributeValue::S("requires_action".into()))
+                    .item("chargeId", AttributeValue::S(intent_id.clone()))
+                    .item("clientSecret", AttributeValue::S(client_secret.clone())),
             };
             match put.send().await {
                 Ok(_) => Ok(proposed),

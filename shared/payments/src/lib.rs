@@ -113,6 +113,7 @@ pub use ledger::{Ledger, MemoryLedger, TableLedger};
 /// | `tok_decline` | declined (`card_declined`) |
 /// | `tok_unavailable` | `Unavailable` error, nothing charged |
 /// | `tok_timeout` | the charge **is made**, then `Timeout` (the caller cannot know) |
+/// | `tok_3ds` | requires authentication (settled later through the ledger, as a bank would) |
 /// | any other `tok_…` | approved |
 ///
 /// Outcomes are kept per idempotency key in a [`Ledger`], as a PSP does: a repeated charge
@@ -184,6 +185,13 @@ impl<L: Ledger> PaymentGateway for SimulatedGateway<L> {
                 "tok_decline" => ChargeOutcome::Declined {
                     reason: "card_declined".into(),
                 },
+                "tok_3ds" => {
+                    let intent_id = format!("pi_sim_{}", ulid::Ulid::new());
+                    ChargeOutcome::RequiresAction {
+                        client_secret: format!("{intent_id}_secret"),
+                        intent_id,
+                    }
+                }
                 _ => ChargeOutcome::Approved {
                     charge_id: format!("ch_{}", ulid::Ulid::new()),
                 },

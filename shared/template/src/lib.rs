@@ -539,7 +539,15 @@ mod tests {
             .map(|r| format!("{} {}", r.method, r.path))
             .collect();
         public.sort();
-        assert_eq!(public, ["GET /v1/bouquets", "GET /v1/bouquets/{bouquetId}"]);
+        // Stripe signs its webhook instead of sending a JWT.
+        assert_eq!(
+            public,
+            [
+                "GET /v1/bouquets",
+                "GET /v1/bouquets/{bouquetId}",
+                "POST /v1/payments/webhook"
+            ]
+        );
         assert!(t.resource("MarketTable").is_some());
     }
 }

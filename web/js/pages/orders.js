@@ -47,7 +47,25 @@ const TEST_CARDS = [
   ["tok_visa", "Test card: approved"],
   ["tok_decline", "Test card: declined"],
   ["tok_unavailable", "Test card: the gateway is down"],
+  ["tok_3ds", "Test card: needs 3-D Secure"],
 ];
+
+/** Locally, the simulated bank's 3-D Secure prompt: the dev stack settles the attempt. */
+function simulatedBank(order) {
+  const answer = (approved) => attempt(async () => {
+    const response = await fetch("/local/authenticate", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ orderId: order.orderId, attemptKey: `${order.orderId}-${order.paymentAttempt}`, approved }),
+    });
+    if (!response.ok) throw new Error("The simulated bank could not be reached (it exists only in the local dev stack).");
+  });
+  return h("div", { class: "card", id: "bank", role: "group", "aria-label": "Your bank" },
+    h("p", {}, h("strong", {}, "Your bank asks you to confirm this payment."), " (simulated)"),
+    h("div", { class: "row" },
+      h("button", { type: "button", onclick: () => answer(true) }, "Confirm"),
+      h("button", { type: "button", class: "secondary", onclick: () => answer(false) }, "Refuse")));
+}
 
 // Stripe.js, loaded from Stripe only in `stripe` mode (card data must go to Stripe's own
 // script; it cannot be vendored), once per page life.
@@ -116,12 +134,14 @@ export async function orderPage(id) {
                 : new FormData(form).get("paymentToken");
               const answer = await api("POST", `/orders/${id}/payment`, { body: { paymentToken: token }, key: payKey });
               if (answer.nextAction?.type === "authenticate") {
-                // 3-D Secure in Stripe's own dialog; the webhook then moves the order, which
-                // reaches this page over the live channel.
+                // 3-D Secure: in Stripe's own dialog, or (simulated) the local bank below; the
+                // webhook then moves the order, which reaches this page over the live channel.
                 order = answer;
                 notify("Confirm the payment with your bank.", "ok");
-                const { error } = await (await stripeClient()).handleNextAction({ clientSecret: answer.nextAction.clientSecret });
-                if (error) throw new Error(error.message);
+                if (stripeMode) {
+                  const { error } = await (await stripeClient()).handleNextAction({ clientSecret: answer.nextAction.clientSecret });
+                  if (error) throw new Error(error.message);
+                }
                 return;
               }
               order = answer;
@@ -149,6 +169,9 @@ export async function orderPage(id) {
         }, "Cancel the order")));
       if (stripeMode) attempt(() => mountCard(cardSlot));
       actions.push(countdown, form);
+    }
+    if (customer && order.status === "payment_pending" && order.authenticatingUntil && config.paymentProvider !== "stripe") {
+      actions.push(simulatedBank(order));
     }
     if (vendor && order.status === "paid") {
       actions.push(h("button", {
