@@ -18,33 +18,30 @@ export SAM_CLI_TELEMETRY=0
 
 log() { printf '[localstack] %s\n' "$*" >&2; }
 
-# Creates (once) and updates (when requirements.txt changes) the project virtualenv.
-ensure_venv() {
-  local stamp="$VENV/.requirements.sha256"
-  local want
-  want="$(sha256sum "$LOCALSTACK_DIR/requirements.txt" | cut -d' ' -f1)"
-  if [ -x "$VENV/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+# Creates a virtualenv once and reinstalls it when its pinned requirements change:
+# ensure_pinned_venv DIR REQUIREMENTS EXECUTABLE WHAT.
+ensure_pinned_venv() {
+  local dir="$1" requirements="$LOCALSTACK_DIR/$2" executable="$3" what="$4"
+  local stamp="$dir/.requirements.sha256" want
+  want="$(sha256sum "$requirements" | cut -d' ' -f1)"
+  if [ -x "$dir/bin/$executable" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
     return 0
   fi
-  log "installing the pinned emulator into $VENV"
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$LOCALSTACK_DIR/requirements.txt"
+  log "installing $what into $dir"
+  python3 -m venv "$dir"
+  "$dir/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
   echo "$want" > "$stamp"
 }
 
-# Creates (once) the deployment tools' virtualenv: SAM CLI, cargo-lambda and zig (pinned in
-# deploy-requirements.txt), for `sam validate --lint` and `sam build`.
+# The project virtualenv: the emulator, cfn-lint (requirements.txt).
+ensure_venv() {
+  ensure_pinned_venv "$VENV" requirements.txt python "the pinned emulator"
+}
+
+# The deployment tools: SAM CLI, cargo-lambda and zig (deploy-requirements.txt), for
+# `sam validate --lint` and `sam build`.
 ensure_deploy_venv() {
-  local stamp="$DEPLOY_VENV/.requirements.sha256"
-  local want
-  want="$(sha256sum "$LOCALSTACK_DIR/deploy-requirements.txt" | cut -d' ' -f1)"
-  if [ -x "$DEPLOY_VENV/bin/sam" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
-    return 0
-  fi
-  log "installing the pinned SAM CLI, cargo-lambda and zig into $DEPLOY_VENV"
-  python3 -m venv "$DEPLOY_VENV"
-  "$DEPLOY_VENV/bin/pip" install --quiet --disable-pip-version-check -r "$LOCALSTACK_DIR/deploy-requirements.txt"
-  echo "$want" > "$stamp"
+  ensure_pinned_venv "$DEPLOY_VENV" deploy-requirements.txt sam "the pinned SAM CLI, cargo-lambda and zig"
 }
 
 # Adds Lambda's arm64 target to the Rust toolchain (rustup downloads its standard library once).
@@ -66,20 +63,10 @@ except Exception:
 PY
 }
 
-# Creates (once) the browser tests' virtualenv: Playwright and paho-mqtt, pinned in
-# browser-requirements.txt.
+# The browser tests' tools: Playwright and paho-mqtt (browser-requirements.txt).
 BROWSER_VENV="$LOCALSTACK_DIR/.venv-browser"
 ensure_browser_venv() {
-  local stamp="$BROWSER_VENV/.requirements.sha256"
-  local want
-  want="$(sha256sum "$LOCALSTACK_DIR/browser-requirements.txt" | cut -d' ' -f1)"
-  if [ -x "$BROWSER_VENV/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
-    return 0
-  fi
-  log "installing the pinned browser-test tools into $BROWSER_VENV"
-  python3 -m venv "$BROWSER_VENV"
-  "$BROWSER_VENV/bin/pip" install --quiet --disable-pip-version-check -r "$LOCALSTACK_DIR/browser-requirements.txt"
-  echo "$want" > "$stamp"
+  ensure_pinned_venv "$BROWSER_VENV" browser-requirements.txt python "the pinned browser-test tools"
 }
 
 # Installs Debian's Chromium unless it is there (the browser tests drive it headless).

@@ -223,6 +223,16 @@ impl TestCloud {
         self.call("pay-order", request).await
     }
 
+    /// The stored status of order `order_id`.
+    pub async fn order_status(&self, order_id: &str) -> Option<String> {
+        self.status_of(&format!("ORDER#{order_id}")).await
+    }
+
+    /// The stored status of bouquet `bouquet_id`.
+    pub async fn bouquet_status(&self, bouquet_id: &str) -> Option<String> {
+        self.status_of(&format!("BOUQUET#{bouquet_id}")).await
+    }
+
     /// The status attribute of the item with partition key `pk`.
     pub async fn status_of(&self, pk: &str) -> Option<String> {
         self.items()

@@ -32,10 +32,7 @@ async fn the_same_key_on_two_orders_payments_pays_both() {
         "B's own answer, not A's"
     );
     assert_eq!(paid_b.header("idempotent-replayed"), None);
-    assert_eq!(
-        cloud.status_of(&format!("ORDER#{b}")).await.as_deref(),
-        Some("paid")
-    );
+    assert_eq!(cloud.order_status(&b).await.as_deref(), Some("paid"));
     // The same key on the same order is still a replay.
     let again = cloud.pay("alice", &b, "tok_visa", Some("K")).await;
     assert_eq!(again.header("idempotent-replayed"), Some("true"));
@@ -331,10 +328,7 @@ async fn a_stuck_sweeper_shard_still_expires_the_order_behind_300_failing_items(
     let report = cloud.run_scheduled("expire-reservations").await;
     assert_eq!(report["failed"], 300, "{report}");
     assert_eq!(report["expired"], 1, "{report}");
-    assert_eq!(
-        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
-        Some("expired")
-    );
+    assert_eq!(cloud.order_status(&order).await.as_deref(), Some("expired"));
 }
 
 #[tokio::test]

@@ -33,10 +33,7 @@ async fn a_customer_cancels_a_live_reservation_once() {
         (200, Some("cancelled"))
     );
     assert_eq!(
-        cloud
-            .status_of(&format!("BOUQUET#{bouquet}"))
-            .await
-            .as_deref(),
+        cloud.bouquet_status(&bouquet).await.as_deref(),
         Some("available")
     );
     let again = cloud.call("cancel-order", cancel("customer-1")).await;
@@ -158,13 +155,10 @@ async fn two_sweepers_at_once_expire_each_lapsed_order_exactly_once() {
         "{a} {b}"
     );
     for order in &orders {
-        assert_eq!(
-            cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
-            Some("expired")
-        );
+        assert_eq!(cloud.order_status(order).await.as_deref(), Some("expired"));
     }
     assert_eq!(
-        cloud.status_of(&format!("ORDER#{fresh}")).await.as_deref(),
+        cloud.order_status(&fresh).await.as_deref(),
         Some("reserved"),
         "a live hold is left alone"
     );
@@ -213,17 +207,11 @@ async fn the_sweeper_releases_only_bouquets_the_order_still_holds() {
         .to_owned();
     let report = cloud.run_scheduled("expire-reservations").await;
     assert_eq!(report["expired"], 1, "{report}");
+    assert_eq!(cloud.order_status(&first).await.as_deref(), Some("expired"));
     assert_eq!(
-        cloud.status_of(&format!("ORDER#{first}")).await.as_deref(),
-        Some("expired")
-    );
-    assert_eq!(
-        cloud.status_of(&format!("BOUQUET#{a}")).await.as_deref(),
+        cloud.bouquet_status(&a).await.as_deref(),
         Some("reserved"),
         "still {second}'s"
     );
-    assert_eq!(
-        cloud.status_of(&format!("BOUQUET#{b}")).await.as_deref(),
-        Some("available")
-    );
+    assert_eq!(cloud.bouquet_status(&b).await.as_deref(), Some("available"));
 }

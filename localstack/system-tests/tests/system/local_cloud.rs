@@ -99,10 +99,7 @@ async fn browse_cart_reserve_pay_fulfil_and_reserve_expire_over_http() {
         (200, Some("fulfilled"))
     );
     assert_eq!(
-        cloud
-            .status_of(&format!("ORDER#{order_id}"))
-            .await
-            .as_deref(),
+        cloud.order_status(&order_id).await.as_deref(),
         Some("fulfilled")
     );
 

@@ -38,10 +38,7 @@ async fn paying_sells_the_bouquets_once_and_paying_again_returns_the_order() {
         .as_str()
         .is_some_and(|c| c.starts_with("ch_")));
     assert_eq!(
-        cloud
-            .status_of(&format!("BOUQUET#{bouquet}"))
-            .await
-            .as_deref(),
+        cloud.bouquet_status(&bouquet).await.as_deref(),
         Some("sold")
     );
     let replay = cloud
@@ -89,7 +86,7 @@ async fn a_declined_payment_returns_the_order_to_reserved_and_a_new_card_pays() 
         (402, Some("payment.declined"))
     );
     assert_eq!(
-        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        cloud.order_status(&order).await.as_deref(),
         Some("reserved")
     );
     let paid = cloud
@@ -135,7 +132,7 @@ async fn a_gateway_timeout_keeps_the_attempt_and_a_retry_charges_once() {
         (503, Some("payment.unavailable"))
     );
     assert_eq!(
-        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        cloud.order_status(&order).await.as_deref(),
         Some("payment_pending"),
         "it may have been charged"
     );
@@ -203,7 +200,7 @@ async fn a_crash_between_charge_and_commit_is_completed_by_a_retry_with_one_char
     );
     assert_eq!(gateway.charges_made(), 1);
     assert_eq!(
-        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        cloud.order_status(&order).await.as_deref(),
         Some("payment_pending")
     );
 
@@ -231,10 +228,7 @@ async fn a_crash_between_charge_and_commit_is_completed_by_a_retry_with_one_char
     );
     assert_eq!(gateway.charges_made(), 1, "charged once");
     assert_eq!(
-        cloud
-            .status_of(&format!("BOUQUET#{bouquet}"))
-            .await
-            .as_deref(),
+        cloud.bouquet_status(&bouquet).await.as_deref(),
         Some("sold")
     );
 }
@@ -261,15 +255,9 @@ async fn a_crash_between_charge_and_commit_is_completed_by_the_sweeper() {
     cloud.clock.advance(Duration::from_secs(2 * 60));
     let report = cloud.run_scheduled("expire-reservations").await;
     assert_eq!(report["paymentsCompleted"], 1, "{report}");
+    assert_eq!(cloud.order_status(&order).await.as_deref(), Some("paid"));
     assert_eq!(
-        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
-        Some("paid")
-    );
-    assert_eq!(
-        cloud
-            .status_of(&format!("BOUQUET#{bouquet}"))
-            .await
-            .as_deref(),
+        cloud.bouquet_status(&bouquet).await.as_deref(),
         Some("sold")
     );
     assert_eq!(gateway.charges_made(), 1);
@@ -290,15 +278,9 @@ async fn an_interrupted_attempt_that_charged_nothing_is_released_by_the_sweeper(
     cloud.clock.advance(Duration::from_secs(16 * 60));
     let report = cloud.run_scheduled("expire-reservations").await;
     assert_eq!(report["paymentsReleased"], 1, "{report}");
+    assert_eq!(cloud.order_status(&order).await.as_deref(), Some("expired"));
     assert_eq!(
-        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
-        Some("expired")
-    );
-    assert_eq!(
-        cloud
-            .status_of(&format!("BOUQUET#{bouquet}"))
-            .await
-            .as_deref(),
+        cloud.bouquet_status(&bouquet).await.as_deref(),
         Some("available")
     );
     assert_eq!(gateway.charges_made(), 0);
@@ -319,15 +301,12 @@ async fn pay_and_cancel_at_once_exactly_one_wins() {
                     .path("orderId", &order)
             ),
         );
-        let final_status = cloud.status_of(&format!("ORDER#{order}")).await;
+        let final_status = cloud.order_status(&order).await;
         match (pay.status, cancel.status) {
             (200, 409) => {
                 assert_eq!(final_status.as_deref(), Some("paid"));
                 assert_eq!(
-                    cloud
-                        .status_of(&format!("BOUQUET#{bouquet}"))
-                        .await
-                        .as_deref(),
+                    cloud.bouquet_status(&bouquet).await.as_deref(),
                     Some("sold")
                 );
                 assert_eq!(gateway.charges_made(), 1);
@@ -335,10 +314,7 @@ async fn pay_and_cancel_at_once_exactly_one_wins() {
             (409, 200) => {
                 assert_eq!(final_status.as_deref(), Some("cancelled"));
                 assert_eq!(
-                    cloud
-                        .status_of(&format!("BOUQUET#{bouquet}"))
-                        .await
-                        .as_deref(),
+                    cloud.bouquet_status(&bouquet).await.as_deref(),
                     Some("available")
                 );
                 assert_eq!(
@@ -372,11 +348,8 @@ async fn pay_and_expiry_at_the_deadline_never_both_happen() {
             cloud.call_with(payer, "pay-order", pay_request),
             cloud.run_scheduled_with("expire-reservations", sweeper)
         );
-        let order_status = cloud.status_of(&format!("ORDER#{order}")).await.unwrap();
-        let bouquet_status = cloud
-            .status_of(&format!("BOUQUET#{bouquet}"))
-            .await
-            .unwrap();
+        let order_status = cloud.order_status(&order).await.unwrap();
+        let bouquet_status = cloud.bouquet_status(&bouquet).await.unwrap();
         match order_status.as_str() {
             "paid" => {
                 assert_eq!(
@@ -553,16 +526,10 @@ async fn a_charge_whose_bouquets_were_lost_after_a_crash_is_refunded_by_the_swee
     );
     let report = cloud.run_scheduled("expire-reservations").await;
     assert_eq!(report["paymentsReleased"], 1, "{report}");
-    assert_eq!(
-        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
-        Some("expired")
-    );
+    assert_eq!(cloud.order_status(&order).await.as_deref(), Some("expired"));
     assert_eq!(gateway.refunds().len(), 1, "the charge was refunded");
     assert_eq!(
-        cloud
-            .status_of(&format!("BOUQUET#{bouquet}"))
-            .await
-            .as_deref(),
+        cloud.bouquet_status(&bouquet).await.as_deref(),
         Some("reserved"),
         "still the other customer's"
     );
@@ -603,7 +570,7 @@ async fn a_charge_made_by_the_pay_binary_is_found_by_the_sweeper_in_another_proc
     let (status, _, body) = http_response(&payload);
     assert_eq!(status.as_u16(), 503, "{}", String::from_utf8_lossy(&body));
     assert_eq!(
-        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        cloud.order_status(&order).await.as_deref(),
         Some("payment_pending")
     );
 
@@ -645,10 +612,7 @@ async fn a_charge_made_by_the_pay_binary_is_found_by_the_sweeper_in_another_proc
         "the binary's charge, not a new one"
     );
     assert_eq!(
-        cloud
-            .status_of(&format!("BOUQUET#{bouquet}"))
-            .await
-            .as_deref(),
+        cloud.bouquet_status(&bouquet).await.as_deref(),
         Some("sold")
     );
 }

@@ -153,15 +153,9 @@ async fn a_signed_success_pays_the_authenticating_attempt_exactly_once() {
             "a redelivery changes nothing"
         );
     }
+    assert_eq!(cloud.order_status(&order).await.as_deref(), Some("paid"));
     assert_eq!(
-        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
-        Some("paid")
-    );
-    assert_eq!(
-        cloud
-            .status_of(&format!("BOUQUET#{bouquet}"))
-            .await
-            .as_deref(),
+        cloud.bouquet_status(&bouquet).await.as_deref(),
         Some("sold")
     );
     assert_eq!(order_events(&cloud, "OrderPaid").await, 1, "one transition");
@@ -172,10 +166,7 @@ async fn a_signed_success_pays_the_authenticating_attempt_exactly_once() {
     )
     .await;
     assert_eq!(late.body["outcome"], "already_settled");
-    assert_eq!(
-        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
-        Some("paid")
-    );
+    assert_eq!(cloud.order_status(&order).await.as_deref(), Some("paid"));
 }
 
 #[tokio::test]
@@ -218,7 +209,7 @@ async fn forged_stale_or_unsigned_deliveries_are_400_and_write_nothing() {
     }
     assert_eq!(cloud.items().await, before, "nothing written");
     assert_eq!(
-        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        cloud.order_status(&order).await.as_deref(),
         Some("payment_pending")
     );
 }
@@ -235,14 +226,11 @@ async fn a_failed_authentication_releases_the_attempt_and_a_new_one_can_pay() {
     .await;
     assert_eq!(failed.body["outcome"], "released", "{}", failed.body);
     assert_eq!(
-        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
+        cloud.order_status(&order).await.as_deref(),
         Some("reserved")
     );
     assert_eq!(
-        cloud
-            .status_of(&format!("BOUQUET#{bouquet}"))
-            .await
-            .as_deref(),
+        cloud.bouquet_status(&bouquet).await.as_deref(),
         Some("reserved")
     );
     // The next attempt (key `-1`) authenticates and succeeds.
@@ -285,15 +273,9 @@ async fn a_success_after_the_hold_lapsed_is_refunded_and_the_order_stays_expired
     cloud.clock.advance(Duration::from_secs(16 * 60));
     let report = cloud.run_scheduled("expire-reservations").await;
     assert_eq!(report["paymentsReleased"], 1, "{report}");
+    assert_eq!(cloud.order_status(&order).await.as_deref(), Some("expired"));
     assert_eq!(
-        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
-        Some("expired")
-    );
-    assert_eq!(
-        cloud
-            .status_of(&format!("BOUQUET#{bouquet}"))
-            .await
-            .as_deref(),
+        cloud.bouquet_status(&bouquet).await.as_deref(),
         Some("available")
     );
     // Then the authentication completes after all.
@@ -313,10 +295,7 @@ async fn a_success_after_the_hold_lapsed_is_refunded_and_the_order_stays_expired
         *gateway.refunded.lock().unwrap(),
         vec![format!("{order}-0")]
     );
-    assert_eq!(
-        cloud.status_of(&format!("ORDER#{order}")).await.as_deref(),
-        Some("expired")
-    );
+    assert_eq!(cloud.order_status(&order).await.as_deref(), Some("expired"));
     assert_eq!(order_events(&cloud, "OrderPaid").await, 0);
 }
 
@@ -446,8 +425,5 @@ async fn an_authentication_late_in_the_hold_keeps_the_bouquets_for_its_window() 
             .as_deref(),
         Some("expired")
     );
-    assert_eq!(
-        cloud.status_of(&format!("BOUQUET#{b}")).await.as_deref(),
-        Some("available")
-    );
+    assert_eq!(cloud.bouquet_status(&b).await.as_deref(), Some("available"));
 }
