@@ -36,15 +36,14 @@ impl SigningSecret {
 
     /// `STRIPE_WEBHOOK_SECRET` when set (the dev stack's), else the SSM SecureString named by
     /// `STRIPE_WEBHOOK_SECRET_PARAMETER`, read once per container.
-    pub async fn from_env() -> Result<Self, Error> {
+    pub async fn from_env(sdk: &aws_config::SdkConfig) -> Result<Self, Error> {
         if let Ok(secret) = std::env::var("STRIPE_WEBHOOK_SECRET") {
             return Ok(Self(secret));
         }
         let name = std::env::var("STRIPE_WEBHOOK_SECRET_PARAMETER")
             .map_err(|_| "STRIPE_WEBHOOK_SECRET_PARAMETER is not set")?;
-        let sdk = bouquet_app::aws_sdk_config().await;
         Ok(Self(
-            bouquet_app::payments::stripe::read_secret_parameter(&sdk, &name).await?,
+            bouquet_app::payments::stripe::read_secret_parameter(sdk, &name).await?,
         ))
     }
 }

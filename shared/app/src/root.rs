@@ -110,11 +110,15 @@ impl App {
 
     /// The production wiring: `TABLE_NAME` from the template's environment, the system clock.
     pub async fn from_env() -> Result<Self, ConfigError> {
+        Self::from_sdk(&aws_sdk_config().await).await
+    }
+
+    /// The same, on an SDK configuration the function also uses for clients of its own.
+    pub async fn from_sdk(sdk: &aws_config::SdkConfig) -> Result<Self, ConfigError> {
         let table = std::env::var("TABLE_NAME").map_err(|_| ConfigError::Missing("TABLE_NAME"))?;
-        let sdk = aws_sdk_config().await;
-        let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
+        let dynamodb = aws_sdk_dynamodb::Client::new(sdk);
         let store = Store::new(dynamodb.clone(), table.clone());
-        let payments = payments_from_env(&sdk, dynamodb, table).await?;
+        let payments = payments_from_env(sdk, dynamodb, table).await?;
         Ok(Self::new(store, Arc::new(SystemClock), Config::from_env()?).with_payments(payments))
     }
 }
