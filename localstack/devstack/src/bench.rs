@@ -72,7 +72,11 @@ pub async fn run(
     options: BenchOptions<'_>,
 ) -> Result<String, DevError> {
     let secret = "bench-secret";
-    let api = LocalApi::from_template(template, functions, secret.into())?;
+    let api = LocalApi::from_template(
+        template,
+        functions,
+        std::sync::Arc::new(crate::jwt::verifier(secret, None)),
+    )?;
     let admin =
         crate::jwt::mint(secret, "admin", "bench-admin", None, 3600).map_err(DevError::from)?;
     let vendor = crate::seed::post(

@@ -282,7 +282,10 @@ mod tests {
             .as_str()
             .unwrap()
             .to_owned();
-        let claims = crate::jwt::verify("secret", Some(&format!("Bearer {token}"))).unwrap();
+        let verifier = crate::jwt::verifier("secret", None);
+        let claims = crate::jwt::verify(&verifier, Some(&format!("Bearer {token}")))
+            .await
+            .unwrap();
         assert_eq!(claims["role"], "vendor");
         assert_eq!(claims["vendorId"], "v1");
         assert_eq!(claims["sub"], "ann");

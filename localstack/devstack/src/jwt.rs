@@ -1,12 +1,15 @@
-//! The local JWT authorizer: HS256 tokens signed with `LOCAL_JWT_SECRET`, issuer
-//! `bouquet-local`, audience `bouquet-api`, expiry checked. API Gateway passes a valid token's
-//! claims to the function as strings under `requestContext.authorizer.jwt.claims`.
+//! The local JWT authorizer. The dev stack mints HS256 tokens signed with `LOCAL_JWT_SECRET`
+//! (issuer `bouquet-local`, audience `bouquet-api`) and also trusts the local user pool's.
+//! API Gateway passes a valid token's claims to the function as strings under
+//! `requestContext.authorizer.jwt.claims`.
 
 use std::collections::HashMap;
 
-use jsonwebtoken::{decode, encode, Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use bouquet_authn::Trust;
+use jsonwebtoken::{encode, Algorithm, EncodingKey, Header};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+
+use crate::cognito::LocalUserPool;
 
 pub const ISSUER: &str = "bouquet-local";
 pub const AUDIENCE: &str = "bouquet-api";
@@ -59,44 +62,43 @@ pub fn mint(
     )
 }
 
-/// Verifies `Authorization: Bearer <token>` and returns the claims as API Gateway passes
-/// them (every value a string). `None` for anything missing, malformed, forged, expired or
-/// not valid yet (`nbf` in the future).
-pub fn verify(secret: &str, authorization: Option<&str>) -> Option<HashMap<String, String>> {
+/// What the dev stack's API trusts: its minted tokens and, when the template has one, the
+/// local user pool's (RS256, keys from the emulator's JWKS), as the deployed authorizer trusts
+/// the pool's.
+pub fn verifier(secret: &str, pool: Option<&LocalUserPool>) -> bouquet_authn::Verifier {
+    let mut trusts = vec![Trust::secret(ISSUER, AUDIENCE, secret)];
+    if let Some(pool) = pool {
+        match Trust::jwks(&pool.issuer, &pool.client_id, &pool.jwks_url) {
+            Ok(trust) => trusts.push(trust),
+            Err(error) => tracing::error!(%error, "the local user pool's tokens will be refused"),
+        }
+    }
+    bouquet_authn::Verifier::new(trusts)
+}
+
+/// The claims of `Authorization: Bearer <token>`, as API Gateway passes them; `None` for
+/// anything missing, malformed, forged, expired or not valid yet.
+pub async fn verify(
+    verifier: &bouquet_authn::Verifier,
+    authorization: Option<&str>,
+) -> Option<HashMap<String, String>> {
     let token = authorization?.strip_prefix("Bearer ")?.trim();
-    let mut validation = Validation::new(Algorithm::HS256);
-    validation.set_issuer(&[ISSUER]);
-    validation.set_audience(&[AUDIENCE]);
-    validation.leeway = 0;
-    // API Gateway refuses a token that is not valid yet.
-    validation.validate_nbf = true;
-    validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-    let data = decode::<HashMap<String, Value>>(
-        token,
-        &DecodingKey::from_secret(secret.as_bytes()),
-        &validation,
-    )
-    .ok()?;
-    Some(
-        data.claims
-            .into_iter()
-            .map(|(k, v)| {
-                let text = match v {
-                    Value::String(s) => s,
-                    other => other.to_string(),
-                };
-                (k, text)
-            })
-            .collect(),
-    )
+    match verifier.verify(token).await {
+        Ok(claims) => Some(claims),
+        Err(refused) => {
+            tracing::debug!(%refused, "token refused");
+            None
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn accepts_its_own_tokens_and_nothing_else() {
+    #[tokio::test]
+    async fn accepts_its_own_tokens_and_nothing_else() {
+        let verifier = verifier("s3cret", None);
         let token = mint(
             "s3cret",
             "vendor",
@@ -105,39 +107,29 @@ mod tests {
             60,
         )
         .unwrap();
-        let claims = verify("s3cret", Some(&format!("Bearer {token}"))).unwrap();
+        let claims = verify(&verifier, Some(&format!("Bearer {token}")))
+            .await
+            .unwrap();
         assert_eq!(claims["role"], "vendor");
         assert_eq!(claims["vendorId"], "01JF0000000000000000000000");
+        let other = super::verifier("other", None);
         assert!(
-            verify("other", Some(&format!("Bearer {token}"))).is_none(),
+            verify(&other, Some(&format!("Bearer {token}")))
+                .await
+                .is_none(),
             "wrong key"
         );
-        assert!(verify("s3cret", Some(&token)).is_none(), "no Bearer prefix");
-        assert!(verify("s3cret", None).is_none());
+        assert!(
+            verify(&verifier, Some(&token)).await.is_none(),
+            "no Bearer prefix"
+        );
+        assert!(verify(&verifier, None).await.is_none());
         let expired = mint("s3cret", "customer", "c", None, -5).unwrap();
         assert!(
-            verify("s3cret", Some(&format!("Bearer {expired}"))).is_none(),
+            verify(&verifier, Some(&format!("Bearer {expired}")))
+                .await
+                .is_none(),
             "expired"
         );
-    }
-
-    #[test]
-    fn refuses_a_token_that_is_not_valid_yet() {
-        let now = now_seconds();
-        let token = |nbf: i64| {
-            let claims = serde_json::json!({
-                "sub": "c", "role": "customer", "iss": ISSUER, "aud": AUDIENCE,
-                "iat": now, "exp": now + 600, "nbf": nbf,
-            });
-            let token = encode(
-                &Header::new(Algorithm::HS256),
-                &claims,
-                &EncodingKey::from_secret(b"s3cret"),
-            )
-            .unwrap();
-            verify("s3cret", Some(&format!("Bearer {token}")))
-        };
-        assert!(token(now + 60).is_none(), "nbf a minute ahead");
-        assert!(token(now - 1).is_some(), "nbf passed");
     }
 }

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use bouquet_template::Template;
 
+use crate::cognito::LocalUserPool;
 use crate::provision::{resolve, Names};
 use crate::runtime_api::FunctionProcess;
 pub use crate::runtime_api::InvokeError;
@@ -126,9 +127,10 @@ impl Functions {
         local: &LocalSettings,
     ) -> Result<Self, bouquet_template::TemplateError> {
         let mut by_binary = HashMap::new();
+        let pool = crate::cognito::LocalUserPool::from_names(names);
         for function in template.functions()? {
             let mut env = template.environment(&function, &|v| resolve(template, v, names));
-            local.apply(&mut env);
+            local.apply(&mut env, pool.as_ref());
             let local = LocalFunction::new(&function.binary, binaries.join(&function.binary), env);
             by_binary.insert(function.binary.clone(), Arc::new(local));
         }
@@ -179,16 +181,22 @@ impl Default for LocalSettings {
 pub const LOCAL_WEBHOOK_SECRET: &str = "whsec_bouquet_local";
 
 impl LocalSettings {
-    /// Rewrites a function's resolved environment for the dev stack.
-    pub fn apply(&self, env: &mut Vec<(String, String)>) {
+    /// Rewrites a function's resolved environment for the dev stack: token validators trust
+    /// the local pool (its JWKS on the emulator) and the dev stack's minted tokens.
+    pub fn apply(&self, env: &mut Vec<(String, String)>, pool: Option<&LocalUserPool>) {
         let validates_tokens = env.iter().any(|(k, _)| k == "JWKS_URL");
         env.retain(|(k, _)| {
             !(validates_tokens && matches!(k.as_str(), "JWKS_URL" | "JWT_ISSUER" | "JWT_AUDIENCE"))
         });
         if validates_tokens {
             env.push(("LOCAL_JWT_SECRET".into(), self.jwt_secret.clone()));
-            env.push(("JWT_ISSUER".into(), crate::jwt::ISSUER.into()));
-            env.push(("JWT_AUDIENCE".into(), crate::jwt::AUDIENCE.into()));
+            env.push(("LOCAL_JWT_ISSUER".into(), crate::jwt::ISSUER.into()));
+            env.push(("LOCAL_JWT_AUDIENCE".into(), crate::jwt::AUDIENCE.into()));
+            if let Some(pool) = pool {
+                env.push(("JWT_ISSUER".into(), pool.issuer.clone()));
+                env.push(("JWT_AUDIENCE".into(), pool.client_id.clone()));
+                env.push(("JWKS_URL".into(), pool.jwks_url.clone()));
+            }
         }
         for (key, value) in env.iter_mut() {
             if key == "WEBSOCKET_MANAGEMENT_URL" {

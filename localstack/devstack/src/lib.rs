@@ -1,6 +1,7 @@
 //! The local cloud's own parts (DESIGN.md section 6): what the AWS emulator does not do.
 //!
-//! - [`provision`]: creates the resources `template.yaml` declares on `AWS_ENDPOINT_URL`.
+//! - [`provision`]: creates the resources `template.yaml` declares on `AWS_ENDPOINT_URL`, the
+//!   user pool too ([`cognito`]).
 //! - [`apigw`] and [`server`]: API Gateway's HTTP API: routes from the template, the JWT
 //!   authorizer ([`jwt`]), API Gateway v2 payloads, and the real function handlers
 //!   ([`functions`]) behind them.
@@ -15,6 +16,7 @@ pub mod apigw;
 pub mod async_invoke;
 pub mod bench;
 pub mod bench_vases;
+pub mod cognito;
 pub mod console;
 pub mod error;
 pub mod iot_core;

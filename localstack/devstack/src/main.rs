@@ -254,7 +254,12 @@ async fn main() -> Result<(), DevError> {
             for missing in functions.missing() {
                 eprintln!("not built yet: {} (cargo build --bins)", missing.display());
             }
-            let api = LocalApi::from_template(&template, &functions, secret.clone())?;
+            let pool = devstack::cognito::LocalUserPool::from_names(&names);
+            let api = LocalApi::from_template(
+                &template,
+                &functions,
+                Arc::new(jwt::verifier(&secret, pool.as_ref())),
+            )?;
             let mut demo_vendor = None;
             if !no_seed {
                 let seeded = seed::seed(&api, &secret).await?;

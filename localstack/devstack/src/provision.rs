@@ -21,7 +21,7 @@ pub enum ProvisionError {
     Aws(Box<dyn std::error::Error + Send + Sync>),
 }
 
-fn aws(error: impl std::error::Error + Send + Sync + 'static) -> ProvisionError {
+pub(crate) fn aws(error: impl std::error::Error + Send + Sync + 'static) -> ProvisionError {
     ProvisionError::Aws(Box::new(error))
 }
 
@@ -189,6 +189,20 @@ pub fn resolve(
                         lookup("AWS::Region")
                     )
                 })
+            } else if let Some(Value::Array(branches)) = map.get("Fn::If") {
+                // The dev stack runs with every parameter at its default.
+                let [Value::String(condition), then, otherwise] = branches.as_slice() else {
+                    return value.to_string();
+                };
+                let holds = template
+                    .condition(condition, &std::collections::HashMap::new())
+                    .unwrap_or(false);
+                let chosen = if holds { then } else { otherwise };
+                if chosen.get("Ref").and_then(Value::as_str) == Some("AWS::NoValue") {
+                    String::new()
+                } else {
+                    resolve(template, chosen, names)
+                }
             } else if let Some(Value::String(text)) = map.get("Fn::Sub") {
                 let mut out = String::new();
                 let mut rest = text.as_str();
@@ -343,7 +357,8 @@ pub async fn table_names(
     Ok(())
 }
 
-/// Every resource of the template the emulator serves: tables, queues, buses. Idempotent.
+/// Every resource of the template the emulator serves: the user pool, tables, queues, buses.
+/// Idempotent.
 pub async fn provision_resources(
     template: &Template,
     stack: &str,
@@ -353,6 +368,13 @@ pub async fn provision_resources(
     let sqs = aws_sdk_sqs::Client::new(sdk);
     let events = aws_sdk_eventbridge::Client::new(sdk);
     let mut names = Names::new();
+    crate::cognito::create_user_pool(
+        &aws_sdk_cognitoidentityprovider::Client::new(sdk),
+        template,
+        &local_name(stack, "UserPool"),
+        &mut names,
+    )
+    .await?;
     let mut resources: Vec<(String, Value)> = template
         .resources()
         .map(|(id, r)| (id.to_owned(), r.clone()))

@@ -26,7 +26,7 @@ pub struct LocalApi {
     routes: Vec<(RoutePattern, Target)>,
     /// Answers what is not under `/v1` (the web console), when set.
     console: Option<crate::console::Console>,
-    jwt_secret: String,
+    verifier: Arc<bouquet_authn::Verifier>,
     invocations: std::sync::atomic::AtomicUsize,
 }
 
@@ -41,7 +41,7 @@ impl LocalApi {
     pub fn from_template(
         template: &Template,
         functions: &dyn Resolver,
-        jwt_secret: String,
+        verifier: Arc<bouquet_authn::Verifier>,
     ) -> Result<Self, DevError> {
         let mut routes = Vec::new();
         for route in template.http_routes()? {
@@ -58,7 +58,7 @@ impl LocalApi {
         Ok(Self {
             routes,
             console: None,
-            jwt_secret,
+            verifier,
             invocations: Default::default(),
         })
     }
@@ -82,7 +82,7 @@ impl LocalApi {
                 .iter()
                 .find(|(k, _)| k.eq_ignore_ascii_case("authorization"))
                 .map(|(_, v)| v.as_str());
-            match crate::jwt::verify(&self.jwt_secret, authorization) {
+            match crate::jwt::verify(&self.verifier, authorization).await {
                 Some(claims) => Some(claims),
                 None => return message(StatusCode::UNAUTHORIZED, "Unauthorized"),
             }

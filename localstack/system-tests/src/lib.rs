@@ -130,11 +130,13 @@ impl TestCloud {
         InProcess {
             app,
             registrar: self.registrar.clone(),
-            verifier: Arc::new(ws_authorize::Verifier::local(
-                &devstack::jwt::secret_from_env(),
-                devstack::jwt::ISSUER,
-                devstack::jwt::AUDIENCE,
-            )),
+            verifier: Arc::new(ws_authorize::Verifier::new(vec![
+                ws_authorize::Trust::secret(
+                    devstack::jwt::ISSUER,
+                    devstack::jwt::AUDIENCE,
+                    &devstack::jwt::secret_from_env(),
+                ),
+            ])),
             pusher: None,
         }
     }
@@ -249,7 +251,7 @@ impl TestCloud {
             devstack::server::LocalApi::from_template(
                 &template,
                 &self.in_process(self.app.clone()),
-                JWT_SECRET.into(),
+                Arc::new(devstack::jwt::verifier(JWT_SECRET, None)),
             )
             .expect("every route has a handler"),
         );

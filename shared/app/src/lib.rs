@@ -10,6 +10,7 @@ pub mod cart;
 pub mod checkout;
 pub mod expiry;
 pub mod live;
+pub mod members;
 pub mod orders;
 mod root;
 pub mod scheduled;
@@ -18,6 +19,7 @@ pub mod vases;
 pub use root::{aws_sdk_config, App, Config, ConfigError};
 
 /// Re-exported so function crates need no direct dependency on these.
+pub use bouquet_directory as directory;
 pub use bouquet_domain as domain;
 pub use bouquet_payments as payments;
 pub use bouquet_realtime as realtime;

@@ -5,6 +5,7 @@
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use crate::identity::{Identity, Role, UnusableClaims};
 use crate::ids::{BouquetId, CustomerId, VendorId};
 
 /// Who holds a connection, from the token its `$connect` carried.
@@ -16,34 +17,18 @@ pub enum Viewer {
     Admin,
 }
 
-/// The claims are present but are not a caller of this API.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("the token's claims are not a customer, a vendor of a shop or an admin")]
-pub struct UnusableClaims;
-
 impl Viewer {
-    /// Reads `sub`, `role` and `vendorId` (or Cognito's `custom:` form of the last two).
+    /// The viewer a token's claims stand for ([`Identity::from_claims`]).
     pub fn from_claims<'a>(
         claim: impl Fn(&str) -> Option<&'a str>,
     ) -> Result<Self, UnusableClaims> {
-        let claim = |name: &str| claim(name).or_else(|| claim(&format!("custom:{name}")));
-        let subject = || {
-            claim("sub")
-                .and_then(|s| CustomerId::parse(s).ok())
-                .ok_or(UnusableClaims)
-        };
-        match claim("role") {
-            Some("customer") => Ok(Viewer::Customer(subject()?)),
-            Some("vendor") => {
-                subject()?;
-                let vendor = claim("vendorId").ok_or(UnusableClaims)?;
-                Ok(Viewer::Vendor(
-                    VendorId::parse(vendor).map_err(|_| UnusableClaims)?,
-                ))
-            }
-            Some("admin") => subject().map(|_| Viewer::Admin),
-            _ => Err(UnusableClaims),
-        }
+        let identity = Identity::from_claims(claim)?;
+        Ok(match (identity.role, identity.vendor_id) {
+            (Role::Customer, _) => Viewer::Customer(identity.subject),
+            (Role::Vendor, Some(vendor)) => Viewer::Vendor(vendor),
+            (Role::Vendor, None) => return Err(UnusableClaims::VendorId),
+            (Role::Admin, _) => Viewer::Admin,
+        })
     }
 }
 
@@ -390,49 +375,35 @@ mod tests {
     #[test]
     fn claims_map_to_viewers_in_both_shapes() {
         let vendor = VendorId::generate().to_string();
-        let claims = |pairs: Vec<(&'static str, String)>| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(k, _)| *k == name)
-                    .map(|(_, v)| v.clone())
-            }
-        };
-        let read = |pairs: Vec<(&'static str, String)>| {
-            let lookup = claims(pairs);
-            let owned: Vec<(String, Option<String>)> =
-                ["sub", "role", "vendorId", "custom:role", "custom:vendorId"]
-                    .iter()
-                    .map(|n| (n.to_string(), lookup(n)))
-                    .collect();
-            Viewer::from_claims(|name| {
-                owned
-                    .iter()
-                    .find(|(k, _)| k == name)
-                    .and_then(|(_, v)| v.as_deref())
-            })
+        let read = |pairs: &[(&str, &str)]| {
+            Viewer::from_claims(|name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| *v))
         };
         assert_eq!(
-            read(vec![("sub", "c-1".into()), ("role", "customer".into())]),
+            read(&[("sub", "c-1"), ("role", "customer")]),
             Ok(Viewer::Customer(customer("c-1")))
         );
         assert_eq!(
-            read(vec![
-                ("sub", "u".into()),
-                ("custom:role", "vendor".into()),
-                ("custom:vendorId", vendor.clone())
+            read(&[("sub", "c-1"), ("token_use", "id")]),
+            Ok(Viewer::Customer(customer("c-1"))),
+            "a Cognito user in no group"
+        );
+        assert_eq!(
+            read(&[
+                ("sub", "u"),
+                ("cognito:groups", "[vendor]"),
+                ("custom:vendorId", &vendor)
             ]),
             Ok(Viewer::Vendor(VendorId::parse(&vendor).unwrap()))
         );
         assert_eq!(
-            read(vec![("sub", "u".into()), ("role", "vendor".into())]),
-            Err(UnusableClaims)
+            read(&[("sub", "a"), ("cognito:groups", "[admin]")]),
+            Ok(Viewer::Admin)
         );
         assert_eq!(
-            read(vec![("sub", "u".into()), ("role", "root".into())]),
-            Err(UnusableClaims)
+            read(&[("sub", "u"), ("role", "vendor")]),
+            Err(UnusableClaims::VendorId)
         );
-        assert_eq!(read(vec![("role", "customer".into())]), Err(UnusableClaims));
+        assert_eq!(read(&[("role", "customer")]), Err(UnusableClaims::Subject));
     }
 
     #[test]

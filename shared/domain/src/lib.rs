@@ -12,6 +12,7 @@ pub mod clock;
 pub mod error;
 pub mod events;
 pub mod freshness;
+pub mod identity;
 pub mod ids;
 pub mod money;
 pub mod order;

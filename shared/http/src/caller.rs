@@ -4,23 +4,18 @@
 use lambda_http::request::RequestContext;
 use lambda_http::{Request, RequestExt};
 
+use bouquet_domain::identity::Identity;
+pub use bouquet_domain::identity::Role;
 use bouquet_domain::{CustomerId, VendorId};
 
 use crate::problem::ApiError;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    Customer,
-    Vendor,
-    Admin,
-}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Caller {
     /// `sub`: who the caller is. For a customer, also the customer id.
     pub subject: CustomerId,
     pub role: Role,
-    /// `vendorId`: the vendor a vendor's token acts for.
+    /// The vendor a vendor's token acts for.
     pub vendor_id: Option<VendorId>,
 }
 
@@ -39,33 +34,16 @@ impl Caller {
         else {
             return Ok(None);
         };
-        // Cognito prefixes custom attributes with `custom:`.
-        let claim = |name: &str| {
-            claims
-                .get(name)
-                .or_else(|| claims.get(&format!("custom:{name}")))
-                .map(String::as_str)
-        };
-        let subject = claim("sub")
-            .and_then(|s| CustomerId::parse(s).ok())
-            .ok_or(ApiError::Unauthenticated)?;
-        let role = match claim("role") {
-            Some("customer") => Role::Customer,
-            Some("vendor") => Role::Vendor,
-            Some("admin") => Role::Admin,
-            _ => return Err(ApiError::Unauthenticated),
-        };
-        let vendor_id = match (role, claim("vendorId")) {
-            (Role::Vendor, Some(id)) => {
-                Some(VendorId::parse(id).map_err(|_| ApiError::Unauthenticated)?)
-            }
-            (Role::Vendor, None) => return Err(ApiError::Unauthenticated),
-            _ => None,
-        };
+        let identity = Identity::from_claims(|name| claims.get(name).map(String::as_str)).map_err(
+            |reason| {
+                tracing::info!(%reason, "token claims refused");
+                ApiError::Unauthenticated
+            },
+        )?;
         Ok(Some(Caller {
-            subject,
-            role,
-            vendor_id,
+            subject: identity.subject,
+            role: identity.role,
+            vendor_id: identity.vendor_id,
         }))
     }
 

@@ -6,6 +6,8 @@ use serde_json::{json, Value};
 
 use bouquet_app::cart::CartViewError;
 use bouquet_app::checkout::CheckoutError;
+use bouquet_app::directory::DirectoryError;
+use bouquet_app::members::MembershipError;
 use bouquet_app::orders::TransitionError;
 use bouquet_domain::{BouquetId, DomainError, FieldError, OrderStatus};
 use bouquet_store::StoreError;
@@ -64,6 +66,10 @@ pub enum ApiError {
     VaseInUse(BouquetId),
     #[error("the resource is busy; retry shortly")]
     Busy,
+    #[error("this user already belongs to vendor {0}; a user is a member of one shop")]
+    MemberOfOtherVendor(String),
+    #[error("{0}")]
+    NotImplemented(&'static str),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -142,6 +148,18 @@ impl From<TransitionError> for ApiError {
             TransitionError::NotFound => ApiError::NotFound("order"),
             TransitionError::Busy => ApiError::Busy,
             TransitionError::Checkout(error) => error.into(),
+        }
+    }
+}
+
+impl From<MembershipError> for ApiError {
+    fn from(error: MembershipError) -> Self {
+        match error {
+            MembershipError::UnknownVendor => ApiError::NotFound("vendor"),
+            MembershipError::OtherVendor(vendor) => ApiError::MemberOfOtherVendor(vendor),
+            MembershipError::Directory(DirectoryError::Throttled) => ApiError::Busy,
+            MembershipError::Directory(error) => ApiError::Internal(error.to_string()),
+            MembershipError::Store(error) => error.into(),
         }
     }
 }
@@ -237,6 +255,14 @@ impl ApiError {
             ),
             ApiError::VaseInUse(_) => (S::CONFLICT, "vase.in_use", "Vase in use"),
             ApiError::Busy => (S::SERVICE_UNAVAILABLE, "service.busy", "Busy"),
+            ApiError::MemberOfOtherVendor(_) => (
+                S::CONFLICT,
+                "member.other_vendor",
+                "Member of another vendor",
+            ),
+            ApiError::NotImplemented(_) => {
+                (S::NOT_IMPLEMENTED, "not_implemented", "Not implemented")
+            }
             ApiError::Internal(_) => (S::INTERNAL_SERVER_ERROR, "internal", "Internal error"),
         }
     }
@@ -327,9 +353,11 @@ mod tests {
             ApiError::Internal(_) => 24,
             ApiError::ReservationLimit(_) => 25,
             ApiError::VaseInUse(_) => 26,
+            ApiError::MemberOfOtherVendor(_) => 27,
+            ApiError::NotImplemented(_) => 28,
         }
     }
-    const VARIANTS: usize = 27;
+    const VARIANTS: usize = 29;
 
     #[test]
     fn every_error_has_a_stable_code_and_status() {
@@ -348,6 +376,12 @@ mod tests {
             (ApiError::TooLarge(16384), 413, "request.too_large"),
             (ApiError::Unauthenticated, 401, "auth.unauthenticated"),
             (ApiError::Forbidden, 403, "auth.forbidden"),
+            (
+                ApiError::MemberOfOtherVendor("V".into()),
+                409,
+                "member.other_vendor",
+            ),
+            (ApiError::NotImplemented("no"), 501, "not_implemented"),
             (ApiError::NotFound("order"), 404, "not_found"),
             (
                 ApiError::BouquetUnavailable(vec![id]),

@@ -153,6 +153,19 @@ impl Template {
         Ok(failures)
     }
 
+    /// Whether the template's condition `name` holds for `parameters` (defaults for the rest).
+    pub fn condition(
+        &self,
+        name: &str,
+        parameters: &HashMap<&str, &str>,
+    ) -> Result<bool, TemplateError> {
+        let condition = &self.root["Conditions"][name];
+        if condition.is_null() {
+            return Err(TemplateError::Shape(format!("no condition {name}")));
+        }
+        self.truth(condition, parameters)
+    }
+
     fn rule_value(
         &self,
         value: &Value,
@@ -190,6 +203,9 @@ impl Template {
                             self.rule_value(a, parameters)? == self.rule_value(b, parameters)?,
                         ))
                     }
+                    "Condition" => Ok(Value::Bool(
+                        self.condition(argument.as_str().unwrap_or_default(), parameters)?,
+                    )),
                     "Fn::Not" => Ok(Value::Bool(
                         !self.truth(arguments()?.first().unwrap_or(&Value::Null), parameters)?,
                     )),

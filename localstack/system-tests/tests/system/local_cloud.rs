@@ -502,7 +502,7 @@ async fn a_route_added_to_the_template_runs_its_built_binary_and_a_rebuild_is_pi
         devstack::server::LocalApi::from_template(
             &template,
             &functions,
-            system_tests::JWT_SECRET.into(),
+            std::sync::Arc::new(devstack::jwt::verifier(system_tests::JWT_SECRET, None)),
         )
         .unwrap(),
     );

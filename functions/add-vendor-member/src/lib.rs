@@ -1,0 +1,60 @@
+//! `POST /v1/vendors/{vendorId}/members` `{email}`: an admin makes the user with that email a
+//! member of the shop (its `custom:vendorId` and the `vendor` group), inviting them when they
+//! have no account: 201 invited, 200 updated (also when already a member).
+
+use bouquet_app::directory::UserDirectory;
+use bouquet_app::domain::identity::Email;
+use bouquet_app::domain::{FieldError, VendorId};
+use bouquet_app::members::{add_vendor_member, MembershipChange};
+use bouquet_app::App;
+use bouquet_http::lambda_http::http::StatusCode;
+use bouquet_http::lambda_http::{Body, Error, Request, Response};
+use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
+use serde::Deserialize;
+use serde_json::json;
+
+pub const ROUTE: Route = Route::new("POST", "/v1/vendors/{vendorId}/members");
+
+#[derive(Deserialize)]
+struct NewMember {
+    email: String,
+}
+
+/// `directory` is `None` when the stack trusts an external issuer (no user pool of its own):
+/// memberships are then managed in that identity provider, and the route says so.
+pub async fn handler(
+    app: &App,
+    directory: Option<&dyn UserDirectory>,
+    request: Request,
+) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, async |ctx: &Ctx| {
+        handle(ctx, directory).await
+    })
+    .await
+}
+
+async fn handle(ctx: &Ctx, directory: Option<&dyn UserDirectory>) -> Result<Reply, ApiError> {
+    ctx.caller()?.require(Role::Admin)?;
+    let vendor_id = ctx.path("vendorId", VendorId::parse)?;
+    let body: NewMember = ctx.json()?;
+    let email = Email::parse(&body.email)
+        .map_err(|e| ApiError::Invalid(vec![FieldError::new("email", e)]))?;
+    let directory = directory.ok_or(ApiError::NotImplemented(
+        "this stack trusts an external identity provider; manage vendor members there",
+    ))?;
+    let membership = add_vendor_member(&ctx.app.store, directory, vendor_id, &email).await?;
+    let (status, outcome) = match membership.change {
+        MembershipChange::Invited => (StatusCode::CREATED, "invited"),
+        MembershipChange::Updated => (StatusCode::OK, "updated"),
+    };
+    Reply::json(
+        status,
+        &json!({
+            "email": email.as_str(),
+            "userId": membership.user.user_id,
+            "vendorId": membership.vendor_id,
+            "role": "vendor",
+            "status": outcome,
+        }),
+    )
+}

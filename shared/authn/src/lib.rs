@@ -1,0 +1,293 @@
+//! Bearer tokens validated as API Gateway's JWT authorizer validates them: signature, `iss`,
+//! `aud`, `exp` and `nbf`, no leeway. The claims come out as API Gateway hands them to a
+//! function (every value a string, a list as `[a b]`), so what reads them reads one shape.
+//!
+//! Keys: a JWKS (the user pool's), fetched once and again only for a key id it does not know
+//! (Cognito rotates keys); or, in the dev stack only, an HS256 secret for its minted tokens.
+//! A verifier trusts one or more issuers; the token's own `iss` picks which.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
+use serde_json::Value;
+use tokio::sync::RwLock;
+
+/// Claims as API Gateway passes them (`requestContext.authorizer.jwt.claims`).
+pub type Claims = HashMap<String, String>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0} is not set")]
+    Missing(&'static str),
+    #[error("{0} is not a URL")]
+    Url(String),
+    #[error("TLS roots: {0}")]
+    Tls(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    #[error("the token does not validate: {0}")]
+    Invalid(String),
+    #[error("the token's issuer {0:?} is not trusted")]
+    Issuer(String),
+    #[error("the signing keys could not be fetched: {0}")]
+    Keys(String),
+}
+
+type HttpClient = hyper_util::client::legacy::Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    Empty<Bytes>,
+>;
+
+enum Keys {
+    Secret(DecodingKey),
+    Jwks(Box<Jwks>),
+}
+
+struct Jwks {
+    url: hyper::Uri,
+    client: HttpClient,
+    cached: RwLock<Option<Arc<JwkSet>>>,
+}
+
+/// One issuer the verifier accepts tokens from.
+pub struct Trust {
+    issuer: String,
+    audience: String,
+    keys: Keys,
+}
+
+impl Trust {
+    /// Tokens of `issuer` for `audience`, signed by a key of the JWKS at `jwks_url` (RS256).
+    /// `https`, or `http` for a local emulator's JWKS.
+    pub fn jwks(issuer: &str, audience: &str, jwks_url: &str) -> Result<Self, ConfigError> {
+        let url: hyper::Uri = jwks_url
+            .parse()
+            .map_err(|_| ConfigError::Url(jwks_url.to_owned()))?;
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_native_roots(provider)
+            .map_err(|e| ConfigError::Tls(e.to_string()))?
+            .https_or_http()
+            .enable_http1()
+            .build();
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build(connector);
+        Ok(Self {
+            issuer: issuer.to_owned(),
+            audience: audience.to_owned(),
+            keys: Keys::Jwks(Box::new(Jwks {
+                url,
+                client,
+                cached: RwLock::new(None),
+            })),
+        })
+    }
+
+    /// The dev stack's minted tokens: HS256 with a shared secret. Never deployed.
+    pub fn secret(issuer: &str, audience: &str, secret: &str) -> Self {
+        Self {
+            issuer: issuer.to_owned(),
+            audience: audience.to_owned(),
+            keys: Keys::Secret(DecodingKey::from_secret(secret.as_bytes())),
+        }
+    }
+}
+
+/// Validates tokens of the issuers it trusts.
+pub struct Verifier {
+    trusts: Vec<Trust>,
+}
+
+impl Verifier {
+    pub fn new(trusts: Vec<Trust>) -> Self {
+        Self { trusts }
+    }
+
+    /// Deployed: `JWT_ISSUER`, `JWT_AUDIENCE` and `JWKS_URL`. The dev stack also sets
+    /// `LOCAL_JWT_SECRET`, `LOCAL_JWT_ISSUER` and `LOCAL_JWT_AUDIENCE` for its minted tokens.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        let var = |name: &'static str| std::env::var(name).map_err(|_| ConfigError::Missing(name));
+        let mut trusts = Vec::new();
+        if let Ok(secret) = std::env::var("LOCAL_JWT_SECRET") {
+            trusts.push(Trust::secret(
+                &var("LOCAL_JWT_ISSUER")?,
+                &var("LOCAL_JWT_AUDIENCE")?,
+                &secret,
+            ));
+        }
+        if std::env::var("JWKS_URL").is_ok() || trusts.is_empty() {
+            trusts.push(Trust::jwks(
+                &var("JWT_ISSUER")?,
+                &var("JWT_AUDIENCE")?,
+                &var("JWKS_URL")?,
+            )?);
+        }
+        Ok(Self::new(trusts))
+    }
+
+    /// The claims of `token`, if it validates.
+    pub async fn verify(&self, token: &str) -> Result<Claims, Refused> {
+        // The unverified `iss` only picks the key; the signature and `iss` are then checked.
+        let unverified = jsonwebtoken::dangerous::insecure_decode::<HashMap<String, Value>>(token)
+            .map_err(|e| Refused::Invalid(e.to_string()))?;
+        let issuer = unverified
+            .claims
+            .get("iss")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let trust = self
+            .trusts
+            .iter()
+            .find(|t| t.issuer == issuer)
+            .ok_or_else(|| Refused::Issuer(issuer.to_owned()))?;
+        let header = decode_header(token).map_err(|e| Refused::Invalid(e.to_string()))?;
+        let (key, algorithm) = match &trust.keys {
+            Keys::Secret(key) => (key.clone(), Algorithm::HS256),
+            Keys::Jwks(jwks) => {
+                let kid = header
+                    .kid
+                    .ok_or_else(|| Refused::Invalid("no kid in the header".into()))?;
+                (jwks.key(&kid).await?, Algorithm::RS256)
+            }
+        };
+        let mut validation = Validation::new(algorithm);
+        validation.set_issuer(&[&trust.issuer]);
+        validation.set_audience(&[&trust.audience]);
+        validation.leeway = 0;
+        // API Gateway refuses a token that is not valid yet.
+        validation.validate_nbf = true;
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        let claims = decode::<HashMap<String, Value>>(token, &key, &validation)
+            .map_err(|e| Refused::Invalid(e.to_string()))?
+            .claims;
+        Ok(claims
+            .into_iter()
+            .map(|(name, value)| (name, as_api_gateway_renders(value)))
+            .collect())
+    }
+}
+
+/// A claim's value as API Gateway's HTTP API passes it: strings as they are, a list as
+/// `[a b]`, anything else as JSON text.
+pub fn as_api_gateway_renders(value: Value) -> String {
+    match value {
+        Value::String(s) => s,
+        Value::Array(items) => {
+            let items: Vec<String> = items.into_iter().map(as_api_gateway_renders).collect();
+            format!("[{}]", items.join(" "))
+        }
+        other => other.to_string(),
+    }
+}
+
+impl Jwks {
+    async fn key(&self, kid: &str) -> Result<DecodingKey, Refused> {
+        let find = |set: &JwkSet| set.find(kid).map(DecodingKey::from_jwk);
+        if let Some(set) = self.cached.read().await.as_ref() {
+            if let Some(key) = find(set) {
+                return key.map_err(|e| Refused::Invalid(e.to_string()));
+            }
+        }
+        // Not cached, or a key id it does not know (a rotation): fetch once more.
+        let response = self
+            .client
+            .get(self.url.clone())
+            .await
+            .map_err(|e| Refused::Keys(e.to_string()))?;
+        if !response.status().is_success() {
+            return Err(Refused::Keys(format!(
+                "{} from {}",
+                response.status(),
+                self.url
+            )));
+        }
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| Refused::Keys(e.to_string()))?
+            .to_bytes();
+        let set: Arc<JwkSet> =
+            Arc::new(serde_json::from_slice(&body).map_err(|e| Refused::Keys(e.to_string()))?);
+        *self.cached.write().await = Some(set.clone());
+        find(&set)
+            .ok_or_else(|| Refused::Invalid(format!("unknown key id {kid}")))?
+            .map_err(|e| Refused::Invalid(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use jsonwebtoken::{encode, EncodingKey, Header};
+    use serde_json::json;
+
+    use super::*;
+
+    fn now() -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64
+    }
+
+    fn token(secret: &str, claims: Value) -> String {
+        encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &EncodingKey::from_secret(secret.as_bytes()),
+        )
+        .unwrap()
+    }
+
+    fn verifier() -> Verifier {
+        Verifier::new(vec![Trust::secret("local", "api", "s3cret")])
+    }
+
+    #[tokio::test]
+    async fn passes_claims_as_api_gateway_renders_them() {
+        let claims = verifier()
+            .verify(&token(
+                "s3cret",
+                json!({"sub": "u", "iss": "local", "aud": "api", "exp": now() + 60,
+                       "cognito:groups": ["vendor", "admin"], "email_verified": true}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(claims["cognito:groups"], "[vendor admin]");
+        assert_eq!(claims["email_verified"], "true");
+        assert_eq!(claims["sub"], "u");
+    }
+
+    #[tokio::test]
+    async fn refuses_what_api_gateway_refuses() {
+        let v = verifier();
+        let base = json!({"sub": "u", "iss": "local", "aud": "api", "exp": now() + 60});
+        let with = |field: &str, value: Value| {
+            let mut claims = base.clone();
+            claims[field] = value;
+            claims
+        };
+        assert!(v.verify(&token("s3cret", base.clone())).await.is_ok());
+        for (why, claims, secret) in [
+            ("wrong key", base.clone(), "other"),
+            ("expired", with("exp", json!(now() - 5)), "s3cret"),
+            ("not valid yet", with("nbf", json!(now() + 60)), "s3cret"),
+            ("other audience", with("aud", json!("web")), "s3cret"),
+        ] {
+            assert!(v.verify(&token(secret, claims)).await.is_err(), "{why}");
+        }
+        assert!(matches!(
+            v.verify(&token("s3cret", with("iss", json!("elsewhere"))))
+                .await,
+            Err(Refused::Issuer(_))
+        ));
+        assert!(v.verify("not.a.token").await.is_err());
+    }
+}

@@ -1,0 +1,171 @@
+//! The Cognito user pool as the directory: Admin* calls on one pool, signed by the function's
+//! role (IAM grants exactly these four actions on the pool).
+
+use aws_sdk_cognitoidentityprovider::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_cognitoidentityprovider::types::{AttributeType, DeliveryMediumType};
+use aws_sdk_cognitoidentityprovider::Client;
+use futures::future::BoxFuture;
+use futures::FutureExt;
+
+use crate::{DirectoryError, DirectoryUser, UserDirectory, VENDOR_ATTRIBUTE};
+
+pub struct CognitoDirectory {
+    client: Client,
+    user_pool_id: String,
+}
+
+impl CognitoDirectory {
+    pub fn new(client: Client, user_pool_id: impl Into<String>) -> Self {
+        Self {
+            client,
+            user_pool_id: user_pool_id.into(),
+        }
+    }
+}
+
+fn classify<E, R>(error: SdkError<E, R>) -> DirectoryError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    match error.as_service_error().and_then(|e| e.code()) {
+        Some("UsernameExistsException") => DirectoryError::AlreadyExists,
+        Some("TooManyRequestsException") => DirectoryError::Throttled,
+        Some(code) => DirectoryError::Refused(format!(
+            "{code}: {}",
+            error
+                .as_service_error()
+                .and_then(|e| e.message())
+                .unwrap_or_default()
+        )),
+        None => DirectoryError::Unavailable(
+            aws_sdk_cognitoidentityprovider::error::DisplayErrorContext(&error).to_string(),
+        ),
+    }
+}
+
+fn attribute(name: &str, value: &str) -> Result<AttributeType, DirectoryError> {
+    AttributeType::builder()
+        .name(name)
+        .value(value)
+        .build()
+        .map_err(|e| DirectoryError::Refused(e.to_string()))
+}
+
+fn user_of(username: String, attributes: &[AttributeType]) -> DirectoryUser {
+    let get = |name: &str| {
+        attributes
+            .iter()
+            .find(|a| a.name() == name)
+            .and_then(|a| a.value())
+            .map(str::to_owned)
+    };
+    DirectoryUser {
+        user_id: get("sub").unwrap_or_else(|| username.clone()),
+        email: get("email").unwrap_or_default(),
+        vendor_id: get(VENDOR_ATTRIBUTE),
+        username,
+    }
+}
+
+impl UserDirectory for CognitoDirectory {
+    fn find(&self, email: &str) -> BoxFuture<'_, Result<Option<DirectoryUser>, DirectoryError>> {
+        let email = email.to_owned();
+        async move {
+            // The pool signs users in by email, so the email is a username alias.
+            match self
+                .client
+                .admin_get_user()
+                .user_pool_id(&self.user_pool_id)
+                .username(&email)
+                .send()
+                .await
+            {
+                Ok(found) => Ok(Some(user_of(
+                    found.username().to_owned(),
+                    found.user_attributes(),
+                ))),
+                Err(error)
+                    if error
+                        .as_service_error()
+                        .is_some_and(|e| e.is_user_not_found_exception()) =>
+                {
+                    Ok(None)
+                }
+                Err(error) => Err(classify(error)),
+            }
+        }
+        .boxed()
+    }
+
+    fn invite(
+        &self,
+        email: &str,
+        vendor_id: &str,
+    ) -> BoxFuture<'_, Result<DirectoryUser, DirectoryError>> {
+        let (email, vendor_id) = (email.to_owned(), vendor_id.to_owned());
+        async move {
+            let created = self
+                .client
+                .admin_create_user()
+                .user_pool_id(&self.user_pool_id)
+                .username(&email)
+                .user_attributes(attribute("email", &email)?)
+                // The administrator vouches for the address the invitation goes to.
+                .user_attributes(attribute("email_verified", "true")?)
+                .user_attributes(attribute(VENDOR_ATTRIBUTE, &vendor_id)?)
+                .desired_delivery_mediums(DeliveryMediumType::Email)
+                .send()
+                .await
+                .map_err(classify)?;
+            let user = created.user().ok_or_else(|| {
+                DirectoryError::Unavailable("AdminCreateUser returned no user".into())
+            })?;
+            Ok(user_of(
+                user.username().unwrap_or(&email).to_owned(),
+                user.attributes(),
+            ))
+        }
+        .boxed()
+    }
+
+    fn set_vendor(
+        &self,
+        username: &str,
+        vendor_id: &str,
+    ) -> BoxFuture<'_, Result<(), DirectoryError>> {
+        let (username, vendor_id) = (username.to_owned(), vendor_id.to_owned());
+        async move {
+            self.client
+                .admin_update_user_attributes()
+                .user_pool_id(&self.user_pool_id)
+                .username(&username)
+                .user_attributes(attribute(VENDOR_ATTRIBUTE, &vendor_id)?)
+                .send()
+                .await
+                .map_err(classify)?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn add_to_group(
+        &self,
+        username: &str,
+        group: &str,
+    ) -> BoxFuture<'_, Result<(), DirectoryError>> {
+        let (username, group) = (username.to_owned(), group.to_owned());
+        async move {
+            self.client
+                .admin_add_user_to_group()
+                .user_pool_id(&self.user_pool_id)
+                .username(&username)
+                .group_name(&group)
+                .send()
+                .await
+                .map_err(classify)?;
+            Ok(())
+        }
+        .boxed()
+    }
+}

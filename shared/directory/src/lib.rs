@@ -1,0 +1,63 @@
+//! The user directory (the Cognito user pool deployed): who has an account, which shop a user
+//! belongs to and which groups grant roles. The marketplace never stores passwords or emails of
+//! its own; this seam is all the app sees of the pool.
+
+use futures::future::BoxFuture;
+
+#[cfg(feature = "cognito")]
+pub mod cognito;
+mod memory;
+
+pub use memory::MemoryDirectory;
+
+/// The custom attribute holding a member's shop (`custom:vendorId` in tokens).
+pub const VENDOR_ATTRIBUTE: &str = "custom:vendorId";
+
+/// A user of the directory, as far as memberships care.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirectoryUser {
+    /// What the directory calls the user (the pool's username).
+    pub username: String,
+    /// The stable id tokens carry as `sub`.
+    pub user_id: String,
+    pub email: String,
+    /// `custom:vendorId`, if set.
+    pub vendor_id: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DirectoryError {
+    /// A user with this email already exists (an invitation raced another one).
+    #[error("a user with this email already exists")]
+    AlreadyExists,
+    #[error("the directory is throttling; retry shortly")]
+    Throttled,
+    #[error("the directory refused: {0}")]
+    Refused(String),
+    #[error("the directory failed: {0}")]
+    Unavailable(String),
+}
+
+pub trait UserDirectory: Send + Sync {
+    /// The user whose email (and sign-in name) is `email`.
+    fn find(&self, email: &str) -> BoxFuture<'_, Result<Option<DirectoryUser>, DirectoryError>>;
+    /// Creates the user with a verified `email` and `vendor_id`, and sends an invitation
+    /// with a temporary password.
+    fn invite(
+        &self,
+        email: &str,
+        vendor_id: &str,
+    ) -> BoxFuture<'_, Result<DirectoryUser, DirectoryError>>;
+    /// Sets the user's shop.
+    fn set_vendor(
+        &self,
+        username: &str,
+        vendor_id: &str,
+    ) -> BoxFuture<'_, Result<(), DirectoryError>>;
+    /// Adds the user to `group` (a no-op when already a member).
+    fn add_to_group(
+        &self,
+        username: &str,
+        group: &str,
+    ) -> BoxFuture<'_, Result<(), DirectoryError>>;
+}

@@ -1,0 +1,109 @@
+//! A directory in memory, for the app's tests: the same contract as the Cognito adapter.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+
+use crate::{DirectoryError, DirectoryUser, UserDirectory};
+
+#[derive(Default)]
+pub struct MemoryDirectory {
+    users: Mutex<BTreeMap<String, (DirectoryUser, BTreeSet<String>)>>,
+    /// Invitations sent (emails), in order.
+    pub invited: Mutex<Vec<String>>,
+}
+
+impl MemoryDirectory {
+    /// A user who signed up: in no group, no shop.
+    pub fn sign_up(&self, email: &str) -> DirectoryUser {
+        let user = DirectoryUser {
+            username: email.to_owned(),
+            user_id: format!("sub-{email}"),
+            email: email.to_owned(),
+            vendor_id: None,
+        };
+        self.users
+            .lock()
+            .unwrap()
+            .insert(email.to_owned(), (user.clone(), BTreeSet::new()));
+        user
+    }
+
+    /// The user's groups.
+    pub fn groups(&self, email: &str) -> Vec<String> {
+        self.users
+            .lock()
+            .unwrap()
+            .get(email)
+            .map(|(_, g)| g.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+impl UserDirectory for MemoryDirectory {
+    fn find(&self, email: &str) -> BoxFuture<'_, Result<Option<DirectoryUser>, DirectoryError>> {
+        let found = self
+            .users
+            .lock()
+            .unwrap()
+            .get(email)
+            .map(|(u, _)| u.clone());
+        async move { Ok(found) }.boxed()
+    }
+
+    fn invite(
+        &self,
+        email: &str,
+        vendor_id: &str,
+    ) -> BoxFuture<'_, Result<DirectoryUser, DirectoryError>> {
+        let result = {
+            let mut users = self.users.lock().unwrap();
+            if users.contains_key(email) {
+                Err(DirectoryError::AlreadyExists)
+            } else {
+                let user = DirectoryUser {
+                    username: email.to_owned(),
+                    user_id: format!("sub-{email}"),
+                    email: email.to_owned(),
+                    vendor_id: Some(vendor_id.to_owned()),
+                };
+                users.insert(email.to_owned(), (user.clone(), BTreeSet::new()));
+                self.invited.lock().unwrap().push(email.to_owned());
+                Ok(user)
+            }
+        };
+        async move { result }.boxed()
+    }
+
+    fn set_vendor(
+        &self,
+        username: &str,
+        vendor_id: &str,
+    ) -> BoxFuture<'_, Result<(), DirectoryError>> {
+        let result = match self.users.lock().unwrap().get_mut(username) {
+            Some((user, _)) => {
+                user.vendor_id = Some(vendor_id.to_owned());
+                Ok(())
+            }
+            None => Err(DirectoryError::Refused(format!("no user {username}"))),
+        };
+        async move { result }.boxed()
+    }
+
+    fn add_to_group(
+        &self,
+        username: &str,
+        group: &str,
+    ) -> BoxFuture<'_, Result<(), DirectoryError>> {
+        let result = match self.users.lock().unwrap().get_mut(username) {
+            Some((_, groups)) => {
+                groups.insert(group.to_owned());
+                Ok(())
+            }
+            None => Err(DirectoryError::Refused(format!("no user {username}"))),
+        };
+        async move { result }.boxed()
+    }
+}
