@@ -24,6 +24,11 @@ comparing each one's partition key, so each Query costs time in proportion to th
 (~55 ms for an empty partition once a test run had filled it). Here a Query on the table's
 own key reads only its partition, the same items in the same order.
 
+A fifth is a missing check: Cognito refuses an attribute the app client may not write
+(the client's WriteAttributes) in SignUp and UpdateUserAttributes with NotAuthorizedException
+"A client attempted to write unauthorized attribute"; moto writes it. The marketplace relies on
+that refusal (a user must not set their own custom:vendorId), so the check is added here.
+
 Usage: emulator.py HOST PORT
 """
 
@@ -40,6 +45,8 @@ from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 from moto.dynamodb.responses import DynamoHandler
 
+from moto.cognitoidp.exceptions import NotAuthorizedError
+from moto.cognitoidp.models import CognitoIdpBackend
 from werkzeug.serving import run_simple
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 
@@ -163,6 +170,38 @@ def _serialized(self, action_result):
 DynamoHandler.serialized = _serialized
 dynamodb_models.copy = _TablesByReference()
 DynamoDBBackend.transact_write_items = _transact_write_items
+
+
+def _refuse_unwritable(client, attributes):
+    writable = client.extended_config.get("WriteAttributes") if client else None
+    if writable is None:  # a client without WriteAttributes may write every attribute
+        return
+    for attribute in attributes or []:
+        if attribute["Name"] not in writable:
+            raise NotAuthorizedError("A client attempted to write unauthorized attribute")
+
+
+_original_sign_up = CognitoIdpBackend.sign_up
+_original_update_user_attributes = CognitoIdpBackend.update_user_attributes
+
+
+def _sign_up(self, client_id, username, password, attributes):
+    for pool in self.user_pools.values():
+        if client_id in pool.clients:
+            _refuse_unwritable(pool.clients[client_id], attributes)
+    return _original_sign_up(self, client_id, username, password, attributes)
+
+
+def _update_user_attributes(self, access_token, attributes):
+    for pool in self.user_pools.values():
+        if access_token in pool.access_tokens:
+            client_id, _ = pool.access_tokens[access_token]
+            _refuse_unwritable(pool.clients.get(client_id), attributes)
+    return _original_update_user_attributes(self, access_token, attributes)
+
+
+CognitoIdpBackend.sign_up = _sign_up
+CognitoIdpBackend.update_user_attributes = _update_user_attributes
 
 
 def main():

@@ -131,3 +131,64 @@ class SameAnswers(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CognitoWriteAttributes(unittest.TestCase):
+    """A client's WriteAttributes bound what its users write, as Cognito documents."""
+
+    def setUp(self):
+        self.mock = mock_aws()
+        self.mock.start()
+        self.idp = boto3.client("cognito-idp", region_name="eu-west-1")
+        pool = self.idp.create_user_pool(
+            PoolName="p",
+            UsernameAttributes=["email"],
+            Schema=[{"Name": "vendorId", "AttributeDataType": "String", "Mutable": True}],
+        )["UserPool"]["Id"]
+        self.pool = pool
+        self.client = self.idp.create_user_pool_client(
+            UserPoolId=pool,
+            ClientName="web",
+            ExplicitAuthFlows=["ALLOW_USER_PASSWORD_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"],
+            WriteAttributes=["email"],
+        )["UserPoolClient"]["ClientId"]
+        self.open_client = self.idp.create_user_pool_client(
+            UserPoolId=pool, ClientName="admin-tool"
+        )["UserPoolClient"]["ClientId"]
+
+    def tearDown(self):
+        self.mock.stop()
+
+    def sign_up(self, client, email, attributes):
+        return self.idp.sign_up(ClientId=client, Username=email, Password="Correct-horse-9", UserAttributes=attributes)
+
+    def vendor_of(self, email):
+        attributes = self.idp.admin_get_user(UserPoolId=self.pool, Username=email)["UserAttributes"]
+        return {a["Name"]: a["Value"] for a in attributes}.get("custom:vendorId")
+
+    def test_sign_up_refuses_an_attribute_the_client_may_not_write(self):
+        forged = [{"Name": "email", "Value": "eve@example.com"}, {"Name": "custom:vendorId", "Value": "V1"}]
+        with self.assertRaises(self.idp.exceptions.NotAuthorizedException) as refused:
+            self.sign_up(self.client, "eve@example.com", forged)
+        self.assertIn("unauthorized attribute", str(refused.exception))
+        with self.assertRaises(self.idp.exceptions.UserNotFoundException):
+            self.idp.admin_get_user(UserPoolId=self.pool, Username="eve@example.com")
+        # Allowed attributes pass, and a client without WriteAttributes writes any.
+        self.sign_up(self.client, "flo@example.com", [{"Name": "email", "Value": "flo@example.com"}])
+        self.sign_up(self.open_client, "ops@example.com", forged[1:])
+        self.assertEqual(self.vendor_of("ops@example.com"), "V1")
+
+    def test_update_user_attributes_refuses_it_too(self):
+        self.sign_up(self.client, "flo@example.com", [{"Name": "email", "Value": "flo@example.com"}])
+        self.idp.admin_confirm_sign_up(UserPoolId=self.pool, Username="flo@example.com")
+        tokens = self.idp.initiate_auth(
+            ClientId=self.client,
+            AuthFlow="USER_PASSWORD_AUTH",
+            AuthParameters={"USERNAME": "flo@example.com", "PASSWORD": "Correct-horse-9"},
+        )["AuthenticationResult"]
+        with self.assertRaises(self.idp.exceptions.NotAuthorizedException):
+            self.idp.update_user_attributes(
+                AccessToken=tokens["AccessToken"],
+                UserAttributes=[{"Name": "custom:vendorId", "Value": "V1"}],
+            )
+        self.assertIsNone(self.vendor_of("flo@example.com"))

@@ -151,6 +151,15 @@ impl AccessRecorder {
         )
     }
 
+    pub async fn cognito(&self) -> aws_sdk_cognitoidentityprovider::Client {
+        let sdk = emulator_sdk_config().await;
+        aws_sdk_cognitoidentityprovider::Client::from_conf(
+            aws_sdk_cognitoidentityprovider::config::Builder::from(&sdk)
+                .interceptor(self.clone())
+                .build(),
+        )
+    }
+
     pub async fn eventbridge(&self) -> aws_sdk_eventbridge::Client {
         let sdk = emulator_sdk_config().await;
         aws_sdk_eventbridge::Client::from_conf(
@@ -203,6 +212,38 @@ pub fn accesses(input: &Input) -> Option<Vec<Access>> {
         .or_else(|| iot(input))
         .or_else(|| connections(input))
         .or_else(|| eventbridge(input))
+        .or_else(|| cognito(input))
+}
+
+/// The user pool's Admin API: every action on `userpool/<id>`.
+fn cognito(input: &Input) -> Option<Vec<Access>> {
+    use aws_sdk_cognitoidentityprovider::operation::{
+        admin_add_user_to_group::AdminAddUserToGroupInput, admin_create_user::AdminCreateUserInput,
+        admin_get_user::AdminGetUserInput,
+        admin_update_user_attributes::AdminUpdateUserAttributesInput,
+    };
+    let on_pool = |action: &str, pool: Option<&str>| {
+        Some(vec![Access::new(
+            format!("cognito-idp:{action}"),
+            arn(
+                "cognito-idp",
+                &format!("userpool/{}", pool.unwrap_or_default()),
+            ),
+        )])
+    };
+    if let Some(i) = input.downcast_ref::<AdminGetUserInput>() {
+        return on_pool("AdminGetUser", i.user_pool_id());
+    }
+    if let Some(i) = input.downcast_ref::<AdminCreateUserInput>() {
+        return on_pool("AdminCreateUser", i.user_pool_id());
+    }
+    if let Some(i) = input.downcast_ref::<AdminUpdateUserAttributesInput>() {
+        return on_pool("AdminUpdateUserAttributes", i.user_pool_id());
+    }
+    if let Some(i) = input.downcast_ref::<AdminAddUserToGroupInput>() {
+        return on_pool("AdminAddUserToGroup", i.user_pool_id());
+    }
+    None
 }
 
 fn dynamodb(input: &Input) -> Option<Vec<Access>> {
@@ -452,6 +493,24 @@ impl Policy {
                     one => vec![one.clone()],
                 };
                 for statement in list {
+                    // `!If [Condition, statement, !Ref AWS::NoValue]`: the branch the
+                    // defaults choose (the dev stack's and these tests' parameters).
+                    let statement = match statement.get("Fn::If").and_then(Value::as_array) {
+                        Some(branches) if branches.len() == 3 => {
+                            let holds = template
+                                .condition(
+                                    branches[0].as_str().unwrap_or_default(),
+                                    &HashMap::new(),
+                                )
+                                .map_err(|e| format!("{}: {e}", function.logical_id))?;
+                            let chosen = branches[if holds { 1 } else { 2 }].clone();
+                            if chosen["Ref"] == "AWS::NoValue" {
+                                continue;
+                            }
+                            chosen
+                        }
+                        _ => statement,
+                    };
                     statements.push(
                         inline_statement(&statement, &resolve)
                             .map_err(|e| format!("{}: {e} in {statement}", function.logical_id))?,

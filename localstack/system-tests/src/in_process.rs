@@ -31,6 +31,12 @@ macro_rules! http_functions {
             ("decommission-vase", decommission_vase::ROUTE, |f, request| {
                 Box::pin(async move { decommission_vase::handler(&f.app, &f.registrar, request).await })
             }),
+            // Memberships go to the test's user directory (moto's pool, or one in memory).
+            ("add-vendor-member", add_vendor_member::ROUTE, |f, request| {
+                Box::pin(async move {
+                    add_vendor_member::handler(&f.app, Some(f.directory.as_ref()), request).await
+                })
+            }),
             // Stripe's webhook checks signatures with the tests' signing secret.
             ("payment-webhook", payment_webhook::ROUTE, |f, request| {
                 Box::pin(async move {
@@ -161,6 +167,8 @@ pub struct InProcess {
     pub verifier: Arc<ws_authorize::Verifier>,
     /// Where frames go: a test's local WebSocket API. Functions that push fail without one.
     pub pusher: Option<Arc<dyn bouquet_app::realtime::Pusher>>,
+    /// The user directory `add-vendor-member` changes.
+    pub directory: Arc<dyn bouquet_app::directory::UserDirectory>,
 }
 
 impl InProcess {

@@ -19,6 +19,7 @@ use bouquet_app::{App, Config};
 use bouquet_template::Template;
 
 pub mod iam;
+pub mod identity;
 pub mod in_process;
 pub mod live;
 pub mod vases;
@@ -61,6 +62,8 @@ pub struct TestCloud {
     /// `register-vase`'s IoT Core: the emulator's, with a test vase policy.
     pub registrar: Arc<register_vase::Registrar>,
     pub clock: Arc<ManualClock>,
+    /// `add-vendor-member`'s directory: one in memory unless a test puts moto's pool in.
+    pub directory: Arc<dyn bouquet_app::directory::UserDirectory>,
     pub client: aws_sdk_dynamodb::Client,
     pub table: String,
     pub calls: CallCounter,
@@ -114,6 +117,7 @@ impl TestCloud {
             app,
             registrar,
             clock,
+            directory: Arc::new(bouquet_app::directory::MemoryDirectory::default()),
             client,
             table,
             calls,
@@ -138,6 +142,7 @@ impl TestCloud {
                 ),
             ])),
             pusher: None,
+            directory: self.directory.clone(),
         }
     }
 
@@ -151,6 +156,7 @@ impl TestCloud {
             app: self.app.clone().with_payments(gateway),
             registrar: self.registrar.clone(),
             clock: self.clock.clone(),
+            directory: self.directory.clone(),
             client: self.client.clone(),
             table: self.table.clone(),
             calls: self.calls.clone(),
@@ -246,12 +252,20 @@ impl TestCloud {
 
     /// The dev stack's HTTP API in front of this test's table, on a free port.
     pub async fn local_api(&self) -> (std::net::SocketAddr, Arc<devstack::server::LocalApi>) {
+        self.local_api_trusting(None).await
+    }
+
+    /// The same, also trusting `pool`'s ID tokens (as the deployed authorizer does).
+    pub async fn local_api_trusting(
+        &self,
+        pool: Option<&devstack::cognito::LocalUserPool>,
+    ) -> (std::net::SocketAddr, Arc<devstack::server::LocalApi>) {
         let template = Template::repository().expect("template.yaml");
         let api = Arc::new(
             devstack::server::LocalApi::from_template(
                 &template,
                 &self.in_process(self.app.clone()),
-                Arc::new(devstack::jwt::verifier(JWT_SECRET, None)),
+                Arc::new(devstack::jwt::verifier(JWT_SECRET, pool)),
             )
             .expect("every route has a handler"),
         );

@@ -151,8 +151,14 @@ fn paid_event(vendor: &str, bouquet_ids: &[&str]) -> Value {
 #[tokio::test]
 async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
     let recorder = AccessRecorder::default();
-    let cloud = TestCloud::recording(&recorder).await;
+    let mut cloud = TestCloud::recording(&recorder).await;
     let template = Template::repository().expect("template.yaml");
+    // This test's user pool; the member route's directory records its calls.
+    let pool = system_tests::identity::TestPool::new().await;
+    cloud.directory = Arc::new(bouquet_directory::cognito::CognitoDirectory::new(
+        recorder.cognito().await,
+        &pool.pool.id,
+    ));
 
     // This test's resources under the template's logical ids.
     let sqs = recorder.sqs().await;
@@ -169,6 +175,11 @@ async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
     let names: Names = [
         ("MarketTable", cloud.table.clone()),
         ("MarketTable.Arn", table_arn(&cloud.table)),
+        ("UserPool", pool.pool.id.clone()),
+        (
+            "UserPool.Arn",
+            system_tests::iam::arn("cognito-idp", &format!("userpool/{}", pool.pool.id)),
+        ),
         ("VaseMessagesDeadLetterQueue", dlq_url),
         ("VaseMessagesDeadLetterQueue.QueueName", dlq_name.clone()),
         ("VaseMessagesDeadLetterQueue.Arn", queue_arn(&dlq_name)),
@@ -214,6 +225,19 @@ async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
         )
         .await;
     let vendor = id(&created, "vendorId");
+
+    // Memberships: an invitation, and a user who signed up.
+    let member = |email: &str| {
+        ApiRequest::fixture("add-vendor-member")
+            .admin()
+            .path("vendorId", &vendor)
+            .json(json!({ "email": email }))
+    };
+    seen.http(&cloud, "add-vendor-member", member("new@example.com"), 201)
+        .await;
+    pool.sign_up("flo@example.com", &[]).await.unwrap();
+    seen.http(&cloud, "add-vendor-member", member("flo@example.com"), 200)
+        .await;
 
     let env = environment(&template, "register-vase", &names);
     let registrar = Registrar {

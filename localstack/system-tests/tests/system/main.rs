@@ -9,6 +9,7 @@ mod catalogue;
 mod event_schemas;
 mod fixtures;
 mod hardening;
+mod identity;
 mod least_privilege;
 mod lifecycle;
 mod live;

@@ -205,3 +205,100 @@ fn the_websocket_api_routes_match_the_functions() {
     assert_eq!(binaries, in_code);
     assert_eq!(api.authorizer.as_deref(), Some("ws-authorize"));
 }
+
+/// `infra/openapi.yaml` documents exactly the template's HTTP routes: each operation names
+/// its function, says whether it is public as the template does, and lists who may call it.
+#[test]
+fn the_openapi_document_has_exactly_the_templates_routes() {
+    let template = Template::repository().expect("template.yaml parses");
+    let text = std::fs::read_to_string(repository_root().join("infra/openapi.yaml")).unwrap();
+    let document: serde_json::Value = serde_yaml::from_str(&text).expect("openapi.yaml parses");
+    assert!(document["openapi"]
+        .as_str()
+        .is_some_and(|v| v.starts_with("3.1")));
+    let mut documented = BTreeSet::new();
+    for (path, item) in document["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().unwrap() {
+            if !["get", "put", "post", "delete", "patch"].contains(&method.as_str()) {
+                continue;
+            }
+            let public = operation["security"].as_array().is_some_and(Vec::is_empty);
+            let roles: BTreeSet<String> = operation["security"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|requirement| {
+                    requirement["cognito"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                })
+                .filter_map(|role| role.as_str().map(str::to_owned))
+                .collect();
+            assert!(
+                public || !roles.is_empty(),
+                "{method} {path}: name the roles that may call it"
+            );
+            assert!(
+                roles
+                    .iter()
+                    .all(|r| ["customer", "vendor", "admin"].contains(&r.as_str())),
+                "{method} {path}: unknown role in {roles:?}"
+            );
+            documented.insert((
+                method.to_uppercase(),
+                path.clone(),
+                operation["x-function"].as_str().unwrap_or("?").to_owned(),
+                !public,
+            ));
+        }
+    }
+    let routed: BTreeSet<(String, String, String, bool)> = template
+        .http_routes()
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.method, r.path, r.binary, r.authorized))
+        .collect();
+    let missing: Vec<_> = routed.difference(&documented).collect();
+    let extra: Vec<_> = documented.difference(&routed).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "(method, path, function, authorized) in template.yaml but not in openapi.yaml: {missing:#?}\nin openapi.yaml but not in template.yaml: {extra:#?}"
+    );
+}
+
+/// Anyone signs up and is a customer; roles are groups; the shop attribute is not the app
+/// client's to write.
+#[test]
+fn the_user_pool_lets_customers_sign_up_and_keeps_roles_for_administrators() {
+    let template = Template::repository().expect("template.yaml parses");
+    let pool = &template.resource("UserPool").expect("UserPool")["Properties"];
+    assert_eq!(
+        pool["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"],
+        false
+    );
+    assert_eq!(pool["AutoVerifiedAttributes"], serde_json::json!(["email"]));
+    let client = &template.resource("UserPoolClient").expect("UserPoolClient")["Properties"];
+    let writable: Vec<&str> = client["WriteAttributes"]
+        .as_array()
+        .expect("WriteAttributes is explicit (the default is every attribute)")
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert!(
+        writable.iter().all(|a| !a.starts_with("custom:")),
+        "{writable:?}"
+    );
+    let groups: BTreeSet<&str> = template
+        .resources()
+        .filter(|(_, r)| r["Type"] == "AWS::Cognito::UserPoolGroup")
+        .filter_map(|(_, r)| r["Properties"]["GroupName"].as_str())
+        .collect();
+    assert_eq!(
+        groups,
+        BTreeSet::from([
+            bouquet_app::domain::identity::VENDOR_GROUP,
+            bouquet_app::domain::identity::ADMIN_GROUP
+        ])
+    );
+}
