@@ -119,6 +119,38 @@ stop_emulator() {
   fi
 }
 
+# A dev stack of a test suite's own, from the built binaries, until stop_devstack:
+# start_devstack STACK PORT WS_PORT MQTT_PORT [up options...] (log: $RUN_DIR/STACK.log).
+DEVSTACK_PID=""
+start_devstack() {
+  local stack="$1" port="$2" ws_port="$3" mqtt_port="$4"
+  shift 4
+  mkdir -p "$RUN_DIR"
+  DEVSTACK_LOG="$RUN_DIR/$stack.log"
+  log "starting dev stack $stack on port $port (log: $DEVSTACK_LOG)"
+  "${CARGO_TARGET_DIR:-$REPO_DIR/target}/debug/devstack" --stack "$stack" up \
+    --port "$port" --ws-port "$ws_port" --mqtt-port "$mqtt_port" "$@" > "$DEVSTACK_LOG" 2>&1 &
+  DEVSTACK_PID=$!
+  for _ in $(seq 1 300); do
+    if python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/config.json', timeout=1)" 2>/dev/null; then
+      return 0
+    fi
+    if ! kill -0 "$DEVSTACK_PID" 2>/dev/null; then
+      log "the dev stack exited:"; cat "$DEVSTACK_LOG" >&2; return 1
+    fi
+    sleep 0.5
+  done
+  log "the dev stack did not answer within 150 s"; return 1
+}
+
+stop_devstack() {
+  if [ -n "$DEVSTACK_PID" ]; then
+    kill "$DEVSTACK_PID" 2>/dev/null || true
+    wait "$DEVSTACK_PID" 2>/dev/null || true
+    DEVSTACK_PID=""
+  fi
+}
+
 # The arrows of DESIGN.md section 3, from `cargo tree`: no function crate and not the dev
 # stack under shared/testkit; no function crate under the dev stack; lambda_http only under
 # the functions that serve HTTP (their main.rs runs lambda_http::run).

@@ -141,7 +141,7 @@ class Console(unittest.TestCase):
         page.get_by_label("Role").select_option(role)
         page.get_by_label("User").fill(user)
         page.get_by_label("Vendor id").fill(vendor_id or "")
-        page.get_by_role("button", name="Sign in").click()
+        page.get_by_role("button", name="Sign in (demo)").click()
         page.wait_for_function(f"document.body.dataset.role === '{role}'")
 
     def subscribed(self, page, channel):
@@ -197,6 +197,53 @@ class Console(unittest.TestCase):
         expect(customer.locator('#order-status [data-status="fulfilled"]')).to_be_visible()
         self.no_reload(customer)
         self.assertEqual(call("GET", f"/v1/orders/{order_id}", shop.token, expect_status=200)["status"], "fulfilled")
+
+    def test_a_customer_signs_up_buys_and_is_made_a_vendor_through_the_user_pool(self):
+        """The deployed sign-in path: Cognito's API (the emulator's pool) and its ID tokens."""
+        shop = Shop()
+        bouquet_id = shop.bouquet("Ranunculus", "19.00")["bouquetId"]
+        email = f"{unique('flo')}@example.com"
+        password = "Correct-horse-battery-9"
+        page = self.page()
+        self.open(page, "/signin")
+        page.locator("#signup-email").fill(email)
+        page.locator("#signup-password").fill(password)
+        page.get_by_role("button", name="Create account").click()
+        expect(page.get_by_text(f"We sent a code to {email}")).to_be_visible()
+        page.locator("#signup-code").fill("123456")
+        page.get_by_role("button", name="Confirm").click()
+        page.wait_for_function("document.body.dataset.role === 'customer'")
+        claims = page.evaluate("JSON.parse(atob(sessionStorage.getItem('bouquet.token').split('.')[1].replace(/-/g,'+').replace(/_/g,'/')))")
+        self.assertTrue(claims["iss"].startswith("https://cognito-idp."), claims)
+        self.assertEqual((claims["token_use"], claims["email"]), ("id", email))
+
+        self.open(page, "/")
+        page.locator(f'[data-bouquet="{bouquet_id}"]').get_by_role("button", name=re.compile(r"^Add .+ to cart$")).click()
+        expect(page.locator("#notice")).to_contain_text("is in your cart")
+        self.open(page, "/cart")
+        page.locator("#reserve").click()
+        page.wait_for_url("**/#/orders/*")
+        page.wait_for_function("document.body.dataset.ready === 'yes'")
+        page.get_by_label("Card").select_option("tok_visa")
+        page.locator("#pay").click()
+        expect(page.locator('#order-status [data-status="paid"]')).to_be_visible()
+        order_id = page.url.rsplit("/", 1)[1]
+        self.assertEqual(call("GET", f"/v1/orders/{order_id}", shop.token, expect_status=200)["customerId"], claims["sub"])
+
+        # An administrator makes her the shop's member; her next sign-in is the vendor's.
+        admin = mint("admin", "admin-browser")
+        added = call("POST", f"/v1/vendors/{shop.vendor_id}/members", admin, {"email": email}, 200)
+        self.assertEqual((added["userId"], added["status"]), (claims["sub"], "updated"))
+        self.open(page, "/signin")
+        page.get_by_role("button", name="Sign out").click()
+        page.wait_for_function("document.body.dataset.role === 'anonymous'")
+        self.open(page, "/signin")
+        page.locator("#signin-email").fill(email)
+        page.locator("#signin-password").fill(password)
+        page.get_by_role("button", name="Sign in", exact=True).click()
+        page.wait_for_function("document.body.dataset.role === 'vendor'")
+        self.open(page, "/vendor")
+        expect(page.get_by_text("Ranunculus").first).to_be_visible()
 
     def test_a_declined_card_is_said_in_words_and_the_order_stays_payable(self):
         shop = Shop()

@@ -1,5 +1,5 @@
 // The console's entry: a hash router over the pages, the navigation for the signed-in role.
-import { completeHostedSignIn, loadConfig, session } from "./session.js";
+import { loadConfig, session } from "./session.js";
 import { live } from "./live.js";
 import { notify } from "./ui.js";
 import { catalogue } from "./pages/catalogue.js";
@@ -61,9 +61,8 @@ window.addEventListener("bouquet:session", () => {
 });
 
 (async () => {
-  await loadConfig();
   try {
-    if (await completeHostedSignIn()) live.restart();
+    await loadConfig();
   } catch (error) {
     notify(error.message);
   }

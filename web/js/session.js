@@ -1,9 +1,9 @@
 // Who is signed in: the bearer token (sessionStorage: gone when the tab closes) and its claims.
-// Locally the dev stack mints tokens (POST /local/token); deployed, Cognito's hosted sign-in
-// with the authorization code flow and PKCE.
+// People sign up and in with Cognito's API (SignUp, ConfirmSignUp, InitiateAuth), the same
+// calls deployed (AWS's regional endpoint) and locally (the emulator's pool); the API takes
+// the ID token. Locally the dev stack also mints demo tokens for any role (POST /local/token).
 
 const TOKEN = "bouquet.token";
-const PKCE = "bouquet.pkce";
 
 let config = null;
 
@@ -19,10 +19,6 @@ export async function loadConfig() {
 function base64UrlDecode(text) {
   const padded = text.replace(/-/g, "+").replace(/_/g, "/").padEnd(Math.ceil(text.length / 4) * 4, "=");
   return decodeURIComponent([...atob(padded)].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0")}`).join(""));
-}
-
-function base64UrlEncode(bytes) {
-  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
 function claimsOf(token) {
@@ -47,14 +43,18 @@ export const session = {
     const token = this.token();
     return token ? claimsOf(token) : null;
   },
-  /** `customer`, `vendor`, `admin`, or `null` when signed out. */
+  /** `customer`, `vendor`, `admin`, or `null` when signed out: read as the API reads it
+   * (Cognito's groups, else a minted token's role, else a customer). */
   role() {
     const claims = this.claims();
-    return claims?.role ?? claims?.["custom:role"] ?? null;
+    if (!claims) return null;
+    const groups = claims["cognito:groups"];
+    if (groups) return groups.includes("admin") ? "admin" : groups.includes("vendor") ? "vendor" : "customer";
+    return claims.role ?? "customer";
   },
   vendorId() {
     const claims = this.claims();
-    return claims?.vendorId ?? claims?.["custom:vendorId"] ?? null;
+    return claims?.["custom:vendorId"] ?? claims?.vendorId ?? null;
   },
   user() {
     const claims = this.claims();
@@ -80,46 +80,75 @@ export async function signInLocally(role, user, vendorId) {
   session.set(body.token);
 }
 
-/** Deployed: to Cognito's hosted sign-in, with a PKCE verifier kept for the way back. */
-export async function startHostedSignIn() {
-  const { cognito } = await loadConfig();
-  const verifier = base64UrlEncode(crypto.getRandomValues(new Uint8Array(48)));
-  const state = base64UrlEncode(crypto.getRandomValues(new Uint8Array(16)));
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
-  sessionStorage.setItem(PKCE, JSON.stringify({ verifier, state }));
-  const query = new URLSearchParams({
-    response_type: "code",
-    client_id: cognito.clientId,
-    redirect_uri: cognito.redirectUri,
-    scope: "openid email",
-    state,
-    code_challenge_method: "S256",
-    code_challenge: base64UrlEncode(digest),
+/** One call of Cognito's user-pool API (unauthenticated actions only). */
+async function cognito(action, body) {
+  const { cognito: pool } = await loadConfig();
+  if (!pool) throw new Error("Sign-up is not configured here (config.json has no cognito section).");
+  const response = await fetch(pool.endpoint, {
+    method: "POST",
+    headers: {
+      "content-type": "application/x-amz-json-1.1",
+      "x-amz-target": `AWSCognitoIdentityProviderService.${action}`,
+    },
+    body: JSON.stringify({ ClientId: pool.clientId, ...body }),
   });
-  location.assign(`https://${cognito.domain}/oauth2/authorize?${query}`);
+  const answer = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(cognitoMessage(answer));
+  return answer;
 }
 
-/** Deployed: back from the hosted sign-in with `?code=&state=`, trades the code for tokens. */
-export async function completeHostedSignIn() {
-  const params = new URLSearchParams(location.search);
-  if (!params.has("code")) return false;
-  const { cognito } = await loadConfig();
-  const saved = JSON.parse(sessionStorage.getItem(PKCE) ?? "null");
-  sessionStorage.removeItem(PKCE);
-  history.replaceState(null, "", location.pathname + location.hash);
-  if (!saved || saved.state !== params.get("state")) throw new Error("The sign-in could not be completed (its state did not match); please sign in again.");
-  const response = await fetch(`https://${cognito.domain}/oauth2/token`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({
-      grant_type: "authorization_code",
-      client_id: cognito.clientId,
-      code: params.get("code"),
-      redirect_uri: cognito.redirectUri,
-      code_verifier: saved.verifier,
-    }),
+/** Cognito's error, in words. */
+function cognitoMessage(answer) {
+  const type = (answer.__type ?? "").split("#").pop();
+  const words = {
+    UsernameExistsException: "An account with this email already exists; sign in instead.",
+    InvalidPasswordException: "The password is too weak: at least 12 characters.",
+    CodeMismatchException: "That code is not the one we sent; check the email and try again.",
+    ExpiredCodeException: "That code has expired; sign up again to get a new one.",
+    NotAuthorizedException: "The email or password is not right.",
+    UserNotConfirmedException: "Confirm your email first: enter the code we sent.",
+    UserNotFoundException: "The email or password is not right.",
+    TooManyRequestsException: "Too many attempts; wait a minute and try again.",
+    LimitExceededException: "Too many attempts; wait a minute and try again.",
+  };
+  return words[type] ?? answer.message ?? "Sign-in failed; please try again.";
+}
+
+/** Creates an account; Cognito emails a confirmation code. */
+export async function signUp(email, password) {
+  await cognito("SignUp", {
+    Username: email,
+    Password: password,
+    UserAttributes: [{ Name: "email", Value: email }],
   });
-  if (!response.ok) throw new Error("The sign-in could not be completed; please sign in again.");
-  session.set((await response.json()).id_token);
-  return true;
+}
+
+export async function confirmSignUp(email, code) {
+  await cognito("ConfirmSignUp", { Username: email, ConfirmationCode: code });
+}
+
+/**
+ * Signs in. Returns `null` when signed in, or `{ newPassword: (password) => ... }` when the
+ * account was made by an administrator's invitation and needs a password of its own first.
+ */
+export async function signIn(email, password) {
+  const answer = await cognito("InitiateAuth", {
+    AuthFlow: "USER_PASSWORD_AUTH",
+    AuthParameters: { USERNAME: email, PASSWORD: password },
+  });
+  if (answer.ChallengeName === "NEW_PASSWORD_REQUIRED") {
+    return {
+      newPassword: async (chosen) => {
+        const done = await cognito("RespondToAuthChallenge", {
+          ChallengeName: "NEW_PASSWORD_REQUIRED",
+          Session: answer.Session,
+          ChallengeResponses: { USERNAME: email, NEW_PASSWORD: chosen },
+        });
+        session.set(done.AuthenticationResult.IdToken);
+      },
+    };
+  }
+  if (!answer.AuthenticationResult?.IdToken) throw new Error(`Sign-in needs a step this console does not offer (${answer.ChallengeName}).`);
+  session.set(answer.AuthenticationResult.IdToken);
+  return null;
 }

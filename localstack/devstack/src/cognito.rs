@@ -24,6 +24,7 @@ pub struct LocalUserPool {
     pub issuer: String,
     /// Its keys, served by the emulator.
     pub jwks_url: String,
+    endpoint: String,
 }
 
 impl LocalUserPool {
@@ -40,8 +41,14 @@ impl LocalUserPool {
                 "{}/{id}/.well-known/jwks.json",
                 endpoint.trim_end_matches('/')
             ),
+            endpoint,
             id,
         })
+    }
+
+    /// Where Cognito's API answers for this pool (the emulator).
+    pub fn api_endpoint(&self) -> &str {
+        &self.endpoint
     }
 }
 

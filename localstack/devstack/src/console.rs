@@ -112,13 +112,26 @@ impl Console {
     }
 
     /// The console's configuration for the dev stack's ports.
-    pub fn local_config(ws_port: u16, demo_vendor_id: Option<&str>) -> Value {
-        json!({
+    pub fn local_config(
+        ws_port: u16,
+        demo_vendor_id: Option<&str>,
+        pool: Option<&crate::cognito::LocalUserPool>,
+    ) -> Value {
+        let mut config = json!({
             "signIn": "local",
             "webSocketUrl": format!("ws://127.0.0.1:{ws_port}"),
             "paymentProvider": "simulated",
             "demoVendorId": demo_vendor_id,
-        })
+        });
+        // Sign-up and sign-in against the local pool: the emulator answers Cognito's API
+        // (with CORS) where AWS's regional endpoint does when deployed.
+        if let Some(pool) = pool {
+            config["cognito"] = json!({
+                "endpoint": format!("{}/", pool.api_endpoint().trim_end_matches('/')),
+                "clientId": pool.client_id,
+            });
+        }
+        config
     }
 
     /// Answers a request outside `/v1`.
@@ -218,7 +231,7 @@ mod tests {
     fn console() -> Console {
         Console::new(
             &repository_web_dir(),
-            Console::local_config(3001, Some("v1")),
+            Console::local_config(3001, Some("v1"), None),
             "secret".into(),
         )
     }

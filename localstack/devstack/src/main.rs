@@ -342,7 +342,11 @@ async fn main() -> Result<(), DevError> {
             let api = api.with_console(
                 devstack::console::Console::new(
                     &devstack::console::repository_web_dir(),
-                    devstack::console::Console::local_config(ws_port, demo_vendor.as_deref()),
+                    devstack::console::Console::local_config(
+                        ws_port,
+                        demo_vendor.as_deref(),
+                        pool.as_ref(),
+                    ),
                     secret.clone(),
                 )
                 .with_ledger(bouquet_app::payments::TableLedger::new(

@@ -1,41 +1,103 @@
-// Sign-in: locally a token from the dev stack for a chosen role and user; deployed, Cognito's
-// hosted sign-in (authorization code + PKCE).
-import { loadConfig, session, signInLocally, startHostedSignIn } from "../session.js";
+// Sign in, or create a customer account (email + password, then the emailed code), through
+// Cognito's API: deployed against the stack's user pool, locally against the emulator's.
+// Locally there is also a demo sign-in that mints a token for any role.
+import { confirmSignUp, loadConfig, session, signIn, signInLocally, signUp } from "../session.js";
 import { attempt, field, h, notify, show } from "../ui.js";
+
+function signedIn() {
+  notify(`Signed in as ${session.user()} (${session.role()}).`, "ok");
+  window.dispatchEvent(new Event("bouquet:session"));
+  location.hash = session.role() === "vendor" ? "#/vendor" : "#/";
+}
+
+function form(label, fields, submit, onSubmit) {
+  const element = h("form", {
+    "aria-label": label,
+    onsubmit: (e) => {
+      e.preventDefault();
+      attempt(() => onSubmit(new FormData(element)));
+    },
+  }, ...fields, h("p", {}, h("button", { type: "submit" }, submit)));
+  return element;
+}
+
+/** An invited vendor's first sign-in: a password of their own replaces the temporary one. */
+function newPasswordForm(challenge) {
+  return form("Choose a password", [
+    h("p", {}, "Your account was created by the marketplace; choose your own password to finish signing in."),
+    field("New password", { name: "newPassword", type: "password", required: true, minlength: 12, autocomplete: "new-password" }, "at least 12 characters"),
+  ], "Set password and sign in", async (data) => {
+    await challenge.newPassword(data.get("newPassword"));
+    signedIn();
+  });
+}
+
+function accountForms(area) {
+  const signInForm = form("Sign in", [
+    field("Email", { name: "email", type: "email", required: true, autocomplete: "username", id: "signin-email" }),
+    field("Password", { name: "password", type: "password", required: true, autocomplete: "current-password", id: "signin-password" }),
+  ], "Sign in", async (data) => {
+    const challenge = await signIn(data.get("email"), data.get("password"));
+    if (challenge) {
+      area.replaceChildren(newPasswordForm(challenge));
+      return;
+    }
+    signedIn();
+  });
+  const signUpForm = form("Create an account", [
+    field("Email", { name: "email", type: "email", required: true, autocomplete: "email", id: "signup-email" }),
+    field("Password", { name: "password", type: "password", required: true, minlength: 12, autocomplete: "new-password", id: "signup-password" }, "at least 12 characters"),
+  ], "Create account", async (data) => {
+    const email = data.get("email");
+    const password = data.get("password");
+    await signUp(email, password);
+    const confirm = form("Confirm your email", [
+      h("p", { role: "status" }, `We sent a code to ${email}. Enter it to finish.`),
+      field("Code", { name: "code", required: true, inputmode: "numeric", autocomplete: "one-time-code", id: "signup-code" }),
+    ], "Confirm", async (codeData) => {
+      await confirmSignUp(email, codeData.get("code").trim());
+      await signIn(email, password);
+      signedIn();
+    });
+    area.replaceChildren(confirm);
+    confirm.querySelector("input").focus();
+  });
+  return [
+    h("section", {}, h("h2", {}, "Sign in"), signInForm),
+    h("section", {}, h("h2", {}, "New here? Create an account"),
+      h("p", { class: "muted" }, "Anyone can shop with an account. Vendors: your marketplace administrator adds you to your shop."),
+      signUpForm),
+  ];
+}
+
+function demoForm(config) {
+  return form("Demo sign-in", [
+    field("Role", { tag: "select", name: "role", options: [["customer", "Customer"], ["vendor", "Vendor"], ["admin", "Administrator"]] }),
+    field("User", { name: "user", value: "customer-demo", required: true }, "any name; it becomes the token's subject"),
+    field("Vendor id", { name: "vendorId", value: config.demoVendorId ?? "" }, "vendors only"),
+  ], "Sign in (demo)", async (data) => {
+    await signInLocally(data.get("role"), data.get("user"), data.get("role") === "vendor" ? data.get("vendorId") : "");
+    signedIn();
+  });
+}
 
 export async function signInPage() {
   const config = await loadConfig();
-  const signedIn = session.role()
-    ? h("div", {},
-        h("p", {}, `Signed in as ${session.user()} (${session.role()}).`),
-        h("button", {
-          type: "button", class: "secondary",
-          onclick: () => { session.signOut(); window.dispatchEvent(new Event("bouquet:session")); },
-        }, "Sign out"))
-    : null;
-  if (config.signIn === "cognito") {
-    show(h("h1", {}, "Sign in"), signedIn ?? h("div", {},
-      h("p", {}, "Customers sign up with their email address; vendors use the account their marketplace administrator set up."),
-      h("button", { type: "button", onclick: () => attempt(startHostedSignIn) }, "Sign in or sign up")));
+  if (session.role()) {
+    show(h("h1", {}, "Your account"),
+      h("p", {}, `Signed in as ${session.user()} (${session.role()}).`),
+      h("button", {
+        type: "button", class: "secondary",
+        onclick: () => { session.signOut(); window.dispatchEvent(new Event("bouquet:session")); },
+      }, "Sign out"));
     return;
   }
-  const form = h("form", {
-    onsubmit: (e) => {
-      e.preventDefault();
-      const data = new FormData(form);
-      attempt(async () => {
-        await signInLocally(data.get("role"), data.get("user"), data.get("role") === "vendor" ? data.get("vendorId") : "");
-        notify(`Signed in as ${session.user()} (${session.role()}).`, "ok");
-        window.dispatchEvent(new Event("bouquet:session"));
-        location.hash = session.role() === "vendor" ? "#/vendor" : "#/";
-      });
-    },
-  },
-  field("Role", { tag: "select", name: "role", options: [["customer", "Customer"], ["vendor", "Vendor"], ["admin", "Administrator"]] }),
-  field("User", { name: "user", value: "customer-demo", required: true, autocomplete: "username" }, "any name; it becomes the token's subject"),
-  field("Vendor id", { name: "vendorId", value: config.demoVendorId ?? "" }, "vendors only"),
-  h("p", {}, h("button", { type: "submit" }, "Sign in")));
-  show(h("h1", {}, "Sign in (local)"),
-    h("p", { class: "muted" }, "The dev stack mints a token for the role you choose. Deployed, this page is Cognito's sign-in."),
-    signedIn, form);
+  const area = h("div", {});
+  if (config.cognito) area.replaceChildren(...accountForms(area));
+  const local = config.signIn === "local"
+    ? h("section", {}, h("h2", {}, "Demo sign-in (local only)"),
+        h("p", { class: "muted" }, "The dev stack mints a token for the role you choose. Locally the account forms above use the emulator's user pool, which accepts any confirmation code."),
+        demoForm(config))
+    : null;
+  show(h("h1", {}, "Sign in"), area, local);
 }

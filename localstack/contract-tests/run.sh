@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The contract tests: infra/openapi.yaml validated (openapi-spec-validator), then schemathesis
+# fuzzing a dev stack of their own (ports 3200, 3201, 1993; seeded) from that document with a
+# token per role. Prints the cases per route. Extra arguments go to pytest.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+cd "$REPO_DIR"
+
+stop_all() {
+  stop_devstack
+  stop_emulator
+}
+trap stop_all EXIT
+
+ensure_venv
+log "validating infra/openapi.yaml (openapi-spec-validator, OpenAPI 3.1)"
+"$VENV/bin/openapi-spec-validator" infra/openapi.yaml
+
+ensure_pinned_venv "$LOCALSTACK_DIR/.venv-contract" contract-requirements.txt pytest "the pinned schemathesis"
+start_emulator
+log "building the dev stack and every function binary"
+cargo build --locked --workspace --bins --exclude vase-simulator
+STACK="bouquet-contract-$(date +%s)"
+start_devstack "$STACK" 3200 3201 1993
+
+log "schemathesis against the dev stack ($STACK)"
+CONTRACT_API=http://127.0.0.1:3200 CONTRACT_TABLE="$STACK-MarketTable" \
+  "$LOCALSTACK_DIR/.venv-contract/bin/pytest" -q -p no:cacheprovider \
+  "$LOCALSTACK_DIR/contract-tests/test_contract.py" "$@" \
+  || { log "dev stack log tail:"; tail -40 "$DEVSTACK_LOG" >&2; exit 1; }
