@@ -31,6 +31,11 @@ cargo test --workspace --locked "$@"
 log "browser tests of the web console"
 bash "$LOCALSTACK_DIR/browser-tests/run.sh"
 
+# The published contract: infra/openapi.yaml validated, then schemathesis against a dev stack
+# of its own (ports 3200, 3201, 1993), a token per role; prints the cases per route.
+log "contract tests (openapi-spec-validator, schemathesis)"
+bash "$LOCALSTACK_DIR/contract-tests/run.sh"
+
 # What Lambda runs: one function cross-compiled for arm64 with the release profile, by the
 # pinned cargo-lambda and zig, as `sam build` does it for every function (about 6 min from
 # nothing here; all 24 are `./localstack/sam-build.sh`, about an hour).

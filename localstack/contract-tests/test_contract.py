@@ -9,7 +9,8 @@ must leave the table as it was: each is bracketed by a read of every item (async
 projections, which follow accepted requests on their own, are left out).
 
 Environment: CONTRACT_API (the dev stack), CONTRACT_TABLE (its table), CONTRACT_EXAMPLES
-(cases per operation and role; 12 by default), AWS_ENDPOINT_URL (the emulator).
+(hypothesis examples per operation and role beyond schemathesis'
+coverage cases; 3 by default, about 4,300 requests in 4 minutes), AWS_ENDPOINT_URL (the emulator).
 """
 
 import json
@@ -34,7 +35,7 @@ from conftest import COUNTS
 
 API = os.environ.get("CONTRACT_API", "http://127.0.0.1:3200")
 TABLE = os.environ["CONTRACT_TABLE"]
-EXAMPLES = int(os.environ.get("CONTRACT_EXAMPLES", "12"))
+EXAMPLES = int(os.environ.get("CONTRACT_EXAMPLES", "3"))
 SPEC = os.path.join(os.path.dirname(__file__), "..", "..", "infra", "openapi.yaml")
 CHECKS = [
     not_a_server_error,
@@ -82,7 +83,7 @@ def _known_ids():
     bouquets = [b["bouquetId"] for b in _call("GET", f"/v1/bouquets?vendorId={vendor_id}&limit=10")["items"]]
     vases = _call("GET", f"/v1/vendors/{vendor_id}/vases", tokens["vendor"])["items"]
     _call("PUT", f"/v1/cart/items/{bouquets[-1]}", tokens["customer"])
-    order = _call("POST", "/v1/orders", tokens["customer"], body={})
+    order = _call("POST", "/v1/orders", tokens["customer"])
     ids = {
         "vendorId": vendor_id,
         "bouquetId": bouquets[0],
@@ -125,7 +126,10 @@ def test_the_api_answers_as_documented(case, role):
         headers["Authorization"] = f"Bearer {TOKENS[role]}"
     before = table_items()
     response = case.call(headers=headers)
-    COUNTS[f"{case.method.upper()} {case.path}"][role][response.status_code] += 1
+    route = f"{case.operation.method.upper()} {case.operation.path}"
+    if case.method.upper() != case.operation.method.upper():
+        route += " (other methods)"  # schemathesis also tries methods the path does not have
+    COUNTS[route][role][response.status_code] += 1
     case.validate_response(response, checks=CHECKS, headers=headers)
     if 400 <= response.status_code < 500:
         after = table_items()

@@ -128,9 +128,12 @@ impl Identity {
     }
 }
 
-/// An email address as a sign-in name: trimmed, at most 254 characters, one `@` with a
-/// non-empty local part and a dotted domain, no spaces or control characters. The domain is
-/// lowercased (it is case-insensitive); the local part is kept as written.
+/// An email address as a sign-in name, in the form every mail system and Cognito accept:
+/// `local@domain.tld` with a local part of letters, digits and `._%+-`, dot-separated domain
+/// labels of letters, digits and `-`, a top-level domain of two or more letters, at most 254
+/// characters (trimmed). The domain is lowercased (it is case-insensitive); the local part is
+/// kept as written. Rarer addresses RFC 5322 allows (quoted local parts, `{`, `!`...) are
+/// refused rather than failing later at the directory.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Email(String);
 
@@ -141,10 +144,20 @@ pub struct InvalidEmail;
 impl Email {
     pub fn parse(text: &str) -> Result<Email, InvalidEmail> {
         let text = text.trim();
-        let (local, domain) = text.rsplit_once('@').ok_or(InvalidEmail)?;
-        let labels_ok = domain.split('.').count() >= 2 && domain.split('.').all(|l| !l.is_empty());
-        let chars_ok = text.chars().all(|c| !c.is_whitespace() && !c.is_control());
-        if text.len() > 254 || local.is_empty() || local.contains('@') || !labels_ok || !chars_ok {
+        let (local, domain) = text.split_once('@').ok_or(InvalidEmail)?;
+        let local_ok = !local.is_empty()
+            && local
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._%+-".contains(&b));
+        let labels: Vec<&str> = domain.split('.').collect();
+        let labels_ok = labels.len() >= 2
+            && labels.iter().all(|l| {
+                !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            });
+        let tld_ok = labels
+            .last()
+            .is_some_and(|t| t.len() >= 2 && t.bytes().all(|b| b.is_ascii_alphabetic()));
+        if text.len() > 254 || !local_ok || !labels_ok || !tld_ok {
             return Err(InvalidEmail);
         }
         Ok(Email(format!("{local}@{}", domain.to_lowercase())))
@@ -273,6 +286,20 @@ mod tests {
         assert_eq!(long.len(), 255);
         assert_eq!(Email::parse(&long), Err(InvalidEmail));
         assert!(Email::parse(&long[1..]).is_ok());
+    }
+
+    proptest::proptest! {
+        /// What parses is a canonical address: parsing it again gives itself, it has one `@`,
+        /// and its domain is lowercase.
+        #[test]
+        fn a_parsed_email_is_canonical(text in "[ a-zA-Z0-9._%+{@-]{0,12}@?[a-zA-Z0-9.-]{0,12}") {
+            if let Ok(email) = Email::parse(&text) {
+                proptest::prop_assert_eq!(Email::parse(email.as_str()), Ok(email.clone()));
+                proptest::prop_assert_eq!(email.as_str().matches('@').count(), 1);
+                let domain = email.as_str().split('@').nth(1).unwrap();
+                proptest::prop_assert_eq!(domain.to_lowercase(), domain);
+            }
+        }
     }
 
     #[test]
