@@ -245,6 +245,15 @@ class Console(unittest.TestCase):
         self.open(page, "/vendor")
         expect(page.get_by_text("Ranunculus").first).to_be_visible()
 
+    def test_the_api_reference_renders_the_published_document(self):
+        page = self.page()
+        self.open(page, "/")
+        page.get_by_role("link", name="API reference").click()
+        page.wait_for_url("**/docs/")
+        expect(page.get_by_role("heading", name=re.compile("^Bouquet marketplace API"))).to_be_visible()
+        # The operations are rendered, the newest one too.
+        expect(page.get_by_role("heading", name="Make a user a member of a vendor")).to_be_visible()
+
     def test_a_declined_card_is_said_in_words_and_the_order_stays_payable(self):
         shop = Shop()
         bouquet_id = shop.bouquet("Tulips")["bouquetId"]

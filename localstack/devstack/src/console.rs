@@ -31,6 +31,12 @@ pub fn repository_web_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web")
 }
 
+/// The published contract, `infra/openapi.yaml`: served as `/openapi.yaml` beside the console
+/// (its Redoc page is `/docs/`), as the deployed bucket holds a copy.
+pub fn repository_openapi_document() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../infra/openapi.yaml")
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct TokenRequest {
@@ -140,6 +146,12 @@ impl Console {
             (&Method::POST, "/local/token") => self.token(request.body()),
             (&Method::GET, "/config.json") => {
                 respond(StatusCode::OK, "application/json", self.config.to_string())
+            }
+            (&Method::GET, "/openapi.yaml") => {
+                match tokio::fs::read_to_string(repository_openapi_document()).await {
+                    Ok(text) => respond(StatusCode::OK, "application/yaml", text),
+                    Err(error) => message(StatusCode::NOT_FOUND, &error.to_string()),
+                }
             }
             (&Method::GET | &Method::HEAD, _) => {
                 let (parts, _) = request.into_parts();
@@ -266,6 +278,20 @@ mod tests {
         let config: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(config["webSocketUrl"], "ws://127.0.0.1:3001");
         assert_eq!(config["signIn"], "local");
+        // The contract and its Redoc page.
+        let (status, content_type, body) = call(Method::GET, "/openapi.yaml", "").await;
+        assert_eq!(
+            (status, content_type.as_str()),
+            (StatusCode::OK, "application/yaml")
+        );
+        assert!(String::from_utf8(body)
+            .unwrap()
+            .contains("\nopenapi: 3.1.0\n"));
+        let (status, _, body) = call(Method::GET, "/docs/", "").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(String::from_utf8(body)
+            .unwrap()
+            .contains(r#"spec-url="/openapi.yaml""#));
     }
 
     #[tokio::test]
