@@ -28,6 +28,8 @@ A fifth is a missing check: Cognito refuses an attribute the app client may not 
 (the client's WriteAttributes) in SignUp and UpdateUserAttributes with NotAuthorizedException
 "A client attempted to write unauthorized attribute"; moto writes it. The marketplace relies on
 that refusal (a user must not set their own custom:vendorId), so the check is added here.
+Likewise ConfirmSignUp: the code went to the email (the pool's AutoVerifiedAttributes), so
+Cognito marks it email_verified=true; moto confirms the user but leaves the email unverified.
 
 Usage: emulator.py HOST PORT
 """
@@ -200,7 +202,21 @@ def _update_user_attributes(self, access_token, attributes):
     return _original_update_user_attributes(self, access_token, attributes)
 
 
+_original_confirm_sign_up = CognitoIdpBackend.confirm_sign_up
+
+
+def _confirm_sign_up(self, client_id, username):
+    answer = _original_confirm_sign_up(self, client_id, username)
+    for pool in self.user_pools.values():
+        if client_id in pool.clients and "email" in pool.extended_config.get("AutoVerifiedAttributes", []):
+            user = self.admin_get_user(pool.id, username)
+            if "email" in user.attribute_lookup:
+                user.update_attributes([{"Name": "email_verified", "Value": "true"}])
+    return answer
+
+
 CognitoIdpBackend.sign_up = _sign_up
+CognitoIdpBackend.confirm_sign_up = _confirm_sign_up
 CognitoIdpBackend.update_user_attributes = _update_user_attributes
 
 

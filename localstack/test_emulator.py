@@ -143,6 +143,7 @@ class CognitoWriteAttributes(unittest.TestCase):
         pool = self.idp.create_user_pool(
             PoolName="p",
             UsernameAttributes=["email"],
+            AutoVerifiedAttributes=["email"],
             Schema=[{"Name": "vendorId", "AttributeDataType": "String", "Mutable": True}],
         )["UserPool"]["Id"]
         self.pool = pool
@@ -177,6 +178,14 @@ class CognitoWriteAttributes(unittest.TestCase):
         self.sign_up(self.client, "flo@example.com", [{"Name": "email", "Value": "flo@example.com"}])
         self.sign_up(self.open_client, "ops@example.com", forged[1:])
         self.assertEqual(self.vendor_of("ops@example.com"), "V1")
+
+    def test_confirming_the_sign_up_verifies_the_email_the_code_went_to(self):
+        self.sign_up(self.client, "flo@example.com", [{"Name": "email", "Value": "flo@example.com"}])
+        attributes = lambda: {a["Name"]: a["Value"] for a in self.idp.admin_get_user(
+            UserPoolId=self.pool, Username="flo@example.com")["UserAttributes"]}
+        self.assertNotEqual(attributes().get("email_verified"), "true")
+        self.idp.confirm_sign_up(ClientId=self.client, Username="flo@example.com", ConfirmationCode="123456")
+        self.assertEqual(attributes().get("email_verified"), "true")
 
     def test_update_user_attributes_refuses_it_too(self):
         self.sign_up(self.client, "flo@example.com", [{"Name": "email", "Value": "flo@example.com"}])

@@ -93,7 +93,11 @@ async function cognito(action, body) {
     body: JSON.stringify({ ClientId: pool.clientId, ...body }),
   });
   const answer = await response.json().catch(() => ({}));
-  if (!response.ok) throw new Error(cognitoMessage(answer));
+  if (!response.ok) {
+    const error = new Error(cognitoMessage(answer));
+    error.type = (answer.__type ?? "").split("#").pop();
+    throw error;
+  }
   return answer;
 }
 
@@ -104,7 +108,7 @@ function cognitoMessage(answer) {
     UsernameExistsException: "An account with this email already exists; sign in instead.",
     InvalidPasswordException: "The password is too weak: at least 12 characters.",
     CodeMismatchException: "That code is not the one we sent; check the email and try again.",
-    ExpiredCodeException: "That code has expired; sign up again to get a new one.",
+    ExpiredCodeException: "That code has expired; ask for a new one.",
     NotAuthorizedException: "The email or password is not right.",
     UserNotConfirmedException: "Confirm your email first: enter the code we sent.",
     UserNotFoundException: "The email or password is not right.",
@@ -121,6 +125,11 @@ export async function signUp(email, password) {
     Password: password,
     UserAttributes: [{ Name: "email", Value: email }],
   });
+}
+
+/** Sends the confirmation code again (it expires after 24 hours). */
+export async function resendCode(email) {
+  await cognito("ResendConfirmationCode", { Username: email });
 }
 
 export async function confirmSignUp(email, code) {

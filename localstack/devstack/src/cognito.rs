@@ -5,8 +5,8 @@
 
 use aws_sdk_cognitoidentityprovider::types::{
     AdminCreateUserConfigType, AttributeDataType, ExplicitAuthFlowsType, PasswordPolicyType,
-    PreventUserExistenceErrorTypes, SchemaAttributeType, UserPoolPolicyType, UsernameAttributeType,
-    UsernameConfigurationType, VerifiedAttributeType,
+    PreventUserExistenceErrorTypes, SchemaAttributeType, UserAttributeUpdateSettingsType,
+    UserPoolPolicyType, UsernameAttributeType, UsernameConfigurationType, VerifiedAttributeType,
 };
 use aws_sdk_cognitoidentityprovider::Client;
 use serde_json::Value;
@@ -67,7 +67,7 @@ fn resource_of_type<'a>(template: &'a Template, kind: &str) -> Option<(&'a str, 
 
 /// Creates the template's `AWS::Cognito::UserPool` as `name` (or finds it: pool names are not
 /// unique in Cognito, so the first of that name is taken), its client and its groups; records
-/// `UserPool`, `UserPool.Arn`, `UserPool.ProviderURL` and `UserPoolClient` in `names`.
+/// `UserPool`, `UserPool.Arn` and `UserPoolClient` in `names`.
 pub async fn create_user_pool(
     client: &Client,
     template: &Template,
@@ -81,11 +81,12 @@ pub async fn create_user_pool(
     let existing = client
         .list_user_pools()
         .max_results(60)
+        .into_paginator()
+        .items()
         .send()
+        .try_collect()
         .await
         .map_err(aws)?
-        .user_pools
-        .unwrap_or_default()
         .into_iter()
         .find(|pool| pool.name() == Some(name))
         .and_then(|pool| pool.id);
@@ -117,6 +118,21 @@ pub async fn create_user_pool(
             for attribute in strings(&p["UsernameAttributes"]) {
                 request =
                     request.username_attributes(UsernameAttributeType::from(attribute.as_str()));
+            }
+            let require_verification = strings(
+                &p["UserAttributeUpdateSettings"]["AttributesRequireVerificationBeforeUpdate"],
+            );
+            if !require_verification.is_empty() {
+                request = request.user_attribute_update_settings(
+                    UserAttributeUpdateSettingsType::builder()
+                        .set_attributes_require_verification_before_update(Some(
+                            require_verification
+                                .iter()
+                                .map(|a| VerifiedAttributeType::from(a.as_str()))
+                                .collect(),
+                        ))
+                        .build(),
+                );
             }
             for attribute in strings(&p["AutoVerifiedAttributes"]) {
                 request = request
@@ -158,10 +174,6 @@ pub async fn create_user_pool(
     names.insert(
         format!("{pool_id_logical}.Arn"),
         format!("arn:aws:cognito-idp:{region}:123456789012:userpool/{pool_id}"),
-    );
-    names.insert(
-        format!("{pool_id_logical}.ProviderURL"),
-        format!("cognito-idp.{region}.amazonaws.com/{pool_id}"),
     );
     for (logical, resource) in template.resources() {
         match resource["Type"].as_str() {
@@ -208,11 +220,12 @@ async fn create_client(
         .list_user_pool_clients()
         .user_pool_id(pool_id)
         .max_results(60)
+        .into_paginator()
+        .items()
         .send()
+        .try_collect()
         .await
         .map_err(aws)?
-        .user_pool_clients
-        .unwrap_or_default()
         .into_iter()
         .find(|c| c.client_name() == Some(name))
         .and_then(|c| c.client_id);

@@ -189,19 +189,14 @@ pub fn resolve(
                         lookup("AWS::Region")
                     )
                 })
-            } else if let Some(Value::Array(branches)) = map.get("Fn::If") {
-                // The dev stack runs with every parameter at its default.
-                let [Value::String(condition), then, otherwise] = branches.as_slice() else {
-                    return value.to_string();
-                };
-                let holds = template
-                    .condition(condition, &std::collections::HashMap::new())
-                    .unwrap_or(false);
-                let chosen = if holds { then } else { otherwise };
-                if chosen.get("Ref").and_then(Value::as_str) == Some("AWS::NoValue") {
-                    String::new()
-                } else {
-                    resolve(template, chosen, names)
+            } else if let Some(arguments) = map.get("Fn::If") {
+                match template.if_branch(arguments) {
+                    Ok(Some(chosen)) => resolve(template, chosen, names),
+                    Ok(None) => String::new(),
+                    Err(error) => {
+                        tracing::error!(%error, "template.yaml: an Fn::If the dev stack cannot resolve");
+                        value.to_string()
+                    }
                 }
             } else if let Some(Value::String(text)) = map.get("Fn::Sub") {
                 let mut out = String::new();

@@ -495,21 +495,15 @@ impl Policy {
                 for statement in list {
                     // `!If [Condition, statement, !Ref AWS::NoValue]`: the branch the
                     // defaults choose (the dev stack's and these tests' parameters).
-                    let statement = match statement.get("Fn::If").and_then(Value::as_array) {
-                        Some(branches) if branches.len() == 3 => {
-                            let holds = template
-                                .condition(
-                                    branches[0].as_str().unwrap_or_default(),
-                                    &HashMap::new(),
-                                )
-                                .map_err(|e| format!("{}: {e}", function.logical_id))?;
-                            let chosen = branches[if holds { 1 } else { 2 }].clone();
-                            if chosen["Ref"] == "AWS::NoValue" {
-                                continue;
-                            }
-                            chosen
-                        }
-                        _ => statement,
+                    let statement = match statement.get("Fn::If") {
+                        Some(arguments) => match template
+                            .if_branch(arguments)
+                            .map_err(|e| format!("{}: {e}", function.logical_id))?
+                        {
+                            Some(chosen) => chosen.clone(),
+                            None => continue,
+                        },
+                        None => statement,
                     };
                     statements.push(
                         inline_statement(&statement, &resolve)

@@ -1,12 +1,10 @@
 //! Vendor memberships: an administrator makes a user of the directory a member of a shop
-//! (`POST /v1/vendors/{vendorId}/members`). The shop goes into the user's `custom:vendorId`
-//! first and the `vendor` group second, so an interrupted call grants nothing and a retry
-//! finishes it: the role comes only from the group.
+//! (`POST /v1/vendors/{vendorId}/members`). The role comes only from the `vendor` group.
 
 use bouquet_directory::{DirectoryError, DirectoryUser, UserDirectory};
 use bouquet_domain::identity::{Email, VENDOR_GROUP};
-use bouquet_domain::VendorId;
-use bouquet_store::{Store, StoreError};
+use bouquet_domain::{Timestamp, VendorId};
+use bouquet_store::{MemberClaim, Store, StoreError};
 
 /// Whether the user had to be invited or existed already.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +28,8 @@ pub enum MembershipError {
     UnknownVendor,
     #[error("the user already belongs to vendor {0}")]
     OtherVendor(String),
+    #[error("the user has not confirmed this email address")]
+    Unverified,
     #[error(transparent)]
     Directory(#[from] DirectoryError),
     #[error(transparent)]
@@ -37,21 +37,43 @@ pub enum MembershipError {
 }
 
 /// Makes the user with `email` a member of `vendor_id`, inviting them if they have no account.
+///
+/// Refusals come first and write nothing: no such vendor, a user who has not verified the
+/// address (an email alone must not hand a shop to whoever typed it into their account), a
+/// member of another shop. Then the email is claimed for this shop in the table (a conditional
+/// write: of two shops racing for one user, one wins), and only then is the directory changed:
+/// the shop attribute first, the group second, so a call cut off in between grants nothing and
+/// a retry finishes it.
 pub async fn add_vendor_member(
     store: &Store,
     directory: &dyn UserDirectory,
     vendor_id: VendorId,
     email: &Email,
+    now: Timestamp,
 ) -> Result<Membership, MembershipError> {
     if !store.vendor_exists(vendor_id).await? {
         return Err(MembershipError::UnknownVendor);
     }
     let shop = vendor_id.to_string();
-    let (user, change) = match directory.find(email.as_str()).await? {
+    let existing = directory.find(email.as_str()).await?;
+    if let Some(user) = &existing {
+        if !user.verified {
+            return Err(MembershipError::Unverified);
+        }
+        if let Some(other) = user.vendor_id.as_deref().filter(|v| *v != shop) {
+            return Err(MembershipError::OtherVendor(other.to_owned()));
+        }
+    }
+    if let MemberClaim::OtherVendor(other) =
+        store.claim_member(email.as_str(), vendor_id, now).await?
+    {
+        return Err(MembershipError::OtherVendor(other));
+    }
+    let (mut user, change) = match existing {
         Some(user) => (user, MembershipChange::Updated),
         None => match directory.invite(email.as_str(), &shop).await {
             Ok(user) => (user, MembershipChange::Invited),
-            // Another call invited them in between: carry on with that account.
+            // Invited by this shop's earlier, interrupted call (the claim is this shop's).
             Err(DirectoryError::AlreadyExists) => (
                 directory
                     .find(email.as_str())
@@ -62,29 +84,14 @@ pub async fn add_vendor_member(
             Err(error) => return Err(error.into()),
         },
     };
-    let user = member_of(directory, user, &shop).await?;
+    if user.vendor_id.as_deref() != Some(shop.as_str()) {
+        directory.set_vendor(&user.username, &shop).await?;
+        user.vendor_id = Some(shop);
+    }
     directory.add_to_group(&user.username, VENDOR_GROUP).await?;
     Ok(Membership {
         user,
         vendor_id,
         change,
     })
-}
-
-/// The user with their shop set to `shop`; a member of another shop stays there (moving a
-/// vendor's staff between shops is a decision this route does not take).
-async fn member_of(
-    directory: &dyn UserDirectory,
-    mut user: DirectoryUser,
-    shop: &str,
-) -> Result<DirectoryUser, MembershipError> {
-    match user.vendor_id.as_deref() {
-        Some(current) if current == shop => Ok(user),
-        Some(other) => Err(MembershipError::OtherVendor(other.to_owned())),
-        None => {
-            directory.set_vendor(&user.username, shop).await?;
-            user.vendor_id = Some(shop.to_owned());
-            Ok(user)
-        }
-    }
 }

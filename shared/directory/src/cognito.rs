@@ -2,7 +2,7 @@
 //! role (IAM grants exactly these four actions on the pool).
 
 use aws_sdk_cognitoidentityprovider::error::{ProvideErrorMetadata, SdkError};
-use aws_sdk_cognitoidentityprovider::types::{AttributeType, DeliveryMediumType};
+use aws_sdk_cognitoidentityprovider::types::{AttributeType, DeliveryMediumType, UserStatusType};
 use aws_sdk_cognitoidentityprovider::Client;
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -30,7 +30,8 @@ where
 {
     match error.as_service_error().and_then(|e| e.code()) {
         Some("UsernameExistsException") => DirectoryError::AlreadyExists,
-        Some("TooManyRequestsException") => DirectoryError::Throttled,
+        // Request rate, or the pool's email quota (an invitation is an email).
+        Some("TooManyRequestsException" | "LimitExceededException") => DirectoryError::Throttled,
         Some(code) => DirectoryError::Refused(format!(
             "{code}: {}",
             error
@@ -52,7 +53,7 @@ fn attribute(name: &str, value: &str) -> Result<AttributeType, DirectoryError> {
         .map_err(|e| DirectoryError::Refused(e.to_string()))
 }
 
-fn user_of(username: String, attributes: &[AttributeType]) -> DirectoryUser {
+fn user_of(username: String, attributes: &[AttributeType], confirmed: bool) -> DirectoryUser {
     let get = |name: &str| {
         attributes
             .iter()
@@ -64,6 +65,7 @@ fn user_of(username: String, attributes: &[AttributeType]) -> DirectoryUser {
         user_id: get("sub").unwrap_or_else(|| username.clone()),
         email: get("email").unwrap_or_default(),
         vendor_id: get(VENDOR_ATTRIBUTE),
+        verified: confirmed && get("email_verified").as_deref() == Some("true"),
         username,
     }
 }
@@ -81,10 +83,19 @@ impl UserDirectory for CognitoDirectory {
                 .send()
                 .await
             {
-                Ok(found) => Ok(Some(user_of(
-                    found.username().to_owned(),
-                    found.user_attributes(),
-                ))),
+                Ok(found) => {
+                    // CONFIRMED, or FORCE_CHANGE_PASSWORD: invited by an administrator, who
+                    // vouched for the address.
+                    let confirmed = matches!(
+                        found.user_status(),
+                        Some(UserStatusType::Confirmed | UserStatusType::ForceChangePassword)
+                    );
+                    Ok(Some(user_of(
+                        found.username().to_owned(),
+                        found.user_attributes(),
+                        confirmed,
+                    )))
+                }
                 Err(error)
                     if error
                         .as_service_error()
@@ -124,6 +135,7 @@ impl UserDirectory for CognitoDirectory {
             Ok(user_of(
                 user.username().unwrap_or(&email).to_owned(),
                 user.attributes(),
+                true,
             ))
         }
         .boxed()

@@ -23,6 +23,10 @@ pub struct DirectoryUser {
     pub email: String,
     /// `custom:vendorId`, if set.
     pub vendor_id: Option<String>,
+    /// Whether the user proved they read this email (`email_verified`) and finished signing
+    /// up: only then may an email name them (an unconfirmed account, or one whose email was
+    /// changed without a code, could be someone else's).
+    pub verified: bool,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -1,4 +1,4 @@
-//! A directory in memory, for the app's tests: the same contract as the Cognito adapter.
+//! A directory in memory, for tests (a failing one wraps it): the Cognito adapter's contract.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -16,21 +16,6 @@ pub struct MemoryDirectory {
 }
 
 impl MemoryDirectory {
-    /// A user who signed up: in no group, no shop.
-    pub fn sign_up(&self, email: &str) -> DirectoryUser {
-        let user = DirectoryUser {
-            username: email.to_owned(),
-            user_id: format!("sub-{email}"),
-            email: email.to_owned(),
-            vendor_id: None,
-        };
-        self.users
-            .lock()
-            .unwrap()
-            .insert(email.to_owned(), (user.clone(), BTreeSet::new()));
-        user
-    }
-
     /// The user's groups.
     pub fn groups(&self, email: &str) -> Vec<String> {
         self.users
@@ -68,6 +53,7 @@ impl UserDirectory for MemoryDirectory {
                     user_id: format!("sub-{email}"),
                     email: email.to_owned(),
                     vendor_id: Some(vendor_id.to_owned()),
+                    verified: true,
                 };
                 users.insert(email.to_owned(), (user.clone(), BTreeSet::new()));
                 self.invited.lock().unwrap().push(email.to_owned());

@@ -54,6 +54,31 @@ pub struct Identity {
     pub vendor_id: Option<VendorId>,
 }
 
+/// The caller may not do this (403).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the caller may not do this")]
+pub struct NotAllowed;
+
+impl Identity {
+    /// The caller, if its role is `role`.
+    pub fn require(&self, role: Role) -> Result<&Self, NotAllowed> {
+        if self.role == role {
+            Ok(self)
+        } else {
+            Err(NotAllowed)
+        }
+    }
+
+    /// The caller, if it is a vendor acting for `vendor_id` (its own shop).
+    pub fn require_vendor(&self, vendor_id: VendorId) -> Result<&Self, NotAllowed> {
+        if self.role == Role::Vendor && self.vendor_id == Some(vendor_id) {
+            Ok(self)
+        } else {
+            Err(NotAllowed)
+        }
+    }
+}
+
 /// The claims are present but are not a caller of this API.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum UnusableClaims {

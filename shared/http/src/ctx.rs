@@ -67,7 +67,7 @@ impl Ctx {
         if body.len() > MAX_BODY_BYTES {
             return Err(ApiError::TooLarge(MAX_BODY_BYTES));
         }
-        let caller = Caller::from_request(request)?;
+        let caller = crate::caller::caller_of(request)?;
         let idempotency = match (&caller, request.method()) {
             // Scoped to the concrete resource: the same key on two orders' payments is two
             // requests, not a replay of the first.

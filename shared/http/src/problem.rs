@@ -9,6 +9,7 @@ use bouquet_app::checkout::CheckoutError;
 use bouquet_app::directory::DirectoryError;
 use bouquet_app::members::MembershipError;
 use bouquet_app::orders::TransitionError;
+use bouquet_domain::identity::NotAllowed;
 use bouquet_domain::{BouquetId, DomainError, FieldError, OrderStatus};
 use bouquet_store::StoreError;
 
@@ -68,6 +69,8 @@ pub enum ApiError {
     Busy,
     #[error("this user already belongs to vendor {0}; a user is a member of one shop")]
     MemberOfOtherVendor(String),
+    #[error("this user has not confirmed their email address; they must finish signing up (or be invited) first")]
+    MemberUnverified,
     #[error("{0}")]
     NotImplemented(&'static str),
     #[error("internal error: {0}")]
@@ -157,10 +160,17 @@ impl From<MembershipError> for ApiError {
         match error {
             MembershipError::UnknownVendor => ApiError::NotFound("vendor"),
             MembershipError::OtherVendor(vendor) => ApiError::MemberOfOtherVendor(vendor),
+            MembershipError::Unverified => ApiError::MemberUnverified,
             MembershipError::Directory(DirectoryError::Throttled) => ApiError::Busy,
             MembershipError::Directory(error) => ApiError::Internal(error.to_string()),
             MembershipError::Store(error) => error.into(),
         }
+    }
+}
+
+impl From<NotAllowed> for ApiError {
+    fn from(_: NotAllowed) -> Self {
+        ApiError::Forbidden
     }
 }
 
@@ -260,6 +270,7 @@ impl ApiError {
                 "member.other_vendor",
                 "Member of another vendor",
             ),
+            ApiError::MemberUnverified => (S::CONFLICT, "member.unverified", "Member unverified"),
             ApiError::NotImplemented(_) => {
                 (S::NOT_IMPLEMENTED, "not_implemented", "Not implemented")
             }
@@ -355,9 +366,10 @@ mod tests {
             ApiError::VaseInUse(_) => 26,
             ApiError::MemberOfOtherVendor(_) => 27,
             ApiError::NotImplemented(_) => 28,
+            ApiError::MemberUnverified => 29,
         }
     }
-    const VARIANTS: usize = 29;
+    const VARIANTS: usize = 30;
 
     #[test]
     fn every_error_has_a_stable_code_and_status() {
@@ -382,6 +394,7 @@ mod tests {
                 "member.other_vendor",
             ),
             (ApiError::NotImplemented("no"), 501, "not_implemented"),
+            (ApiError::MemberUnverified, 409, "member.unverified"),
             (ApiError::NotFound("order"), 404, "not_found"),
             (
                 ApiError::BouquetUnavailable(vec![id]),

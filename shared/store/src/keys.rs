@@ -46,6 +46,8 @@ pub fn vase_pk(vase_id: &str) -> String {
 }
 
 pub const VENDOR_SK: &str = "VENDOR";
+/// A user's membership claim (`MEMBER#<email>`), see `Store::claim_member`.
+pub const MEMBER_SK: &str = "MEMBER";
 pub const BOUQUET_SK: &str = "BOUQUET";
 pub const ORDER_SK: &str = "ORDER";
 pub const VASE_SK: &str = "VASE";

@@ -40,6 +40,7 @@ pub use keys::CATALOGUE_SHARDS;
 pub use orders::{BouquetEffect, DueCursor, OrderWrite, Reservation, ReservationRead};
 pub use processed::{Processed, PROCESSED_RETENTION};
 pub use vases::{BouquetScore, ReadingWrite, HEARTBEAT_SHARDS, READING_RETENTION};
+pub use vendors::MemberClaim;
 
 /// The marketplace table. Cheap to clone: the SDK client is reference-counted.
 #[derive(Clone, Debug)]

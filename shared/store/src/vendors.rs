@@ -1,3 +1,5 @@
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use bouquet_domain::events::DomainEvent;
 use bouquet_domain::{Timestamp, Vendor, VendorId};
 
@@ -7,6 +9,14 @@ use crate::items::{to_item, VendorItem};
 use crate::keys;
 use crate::tx::{Expr, Tx};
 use crate::Store;
+
+/// The outcome of [`Store::claim_member`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum MemberClaim {
+    Claimed,
+    /// The user is already claimed by this other shop.
+    OtherVendor(String),
+}
 
 impl Store {
     /// Puts a new vendor with its event (and idempotency record): one transaction.
@@ -28,6 +38,51 @@ impl Store {
         )?;
         tx.event(&self.table, event)?;
         tx.commit(self).await
+    }
+
+    /// Claims the user signing in as `email` for `vendor_id`'s shop: one conditional `PutItem`
+    /// (`MEMBER#<email>`, the email lowercased as Cognito compares it), so of two shops racing
+    /// for one user exactly one wins, before either touches the user directory. Claiming again
+    /// for the same shop succeeds (retries).
+    pub async fn claim_member(
+        &self,
+        email: &str,
+        vendor_id: VendorId,
+        now: Timestamp,
+    ) -> Result<MemberClaim, StoreError> {
+        let shop = vendor_id.to_string();
+        let mut item = keys::key(format!("MEMBER#{}", email.to_lowercase()), keys::MEMBER_SK);
+        item.insert("vendorId".into(), AttributeValue::S(shop.clone()));
+        item.insert(
+            "claimedAt".into(),
+            AttributeValue::N(now.as_millis().to_string()),
+        );
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk) OR vendorId = :vendor")
+            .expression_attribute_values(":vendor", AttributeValue::S(shop))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(MemberClaim::Claimed),
+            Err(error) => match error.into_service_error() {
+                PutItemError::ConditionalCheckFailedException(failed) => {
+                    Ok(MemberClaim::OtherVendor(
+                        failed
+                            .item()
+                            .and_then(|item| item.get("vendorId"))
+                            .and_then(|v| v.as_s().ok())
+                            .cloned()
+                            .unwrap_or_default(),
+                    ))
+                }
+                other => Err(StoreError::service(other)),
+            },
+        }
     }
 
     /// Whether the vendor exists (a cheap check before work outside DynamoDB).

@@ -122,7 +122,7 @@ impl Template {
     /// The template's `Rules` that refuse `parameters` (each missing one takes its default),
     /// as CloudFormation checks them before it creates anything: the description of every
     /// failed assertion whose rule applies. Understands what rules may use here: `Ref` to a
-    /// parameter, `Fn::Equals`, `Fn::Not`, `Fn::And`, `Fn::Or`, `Fn::Contains`.
+    /// parameter, `Condition`, `Fn::Equals`, `Fn::Not`, `Fn::And`, `Fn::Or`, `Fn::Contains`.
     pub fn rule_failures(
         &self,
         parameters: &HashMap<&str, &str>,
@@ -166,6 +166,24 @@ impl Template {
         self.truth(condition, parameters)
     }
 
+    /// The branch `Fn::If` `[condition, then, else]` takes with every parameter at its
+    /// default (how the dev stack and the tests run); `None` for `!Ref AWS::NoValue`.
+    pub fn if_branch<'a>(&self, arguments: &'a Value) -> Result<Option<&'a Value>, TemplateError> {
+        let Some([Value::String(condition), then, otherwise]) =
+            arguments.as_array().map(Vec::as_slice)
+        else {
+            return Err(TemplateError::Shape(format!(
+                "Fn::If takes [condition, then, else]: {arguments}"
+            )));
+        };
+        let chosen = if self.condition(condition, &HashMap::new())? {
+            then
+        } else {
+            otherwise
+        };
+        Ok((chosen["Ref"] != "AWS::NoValue").then_some(chosen))
+    }
+
     fn rule_value(
         &self,
         value: &Value,
@@ -203,7 +221,7 @@ impl Template {
                             self.rule_value(a, parameters)? == self.rule_value(b, parameters)?,
                         ))
                     }
-                    "Condition" => Ok(Value::Bool(
+                    "Condition" | "Fn::Condition" => Ok(Value::Bool(
                         self.condition(argument.as_str().unwrap_or_default(), parameters)?,
                     )),
                     "Fn::Not" => Ok(Value::Bool(
@@ -491,6 +509,39 @@ fn to_json(yaml: serde_yaml::Value) -> Value {
 #[cfg(test)]
 mod rule_tests {
     use super::*;
+
+    #[test]
+    fn conditions_and_if_branches_follow_the_parameter_defaults() {
+        let template = Template::parse(
+            "Parameters: {Issuer: {Type: String, Default: ''}}\n\
+             Conditions:\n  Own: !Equals [!Ref Issuer, '']\n  NotOwn: !Not [!Condition Own]\n\
+             Resources: {}\n",
+        )
+        .unwrap();
+        assert!(template.condition("Own", &HashMap::new()).unwrap());
+        assert!(!template.condition("NotOwn", &HashMap::new()).unwrap());
+        assert!(template
+            .condition("Own", &HashMap::from([("Issuer", "https://idp")]))
+            .map(|own| !own)
+            .unwrap());
+        let chosen = |json: &str| {
+            let arguments: Value = serde_json::from_str(json).unwrap();
+            template.if_branch(&arguments).map(|b| b.cloned())
+        };
+        assert_eq!(
+            chosen(r#"["Own", "pool", "none"]"#).unwrap(),
+            Some(Value::from("pool"))
+        );
+        assert_eq!(
+            chosen(r#"["NotOwn", "pool", {"Ref": "AWS::NoValue"}]"#).unwrap(),
+            None
+        );
+        assert!(
+            chosen(r#"["Missing", "a", "b"]"#).is_err(),
+            "an unknown condition is an error"
+        );
+        assert!(chosen(r#"["Own", "a"]"#).is_err());
+    }
 
     #[test]
     fn a_prod_stage_refuses_the_simulated_gateway() {

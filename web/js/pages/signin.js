@@ -1,7 +1,7 @@
 // Sign in, or create a customer account (email + password, then the emailed code), through
 // Cognito's API: deployed against the stack's user pool, locally against the emulator's.
 // Locally there is also a demo sign-in that mints a token for any role.
-import { confirmSignUp, loadConfig, session, signIn, signInLocally, signUp } from "../session.js";
+import { confirmSignUp, loadConfig, resendCode, session, signIn, signInLocally, signUp } from "../session.js";
 import { attempt, field, h, notify, show } from "../ui.js";
 
 function signedIn() {
@@ -32,12 +32,39 @@ function newPasswordForm(challenge) {
   });
 }
 
+/** The emailed code: after sign-up, or when someone left before entering it. */
+function confirmForm(email, password) {
+  const confirm = form("Confirm your email", [
+    h("p", {}, `We sent a code to ${email}. Enter it to finish.`),
+    field("Code", { name: "code", required: true, inputmode: "numeric", autocomplete: "one-time-code", id: "signup-code" }),
+  ], "Confirm", async (data) => {
+    await confirmSignUp(email, data.get("code").trim());
+    await signIn(email, password);
+    signedIn();
+  });
+  confirm.append(h("p", {}, h("button", {
+    type: "button", class: "secondary",
+    onclick: () => attempt(async () => {
+      await resendCode(email);
+      notify(`A new code is on its way to ${email}.`, "ok");
+    }),
+  }, "Send a new code")));
+  return confirm;
+}
+
 function accountForms(area) {
   const signInForm = form("Sign in", [
     field("Email", { name: "email", type: "email", required: true, autocomplete: "username", id: "signin-email" }),
     field("Password", { name: "password", type: "password", required: true, autocomplete: "current-password", id: "signin-password" }),
   ], "Sign in", async (data) => {
-    const challenge = await signIn(data.get("email"), data.get("password"));
+    let challenge;
+    try {
+      challenge = await signIn(data.get("email"), data.get("password"));
+    } catch (error) {
+      if (error.type !== "UserNotConfirmedException") throw error;
+      area.replaceChildren(confirmForm(data.get("email"), data.get("password")));
+      return;
+    }
     if (challenge) {
       area.replaceChildren(newPasswordForm(challenge));
       return;
@@ -51,14 +78,7 @@ function accountForms(area) {
     const email = data.get("email");
     const password = data.get("password");
     await signUp(email, password);
-    const confirm = form("Confirm your email", [
-      h("p", { role: "status" }, `We sent a code to ${email}. Enter it to finish.`),
-      field("Code", { name: "code", required: true, inputmode: "numeric", autocomplete: "one-time-code", id: "signup-code" }),
-    ], "Confirm", async (codeData) => {
-      await confirmSignUp(email, codeData.get("code").trim());
-      await signIn(email, password);
-      signedIn();
-    });
+    const confirm = confirmForm(email, password);
     area.replaceChildren(confirm);
     confirm.querySelector("input").focus();
   });
@@ -96,7 +116,7 @@ export async function signInPage() {
   if (config.cognito) area.replaceChildren(...accountForms(area));
   const local = config.signIn === "local"
     ? h("section", {}, h("h2", {}, "Demo sign-in (local only)"),
-        h("p", { class: "muted" }, "The dev stack mints a token for the role you choose. Locally the account forms above use the emulator's user pool, which accepts any confirmation code."),
+        h("p", { class: "muted" }, "The dev stack mints a token for the role you choose. Locally the account forms above use the emulator's user pool, which accepts any 6-digit confirmation code."),
         demoForm(config))
     : null;
   show(h("h1", {}, "Sign in"), area, local);

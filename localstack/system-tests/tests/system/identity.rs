@@ -367,3 +367,156 @@ async fn concurrent_invitations_of_one_email_make_one_user() {
         vec!["vendor".to_owned()]
     );
 }
+
+#[tokio::test]
+async fn two_shops_racing_for_one_user_get_one_member_and_one_409() {
+    let mut cloud = TestCloud::new().await;
+    let pool = TestPool::new().await;
+    cloud.directory = Arc::new(pool.directory());
+    let (api, _) = cloud.local_api_trusting(Some(&pool.pool)).await;
+    let (shop_a, _) = vendor_with_bouquet(api).await;
+    let (shop_b, _) = vendor_with_bouquet(api).await;
+    pool.sign_up("both@example.com", &[]).await.unwrap();
+    pool.confirm("both@example.com").await;
+    let admin = token("admin", "admin-1", None);
+    for round in 0..4 {
+        let email = format!("race{round}@example.com");
+        pool.sign_up(&email, &[]).await.unwrap();
+        pool.confirm(&email).await;
+        let (a, b) = tokio::join!(
+            add_member(api, &admin, &shop_a, &email),
+            add_member(api, &admin, &shop_b, &email)
+        );
+        let mut statuses = [a.status, b.status];
+        statuses.sort();
+        assert_eq!(statuses, [200, 409], "{a:?} {b:?}");
+        let winner = if a.status == 200 { &shop_a } else { &shop_b };
+        let (attributes, groups) = pool.user(&email).await;
+        assert!(
+            attributes.contains(&("custom:vendorId".into(), winner.clone())),
+            "the 200's shop is the user's shop: {attributes:?}"
+        );
+        assert_eq!(groups, vec!["vendor".to_owned()]);
+    }
+}
+
+#[tokio::test]
+async fn an_address_nobody_has_confirmed_names_no_member() {
+    let mut cloud = TestCloud::new().await;
+    let pool = TestPool::new().await;
+    cloud.directory = Arc::new(pool.directory());
+    let (api, _) = cloud.local_api_trusting(Some(&pool.pool)).await;
+    let (shop, _) = vendor_with_bouquet(api).await;
+    // Someone signs up with the florist's address but never enters the emailed code.
+    pool.sign_up("florist@example.com", &[]).await.unwrap();
+    let items_before = cloud.items().await.len();
+    let refused = add_member(
+        api,
+        &token("admin", "admin-1", None),
+        &shop,
+        "florist@example.com",
+    )
+    .await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (409, Some("member.unverified")),
+        "{:?}",
+        refused.body
+    );
+    let (attributes, groups) = pool.user("florist@example.com").await;
+    assert!(!attributes.iter().any(|(k, _)| k == "custom:vendorId"));
+    assert!(groups.is_empty());
+    assert_eq!(
+        cloud.items().await.len(),
+        items_before,
+        "no claim was written"
+    );
+}
+
+/// A directory that fails `add_to_group` the first `failures` times (a call cut off there).
+struct Flaky {
+    inner: bouquet_app::directory::MemoryDirectory,
+    failures: std::sync::atomic::AtomicUsize,
+}
+
+impl bouquet_app::directory::UserDirectory for Flaky {
+    fn find(
+        &self,
+        email: &str,
+    ) -> futures::future::BoxFuture<
+        '_,
+        Result<
+            Option<bouquet_app::directory::DirectoryUser>,
+            bouquet_app::directory::DirectoryError,
+        >,
+    > {
+        self.inner.find(email)
+    }
+    fn invite(
+        &self,
+        email: &str,
+        vendor_id: &str,
+    ) -> futures::future::BoxFuture<
+        '_,
+        Result<bouquet_app::directory::DirectoryUser, bouquet_app::directory::DirectoryError>,
+    > {
+        self.inner.invite(email, vendor_id)
+    }
+    fn set_vendor(
+        &self,
+        username: &str,
+        vendor_id: &str,
+    ) -> futures::future::BoxFuture<'_, Result<(), bouquet_app::directory::DirectoryError>> {
+        self.inner.set_vendor(username, vendor_id)
+    }
+    fn add_to_group(
+        &self,
+        username: &str,
+        group: &str,
+    ) -> futures::future::BoxFuture<'_, Result<(), bouquet_app::directory::DirectoryError>> {
+        let left = self.failures.load(std::sync::atomic::Ordering::SeqCst);
+        if left > 0 {
+            self.failures
+                .store(left - 1, std::sync::atomic::Ordering::SeqCst);
+            return Box::pin(async {
+                Err(bouquet_app::directory::DirectoryError::Unavailable(
+                    "cut off".into(),
+                ))
+            });
+        }
+        self.inner.add_to_group(username, group)
+    }
+}
+
+#[tokio::test]
+async fn an_invitation_cut_off_before_the_group_grants_nothing_and_a_retry_finishes_it() {
+    let mut cloud = TestCloud::new().await;
+    let flaky = Arc::new(Flaky {
+        inner: Default::default(),
+        failures: 1.into(),
+    });
+    cloud.directory = flaky.clone();
+    let (api, _) = cloud.local_api().await;
+    let (shop, _) = vendor_with_bouquet(api).await;
+    let admin = token("admin", "admin-1", None);
+    let first = add_member(api, &admin, &shop, "new@example.com").await;
+    assert_eq!(first.status, 500, "{:?}", first.body);
+    // Invited, with the shop, but in no group: tokens say customer.
+    assert_eq!(
+        flaky.inner.invited.lock().unwrap().clone(),
+        vec!["new@example.com".to_owned()]
+    );
+    assert!(flaky.inner.groups("new@example.com").is_empty());
+    let retry = add_member(api, &admin, &shop, "new@example.com").await;
+    assert_eq!(
+        (retry.status, retry.body["status"].as_str()),
+        (200, Some("updated")),
+        "{:?}",
+        retry.body
+    );
+    assert_eq!(
+        flaky.inner.groups("new@example.com"),
+        vec!["vendor".to_owned()]
+    );
+    assert_eq!(flaky.inner.invited.lock().unwrap().len(), 1, "invited once");
+}

@@ -236,6 +236,7 @@ async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
     seen.http(&cloud, "add-vendor-member", member("new@example.com"), 201)
         .await;
     pool.sign_up("flo@example.com", &[]).await.unwrap();
+    pool.confirm("flo@example.com").await;
     seen.http(&cloud, "add-vendor-member", member("flo@example.com"), 200)
         .await;
 
