@@ -151,6 +151,12 @@ stop_devstack() {
   fi
 }
 
+# For suites that run a dev stack: `trap stop_devstack_and_emulator EXIT`.
+stop_devstack_and_emulator() {
+  stop_devstack
+  stop_emulator
+}
+
 # The arrows of DESIGN.md section 3, from `cargo tree`: no function crate and not the dev
 # stack under shared/testkit; no function crate under the dev stack; lambda_http only under
 # the functions that serve HTTP (their main.rs runs lambda_http::run).

@@ -129,9 +129,6 @@ class SameAnswers(unittest.TestCase):
                           ExpressionAttributeValues={":p": {"S": "p"}})
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class CognitoWriteAttributes(unittest.TestCase):
     """A client's WriteAttributes bound what its users write, as Cognito documents."""
@@ -201,3 +198,7 @@ class CognitoWriteAttributes(unittest.TestCase):
                 UserAttributes=[{"Name": "custom:vendorId", "Value": "V1"}],
             )
         self.assertIsNone(self.vendor_of("flo@example.com"))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -7,11 +7,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 cd "$REPO_DIR"
 
-stop_all() {
-  stop_devstack
-  stop_emulator
-}
-trap stop_all EXIT
+trap stop_devstack_and_emulator EXIT
 
 ensure_chromium
 ensure_browser_venv

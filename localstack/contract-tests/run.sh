@@ -6,11 +6,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 cd "$REPO_DIR"
 
-stop_all() {
-  stop_devstack
-  stop_emulator
-}
-trap stop_all EXIT
+trap stop_devstack_and_emulator EXIT
 
 ensure_venv
 log "validating infra/openapi.yaml (openapi-spec-validator, OpenAPI 3.1)"

@@ -4,6 +4,7 @@
 
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::Value;
+use tracing::Instrument;
 
 use bouquet_app::live::{self, Broadcast};
 use bouquet_app::realtime::Pusher;
@@ -14,7 +15,13 @@ pub async fn handler(
     pusher: &dyn Pusher,
     event: LambdaEvent<Value>,
 ) -> Result<Broadcast, Error> {
-    let bus_event = &event.payload;
+    let span = bouquet_app::event_span(&event.payload);
+    broadcast(app, pusher, &event.payload)
+        .instrument(span)
+        .await
+}
+
+async fn broadcast(app: &App, pusher: &dyn Pusher, bus_event: &Value) -> Result<Broadcast, Error> {
     let name = bus_event["detail-type"]
         .as_str()
         .ok_or("not an EventBridge event: no detail-type")?;

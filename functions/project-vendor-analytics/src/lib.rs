@@ -4,11 +4,17 @@
 
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::{json, Value};
+use tracing::Instrument;
 
 use bouquet_app::App;
 
 pub async fn handler(app: &App, event: LambdaEvent<Value>) -> Result<Value, Error> {
-    let applied = bouquet_app::analytics::project(app, &event.payload).await?;
-    tracing::info!(event_id = %event.payload["detail"]["eventId"], applied, "projected");
-    Ok(json!({ "applied": applied }))
+    let span = bouquet_app::event_span(&event.payload);
+    async {
+        let applied = bouquet_app::analytics::project(app, &event.payload).await?;
+        tracing::info!(applied, "projected");
+        Ok(json!({ "applied": applied }))
+    }
+    .instrument(span)
+    .await
 }

@@ -231,6 +231,16 @@ impl FunctionProcess {
         name: &str,
         env: &[(String, String)],
     ) -> std::io::Result<Self> {
+        Self::spawn_logging_to(binary, name, env, Stdio::inherit()).await
+    }
+
+    /// The same, with the function's standard output (its log lines) going to `log`.
+    pub async fn spawn_logging_to(
+        binary: &Path,
+        name: &str,
+        env: &[(String, String)],
+        log: Stdio,
+    ) -> std::io::Result<Self> {
         let api = RuntimeApi::start().await?;
         let mut command = tokio::process::Command::new(binary);
         command
@@ -241,7 +251,7 @@ impl FunctionProcess {
             .env("AWS_LAMBDA_LOG_STREAM_NAME", "local")
             .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}"))
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .stdout(Stdio::inherit())
+            .stdout(log)
             .stderr(Stdio::inherit())
             .kill_on_drop(true);
         let spawned_at = Instant::now();

@@ -18,6 +18,18 @@ pub mod vases;
 
 pub use root::{aws_sdk_config, App, Config, ConfigError};
 
+/// The span an EventBridge consumer handles `bus_event` in: every line it logs then carries
+/// the event's correlation id (the request that caused it), its id and type.
+pub fn event_span(bus_event: &serde_json::Value) -> tracing::Span {
+    let detail = &bus_event["detail"];
+    tracing::info_span!(
+        "event",
+        correlation_id = detail["correlationId"].as_str().unwrap_or_default(),
+        event_id = detail["eventId"].as_str().unwrap_or_default(),
+        detail_type = bus_event["detail-type"].as_str().unwrap_or_default(),
+    )
+}
+
 /// Re-exported so function crates need no direct dependency on these.
 pub use bouquet_directory as directory;
 pub use bouquet_domain as domain;

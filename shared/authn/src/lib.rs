@@ -25,8 +25,8 @@ pub enum ConfigError {
     Missing(&'static str),
     #[error("{0} is not a URL")]
     Url(String),
-    #[error("TLS roots: {0}")]
-    Tls(String),
+    #[error(transparent)]
+    Client(#[from] bouquet_https::ClientError),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -39,10 +39,7 @@ pub enum Refused {
     Keys(String),
 }
 
-type HttpClient = hyper_util::client::legacy::Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    Empty<Bytes>,
->;
+type HttpClient = bouquet_https::Client<Empty<Bytes>>;
 
 enum Keys {
     Secret(DecodingKey),
@@ -64,21 +61,12 @@ pub struct Trust {
 
 impl Trust {
     /// Tokens of `issuer` for `audience`, signed by a key of the JWKS at `jwks_url` (RS256).
-    /// `https`, or `http` for a local emulator's JWKS.
+    /// `https`, or `http` to a loopback address (the emulator's JWKS).
     pub fn jwks(issuer: &str, audience: &str, jwks_url: &str) -> Result<Self, ConfigError> {
         let url: hyper::Uri = jwks_url
             .parse()
             .map_err(|_| ConfigError::Url(jwks_url.to_owned()))?;
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_native_roots(provider)
-            .map_err(|e| ConfigError::Tls(e.to_string()))?
-            .https_or_http()
-            .enable_http1()
-            .build();
-        let client =
-            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build(connector);
+        let client = bouquet_https::client_for(&url)?;
         Ok(Self {
             issuer: issuer.to_owned(),
             audience: audience.to_owned(),

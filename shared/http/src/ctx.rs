@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use tracing::Instrument;
+
 use lambda_http::http::{HeaderMap, HeaderValue, Method};
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde::de::DeserializeOwned;
@@ -244,8 +246,27 @@ pub async fn run<H>(
 where
     H: AsyncFnOnce(&Ctx) -> Result<Reply, ApiError>,
 {
-    let started = Instant::now();
     let correlation_id = correlation_id(&request);
+    // Every line logged while the request runs carries its correlation id (with the
+    // runtime's requestId, from its own span).
+    let span =
+        tracing::info_span!("request", correlation_id = %correlation_id, route = %route.key());
+    answer(app, request, route, handler, correlation_id)
+        .instrument(span)
+        .await
+}
+
+async fn answer<H>(
+    app: &App,
+    request: Request,
+    route: Route,
+    handler: H,
+    correlation_id: String,
+) -> Result<Response<Body>, lambda_http::Error>
+where
+    H: AsyncFnOnce(&Ctx) -> Result<Reply, ApiError>,
+{
+    let started = Instant::now();
     let deadline = deadline(&request);
     let (result, fingerprint) = match Ctx::new(app, &request, route, correlation_id.clone()) {
         Ok(ctx) => {

@@ -28,10 +28,7 @@ pub const API_VERSION: &str = "2024-06-20";
 /// How long one call may take (Lambda's timeout is 10 s; the pay route's deadline is shorter).
 const TIMEOUT: Duration = Duration::from_secs(6);
 
-type Client = hyper_util::client::legacy::Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    Full<Bytes>,
->;
+type Client = bouquet_https::Client<Full<Bytes>>;
 
 #[derive(Clone)]
 pub struct StripeGateway {
@@ -94,18 +91,14 @@ struct SearchResult {
 }
 
 impl StripeGateway {
-    /// `base`: `https://api.stripe.com` (or a local fake in tests, over plain HTTP).
+    /// `base`: `https://api.stripe.com` (or a local fake in tests, over plain HTTP to a
+    /// loopback address).
     pub fn new(base: &str, secret_key: &str) -> Result<Self, StripeConfigError> {
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_native_roots(provider)
-            .map_err(|e| StripeConfigError::Tls(e.to_string()))?
-            .https_or_http()
-            .enable_http1()
-            .build();
+        let uri: hyper::Uri = base
+            .parse()
+            .map_err(|_| StripeConfigError::Tls(format!("{base} is not a URL")))?;
         let client =
-            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build(connector);
+            bouquet_https::client_for(&uri).map_err(|e| StripeConfigError::Tls(e.to_string()))?;
         Ok(Self {
             base: base.trim_end_matches('/').to_owned(),
             secret_key: secret_key.into(),

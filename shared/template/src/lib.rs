@@ -444,7 +444,8 @@ impl Template {
     }
 
     /// The environment a function gets: `Globals.Function.Environment` overlaid with its own,
-    /// each value resolved by `resolve` (for `!Ref` and friends).
+    /// plus what Lambda adds from `LoggingConfig` (`AWS_LAMBDA_LOG_FORMAT`,
+    /// `AWS_LAMBDA_LOG_LEVEL`), each value resolved by `resolve` (for `!Ref` and friends).
     pub fn environment(
         &self,
         function: &Function,
@@ -457,6 +458,27 @@ impl Template {
             .unwrap_or_default();
         if let Some(own) = function.properties["Environment"]["Variables"].as_object() {
             vars.extend(own.clone());
+        }
+        // What Lambda sets from the logging configuration (advanced logging controls).
+        let logging = |field: &str| {
+            let own = &function.properties["LoggingConfig"][field];
+            if own.is_null() {
+                self.root["Globals"]["Function"]["LoggingConfig"][field].clone()
+            } else {
+                own.clone()
+            }
+        };
+        if logging("LogFormat") == "JSON" {
+            vars.insert("AWS_LAMBDA_LOG_FORMAT".into(), Value::from("JSON"));
+            let level = logging("ApplicationLogLevel");
+            vars.insert(
+                "AWS_LAMBDA_LOG_LEVEL".into(),
+                if level.is_null() {
+                    Value::from("INFO")
+                } else {
+                    level
+                },
+            );
         }
         vars.iter().map(|(k, v)| (k.clone(), resolve(v))).collect()
     }

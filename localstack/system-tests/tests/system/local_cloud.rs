@@ -539,3 +539,74 @@ async fn a_route_added_to_the_template_runs_its_built_binary_and_a_rebuild_is_pi
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `LoggingConfig: LogFormat: JSON` (template Globals): the real binary under the Runtime API
+/// writes one JSON object per line, and each line of a request names the invocation's
+/// `requestId` and the request's correlation id.
+#[tokio::test]
+async fn a_functions_log_lines_are_json_with_request_and_correlation_ids() {
+    let cloud = TestCloud::new().await;
+    let env = cloud.function_env("get-bouquet");
+    assert!(
+        env.contains(&("AWS_LAMBDA_LOG_FORMAT".into(), "JSON".into())),
+        "{env:?}"
+    );
+    let env: Vec<(String, String)> = env
+        .into_iter()
+        .filter(|(k, _)| k != "RUST_LOG")
+        .chain([("RUST_LOG".to_owned(), "debug".to_owned())])
+        .collect();
+    let log_path = std::env::temp_dir().join(format!("get-bouquet-{}.log", ulid::Ulid::new()));
+    let log = std::fs::File::create(&log_path).unwrap();
+    let process = FunctionProcess::spawn_logging_to(
+        &function_binary("get-bouquet"),
+        "get-bouquet",
+        &env,
+        log.into(),
+    )
+    .await
+    .expect("spawn");
+    assert!(process
+        .init_duration(Duration::from_secs(20))
+        .await
+        .is_some());
+    for correlation in ["log-check-1", "log-check-2"] {
+        let request = ApiRequest::fixture("get-bouquet")
+            .path("bouquetId", "01JF0000000000000000000000")
+            .header("x-correlation-id", correlation);
+        let payload = process
+            .api
+            .invoke(request.event().clone(), Duration::from_secs(10))
+            .await
+            .expect("invoke");
+        assert_eq!(http_response(&payload).0.as_u16(), 404);
+    }
+    process.stop().await;
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    for correlation in ["log-check-1", "log-check-2"] {
+        let of_request: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l.to_string().contains(correlation))
+            .collect();
+        assert!(!of_request.is_empty(), "no line of {correlation}:\n{text}");
+        for line in of_request {
+            let spans = line["spans"].as_array().expect("spans");
+            assert!(
+                spans
+                    .iter()
+                    .any(|s| s["requestId"].as_str().is_some_and(|id| !id.is_empty())),
+                "no requestId: {line}"
+            );
+            assert!(
+                spans.iter().any(|s| s["correlation_id"] == correlation),
+                "no correlation_id: {line}"
+            );
+        }
+    }
+    let _ = std::fs::remove_file(log_path);
+}
