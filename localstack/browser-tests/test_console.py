@@ -27,6 +27,9 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 LIVE = 15_000  # ms: a pushed change must show within this (the chain takes about 0.3 s)
+# Expectations wait as long as a live change may take: on two loaded cores a payment's first
+# answer took over Playwright's default 5 s once (the 3-D Secure test, in CI).
+expect.set_options(timeout=LIVE)
 
 
 def call(method, path, token=None, body=None, expect_status=None):
