@@ -16,7 +16,7 @@ export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}"
 export AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}"
 export SAM_CLI_TELEMETRY=0
 
-log() { printf '[localstack] %s\n' "$*" >&2; }
+log() { printf '[localstack %s] %s\n' "$(date +%T)" "$*" >&2; }
 
 # Creates a virtualenv once and reinstalls it when its pinned requirements change:
 # ensure_pinned_venv DIR REQUIREMENTS EXECUTABLE WHAT.
