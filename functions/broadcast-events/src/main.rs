@@ -1,13 +1,19 @@
+use bouquet_app::metrics;
 use bouquet_app::realtime::ApiGatewayPusher;
-use lambda_runtime::{service_fn, Error};
+use lambda_runtime::{service_fn, Error, LambdaEvent};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
-    let app = bouquet_app::App::from_env().await?;
-    let pusher = ApiGatewayPusher::from_env(&bouquet_app::aws_sdk_config().await)?;
-    lambda_runtime::run(service_fn(|event| {
-        broadcast_events::handler(&app, &pusher, event)
+    let sdk = bouquet_app::aws_sdk_config().await;
+    let app = bouquet_app::App::from_sdk(&sdk).await?;
+    let pusher = ApiGatewayPusher::from_env(&sdk)?;
+    lambda_runtime::run(service_fn(|event: LambdaEvent<_>| {
+        let request_id = event.context.request_id.clone();
+        metrics::flushed(
+            request_id,
+            Box::pin(broadcast_events::handler(&app, &pusher, event)),
+        )
     }))
     .await
 }

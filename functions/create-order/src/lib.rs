@@ -10,6 +10,7 @@
 use bouquet_app::domain::events::DomainEvent;
 use bouquet_app::domain::order::parse_bouquet_ids;
 use bouquet_app::domain::{Bouquet, BouquetId, DomainError, Order};
+use bouquet_app::metrics;
 use bouquet_app::store::retry::Retry;
 use bouquet_app::store::{Reservation, StoreError, Target};
 use bouquet_app::App;
@@ -29,7 +30,18 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
     run(app, request, ROUTE, handle).await
 }
 
+/// Counts each attempt that reached the bouquets: won (held) or lost (one was taken).
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
+    let result = reserve(ctx).await;
+    match &result {
+        Ok(reply) if reply.replay.is_none() => metrics::count(metrics::RESERVATIONS, "won", 1),
+        Err(ApiError::BouquetUnavailable(_)) => metrics::count(metrics::RESERVATIONS, "lost", 1),
+        _ => {}
+    }
+    result
+}
+
+async fn reserve(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?.require(Role::Customer)?;
     let requested = match ctx.has_body() {
         true => Some(parse_bouquet_ids(

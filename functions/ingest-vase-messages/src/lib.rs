@@ -12,6 +12,7 @@
 //!   it again after the visibility timeout and the queue's redrive moves it to the
 //!   dead-letter queue after `maxReceiveCount` receives. Nothing is lost.
 
+use bouquet_app::metrics;
 use std::collections::HashMap;
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
@@ -60,8 +61,8 @@ enum Outcome {
 
 impl Ingest {
     pub async fn from_env() -> Result<Self, Error> {
-        let app = App::from_env().await?;
         let sdk = bouquet_app::aws_sdk_config().await;
+        let app = App::from_sdk(&sdk).await?;
         let dead_letter_queue_url = std::env::var("DEAD_LETTER_QUEUE_URL")
             .map_err(|_| "DEAD_LETTER_QUEUE_URL is not set")?;
         Ok(Self {
@@ -84,6 +85,16 @@ impl Ingest {
             retried = report.retried,
             "vase message batch"
         );
+        let applied = report
+            .received
+            .saturating_sub(report.dead_lettered + report.retried);
+        metrics::count(metrics::VASE_MESSAGES, "applied", applied as u64);
+        metrics::count(
+            metrics::VASE_MESSAGES,
+            "rejected",
+            report.dead_lettered as u64,
+        );
+        metrics::count(metrics::VASE_MESSAGES, "retried", report.retried as u64);
         Ok(response)
     }
 

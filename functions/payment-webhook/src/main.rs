@@ -5,7 +5,7 @@ async fn main() -> Result<(), Error> {
     lambda_http::tracing::init_default_subscriber();
     // One SDK configuration for the app's clients and the signing secret's parameter.
     let sdk = bouquet_app::aws_sdk_config().await;
-    let app = bouquet_app::App::from_sdk(&sdk).await?;
+    let app = bouquet_app::App::taking_payments(&sdk).await?;
     let secret = payment_webhook::SigningSecret::from_env(&sdk).await?;
     lambda_http::run(service_fn(|request| {
         payment_webhook::handler(&app, &secret, request)

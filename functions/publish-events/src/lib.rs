@@ -24,8 +24,9 @@ pub struct Publisher {
 
 impl Publisher {
     pub async fn from_env() -> Result<Self, Error> {
+        let sdk = bouquet_aws::aws_sdk_config().await;
         Ok(Self {
-            outbox: bouquet_bus::Outbox::from_env().await?,
+            outbox: bouquet_bus::Outbox::from_env(&sdk)?,
         })
     }
 

@@ -4,8 +4,8 @@ use lambda_runtime::{service_fn, Error};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
-    let app = bouquet_app::App::from_env().await?;
     let sdk = bouquet_app::aws_sdk_config().await;
+    let app = bouquet_app::App::from_sdk(&sdk).await?;
     let registrar = Registrar::aws(&sdk)?;
     lambda_runtime::run(service_fn(|event| {
         reconcile_vase_things::handler(&app, &registrar, event)

@@ -23,8 +23,9 @@ pub struct Redrive {
 
 impl Redrive {
     pub async fn from_env() -> Result<Self, Error> {
+        let sdk = bouquet_aws::aws_sdk_config().await;
         Ok(Self {
-            outbox: bouquet_bus::Outbox::from_env().await?,
+            outbox: bouquet_bus::Outbox::from_env(&sdk)?,
         })
     }
 
@@ -42,7 +43,7 @@ impl Redrive {
             deadline,
         )
         .await?;
-        tracing::info!(?report, "outbox redrive");
+        bouquet_bus::emf::redrive_run(&report);
         Ok(json!({
             "taken": report.taken,
             "republished": report.republished,

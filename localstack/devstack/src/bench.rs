@@ -19,8 +19,17 @@ pub struct BenchOptions<'a> {
     pub binaries: &'a Path,
     pub cold_runs: usize,
     pub warm_invocations: usize,
-    pub env: Vec<(String, String)>,
+    /// A binary's environment: its function's variables from the template, resolved, plus the
+    /// SDK's settings (the TLS endpoint, the trust store, credentials).
+    pub environment: &'a dyn Fn(&str) -> Vec<(String, String)>,
 }
+
+/// The baseline every figure is divided by, built in the same run (`localstack/hello-world`).
+pub const HELLO_WORLD: &str = "hello-world";
+
+/// The binaries whose requests are measured beside the hello world: a read by key, a query,
+/// and the reservation transaction.
+const REQUESTS: [&str; 4] = [HELLO_WORLD, "get-bouquet", "list-bouquets", "create-order"];
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
@@ -105,103 +114,201 @@ pub async fn run(
     }
     let customer = |i: usize| json!({ "sub": format!("bench-{i}"), "role": "customer" });
     let mut next_bouquet = bouquets.iter().cycle();
-    let mut report = String::from("| function | binary | init (cold) p50 / max ms | first request ms | warm p50 / p90 / p99 ms | peak RSS MiB |\n|---|---|---|---|---|---|\n");
-    for function in ["get-bouquet", "list-bouquets", "create-order"] {
-        let binary = options.binaries.join(function);
-        let size = std::fs::metadata(&binary).map_err(DevError::Io)?.len();
-        let mut make_event = |i: usize| match function {
-            "get-bouquet" => event(
-                "GET",
-                "/v1/bouquets/{bouquetId}",
-                &format!("/v1/bouquets/{}", bouquets[0]),
-                json!({ "bouquetId": bouquets[0] }),
-                None,
-                None,
-            ),
-            "list-bouquets" => event(
-                "GET",
-                "/v1/bouquets",
-                "/v1/bouquets",
-                Value::Null,
-                None,
-                None,
-            ),
-            _ => event(
-                "POST",
-                "/v1/orders",
-                "/v1/orders",
-                Value::Null,
-                Some(customer(i)),
-                Some(json!({ "bouquetIds": [next_bouquet.next().cloned()] })),
-            ),
-        };
-        let mut inits = Vec::new();
-        let mut firsts = Vec::new();
-        for run in 0..options.cold_runs {
-            let process = FunctionProcess::spawn(&binary, function, &options.env)
-                .await
-                .map_err(DevError::from)?;
-            inits.push(
+    let mut make_event = |function: &str, i: usize| match function {
+        "list-bouquets" => event(
+            "GET",
+            "/v1/bouquets",
+            "/v1/bouquets",
+            Value::Null,
+            None,
+            None,
+        ),
+        "create-order" => event(
+            "POST",
+            "/v1/orders",
+            "/v1/orders",
+            Value::Null,
+            Some(customer(i)),
+            Some(json!({ "bouquetIds": [next_bouquet.next().cloned()] })),
+        ),
+        // get-bouquet, and the hello world (which ignores its event).
+        _ => event(
+            "GET",
+            "/v1/bouquets/{bouquetId}",
+            &format!("/v1/bouquets/{}", bouquets[0]),
+            json!({ "bouquetId": bouquets[0] }),
+            None,
+            None,
+        ),
+    };
+
+    let mut binaries: Vec<String> = template
+        .http_routes()?
+        .into_iter()
+        .map(|route| route.binary)
+        .collect();
+    binaries.sort();
+    binaries.dedup();
+    binaries.insert(0, HELLO_WORLD.to_owned());
+
+    // Cold starts, interleaved: every binary once per round, so the machine's noise falls on
+    // all of them alike.
+    let mut inits: Vec<Vec<Duration>> = vec![Vec::new(); binaries.len()];
+    let mut firsts: Vec<Vec<Duration>> = vec![Vec::new(); binaries.len()];
+    for run in 0..options.cold_runs {
+        for (index, binary) in binaries.iter().enumerate() {
+            let process = spawn(&options, binary).await?;
+            inits[index].push(
                 process
                     .init_duration(Duration::from_secs(20))
                     .await
-                    .ok_or("the function did not start")?,
+                    .ok_or_else(|| DevError::Unexpected(format!("{binary} did not start")))?,
             );
-            let started = Instant::now();
-            let answer = process
-                .api
-                .invoke(make_event(run), Duration::from_secs(10))
-                .await
-                .map_err(DevError::from)?;
-            firsts.push(started.elapsed());
-            if answer["statusCode"].as_u64().is_none_or(|s| s >= 500) {
-                return Err(DevError::Unexpected(format!(
-                    "{function} answered {answer}"
-                )));
+            if REQUESTS.contains(&binary.as_str()) {
+                let started = Instant::now();
+                let answer = process
+                    .api
+                    .invoke(make_event(binary, run), Duration::from_secs(10))
+                    .await
+                    .map_err(DevError::from)?;
+                firsts[index].push(started.elapsed());
+                succeeded(binary, &answer)?;
             }
             process.stop().await;
         }
-        let process = FunctionProcess::spawn(&binary, function, &options.env)
-            .await
-            .map_err(DevError::from)?;
+    }
+
+    let hello_init = median(&mut inits[0]);
+    let mut report = format!(
+        "Cold start: init is spawn to the first poll of the Runtime API, {} runs each, \
+         interleaved; zipped is deflate -9 (gzip), as in a deployment zip.\n\n\
+         | binary | size MiB | zipped MiB | init p50 ms | init max ms | init / hello world |\n\
+         |---|---|---|---|---|---|\n",
+        options.cold_runs
+    );
+    let mut worst = (0.0f64, String::new());
+    for (index, binary) in binaries.iter().enumerate() {
+        let path = options.binaries.join(binary);
+        let size = std::fs::metadata(&path).map_err(DevError::Io)?.len();
+        let init = median(&mut inits[index]);
+        let ratio = init.as_secs_f64() / hello_init.as_secs_f64();
+        if index > 0 && ratio > worst.0 {
+            worst = (ratio, binary.clone());
+        }
+        report.push_str(&format!(
+            "| {binary} | {:.2} | {:.2} | {} | {} | {ratio:.2}x |\n",
+            mib(size),
+            mib(deflated_size(&path)?),
+            ms(init),
+            ms(*inits[index].last().unwrap_or(&Duration::ZERO)),
+        ));
+    }
+    report.push_str(&format!(
+        "\nSlowest HTTP function to start: {} at {:.2}x the hello world's init ({} ms).\n\n",
+        worst.1,
+        worst.0,
+        ms(hello_init)
+    ));
+
+    report.push_str(&format!(
+        "Requests: the first request of a fresh process (a TLS handshake with the endpoint in \
+         front of the emulator, then the function's calls), p50 of {} processes; warm: {} \
+         invocations in one process.\n\n\
+         | binary | first request p50 ms | first / hello world | warm p50 / p90 / p99 ms | peak RSS MiB | RSS / hello world |\n\
+         |---|---|---|---|---|---|\n",
+        options.cold_runs, options.warm_invocations
+    ));
+    let hello_first = median(&mut firsts[0]);
+    let mut hello_rss = 0.0;
+    for binary in REQUESTS {
+        let index = binaries
+            .iter()
+            .position(|b| b == binary)
+            .ok_or_else(|| DevError::Unexpected(format!("{binary} is not a route's function")))?;
+        let process = spawn(&options, binary).await?;
         process
             .init_duration(Duration::from_secs(20))
             .await
-            .ok_or("the function did not start")?;
-        process
+            .ok_or_else(|| DevError::Unexpected(format!("{binary} did not start")))?;
+        let first = process
             .api
-            .invoke(make_event(usize::MAX), Duration::from_secs(10))
+            .invoke(make_event(binary, usize::MAX), Duration::from_secs(10))
             .await
             .map_err(DevError::from)?;
-        let mut warm = Vec::new();
+        succeeded(binary, &first)?;
+        let mut warm = Vec::with_capacity(options.warm_invocations);
         for i in 0..options.warm_invocations {
-            let event = make_event(options.cold_runs + i);
+            let event = make_event(binary, options.cold_runs + i);
             let started = Instant::now();
-            process
+            let answer = process
                 .api
                 .invoke(event, Duration::from_secs(10))
                 .await
                 .map_err(DevError::from)?;
             warm.push(started.elapsed());
+            succeeded(binary, &answer)?;
         }
-        let rss = process.peak_rss_kib().unwrap_or(0);
+        let rss = process.peak_rss_kib().unwrap_or(0) as f64 / 1024.0;
         process.stop().await;
-        inits.sort();
-        firsts.sort();
+        if binary == HELLO_WORLD {
+            hello_rss = rss;
+        }
         warm.sort();
+        let first = median(&mut firsts[index]);
         report.push_str(&format!(
-            "| {function} | {:.1} MiB | {} / {} | {} | {} / {} / {} | {:.1} |\n",
-            size as f64 / 1_048_576.0,
-            ms(percentile(&inits, 0.5)),
-            ms(*inits.last().unwrap_or(&Duration::ZERO)),
-            ms(percentile(&firsts, 0.5)),
+            "| {binary} | {} | {:.2}x | {} / {} / {} | {rss:.1} | {:.2}x |\n",
+            ms(first),
+            first.as_secs_f64() / hello_first.as_secs_f64(),
             ms(percentile(&warm, 0.5)),
             ms(percentile(&warm, 0.9)),
             ms(percentile(&warm, 0.99)),
-            rss as f64 / 1024.0,
+            rss / hello_rss,
         ));
     }
     Ok(report)
+}
+
+async fn spawn(options: &BenchOptions<'_>, binary: &str) -> Result<FunctionProcess, DevError> {
+    FunctionProcess::spawn_logging_to(
+        &options.binaries.join(binary),
+        binary,
+        &(options.environment)(binary),
+        std::process::Stdio::null(),
+    )
+    .await
+    .map_err(DevError::from)
+}
+
+fn succeeded(binary: &str, answer: &Value) -> Result<(), DevError> {
+    match answer["statusCode"].as_u64() {
+        Some(status) if status < 500 => Ok(()),
+        _ => Err(DevError::Unexpected(format!("{binary} answered {answer}"))),
+    }
+}
+
+fn median(samples: &mut [Duration]) -> Duration {
+    samples.sort();
+    percentile(samples, 0.5)
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / 1_048_576.0
+}
+
+/// The binary's size deflated at level 9 (`gzip -9`), what a zip of it weighs within bytes.
+fn deflated_size(path: &Path) -> Result<u64, DevError> {
+    let output = std::process::Command::new("gzip")
+        .args(["-9", "-c"])
+        .arg(path)
+        .output()
+        .map_err(DevError::Io)?;
+    if !output.status.success() {
+        return Err(DevError::Unexpected(format!(
+            "gzip failed on {}",
+            path.display()
+        )));
+    }
+    Ok(output.stdout.len() as u64)
 }
 
 /// The first use of aws-lc's random generator in this process, the cost that CPU jitter

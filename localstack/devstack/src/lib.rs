@@ -32,5 +32,6 @@ pub mod schedules;
 pub mod seed;
 pub mod server;
 pub mod streams;
+pub mod tls_proxy;
 pub mod watch;
 pub mod websocket;

@@ -52,7 +52,8 @@ enum Command {
     Provision,
     /// Measure the real function binaries: init, first request, warm latency, memory, size.
     Bench {
-        /// Where the built binaries are (build them with `cargo build --release -p ...`).
+        /// Where the built binaries are, the hello world's among them (`./localstack/bench.sh`
+        /// builds them all in one run and calls this).
         #[arg(long, default_value = "target/release")]
         binaries: std::path::PathBuf,
         #[arg(long, default_value_t = 10)]
@@ -155,29 +156,43 @@ async fn main() -> Result<(), DevError> {
             let (_, names, _) = provision_all(&template, &stack).await?;
             let functions =
                 Functions::from_template(&template, &names, &binaries, &Default::default())?;
-            let function = template
-                .functions()?
-                .into_iter()
-                .next()
-                .ok_or("no functions")?;
-            let mut env =
-                template.environment(&function, &|v| provision::resolve(&template, v, &names));
-            for key in [
-                "AWS_ENDPOINT_URL",
-                "AWS_ACCESS_KEY_ID",
-                "AWS_SECRET_ACCESS_KEY",
-                "AWS_REGION",
-            ] {
+            // The functions reach the emulator through TLS, as they reach AWS.
+            let emulator =
+                std::env::var("AWS_ENDPOINT_URL").map_err(|_| "AWS_ENDPOINT_URL is not set")?;
+            let tls = devstack::tls_proxy::TlsProxy::start(&emulator).await?;
+            let mut sdk_settings = vec![
+                ("AWS_ENDPOINT_URL".to_owned(), tls.endpoint.clone()),
+                (
+                    "SSL_CERT_FILE".to_owned(),
+                    tls.trust_store.display().to_string(),
+                ),
+            ];
+            for key in ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"] {
                 if let Ok(value) = std::env::var(key) {
-                    env.push((key.to_owned(), value));
+                    sdk_settings.push((key.to_owned(), value));
                 }
             }
-            env.push(("RUST_LOG".into(), "warn".into()));
+            let by_binary: std::collections::HashMap<String, Vec<(String, String)>> = template
+                .functions()?
+                .into_iter()
+                .map(|function| {
+                    let mut env = template
+                        .environment(&function, &|v| provision::resolve(&template, v, &names));
+                    env.extend(sdk_settings.iter().cloned());
+                    (function.binary, env)
+                })
+                .collect();
+            let environment = |binary: &str| {
+                by_binary
+                    .get(binary)
+                    .cloned()
+                    .unwrap_or_else(|| sdk_settings.clone())
+            };
             let options = devstack::bench::BenchOptions {
                 binaries: &binaries,
                 cold_runs,
                 warm_invocations,
-                env,
+                environment: &environment,
             };
             let report = devstack::bench::run(&functions, &template, options).await?;
             println!(

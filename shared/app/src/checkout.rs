@@ -17,6 +17,7 @@
 use bouquet_domain::checkout::{self as decide, Transition};
 use bouquet_domain::events::DomainEvent;
 use bouquet_domain::{BouquetId, DomainError, Order, OrderStatus, Timestamp};
+use bouquet_metrics as metrics;
 use bouquet_payments::{ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway};
 use bouquet_store::{
     BouquetEffect, Conflict, IdempotencyPut, OrderWrite, Store, StoreError, Target,
@@ -145,13 +146,17 @@ pub async fn commit_charge(
 ) -> Result<Order, CheckoutError> {
     let charged = decide::charged(order, charge_id, now)?;
     match commit(store, order, &charged, correlation_id, idempotency, now).await {
-        Ok(()) => Ok(charged.order),
+        Ok(()) => {
+            metrics::count(metrics::PAYMENTS, "paid", 1);
+            Ok(charged.order)
+        }
         Err(CheckoutError::Store(StoreError::ConditionFailed(_))) => {
             tracing::warn!(order_id = %order.order_id, "bouquets lost after an interrupted payment: refunding");
             payments.refund(&order.gateway_key()).await?;
             let held = held_bouquets(store, order).await?;
             let refunded = decide::refunded(order, &held, now)?;
             commit(store, order, &refunded, correlation_id, None, now).await?;
+            metrics::count(metrics::PAYMENTS, "refunded", 1);
             Err(DomainError::ReservationExpired.into())
         }
         Err(other) => Err(other),
@@ -166,7 +171,9 @@ pub async fn interrupt(
     now: Timestamp,
 ) -> Result<(), CheckoutError> {
     let interrupted = decide::interrupted(order, now)?;
-    commit(store, order, &interrupted, correlation_id, None, now).await
+    commit(store, order, &interrupted, correlation_id, None, now).await?;
+    metrics::count(metrics::PAYMENTS, "interrupted", 1);
+    Ok(())
 }
 
 /// The gateway asks the customer to authenticate (3-D Secure): keep `payment_pending`, hold
@@ -179,6 +186,7 @@ pub async fn await_authentication(
 ) -> Result<Order, CheckoutError> {
     let awaiting = decide::awaiting_authentication(order, now)?;
     commit(store, order, &awaiting, correlation_id, None, now).await?;
+    metrics::count(metrics::PAYMENTS, "authentication_required", 1);
     Ok(awaiting.order)
 }
 
@@ -193,6 +201,7 @@ pub async fn decline(
     let held = held_bouquets(store, order).await?;
     let declined = decide::declined(order, &held, now)?;
     commit(store, order, &declined, correlation_id, idempotency, now).await?;
+    metrics::count(metrics::PAYMENTS, "declined", 1);
     Ok(declined.order)
 }
 

@@ -33,6 +33,7 @@ pub fn event_span(bus_event: &serde_json::Value) -> tracing::Span {
 /// Re-exported so function crates need no direct dependency on these.
 pub use bouquet_directory as directory;
 pub use bouquet_domain as domain;
+pub use bouquet_metrics as metrics;
 pub use bouquet_payments as payments;
 pub use bouquet_realtime as realtime;
 pub use bouquet_store as store;

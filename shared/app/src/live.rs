@@ -1,6 +1,7 @@
 //! Live updates: subscribing a connection to channels, and broadcasting a bus event to the
 //! subscribers of each channel it belongs to (`bouquet_domain::channels` decides both).
 
+use bouquet_metrics as metrics;
 use futures::StreamExt;
 use serde::Serialize;
 use serde_json::Value;
@@ -158,6 +159,9 @@ pub async fn broadcast(
             }
         }
     }
+    metrics::count(metrics::PUSHES, "sent", report.delivered as u64);
+    metrics::count(metrics::PUSHES, "gone", report.gone as u64);
+    metrics::count(metrics::PUSHES, "failed", report.failed as u64);
     Ok(report)
 }
 

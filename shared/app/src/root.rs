@@ -4,8 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_config::timeout::TimeoutConfig;
-use aws_config::BehaviorVersion;
+pub use bouquet_aws::aws_sdk_config;
 
 use bouquet_domain::order::DEFAULT_HOLD;
 use bouquet_domain::vase::DEFAULT_OFFLINE_AFTER;
@@ -108,7 +107,8 @@ impl App {
         self
     }
 
-    /// The production wiring: `TABLE_NAME` from the template's environment, the system clock.
+    /// The production wiring: `TABLE_NAME` from the template's environment, the system clock,
+    /// and the simulated gateway. A function built this way takes no real payments.
     pub async fn from_env() -> Result<Self, ConfigError> {
         Self::from_sdk(&aws_sdk_config().await).await
     }
@@ -118,46 +118,39 @@ impl App {
         let table = std::env::var("TABLE_NAME").map_err(|_| ConfigError::Missing("TABLE_NAME"))?;
         let dynamodb = aws_sdk_dynamodb::Client::new(sdk);
         let store = Store::new(dynamodb.clone(), table.clone());
-        let payments = payments_from_env(sdk, dynamodb, table).await?;
+        let payments = simulated_payments(dynamodb, table)?;
         Ok(Self::new(store, Arc::new(SystemClock), Config::from_env()?).with_payments(payments))
+    }
+
+    /// For the functions that take payments (pay-order, expire-reservations, payment-webhook):
+    /// the gateway `PAYMENT_PROVIDER` names. Only they call this, so only they link the Stripe
+    /// adapter and its SSM client, even in one build of the whole workspace, where cargo
+    /// unifies the `stripe` feature across every function.
+    #[cfg(feature = "stripe")]
+    pub async fn taking_payments(sdk: &aws_config::SdkConfig) -> Result<Self, ConfigError> {
+        let app = Self::from_sdk(sdk).await?;
+        if std::env::var("PAYMENT_PROVIDER").as_deref() != Ok("stripe") {
+            return Ok(app);
+        }
+        let stripe = bouquet_payments::stripe::StripeGateway::from_env(sdk)
+            .await
+            .map_err(|e| ConfigError::Payments(e.to_string()))?;
+        Ok(app.with_payments(Arc::new(stripe)))
     }
 }
 
-/// The gateway `PAYMENT_PROVIDER` names (the template's `PaymentProvider`).
-#[cfg_attr(not(feature = "stripe"), allow(unused_variables))]
-async fn payments_from_env(
-    sdk: &aws_config::SdkConfig,
+/// The gateway of a function that takes no payments: the simulated one, whose charges are
+/// items of the table so every function sees them. With `PAYMENT_PROVIDER=stripe` it refuses
+/// loudly, should such a function ever be asked to charge.
+fn simulated_payments(
     dynamodb: aws_sdk_dynamodb::Client,
     table: String,
 ) -> Result<Arc<dyn PaymentGateway>, ConfigError> {
     match std::env::var("PAYMENT_PROVIDER").as_deref() {
-        // The simulated gateway's charges are items of the table, so every function sees them.
         Ok("simulated") | Err(_) => Ok(Arc::new(SimulatedGateway::with_ledger(TableLedger::new(
             dynamodb, table,
         )))),
-        #[cfg(feature = "stripe")]
-        Ok("stripe") => bouquet_payments::stripe::StripeGateway::from_env(sdk)
-            .await
-            .map(|gateway| Arc::new(gateway) as Arc<dyn PaymentGateway>)
-            .map_err(|e| ConfigError::Payments(e.to_string())),
-        // A function that takes no payments is built without the adapter; should it ever be
-        // asked to charge, it refuses loudly.
-        #[cfg(not(feature = "stripe"))]
         Ok("stripe") => Ok(Arc::new(bouquet_payments::NotLinked("stripe"))),
         Ok(other) => Err(ConfigError::PaymentProvider(other.to_owned())),
     }
-}
-
-/// Shared SDK configuration. Each attempt is bounded so one slow call cannot eat the whole
-/// Lambda deadline; the pipeline's own deadline bounds the sum.
-pub async fn aws_sdk_config() -> aws_config::SdkConfig {
-    let timeouts = TimeoutConfig::builder()
-        .connect_timeout(Duration::from_secs(1))
-        .operation_attempt_timeout(Duration::from_secs(2))
-        .operation_timeout(Duration::from_secs(5))
-        .build();
-    aws_config::defaults(BehaviorVersion::latest())
-        .timeout_config(timeouts)
-        .load()
-        .await
 }

@@ -1,9 +1,11 @@
-//! Business metrics as CloudWatch Embedded Metric Format: one JSON line on stdout, which
-//! Lambda ships to CloudWatch Logs and CloudWatch turns into metrics.
+//! What a batch of the outbox did: one structured log line, and the business metric
+//! `Events` by outcome (CloudWatch EMF through `bouquet-metrics`).
+
+use bouquet_metrics::{count, EVENTS};
 
 use crate::PublishReport;
 
-/// One structured line per batch, and the same counts as CloudWatch Embedded Metric Format.
+/// One structured line per batch, and the counts as metrics.
 pub fn outbox_batch(report: &PublishReport, failed: usize) {
     tracing::info!(
         records_in = report.records_in,
@@ -13,26 +15,13 @@ pub fn outbox_batch(report: &PublishReport, failed: usize) {
         calls = report.calls,
         "outbox batch"
     );
-    let metrics = serde_json::json!({
-        "_aws": {
-            "Timestamp": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
-            "CloudWatchMetrics": [{
-                "Namespace": "BouquetMarketplace/Outbox",
-                "Dimensions": [[]],
-                "Metrics": [
-                    { "Name": "RecordsIn", "Unit": "Count" },
-                    { "Name": "EventsPublished", "Unit": "Count" },
-                    { "Name": "EventsFailed", "Unit": "Count" },
-                    { "Name": "EventsParked", "Unit": "Count" },
-                    { "Name": "PutEventsCalls", "Unit": "Count" }
-                ]
-            }]
-        },
-        "RecordsIn": report.records_in,
-        "EventsPublished": report.published,
-        "EventsFailed": failed,
-        "EventsParked": report.parked,
-        "PutEventsCalls": report.calls,
-    });
-    println!("{metrics}");
+    count(EVENTS, "published", report.published as u64);
+    count(EVENTS, "parked", report.parked as u64);
+    count(EVENTS, "failed", failed as u64);
+}
+
+/// One line per redrive, and the parked events it republished as `Events` `redriven`.
+pub fn redrive_run(report: &crate::RedriveReport) {
+    tracing::info!(?report, "outbox redrive");
+    count(EVENTS, "redriven", report.republished as u64);
 }

@@ -233,19 +233,19 @@ pub struct Outbox {
 pub struct MissingSetting(&'static str);
 
 impl Outbox {
-    pub async fn from_env() -> Result<Self, MissingSetting> {
+    /// The bus and the parking queue the template names, on the function's SDK configuration.
+    pub fn from_env(config: &aws_config::SdkConfig) -> Result<Self, MissingSetting> {
         let bus_name =
             std::env::var("EVENT_BUS_NAME").map_err(|_| MissingSetting("EVENT_BUS_NAME"))?;
         let queue_url = std::env::var("OUTBOX_DEAD_LETTER_QUEUE_URL")
             .map_err(|_| MissingSetting("OUTBOX_DEAD_LETTER_QUEUE_URL"))?;
-        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         Ok(Self {
             sink: Box::new(EventBridgeSink {
-                client: aws_sdk_eventbridge::Client::new(&config),
+                client: aws_sdk_eventbridge::Client::new(config),
                 bus_name,
             }),
             parking: Box::new(SqsParkingLot {
-                client: aws_sdk_sqs::Client::new(&config),
+                client: aws_sdk_sqs::Client::new(config),
                 queue_url,
             }),
         })

@@ -251,9 +251,12 @@ where
     // runtime's requestId, from its own span).
     let span =
         tracing::info_span!("request", correlation_id = %correlation_id, route = %route.key());
-    answer(app, request, route, handler, correlation_id)
+    bouquet_app::metrics::start();
+    let response = answer(app, request, route, handler, correlation_id.clone())
         .instrument(span)
-        .await
+        .await;
+    bouquet_app::metrics::flush(&correlation_id);
+    response
 }
 
 async fn answer<H>(
