@@ -4,7 +4,7 @@ use bouquet_http::lambda_http::{self, service_fn, Error};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_http::tracing::init_default_subscriber();
-    let sdk = bouquet_app::aws_sdk_config().await;
+    let sdk = bouquet_app::aws_sdk_config()?;
     let app = bouquet_app::App::from_sdk(&sdk).await?;
     // Empty when the stack trusts an external issuer (the template's JwtIssuer).
     let directory = std::env::var("USER_POOL_ID")

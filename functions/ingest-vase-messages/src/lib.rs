@@ -61,7 +61,7 @@ enum Outcome {
 
 impl Ingest {
     pub async fn from_env() -> Result<Self, Error> {
-        let sdk = bouquet_app::aws_sdk_config().await;
+        let sdk = bouquet_app::aws_sdk_config()?;
         let app = App::from_sdk(&sdk).await?;
         let dead_letter_queue_url = std::env::var("DEAD_LETTER_QUEUE_URL")
             .map_err(|_| "DEAD_LETTER_QUEUE_URL is not set")?;

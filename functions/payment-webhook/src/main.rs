@@ -4,7 +4,7 @@ use bouquet_http::lambda_http::{self, service_fn, Error};
 async fn main() -> Result<(), Error> {
     lambda_http::tracing::init_default_subscriber();
     // One SDK configuration for the app's clients and the signing secret's parameter.
-    let sdk = bouquet_app::aws_sdk_config().await;
+    let sdk = bouquet_app::aws_sdk_config()?;
     let app = bouquet_app::App::taking_payments(&sdk).await?;
     let secret = payment_webhook::SigningSecret::from_env(&sdk).await?;
     lambda_http::run(service_fn(|request| {

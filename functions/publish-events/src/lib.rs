@@ -24,7 +24,7 @@ pub struct Publisher {
 
 impl Publisher {
     pub async fn from_env() -> Result<Self, Error> {
-        let sdk = bouquet_aws::aws_sdk_config().await;
+        let sdk = bouquet_aws::aws_sdk_config()?;
         Ok(Self {
             outbox: bouquet_bus::Outbox::from_env(&sdk)?,
         })

@@ -23,7 +23,7 @@ pub struct Redrive {
 
 impl Redrive {
     pub async fn from_env() -> Result<Self, Error> {
-        let sdk = bouquet_aws::aws_sdk_config().await;
+        let sdk = bouquet_aws::aws_sdk_config()?;
         Ok(Self {
             outbox: bouquet_bus::Outbox::from_env(&sdk)?,
         })

@@ -105,7 +105,8 @@ async fn provision_all(
     template: &Template,
     stack: &str,
 ) -> Result<(App, provision::Names, aws_config::SdkConfig), DevError> {
-    let sdk = bouquet_app::aws_sdk_config().await;
+    // A tool, not a function: the SDK's general provider chain (a profile works too).
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
     let names = provision::provision_resources(template, stack, &sdk).await?;
     let table = names
         .get("MarketTable")

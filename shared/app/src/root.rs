@@ -39,6 +39,8 @@ impl Default for Config {
 /// A container that cannot be configured: init fails, and Lambda reports it as such.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    #[error(transparent)]
+    Environment(#[from] bouquet_aws::NotLambdaEnvironment),
     #[error("{0} is not set")]
     Missing(&'static str),
     #[error("{name}={value:?} is not a number of seconds")]
@@ -110,7 +112,7 @@ impl App {
     /// The production wiring: `TABLE_NAME` from the template's environment, the system clock,
     /// and the simulated gateway. A function built this way takes no real payments.
     pub async fn from_env() -> Result<Self, ConfigError> {
-        Self::from_sdk(&aws_sdk_config().await).await
+        Self::from_sdk(&aws_sdk_config()?).await
     }
 
     /// The same, on an SDK configuration the function also uses for clients of its own.

@@ -9,9 +9,9 @@ use aws_config::timeout::TimeoutConfig;
 use aws_config::BehaviorVersion;
 use aws_credential_types::provider::SharedCredentialsProvider;
 
-/// The settings the environment of a Lambda function holds; anything else (a profile, a
-/// container credentials endpoint, web identity) takes the SDK's general provider chain.
-const CHAIN_ONLY_SETTINGS: [&str; 6] = [
+/// Settings that mean the credentials are to come from somewhere else than the environment:
+/// not a Lambda function's (nor the local cloud's) environment.
+const OTHER_SOURCES: [&str; 6] = [
     "AWS_PROFILE",
     "AWS_CONFIG_FILE",
     "AWS_SHARED_CREDENTIALS_FILE",
@@ -20,62 +20,66 @@ const CHAIN_ONLY_SETTINGS: [&str; 6] = [
     "AWS_WEB_IDENTITY_TOKEN_FILE",
 ];
 
-/// Shared SDK configuration, built once per container. Each attempt is bounded so one slow call
-/// cannot eat the whole Lambda deadline; the pipeline's own deadline bounds the sum.
-///
-/// Lambda puts the region and the function's credentials in the environment, so there the
-/// configuration is built from them directly: the general provider chain (`aws_config::defaults`)
-/// would first look for profile files and a dozen optional settings, which costs a cold start
-/// milliseconds and finds nothing on Lambda. `AWS_ENDPOINT_URL` (the local cloud) is honoured.
-/// Anywhere the environment does not hold a region and keys, the general chain runs.
-pub async fn aws_sdk_config() -> aws_config::SdkConfig {
+/// A process that is not a Lambda function (nor one of the local cloud's): init fails.
+#[derive(Debug, thiserror::Error)]
+pub enum NotLambdaEnvironment {
+    #[error(
+        "{0} is not set: a function reads its region and credentials from Lambda's environment"
+    )]
+    Missing(&'static str),
+    #[error("{0} is set: a function takes its credentials from Lambda's environment only")]
+    OtherSource(&'static str),
+}
+
+/// The SDK configuration of a function, built once per container from the Lambda environment:
+/// the region and the function's credentials are environment variables there (and in the local
+/// cloud, which also sets `AWS_ENDPOINT_URL`). The SDK's general provider chain
+/// (`aws_config::defaults`) would first look for profile files and a dozen optional settings,
+/// costing a cold start milliseconds and every binary its STS, SSO and IMDS clients, and find
+/// nothing on Lambda. Each attempt is bounded so one slow call cannot eat the whole Lambda
+/// deadline; the pipeline's own deadline bounds the sum.
+pub fn aws_sdk_config() -> Result<aws_config::SdkConfig, NotLambdaEnvironment> {
+    let LambdaEnvironment {
+        region,
+        endpoint_url,
+    } = lambda_environment(|name| std::env::var(name).ok())?;
     let timeouts = TimeoutConfig::builder()
         .connect_timeout(Duration::from_secs(1))
         .operation_attempt_timeout(Duration::from_secs(2))
         .operation_timeout(Duration::from_secs(5))
         .build();
-    match lambda_environment(|name| std::env::var(name).ok()) {
-        Some(LambdaEnvironment {
-            region,
-            endpoint_url,
-        }) => {
-            let mut config = aws_config::SdkConfig::builder()
-                .behavior_version(BehaviorVersion::latest())
-                .region(aws_config::Region::new(region))
-                .credentials_provider(SharedCredentialsProvider::new(
-                    EnvironmentVariableCredentialsProvider::new(),
-                ))
-                .identity_cache(IdentityCache::lazy().build())
-                .retry_config(RetryConfig::standard())
-                .timeout_config(timeouts);
-            config.set_endpoint_url(endpoint_url);
-            config.build()
-        }
-        None => {
-            aws_config::defaults(BehaviorVersion::latest())
-                .timeout_config(timeouts)
-                .load()
-                .await
-        }
-    }
+    let mut config = aws_config::SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(aws_config::Region::new(region))
+        .credentials_provider(SharedCredentialsProvider::new(
+            EnvironmentVariableCredentialsProvider::new(),
+        ))
+        .identity_cache(IdentityCache::lazy().build())
+        .retry_config(RetryConfig::standard())
+        .timeout_config(timeouts);
+    config.set_endpoint_url(endpoint_url);
+    Ok(config.build())
 }
 
-/// What [`aws_sdk_config`] reads when the environment is a Lambda function's.
+/// What [`aws_sdk_config`] reads from a Lambda function's environment.
 #[derive(Debug, PartialEq, Eq)]
 struct LambdaEnvironment {
     region: String,
     endpoint_url: Option<String>,
 }
 
-fn lambda_environment(var: impl Fn(&str) -> Option<String>) -> Option<LambdaEnvironment> {
+fn lambda_environment(
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<LambdaEnvironment, NotLambdaEnvironment> {
     let set = |name: &str| var(name).filter(|value| !value.is_empty());
-    if CHAIN_ONLY_SETTINGS.iter().any(|name| set(name).is_some()) {
-        return None;
+    if let Some(other) = OTHER_SOURCES.iter().find(|name| set(name).is_some()) {
+        return Err(NotLambdaEnvironment::OtherSource(other));
     }
-    set("AWS_ACCESS_KEY_ID")?;
-    set("AWS_SECRET_ACCESS_KEY")?;
-    Some(LambdaEnvironment {
-        region: set("AWS_REGION").or_else(|| set("AWS_DEFAULT_REGION"))?,
+    for key in ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"] {
+        set(key).ok_or(NotLambdaEnvironment::Missing(key))?;
+    }
+    Ok(LambdaEnvironment {
+        region: set("AWS_REGION").ok_or(NotLambdaEnvironment::Missing("AWS_REGION"))?,
         endpoint_url: set("AWS_ENDPOINT_URL"),
     })
 }
@@ -90,7 +94,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        lambda_environment(|name| vars.get(name).cloned())
+        lambda_environment(|name| vars.get(name).cloned()).ok()
     }
 
     const LAMBDA: [(&str, &str); 4] = [
@@ -121,15 +125,21 @@ mod tests {
     }
 
     #[test]
-    fn anything_else_takes_the_general_chain() {
+    fn anything_else_is_refused_at_init() {
         assert_eq!(environment(&LAMBDA[1..]), None, "no region");
         assert_eq!(environment(&[LAMBDA[0], LAMBDA[2]]), None, "no key id");
         assert_eq!(environment(&[]), None);
-        for setting in CHAIN_ONLY_SETTINGS {
+        for setting in OTHER_SOURCES {
             let with = [LAMBDA.as_slice(), &[(setting, "x")]].concat();
             assert_eq!(environment(&with), None, "{setting}");
         }
         let empty_region = [&LAMBDA[1..], &[("AWS_REGION", "")]].concat();
         assert_eq!(environment(&empty_region), None);
+        let vars: HashMap<&str, &str> = LAMBDA[1..].iter().copied().collect();
+        let refused = lambda_environment(|name| vars.get(name).map(|v| v.to_string()));
+        assert_eq!(
+            refused.unwrap_err().to_string(),
+            "AWS_REGION is not set: a function reads its region and credentials from Lambda's environment"
+        );
     }
 }

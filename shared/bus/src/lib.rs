@@ -273,6 +273,7 @@ impl EventSink for EventBridgeSink {
                     .detail_type(&e.event_name)
                     .detail(&e.detail)
                     .time(DateTime::from_millis(e.occurred_at))
+                    .set_trace_header(e.trace_header.clone())
                     .build()
             });
             let output = self
@@ -345,6 +346,7 @@ mod tests {
             correlation_id: "corr".into(),
             detail,
             expires_at: 1_796_833_011,
+            trace_header: None,
         };
         let image =
             serde_json::to_value(serde_dynamo::to_item::<_, serde_dynamo::Item>(&item).unwrap())

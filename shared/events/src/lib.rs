@@ -14,6 +14,8 @@ use bouquet_domain::events::DomainEvent;
 pub const SOURCE: &str = "bouquet.marketplace";
 /// The `entity` attribute of outbox items (the stream filter selects on it).
 pub const ENTITY: &str = "event";
+/// Where the Lambda runtime puts the invocation's X-Ray trace header.
+pub const TRACE_ENV: &str = "_X_AMZN_TRACE_ID";
 /// Outbox items are deleted by TTL a week after they were written.
 pub const RETENTION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
@@ -36,6 +38,11 @@ pub struct OutboxItem {
     pub detail: String,
     /// TTL, in epoch seconds.
     pub expires_at: i64,
+    /// The X-Ray trace of the invocation that wrote the event (Lambda's `_X_AMZN_TRACE_ID`),
+    /// given to EventBridge with the event so its consumers join that trace: the stream
+    /// itself carries no trace context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_header: Option<String>,
 }
 
 impl OutboxItem {
@@ -54,6 +61,9 @@ impl OutboxItem {
             correlation_id: event.correlation_id.clone(),
             detail: serde_json::to_string(event)?,
             expires_at: event.occurred_at.plus(RETENTION).as_epoch_seconds(),
+            trace_header: std::env::var(TRACE_ENV)
+                .ok()
+                .filter(|header| !header.is_empty()),
         })
     }
 
@@ -159,5 +169,19 @@ mod tests {
         }
         assert!(item.sk.starts_with("EVENT#00000000000000000001#"));
         assert_eq!(item.event_name, "VendorOnboarded");
+    }
+
+    #[test]
+    fn the_writers_trace_header_travels_with_the_item_and_is_absent_when_untraced() {
+        let mut item = OutboxItem::new(&event()).unwrap();
+        item.trace_header = None;
+        let untraced = serde_dynamo::to_item::<_, serde_dynamo::Item>(&item).unwrap();
+        assert!(!untraced.contains_key("traceHeader"));
+        item.trace_header = Some(
+            "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1".into(),
+        );
+        let traced: serde_dynamo::Item = serde_dynamo::to_item(&item).unwrap();
+        let read: OutboxItem = serde_dynamo::from_item(traced).unwrap();
+        assert_eq!(read.trace_header, item.trace_header);
     }
 }

@@ -13,6 +13,9 @@ use metrics_cloudwatch_embedded::{Builder, Collector};
 /// The CloudWatch namespace of every business metric (the template's dashboard reads it).
 pub const NAMESPACE: &str = "BouquetMarketplace";
 
+/// The dimension that keeps one stage's metrics apart from another's in one account (the
+/// template's `STAGE`).
+pub const STAGE: &str = "Stage";
 /// The dimension every business metric is split by.
 pub const OUTCOME: &str = "Outcome";
 
@@ -42,7 +45,11 @@ static COLLECTOR: OnceLock<Option<&'static Collector>> = OnceLock::new();
 fn collector() -> Option<&'static Collector> {
     *COLLECTOR.get_or_init(|| {
         std::env::var_os("AWS_LAMBDA_RUNTIME_API")?;
-        install(Builder::new())
+        let builder = Builder::new();
+        install(match std::env::var("STAGE") {
+            Ok(stage) if !stage.is_empty() => builder.with_dimension(STAGE, stage),
+            _ => builder,
+        })
     })
 }
 

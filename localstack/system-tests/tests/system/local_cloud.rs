@@ -610,3 +610,72 @@ async fn a_functions_log_lines_are_json_with_request_and_correlation_ids() {
     }
     let _ = std::fs::remove_file(log_path);
 }
+
+/// Business metrics (issue 18): the real create-order binary under the Runtime API writes
+/// CloudWatch EMF lines after each invocation: one reservation won, then one lost for the same
+/// bouquet, each under its request's correlation id, with the template's Stage dimension.
+#[tokio::test]
+async fn a_functions_business_metrics_are_embedded_metric_format_lines_per_invocation() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Metrics").await;
+    let bouquet = cloud.bouquet(&vendor, "12.00").await;
+    let env = cloud.function_env("create-order");
+    let stage = env
+        .iter()
+        .find(|(k, _)| k == "STAGE")
+        .map(|(_, v)| v.clone())
+        .expect("the template gives functions STAGE");
+    let log_path = std::env::temp_dir().join(format!("create-order-{}.log", ulid::Ulid::new()));
+    let log = std::fs::File::create(&log_path).unwrap();
+    let process = FunctionProcess::spawn_logging_to(
+        &function_binary("create-order"),
+        "create-order",
+        &env,
+        log.into(),
+    )
+    .await
+    .expect("spawn");
+    assert!(process
+        .init_duration(Duration::from_secs(20))
+        .await
+        .is_some());
+    for (customer, correlation, status) in [
+        ("metrics-1", "metrics-won", 201),
+        ("metrics-2", "metrics-lost", 409),
+    ] {
+        let request = ApiRequest::fixture("create-order")
+            .customer(customer)
+            .json(json!({ "bouquetIds": [bouquet] }))
+            .no_idempotency_key()
+            .header("x-correlation-id", correlation);
+        let payload = process
+            .api
+            .invoke(request.event().clone(), Duration::from_secs(10))
+            .await
+            .expect("invoke");
+        assert_eq!(http_response(&payload).0.as_u16(), status, "{payload}");
+    }
+    process.stop().await;
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    let _ = std::fs::remove_file(&log_path);
+    let metrics: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l.get("_aws").is_some())
+        .collect();
+    assert_eq!(metrics.len(), 2, "one EMF line per invocation:\n{text}");
+    for (line, outcome, correlation) in [
+        (&metrics[0], "won", "metrics-won"),
+        (&metrics[1], "lost", "metrics-lost"),
+    ] {
+        assert_eq!(line["Reservations"], 1, "{line}");
+        assert_eq!(line["Outcome"], outcome, "{line}");
+        assert_eq!(line["correlationId"], correlation, "{line}");
+        assert_eq!(line["Stage"], stage.as_str(), "{line}");
+        let directive = &line["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(directive["Namespace"], "BouquetMarketplace");
+        assert_eq!(directive["Metrics"][0]["Name"], "Reservations");
+        let dimensions = directive["Dimensions"][0].as_array().unwrap();
+        assert!(dimensions.contains(&json!("Stage")) && dimensions.contains(&json!("Outcome")));
+    }
+}
