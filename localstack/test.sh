@@ -37,8 +37,8 @@ log "contract tests (openapi-spec-validator, schemathesis)"
 bash "$LOCALSTACK_DIR/contract-tests/run.sh"
 
 # What Lambda runs: one function cross-compiled for arm64 with the release profile, by the
-# pinned cargo-lambda and zig, as `sam build` does it for every function (about 6 min from
-# nothing here; all 24 are `./localstack/sam-build.sh`, about an hour).
+# pinned cargo-lambda and zig, as `sam build` does it for every function (all of them:
+# `./localstack/sam-build.sh`; figures in the README, "Build and CI times").
 log "cargo lambda build --release --arm64 --bin publish-events"
 if ensure_aarch64_target; then
   PATH="$DEPLOY_VENV/bin:$PATH" cargo lambda build --release --arm64 --locked --bin publish-events

@@ -21,10 +21,11 @@ pub const OUTCOME: &str = "Outcome";
 
 /// A reservation attempt: `won` (the bouquets are held) or `lost` (someone else holds one).
 pub const RESERVATIONS: &str = "Reservations";
-/// A payment's end: `paid`, `declined`, `authentication_required`, `refunded`, `failed`.
+/// A payment attempt's result: `paid`, `declined`, `authentication_required`, `interrupted`
+/// (no definite answer from the gateway), `refunded` (paid after its hold was lost).
 pub const PAYMENTS: &str = "Payments";
 /// An outbox event: `published` to EventBridge, `parked` on the dead-letter queue, `failed`
-/// (left for the stream to retry).
+/// (left for the stream to retry), `redriven` (republished from the dead-letter queue).
 pub const EVENTS: &str = "Events";
 /// A vase message: `applied`, `rejected` (dead-lettered), `retried`.
 pub const VASE_MESSAGES: &str = "VaseMessages";

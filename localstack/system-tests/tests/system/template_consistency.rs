@@ -302,3 +302,37 @@ fn the_user_pool_lets_customers_sign_up_and_keeps_roles_for_administrators() {
         ])
     );
 }
+
+/// `sam build` runs the Makefile's `build-<LogicalId>` for each function, and the Makefile finds
+/// the crate from the logical id: `CreateOrderFunction` is `functions/create-order`. So every
+/// function builds with the makefile method and is named after its crate.
+#[test]
+fn every_function_builds_through_the_makefile_under_its_crates_name() {
+    let template = Template::repository().expect("template.yaml parses");
+    for function in template.functions().unwrap() {
+        let resource = template.resource(&function.logical_id).unwrap();
+        assert_eq!(
+            resource["Metadata"]["BuildMethod"], "makefile",
+            "{}",
+            function.logical_id
+        );
+        let camel: String = function
+            .binary
+            .split('-')
+            .map(|word| {
+                let mut chars = word.chars();
+                chars
+                    .next()
+                    .map(|first| first.to_ascii_uppercase().to_string() + chars.as_str())
+                    .unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(
+            function.logical_id,
+            format!("{camel}Function"),
+            "the Makefile derives the crate from the logical id"
+        );
+    }
+    let makefile = std::fs::read_to_string(repository_root().join("Makefile")).unwrap();
+    assert!(makefile.contains("build-%Function:"), "{makefile}");
+}
