@@ -6,7 +6,7 @@ async fn main() -> Result<(), Error> {
     // One SDK configuration for the app's clients and the signing secret's parameter.
     let sdk = bouquet_app::aws_sdk_config()?;
     let app = bouquet_app::App::taking_payments(&sdk).await?;
-    let secret = payment_webhook::SigningSecret::from_env(&sdk).await?;
+    let secret = payment_webhook::SigningSecret::from_env(&sdk)?;
     lambda_http::run(service_fn(|request| {
         payment_webhook::handler(&app, &secret, request)
     }))

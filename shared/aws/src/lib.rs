@@ -8,6 +8,8 @@ use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::BehaviorVersion;
 use aws_credential_types::provider::SharedCredentialsProvider;
+use aws_smithy_http_client::tls;
+use aws_smithy_runtime_api::client::http::{http_client_fn, HttpClient, SharedHttpClient};
 
 /// Settings that mean the credentials are to come from somewhere else than the environment:
 /// not a Lambda function's (nor the local cloud's) environment.
@@ -56,9 +58,29 @@ pub fn aws_sdk_config() -> Result<aws_config::SdkConfig, NotLambdaEnvironment> {
         ))
         .identity_cache(IdentityCache::lazy().build())
         .retry_config(RetryConfig::standard())
-        .timeout_config(timeouts);
+        .timeout_config(timeouts)
+        .http_client(https_client_made_at_first_request());
     config.set_endpoint_url(endpoint_url);
     Ok(config.build())
+}
+
+/// The SDK's default HTTPS client, made when the first request needs it. Every SDK client
+/// validates its HTTP client when it is constructed, and the default one then builds its TLS
+/// configuration, loading and parsing the system's root certificates: work a cold start's init
+/// would pay (and a hello world does not) though only the first request needs it.
+fn https_client_made_at_first_request() -> SharedHttpClient {
+    let client = std::sync::OnceLock::<SharedHttpClient>::new();
+    http_client_fn(move |settings, components| {
+        client
+            .get_or_init(|| {
+                aws_smithy_http_client::Builder::new()
+                    .tls_provider(tls::Provider::Rustls(
+                        tls::rustls_provider::CryptoMode::AwsLc,
+                    ))
+                    .build_https()
+            })
+            .http_connector(settings, components)
+    })
 }
 
 /// What [`aws_sdk_config`] reads from a Lambda function's environment.
