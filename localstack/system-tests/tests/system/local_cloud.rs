@@ -540,6 +540,23 @@ async fn a_route_added_to_the_template_runs_its_built_binary_and_a_rebuild_is_pi
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The real binary `name` under its own Runtime API, started, its stdout going to a new file.
+async fn started_logging_to_a_file(
+    name: &str,
+    env: &[(String, String)],
+) -> (FunctionProcess, std::path::PathBuf) {
+    let log_path = std::env::temp_dir().join(format!("{name}-{}.log", ulid::Ulid::new()));
+    let log = std::fs::File::create(&log_path).unwrap();
+    let process = FunctionProcess::spawn_logging_to(&function_binary(name), name, env, log.into())
+        .await
+        .expect("spawn");
+    assert!(process
+        .init_duration(Duration::from_secs(20))
+        .await
+        .is_some());
+    (process, log_path)
+}
+
 /// `LoggingConfig: LogFormat: JSON` (template Globals): the real binary under the Runtime API
 /// writes one JSON object per line, and each line of a request names the invocation's
 /// `requestId` and the request's correlation id.
@@ -556,20 +573,7 @@ async fn a_functions_log_lines_are_json_with_request_and_correlation_ids() {
         .filter(|(k, _)| k != "RUST_LOG")
         .chain([("RUST_LOG".to_owned(), "debug".to_owned())])
         .collect();
-    let log_path = std::env::temp_dir().join(format!("get-bouquet-{}.log", ulid::Ulid::new()));
-    let log = std::fs::File::create(&log_path).unwrap();
-    let process = FunctionProcess::spawn_logging_to(
-        &function_binary("get-bouquet"),
-        "get-bouquet",
-        &env,
-        log.into(),
-    )
-    .await
-    .expect("spawn");
-    assert!(process
-        .init_duration(Duration::from_secs(20))
-        .await
-        .is_some());
+    let (process, log_path) = started_logging_to_a_file("get-bouquet", &env).await;
     for correlation in ["log-check-1", "log-check-2"] {
         let request = ApiRequest::fixture("get-bouquet")
             .path("bouquetId", "01JF0000000000000000000000")
@@ -625,20 +629,7 @@ async fn a_functions_business_metrics_are_embedded_metric_format_lines_per_invoc
         .find(|(k, _)| k == "STAGE")
         .map(|(_, v)| v.clone())
         .expect("the template gives functions STAGE");
-    let log_path = std::env::temp_dir().join(format!("create-order-{}.log", ulid::Ulid::new()));
-    let log = std::fs::File::create(&log_path).unwrap();
-    let process = FunctionProcess::spawn_logging_to(
-        &function_binary("create-order"),
-        "create-order",
-        &env,
-        log.into(),
-    )
-    .await
-    .expect("spawn");
-    assert!(process
-        .init_duration(Duration::from_secs(20))
-        .await
-        .is_some());
+    let (process, log_path) = started_logging_to_a_file("create-order", &env).await;
     for (customer, correlation, status) in [
         ("metrics-1", "metrics-won", 201),
         ("metrics-2", "metrics-lost", 409),
