@@ -72,7 +72,7 @@ pub fn outgoing(records: impl IntoIterator<Item = StreamRecord>) -> (Vec<Outgoin
                 item,
             } => events.push(Outgoing {
                 sequence_number,
-                item,
+                item: *item,
             }),
             StreamRecord::Other => {}
             StreamRecord::Unreadable {

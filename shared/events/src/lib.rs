@@ -79,7 +79,8 @@ pub enum StreamRecord {
     /// An outbox item, with the record's sequence number.
     Event {
         sequence_number: String,
-        item: OutboxItem,
+        /// Boxed: an item is several times the size of the other variants.
+        item: Box<OutboxItem>,
     },
     /// Another kind of item (the stream filter lets only events through; kept for safety).
     Other,
@@ -114,7 +115,7 @@ impl StreamRecord {
         match serde_dynamo::from_item::<_, OutboxItem>(record.change.new_image) {
             Ok(item) => StreamRecord::Event {
                 sequence_number,
-                item,
+                item: Box::new(item),
             },
             Err(error) => StreamRecord::Unreadable {
                 sequence_number,
@@ -163,7 +164,7 @@ mod tests {
                 item: read,
             } => {
                 assert_eq!(sequence_number, "000000000000000000001");
-                assert_eq!(read, item);
+                assert_eq!(*read, item);
             }
             other => panic!("expected an event, got {other:?}"),
         }
