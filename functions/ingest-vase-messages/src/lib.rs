@@ -67,7 +67,7 @@ impl Ingest {
             .map_err(|_| "DEAD_LETTER_QUEUE_URL is not set")?;
         Ok(Self {
             app,
-            sqs: aws_sdk_sqs::Client::new(&sdk),
+            sqs: bouquet_aws::client!(aws_sdk_sqs, &sdk),
             dead_letter_queue_url,
         })
     }

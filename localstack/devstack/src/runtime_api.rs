@@ -40,11 +40,30 @@ pub enum InvokeError {
     Handler(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
+struct Invocation {
+    id: String,
+    event: Value,
+    deadline_ms: u64,
+    trace_header: String,
+}
+
 #[derive(Default)]
 struct State {
-    queue: VecDeque<(String, Value, u64)>,
+    queue: VecDeque<Invocation>,
     waiting: HashMap<String, oneshot::Sender<Result<Value, Value>>>,
     first_poll: Option<Instant>,
+}
+
+/// A new sampled X-Ray trace whose parent is the invocation's segment, in the form Lambda's
+/// active tracing hands a function (`Root=1-<epoch>-<96 bits>;Parent=<64 bits>;Sampled=1`).
+pub fn new_trace_header() -> String {
+    let (trace, segment) = (ulid::Ulid::new(), ulid::Ulid::new());
+    let epoch = trace.timestamp_ms() / 1000;
+    format!(
+        "Root=1-{epoch:08x}-{:024x};Parent={:016x};Sampled=1",
+        trace.random(),
+        segment.random() as u64
+    )
 }
 
 /// One Runtime API endpoint serves one function process.
@@ -101,8 +120,20 @@ impl RuntimeApi {
         }
     }
 
-    /// Delivers `event` and waits for the function's answer.
+    /// Delivers `event` and waits for the function's answer. Each invocation gets its own
+    /// sampled trace, as Lambda's active tracing gives it.
     pub async fn invoke(&self, event: Value, timeout: Duration) -> Result<Value, InvokeError> {
+        self.invoke_traced(event, timeout, &new_trace_header())
+            .await
+    }
+
+    /// [`Self::invoke`] with the X-Ray trace header Lambda would hand the function.
+    pub async fn invoke_traced(
+        &self,
+        event: Value,
+        timeout: Duration,
+        trace_header: &str,
+    ) -> Result<Value, InvokeError> {
         let id = ulid::Ulid::new().to_string();
         let deadline_ms = (std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -113,7 +144,12 @@ impl RuntimeApi {
         {
             let mut state = self.state.lock().map_err(|_| InvokeError::Gone)?;
             state.waiting.insert(id.clone(), sender);
-            state.queue.push_back((id, event, deadline_ms));
+            state.queue.push_back(Invocation {
+                id,
+                event,
+                deadline_ms,
+                trace_header: trace_header.to_owned(),
+            });
         }
         self.work.notify_one();
         match tokio::time::timeout(timeout, receiver).await {
@@ -180,7 +216,13 @@ impl RuntimeApi {
                     state.first_poll = Some(Instant::now());
                     self.ready.notify_waiters();
                 }
-                if let Some((id, event, deadline_ms)) = state.queue.pop_front() {
+                if let Some(Invocation {
+                    id,
+                    event,
+                    deadline_ms,
+                    trace_header,
+                }) = state.queue.pop_front()
+                {
                     let headers = vec![
                         ("lambda-runtime-aws-request-id", id),
                         ("lambda-runtime-deadline-ms", deadline_ms.to_string()),
@@ -188,10 +230,7 @@ impl RuntimeApi {
                             "lambda-runtime-invoked-function-arn",
                             "arn:aws:lambda:eu-west-1:123456789012:function:local".to_owned(),
                         ),
-                        (
-                            "lambda-runtime-trace-id",
-                            "Root=1-00000000-000000000000000000000000".to_owned(),
-                        ),
+                        ("lambda-runtime-trace-id", trace_header),
                     ];
                     return reply(StatusCode::OK, headers, event.to_string().into_bytes());
                 }

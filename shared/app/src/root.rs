@@ -118,7 +118,7 @@ impl App {
     /// The same, on an SDK configuration the function also uses for clients of its own.
     pub async fn from_sdk(sdk: &aws_config::SdkConfig) -> Result<Self, ConfigError> {
         let table = std::env::var("TABLE_NAME").map_err(|_| ConfigError::Missing("TABLE_NAME"))?;
-        let dynamodb = aws_sdk_dynamodb::Client::new(sdk);
+        let dynamodb = bouquet_aws::client!(aws_sdk_dynamodb, sdk);
         let store = Store::new(dynamodb.clone(), table.clone());
         let payments = simulated_payments(dynamodb, table)?;
         Ok(Self::new(store, Arc::new(SystemClock), Config::from_env()?).with_payments(payments))

@@ -11,6 +11,23 @@ use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_smithy_http_client::tls;
 use aws_smithy_runtime_api::client::http::{http_client_fn, HttpClient, SharedHttpClient};
 
+mod xray;
+
+pub use xray::XRaySubsegments;
+
+/// A client of one AWS service (`$service`: its SDK crate, e.g. `aws_sdk_dynamodb`) on the
+/// function's SDK configuration, each of its operations an X-Ray subsegment of the invocation.
+#[macro_export]
+macro_rules! client {
+    ($service:ident, $sdk:expr) => {
+        $service::Client::from_conf(
+            $service::config::Builder::from($sdk)
+                .interceptor($crate::XRaySubsegments)
+                .build(),
+        )
+    };
+}
+
 /// Settings that mean the credentials are to come from somewhere else than the environment:
 /// not a Lambda function's (nor the local cloud's) environment.
 const OTHER_SOURCES: [&str; 6] = [

@@ -241,11 +241,11 @@ impl Outbox {
             .map_err(|_| MissingSetting("OUTBOX_DEAD_LETTER_QUEUE_URL"))?;
         Ok(Self {
             sink: Box::new(EventBridgeSink {
-                client: aws_sdk_eventbridge::Client::new(config),
+                client: bouquet_aws::client!(aws_sdk_eventbridge, config),
                 bus_name,
             }),
             parking: Box::new(SqsParkingLot {
-                client: aws_sdk_sqs::Client::new(config),
+                client: bouquet_aws::client!(aws_sdk_sqs, config),
                 queue_url,
             }),
         })

@@ -71,7 +71,7 @@ impl Registrar {
     /// what every vase-credential function builds once per container.
     pub fn aws(sdk: &aws_config::SdkConfig) -> Result<Self, PolicyNotSet> {
         Self::from_env(std::sync::Arc::new(AwsDeviceRegistry::new(
-            aws_sdk_iot::Client::new(sdk),
+            bouquet_aws::client!(aws_sdk_iot, sdk),
         )))
     }
 

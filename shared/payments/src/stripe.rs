@@ -199,7 +199,7 @@ pub async fn read_secret_parameter(
     sdk: &aws_config::SdkConfig,
     name: &str,
 ) -> Result<String, StripeConfigError> {
-    let output = aws_sdk_ssm::Client::new(sdk)
+    let output = bouquet_aws::client!(aws_sdk_ssm, sdk)
         .get_parameter()
         .name(name)
         .with_decryption(true)

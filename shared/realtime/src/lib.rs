@@ -44,6 +44,7 @@ impl ApiGatewayPusher {
     pub fn new(sdk: &aws_config::SdkConfig, endpoint: &str) -> Self {
         let config = aws_sdk_apigatewaymanagement::config::Builder::from(sdk)
             .endpoint_url(endpoint)
+            .interceptor(bouquet_aws::XRaySubsegments)
             .build();
         Self {
             client: Client::from_conf(config),

@@ -670,3 +670,101 @@ async fn a_functions_business_metrics_are_embedded_metric_format_lines_per_invoc
         assert!(dimensions.contains(&json!("Stage")) && dimensions.contains(&json!("Outcome")));
     }
 }
+
+/// `Tracing: Active` (template Globals): under a sampled invocation, each AWS call the real
+/// binary makes reaches the X-Ray daemon (`AWS_XRAY_DAEMON_ADDRESS`, here a UDP socket of the
+/// test's) as a subsegment of that invocation, and the outbox item it writes carries the trace
+/// on to EventBridge. An unsampled invocation sends nothing.
+#[tokio::test]
+async fn a_functions_aws_calls_are_x_ray_subsegments_of_a_sampled_invocation() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Traced").await;
+    let bouquets = [
+        cloud.bouquet(&vendor, "12.00").await,
+        cloud.bouquet(&vendor, "14.00").await,
+    ];
+    let daemon = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut env = cloud.function_env("create-order");
+    env.push((
+        "AWS_XRAY_DAEMON_ADDRESS".into(),
+        daemon.local_addr().unwrap().to_string(),
+    ));
+    let (process, log_path) = started_logging_to_a_file("create-order", &env).await;
+    let sampled = "Root=1-67500000-0123456789abcdef01234567;Parent=1111111111111111;Sampled=1";
+    let unsampled = "Root=1-67500000-fedcba9876543210fedcba98;Parent=2222222222222222;Sampled=0";
+    for (customer, bouquet, header) in [
+        ("traced-1", &bouquets[0], sampled),
+        ("traced-2", &bouquets[1], unsampled),
+    ] {
+        let request = ApiRequest::fixture("create-order")
+            .customer(customer)
+            .json(json!({ "bouquetIds": [bouquet] }))
+            .no_idempotency_key();
+        let payload = process
+            .api
+            .invoke_traced(request.event().clone(), Duration::from_secs(10), header)
+            .await
+            .expect("invoke");
+        assert_eq!(http_response(&payload).0.as_u16(), 201, "{payload}");
+    }
+    process.stop().await;
+    let _ = std::fs::remove_file(&log_path);
+
+    // Datagrams sent before the process stopped are already queued on the socket.
+    daemon.set_nonblocking(true).unwrap();
+    let mut documents = Vec::new();
+    let mut buffer = [0u8; 65_536];
+    while let Ok(length) = daemon.recv(&mut buffer) {
+        let text = std::str::from_utf8(&buffer[..length]).unwrap().to_owned();
+        let (header, body) = text.split_once('\n').expect("a header line");
+        assert_eq!(header, r#"{"format": "json", "version": 1}"#);
+        documents.push(serde_json::from_str::<Value>(body).unwrap());
+    }
+    let mut calls: Vec<String> = documents
+        .iter()
+        .map(|d| format!("{} {}", d["name"], d["aws"]["operation"]))
+        .collect();
+    calls.sort();
+    assert!(
+        calls.contains(&r#""DynamoDB" "TransactWriteItems""#.to_owned()),
+        "the reservation is a subsegment: {calls:?}"
+    );
+    let mut ids = std::collections::HashSet::new();
+    for document in &documents {
+        assert_eq!(
+            document["trace_id"], "1-67500000-0123456789abcdef01234567",
+            "{document}"
+        );
+        assert_eq!(document["parent_id"], "1111111111111111", "{document}");
+        assert_eq!(document["type"], "subsegment");
+        assert_eq!(document["namespace"], "aws");
+        assert_eq!(document["http"]["response"]["status"], 200, "{document}");
+        assert!(document["start_time"].as_f64() <= document["end_time"].as_f64());
+        let id = document["id"].as_str().unwrap();
+        assert!(
+            id.len() == 16 && id.chars().all(|c| c.is_ascii_hexdigit()),
+            "{id}"
+        );
+        assert!(ids.insert(id.to_owned()), "one id per subsegment: {id}");
+    }
+
+    let outbox = cloud
+        .client
+        .scan()
+        .table_name(&cloud.table)
+        .filter_expression("begins_with(pk, :outbox)")
+        .expression_attribute_values(
+            ":outbox",
+            aws_sdk_dynamodb::types::AttributeValue::S("OUTBOX#".into()),
+        )
+        .send()
+        .await
+        .unwrap();
+    let headers: Vec<&str> = outbox
+        .items()
+        .iter()
+        .filter_map(|item| item.get("traceHeader")?.as_s().ok().map(String::as_str))
+        .collect();
+    assert!(headers.contains(&sampled), "{headers:?}");
+    assert!(headers.contains(&unsampled), "{headers:?}");
+}
