@@ -18,19 +18,29 @@ export SAM_CLI_TELEMETRY=0
 
 log() { printf '[localstack %s] %s\n' "$(date +%T)" "$*" >&2; }
 
-# Creates a virtualenv once and reinstalls it when its pinned requirements change:
-# ensure_pinned_venv DIR REQUIREMENTS EXECUTABLE WHAT.
+# Where virtualenvs live, outside any clone: a new clone on the same machine (CI) reuses them.
+TOOLS_CACHE="${BOUQUET_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bouquet-marketplace/venvs}"
+
+# Makes DIR a virtualenv with exactly the pinned requirements: ensure_pinned_venv DIR
+# REQUIREMENTS EXECUTABLE WHAT. The virtualenv is made once per requirements file and Python
+# version, under $TOOLS_CACHE; DIR is a link to it. A half-made one (no stamp) is made again.
 ensure_pinned_venv() {
   local dir="$1" requirements="$LOCALSTACK_DIR/$2" executable="$3" what="$4"
-  local stamp="$dir/.requirements.sha256" want
-  want="$(sha256sum "$requirements" | cut -d' ' -f1)"
-  if [ -x "$dir/bin/$executable" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
-    return 0
+  local key cached
+  key="$( { cat "$requirements"; python3 --version; } | sha256sum | cut -c1-16)"
+  cached="$TOOLS_CACHE/$(basename "$dir" | sed 's/^\.//')-$key"
+  if ! [ -x "$cached/bin/$executable" ] || ! [ -f "$cached/.complete" ]; then
+    log "installing $what into $cached"
+    rm -rf "$cached"
+    mkdir -p "$TOOLS_CACHE"
+    python3 -m venv "$cached"
+    "$cached/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+    touch "$cached/.complete"
   fi
-  log "installing $what into $dir"
-  python3 -m venv "$dir"
-  "$dir/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
-  echo "$want" > "$stamp"
+  if [ "$(readlink "$dir" 2>/dev/null)" != "$cached" ]; then
+    [ -L "$dir" ] || rm -rf "$dir"  # a virtualenv made in the clone by an older script
+    ln -sfn "$cached" "$dir"
+  fi
 }
 
 # The project virtualenv: the emulator, cfn-lint (requirements.txt).
