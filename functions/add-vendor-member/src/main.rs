@@ -10,12 +10,7 @@ async fn main() -> Result<(), Error> {
     let directory = std::env::var("USER_POOL_ID")
         .ok()
         .filter(|id| !id.is_empty())
-        .map(|id| {
-            CognitoDirectory::new(
-                bouquet_aws::client!(aws_sdk_cognitoidentityprovider, &sdk),
-                id,
-            )
-        });
+        .map(|id| CognitoDirectory::lazy(&sdk, id));
     lambda_http::run(service_fn(|request| {
         add_vendor_member::handler(
             &app,

@@ -57,11 +57,12 @@ struct State {
 /// A new sampled X-Ray trace whose parent is the invocation's segment, in the form Lambda's
 /// active tracing hands a function (`Root=1-<epoch>-<96 bits>;Parent=<64 bits>;Sampled=1`).
 pub fn new_trace_header() -> String {
+    // A ULID carries 80 random bits: the trace's 96 take 16 more from the second one.
     let (trace, segment) = (ulid::Ulid::new(), ulid::Ulid::new());
     let epoch = trace.timestamp_ms() / 1000;
+    let root = (trace.random() << 16) | (segment.random() >> 64);
     format!(
-        "Root=1-{epoch:08x}-{:024x};Parent={:016x};Sampled=1",
-        trace.random(),
+        "Root=1-{epoch:08x}-{root:024x};Parent={:016x};Sampled=1",
         segment.random() as u64
     )
 }

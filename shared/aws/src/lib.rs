@@ -13,6 +13,8 @@ use aws_smithy_runtime_api::client::http::{http_client_fn, HttpClient, SharedHtt
 
 mod xray;
 
+pub use aws_config::SdkConfig;
+
 pub use xray::XRaySubsegments;
 
 /// A client of one AWS service (`$service`: its SDK crate, e.g. `aws_sdk_dynamodb`) on the
@@ -26,6 +28,20 @@ macro_rules! client {
                 .build(),
         )
     };
+}
+
+/// A client made at its first call instead of at init: for clients only some requests need,
+/// whose construction (every SDK client builds and validates its runtime plugins) would
+/// otherwise lengthen every cold start.
+pub type LazyClient<C> = std::sync::LazyLock<C, Box<dyn FnOnce() -> C + Send>>;
+
+/// [`client!`], made at its first call: `lazy_client!(aws_sdk_iot, &sdk)`.
+#[macro_export]
+macro_rules! lazy_client {
+    ($service:ident, $sdk:expr) => {{
+        let sdk = ::std::clone::Clone::clone($sdk);
+        $crate::LazyClient::new(Box::new(move || $crate::client!($service, &sdk)))
+    }};
 }
 
 /// Settings that mean the credentials are to come from somewhere else than the environment:

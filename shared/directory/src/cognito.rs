@@ -10,14 +10,22 @@ use futures::FutureExt;
 use crate::{DirectoryError, DirectoryUser, UserDirectory, VENDOR_ATTRIBUTE};
 
 pub struct CognitoDirectory {
-    client: Client,
+    client: bouquet_aws::LazyClient<Client>,
     user_pool_id: String,
 }
 
 impl CognitoDirectory {
     pub fn new(client: Client, user_pool_id: impl Into<String>) -> Self {
         Self {
-            client,
+            client: bouquet_aws::LazyClient::new(Box::new(move || client)),
+            user_pool_id: user_pool_id.into(),
+        }
+    }
+
+    /// The pool on the function's SDK configuration, its client made at the first call.
+    pub fn lazy(sdk: &bouquet_aws::SdkConfig, user_pool_id: impl Into<String>) -> Self {
+        Self {
+            client: bouquet_aws::lazy_client!(aws_sdk_cognitoidentityprovider, sdk),
             user_pool_id: user_pool_id.into(),
         }
     }

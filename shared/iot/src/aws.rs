@@ -12,7 +12,7 @@ use crate::{
 };
 
 pub struct AwsDeviceRegistry {
-    client: Client,
+    client: bouquet_aws::LazyClient<Client>,
     /// The data endpoint does not change for an account and region: asked once per container.
     endpoint: OnceCell<String>,
 }
@@ -20,7 +20,15 @@ pub struct AwsDeviceRegistry {
 impl AwsDeviceRegistry {
     pub fn new(client: Client) -> Self {
         Self {
-            client,
+            client: bouquet_aws::LazyClient::new(Box::new(move || client)),
+            endpoint: OnceCell::new(),
+        }
+    }
+
+    /// IoT Core on the function's SDK configuration, its client made at the first call.
+    pub fn lazy(sdk: &aws_config::SdkConfig) -> Self {
+        Self {
+            client: bouquet_aws::lazy_client!(aws_sdk_iot, sdk),
             endpoint: OnceCell::new(),
         }
     }

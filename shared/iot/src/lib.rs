@@ -70,9 +70,7 @@ impl Registrar {
     /// IoT Core through the SDK, with `VASE_POLICY_NAME` from the template's environment:
     /// what every vase-credential function builds once per container.
     pub fn aws(sdk: &aws_config::SdkConfig) -> Result<Self, PolicyNotSet> {
-        Self::from_env(std::sync::Arc::new(AwsDeviceRegistry::new(
-            bouquet_aws::client!(aws_sdk_iot, sdk),
-        )))
+        Self::from_env(std::sync::Arc::new(AwsDeviceRegistry::lazy(sdk)))
     }
 
     /// `VASE_POLICY_NAME` from the template's environment.
