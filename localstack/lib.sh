@@ -79,6 +79,20 @@ ensure_browser_venv() {
   ensure_pinned_venv "$BROWSER_VENV" browser-requirements.txt python "the pinned browser-test tools"
 }
 
+# The contract tests' tools: schemathesis and boto3 (contract-requirements.txt).
+CONTRACT_VENV="$LOCALSTACK_DIR/.venv-contract"
+ensure_contract_venv() {
+  ensure_pinned_venv "$CONTRACT_VENV" contract-requirements.txt pytest "the pinned schemathesis"
+}
+
+# The one debug build the test suites share: every target of the workspace. Resolver 2 turns on
+# the dev-dependencies' features (tokio's among them) only in a build that has test targets, so
+# `cargo build --bins` after `cargo test` recompiled about a hundred crates (2.5 min on 2 cores);
+# with --all-targets every suite asks for the same build and all but the first are no-ops.
+build_workspace() {
+  cargo build --locked --workspace --all-targets
+}
+
 # Installs Debian's Chromium unless it is there (the browser tests drive it headless).
 ensure_chromium() {
   if command -v chromium >/dev/null 2>&1; then

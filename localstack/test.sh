@@ -1,48 +1,113 @@
 #!/usr/bin/env bash
 # Runs every check and test: format, lints, unit tests and the tests against the AWS
 # emulator, which this script starts (and stops) itself. Needs only Rust and Python 3.
+#
+# On 2 cores the debug build is the critical path, and the rest is arranged around it: the
+# tools download while it compiles; clippy and the arm64 cross-compile run at the lowest CPU
+# priority while the tests, which mostly wait on the emulator and the network, run in front.
+# Each background cargo has a target directory of its own, so no cargo waits on another's lock.
+# Every job's exit status counts, and its output is printed when it is collected.
 set -euo pipefail
+set -m # each background job its own process group, so that an early exit can stop it whole
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_DIR"
 
-trap stop_emulator EXIT
-ensure_venv
-start_emulator
+TARGET_DIR="${CARGO_TARGET_DIR:-$REPO_DIR/target}"
+JOBS_DIR="$RUN_DIR/jobs"
+declare -A JOB_PIDS=()
 
-log "the emulator's speed changes answer as moto does"
-env -u AWS_ENDPOINT_URL "$VENV/bin/python" "$LOCALSTACK_DIR/test_emulator.py"
-log "cfn-lint template.yaml"
-"$VENV/bin/cfn-lint" template.yaml
-ensure_deploy_venv
-log "sam validate --lint"
-"$DEPLOY_VENV/bin/sam" validate --lint --template template.yaml
+# start_job NAME COMMAND...: runs COMMAND in the background, its output to $JOBS_DIR/NAME.log.
+start_job() {
+  local name="$1"
+  shift
+  mkdir -p "$JOBS_DIR"
+  ("$@") > "$JOBS_DIR/$name.log" 2>&1 &
+  JOB_PIDS[$name]=$!
+}
+
+# finish_job NAME: waits for the job, prints its output and returns its exit status.
+finish_job() {
+  local name="$1" status=0
+  wait "${JOB_PIDS[$name]}" || status=$?
+  unset "JOB_PIDS[$name]"
+  if [ "$status" -ne 0 ]; then
+    log "!!! $name failed (exit $status):"
+  fi
+  cat "$JOBS_DIR/$name.log" >&2
+  return "$status"
+}
+
+stop_jobs_and_emulator() {
+  local name
+  for name in "${!JOB_PIDS[@]}"; do
+    kill -- "-${JOB_PIDS[$name]}" 2>/dev/null || true
+  done
+  stop_emulator
+}
+trap stop_jobs_and_emulator EXIT
+
+log "installing the pinned tools in the background (emulator, SAM CLI, browser and contract tools, chromium, the aarch64 std)"
+start_job emulator-tools ensure_venv
+start_job deploy-tools ensure_deploy_venv
+start_job browser-tools ensure_browser_venv
+start_job contract-tools ensure_contract_venv
+start_job chromium ensure_chromium
+start_job aarch64-target ensure_aarch64_target
+
 log "cargo fmt --check"
 cargo fmt --all -- --check
 log "crate arrows (DESIGN.md section 3)"
 check_arrows
-log "cargo clippy"
-cargo clippy --workspace --all-targets --locked -- -D warnings
-log "building the function binaries the system tests start"
-cargo build --locked -p get-bouquet -p list-bouquets -p create-order -p pay-order
+log "cargo build --workspace --all-targets (what the tests run)"
+build_workspace
+
+finish_job emulator-tools
+start_emulator
+log "the emulator's speed changes answer as moto does"
+env -u AWS_ENDPOINT_URL "$VENV/bin/python" "$LOCALSTACK_DIR/test_emulator.py"
+log "cfn-lint template.yaml"
+"$VENV/bin/cfn-lint" template.yaml
+finish_job deploy-tools
+log "sam validate --lint"
+"$DEPLOY_VENV/bin/sam" validate --lint --template template.yaml
+
+log "cargo clippy, in the background (nice 19, target dir $TARGET_DIR/ci-clippy)"
+start_job clippy nice -n 19 env CARGO_TARGET_DIR="$TARGET_DIR/ci-clippy" \
+  cargo clippy --workspace --all-targets --locked -- -D warnings
+
+# What Lambda runs: one function cross-compiled for arm64 with the release profile, by the
+# pinned cargo-lambda and zig, as `sam build` does it for every function (all of them:
+# `./localstack/sam-build.sh`; figures in the README, "Build and CI times").
+CROSS_COMPILED=""
+if finish_job aarch64-target; then
+  log "cargo lambda build --release --arm64 --bin publish-events, in the background (nice 19)"
+  start_job cross-compile nice -n 19 env PATH="$DEPLOY_VENV/bin:$PATH" CARGO_TARGET_DIR="$TARGET_DIR/ci-arm64" \
+    cargo lambda build --release --arm64 --locked --bin publish-events
+  CROSS_COMPILED="$TARGET_DIR/ci-arm64/lambda/publish-events/bootstrap"
+else
+  log "!!! CROSS-COMPILE NOT RUN: rustup could not install the aarch64-unknown-linux-gnu standard library (no network to static.rust-lang.org?)"
+fi
+
 log "cargo test (AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL)"
 cargo test --workspace --locked "$@"
 
 # The web console in headless Chromium against a dev stack of its own (ports 3100, 3101, 1893).
+finish_job chromium
+finish_job browser-tools
 log "browser tests of the web console"
 bash "$LOCALSTACK_DIR/browser-tests/run.sh"
 
 # The published contract: infra/openapi.yaml validated, then schemathesis against a dev stack
 # of its own (ports 3200, 3201, 1993), a token per role; prints the cases per route.
+finish_job contract-tools
 log "contract tests (openapi-spec-validator, schemathesis)"
 bash "$LOCALSTACK_DIR/contract-tests/run.sh"
 
-# What Lambda runs: one function cross-compiled for arm64 with the release profile, by the
-# pinned cargo-lambda and zig, as `sam build` does it for every function (all of them:
-# `./localstack/sam-build.sh`; figures in the README, "Build and CI times").
-log "cargo lambda build --release --arm64 --bin publish-events"
-if ensure_aarch64_target; then
-  PATH="$DEPLOY_VENV/bin:$PATH" cargo lambda build --release --arm64 --locked --bin publish-events
-  ls -l "${CARGO_TARGET_DIR:-target}/lambda/publish-events/bootstrap" >&2
-else
-  log "!!! CROSS-COMPILE NOT RUN: rustup could not install the aarch64-unknown-linux-gnu standard library (no network to static.rust-lang.org?)"
+log "waiting for cargo clippy"
+finish_job clippy
+if [ -n "$CROSS_COMPILED" ]; then
+  log "waiting for the arm64 cross-compile"
+  finish_job cross-compile
+  ls -l "$CROSS_COMPILED" >&2
 fi
+log "all checks and tests passed"

@@ -12,8 +12,8 @@ trap stop_devstack_and_emulator EXIT
 ensure_chromium
 ensure_browser_venv
 start_emulator
-log "building the dev stack and every function binary"
-cargo build --locked --workspace --bins --exclude vase-simulator
+log "building the dev stack and every function binary (all targets, as test.sh does)"
+build_workspace
 
 start_devstack bouquet-browser 3100 3101 1893 --no-seed
 

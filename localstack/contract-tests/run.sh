@@ -12,15 +12,15 @@ ensure_venv
 log "validating infra/openapi.yaml (openapi-spec-validator, OpenAPI 3.1)"
 "$VENV/bin/openapi-spec-validator" infra/openapi.yaml
 
-ensure_pinned_venv "$LOCALSTACK_DIR/.venv-contract" contract-requirements.txt pytest "the pinned schemathesis"
+ensure_contract_venv
 start_emulator
-log "building the dev stack and every function binary"
-cargo build --locked --workspace --bins --exclude vase-simulator
+log "building the dev stack and every function binary (all targets, as test.sh does)"
+build_workspace
 STACK="bouquet-contract-$(date +%s)"
 start_devstack "$STACK" 3200 3201 1993
 
 log "schemathesis against the dev stack ($STACK)"
 CONTRACT_API=http://127.0.0.1:3200 CONTRACT_TABLE="$STACK-MarketTable" \
-  "$LOCALSTACK_DIR/.venv-contract/bin/pytest" -q -p no:cacheprovider \
+  "$CONTRACT_VENV/bin/pytest" -q -p no:cacheprovider \
   "$LOCALSTACK_DIR/contract-tests/test_contract.py" "$@" \
   || { log "dev stack log tail:"; tail -40 "$DEVSTACK_LOG" >&2; exit 1; }
