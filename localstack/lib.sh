@@ -34,7 +34,8 @@ ensure_pinned_venv() {
     rm -rf "$cached"
     mkdir -p "$TOOLS_CACHE"
     python3 -m venv "$cached"
-    "$cached/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+    # No byte-compiling of every module at install: the few a test imports compile on first use.
+    "$cached/bin/pip" install --quiet --disable-pip-version-check --no-compile -r "$requirements"
     touch "$cached/.complete"
   fi
   if [ "$(readlink "$dir" 2>/dev/null)" != "$cached" ]; then

@@ -5,9 +5,9 @@
 # On 2 cores compiling is most of the time, so each thing is compiled once and the rest is
 # arranged around it: the tools download while the debug build runs; clippy lints the
 # workspace inside that build (below) instead of checking every dependency a second time; the
-# arm64 cross-compile runs at the lowest CPU priority, in a target directory of its own (so no
-# cargo waits on another's lock), while the tests run in front. Every job's exit status
-# counts, and its output is printed when it is collected.
+# arm64 cross-compile runs throughout at the lowest CPU priority, in a target directory of its
+# own (so no cargo waits on another's lock). Every job's exit status counts, and its output is
+# printed when it is collected.
 set -euo pipefail
 set -m # each background job its own process group, so that an early exit can stop it whole
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -57,13 +57,29 @@ stop_jobs_and_emulator() {
 }
 trap stop_jobs_and_emulator EXIT
 
-log "installing the pinned tools in the background (emulator, SAM CLI, browser and contract tools, chromium, the aarch64 std)"
+# What Lambda runs: one function cross-compiled for arm64 with the release profile, by the
+# pinned cargo-lambda and zig, as `sam build` does it for every function (all of them:
+# `./localstack/sam-build.sh`; figures in the README, "Build and CI times"). It starts now at
+# the lowest CPU priority, so it takes only what the debug build and the tests leave idle, and
+# its own serial tail runs beside the tests instead of after them.
+cross_compile_one_function() {
+  ensure_deploy_venv
+  if ! ensure_aarch64_target; then
+    log "!!! CROSS-COMPILE NOT RUN: rustup could not install the aarch64-unknown-linux-gnu standard library (no network to static.rust-lang.org?)"
+    return 0
+  fi
+  log "cargo lambda build --release --arm64 -p publish-events (nice 19, target dir $TARGET_DIR/ci-arm64)"
+  nice -n 19 env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS PATH="$DEPLOY_VENV/bin:$PATH" \
+    CARGO_TARGET_DIR="$TARGET_DIR/ci-arm64" cargo lambda build --release --arm64 --locked -p publish-events
+  ls -l "$TARGET_DIR/ci-arm64/lambda/publish-events/bootstrap"
+}
+
+log "in the background: the pinned tools (emulator, browser and contract tools, chromium), and the SAM CLI, cargo-lambda and zig for the arm64 cross-compile that follows"
 start_job emulator-tools ensure_venv
-start_job deploy-tools ensure_deploy_venv
 start_job browser-tools ensure_browser_venv
 start_job contract-tools ensure_contract_venv
 start_job chromium ensure_chromium
-start_job aarch64-target ensure_aarch64_target
+start_job cross-compile cross_compile_one_function
 
 log "cargo fmt --check"
 cargo fmt --all -- --check
@@ -78,23 +94,6 @@ log "the emulator's speed changes answer as moto does"
 env -u AWS_ENDPOINT_URL "$VENV/bin/python" "$LOCALSTACK_DIR/test_emulator.py"
 log "cfn-lint template.yaml"
 "$VENV/bin/cfn-lint" template.yaml
-finish_job deploy-tools
-log "sam validate --lint"
-"$DEPLOY_VENV/bin/sam" validate --lint --template template.yaml
-
-# What Lambda runs: one function cross-compiled for arm64 with the release profile, by the
-# pinned cargo-lambda and zig, as `sam build` does it for every function (all of them:
-# `./localstack/sam-build.sh`; figures in the README, "Build and CI times").
-CROSS_COMPILED=""
-if finish_job aarch64-target; then
-  log "cargo lambda build --release --arm64 -p publish-events, in the background (nice 19)"
-  start_job cross-compile nice -n 19 env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS \
-    PATH="$DEPLOY_VENV/bin:$PATH" CARGO_TARGET_DIR="$TARGET_DIR/ci-arm64" cargo lambda build --release --arm64 --locked -p publish-events
-  CROSS_COMPILED="$TARGET_DIR/ci-arm64/lambda/publish-events/bootstrap"
-else
-  log "!!! CROSS-COMPILE NOT RUN: rustup could not install the aarch64-unknown-linux-gnu standard library (no network to static.rust-lang.org?)"
-fi
-
 log "cargo test (AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL)"
 cargo test --workspace --locked "$@"
 
@@ -110,9 +109,8 @@ finish_job contract-tools
 log "contract tests (openapi-spec-validator, schemathesis)"
 bash "$LOCALSTACK_DIR/contract-tests/run.sh"
 
-if [ -n "$CROSS_COMPILED" ]; then
-  log "waiting for the arm64 cross-compile"
-  finish_job cross-compile
-  ls -l "$CROSS_COMPILED" >&2
-fi
+log "waiting for the arm64 cross-compile"
+finish_job cross-compile
+log "sam validate --lint"
+"$DEPLOY_VENV/bin/sam" validate --lint --template template.yaml
 log "all checks and tests passed"

@@ -30,7 +30,7 @@ pub const ROUTE: Route = Route::new("POST", "/v1/payments/webhook");
 pub struct SigningSecret {
     secret: tokio::sync::OnceCell<String>,
     /// Where to read it when it is not given: the SDK configuration and the parameter's name.
-    parameter: Option<(aws_config::SdkConfig, String)>,
+    parameter: Option<(bouquet_aws::SdkConfig, String)>,
 }
 
 impl SigningSecret {
@@ -44,7 +44,7 @@ impl SigningSecret {
     /// `STRIPE_WEBHOOK_SECRET` when set (the dev stack's), else the SSM SecureString named by
     /// `STRIPE_WEBHOOK_SECRET_PARAMETER`, read at the first webhook and kept for the container:
     /// read at init, it would cost every cold start an SSM round trip.
-    pub fn from_env(sdk: &aws_config::SdkConfig) -> Result<Self, Error> {
+    pub fn from_env(sdk: &bouquet_aws::SdkConfig) -> Result<Self, Error> {
         if let Ok(secret) = std::env::var("STRIPE_WEBHOOK_SECRET") {
             return Ok(Self::new(secret));
         }

@@ -116,7 +116,7 @@ impl App {
     }
 
     /// The same, on an SDK configuration the function also uses for clients of its own.
-    pub async fn from_sdk(sdk: &aws_config::SdkConfig) -> Result<Self, ConfigError> {
+    pub async fn from_sdk(sdk: &bouquet_aws::SdkConfig) -> Result<Self, ConfigError> {
         let table = std::env::var("TABLE_NAME").map_err(|_| ConfigError::Missing("TABLE_NAME"))?;
         let dynamodb = bouquet_aws::client!(aws_sdk_dynamodb, sdk);
         let store = Store::new(dynamodb.clone(), table.clone());
@@ -129,7 +129,7 @@ impl App {
     /// adapter and its SSM client, even in one build of the whole workspace, where cargo
     /// unifies the `stripe` feature across every function.
     #[cfg(feature = "stripe")]
-    pub async fn taking_payments(sdk: &aws_config::SdkConfig) -> Result<Self, ConfigError> {
+    pub async fn taking_payments(sdk: &bouquet_aws::SdkConfig) -> Result<Self, ConfigError> {
         let app = Self::from_sdk(sdk).await?;
         if std::env::var("PAYMENT_PROVIDER").as_deref() != Ok("stripe") {
             return Ok(app);

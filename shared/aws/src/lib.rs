@@ -2,18 +2,18 @@
 
 use std::time::Duration;
 
-use aws_config::environment::EnvironmentVariableCredentialsProvider;
-use aws_config::identity::IdentityCache;
-use aws_config::retry::RetryConfig;
-use aws_config::timeout::TimeoutConfig;
-use aws_config::BehaviorVersion;
 use aws_credential_types::provider::SharedCredentialsProvider;
+use aws_credential_types::Credentials;
 use aws_smithy_http_client::tls;
+use aws_smithy_runtime_api::client::behavior_version::BehaviorVersion;
 use aws_smithy_runtime_api::client::http::{http_client_fn, HttpClient, SharedHttpClient};
+use aws_smithy_types::retry::RetryConfig;
+use aws_smithy_types::timeout::TimeoutConfig;
+use aws_types::region::Region;
 
 mod xray;
 
-pub use aws_config::SdkConfig;
+pub use aws_types::SdkConfig;
 
 pub use xray::XRaySubsegments;
 
@@ -67,29 +67,28 @@ pub enum NotLambdaEnvironment {
 }
 
 /// The SDK configuration of a function, built once per container from the Lambda environment:
-/// the region and the function's credentials are environment variables there (and in the local
-/// cloud, which also sets `AWS_ENDPOINT_URL`). The SDK's general provider chain
-/// (`aws_config::defaults`) would first look for profile files and a dozen optional settings,
-/// costing a cold start milliseconds and every binary its STS, SSO and IMDS clients, and find
-/// nothing on Lambda. Each attempt is bounded so one slow call cannot eat the whole Lambda
-/// deadline; the pipeline's own deadline bounds the sum.
-pub fn aws_sdk_config() -> Result<aws_config::SdkConfig, NotLambdaEnvironment> {
+/// the region and the function's credentials are environment variables there, set for the
+/// life of the execution environment (and in the local cloud, which also sets
+/// `AWS_ENDPOINT_URL`). The SDK's general provider chain (`aws-config`) would first look for
+/// profile files and a dozen optional settings, costing a cold start milliseconds, and find
+/// nothing on Lambda; not depending on it also keeps its STS client out of every function's
+/// build. Each attempt is bounded so one slow call cannot eat the whole Lambda deadline; the
+/// pipeline's own deadline bounds the sum.
+pub fn aws_sdk_config() -> Result<SdkConfig, NotLambdaEnvironment> {
     let LambdaEnvironment {
         region,
         endpoint_url,
+        credentials,
     } = lambda_environment(|name| std::env::var(name).ok())?;
     let timeouts = TimeoutConfig::builder()
         .connect_timeout(Duration::from_secs(1))
         .operation_attempt_timeout(Duration::from_secs(2))
         .operation_timeout(Duration::from_secs(5))
         .build();
-    let mut config = aws_config::SdkConfig::builder()
+    let mut config = SdkConfig::builder()
         .behavior_version(BehaviorVersion::latest())
-        .region(aws_config::Region::new(region))
-        .credentials_provider(SharedCredentialsProvider::new(
-            EnvironmentVariableCredentialsProvider::new(),
-        ))
-        .identity_cache(IdentityCache::lazy().build())
+        .region(Region::new(region))
+        .credentials_provider(SharedCredentialsProvider::new(credentials))
         .retry_config(RetryConfig::standard())
         .timeout_config(timeouts)
         .http_client(https_client_made_at_first_request());
@@ -121,6 +120,7 @@ fn https_client_made_at_first_request() -> SharedHttpClient {
 struct LambdaEnvironment {
     region: String,
     endpoint_url: Option<String>,
+    credentials: Credentials,
 }
 
 fn lambda_environment(
@@ -130,12 +130,18 @@ fn lambda_environment(
     if let Some(other) = OTHER_SOURCES.iter().find(|name| set(name).is_some()) {
         return Err(NotLambdaEnvironment::OtherSource(other));
     }
-    for key in ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"] {
-        set(key).ok_or(NotLambdaEnvironment::Missing(key))?;
-    }
+    let required = |name: &'static str| set(name).ok_or(NotLambdaEnvironment::Missing(name));
+    let credentials = Credentials::new(
+        required("AWS_ACCESS_KEY_ID")?,
+        required("AWS_SECRET_ACCESS_KEY")?,
+        set("AWS_SESSION_TOKEN"),
+        None,
+        "LambdaEnvironment",
+    );
     Ok(LambdaEnvironment {
-        region: set("AWS_REGION").ok_or(NotLambdaEnvironment::Missing("AWS_REGION"))?,
+        region: required("AWS_REGION")?,
         endpoint_url: set("AWS_ENDPOINT_URL"),
+        credentials,
     })
 }
 
@@ -165,7 +171,14 @@ mod tests {
             environment(&LAMBDA),
             Some(LambdaEnvironment {
                 region: "eu-west-1".into(),
-                endpoint_url: None
+                endpoint_url: None,
+                credentials: Credentials::new(
+                    "AKIA",
+                    "secret",
+                    Some("token".into()),
+                    None,
+                    "LambdaEnvironment"
+                ),
             })
         );
         let local = [

@@ -234,7 +234,7 @@ pub struct MissingSetting(&'static str);
 
 impl Outbox {
     /// The bus and the parking queue the template names, on the function's SDK configuration.
-    pub fn from_env(config: &aws_config::SdkConfig) -> Result<Self, MissingSetting> {
+    pub fn from_env(config: &bouquet_aws::SdkConfig) -> Result<Self, MissingSetting> {
         let bus_name =
             std::env::var("EVENT_BUS_NAME").map_err(|_| MissingSetting("EVENT_BUS_NAME"))?;
         let queue_url = std::env::var("OUTBOX_DEAD_LETTER_QUEUE_URL")

@@ -26,7 +26,7 @@ impl AwsDeviceRegistry {
     }
 
     /// IoT Core on the function's SDK configuration, its client made at the first call.
-    pub fn lazy(sdk: &aws_config::SdkConfig) -> Self {
+    pub fn lazy(sdk: &bouquet_aws::SdkConfig) -> Self {
         Self {
             client: bouquet_aws::lazy_client!(aws_sdk_iot, sdk),
             endpoint: OnceCell::new(),

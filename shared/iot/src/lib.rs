@@ -69,7 +69,7 @@ pub struct PolicyNotSet;
 impl Registrar {
     /// IoT Core through the SDK, with `VASE_POLICY_NAME` from the template's environment:
     /// what every vase-credential function builds once per container.
-    pub fn aws(sdk: &aws_config::SdkConfig) -> Result<Self, PolicyNotSet> {
+    pub fn aws(sdk: &bouquet_aws::SdkConfig) -> Result<Self, PolicyNotSet> {
         Self::from_env(std::sync::Arc::new(AwsDeviceRegistry::lazy(sdk)))
     }
 

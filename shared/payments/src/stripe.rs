@@ -116,7 +116,7 @@ impl StripeGateway {
     /// Deployed wiring: the secret key from the SSM parameter named by
     /// `STRIPE_SECRET_KEY_PARAMETER` (a SecureString, read once per container), the API at
     /// `STRIPE_API_BASE` or Stripe's own.
-    pub async fn from_env(sdk: &aws_config::SdkConfig) -> Result<Self, StripeConfigError> {
+    pub async fn from_env(sdk: &bouquet_aws::SdkConfig) -> Result<Self, StripeConfigError> {
         let name = std::env::var("STRIPE_SECRET_KEY_PARAMETER")
             .map_err(|_| StripeConfigError::Missing("STRIPE_SECRET_KEY_PARAMETER"))?;
         let base =
@@ -126,7 +126,7 @@ impl StripeGateway {
 
     /// The gateway for the API at `base`, its secret key read from the SSM parameter `name`.
     pub async fn from_parameter(
-        sdk: &aws_config::SdkConfig,
+        sdk: &bouquet_aws::SdkConfig,
         name: &str,
         base: &str,
     ) -> Result<Self, StripeConfigError> {
@@ -196,7 +196,7 @@ impl StripeGateway {
 
 /// Reads a SecureString parameter with decryption.
 pub async fn read_secret_parameter(
-    sdk: &aws_config::SdkConfig,
+    sdk: &bouquet_aws::SdkConfig,
     name: &str,
 ) -> Result<String, StripeConfigError> {
     let output = bouquet_aws::client!(aws_sdk_ssm, sdk)

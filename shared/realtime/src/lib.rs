@@ -41,7 +41,7 @@ pub struct EndpointNotSet;
 impl ApiGatewayPusher {
     /// The management endpoint is the WebSocket stage's URL (`https://{api}.execute-api.
     /// {region}.amazonaws.com/{stage}`), not a regional service endpoint.
-    pub fn new(sdk: &aws_config::SdkConfig, endpoint: &str) -> Self {
+    pub fn new(sdk: &bouquet_aws::SdkConfig, endpoint: &str) -> Self {
         let config = aws_sdk_apigatewaymanagement::config::Builder::from(sdk)
             .endpoint_url(endpoint)
             .interceptor(bouquet_aws::XRaySubsegments)
@@ -58,7 +58,7 @@ impl ApiGatewayPusher {
     }
 
     /// `WEBSOCKET_MANAGEMENT_URL` from the template's environment.
-    pub fn from_env(sdk: &aws_config::SdkConfig) -> Result<Self, EndpointNotSet> {
+    pub fn from_env(sdk: &bouquet_aws::SdkConfig) -> Result<Self, EndpointNotSet> {
         let endpoint = std::env::var("WEBSOCKET_MANAGEMENT_URL").map_err(|_| EndpointNotSet)?;
         Ok(Self::new(sdk, &endpoint))
     }
