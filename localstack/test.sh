@@ -57,13 +57,16 @@ stop_jobs_and_emulator() {
 }
 trap stop_jobs_and_emulator EXIT
 
-# What Lambda runs: one function cross-compiled for arm64 with the release profile, by the
-# pinned cargo-lambda and zig, as `sam build` does it for every function (all of them:
-# `./localstack/sam-build.sh`; figures in the README, "Build and CI times"). It starts now at
-# the lowest CPU priority, so it takes only what the debug build and the tests leave idle, and
-# its own serial tail runs beside the tests instead of after them.
-cross_compile_one_function() {
+# The deploy path: `sam validate --lint`, then what Lambda runs: one function cross-compiled
+# for arm64 with the release profile, by the pinned cargo-lambda and zig, as `sam build` does it
+# for every function (all of them: `./localstack/sam-build.sh`; figures in the README, "Build
+# and CI times"). The cross-compile starts as soon as its tools are in, at the lowest CPU
+# priority: it takes what the debug build and the tests leave idle, and its serial tail runs
+# beside the tests instead of after them.
+deploy_checks_and_cross_compile() {
   ensure_deploy_venv
+  log "sam validate --lint"
+  "$DEPLOY_VENV/bin/sam" validate --lint --template template.yaml
   if ! ensure_aarch64_target; then
     log "!!! CROSS-COMPILE NOT RUN: rustup could not install the aarch64-unknown-linux-gnu standard library (no network to static.rust-lang.org?)"
     return 0
@@ -74,26 +77,33 @@ cross_compile_one_function() {
   ls -l "$TARGET_DIR/ci-arm64/lambda/publish-events/bootstrap"
 }
 
-log "in the background: the pinned tools (emulator, browser and contract tools, chromium), and the SAM CLI, cargo-lambda and zig for the arm64 cross-compile that follows"
-start_job emulator-tools ensure_venv
-start_job browser-tools ensure_browser_venv
-start_job contract-tools ensure_contract_venv
-start_job chromium ensure_chromium
-start_job cross-compile cross_compile_one_function
+# The emulator's tools, and the template's lint with them.
+emulator_tools_and_cfn_lint() {
+  ensure_venv
+  log "cfn-lint template.yaml"
+  "$VENV/bin/cfn-lint" template.yaml
+}
 
 log "cargo fmt --check"
 cargo fmt --all -- --check
-log "crate arrows (DESIGN.md section 3)"
-check_arrows
+
+log "in the background: the crate arrows; the pinned tools (emulator and cfn-lint, browser and contract tools, chromium); the SAM CLI, cargo-lambda and zig for sam validate and the arm64 cross-compile"
+start_job crate-arrows check_arrows
+start_job emulator-tools emulator_tools_and_cfn_lint
+start_job browser-tools ensure_browser_venv
+start_job contract-tools ensure_contract_venv
+start_job chromium ensure_chromium
+start_job deploy-path deploy_checks_and_cross_compile
+
 log "cargo build --workspace --all-targets, linted by clippy -D warnings (what the tests run)"
 build_workspace
 
+log "crate arrows (DESIGN.md section 3)"
+finish_job crate-arrows
 finish_job emulator-tools
 start_emulator
 log "the emulator's speed changes answer as moto does"
 env -u AWS_ENDPOINT_URL "$VENV/bin/python" "$LOCALSTACK_DIR/test_emulator.py"
-log "cfn-lint template.yaml"
-"$VENV/bin/cfn-lint" template.yaml
 log "cargo test (AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL)"
 cargo test --workspace --locked "$@"
 
@@ -109,8 +119,6 @@ finish_job contract-tools
 log "contract tests (openapi-spec-validator, schemathesis)"
 bash "$LOCALSTACK_DIR/contract-tests/run.sh"
 
-log "waiting for the arm64 cross-compile"
-finish_job cross-compile
-log "sam validate --lint"
-"$DEPLOY_VENV/bin/sam" validate --lint --template template.yaml
+log "waiting for sam validate and the arm64 cross-compile"
+finish_job deploy-path
 log "all checks and tests passed"
