@@ -86,12 +86,15 @@ ensure_contract_venv() {
   ensure_pinned_venv "$CONTRACT_VENV" contract-requirements.txt pytest "the pinned schemathesis"
 }
 
-# The one debug build the test suites share: every target of the workspace. Resolver 2 turns on
-# the dev-dependencies' features (tokio's among them) only in a build that has test targets, so
-# `cargo build --bins` after `cargo test` recompiled about a hundred crates (2.5 min on 2 cores);
-# with --all-targets every suite asks for the same build and all but the first are no-ops.
+# The one debug build the test suites share: the workspace's libraries, binaries and tests.
+# Resolver 2 turns on the dev-dependencies' features (tokio's among them) only in a build that
+# has test targets, so `cargo build --bins` after `cargo test` recompiled about a hundred crates
+# (2.5 min on 2 cores); with --tests every suite asks for the same build as `cargo test` and all
+# but the first are no-ops. Not --all-targets: its --benches compiles every library and binary
+# a second time with the bench harness (`bench = true` is cargo's default), each function's
+# library and binary among them, for nothing.
 build_workspace() {
-  cargo build --locked --workspace --all-targets
+  cargo build --locked --workspace --lib --bins --tests
 }
 
 # Installs Debian's Chromium unless it is there (the browser tests drive it headless).

@@ -95,7 +95,7 @@ start_job contract-tools ensure_contract_venv
 start_job chromium ensure_chromium
 start_job deploy-path deploy_checks_and_cross_compile
 
-log "cargo build --workspace --all-targets, linted by clippy -D warnings (what the tests run)"
+log "cargo build --workspace --lib --bins --tests, linted by clippy -D warnings (what the tests run)"
 build_workspace
 
 log "crate arrows (DESIGN.md section 3)"
