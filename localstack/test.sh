@@ -57,12 +57,14 @@ stop_jobs_and_emulator() {
 }
 trap stop_jobs_and_emulator EXIT
 
-# The deploy path: `sam validate --lint`, then what Lambda runs: one function cross-compiled
-# for arm64 with the release profile, by the pinned cargo-lambda and zig, as `sam build` does it
-# for every function (all of them: `./localstack/sam-build.sh`; figures in the README, "Build
-# and CI times"). The cross-compile starts as soon as its tools are in, at the lowest CPU
-# priority: it takes what the debug build and the tests leave idle, and its serial tail runs
-# beside the tests instead of after them.
+# The deploy path: `sam validate --lint`, then one function cross-compiled for Lambda (arm64)
+# by the pinned cargo-lambda and zig, as `sam build` does it for every function (all of them,
+# with the full release profile: `./localstack/sam-build.sh`; figures in the README, "Build and
+# CI times"). It proves what breaks a deployment build (the zig toolchain, aws-lc's C code and
+# the SDK crates compiled for aarch64, the release profile's panic, LTO and strip settings, the
+# link) at `opt-level = 0`: that is 150 CPU-seconds instead of 260, on a run that is bound by the
+# CPU. It starts as soon as its tools are in, at the lowest CPU priority: it takes what the
+# debug build and the tests leave idle, and its serial tail runs beside the tests.
 deploy_checks_and_cross_compile() {
   ensure_deploy_venv
   log "sam validate --lint"
@@ -71,9 +73,10 @@ deploy_checks_and_cross_compile() {
     log "!!! CROSS-COMPILE NOT RUN: rustup could not install the aarch64-unknown-linux-gnu standard library (no network to static.rust-lang.org?)"
     return 0
   fi
-  log "cargo lambda build --release --arm64 -p publish-events (nice 19, target dir $TARGET_DIR/ci-arm64)"
+  log "cargo lambda build --release --arm64 -p publish-events, opt-level 0 (nice 19, target dir $TARGET_DIR/ci-arm64)"
   nice -n 19 env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS PATH="$DEPLOY_VENV/bin:$PATH" \
-    CARGO_TARGET_DIR="$TARGET_DIR/ci-arm64" cargo lambda build --release --arm64 --locked -p publish-events
+    CARGO_TARGET_DIR="$TARGET_DIR/ci-arm64" CARGO_PROFILE_RELEASE_OPT_LEVEL=0 \
+    cargo lambda build --release --arm64 --locked -p publish-events
   ls -l "$TARGET_DIR/ci-arm64/lambda/publish-events/bootstrap"
 }
 
