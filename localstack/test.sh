@@ -18,9 +18,10 @@ TARGET_DIR="${CARGO_TARGET_DIR:-$REPO_DIR/target}"
 # Clippy as the compiler of the workspace's own crates. `cargo clippy -- -D warnings` is
 # `cargo check` with clippy-driver as RUSTC_WORKSPACE_WRAPPER and `-D warnings` in CLIPPY_ARGS;
 # the debug build with the same two runs every lint on the workspace's libraries, binaries and
-# tests (it has no benches or examples) while it compiles, and the dependencies (the SDK crates above all) are not compiled a second time for
-# a check: 2 min less on 2 cores from an empty cache. Every cargo build of this script and of the
-# suites it runs inherits them, so they all ask for the same build.
+# tests (it has no benches or examples) while it compiles, and the dependencies (the SDK crates
+# above all) are not compiled a second time for a check: 2 min less on 2 cores from an empty
+# cache. Every cargo build of this script and of the suites it runs inherits them, so they all
+# ask for the same build.
 RUSTC_WORKSPACE_WRAPPER="$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver)"
 export RUSTC_WORKSPACE_WRAPPER
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
