@@ -274,6 +274,8 @@ class Console(unittest.TestCase):
         self.assertNotIn("{", notice.inner_text(), "no raw JSON")
         expect(customer.locator('#order-status [data-status="reserved"]')).to_be_visible()
         expect(customer.locator("#pay")).to_be_enabled()
+        # The page re-rendered after the refusal; the customer's choice of card is still there.
+        expect(customer.get_by_label("Card")).to_have_value("tok_decline")
 
     def test_a_card_that_needs_3d_secure_is_confirmed_at_the_bank_and_paid_live(self):
         shop = Shop()

@@ -113,6 +113,8 @@ export async function orderPage(id) {
   };
   // Paying again with the same attempt (e.g. after "gateway down") reuses its key: charged once.
   let payKey = null;
+  // The chosen test card outlives a re-render (a live update must not reset the customer's choice).
+  let testCard = TEST_CARDS[0][0];
   const render = () => {
     clearInterval(timer);
     const customer = session.role() === "customer";
@@ -160,7 +162,10 @@ export async function orderPage(id) {
       stripeMode
         ? h("div", {}, h("label", { for: "card-element" }, "Card"), cardSlot,
             h("p", { class: "muted" }, "Card details go to Stripe directly; this shop never sees them."))
-        : field("Card", { tag: "select", name: "paymentToken", options: TEST_CARDS }, "simulated gateway: no real money moves"),
+        : field("Card", {
+          tag: "select", name: "paymentToken", options: TEST_CARDS,
+          onchange: (e) => { testCard = e.target.value; },
+        }, "simulated gateway: no real money moves"),
       h("div", { class: "row", style: "margin-top:12px" },
         h("button", { type: "submit", id: "pay" }, `Pay ${money(order.total)}`),
         h("button", {
@@ -168,6 +173,7 @@ export async function orderPage(id) {
           onclick: () => attempt(async () => { order = await api("POST", `/orders/${id}/cancel`); render(); }),
         }, "Cancel the order")));
       if (stripeMode) attempt(() => mountCard(cardSlot));
+      else form.elements.paymentToken.value = testCard;
       actions.push(countdown, form);
     }
     if (customer && order.status === "payment_pending" && order.authenticatingUntil && config.paymentProvider !== "stripe") {
@@ -195,7 +201,8 @@ export async function orderPage(id) {
   show(h("p", {}, h("a", { href: session.role() === "vendor" ? "#/vendor" : "#/orders" }, "← Orders")), section);
   const refresh = async () => {
     const latest = await api("GET", `/orders/${id}`);
-    if (latest.version >= order.version) {
+    // Only a newer order re-renders: the event of a change this page already shows changes nothing.
+    if (latest.version > order.version) {
       order = latest;
       render();
     }
