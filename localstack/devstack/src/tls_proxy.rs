@@ -76,6 +76,7 @@ impl TlsProxy {
                 let acceptor = acceptor.clone();
                 let upstream = upstream.clone();
                 tokio::spawn(async move {
+                    let _ = client.set_nodelay(true);
                     let Ok(mut tls) = acceptor.accept(client).await else {
                         return;
                     };
