@@ -319,6 +319,26 @@ fn deflated_size(path: &Path) -> Result<u64, DevError> {
     Ok(output.stdout.len() as u64)
 }
 
+/// How long the first build of each SDK client takes in a fresh process, built as the
+/// functions build them (`bouquet_aws::client!` on the Lambda-environment configuration), in
+/// a function's order: DynamoDB at init, then the IoT and Cognito clients that
+/// `bouquet_aws::lazy_client!` defers to the first request that needs them. Call it before
+/// anything else in the process builds a client.
+pub fn first_client_builds() -> Result<Vec<(&'static str, Duration)>, DevError> {
+    let sdk = bouquet_aws::aws_sdk_config().map_err(|e| DevError::Unexpected(e.to_string()))?;
+    let mut builds = Vec::new();
+    let started = Instant::now();
+    let _dynamodb = bouquet_aws::client!(aws_sdk_dynamodb, &sdk);
+    builds.push(("DynamoDB (at init)", started.elapsed()));
+    let started = Instant::now();
+    let _iot = bouquet_aws::client!(aws_sdk_iot, &sdk);
+    builds.push(("IoT (lazy: first call)", started.elapsed()));
+    let started = Instant::now();
+    let _cognito = bouquet_aws::client!(aws_sdk_cognitoidentityprovider, &sdk);
+    builds.push(("Cognito (lazy: first call)", started.elapsed()));
+    Ok(builds)
+}
+
 /// The first use of aws-lc's random generator in this process, the cost that CPU jitter
 /// entropy adds to a cold start unless the build sets `AWS_LC_SYS_NO_JITTER_ENTROPY=1`.
 pub fn first_random_fill() -> Duration {

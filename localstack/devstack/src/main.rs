@@ -152,6 +152,7 @@ async fn main() -> Result<(), DevError> {
             warm_invocations,
         } => {
             let entropy = devstack::bench::first_random_fill();
+            let client_builds = devstack::bench::first_client_builds()?;
             let template = Template::repository()?;
             let stack = format!("bench-{}", ulid::Ulid::new().to_string().to_lowercase());
             let (_, names, _) = provision_all(&template, &stack).await?;
@@ -200,6 +201,12 @@ async fn main() -> Result<(), DevError> {
                 "first aws-lc random fill in a fresh process: {:.2} ms",
                 entropy.as_secs_f64() * 1000.0
             );
+            for (client, took) in client_builds {
+                println!(
+                    "first build of the {client} client in a fresh process: {:.2} ms",
+                    took.as_secs_f64() * 1000.0
+                );
+            }
             println!("{report}");
         }
         Command::BenchVases { vases, messages } => {
