@@ -332,10 +332,10 @@ pub fn first_client_builds() -> Result<Vec<(&'static str, Duration)>, DevError> 
     builds.push(("DynamoDB (at init)", started.elapsed()));
     let started = Instant::now();
     let _iot = bouquet_aws::client!(aws_sdk_iot, &sdk);
-    builds.push(("IoT (lazy: first call)", started.elapsed()));
+    builds.push(("IoT (lazy, at its first call)", started.elapsed()));
     let started = Instant::now();
     let _cognito = bouquet_aws::client!(aws_sdk_cognitoidentityprovider, &sdk);
-    builds.push(("Cognito (lazy: first call)", started.elapsed()));
+    builds.push(("Cognito (lazy, at its first call)", started.elapsed()));
     Ok(builds)
 }
 

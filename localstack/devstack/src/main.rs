@@ -201,12 +201,14 @@ async fn main() -> Result<(), DevError> {
                 "first aws-lc random fill in a fresh process: {:.2} ms",
                 entropy.as_secs_f64() * 1000.0
             );
-            for (client, took) in client_builds {
-                println!(
-                    "first build of the {client} client in a fresh process: {:.2} ms",
-                    took.as_secs_f64() * 1000.0
-                );
-            }
+            let client_builds: Vec<String> = client_builds
+                .iter()
+                .map(|(client, took)| format!("{client} {:.2} ms", took.as_secs_f64() * 1000.0))
+                .collect();
+            println!(
+                "first build of each SDK client in a fresh process: {}",
+                client_builds.join(", ")
+            );
             println!("{report}");
         }
         Command::BenchVases { vases, messages } => {
