@@ -94,6 +94,7 @@ ensure_contract_venv() {
 # a second time with the bench harness (`bench = true` is cargo's default), each function's
 # library and binary among them, for nothing.
 build_workspace() {
+  log "cargo build --workspace --lib --bins --tests (the dev stack, every function binary, the tests)"
   cargo build --locked --workspace --lib --bins --tests
 }
 

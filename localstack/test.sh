@@ -99,7 +99,7 @@ start_job contract-tools ensure_contract_venv
 start_job chromium ensure_chromium
 start_job deploy-path deploy_checks_and_cross_compile
 
-log "cargo build --workspace --lib --bins --tests, linted by clippy -D warnings (what the tests run)"
+log "the debug build every suite shares, linted by clippy -D warnings"
 build_workspace
 
 log "crate arrows (DESIGN.md section 3)"

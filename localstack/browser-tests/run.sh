@@ -12,7 +12,6 @@ trap stop_devstack_and_emulator EXIT
 ensure_chromium
 ensure_browser_venv
 start_emulator
-log "building the dev stack and every function binary (libraries, binaries and tests, as test.sh does)"
 build_workspace
 
 start_devstack bouquet-browser 3100 3101 1893 --no-seed

@@ -14,7 +14,6 @@ log "validating infra/openapi.yaml (openapi-spec-validator, OpenAPI 3.1)"
 
 ensure_contract_venv
 start_emulator
-log "building the dev stack and every function binary (libraries, binaries and tests, as test.sh does)"
 build_workspace
 STACK="bouquet-contract-$(date +%s)"
 start_devstack "$STACK" 3200 3201 1993
