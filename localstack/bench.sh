@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cold-start benchmark the README's performance section quotes: builds every function and
+# The cold-start benchmark docs/performance.md quotes: builds every function and
 # a hello-world lambda_runtime binary in one release build, starts the emulator (unless one
 # answers), and runs `devstack bench`: each binary as a process under a local Lambda Runtime
 # API, reaching the emulator through a TLS endpoint. Prints tables with ratios to the hello

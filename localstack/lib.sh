@@ -188,7 +188,7 @@ stop_devstack_and_emulator() {
 
 # The arrows of DESIGN.md section 3, from `cargo tree`: no function crate and not the dev
 # stack under shared/testkit; no function crate under the dev stack; lambda_http only under
-# the functions that serve HTTP (their main.rs runs lambda_http::run).
+# the functions that serve HTTP (their main.rs is `bouquet_http::main!`).
 check_arrows() {
   local failed=0 crate function deps
   local functions
@@ -204,7 +204,7 @@ check_arrows() {
     done
   done
   for function in $functions; do
-    grep -q 'lambda_http::run' "$REPO_DIR/functions/$function/src/main.rs" && continue
+    grep -q 'bouquet_http::main!' "$REPO_DIR/functions/$function/src/main.rs" && continue
     if cargo tree --locked -p "$function" -e normal --prefix none --format '{p}' | awk '{print $1}' | grep -qx lambda_http; then
       log "!!! $function is not an HTTP function but links lambda_http"
       failed=1

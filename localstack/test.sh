@@ -60,7 +60,7 @@ trap stop_jobs_and_emulator EXIT
 
 # The deploy path: `sam validate --lint`, then one function cross-compiled for Lambda (arm64)
 # by the pinned cargo-lambda and zig, as `sam build` does it for every function (all of them,
-# with the full release profile: `./localstack/sam-build.sh`; figures in the README, "Build and
+# with the full release profile: `./localstack/sam-build.sh`; figures in docs/testing.md, "Build and
 # CI times"). It proves what breaks a deployment build (the zig toolchain, aws-lc's C code and
 # the SDK crates compiled for aarch64, the release profile's panic, LTO and strip settings, the
 # link) at `opt-level = 0`: that is 150 CPU-seconds instead of 260, on a run that is bound by the

@@ -7,6 +7,7 @@ use bouquet_app::domain::identity::Email;
 use bouquet_app::domain::{FieldError, VendorId};
 use bouquet_app::members::{add_vendor_member, MembershipChange};
 use bouquet_app::App;
+use bouquet_directory::cognito::CognitoDirectory;
 use bouquet_http::lambda_http::http::StatusCode;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
@@ -18,6 +19,25 @@ pub const ROUTE: Route = Route::new("POST", "/v1/vendors/{vendorId}/members");
 #[derive(Deserialize)]
 struct NewMember {
     email: String,
+}
+
+/// The user pool's directory, when the stack has its own (`USER_POOL_ID`; empty when the
+/// template trusts an external issuer).
+pub fn directory(sdk: &bouquet_app::aws::SdkConfig) -> Result<Option<CognitoDirectory>, Error> {
+    Ok(std::env::var("USER_POOL_ID")
+        .ok()
+        .filter(|id| !id.is_empty())
+        .map(|id| CognitoDirectory::lazy(sdk, id)))
+}
+
+/// [`handler`] on the deployed directory.
+pub async fn serve(
+    app: &App,
+    directory: &Option<CognitoDirectory>,
+    request: Request,
+) -> Result<Response<Body>, Error> {
+    let directory = directory.as_ref().map(|d| d as &dyn UserDirectory);
+    handler(app, directory, request).await
 }
 
 /// `directory` is `None` when the stack trusts an external issuer (no user pool of its own):

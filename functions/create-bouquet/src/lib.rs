@@ -1,14 +1,14 @@
 //! `POST /v1/vendors/{vendorId}/bouquets`: a vendor lists a bouquet
-//! `{name, description?, price, vaseId?}` → 201, status `available`.
+//! `{name, description?, price, vaseId?}` → 201, status `available`
+//! ([`bouquet_app::listing::list_bouquet`]).
 
 use bouquet_app::domain::bouquet::NewBouquet;
-use bouquet_app::domain::events::{DomainEvent, EventData};
 use bouquet_app::domain::money::MoneyDto;
-use bouquet_app::domain::{Bouquet, FieldError, VendorId};
-use bouquet_app::store::{StoreError, Target};
+use bouquet_app::domain::{Bouquet, VendorId};
+use bouquet_app::listing;
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use bouquet_http::{run, ApiError, Ctx, KeyedRequest, Reply, Route};
 use serde::Deserialize;
 
 pub const ROUTE: Route = Route::new("POST", "/v1/vendors/{vendorId}/bouquets");
@@ -36,46 +36,23 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         (&body.price.amount, &body.price.currency),
         body.vase_id.as_deref(),
     )?;
-    let bouquet = Bouquet::list(vendor_id, new, ctx.now);
-    let event = DomainEvent::new(
-        bouquet.bouquet_id,
-        bouquet.version,
-        ctx.now,
+    let now = ctx.now;
+    let reply = move |bouquet: &Bouquet| {
+        Ok(Reply::created(
+            &bouquet.view(now),
+            format!("/v1/bouquets/{}", bouquet.bouquet_id),
+        )?
+        .header("etag", format!("\"{}\"", bouquet.version)))
+    };
+    let key = ctx.idempotency(reply);
+    let outcome = listing::list_bouquet(
+        &ctx.app,
+        vendor_id,
+        new,
+        key.as_ref().map(KeyedRequest::key),
         &ctx.correlation_id,
-        EventData::BouquetListed {
-            bouquet_id: bouquet.bouquet_id,
-            vendor_id,
-            name: bouquet.name.clone(),
-            price: bouquet.price,
-            vase_id: bouquet.vase_id,
-        },
-    );
-    let reply = Reply::created(
-        &bouquet.view(ctx.now),
-        format!("/v1/bouquets/{}", bouquet.bouquet_id),
-    )?
-    .header("etag", format!("\"{}\"", bouquet.version));
-    match ctx
-        .app
-        .store
-        .create_bouquet(
-            &bouquet,
-            &event,
-            ctx.idempotency_record(&reply).as_ref(),
-            ctx.now,
-        )
-        .await
-    {
-        Ok(()) => Ok(reply),
-        Err(StoreError::ConditionFailed(conflicts)) => Err(match conflicts[0].target {
-            Target::Vendor(_) => ApiError::NotFound("vendor"),
-            Target::Vase(_) => ApiError::Invalid(vec![FieldError::new(
-                "vaseId",
-                "is not a vase of this vendor",
-            )]),
-            _ => ApiError::Internal(format!("listing refused on {:?}", conflicts[0].target)),
-        }),
-        Err(StoreError::IdempotencyReplay(record)) => Ok(Reply::replay(*record)),
-        Err(other) => Err(other.into()),
-    }
+        now,
+    )
+    .await?;
+    Reply::from_outcome(outcome, reply)
 }

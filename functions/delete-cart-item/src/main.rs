@@ -1,11 +1,1 @@
-use bouquet_http::lambda_http::{self, service_fn, Error};
-
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    lambda_http::tracing::init_default_subscriber();
-    let app = bouquet_app::App::from_env().await?;
-    lambda_http::run(service_fn(|request| {
-        delete_cart_item::handler(&app, request)
-    }))
-    .await
-}
+bouquet_http::main!(handler = delete_cart_item::handler);

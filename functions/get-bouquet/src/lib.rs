@@ -1,6 +1,7 @@
 //! `GET /v1/bouquets/{bouquetId}`: one bouquet with its effective status and freshness.
 //! `ETag` is the version; `If-None-Match` with it answers 304.
 
+use bouquet_app::bouquets;
 use bouquet_app::domain::BouquetId;
 use bouquet_app::App;
 use bouquet_http::lambda_http::http::StatusCode;
@@ -15,12 +16,7 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let bouquet_id = ctx.path("bouquetId", BouquetId::parse)?;
-    let bouquet = ctx
-        .app
-        .store
-        .bouquet(bouquet_id, false)
-        .await?
-        .ok_or(ApiError::NotFound("bouquet"))?;
+    let bouquet = bouquets::bouquet(&ctx.app, bouquet_id).await?;
     let etag = format!("\"{}\"", bouquet.version);
     let cache = "public, max-age=10";
     if ctx.header("if-none-match") == Some(etag.as_str()) {

@@ -1,11 +1,1 @@
-use lambda_runtime::{service_fn, Error, LambdaEvent};
-
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    lambda_runtime::tracing::init_default_subscriber();
-    let ingest = ingest_vase_messages::Ingest::from_env().await?;
-    lambda_runtime::run(service_fn(|event: LambdaEvent<_>| {
-        bouquet_metrics::flushed(event.context.request_id.clone(), ingest.handle(event))
-    }))
-    .await
-}
+bouquet_runtime::main!(function = ingest_vase_messages::Ingest);

@@ -1,6 +1,7 @@
 //! `GET /v1/bouquets`: the public catalogue of bouquets available now, newest first,
 //! optionally one vendor's (`?vendorId=`). Paginated with `?limit=` and `?cursor=`.
 
+use bouquet_app::bouquets;
 use bouquet_app::domain::{FieldError, VendorId};
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
@@ -22,15 +23,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         ),
         None => None,
     };
-    let store = &ctx.app.store;
-    let page = match vendor {
-        Some(vendor_id) => {
-            store
-                .vendor_catalogue(vendor_id, ctx.cursor(), limit, ctx.now)
-                .await?
-        }
-        None => store.catalogue(ctx.cursor(), limit, ctx.now).await?,
-    };
+    let page = bouquets::catalogue(&ctx.app, vendor, ctx.cursor(), limit, ctx.now).await?;
     let items: Vec<_> = page.items.iter().map(|b| b.view(ctx.now)).collect();
     // Shared caches may hold a page briefly; availability is re-checked at reservation.
     Ok(

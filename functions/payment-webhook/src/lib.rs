@@ -62,11 +62,11 @@ impl SigningSecret {
         self.secret
             .get_or_try_init(|| async {
                 let (sdk, name) = self.parameter.as_ref().ok_or_else(|| {
-                    ApiError::Internal("the webhook signing secret is not configured".into())
+                    ApiError::internal("the webhook signing secret is not configured")
                 })?;
                 bouquet_app::payments::stripe::read_secret_parameter(sdk, name)
                     .await
-                    .map_err(|e| ApiError::Internal(format!("the webhook signing secret: {e}")))
+                    .map_err(ApiError::internal)
             })
             .await
             .map(String::as_str)

@@ -1,14 +1,4 @@
-use bouquet_iot::Registrar;
-use lambda_runtime::{service_fn, Error};
-
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    lambda_runtime::tracing::init_default_subscriber();
-    let sdk = bouquet_app::aws_sdk_config()?;
-    let app = bouquet_app::App::from_sdk(&sdk).await?;
-    let registrar = Registrar::aws(&sdk)?;
-    lambda_runtime::run(service_fn(|event| {
-        reconcile_vase_things::handler(&app, &registrar, event)
-    }))
-    .await
-}
+bouquet_app::main!(
+    handler = reconcile_vase_things::handler,
+    with = bouquet_iot::Registrar::aws
+);

@@ -72,8 +72,8 @@ async fn handle(ctx: &Ctx, registrar: &Registrar) -> Result<Reply, ApiError> {
         bouquet_iot::register(registry.as_ref(), &new).await
     })
     .await
-    .map_err(|e| ApiError::Internal(format!("registration task: {e}")))?
-    .map_err(|e| ApiError::Internal(e.to_string()))?;
+    .map_err(ApiError::internal)?
+    .map_err(ApiError::internal)?;
 
     let event = DomainEvent::new(
         vase.vase_id,

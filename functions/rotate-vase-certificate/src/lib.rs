@@ -57,8 +57,8 @@ async fn handle(ctx: &Ctx, registrar: &Registrar) -> Result<Reply, ApiError> {
         bouquet_iot::issue_certificate(registry.as_ref(), &thing, &policy).await
     })
     .await
-    .map_err(|e| ApiError::Internal(format!("rotation task: {e}")))?
-    .map_err(|e| ApiError::Internal(e.to_string()))?;
+    .map_err(ApiError::internal)?
+    .map_err(ApiError::internal)?;
 
     let next = vase.next_version();
     let event = DomainEvent::new(
@@ -108,7 +108,7 @@ async fn handle(ctx: &Ctx, registrar: &Registrar) -> Result<Reply, ApiError> {
             StoreError::ConditionFailed(conflicts)
                 if conflicts
                     .iter()
-                    .any(|c| matches!(c.target, Target::Vase(_)) && c.current.is_none()) =>
+                    .any(|c| matches!(c.target, Target::Vase(_)) && c.item.is_none()) =>
             {
                 Err(ApiError::NotFound("vase"))
             }
@@ -128,11 +128,11 @@ async fn handle(ctx: &Ctx, registrar: &Registrar) -> Result<Reply, ApiError> {
         Ok(done) if done.leftovers.is_empty() => {}
         Ok(done) => bouquet_app::tracing::error!(
             leftovers = ?done.leftovers,
-            "old certificates not fully revoked; revoke them by hand (README runbook)"
+            "old certificates not fully revoked; revoke them by hand (docs/operations.md)"
         ),
         Err(error) => bouquet_app::tracing::error!(
             %error,
-            "old certificates not listed for revocation; revoke them by hand (README runbook)"
+            "old certificates not listed for revocation; revoke them by hand (docs/operations.md)"
         ),
     }
     Ok(reply)

@@ -1,14 +1,4 @@
-use bouquet_http::lambda_http::{self, service_fn, Error};
-use bouquet_iot::Registrar;
-
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    lambda_http::tracing::init_default_subscriber();
-    let sdk = bouquet_app::aws_sdk_config()?;
-    let app = bouquet_app::App::from_sdk(&sdk).await?;
-    let registrar = Registrar::aws(&sdk)?;
-    lambda_http::run(service_fn(|request| {
-        rotate_vase_certificate::handler(&app, &registrar, request)
-    }))
-    .await
-}
+bouquet_http::main!(
+    handler = rotate_vase_certificate::handler,
+    with = bouquet_iot::Registrar::aws
+);

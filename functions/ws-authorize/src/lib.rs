@@ -34,6 +34,22 @@ async fn viewer(verifier: &Verifier, token: &str) -> Result<Viewer, Refused> {
     })?)
 }
 
+/// The function: the token verifier, built once per container.
+pub struct Authorizer(Verifier);
+
+impl Authorizer {
+    pub async fn from_env() -> Result<Self, Error> {
+        Ok(Self(Verifier::from_env()?))
+    }
+
+    pub async fn handle(
+        &self,
+        event: LambdaEvent<ApiGatewayCustomAuthorizerRequestTypeRequest>,
+    ) -> Result<ApiGatewayCustomAuthorizerResponse, Error> {
+        handler(&self.0, event).await
+    }
+}
+
 /// Allows the connection with who holds it as the context, or refuses with `Unauthorized`.
 pub async fn handler(
     verifier: &Verifier,

@@ -7,6 +7,22 @@ use aws_lambda_events::encodings::Body;
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::json;
 
+/// The function: nothing to build per container.
+pub struct Ping;
+
+impl Ping {
+    pub async fn from_env() -> Result<Self, Error> {
+        Ok(Ping)
+    }
+
+    pub async fn handle(
+        &self,
+        event: LambdaEvent<ApiGatewayWebsocketProxyRequest>,
+    ) -> Result<ApiGatewayProxyResponse, Error> {
+        handler(event).await
+    }
+}
+
 pub async fn handler(
     event: LambdaEvent<ApiGatewayWebsocketProxyRequest>,
 ) -> Result<ApiGatewayProxyResponse, Error> {

@@ -1,7 +1,1 @@
-use lambda_runtime::{service_fn, Error};
-
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    lambda_runtime::tracing::init_default_subscriber();
-    lambda_runtime::run(service_fn(ws_ping::handler)).await
-}
+bouquet_runtime::main!(function = ws_ping::Ping);

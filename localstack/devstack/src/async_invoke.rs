@@ -78,6 +78,6 @@ fn invocation_record(function: &str, event: &Value, error: &InvokeError, attempt
         },
         "requestPayload": event,
         "responseContext": { "statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled" },
-        "responsePayload": { "errorType": "Error", "errorMessage": error.to_string() },
+        "responsePayload": { "errorType": "Error", "errorMessage": bouquet_app::store::describe(&error) },
     })
 }

@@ -1,6 +1,6 @@
 //! `devstack bench`: cold start, warm latency, memory and size of the real function
 //! binaries, each run as a process under a local Lambda Runtime API against the emulator.
-//! It prints a table; the README's performance section quotes it with this command.
+//! It prints a table; docs/performance.md quotes it with this command.
 
 use std::path::Path;
 use std::time::{Duration, Instant};

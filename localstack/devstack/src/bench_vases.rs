@@ -1,7 +1,7 @@
 //! `devstack bench-vases`: vase messages per second through the local cloud's whole IoT
 //! path: MQTT clients (one per vase) publish with QoS 1 to the broker, the template's topic
 //! rules forward to the queue, the template's SQS mapping feeds the ingest function, which
-//! writes to DynamoDB on the emulator. It prints the rates; the README quotes them.
+//! writes to DynamoDB on the emulator. It prints the rates; docs/performance.md quotes them.
 
 use std::time::{Duration, Instant};
 

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use bouquet_template::Template;
 
-use crate::provision::{aws, Names, ProvisionError};
+use crate::provisioned::{aws, Names, ProvisionError};
 
 /// A provisioned pool, as tokens and the functions see it.
 #[derive(Clone, Debug)]

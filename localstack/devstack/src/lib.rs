@@ -25,6 +25,7 @@ pub mod jwt;
 pub mod lambda;
 pub mod mqtt;
 pub mod provision;
+pub mod provisioned;
 pub mod queues;
 pub mod rules;
 pub mod runtime_api;

@@ -1,152 +1,30 @@
 //! Creates the resources of `template.yaml` on the emulator, from the template's own
 //! definitions (no second, hand-written schema). Idempotent: what exists is left alone.
 
-use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
-    TimeToLiveSpecification,
-};
 use aws_sdk_dynamodb::Client;
 use serde_json::Value;
 
 use bouquet_template::Template;
 
-#[derive(Debug, thiserror::Error)]
-pub enum ProvisionError {
-    #[error("template.yaml has no {0}")]
-    Missing(String),
-    #[error("template.yaml: {0}")]
-    Shape(String),
-    #[error("{}", bouquet_app::store::describe(.0.as_ref()))]
-    Aws(Box<dyn std::error::Error + Send + Sync>),
-}
+pub(crate) use crate::provisioned::aws;
+pub use crate::provisioned::{Names, ProvisionError};
 
-pub(crate) fn aws(error: impl std::error::Error + Send + Sync + 'static) -> ProvisionError {
-    ProvisionError::Aws(Box::new(error))
-}
+pub use bouquet_template::dynamodb::Outcome;
 
-fn text<'a>(value: &'a Value, field: &str) -> Result<&'a str, ProvisionError> {
-    value[field]
-        .as_str()
-        .ok_or_else(|| ProvisionError::Shape(format!("expected a string at {field} in {value}")))
-}
-
-fn key_schema(value: &Value) -> Result<Vec<KeySchemaElement>, ProvisionError> {
-    value
-        .as_array()
-        .ok_or_else(|| ProvisionError::Shape("KeySchema must be a list".into()))?
-        .iter()
-        .map(|k| {
-            KeySchemaElement::builder()
-                .attribute_name(text(k, "AttributeName")?)
-                .key_type(KeyType::from(text(k, "KeyType")?))
-                .build()
-                .map_err(aws)
-        })
-        .collect()
-}
-
-/// Whether the call created the table or found it there.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Outcome {
-    Created,
-    AlreadyThere,
-}
-
-/// Creates the `AWS::DynamoDB::Table` `logical_id` of `template` as `table_name`: keys,
-/// attribute definitions, GSIs, billing mode, stream and TTL exactly as declared.
+/// Creates the `AWS::DynamoDB::Table` `logical_id` of `template` as `table_name`
+/// ([`bouquet_template::dynamodb::create_table`]).
 pub async fn create_table(
     client: &Client,
     template: &Template,
     logical_id: &str,
     table_name: &str,
 ) -> Result<Outcome, ProvisionError> {
-    let resource = template
-        .resource(logical_id)
-        .ok_or_else(|| ProvisionError::Missing(format!("resource {logical_id}")))?;
-    if resource["Type"] != "AWS::DynamoDB::Table" {
-        return Err(ProvisionError::Shape(format!(
-            "{logical_id} is not an AWS::DynamoDB::Table"
-        )));
-    }
-    let p = &resource["Properties"];
-    let mut request = client
-        .create_table()
-        .table_name(table_name)
-        .billing_mode(BillingMode::from(
-            p["BillingMode"].as_str().unwrap_or("PAY_PER_REQUEST"),
-        ))
-        .set_key_schema(Some(key_schema(&p["KeySchema"])?));
-    for a in p["AttributeDefinitions"].as_array().into_iter().flatten() {
-        request = request.attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name(text(a, "AttributeName")?)
-                .attribute_type(ScalarAttributeType::from(text(a, "AttributeType")?))
-                .build()
-                .map_err(aws)?,
-        );
-    }
-    for index in p["GlobalSecondaryIndexes"].as_array().into_iter().flatten() {
-        let projection = &index["Projection"];
-        let non_key: Option<Vec<String>> = projection["NonKeyAttributes"].as_array().map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect()
-        });
-        request = request.global_secondary_indexes(
-            GlobalSecondaryIndex::builder()
-                .index_name(text(index, "IndexName")?)
-                .set_key_schema(Some(key_schema(&index["KeySchema"])?))
-                .projection(
-                    Projection::builder()
-                        .projection_type(ProjectionType::from(
-                            projection["ProjectionType"].as_str().unwrap_or("ALL"),
-                        ))
-                        .set_non_key_attributes(non_key)
-                        .build(),
-                )
-                .build()
-                .map_err(aws)?,
-        );
-    }
-    if let Some(view) = p["StreamSpecification"]["StreamViewType"].as_str() {
-        request = request.stream_specification(
-            StreamSpecification::builder()
-                .stream_enabled(true)
-                .stream_view_type(StreamViewType::from(view))
-                .build()
-                .map_err(aws)?,
-        );
-    }
-    match request.send().await {
-        Ok(_) => {}
-        Err(error)
-            if error
-                .as_service_error()
-                .is_some_and(|e| e.is_resource_in_use_exception()) =>
-        {
-            return Ok(Outcome::AlreadyThere)
-        }
-        Err(error) => return Err(aws(error)),
-    }
-    // CreateTable takes no TTL setting; it is a second call, as CloudFormation makes it.
-    let ttl = &p["TimeToLiveSpecification"];
-    if ttl["Enabled"] == true {
-        client
-            .update_time_to_live()
-            .table_name(table_name)
-            .time_to_live_specification(
-                TimeToLiveSpecification::builder()
-                    .attribute_name(text(ttl, "AttributeName")?)
-                    .enabled(true)
-                    .build()
-                    .map_err(aws)?,
-            )
-            .send()
-            .await
-            .map_err(aws)?;
-    }
-    Ok(Outcome::Created)
+    bouquet_template::dynamodb::create_table(client, template, logical_id, table_name)
+        .await
+        .map_err(|error| match error {
+            bouquet_template::dynamodb::TableError::Shape(shape) => ProvisionError::Shape(shape),
+            bouquet_template::dynamodb::TableError::Aws(error) => ProvisionError::Aws(error),
+        })
 }
 
 /// The name a template resource gets locally: `{stack}-{LogicalId}`.
@@ -231,10 +109,6 @@ pub fn resolve(
         other => other.to_string(),
     }
 }
-
-/// Local names and attributes of provisioned resources, as `!Ref` / `!GetAtt` resolve them:
-/// `Logical` (Ref), `Logical.Attr` (GetAtt).
-pub type Names = std::collections::HashMap<String, String>;
 
 /// The URL of the provisioned queue whose ARN is `arn` (SQS calls take URLs, the template
 /// names queues by ARN).

@@ -36,7 +36,7 @@ pub enum InvokeError {
         source: std::io::Error,
     },
     /// An in-process handler (tests) failed, or its event or answer was not the JSON expected.
-    #[error("the handler failed: {0}")]
+    #[error("the handler failed")]
     Handler(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 

@@ -329,7 +329,7 @@ impl LocalWebSocketApi {
                     context["principalId"] = answer["principalId"].clone();
                     authorizer_context = context;
                 }
-                Err(error) if error.to_string().contains("Unauthorized") => {
+                Err(error) if bouquet_app::store::describe(&error).contains("Unauthorized") => {
                     return reply(StatusCode::UNAUTHORIZED, r#"{"message":"Unauthorized"}"#);
                 }
                 Err(error) => {

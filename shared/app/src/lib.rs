@@ -6,16 +6,25 @@
 //! directly. Below it: the pure domain, the DynamoDB store and the adapters.
 
 pub mod analytics;
+pub mod bouquets;
 pub mod cart;
 pub mod checkout;
 pub mod expiry;
+pub mod idempotency;
+pub mod listing;
 pub mod live;
 pub mod members;
 pub mod orders;
+pub mod payment;
+pub mod reservation;
 mod root;
+mod runner;
 pub mod scheduled;
 pub mod vases;
 
+#[doc(hidden)]
+pub use bouquet_runtime::__runner;
+pub use idempotency::{Idempotency, Replayable};
 pub use root::{aws_sdk_config, App, Config, ConfigError};
 
 /// The span an EventBridge consumer handles `bus_event` in: every line it logs then carries
@@ -31,6 +40,7 @@ pub fn event_span(bus_event: &serde_json::Value) -> tracing::Span {
 }
 
 /// Re-exported so function crates need no direct dependency on these.
+pub use bouquet_aws as aws;
 pub use bouquet_directory as directory;
 pub use bouquet_domain as domain;
 pub use bouquet_metrics as metrics;

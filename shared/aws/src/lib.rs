@@ -17,6 +17,19 @@ pub use aws_types::SdkConfig;
 
 pub use xray::XRaySubsegments;
 
+/// An error with its whole source chain: the SDK's own message is terse, the causes say what
+/// happened.
+pub fn describe(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}
+
 /// A client of one AWS service (`$service`: its SDK crate, e.g. `aws_sdk_dynamodb`) on the
 /// function's SDK configuration, each of its operations an X-Ray subsegment of the invocation.
 #[macro_export]

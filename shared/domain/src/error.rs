@@ -3,7 +3,7 @@
 
 use crate::ids::BouquetId;
 use crate::money::MoneyError;
-use crate::order::OrderStatus;
+use crate::order_status::OrderStatus;
 use crate::validation::FieldError;
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -17,8 +17,20 @@
 
 use std::time::Duration;
 
+use serde::Serialize;
+
 use crate::clock::Timestamp;
-use crate::vase::Reading;
+
+/// One sensor reading, as the vase sent it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reading {
+    pub sent_at: Timestamp,
+    pub water_level_pct: f64,
+    pub temperature_c: f64,
+    pub humidity_pct: f64,
+    pub light_lux: f64,
+}
 
 /// A change of at least this many points is news (`BouquetFreshnessChanged`).
 pub const SIGNIFICANT_CHANGE: u8 = 5;

@@ -16,6 +16,7 @@ pub mod identity;
 pub mod ids;
 pub mod money;
 pub mod order;
+mod order_status;
 pub mod text;
 pub mod validation;
 pub mod vase;

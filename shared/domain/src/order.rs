@@ -9,7 +9,6 @@
 //! ```
 
 use std::collections::BTreeSet;
-use std::fmt;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -20,6 +19,7 @@ use crate::error::DomainError;
 use crate::events::EventData;
 use crate::ids::{BouquetId, CustomerId, OrderId, VendorId};
 use crate::money::Money;
+pub use crate::order_status::OrderStatus;
 use crate::validation::FieldError;
 
 /// How long a reservation holds its bouquets unless configured otherwise.
@@ -29,59 +29,6 @@ pub const DEFAULT_HOLD: Duration = Duration::from_secs(15 * 60);
 /// one update per bouquet plus the order, its event and the idempotency record (and, from
 /// a cart, the cart item): 20 + 4 stays far inside the 100-item limit.
 pub const MAX_BOUQUETS_PER_ORDER: usize = 20;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum OrderStatus {
-    Reserved,
-    PaymentPending,
-    Paid,
-    Fulfilled,
-    Cancelled,
-    Expired,
-}
-
-impl OrderStatus {
-    pub const ALL: [OrderStatus; 6] = [
-        OrderStatus::Reserved,
-        OrderStatus::PaymentPending,
-        OrderStatus::Paid,
-        OrderStatus::Fulfilled,
-        OrderStatus::Cancelled,
-        OrderStatus::Expired,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            OrderStatus::Reserved => "reserved",
-            OrderStatus::PaymentPending => "payment_pending",
-            OrderStatus::Paid => "paid",
-            OrderStatus::Fulfilled => "fulfilled",
-            OrderStatus::Cancelled => "cancelled",
-            OrderStatus::Expired => "expired",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.name() == name)
-    }
-
-    /// Whether the order still holds its bouquets.
-    pub fn holds_bouquets(self) -> bool {
-        matches!(self, OrderStatus::Reserved | OrderStatus::PaymentPending)
-    }
-}
-
-impl fmt::Display for OrderStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl Serialize for OrderStatus {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.name())
-    }
-}
 
 /// One bouquet of an order, priced as it was when reserved.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -56,16 +56,7 @@ impl fmt::Display for Connection {
     }
 }
 
-/// One sensor reading, as the vase sent it.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Reading {
-    pub sent_at: Timestamp,
-    pub water_level_pct: f64,
-    pub temperature_c: f64,
-    pub humidity_pct: f64,
-    pub light_lux: f64,
-}
+pub use crate::freshness::Reading;
 
 /// A message from a vase, after the topic rule added `vaseId`, `receivedAt` and `messageType`.
 #[derive(Clone, Debug, PartialEq)]

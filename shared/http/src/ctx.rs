@@ -17,7 +17,7 @@ use crate::caller::Caller;
 use crate::idempotency::IdempotencyIntent;
 use crate::problem::ApiError;
 use crate::reply::{self, Reply};
-use bouquet_app::App;
+use bouquet_app::{App, Idempotency};
 
 /// The route a function serves, as in `template.yaml`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,7 +117,7 @@ impl Ctx {
         let raw = self
             .path
             .get(name)
-            .ok_or_else(|| ApiError::Internal(format!("route has no path parameter {name}")))?;
+            .ok_or_else(|| ApiError::internal(format!("route has no path parameter {name}")))?;
         parse(raw).map_err(|e| ApiError::Invalid(vec![FieldError::new(format!("path/{name}"), e)]))
     }
 
@@ -197,9 +197,47 @@ impl Ctx {
         Ok(record.map(Reply::replay))
     }
 
+    /// This request's idempotency key for a use case: the record to write with an outcome `T`
+    /// is the reply `render` makes of it (the reply the client gets). `None` without a key.
+    pub fn idempotency<'c, T>(
+        &'c self,
+        render: impl Fn(&T) -> Result<Reply, ApiError> + Send + Sync + 'c,
+    ) -> Option<KeyedRequest<'c, T>> {
+        let intent = self.idempotency.as_ref()?;
+        let now = self.now;
+        Some(KeyedRequest {
+            key_hash: &intent.key_hash,
+            // A reply that cannot be rendered fails the request too (500): the record holds
+            // the same answer, so a replay says what the first request said.
+            record: Box::new(move |outcome: &T| {
+                let reply = render(outcome).unwrap_or_else(|error| {
+                    let error = bouquet_store::describe(&error);
+                    tracing::error!(%error, "reply not rendered");
+                    Reply::empty(lambda_http::http::StatusCode::INTERNAL_SERVER_ERROR)
+                });
+                intent.record(&reply, now)
+            }),
+        })
+    }
+
     /// The hash under which this request's idempotency record is (or would be) stored.
     pub fn idempotency_key_hash(&self) -> Option<&str> {
         self.idempotency.as_ref().map(|i| i.key_hash.as_str())
+    }
+}
+
+/// A request with an idempotency key, as a use case takes it ([`KeyedRequest::key`]).
+pub struct KeyedRequest<'c, T> {
+    key_hash: &'c str,
+    record: Box<dyn Fn(&T) -> IdempotencyPut + Send + Sync + 'c>,
+}
+
+impl<T> KeyedRequest<'_, T> {
+    pub fn key(&self) -> Idempotency<'_, T> {
+        Idempotency {
+            key_hash: self.key_hash,
+            record: &*self.record,
+        }
     }
 }
 
@@ -315,8 +353,9 @@ where
         }) => problem_response(&ApiError::IdempotencyKeyReused),
         Ok(reply) => reply.into_response(),
         Err(error) => {
-            if let ApiError::Internal(message) = &error {
-                tracing::error!(correlation_id = %correlation_id, route = %route.key(), error = %message, "request failed");
+            if let ApiError::Internal(source) = &error {
+                let error = bouquet_store::describe(source.as_ref());
+                tracing::error!(correlation_id = %correlation_id, route = %route.key(), %error, "request failed");
             }
             problem_response(&error)
         }

@@ -12,12 +12,15 @@ mod idempotency;
 pub mod owned;
 pub mod problem;
 mod reply;
+mod runner;
 
 pub use caller::{Caller, Role};
-pub use ctx::{run, Ctx, Route};
+pub use ctx::{run, Ctx, KeyedRequest, Route};
 pub use idempotency::IdempotencyIntent;
 pub use problem::ApiError;
 pub use reply::Reply;
+#[doc(hidden)]
+pub use runner::__runner;
 
 /// Re-exported so function crates need no direct dependency on it.
 pub use lambda_http;

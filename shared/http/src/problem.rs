@@ -4,11 +4,15 @@ use http::StatusCode;
 use lambda_http::http;
 use serde_json::{json, Value};
 
+use bouquet_app::bouquets::BouquetError;
 use bouquet_app::cart::CartViewError;
 use bouquet_app::checkout::CheckoutError;
 use bouquet_app::directory::DirectoryError;
+use bouquet_app::listing::ListingError;
 use bouquet_app::members::MembershipError;
 use bouquet_app::orders::TransitionError;
+use bouquet_app::payment::PayError;
+use bouquet_app::reservation::ReserveError;
 use bouquet_domain::identity::NotAllowed;
 use bouquet_domain::{BouquetId, DomainError, FieldError, OrderStatus};
 use bouquet_store::StoreError;
@@ -73,8 +77,17 @@ pub enum ApiError {
     MemberUnverified,
     #[error("{0}")]
     NotImplemented(&'static str),
-    #[error("internal error: {0}")]
-    Internal(String),
+    /// Something went wrong on our side: the error kept whole (its kind and source chain) for
+    /// the one log line; the client is told nothing of it.
+    #[error("internal error")]
+    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl ApiError {
+    /// An internal error from anything that is one (a typed error keeps its type).
+    pub fn internal(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        ApiError::Internal(error.into())
+    }
 }
 
 impl From<DomainError> for ApiError {
@@ -104,7 +117,7 @@ impl From<StoreError> for ApiError {
             // A replay is a success that handlers turn into `Reply::replay`; reaching here
             // means one did not.
             StoreError::IdempotencyReplay(_) => {
-                ApiError::Internal("an idempotency replay was not answered".into())
+                ApiError::internal("an idempotency replay was not answered")
             }
             StoreError::IdempotencyInProgress => ApiError::IdempotencyInProgress,
             StoreError::Contention(_) => ApiError::Busy,
@@ -114,12 +127,9 @@ impl From<StoreError> for ApiError {
             )]),
             // A condition the handler did not interpret is a bug in the handler, not the
             // client's fault.
-            StoreError::ConditionFailed(conflicts) => ApiError::Internal(format!(
-                "unhandled condition failure on {:?}",
-                conflicts.iter().map(|c| &c.target).collect::<Vec<_>>()
-            )),
-            StoreError::Corrupt(message) => ApiError::Internal(format!("corrupt item: {message}")),
-            StoreError::Backend(error) => ApiError::Internal(error.to_string()),
+            error @ (StoreError::ConditionFailed(_)
+            | StoreError::Corrupt(_)
+            | StoreError::Backend(_)) => ApiError::internal(error),
         }
     }
 }
@@ -140,7 +150,7 @@ impl From<CartViewError> for ApiError {
     fn from(error: CartViewError) -> Self {
         match error {
             CartViewError::Store(error) => error.into(),
-            CartViewError::Total(error) => ApiError::Internal(format!("cart total: {error}")),
+            error @ CartViewError::Total(_) => ApiError::internal(error),
         }
     }
 }
@@ -162,8 +172,64 @@ impl From<MembershipError> for ApiError {
             MembershipError::OtherVendor(vendor) => ApiError::MemberOfOtherVendor(vendor),
             MembershipError::Unverified => ApiError::MemberUnverified,
             MembershipError::Directory(DirectoryError::Throttled) => ApiError::Busy,
-            MembershipError::Directory(error) => ApiError::Internal(error.to_string()),
+            error @ MembershipError::Directory(_) => ApiError::internal(error),
             MembershipError::Store(error) => error.into(),
+        }
+    }
+}
+
+impl From<ReserveError> for ApiError {
+    fn from(error: ReserveError) -> Self {
+        match error {
+            ReserveError::Domain(error) => error.into(),
+            ReserveError::Unavailable(ids) => ApiError::BouquetUnavailable(ids),
+            ReserveError::Limit(holds) => ApiError::ReservationLimit(holds),
+            ReserveError::Busy => ApiError::Busy,
+            ReserveError::Store(error) => error.into(),
+            error @ (ReserveError::Unexpected(_) | ReserveError::UnexpectedConflict(_)) => {
+                ApiError::internal(error)
+            }
+        }
+    }
+}
+
+impl From<PayError> for ApiError {
+    fn from(error: PayError) -> Self {
+        match error {
+            PayError::NotFound => ApiError::NotFound("order"),
+            PayError::Declined { .. } => ApiError::PaymentDeclined,
+            PayError::GatewayUnavailable(_) => ApiError::PaymentUnavailable,
+            PayError::InProgress => ApiError::IdempotencyInProgress,
+            PayError::Busy => ApiError::Busy,
+            PayError::Checkout(error) => error.into(),
+        }
+    }
+}
+
+impl From<BouquetError> for ApiError {
+    fn from(error: BouquetError) -> Self {
+        match error {
+            BouquetError::NotFound => ApiError::NotFound("bouquet"),
+            BouquetError::Forbidden(_) => ApiError::Forbidden,
+            BouquetError::VersionRequired => ApiError::PreconditionRequired,
+            BouquetError::Changed => ApiError::PreconditionFailed(
+                "the bouquet has changed since that version; fetch it again",
+            ),
+            BouquetError::NotAvailable => ApiError::BouquetNotAvailableForChange,
+            BouquetError::Busy => ApiError::Busy,
+            BouquetError::Domain(error) => error.into(),
+            BouquetError::Store(error) => error.into(),
+        }
+    }
+}
+
+impl From<ListingError> for ApiError {
+    fn from(error: ListingError) -> Self {
+        match error {
+            ListingError::Invalid(errors) => ApiError::Invalid(errors),
+            ListingError::UnknownVendor => ApiError::NotFound("vendor"),
+            ListingError::Store(error) => error.into(),
+            error @ ListingError::UnexpectedConflict(_) => ApiError::internal(error),
         }
     }
 }
@@ -430,7 +496,7 @@ mod tests {
                 "idempotency.in_progress",
             ),
             (ApiError::DeadlineExceeded, 503, "deadline.exceeded"),
-            (ApiError::Internal("secret detail".into()), 500, "internal"),
+            (ApiError::internal("secret detail"), 500, "internal"),
             (ApiError::UnsupportedMediaType, 415, "request.invalid"),
             (ApiError::PaymentInProgress, 409, "order.invalid_state"),
             (ApiError::PaymentDeclined, 402, "payment.declined"),
@@ -476,7 +542,7 @@ mod tests {
             invalid["errors"],
             json!([{"field": "price.amount", "message": "must be greater than zero"}])
         );
-        let internal = ApiError::Internal("connection refused to 10.0.0.1".into()).problem();
+        let internal = ApiError::internal("connection refused to 10.0.0.1").problem();
         assert!(!internal.to_string().contains("10.0.0.1"));
     }
 

@@ -3,6 +3,7 @@ use lambda_http::{Body, Response};
 use serde::Serialize;
 use serde_json::Value;
 
+use bouquet_app::Replayable;
 use bouquet_store::{IdempotencyRecord, StoreError};
 
 use crate::problem::ApiError;
@@ -20,7 +21,7 @@ pub struct Reply {
 
 impl Reply {
     pub fn json(status: StatusCode, body: &impl Serialize) -> Result<Self, ApiError> {
-        let body = serde_json::to_value(body).map_err(|e| ApiError::Internal(e.to_string()))?;
+        let body = serde_json::to_value(body).map_err(ApiError::internal)?;
         Ok(Self {
             status,
             body: Some(body),
@@ -64,6 +65,18 @@ impl Reply {
             Ok(value) => Ok(Ok(value)),
             Err(StoreError::IdempotencyReplay(record)) => Ok(Err(Reply::replay(*record))),
             Err(error) => Err(error.into()),
+        }
+    }
+
+    /// A use case's outcome: rendered by `render` when this request did the work, the stored
+    /// answer when it was a replay.
+    pub fn from_outcome<T>(
+        outcome: Replayable<T>,
+        render: impl FnOnce(&T) -> Result<Reply, ApiError>,
+    ) -> Result<Reply, ApiError> {
+        match outcome {
+            Replayable::Done(value) => render(&value),
+            Replayable::Replayed(record) => Ok(Reply::replay(record)),
         }
     }
 

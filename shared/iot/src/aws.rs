@@ -34,17 +34,10 @@ impl AwsDeviceRegistry {
     }
 }
 
-fn failed(operation: &'static str) -> impl Fn(&dyn std::error::Error) -> IotError {
-    move |error| {
-        let mut message = error.to_string();
-        let mut source = error.source();
-        while let Some(cause) = source {
-            message.push_str(": ");
-            message.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        IotError { operation, message }
-    }
+fn failed<E: std::error::Error + Send + Sync + 'static>(
+    operation: &'static str,
+) -> impl Fn(E) -> IotError {
+    move |error| IotError::new(operation, error)
 }
 
 impl DeviceRegistry for AwsDeviceRegistry {
@@ -58,10 +51,9 @@ impl DeviceRegistry for AwsDeviceRegistry {
                         .endpoint_type("iot:Data-ATS")
                         .send()
                         .await
-                        .map_err(|e| failed("DescribeEndpoint")(&e))?;
-                    output.endpoint_address.ok_or_else(|| IotError {
-                        operation: "DescribeEndpoint",
-                        message: "no endpoint address in the answer".into(),
+                        .map_err(failed("DescribeEndpoint"))?;
+                    output.endpoint_address.ok_or_else(|| {
+                        IotError::new("DescribeEndpoint", "no endpoint address in the answer")
                     })
                 })
                 .await
@@ -85,7 +77,7 @@ impl DeviceRegistry for AwsDeviceRegistry {
                 .send()
                 .await
                 .map(|_| ())
-                .map_err(|e| failed("CreateThing")(&e))
+                .map_err(failed("CreateThing"))
         }
         .boxed()
     }
@@ -98,10 +90,12 @@ impl DeviceRegistry for AwsDeviceRegistry {
                 .set_as_active(true)
                 .send()
                 .await
-                .map_err(|e| failed("CreateKeysAndCertificate")(&e))?;
-            let missing = |what: &str| IotError {
-                operation: "CreateKeysAndCertificate",
-                message: format!("no {what} in the answer"),
+                .map_err(failed("CreateKeysAndCertificate"))?;
+            let missing = |what: &str| {
+                IotError::new(
+                    "CreateKeysAndCertificate",
+                    format!("no {what} in the answer"),
+                )
             };
             Ok(Certificate {
                 arn: output
@@ -135,7 +129,7 @@ impl DeviceRegistry for AwsDeviceRegistry {
                 .send()
                 .await
                 .map(|_| ())
-                .map_err(|e| failed("AttachPolicy")(&e))
+                .map_err(failed("AttachPolicy"))
         }
         .boxed()
     }
@@ -153,7 +147,7 @@ impl DeviceRegistry for AwsDeviceRegistry {
                 .send()
                 .await
                 .map(|_| ())
-                .map_err(|e| failed("AttachThingPrincipal")(&e))
+                .map_err(failed("AttachThingPrincipal"))
         }
         .boxed()
     }
@@ -171,7 +165,7 @@ impl DeviceRegistry for AwsDeviceRegistry {
                 .send()
                 .await
                 .map(|_| ())
-                .map_err(|e| failed("DetachThingPrincipal")(&e))
+                .map_err(failed("DetachThingPrincipal"))
         }
         .boxed()
     }
@@ -189,7 +183,7 @@ impl DeviceRegistry for AwsDeviceRegistry {
                 .send()
                 .await
                 .map(|_| ())
-                .map_err(|e| failed("DetachPolicy")(&e))
+                .map_err(failed("DetachPolicy"))
         }
         .boxed()
     }
@@ -205,14 +199,14 @@ impl DeviceRegistry for AwsDeviceRegistry {
                 .new_status(CertificateStatus::Inactive)
                 .send()
                 .await
-                .map_err(|e| failed("UpdateCertificate")(&e))?;
+                .map_err(failed("UpdateCertificate"))?;
             self.client
                 .delete_certificate()
                 .certificate_id(certificate_id)
                 .send()
                 .await
                 .map(|_| ())
-                .map_err(|e| failed("DeleteCertificate")(&e))
+                .map_err(failed("DeleteCertificate"))
         }
         .boxed()
     }
@@ -225,7 +219,7 @@ impl DeviceRegistry for AwsDeviceRegistry {
                 .send()
                 .await
                 .map(|_| ())
-                .map_err(|e| failed("DeleteThing")(&e))
+                .map_err(failed("DeleteThing"))
         }
         .boxed()
     }
@@ -242,7 +236,7 @@ impl DeviceRegistry for AwsDeviceRegistry {
                 .send()
                 .await
                 .map(|output| output.principals.unwrap_or_default())
-                .map_err(|e| failed("ListThingPrincipals")(&e))
+                .map_err(failed("ListThingPrincipals"))
         }
         .boxed()
     }
@@ -262,7 +256,7 @@ impl DeviceRegistry for AwsDeviceRegistry {
                 .set_next_token(next.map(str::to_owned))
                 .send()
                 .await
-                .map_err(|e| failed("ListThings")(&e))?;
+                .map_err(failed("ListThings"))?;
             Ok(Page {
                 items: output
                     .things
@@ -295,7 +289,7 @@ impl DeviceRegistry for AwsDeviceRegistry {
                 .set_marker(next.map(str::to_owned))
                 .send()
                 .await
-                .map_err(|e| failed("ListTargetsForPolicy")(&e))?;
+                .map_err(failed("ListTargetsForPolicy"))?;
             Ok(Page {
                 items: output
                     .targets
@@ -320,7 +314,7 @@ impl DeviceRegistry for AwsDeviceRegistry {
                 .send()
                 .await
                 .map(|output| output.things.unwrap_or_default())
-                .map_err(|e| failed("ListPrincipalThings")(&e))
+                .map_err(failed("ListPrincipalThings"))
         }
         .boxed()
     }
@@ -336,14 +330,13 @@ impl DeviceRegistry for AwsDeviceRegistry {
                 .certificate_id(certificate_id)
                 .send()
                 .await
-                .map_err(|e| failed("DescribeCertificate")(&e))?;
+                .map_err(failed("DescribeCertificate"))?;
             output
                 .certificate_description
                 .and_then(|d| d.creation_date)
                 .map(|at| at.secs())
-                .ok_or_else(|| IotError {
-                    operation: "DescribeCertificate",
-                    message: "no creationDate in the answer".into(),
+                .ok_or_else(|| {
+                    IotError::new("DescribeCertificate", "no creationDate in the answer")
                 })
         }
         .boxed()

@@ -80,12 +80,26 @@ impl Registrar {
     }
 }
 
-/// An IoT Core call failed; the message carries the SDK's error chain.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("IoT Core {operation}: {message}")]
+/// An IoT Core call failed, with the SDK's error (or what was missing from its answer) as the
+/// source.
+#[derive(Debug, thiserror::Error)]
+#[error("IoT Core {operation}")]
 pub struct IotError {
     pub operation: &'static str,
-    pub message: String,
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl IotError {
+    pub fn new(
+        operation: &'static str,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self {
+            operation,
+            source: source.into(),
+        }
+    }
 }
 
 /// A certificate made for one vase. The private key exists only here: IoT Core does not keep

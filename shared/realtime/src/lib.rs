@@ -16,8 +16,12 @@ pub enum PushError {
     #[error("connection {0} is gone")]
     Gone(String),
     /// Anything else (throttled, the endpoint down): worth another try.
-    #[error("push to {connection} failed: {message}")]
-    Failed { connection: String, message: String },
+    #[error("push to {connection} failed")]
+    Failed {
+        connection: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// Posts one frame to one connection.
@@ -85,19 +89,10 @@ impl Pusher for ApiGatewayPusher {
                 {
                     Err(PushError::Gone(connection_id.to_owned()))
                 }
-                Err(error) => {
-                    let mut message = error.to_string();
-                    let mut source = std::error::Error::source(&error);
-                    while let Some(cause) = source {
-                        message.push_str(": ");
-                        message.push_str(&cause.to_string());
-                        source = cause.source();
-                    }
-                    Err(PushError::Failed {
-                        connection: connection_id.to_owned(),
-                        message,
-                    })
-                }
+                Err(error) => Err(PushError::Failed {
+                    connection: connection_id.to_owned(),
+                    source: Box::new(error),
+                }),
             }
         }
         .boxed()

@@ -2,7 +2,7 @@ use bouquet_domain::events::DomainEvent;
 use bouquet_domain::{Bouquet, BouquetId, Timestamp, VendorId};
 
 use crate::cursor::{self, Page};
-use crate::error::{StoreError, Target};
+use crate::error::{Conflict, StoreError, Target};
 use crate::idempotency::IdempotencyPut;
 use crate::items::{from_item, to_item, BouquetItem, Item};
 use crate::keys::{self, CATALOGUE_SHARDS};
@@ -279,6 +279,17 @@ impl Store {
 
 pub(crate) fn decode_bouquet(item: Item) -> Result<Bouquet, StoreError> {
     from_item::<BouquetItem>(item)?.into_domain()
+}
+
+impl Conflict {
+    /// The bouquet as the failed condition found it (`None` when there was none, or, logged,
+    /// when it cannot be read).
+    pub fn bouquet(&self) -> Option<Bouquet> {
+        let item = self.item.clone()?;
+        decode_bouquet(item)
+            .inspect_err(|error| tracing::warn!(target = ?self.target, %error, "unreadable bouquet in a conflict"))
+            .ok()
+    }
 }
 
 /// Single-partition cursors carry the sort value (an id) to resume after.

@@ -2,9 +2,9 @@ use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
 
-use bouquet_domain::{Bouquet, BouquetId, Order, OrderId, Vase, VaseId, VendorId};
+use bouquet_domain::{BouquetId, OrderId, VaseId, VendorId};
 
-use crate::idempotency::IdempotencyRecord;
+use crate::record::IdempotencyRecord;
 
 /// The item of a transaction that a cancellation reason refers to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,54 +26,17 @@ pub enum Target {
     Connection,
 }
 
-/// One item whose condition failed, with the item as it was (when it existed).
+/// One item whose condition failed, with the item as it was (when it existed). Its typed
+/// reading lives with the entity (e.g. `Conflict::bouquet` in `bouquets`).
 #[derive(Clone, Debug)]
 pub struct Conflict {
     pub target: Target,
-    pub current: Option<Current>,
-}
-
-/// The item a failed condition found, read as its target's type.
-#[derive(Clone, Debug)]
-pub enum Current {
-    Bouquet(Box<Bouquet>),
-    Order(Box<Order>),
-    Vase(Box<Vase>),
-    /// An item of a kind no caller reads back (cart, vendor, reading, ...).
-    Other,
+    pub item: Option<HashMap<String, AttributeValue>>,
 }
 
 impl Conflict {
-    /// Reads the item a cancellation reason returned, as its target's type; `None` when
-    /// there was none (or, logged, when it cannot be read).
     pub(crate) fn new(target: Target, item: Option<HashMap<String, AttributeValue>>) -> Self {
-        let current = item.and_then(|item| {
-            let read = match target {
-                Target::Bouquet(_) => {
-                    crate::bouquets::decode_bouquet(item).map(|b| Current::Bouquet(Box::new(b)))
-                }
-                Target::Order(_) => {
-                    crate::orders::decode_order(item).map(|o| Current::Order(Box::new(o)))
-                }
-                Target::Vase(_) => {
-                    crate::vases::decode_vase(item).map(|v| Current::Vase(Box::new(v)))
-                }
-                _ => Ok(Current::Other),
-            };
-            read.inspect_err(
-                |error| tracing::warn!(?target, %error, "unreadable item in a conflict"),
-            )
-            .ok()
-        });
-        Self { target, current }
-    }
-
-    /// The bouquet as the failed condition found it.
-    pub fn bouquet(&self) -> Option<&Bouquet> {
-        match &self.current {
-            Some(Current::Bouquet(bouquet)) => Some(bouquet),
-            _ => None,
-        }
+        Self { target, item }
     }
 }
 
@@ -140,7 +103,7 @@ impl BackendKind {
 
 /// A DynamoDB call that failed, with its kind and the SDK's own error as the source.
 #[derive(Debug, thiserror::Error)]
-#[error("DynamoDB ({kind:?}): {}", describe(.source.as_ref()))]
+#[error("DynamoDB ({kind:?})")]
 pub struct BackendError {
     pub kind: BackendKind,
     #[source]
@@ -199,17 +162,4 @@ impl StoreError {
     pub(crate) fn corrupt(error: impl std::fmt::Display) -> Self {
         StoreError::Corrupt(error.to_string())
     }
-}
-
-/// An error with its whole source chain: the SDK's own message is terse, the causes say what
-/// happened.
-pub fn describe(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
 }

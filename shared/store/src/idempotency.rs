@@ -4,12 +4,10 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use bouquet_domain::Timestamp;
 
 use crate::error::{StoreError, Target};
-use crate::items::{from_item, to_item, Item};
+use crate::items::{to_item, Item};
 use crate::keys;
 use crate::tx::{Expr, Tx};
 
@@ -19,40 +17,8 @@ pub const RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 
 const SK: &str = "IDEMPOTENCY";
 
-/// The response given to the first request with a key.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct IdempotencyRecord {
-    /// Hash of the request (route, caller, body) that used the key first.
-    pub fingerprint: String,
-    pub status: u16,
-    pub body: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub location: Option<String>,
-    pub created_at: i64,
-    /// Epoch seconds (the TTL attribute).
-    pub expires_at: i64,
-}
-
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct IdempotencyItem {
-    pk: String,
-    sk: String,
-    entity: String,
-    #[serde(flatten)]
-    record: IdempotencyRecord,
-}
-
-impl IdempotencyRecord {
-    pub(crate) fn from_item(item: Item) -> Result<Self, StoreError> {
-        from_item::<IdempotencyItem>(item).map(|i| i.record)
-    }
-
-    pub fn is_live(&self, now: Timestamp) -> bool {
-        self.expires_at > now.as_epoch_seconds()
-    }
-}
+use crate::record::IdempotencyItem;
+pub use crate::record::IdempotencyRecord;
 
 /// A record to write with a change: `key_hash` identifies (caller, route, key).
 #[derive(Clone, Debug)]
@@ -125,7 +91,10 @@ pub(crate) fn record_from(
     now: Timestamp,
 ) -> Result<Option<IdempotencyRecord>, StoreError> {
     match item {
-        Some(item) => Ok(Some(IdempotencyRecord::from_item(item)?).filter(|r| r.is_live(now))),
+        Some(item) => Ok(
+            Some(IdempotencyRecord::from_item(item).map_err(StoreError::corrupt)?)
+                .filter(|r| r.is_live(now)),
+        ),
         None => Ok(None),
     }
 }

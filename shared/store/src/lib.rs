@@ -19,6 +19,7 @@ mod keys;
 mod orders;
 mod processed;
 mod query;
+mod record;
 mod tx;
 mod vases;
 mod vendors;
@@ -26,6 +27,7 @@ mod vendors;
 use aws_sdk_dynamodb::Client;
 
 pub use analytics::{CounterDelta, DayCounters};
+pub use bouquet_aws::describe;
 /// The one retry policy, re-exported for the store's callers.
 pub use bouquet_retry as retry;
 pub use carts::CartRefusal;
@@ -34,7 +36,7 @@ pub use connections::{
     MAX_CHANNELS_PER_CONNECTION,
 };
 pub use cursor::Page;
-pub use error::{describe, BackendError, BackendKind, Conflict, Current, StoreError, Target};
+pub use error::{BackendError, BackendKind, Conflict, StoreError, Target};
 pub use idempotency::{IdempotencyPut, IdempotencyRecord};
 pub use keys::CATALOGUE_SHARDS;
 pub use orders::{BouquetEffect, DueCursor, OrderWrite, Reservation, ReservationRead};

@@ -443,6 +443,6 @@ fn take_record(
     }
 }
 
-pub(crate) fn decode_order(item: Item) -> Result<Order, StoreError> {
+fn decode_order(item: Item) -> Result<Order, StoreError> {
     from_item::<OrderItem>(item)?.into_domain()
 }

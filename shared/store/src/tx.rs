@@ -237,10 +237,10 @@ impl Tx {
                     return match reason
                         .item()
                         .cloned()
-                        .map(crate::idempotency::IdempotencyRecord::from_item)
+                        .map(crate::record::IdempotencyRecord::from_item)
                     {
                         Some(Ok(record)) => StoreError::IdempotencyReplay(Box::new(record)),
-                        Some(Err(error)) => error,
+                        Some(Err(error)) => StoreError::corrupt(error),
                         None => {
                             StoreError::corrupt("idempotency condition failed without the item")
                         }

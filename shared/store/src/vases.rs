@@ -111,11 +111,6 @@ pub struct BouquetScore {
     pub read_version: Option<u64>,
 }
 
-/// A vase item, read.
-pub(crate) fn decode_vase(item: Item) -> Result<Vase, StoreError> {
-    from_item::<VaseItem>(item)?.into_domain()
-}
-
 impl VaseItem {
     fn from_domain(v: &Vase) -> Self {
         let id = v.vase_id.to_string();

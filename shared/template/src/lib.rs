@@ -5,6 +5,9 @@
 //! CloudFormation short tags (`!Ref X`, `!GetAtt A.B`, `!Sub s`) are turned into their long
 //! JSON forms (`{"Ref": "X"}`, `{"Fn::GetAtt": ["A", "B"]}`, `{"Fn::Sub": "s"}`).
 
+#[cfg(feature = "dynamodb")]
+pub mod dynamodb;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -15,7 +18,7 @@ pub enum TemplateError {
     #[error("cannot read {0}: {1}")]
     Io(PathBuf, std::io::Error),
     #[error("template.yaml is not valid YAML: {0}")]
-    Yaml(#[from] serde_yaml::Error),
+    Yaml(#[from] serde_norway::Error),
     #[error("template.yaml: {0}")]
     Shape(String),
 }
@@ -82,7 +85,7 @@ impl Template {
     }
 
     pub fn parse(text: &str) -> Result<Self, TemplateError> {
-        let yaml: serde_yaml::Value = serde_yaml::from_str(text)?;
+        let yaml: serde_norway::Value = serde_norway::from_str(text)?;
         Ok(Self {
             root: to_json(yaml),
         })
@@ -484,8 +487,8 @@ impl Template {
     }
 }
 
-fn to_json(yaml: serde_yaml::Value) -> Value {
-    use serde_yaml::Value as Y;
+fn to_json(yaml: serde_norway::Value) -> Value {
+    use serde_norway::Value as Y;
     match yaml {
         Y::Null => Value::Null,
         Y::Bool(b) => Value::Bool(b),
@@ -497,7 +500,7 @@ fn to_json(yaml: serde_yaml::Value) -> Value {
                 .map(|(k, v)| {
                     let key = match k {
                         Y::String(s) => s,
-                        other => serde_yaml::to_string(&other)
+                        other => serde_norway::to_string(&other)
                             .unwrap_or_default()
                             .trim()
                             .to_owned(),

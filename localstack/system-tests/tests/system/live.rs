@@ -391,7 +391,7 @@ impl Pusher for Flaky {
                     .or_default() += 1;
                 return Err(PushError::Failed {
                     connection: connection_id.to_owned(),
-                    message: "injected: throttled".into(),
+                    source: "injected: throttled".into(),
                 });
             }
             self.inner

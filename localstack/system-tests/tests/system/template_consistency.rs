@@ -212,7 +212,7 @@ fn the_websocket_api_routes_match_the_functions() {
 fn the_openapi_document_has_exactly_the_templates_routes() {
     let template = Template::repository().expect("template.yaml parses");
     let text = std::fs::read_to_string(repository_root().join("infra/openapi.yaml")).unwrap();
-    let document: serde_json::Value = serde_yaml::from_str(&text).expect("openapi.yaml parses");
+    let document: serde_json::Value = serde_norway::from_str(&text).expect("openapi.yaml parses");
     assert!(document["openapi"]
         .as_str()
         .is_some_and(|v| v.starts_with("3.1")));

@@ -145,10 +145,7 @@ struct FailingAt {
 impl FailingAt {
     fn check(&self, step: &'static str) -> Result<(), IotError> {
         if self.step == step {
-            Err(IotError {
-                operation: step,
-                message: "injected failure".into(),
-            })
+            Err(IotError::new(step, "injected failure"))
         } else {
             Ok(())
         }

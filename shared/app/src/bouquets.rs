@@ -1,0 +1,187 @@
+//! A bouquet in the catalogue: read, browsed, changed and withdrawn by its vendor. A change is a
+//! conditional write on the version read, with its event; `If-Match` names the version the
+//! vendor saw.
+
+use bouquet_domain::bouquet::BouquetChange;
+use bouquet_domain::events::{DomainEvent, EventData};
+use bouquet_domain::identity::{Identity, NotAllowed};
+use bouquet_domain::{Bouquet, BouquetId, DomainError, Timestamp, VendorId};
+use bouquet_store::retry::Retry;
+use bouquet_store::{Page, StoreError};
+
+use crate::App;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BouquetError {
+    #[error("no such bouquet")]
+    NotFound,
+    #[error("the bouquet is another vendor's")]
+    Forbidden(#[from] NotAllowed),
+    /// A change needs the version the vendor saw.
+    #[error("this change needs the version it was made to")]
+    VersionRequired,
+    #[error("the bouquet has changed since that version")]
+    Changed,
+    /// Reserved, sold or withdrawn: only an available bouquet changes.
+    #[error("the bouquet can only be changed or withdrawn while it is available")]
+    NotAvailable,
+    #[error("the bouquet kept changing; retry shortly")]
+    Busy,
+    #[error(transparent)]
+    Domain(DomainError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<DomainError> for BouquetError {
+    fn from(error: DomainError) -> Self {
+        match error {
+            DomainError::BouquetNotAvailableForChange => BouquetError::NotAvailable,
+            other => BouquetError::Domain(other),
+        }
+    }
+}
+
+/// One bouquet, as the catalogue shows it (eventually consistent).
+pub async fn bouquet(app: &App, bouquet_id: BouquetId) -> Result<Bouquet, BouquetError> {
+    app.store
+        .bouquet(bouquet_id, false)
+        .await?
+        .ok_or(BouquetError::NotFound)
+}
+
+/// A page of the available catalogue, or of one vendor's bouquets.
+pub async fn catalogue(
+    app: &App,
+    vendor_id: Option<VendorId>,
+    cursor: Option<&str>,
+    limit: usize,
+    now: Timestamp,
+) -> Result<Page<Bouquet>, StoreError> {
+    match vendor_id {
+        Some(vendor_id) => {
+            app.store
+                .vendor_catalogue(vendor_id, cursor, limit, now)
+                .await
+        }
+        None => app.store.catalogue(cursor, limit, now).await,
+    }
+}
+
+/// The caller's bouquet as it is now, read for a change: its vendor only; at `if_match` when
+/// given.
+async fn read_for_change(
+    app: &App,
+    caller: &Identity,
+    bouquet_id: BouquetId,
+    if_match: Option<u64>,
+) -> Result<Bouquet, BouquetError> {
+    let bouquet = app
+        .store
+        .bouquet(bouquet_id, true)
+        .await?
+        .ok_or(BouquetError::NotFound)?;
+    caller.require_vendor(bouquet.vendor_id)?;
+    match if_match {
+        Some(expected) if expected != bouquet.version => Err(BouquetError::Changed),
+        _ => Ok(bouquet),
+    }
+}
+
+/// Writes `changed` over `read`; a refused write says why (`Ok(false)`: only the version moved,
+/// and the caller named none: read again).
+async fn save(
+    app: &App,
+    read: &Bouquet,
+    changed: &Bouquet,
+    event: &DomainEvent,
+    if_match: Option<u64>,
+    now: Timestamp,
+) -> Result<bool, BouquetError> {
+    match app
+        .store
+        .save_bouquet(changed, read.version, event, now)
+        .await
+    {
+        Ok(()) => Ok(true),
+        Err(StoreError::ConditionFailed(conflicts)) => {
+            match conflicts.into_iter().next().and_then(|c| c.bouquet()) {
+                Some(current) if current.is_available(now) && if_match.is_some() => {
+                    Err(BouquetError::Changed)
+                }
+                Some(current) if current.is_available(now) => Ok(false),
+                Some(_) => Err(BouquetError::NotAvailable),
+                None => Err(BouquetError::NotFound),
+            }
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// Its vendor changes an available bouquet at the version `if_match` (`BouquetChanged`).
+pub async fn change(
+    app: &App,
+    caller: &Identity,
+    bouquet_id: BouquetId,
+    if_match: Option<u64>,
+    change: BouquetChange,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Bouquet, BouquetError> {
+    // Authorization first (another vendor's bouquet is refused whatever the version).
+    let read = read_for_change(app, caller, bouquet_id, if_match).await?;
+    if if_match.is_none() {
+        return Err(BouquetError::VersionRequired);
+    }
+    let mut changed = read.clone();
+    changed.change(change, now)?;
+    let event = DomainEvent::new(
+        bouquet_id,
+        changed.version,
+        now,
+        correlation_id,
+        EventData::BouquetChanged {
+            bouquet_id,
+            vendor_id: changed.vendor_id,
+            name: changed.name.clone(),
+            description: changed.description.clone(),
+            price: changed.price,
+        },
+    );
+    match save(app, &read, &changed, &event, if_match, now).await? {
+        true => Ok(changed),
+        false => Err(BouquetError::Changed),
+    }
+}
+
+/// Its vendor withdraws an available bouquet (`BouquetWithdrawn`); without `if_match`, a
+/// change of version alone is retried.
+pub async fn withdraw(
+    app: &App,
+    caller: &Identity,
+    bouquet_id: BouquetId,
+    if_match: Option<u64>,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Bouquet, BouquetError> {
+    let mut retry = Retry::optimistic();
+    while retry.next().await {
+        let read = read_for_change(app, caller, bouquet_id, if_match).await?;
+        let mut withdrawn = read.clone();
+        withdrawn.withdraw(now)?;
+        let event = DomainEvent::new(
+            bouquet_id,
+            withdrawn.version,
+            now,
+            correlation_id,
+            EventData::BouquetWithdrawn {
+                bouquet_id,
+                vendor_id: withdrawn.vendor_id,
+            },
+        );
+        if save(app, &read, &withdrawn, &event, if_match, now).await? {
+            return Ok(withdrawn);
+        }
+    }
+    Err(BouquetError::Busy)
+}

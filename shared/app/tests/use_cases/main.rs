@@ -1,0 +1,12 @@
+//! The use cases of `bouquet-app`, each on its own table on the AWS emulator (DynamoDB's
+//! transactions and conditions are what they rely on), with a manual clock and the simulated
+//! payment gateway in memory. `./localstack/test.sh` starts the emulator; without one these
+//! tests fail with how to start it, they never skip.
+
+mod listing;
+mod orders;
+mod payment;
+mod reservation;
+mod settlement;
+mod support;
+mod sweep;

@@ -1,0 +1,311 @@
+use std::time::Duration;
+
+use bouquet_app::checkout::CheckoutError;
+use bouquet_app::domain::{BouquetStatus, DomainError, OrderStatus};
+use bouquet_app::payment::{pay, Paid, PayError};
+use bouquet_app::{Config, Replayable};
+
+use crate::support::*;
+
+async fn paying(
+    world: &World,
+    token: &str,
+) -> (
+    bouquet_app::domain::Order,
+    Result<Replayable<Paid>, PayError>,
+) {
+    let bouquet = world.bouquet().await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let result = pay(
+        &world.app,
+        &customer("ana"),
+        order.order_id,
+        token,
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    (order, result)
+}
+
+#[tokio::test]
+async fn an_approved_charge_pays_the_order_and_sells_its_bouquets() {
+    let world = World::new().await;
+    let (order, result) = paying(&world, "tok_visa").await;
+    let Ok(Replayable::Done(Paid::Paid(paid))) = result else {
+        panic!("{result:?}")
+    };
+    assert_eq!(paid.status, OrderStatus::Paid);
+    assert!(paid.charge_id.is_some());
+    assert_eq!(world.order_now(order.order_id).await, paid);
+    for id in order.bouquet_ids() {
+        assert_eq!(
+            world.bouquet_now(id).await.status,
+            BouquetStatus::Sold {
+                order_id: order.order_id
+            }
+        );
+    }
+    assert_eq!(world.gateway.charges_made(), 1);
+    // Paying again answers with the paid order and charges nothing.
+    let again = pay(
+        &world.app,
+        &customer("ana"),
+        order.order_id,
+        "tok_visa",
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    assert!(
+        matches!(again, Ok(Replayable::Done(Paid::Paid(ref o))) if o.status == OrderStatus::Paid),
+        "{again:?}"
+    );
+    assert_eq!(world.gateway.charges_made(), 1);
+}
+
+#[tokio::test]
+async fn a_declined_card_puts_the_order_back_to_reserved() {
+    let world = World::new().await;
+    let (order, result) = paying(&world, "tok_decline").await;
+    assert!(
+        matches!(result, Err(PayError::Declined { .. })),
+        "{result:?}"
+    );
+    let now = world.order_now(order.order_id).await;
+    assert_eq!(now.status, OrderStatus::Reserved);
+    assert_eq!(now.reserved_until, order.reserved_until);
+    // The customer tries another card: paid.
+    let retried = pay(
+        &world.app,
+        &customer("ana"),
+        order.order_id,
+        "tok_visa",
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    assert!(
+        matches!(retried, Ok(Replayable::Done(Paid::Paid(_)))),
+        "{retried:?}"
+    );
+}
+
+#[tokio::test]
+async fn three_d_secure_leaves_the_order_pending_with_the_client_secret() {
+    let world = World::new().await;
+    let (order, result) = paying(&world, "tok_3ds").await;
+    let Ok(Replayable::Done(Paid::Authenticate {
+        order: pending,
+        client_secret,
+    })) = result
+    else {
+        panic!("{result:?}")
+    };
+    assert_eq!(pending.status, OrderStatus::PaymentPending);
+    assert!(!client_secret.is_empty());
+    assert_eq!(
+        world.order_now(order.order_id).await.status,
+        OrderStatus::PaymentPending
+    );
+}
+
+#[tokio::test]
+async fn a_gateway_that_times_out_after_charging_charges_once_on_retry() {
+    let world = World::new().await;
+    let (order, result) = paying(&world, "tok_timeout").await;
+    assert!(
+        matches!(result, Err(PayError::GatewayUnavailable(_))),
+        "{result:?}"
+    );
+    assert_eq!(
+        world.order_now(order.order_id).await.status,
+        OrderStatus::PaymentPending
+    );
+    // The retry repeats the attempt under the same gateway key: the first charge is found.
+    let retried = pay(
+        &world.app,
+        &customer("ana"),
+        order.order_id,
+        "tok_visa",
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    assert!(
+        matches!(retried, Ok(Replayable::Done(Paid::Paid(_)))),
+        "{retried:?}"
+    );
+    assert_eq!(world.gateway.charges_made(), 1);
+}
+
+#[tokio::test]
+async fn an_unavailable_gateway_charges_nothing_and_keeps_the_bouquets_held() {
+    let world = World::new().await;
+    let (order, result) = paying(&world, "tok_unavailable").await;
+    assert!(
+        matches!(result, Err(PayError::GatewayUnavailable(_))),
+        "{result:?}"
+    );
+    assert_eq!(world.gateway.charges_made(), 0);
+    for id in order.bouquet_ids() {
+        assert!(!is_available(&world.bouquet_now(id).await));
+    }
+}
+
+#[tokio::test]
+async fn another_customers_order_is_not_found() {
+    let world = World::new().await;
+    let bouquet = world.bouquet().await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let result = pay(
+        &world.app,
+        &customer("ben"),
+        order.order_id,
+        "tok_visa",
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    assert!(matches!(result, Err(PayError::NotFound)), "{result:?}");
+    assert_eq!(world.gateway.charges_made(), 0);
+}
+
+#[tokio::test]
+async fn a_lapsed_hold_is_not_charged() {
+    let world = World::new().await;
+    let bouquet = world.bouquet().await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    world.advance(Config::default().hold + Duration::from_secs(1));
+    let result = pay(
+        &world.app,
+        &customer("ana"),
+        order.order_id,
+        "tok_visa",
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    assert!(
+        matches!(
+            result,
+            Err(PayError::Checkout(CheckoutError::Domain(
+                DomainError::ReservationExpired
+            )))
+        ),
+        "{result:?}"
+    );
+    assert_eq!(world.gateway.charges_made(), 0);
+}
+
+#[tokio::test]
+async fn a_malformed_token_is_invalid_and_reads_nothing() {
+    let world = World::new().await;
+    let (order, _) = (
+        world
+            .reserved(&customer("ana"), &[&world.bouquet().await])
+            .await,
+        (),
+    );
+    let result = pay(
+        &world.app,
+        &customer("ana"),
+        order.order_id,
+        "visa",
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    assert!(
+        matches!(result, Err(PayError::Checkout(CheckoutError::Domain(DomainError::Invalid(ref e)))) if e[0].field == "paymentToken"),
+        "{result:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_same_key_pays_once_and_replays_the_first_answer() {
+    let world = World::new().await;
+    let bouquet = world.bouquet().await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let record = remembering("pay-1", world.now());
+    let first = pay(
+        &world.app,
+        &customer("ana"),
+        order.order_id,
+        "tok_visa",
+        Some(key("pay-1", &record)),
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    assert!(
+        matches!(first, Ok(Replayable::Done(Paid::Paid(_)))),
+        "{first:?}"
+    );
+    let again = pay(
+        &world.app,
+        &customer("ana"),
+        order.order_id,
+        "tok_visa",
+        Some(key("pay-1", &record)),
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    assert!(
+        matches!(again, Ok(Replayable::Replayed(ref r)) if r.body == order.order_id.to_string()),
+        "{again:?}"
+    );
+    assert_eq!(world.gateway.charges_made(), 1);
+}
+
+#[tokio::test]
+async fn concurrent_payments_of_one_order_charge_once() {
+    let world = World::new().await;
+    let bouquet = world.bouquet().await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let results = futures::future::join_all((0..8).map(|_| {
+        let (app, now) = (world.app.clone(), world.now());
+        async move {
+            pay(
+                &app,
+                &customer("ana"),
+                order.order_id,
+                "tok_visa",
+                None,
+                CORRELATION,
+                now,
+            )
+            .await
+        }
+    }))
+    .await;
+    let paid = results
+        .iter()
+        .filter(|r| matches!(r, Ok(Replayable::Done(Paid::Paid(_)))))
+        .count();
+    let in_progress = results
+        .iter()
+        .filter(|r| {
+            matches!(
+                r,
+                Err(PayError::Checkout(CheckoutError::Domain(
+                    DomainError::PaymentInProgress
+                )))
+            )
+        })
+        .count();
+    assert!(paid >= 1 && paid + in_progress == 8, "{results:?}");
+    assert_eq!(world.gateway.charges_made(), 1);
+    assert_eq!(
+        world.order_now(order.order_id).await.status,
+        OrderStatus::Paid
+    );
+}

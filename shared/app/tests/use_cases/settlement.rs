@@ -1,0 +1,168 @@
+use bouquet_app::checkout::{settle, CheckoutError, Settled, Settlement};
+use bouquet_app::domain::{Order, OrderId, OrderStatus};
+use bouquet_app::payment::{pay, Paid};
+use bouquet_app::payments::{ChargeOutcome, ChargeRequest, PaymentGateway};
+use bouquet_app::store::IdempotencyPut;
+use bouquet_app::Replayable;
+
+use crate::support::*;
+
+/// An order waiting for 3-D Secure, and its attempt's gateway key.
+async fn authenticating(world: &World) -> Order {
+    let bouquet = world.bouquet().await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let result = pay(
+        &world.app,
+        &customer("ana"),
+        order.order_id,
+        "tok_3ds",
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    let Ok(Replayable::Done(Paid::Authenticate { order, .. })) = result else {
+        panic!("{result:?}")
+    };
+    order
+}
+
+fn event(id: &str, world: &World) -> IdempotencyPut {
+    IdempotencyPut::new(
+        format!("stripe-event#{id}"),
+        id.to_owned(),
+        200,
+        "{}".into(),
+        None,
+        world.now(),
+    )
+}
+
+async fn deliver(
+    world: &World,
+    order_id: OrderId,
+    settlement: &Settlement,
+    event_id: &str,
+) -> Result<Settled, CheckoutError> {
+    settle(
+        &world.app.store,
+        world.app.payments.as_ref(),
+        order_id,
+        settlement,
+        &event(event_id, world),
+        CORRELATION,
+        world.now(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_success_pays_once_however_often_it_is_delivered() {
+    let world = World::new().await;
+    let order = authenticating(&world).await;
+    let success = Settlement::Succeeded {
+        charge_id: "pi_1".into(),
+        attempt_key: order.gateway_key(),
+    };
+    assert_eq!(
+        deliver(&world, order.order_id, &success, "evt_1")
+            .await
+            .expect("settled"),
+        Settled::Paid
+    );
+    let paid = world.order_now(order.order_id).await;
+    assert_eq!(paid.status, OrderStatus::Paid);
+    // The same event again, and a second event about the same charge: nothing moves.
+    assert_eq!(
+        deliver(&world, order.order_id, &success, "evt_1")
+            .await
+            .expect("redelivered"),
+        Settled::AlreadySettled
+    );
+    assert_eq!(
+        deliver(&world, order.order_id, &success, "evt_2")
+            .await
+            .expect("second event"),
+        Settled::AlreadySettled
+    );
+    assert_eq!(world.order_now(order.order_id).await, paid);
+    assert!(world.gateway.refunds().is_empty());
+}
+
+#[tokio::test]
+async fn a_failure_releases_the_attempt() {
+    let world = World::new().await;
+    let order = authenticating(&world).await;
+    let failure = Settlement::Failed {
+        attempt_key: order.gateway_key(),
+    };
+    assert_eq!(
+        deliver(&world, order.order_id, &failure, "evt_f")
+            .await
+            .expect("settled"),
+        Settled::Released
+    );
+    assert_eq!(
+        world.order_now(order.order_id).await.status,
+        OrderStatus::Reserved
+    );
+}
+
+#[tokio::test]
+async fn money_for_an_attempt_that_no_longer_stands_is_refunded() {
+    let world = World::new().await;
+    let order = authenticating(&world).await;
+    let success = Settlement::Succeeded {
+        charge_id: "pi_1".into(),
+        attempt_key: order.gateway_key(),
+    };
+    deliver(&world, order.order_id, &success, "evt_1")
+        .await
+        .expect("paid");
+    // A late success for an attempt that is not the order's (another attempt paid it), whose
+    // money the PSP took: it goes back.
+    let stale_key = format!("{}-7", order.order_id);
+    assert_ne!(stale_key, order.gateway_key());
+    let taken = world
+        .gateway
+        .charge(ChargeRequest {
+            idempotency_key: stale_key.clone(),
+            order_id: order.order_id.to_string(),
+            amount_minor: order.total.minor(),
+            currency: "EUR".into(),
+            payment_token: "tok_visa".into(),
+        })
+        .await;
+    assert!(
+        matches!(taken, Ok(ChargeOutcome::Approved { .. })),
+        "{taken:?}"
+    );
+    let stale = Settlement::Succeeded {
+        charge_id: "pi_old".into(),
+        attempt_key: stale_key,
+    };
+    assert_eq!(
+        deliver(&world, order.order_id, &stale, "evt_old")
+            .await
+            .expect("settled"),
+        Settled::Refunded
+    );
+    assert_eq!(
+        world.gateway.refunds(),
+        vec![format!("{}-7", order.order_id)]
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_order_is_reported_not_settled() {
+    let world = World::new().await;
+    let unknown = OrderId::generate();
+    let failure = Settlement::Failed {
+        attempt_key: format!("{unknown}-1"),
+    };
+    let result = deliver(&world, unknown, &failure, "evt_x").await;
+    assert!(
+        matches!(result, Err(CheckoutError::UnknownOrder(id)) if id == unknown),
+        "{result:?}"
+    );
+}

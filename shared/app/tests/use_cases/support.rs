@@ -1,0 +1,172 @@
+//! One test's world: a table of its own made from `template.yaml`, a clock the test moves,
+//! the simulated gateway (its ledger in memory, so the test counts charges and refunds).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::config::{Credentials, Region};
+use bouquet_app::domain::bouquet::NewBouquet;
+use bouquet_app::domain::{
+    Bouquet, BouquetId, BouquetStatus, CustomerId, ManualClock, Order, OrderId, Timestamp, Vendor,
+};
+use bouquet_app::payments::SimulatedGateway;
+use bouquet_app::store::{IdempotencyPut, Store};
+use bouquet_app::{listing, App, Config, Idempotency, Replayable};
+use bouquet_template::Template;
+
+/// 2026-12-02T16:16:51Z: every test starts here.
+pub const T0: Timestamp = Timestamp::from_millis(1_796_228_211_000);
+pub const CORRELATION: &str = "app-test";
+
+pub struct World {
+    pub app: App,
+    pub clock: Arc<ManualClock>,
+    pub gateway: Arc<SimulatedGateway>,
+}
+
+fn endpoint() -> String {
+    std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| "http://127.0.0.1:4566".to_owned())
+}
+
+impl World {
+    pub async fn new() -> Self {
+        Self::with_config(Config::default()).await
+    }
+
+    pub async fn with_config(config: Config) -> Self {
+        let sdk = aws_sdk_dynamodb::Config::builder()
+            .behavior_version_latest()
+            .endpoint_url(endpoint())
+            .region(Region::new("eu-west-1"))
+            .credentials_provider(Credentials::new("test", "test", None, None, "app-tests"))
+            .build();
+        let client = aws_sdk_dynamodb::Client::from_conf(sdk);
+        let table = format!("app-{}", ulid::Ulid::new().to_string().to_lowercase());
+        let template = Template::repository().expect("template.yaml parses");
+        let created = tokio::time::timeout(
+            Duration::from_secs(10),
+            bouquet_template::dynamodb::create_table(&client, &template, "MarketTable", &table),
+        )
+        .await;
+        if !matches!(created, Ok(Ok(_))) {
+            panic!(
+                "\n\nNo table on the AWS emulator at {} ({created:?}).\nRun the tests with ./localstack/test.sh, which starts it.\n\n",
+                endpoint()
+            );
+        }
+        let clock = Arc::new(ManualClock::at(T0));
+        let gateway = Arc::new(SimulatedGateway::new());
+        let app = App::new(Store::new(client, table), clock.clone(), config)
+            .with_payments(gateway.clone());
+        Self {
+            app,
+            clock,
+            gateway,
+        }
+    }
+
+    pub fn now(&self) -> Timestamp {
+        self.app.clock.now()
+    }
+
+    pub fn advance(&self, by: Duration) {
+        self.clock.advance(by);
+    }
+
+    pub async fn vendor(&self) -> Vendor {
+        let vendor = listing::onboard_vendor(&self.app, "Fleur", None, CORRELATION, self.now())
+            .await
+            .expect("vendor onboarded");
+        done(vendor)
+    }
+
+    /// An available bouquet of a new vendor.
+    pub async fn bouquet(&self) -> Bouquet {
+        let vendor = self.vendor().await;
+        self.bouquet_of(&vendor).await
+    }
+
+    pub async fn bouquet_of(&self, vendor: &Vendor) -> Bouquet {
+        let new = NewBouquet::validate("Peonies", Some("pink"), ("24.50", "EUR"), None)
+            .expect("a valid listing");
+        let listed = listing::list_bouquet(
+            &self.app,
+            vendor.vendor_id,
+            new,
+            None,
+            CORRELATION,
+            self.now(),
+        )
+        .await
+        .expect("bouquet listed");
+        done(listed)
+    }
+
+    pub async fn bouquet_now(&self, id: BouquetId) -> Bouquet {
+        self.app.store.bouquets(&[id]).await.expect("read")[0]
+            .clone()
+            .expect("the bouquet exists")
+    }
+
+    pub async fn order_now(&self, id: OrderId) -> Order {
+        self.app
+            .store
+            .order(id)
+            .await
+            .expect("read")
+            .expect("the order exists")
+    }
+
+    /// A reservation of `bouquets` by `customer`.
+    pub async fn reserved(&self, customer: &CustomerId, bouquets: &[&Bouquet]) -> Order {
+        let ids = bouquets.iter().map(|b| b.bouquet_id).collect();
+        let order = bouquet_app::reservation::reserve(
+            &self.app,
+            customer,
+            &bouquet_app::reservation::ReserveFrom::Bouquets(ids),
+            None,
+            CORRELATION,
+            self.now(),
+        )
+        .await
+        .expect("reserved");
+        done(order)
+    }
+}
+
+pub fn customer(name: &str) -> CustomerId {
+    CustomerId::parse(name).expect("a customer id")
+}
+
+pub fn done<T: std::fmt::Debug>(outcome: Replayable<T>) -> T {
+    match outcome {
+        Replayable::Done(value) => value,
+        other => panic!("expected the work done, got {other:?}"),
+    }
+}
+
+pub fn is_available(bouquet: &Bouquet) -> bool {
+    bouquet.status == BouquetStatus::Available
+}
+
+/// What an adapter would remember under `key_hash`: the order's id as the body.
+pub fn remembering(key_hash: &str, now: Timestamp) -> impl Fn(&Order) -> IdempotencyPut + Sync {
+    let key_hash = key_hash.to_owned();
+    move |order: &Order| {
+        IdempotencyPut::new(
+            key_hash.clone(),
+            "fingerprint".to_owned(),
+            201,
+            order.order_id.to_string(),
+            None,
+            now,
+        )
+    }
+}
+
+pub fn key<'a>(
+    key_hash: &'a str,
+    record: &'a (dyn Fn(&Order) -> IdempotencyPut + Sync),
+) -> Idempotency<'a, Order> {
+    Idempotency { key_hash, record }
+}

@@ -1,0 +1,110 @@
+use std::time::Duration;
+
+use bouquet_app::domain::OrderStatus;
+use bouquet_app::expiry::sweep;
+use bouquet_app::payment::{pay, PayError};
+use bouquet_app::Config;
+
+use crate::support::*;
+
+fn deadline() -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_secs(20)
+}
+
+#[tokio::test]
+async fn a_lapsed_reservation_expires_and_frees_its_bouquets() {
+    let world = World::new().await;
+    let bouquet = world.bouquet().await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let early = sweep(&world.app, CORRELATION, deadline())
+        .await
+        .expect("swept");
+    assert_eq!(early.expired, 0, "{early:?}");
+    world.advance(Config::default().hold + Duration::from_secs(1));
+    let report = sweep(&world.app, CORRELATION, deadline())
+        .await
+        .expect("swept");
+    assert_eq!((report.expired, report.failed), (1, 0), "{report:?}");
+    assert_eq!(
+        world.order_now(order.order_id).await.status,
+        OrderStatus::Expired
+    );
+    assert!(is_available(&world.bouquet_now(bouquet.bouquet_id).await));
+    // A second run finds nothing to do.
+    let again = sweep(&world.app, CORRELATION, deadline())
+        .await
+        .expect("swept");
+    assert_eq!(again.expired, 0, "{again:?}");
+}
+
+#[tokio::test]
+async fn a_payment_interrupted_after_the_charge_is_completed_by_the_sweep() {
+    let world = World::new().await;
+    let bouquet = world.bouquet().await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let result = pay(
+        &world.app,
+        &customer("ana"),
+        order.order_id,
+        "tok_timeout",
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    assert!(
+        matches!(result, Err(PayError::GatewayUnavailable(_))),
+        "{result:?}"
+    );
+    // Nobody retries: past the hold, the sweep asks the gateway and finds the charge.
+    world.advance(Config::default().hold + Duration::from_secs(61));
+    let report = sweep(&world.app, CORRELATION, deadline())
+        .await
+        .expect("swept");
+    assert_eq!(
+        (report.payments_completed, report.failed),
+        (1, 0),
+        "{report:?}"
+    );
+    assert_eq!(
+        world.order_now(order.order_id).await.status,
+        OrderStatus::Paid
+    );
+    assert_eq!(world.gateway.charges_made(), 1);
+}
+
+#[tokio::test]
+async fn a_payment_interrupted_before_any_charge_is_released_by_the_sweep() {
+    let world = World::new().await;
+    let bouquet = world.bouquet().await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let result = pay(
+        &world.app,
+        &customer("ana"),
+        order.order_id,
+        "tok_unavailable",
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    assert!(
+        matches!(result, Err(PayError::GatewayUnavailable(_))),
+        "{result:?}"
+    );
+    world.advance(Config::default().hold + Duration::from_secs(61));
+    let report = sweep(&world.app, CORRELATION, deadline())
+        .await
+        .expect("swept");
+    assert_eq!(
+        (report.payments_released, report.failed),
+        (1, 0),
+        "{report:?}"
+    );
+    assert_eq!(
+        world.order_now(order.order_id).await.status,
+        OrderStatus::Expired
+    );
+    assert!(is_available(&world.bouquet_now(bouquet.bouquet_id).await));
+    assert_eq!(world.gateway.charges_made(), 0);
+}

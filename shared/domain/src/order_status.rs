@@ -1,0 +1,59 @@
+//! The states of an order, on their own: errors and events name them without depending on
+//! the order's rules.
+
+use std::fmt;
+
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OrderStatus {
+    Reserved,
+    PaymentPending,
+    Paid,
+    Fulfilled,
+    Cancelled,
+    Expired,
+}
+
+impl OrderStatus {
+    pub const ALL: [OrderStatus; 6] = [
+        OrderStatus::Reserved,
+        OrderStatus::PaymentPending,
+        OrderStatus::Paid,
+        OrderStatus::Fulfilled,
+        OrderStatus::Cancelled,
+        OrderStatus::Expired,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OrderStatus::Reserved => "reserved",
+            OrderStatus::PaymentPending => "payment_pending",
+            OrderStatus::Paid => "paid",
+            OrderStatus::Fulfilled => "fulfilled",
+            OrderStatus::Cancelled => "cancelled",
+            OrderStatus::Expired => "expired",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Whether the order still holds its bouquets.
+    pub fn holds_bouquets(self) -> bool {
+        matches!(self, OrderStatus::Reserved | OrderStatus::PaymentPending)
+    }
+}
+
+impl fmt::Display for OrderStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for OrderStatus {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
