@@ -1,15 +1,24 @@
-"""The emulator's speed changes give the answers moto itself gives.
+"""The emulator's speed changes give the answers moto itself gives; its corrections hold.
 
-Each case sends the same requests with `emulator.py`'s replacements and with moto's originals
-and compares the parsed answers. Run: `localstack/.venv/bin/python -m unittest
-localstack/test_emulator.py` (the test command does).
+Each speed case sends the same requests with `emulator.py`'s replacements and with moto's
+originals and compares the parsed answers. The IoT cases run the emulator's WSGI app with
+BOUQUET_IOT_DIR on a port of their own and read the files Mosquitto would. Run:
+`env -u AWS_ENDPOINT_URL localstack/.venv/bin/python localstack/test_emulator.py` (the test
+command does).
 """
 
 import base64
 import contextlib
 import json
+import logging
 import os
+import pathlib
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
+import threading
 import unittest
 
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
@@ -23,6 +32,12 @@ import boto3  # noqa: E402
 from moto import mock_aws  # noqa: E402
 from moto.dynamodb.models.table import Table  # noqa: E402
 from moto.dynamodb.responses import DynamoHandler  # noqa: E402
+from moto.moto_server.werkzeug_app import MotoRequestHandler  # noqa: E402
+from cryptography import x509  # noqa: E402
+from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID  # noqa: E402
+from werkzeug.serving import make_server  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -198,6 +213,191 @@ class CognitoWriteAttributes(unittest.TestCase):
                 UserAttributes=[{"Name": "custom:vendorId", "Value": "V1"}],
             )
         self.assertIsNone(self.vendor_of("flo@example.com"))
+
+
+ARN = "arn:aws:iot:eu-west-1:123456789012"
+THING = "${iot:Connection.Thing.ThingName}"
+VASE_POLICY = {"Version": "2012-10-17", "Statement": [  # the template's VasePolicy
+    {"Effect": "Allow", "Action": "iot:Connect", "Resource": f"{ARN}:client/{THING}",
+     "Condition": {"Bool": {"iot:Connection.Thing.IsAttached": "true"}}},
+    {"Effect": "Allow", "Action": "iot:Publish",
+     "Resource": [f"{ARN}:topic/vases/{THING}/heartbeat", f"{ARN}:topic/vases/{THING}/telemetry"]},
+    {"Effect": "Allow", "Action": "iot:Subscribe", "Resource": f"{ARN}:topicfilter/vases/{THING}/commands"},
+    {"Effect": "Allow", "Action": "iot:Receive", "Resource": f"{ARN}:topic/vases/{THING}/commands"},
+]}
+BRIDGE_ACL = "user devstack-bridge\ntopic read #\n"
+
+
+def read(directory, name):
+    return pathlib.Path(directory, name).read_bytes()
+
+
+def certificate(pem):
+    return x509.load_pem_x509_certificate(pem.encode() if isinstance(pem, str) else pem)
+
+
+def common_name(cert):
+    return cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value
+
+
+def usage(cert):
+    return list(cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value)
+
+
+def public_der(key):
+    return key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+class IotCertificatesForMosquitto(unittest.TestCase):
+    """With BOUQUET_IOT_DIR, IoT certificates come from the local CA, and crl.pem and acl
+    follow moto's IoT state after each request."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="iot-")
+        cls.addClassCleanup(shutil.rmtree, cls.dir)
+        os.environ["BOUQUET_IOT_DIR"] = cls.dir
+        try:
+            app = emulator.wsgi_app()
+        finally:
+            del os.environ["BOUQUET_IOT_DIR"]
+        cls.addClassCleanup(setattr, emulator, "_iot_ca", None)  # moto's own certificates again
+        cls.ca = emulator._iot_ca
+        werkzeug_log = logging.getLogger("werkzeug")  # one line per request otherwise
+        cls.addClassCleanup(werkzeug_log.setLevel, werkzeug_log.level)
+        werkzeug_log.setLevel(logging.WARNING)
+        server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        cls.addClassCleanup(server.shutdown)
+        cls.iot = boto3.client("iot", region_name="eu-west-1", endpoint_url=f"http://127.0.0.1:{server.port}")
+        cls.iot.create_policy(policyName="VasePolicy", policyDocument=json.dumps(VASE_POLICY))
+
+    def read(self, name):
+        return read(self.dir, name)
+
+    def revoked(self):
+        crl = x509.load_pem_x509_crl(self.read("crl.pem"))
+        self.assertTrue(crl.is_signature_valid(certificate(self.read("ca.pem")).public_key()))
+        return {entry.serial_number for entry in crl}
+
+    def acl(self):
+        """The acl's lines per user."""
+        users, user = {}, None
+        for line in self.read("acl").decode().splitlines():
+            if line.startswith("user "):
+                user = users.setdefault(line[len("user "):], set())
+            elif line:
+                user.add(line)
+        return users
+
+    def assert_held(self, made):
+        self.assertIn(certificate(made["certificatePem"]).serial_number, self.revoked())
+        self.assertNotIn(made["certificateId"], self.acl())
+
+    def assert_good(self, made, thing):
+        self.assertNotIn(certificate(made["certificatePem"]).serial_number, self.revoked())
+        self.assertEqual(self.acl()[made["certificateId"]], {
+            f"topic write vases/{thing}/heartbeat", f"topic write vases/{thing}/telemetry",
+            f"topic read vases/{thing}/commands"})
+
+    def test_the_ca_the_broker_and_the_bridge_certificates(self):
+        ca = certificate(self.read("ca.pem"))
+        self.assertTrue(ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca)
+        server, bridge = certificate(self.read("server.pem")), certificate(self.read("bridge.pem"))
+        for cert, name in [(server, "server"), (bridge, "bridge")]:
+            cert.verify_directly_issued_by(ca)
+            key = serialization.load_pem_private_key(self.read(name + ".key"), None)
+            self.assertEqual(public_der(key.public_key()), public_der(cert.public_key()))
+            self.assertEqual(os.stat(os.path.join(self.dir, name + ".key")).st_mode & 0o777, 0o600)
+        names = server.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        self.assertEqual(names.get_values_for_type(x509.DNSName), ["localhost"])
+        self.assertEqual([str(ip) for ip in names.get_values_for_type(x509.IPAddress)], ["127.0.0.1"])
+        self.assertEqual(usage(server), [ExtendedKeyUsageOID.SERVER_AUTH])
+        self.assertEqual(common_name(bridge), "devstack-bridge")
+        self.assertEqual(usage(bridge), [ExtendedKeyUsageOID.CLIENT_AUTH])
+
+    def test_before_any_certificate_the_files_let_mosquitto_start(self):
+        with tempfile.TemporaryDirectory() as directory:
+            first = emulator.LocalIotCa(directory)
+            self.assertTrue(first.sync())
+            self.assertFalse(first.sync())  # nothing changed: nothing written, no broker signalled
+            self.assertEqual(read(directory, "acl").decode(), BRIDGE_ACL)
+            crl = x509.load_pem_x509_crl(read(directory, "crl.pem"))
+            self.assertEqual(len(crl), 0)
+            self.assertTrue(crl.is_signature_valid(first.cert.public_key()))
+            # A restarted emulator keeps the CA and the certificates the broker and bridge use.
+            kept = lambda: [read(directory, name) for name in ["ca.pem", "server.pem", "bridge.pem"]]
+            before = kept()
+            emulator.LocalIotCa(directory)
+            self.assertEqual(kept(), before)
+
+    def test_a_certificate_is_named_by_its_cn_and_signed_by_the_ca(self):
+        made = self.iot.create_keys_and_certificate(setAsActive=True)
+        cert = certificate(made["certificatePem"])
+        self.assertEqual(common_name(cert), made["certificateId"])
+        self.assertRegex(made["certificateId"], "^[0-9a-f]{64}$")
+        cert.verify_directly_issued_by(certificate(self.read("ca.pem")))
+        self.assertEqual(usage(cert), [ExtendedKeyUsageOID.CLIENT_AUTH])
+        self.assertFalse(cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca)
+        key = serialization.load_pem_private_key(made["keyPair"]["PrivateKey"].encode(), None)
+        self.assertEqual(public_der(key.public_key()), public_der(cert.public_key()))
+        described = self.iot.describe_certificate(certificateId=made["certificateId"])["certificateDescription"]
+        self.assertEqual((described["certificatePem"], described["status"]), (made["certificatePem"], "ACTIVE"))
+
+    def test_a_certificate_from_a_csr_keeps_the_requesters_key(self):
+        key = ec.generate_private_key(ec.SECP256R1())
+        csr = x509.CertificateSigningRequestBuilder().subject_name(
+            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "vase")])).sign(key, hashes.SHA256())
+        made = self.iot.create_certificate_from_csr(
+            certificateSigningRequest=csr.public_bytes(serialization.Encoding.PEM).decode(), setAsActive=True)
+        cert = certificate(made["certificatePem"])
+        self.assertEqual(public_der(cert.public_key()), public_der(key.public_key()))
+        self.assertEqual(common_name(cert), made["certificateId"])
+        cert.verify_directly_issued_by(certificate(self.read("ca.pem")))
+
+    def test_the_crl_and_the_acl_follow_the_certificate(self):
+        self.iot.create_thing(thingName="V1")
+        made = self.iot.create_keys_and_certificate(setAsActive=True)
+        arn, certificate_id = made["certificateArn"], made["certificateId"]
+        self.assert_held(made)  # created, attached to nothing
+        self.iot.attach_policy(policyName="VasePolicy", target=arn)
+        self.assert_held(made)  # a policy but no thing
+        self.iot.attach_thing_principal(thingName="V1", principal=arn)
+        self.assert_good(made, "V1")
+        self.assertTrue(self.read("acl").decode().startswith(BRIDGE_ACL))
+        self.assertFalse(self.ca.sync())  # the request already wrote this state
+
+        self.iot.update_certificate(certificateId=certificate_id, newStatus="INACTIVE")
+        self.assert_held(made)
+        self.iot.update_certificate(certificateId=certificate_id, newStatus="ACTIVE")
+        self.assert_good(made, "V1")  # the CRL entry is lifted
+
+        # Revoked the way shared/iot does it; moto then forgets the certificate, the CRL does not.
+        self.iot.detach_thing_principal(thingName="V1", principal=arn)
+        self.assert_held(made)
+        self.iot.detach_policy(policyName="VasePolicy", target=arn)
+        self.iot.update_certificate(certificateId=certificate_id, newStatus="INACTIVE")
+        self.iot.delete_certificate(certificateId=certificate_id)
+        with self.assertRaises(self.iot.exceptions.ResourceNotFoundException):
+            self.iot.describe_certificate(certificateId=certificate_id)
+        self.assert_held(made)
+
+    def test_an_iot_write_makes_the_brokers_reload(self):
+        brokers = os.path.join(self.dir, "brokers")
+        # A program named mosquitto (a copy of sleep) is signalled; a reused pid is not.
+        shutil.copy(shutil.which("sleep"), os.path.join(self.dir, "mosquitto"))
+        broker = subprocess.Popen([os.path.join(self.dir, "mosquitto"), "30"])
+        other = subprocess.Popen(["sleep", "30"])
+        for process in [broker, other]:
+            self.addCleanup(process.wait)
+            self.addCleanup(process.kill)
+        for name, text in [("broker", broker.pid), ("other", other.pid), ("stale", "x")]:
+            with open(os.path.join(brokers, f"{name}.pid"), "w") as f:
+                f.write(f"{text}\n")
+            self.addCleanup(os.remove, os.path.join(brokers, f"{name}.pid"))
+        self.iot.create_keys_and_certificate(setAsActive=True)  # a new serial in the CRL
+        self.assertEqual(broker.wait(timeout=5), -signal.SIGHUP)
+        self.assertIsNone(other.poll())
 
 
 if __name__ == "__main__":
