@@ -210,5 +210,15 @@ check_arrows() {
       failed=1
     fi
   done
+  # Function crates are adapters (parse, call a use case of shared/app, map the result): they
+  # neither depend on the store or IoT crates nor reach the table through the app.
+  if grep -l 'bouquet-store\|bouquet-iot' "$REPO_DIR"/functions/*/Cargo.toml; then
+    log "!!! the function crates above depend on bouquet-store or bouquet-iot directly"
+    failed=1
+  fi
+  if grep -rnE '\bstore\b|bouquet_store|bouquet_iot' "$REPO_DIR"/functions/*/src --include=*.rs | grep -vE '^[^:]+:[0-9]+:\s*//'; then
+    log "!!! the lines above reach the store or IoT Core from a function crate: call a use case of shared/app"
+    failed=1
+  fi
   return "$failed"
 }

@@ -62,8 +62,7 @@ async fn handle(ctx: &Ctx, directory: Option<&dyn UserDirectory>) -> Result<Repl
     let directory = directory.ok_or(ApiError::NotImplemented(
         "this stack trusts an external identity provider; manage vendor members there",
     ))?;
-    let membership =
-        add_vendor_member(&ctx.app.store, directory, vendor_id, &email, ctx.now).await?;
+    let membership = add_vendor_member(&ctx.app, directory, vendor_id, &email, ctx.now).await?;
     let (status, outcome) = match membership.change {
         MembershipChange::Invited => (StatusCode::CREATED, "invited"),
         MembershipChange::Updated => (StatusCode::OK, "updated"),

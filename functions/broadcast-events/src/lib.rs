@@ -26,7 +26,7 @@ async fn broadcast(app: &App, pusher: &dyn Pusher, bus_event: &Value) -> Result<
         .as_str()
         .ok_or("not an EventBridge event: no detail-type")?;
     let detail = &bus_event["detail"];
-    let report = live::broadcast(&app.store, pusher, name, detail).await?;
+    let report = live::broadcast(app, pusher, name, detail).await?;
     tracing::info!(
         event = %name,
         event_id = %detail["eventId"],

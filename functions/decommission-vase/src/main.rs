@@ -1,4 +1,4 @@
 bouquet_http::main!(
     handler = decommission_vase::handler,
-    with = bouquet_iot::Registrar::aws
+    with = bouquet_app::iot::Registrar::aws
 );

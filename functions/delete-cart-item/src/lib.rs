@@ -16,10 +16,5 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?.require(Role::Customer)?;
     let bouquet_id = ctx.path("bouquetId", BouquetId::parse)?;
-    let updated = ctx
-        .app
-        .store
-        .remove_from_cart(&caller.subject, bouquet_id)
-        .await?;
-    Reply::ok(&cart::view(&ctx.app.store, updated, ctx.now).await?)
+    Reply::ok(&cart::remove(&ctx.app, &caller.subject, bouquet_id, ctx.now).await?)
 }

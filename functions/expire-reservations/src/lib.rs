@@ -13,7 +13,7 @@ pub async fn handler(app: &App, event: LambdaEvent<Value>) -> Result<SweepReport
     let correlation_id =
         bouquet_app::scheduled::correlation_id(&event.payload, &event.context.request_id);
     // Stop starting rounds a few seconds before Lambda would stop the run.
-    let deadline = bouquet_app::store::retry::deadline(
+    let deadline = bouquet_app::retry::deadline(
         event.context.deadline,
         Duration::from_secs(3),
         Duration::from_secs(50),

@@ -13,7 +13,7 @@ pub async fn handler(app: &App, event: LambdaEvent<Value>) -> Result<OfflineSwee
     let correlation_id =
         bouquet_app::scheduled::correlation_id(&event.payload, &event.context.request_id);
     let report = bouquet_app::vases::sweep_offline(
-        &app.store,
+        app,
         app.clock.now(),
         app.config.offline_after,
         &correlation_id,

@@ -1,4 +1,5 @@
-//! `GET /v1/cart`: the caller's cart with its bouquets as they are now.
+//! `GET /v1/cart`: the caller's cart with its bouquets as they are now
+//! ([`bouquet_app::cart::current`]).
 
 use bouquet_app::cart;
 use bouquet_app::App;
@@ -13,6 +14,5 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?.require(Role::Customer)?;
-    let current = ctx.app.store.cart(&caller.subject).await?;
-    Reply::ok(&cart::view(&ctx.app.store, current, ctx.now).await?)
+    Reply::ok(&cart::current(&ctx.app, &caller.subject, ctx.now).await?)
 }

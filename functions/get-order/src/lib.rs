@@ -2,9 +2,10 @@
 //! else gets 404, not 403: an order id must not reveal that the order exists.
 
 use bouquet_app::domain::OrderId;
+use bouquet_app::queries;
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Route};
 
 pub const ROUTE: Route = Route::new("GET", "/v1/orders/{orderId}");
 
@@ -15,19 +16,6 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?;
     let order_id = ctx.path("orderId", OrderId::parse)?;
-    let order = ctx
-        .app
-        .store
-        .order(order_id)
-        .await?
-        .ok_or(ApiError::NotFound("order"))?;
-    let visible = match caller.role {
-        Role::Customer => order.customer_id == caller.subject,
-        Role::Vendor => caller.vendor_id == Some(order.vendor_id),
-        Role::Admin => true,
-    };
-    if !visible {
-        return Err(ApiError::NotFound("order"));
-    }
+    let order = queries::order(&ctx.app, caller, order_id).await?;
     Reply::ok(&order.as_seen_at(ctx.now))
 }

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use bouquet_app::domain::{FieldError, Timestamp, VaseId};
+use bouquet_app::queries;
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
@@ -20,6 +21,7 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let vase_id = ctx.path("vaseId", VaseId::parse)?;
+    // Who may act is answered before the request is validated (403 before 400).
     let caller = ctx.caller()?.require(Role::Vendor)?;
     let since = match ctx.query("since") {
         None => ctx.now.minus(DEFAULT_WINDOW),
@@ -31,16 +33,6 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         })?,
     };
     let limit = ctx.limit()?;
-    let store = &ctx.app.store;
-    // Both reads at once: one round trip of latency; the page is dropped unless the vase is
-    // the caller's.
-    let (vase, page) = tokio::join!(
-        store.vase(vase_id, false),
-        store.readings(vase_id, since, ctx.cursor(), limit)
-    );
-    if vase?.is_none_or(|v| Some(v.vendor_id) != caller.vendor_id) {
-        return Err(ApiError::NotFound("vase"));
-    }
-    let page = page?;
+    let page = queries::readings(&ctx.app, caller, vase_id, since, ctx.cursor(), limit).await?;
     Reply::ok(&json!({ "vaseId": vase_id, "items": page.items, "nextCursor": page.next_cursor }))
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use bouquet_app::domain::money::Money;
 use bouquet_app::domain::{Currency, FieldError, Timestamp, VendorId};
+use bouquet_app::queries;
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, Reply, Route};
@@ -36,7 +37,9 @@ fn day(ctx: &Ctx, name: &str, default: Timestamp) -> Result<Timestamp, ApiError>
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let vendor_id = ctx.path("vendorId", VendorId::parse)?;
-    ctx.caller()?.require_vendor(vendor_id)?;
+    // Who may act is answered before the request is validated (403 before 400).
+    let caller = ctx.caller()?;
+    caller.require_vendor(vendor_id)?;
     let to = day(ctx, "to", ctx.now)?;
     let from = day(ctx, "from", to.minus(Duration::from_secs(29 * 86_400)))?;
     let span = (to.as_millis() - from.as_millis()) / 86_400_000;
@@ -50,11 +53,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         from.to_rfc3339()[..10].to_owned(),
         to.to_rfc3339()[..10].to_owned(),
     );
-    let days = ctx
-        .app
-        .store
-        .vendor_days(vendor_id, &from_day, &to_day)
-        .await?;
+    let days = queries::sales_by_day(&ctx.app, caller, vendor_id, &from_day, &to_day).await?;
     let days: Vec<_> = days
         .into_iter()
         .map(|d| {

@@ -150,7 +150,7 @@ impl Ingest {
             Err(error) => return Outcome::DeadLetter(format!("malformed: {error}")),
         };
         let correlation_id = record.message_id.as_deref().unwrap_or("sqs");
-        match bouquet_app::vases::apply(&self.app.store, &message, correlation_id).await {
+        match bouquet_app::vases::apply(&self.app, &message, correlation_id).await {
             Ok(applied) => Outcome::Applied(applied),
             Err(error @ VaseError::UnknownVase(_)) => Outcome::DeadLetter(error.to_string()),
             Err(error) => Outcome::Retry(error.to_string()),
@@ -203,7 +203,7 @@ impl Ingest {
                     .filter_map(|f| ids_by_entry.get(&f.id).cloned()),
             ),
             Err(error) => {
-                tracing::error!(error = %bouquet_app::store::describe(&error), "dead-letter queue unreachable; the messages will be retried");
+                tracing::error!(error = %bouquet_app::aws::describe(&error), "dead-letter queue unreachable; the messages will be retried");
                 unsent.extend(ids_by_entry.into_values());
             }
         }

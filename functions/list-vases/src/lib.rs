@@ -3,6 +3,7 @@
 //! longer than the offline threshold reads as offline even before the sweeper ran.
 
 use bouquet_app::domain::VendorId;
+use bouquet_app::queries;
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, Reply, Route};
@@ -16,13 +17,11 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let vendor_id = ctx.path("vendorId", VendorId::parse)?;
-    ctx.caller()?.require_vendor(vendor_id)?;
+    // Who may act is answered before the request is validated (403 before 400).
+    let caller = ctx.caller()?;
+    caller.require_vendor(vendor_id)?;
     let limit = ctx.limit()?;
-    let page = ctx
-        .app
-        .store
-        .vendor_vases(vendor_id, ctx.cursor(), limit)
-        .await?;
+    let page = queries::vases(&ctx.app, caller, vendor_id, ctx.cursor(), limit).await?;
     let offline_after = ctx.app.config.offline_after;
     let items: Vec<_> = page
         .items

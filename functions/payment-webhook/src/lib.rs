@@ -17,8 +17,8 @@
 
 use bouquet_app::checkout::{self, CheckoutError, Settled, Settlement};
 use bouquet_app::domain::{FieldError, OrderId};
+use bouquet_app::idempotency::IdempotencyPut;
 use bouquet_app::payments::stripe_webhook::{self, PaymentEvent};
-use bouquet_app::store::IdempotencyPut;
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, Reply, Route};
@@ -134,8 +134,7 @@ async fn handle(ctx: &Ctx, secret: &SigningSecret) -> Result<Reply, ApiError> {
         ctx.now,
     );
     let settled = checkout::settle(
-        &ctx.app.store,
-        ctx.app.payments.as_ref(),
+        &ctx.app,
         order_id,
         &settlement,
         &record,

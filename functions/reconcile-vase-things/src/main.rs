@@ -1,4 +1,4 @@
 bouquet_app::main!(
     handler = reconcile_vase_things::handler,
-    with = bouquet_iot::Registrar::aws
+    with = bouquet_app::iot::Registrar::aws
 );

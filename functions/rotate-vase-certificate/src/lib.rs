@@ -9,13 +9,12 @@
 //! records; the other withdraws its certificate and answers 503 `service.busy`, so a
 //! rotation never revokes the certificate another one returned.
 
-use bouquet_app::domain::events::{DomainEvent, EventData};
 use bouquet_app::domain::VaseId;
-use bouquet_app::store::{StoreError, Target};
+use bouquet_app::iot::Registrar;
+use bouquet_app::vase_saga::{self, Rotated};
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{owned, run, ApiError, Ctx, Reply, Route};
-use bouquet_iot::Registrar;
+use bouquet_http::{run, ApiError, Ctx, KeyedRequest, Reply, Route};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -37,103 +36,36 @@ pub async fn handler(
     .await
 }
 
+/// The new credentials; the stored copy for replays is the same without the key.
+fn reply(rotated: &Rotated, with_key: bool) -> Result<Reply, ApiError> {
+    let credentials = &rotated.credentials;
+    let private_key = with_key.then_some(credentials.certificate.private_key.as_str());
+    Reply::ok(&json!({
+        "vaseId": rotated.vase_id,
+        "thingName": credentials.thing_name,
+        "certificateArn": credentials.certificate.arn,
+        "certificatePem": credentials.certificate.pem,
+        "privateKey": private_key,
+        "iotEndpoint": credentials.endpoint,
+    }))
+}
+
 async fn handle(ctx: &Ctx, registrar: &Registrar) -> Result<Reply, ApiError> {
     let vase_id = ctx.path("vaseId", VaseId::parse)?;
-    let vase = owned::vendor_vase(ctx, vase_id).await?;
+    let caller = ctx.caller()?;
     if ctx.has_body() {
         let Rotation {} = ctx.json()?;
     }
-    // IoT resources are not undone by a DynamoDB condition: learn of a replay first.
-    if let Some(replay) = ctx.stored_reply().await? {
-        return Ok(replay);
-    }
-
-    let thing = vase_id.to_string();
-    // Spawned, so that the request's deadline cannot drop the saga between a step and its
-    // undo.
-    let registry = registrar.registry.clone();
-    let policy = registrar.policy.clone();
-    let issued = tokio::spawn(async move {
-        bouquet_iot::issue_certificate(registry.as_ref(), &thing, &policy).await
-    })
-    .await
-    .map_err(ApiError::internal)?
-    .map_err(ApiError::internal)?;
-
-    let next = vase.next_version();
-    let event = DomainEvent::new(
+    let key = ctx.idempotency(|rotated: &Rotated| reply(rotated, false));
+    let outcome = vase_saga::rotate(
+        &ctx.app,
+        registrar,
+        caller,
         vase_id,
-        next.version,
-        ctx.now,
+        key.as_ref().map(KeyedRequest::key),
         &ctx.correlation_id,
-        EventData::VaseCertificateRotated {
-            vase_id,
-            vendor_id: vase.vendor_id,
-        },
-    );
-    let body = |private_key: Option<&str>| {
-        json!({
-            "vaseId": vase_id,
-            "thingName": issued.thing_name,
-            "certificateArn": issued.certificate.arn,
-            "certificatePem": issued.certificate.pem,
-            "privateKey": private_key,
-            "iotEndpoint": issued.endpoint,
-        })
-    };
-    let reply = Reply::ok(&body(Some(&issued.certificate.private_key)))?;
-    let remembered = Reply::ok(&body(None))?;
-    let recorded = ctx
-        .app
-        .store
-        .rotate_vase_certificate(
-            &vase,
-            &next,
-            &event,
-            ctx.idempotency_record(&remembered).as_ref(),
-            ctx.now,
-        )
-        .await;
-    if let Err(error) = recorded {
-        let leftovers =
-            bouquet_iot::withdraw(registrar.registry.as_ref(), &issued, &registrar.policy).await;
-        if !leftovers.is_empty() {
-            bouquet_app::tracing::error!(
-                ?leftovers,
-                "rotation not recorded and its certificate not fully withdrawn"
-            );
-        }
-        return match error {
-            StoreError::IdempotencyReplay(record) => Ok(Reply::replay(*record)),
-            StoreError::ConditionFailed(conflicts)
-                if conflicts
-                    .iter()
-                    .any(|c| matches!(c.target, Target::Vase(_)) && c.item.is_none()) =>
-            {
-                Err(ApiError::NotFound("vase"))
-            }
-            // The vase changed since the read (a heartbeat, another rotation): try again.
-            StoreError::ConditionFailed(_) => Err(ApiError::Busy),
-            other => Err(other.into()),
-        };
-    }
-    match bouquet_iot::revoke_all_but(
-        registrar.registry.as_ref(),
-        &issued.thing_name,
-        &issued.certificate.arn,
-        &registrar.policy,
+        ctx.now,
     )
-    .await
-    {
-        Ok(done) if done.leftovers.is_empty() => {}
-        Ok(done) => bouquet_app::tracing::error!(
-            leftovers = ?done.leftovers,
-            "old certificates not fully revoked; revoke them by hand (docs/operations.md)"
-        ),
-        Err(error) => bouquet_app::tracing::error!(
-            %error,
-            "old certificates not listed for revocation; revoke them by hand (docs/operations.md)"
-        ),
-    }
-    Ok(reply)
+    .await?;
+    Reply::from_outcome(outcome, |rotated| reply(rotated, true))
 }

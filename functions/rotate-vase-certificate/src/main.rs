@@ -1,4 +1,4 @@
 bouquet_http::main!(
     handler = rotate_vase_certificate::handler,
-    with = bouquet_iot::Registrar::aws
+    with = bouquet_app::iot::Registrar::aws
 );

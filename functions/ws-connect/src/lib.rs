@@ -16,9 +16,7 @@ pub async fn handler(
         .as_deref()
         .ok_or("no connectionId in the request context")?;
     let viewer = bouquet_app::live::viewer_of(&context.authorizer.fields);
-    app.store
-        .put_connection(connection_id, &viewer, app.clock.now())
-        .await?;
+    bouquet_app::live::connect(app, connection_id, &viewer, app.clock.now()).await?;
     tracing::info!(%connection_id, ?viewer, "connected");
     let mut response = ApiGatewayProxyResponse::default();
     response.status_code = 200;

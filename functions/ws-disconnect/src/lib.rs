@@ -16,7 +16,7 @@ pub async fn handler(
         .connection_id
         .as_deref()
         .ok_or("no connectionId in the request context")?;
-    app.store.remove_connection(connection_id).await?;
+    bouquet_app::live::disconnect(app, connection_id).await?;
     tracing::info!(%connection_id, "disconnected");
     let mut response = ApiGatewayProxyResponse::default();
     response.status_code = 200;

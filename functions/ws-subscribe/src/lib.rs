@@ -51,14 +51,13 @@ pub async fn handler(
         ));
     };
     if context.route_key.as_deref() == Some("unsubscribe") {
-        let channels =
-            live::unsubscribe(&app.store, connection_id, &viewer, &message.channels).await?;
+        let channels = live::unsubscribe(app, connection_id, &viewer, &message.channels).await?;
         return Ok(answer(
             json!({ "type": "unsubscribed", "channels": channels }),
         ));
     }
     let outcome = match live::subscribe(
-        &app.store,
+        app,
         connection_id,
         &viewer,
         &message.channels,

@@ -374,14 +374,14 @@ pub enum Settled {
 /// order's current one, and `record` (keyed by the PSP's event id) is written with the
 /// transition, so one event moves an order at most once.
 pub async fn settle(
-    store: &Store,
-    payments: &dyn PaymentGateway,
+    app: &crate::App,
     order_id: bouquet_domain::OrderId,
     settlement: &Settlement,
     record: &IdempotencyPut,
     correlation_id: &str,
     now: Timestamp,
 ) -> Result<Settled, CheckoutError> {
+    let (store, payments) = (&app.store, app.payments.as_ref());
     let mut retry = bouquet_store::retry::Retry::optimistic();
     while retry.next().await {
         let Some(order) = store.order(order_id).await? else {

@@ -2,7 +2,7 @@
 //! what it answers; a use case writes the record with its change (one transaction) and reports
 //! a replay instead of doing the work twice.
 
-use bouquet_store::{IdempotencyPut, IdempotencyRecord};
+pub use bouquet_store::{IdempotencyPut, IdempotencyRecord};
 
 /// A request that carried a key: where its record lives, and how the adapter remembers an
 /// outcome `T` under it.

@@ -16,10 +16,13 @@ pub mod live;
 pub mod members;
 pub mod orders;
 pub mod payment;
+pub mod queries;
 pub mod reservation;
 mod root;
 mod runner;
 pub mod scheduled;
+#[cfg(feature = "iot")]
+pub mod vase_saga;
 pub mod vases;
 
 #[doc(hidden)]
@@ -43,8 +46,11 @@ pub fn event_span(bus_event: &serde_json::Value) -> tracing::Span {
 pub use bouquet_aws as aws;
 pub use bouquet_directory as directory;
 pub use bouquet_domain as domain;
+#[cfg(feature = "iot")]
+pub use bouquet_iot as iot;
 pub use bouquet_metrics as metrics;
 pub use bouquet_payments as payments;
 pub use bouquet_realtime as realtime;
 pub use bouquet_store as store;
+pub use bouquet_store::retry;
 pub use tracing;

@@ -6,11 +6,12 @@ use futures::StreamExt;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::App;
 use bouquet_domain::channels::{self, Channel, EventIds, Refusal, Viewer};
 use bouquet_domain::Timestamp;
 use bouquet_realtime::{PushError, Pusher};
 use bouquet_store::retry::Retry;
-use bouquet_store::{Store, StoreError, MAX_CHANNELS_PER_CONNECTION};
+use bouquet_store::{StoreError, MAX_CHANNELS_PER_CONNECTION};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
@@ -30,14 +31,30 @@ pub struct Subscription {
     pub refused: Vec<(String, Refusal)>,
 }
 
+/// Stores a connection the authorizer admitted, and who holds it.
+pub async fn connect(
+    app: &App,
+    connection_id: &str,
+    viewer: &Viewer,
+    now: Timestamp,
+) -> Result<(), StoreError> {
+    app.store.put_connection(connection_id, viewer, now).await
+}
+
+/// Removes a connection and its subscriptions.
+pub async fn disconnect(app: &App, connection_id: &str) -> Result<(), StoreError> {
+    app.store.remove_connection(connection_id).await
+}
+
 /// Subscribes `connection_id` (held by `viewer`) to every requested channel it may read.
 pub async fn subscribe(
-    store: &Store,
+    app: &App,
     connection_id: &str,
     viewer: &Viewer,
     requested: &[String],
     now: Timestamp,
 ) -> Result<Subscription, LiveError> {
+    let store = &app.store;
     if requested.len() > MAX_CHANNELS_PER_CONNECTION {
         return Err(LiveError::TooManyChannels);
     }
@@ -61,11 +78,12 @@ pub async fn subscribe(
 
 /// Unsubscribes from the named channels; returns the ones it understood.
 pub async fn unsubscribe(
-    store: &Store,
+    app: &App,
     connection_id: &str,
     viewer: &Viewer,
     requested: &[String],
 ) -> Result<Vec<String>, LiveError> {
+    let store = &app.store;
     let channels: Vec<Channel> = requested
         .iter()
         .filter_map(|name| Channel::request(name, viewer).ok())
@@ -102,11 +120,12 @@ const PUSH_ATTEMPTS: u32 = 3;
 /// Only a failure to read the subscribers is an error (the invocation then fails, and its
 /// event reaches the function's failure destination).
 pub async fn broadcast(
-    store: &Store,
+    app: &App,
     pusher: &dyn Pusher,
     name: &str,
     detail: &Value,
 ) -> Result<Broadcast, StoreError> {
+    let store = &app.store;
     let ids: EventIds = serde_json::from_value(detail["data"].clone()).unwrap_or_default();
     let routed = channels::route(name, &ids);
     let mut report = Broadcast {

@@ -1,10 +1,11 @@
 //! Vendor memberships: an administrator makes a user of the directory a member of a shop
 //! (`POST /v1/vendors/{vendorId}/members`). The role comes only from the `vendor` group.
 
+use crate::App;
 use bouquet_directory::{DirectoryError, DirectoryUser, UserDirectory};
 use bouquet_domain::identity::{Email, VENDOR_GROUP};
 use bouquet_domain::{Timestamp, VendorId};
-use bouquet_store::{MemberClaim, Store, StoreError};
+use bouquet_store::{MemberClaim, StoreError};
 
 /// Whether the user had to be invited or existed already.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,12 +46,13 @@ pub enum MembershipError {
 /// the shop attribute first, the group second, so a call cut off in between grants nothing and
 /// a retry finishes it.
 pub async fn add_vendor_member(
-    store: &Store,
+    app: &App,
     directory: &dyn UserDirectory,
     vendor_id: VendorId,
     email: &Email,
     now: Timestamp,
 ) -> Result<Membership, MembershipError> {
+    let store = &app.store;
     if !store.vendor_exists(vendor_id).await? {
         return Err(MembershipError::UnknownVendor);
     }

@@ -1,9 +1,12 @@
 //! Transitions of one order by a caller who may see it (cancel, fulfil).
 
+use bouquet_domain::identity::Identity;
 use bouquet_domain::{Order, OrderId, Timestamp};
-use bouquet_store::{Store, StoreError};
+use bouquet_store::StoreError;
 
-use crate::checkout::{self, CheckoutError, RecordFor};
+use crate::checkout::{self, CheckoutError};
+use crate::idempotency::{self, Idempotency, Replayable};
+use crate::App;
 use bouquet_store::retry::Retry;
 
 /// What a caller does to an order.
@@ -33,18 +36,30 @@ impl From<StoreError> for TransitionError {
     }
 }
 
-/// Reads `order_id`; when `visible` says the caller may touch it, lets `transition` decide
-/// and write (with the idempotency record `record_for` makes from the order it leads to). A lost race reads again (with backoff, a few times) so the answer reflects the
-/// order as it is now.
+/// `caller` moves `order_id` by `action`: its customer cancels, its vendor fulfils; an order
+/// the caller may not touch is `NotFound`. A request with a key that was used before gets the
+/// stored answer (read first), and the record is written with the transition. A lost race
+/// reads again (with backoff, a few times) so the answer reflects the order as it is now.
 pub async fn transition(
-    store: &Store,
+    app: &App,
+    caller: &Identity,
     order_id: OrderId,
-    visible: impl Fn(&Order) -> bool,
     action: Action,
-    record_for: RecordFor<'_>,
+    key: Option<Idempotency<'_, Order>>,
     correlation_id: &str,
     now: Timestamp,
-) -> Result<Order, TransitionError> {
+) -> Result<Replayable<Order>, TransitionError> {
+    let store = &app.store;
+    if let Some(key) = &key {
+        if let Some(record) = store.idempotency_record(key.key_hash, now).await? {
+            return Ok(Replayable::Replayed(record));
+        }
+    }
+    let visible = |order: &Order| match action {
+        Action::Cancel => order.customer_id == caller.subject,
+        Action::Fulfil => caller.vendor_id == Some(order.vendor_id),
+    };
+    let record_for = |order: &Order| idempotency::record(key.as_ref(), order);
     let mut retry = Retry::optimistic();
     loop {
         let order = store
@@ -54,14 +69,18 @@ pub async fn transition(
             .ok_or(TransitionError::NotFound)?;
         let result = match action {
             Action::Cancel => {
-                checkout::cancel(store, &order, correlation_id, record_for, now).await
+                checkout::cancel(store, &order, correlation_id, &record_for, now).await
             }
             Action::Fulfil => {
-                checkout::fulfil(store, &order, correlation_id, record_for, now).await
+                checkout::fulfil(store, &order, correlation_id, &record_for, now).await
             }
         };
         match result {
-            Ok(changed) => return Ok(changed),
+            Ok(changed) => return Ok(Replayable::Done(changed)),
+            // A concurrent duplicate with the same key committed first.
+            Err(CheckoutError::Store(StoreError::IdempotencyReplay(record))) => {
+                return Ok(Replayable::Replayed(*record))
+            }
             Err(CheckoutError::Changed) if retry.wait().await => continue,
             Err(CheckoutError::Changed) => return Err(TransitionError::Busy),
             Err(other) => return Err(other.into()),

@@ -10,6 +10,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde::Serialize;
 
+use crate::App;
 use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::vase::{HeartbeatOutcome, ReadingOutcome, Vase, VaseMessage};
 use bouquet_domain::{Reading, Timestamp, VaseId};
@@ -50,10 +51,11 @@ pub enum Applied {
 
 /// Applies one vase message. `correlation_id` ties the events to the message.
 pub async fn apply(
-    store: &Store,
+    app: &App,
     message: &VaseMessage,
     correlation_id: &str,
 ) -> Result<Applied, VaseError> {
+    let store = &app.store;
     match message {
         VaseMessage::Heartbeat {
             vase_id, sent_at, ..
@@ -245,11 +247,12 @@ const SWEEP_CONCURRENCY: usize = 8;
 /// `VaseWentOffline`. Each write re-checks the heartbeat it read, so a heartbeat racing the
 /// sweep wins and two sweepers emit one event.
 pub async fn sweep_offline(
-    store: &Store,
+    app: &App,
     now: Timestamp,
     offline_after: Duration,
     correlation_id: &str,
 ) -> Result<OfflineSweep, VaseError> {
+    let store = &app.store;
     let cutoff = Vase::silence_cutoff(now, offline_after);
     let silent = store.silent_vases(cutoff, SWEEP_PAGE).await?;
     let mut report = OfflineSweep {

@@ -176,27 +176,6 @@ impl Ctx {
         body::parse_json(self.header("content-type"), &self.body)
     }
 
-    /// The idempotency record to write with this request's change, holding `reply`.
-    pub fn idempotency_record(&self, reply: &Reply) -> Option<IdempotencyPut> {
-        self.idempotency
-            .as_ref()
-            .map(|intent| intent.record(reply, self.now))
-    }
-
-    /// The answer stored under this request's idempotency key, when the key was used: for
-    /// routes that must learn of a replay before they do their work.
-    pub async fn stored_reply(&self) -> Result<Option<Reply>, ApiError> {
-        let Some(key_hash) = self.idempotency_key_hash() else {
-            return Ok(None);
-        };
-        let record = self
-            .app
-            .store
-            .idempotency_record(key_hash, self.now)
-            .await?;
-        Ok(record.map(Reply::replay))
-    }
-
     /// This request's idempotency key for a use case: the record to write with an outcome `T`
     /// is the reply `render` makes of it (the reply the client gets). `None` without a key.
     pub fn idempotency<'c, T>(

@@ -1,62 +1,31 @@
-//! Loading a vase for a change by its vendor, and an order's transition under the request's
-//! idempotency key.
+//! An order's transition by a caller who may see it, under the request's idempotency key
+//! (cancel, fulfil).
 
-use bouquet_app::checkout::CheckoutError;
-use bouquet_app::orders::{Action, TransitionError};
-use bouquet_domain::vase::Vase;
-use bouquet_domain::{Order, OrderId, VaseId};
-use bouquet_store::StoreError;
+use bouquet_app::orders::Action;
+use bouquet_domain::{Order, OrderId};
 
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, KeyedRequest};
 use crate::problem::ApiError;
+use crate::Reply;
 
-/// Reads `vase_id` (consistently) for a change by its vendor: 404 when there is none, 403
-/// for another vendor.
-pub async fn vendor_vase(ctx: &Ctx, vase_id: VaseId) -> Result<Vase, ApiError> {
-    let caller = ctx.caller()?;
-    let vase = ctx
-        .app
-        .store
-        .vase(vase_id, true)
-        .await?
-        .ok_or(ApiError::NotFound("vase"))?;
-    caller.require_vendor(vase.vendor_id)?;
-    Ok(vase)
-}
-
-/// A transition of an order that `visible` says the caller may touch (others: 404), under
-/// the request's `Idempotency-Key`: a retried request gets its first answer, the record is
-/// written with the transition.
+/// `action` on `order_id` by the request's caller ([`bouquet_app::orders::transition`]): the
+/// order it leads to, or the first answer to a retried request.
 pub async fn order_transition(
     ctx: &Ctx,
     order_id: OrderId,
-    visible: impl Fn(&Order) -> bool,
     action: Action,
-) -> Result<crate::Reply, ApiError> {
-    if let Some(replay) = ctx.stored_reply().await? {
-        return Ok(replay);
-    }
-    let record_for = |order: &Order| {
-        crate::Reply::ok(order)
-            .ok()
-            .and_then(|r| ctx.idempotency_record(&r))
-    };
-    let result = bouquet_app::orders::transition(
-        &ctx.app.store,
+) -> Result<Reply, ApiError> {
+    let caller = ctx.caller()?;
+    let key = ctx.idempotency(|order: &Order| Reply::ok(order));
+    let outcome = bouquet_app::orders::transition(
+        &ctx.app,
+        caller,
         order_id,
-        visible,
         action,
-        &record_for,
+        key.as_ref().map(KeyedRequest::key),
         &ctx.correlation_id,
         ctx.now,
     )
-    .await;
-    match result {
-        Ok(order) => crate::Reply::ok(&order),
-        // A concurrent duplicate with the same key committed first.
-        Err(TransitionError::Checkout(CheckoutError::Store(StoreError::IdempotencyReplay(
-            record,
-        )))) => Ok(crate::Reply::replay(*record)),
-        Err(other) => Err(other.into()),
-    }
+    .await?;
+    Reply::from_outcome(outcome, Reply::ok)
 }

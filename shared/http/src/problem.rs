@@ -12,6 +12,7 @@ use bouquet_app::listing::ListingError;
 use bouquet_app::members::MembershipError;
 use bouquet_app::orders::TransitionError;
 use bouquet_app::payment::PayError;
+use bouquet_app::queries::QueryError;
 use bouquet_app::reservation::ReserveError;
 use bouquet_domain::identity::NotAllowed;
 use bouquet_domain::{BouquetId, DomainError, FieldError, OrderStatus};
@@ -149,6 +150,8 @@ impl From<CheckoutError> for ApiError {
 impl From<CartViewError> for ApiError {
     fn from(error: CartViewError) -> Self {
         match error {
+            CartViewError::Unavailable(id) => ApiError::BouquetUnavailable(vec![id]),
+            CartViewError::Domain(error) => error.into(),
             CartViewError::Store(error) => error.into(),
             error @ CartViewError::Total(_) => ApiError::internal(error),
         }
@@ -219,6 +222,32 @@ impl From<BouquetError> for ApiError {
             BouquetError::Busy => ApiError::Busy,
             BouquetError::Domain(error) => error.into(),
             BouquetError::Store(error) => error.into(),
+        }
+    }
+}
+
+impl From<QueryError> for ApiError {
+    fn from(error: QueryError) -> Self {
+        match error {
+            QueryError::NotFound(what) => ApiError::NotFound(what),
+            QueryError::Forbidden(_) => ApiError::Forbidden,
+            QueryError::Store(error) => error.into(),
+        }
+    }
+}
+
+#[cfg(feature = "iot")]
+impl From<bouquet_app::vase_saga::VaseSagaError> for ApiError {
+    fn from(error: bouquet_app::vase_saga::VaseSagaError) -> Self {
+        use bouquet_app::vase_saga::VaseSagaError as E;
+        match error {
+            E::UnknownVendor => ApiError::NotFound("vendor"),
+            E::NotFound => ApiError::NotFound("vase"),
+            E::Forbidden(_) => ApiError::Forbidden,
+            E::InUse(bouquet_id) => ApiError::VaseInUse(bouquet_id),
+            E::Busy => ApiError::Busy,
+            E::Store(error) => error.into(),
+            error @ (E::Registration(_) | E::Task(_)) => ApiError::internal(error),
         }
     }
 }

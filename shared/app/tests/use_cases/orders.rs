@@ -1,6 +1,9 @@
 use bouquet_app::checkout::CheckoutError;
-use bouquet_app::domain::{DomainError, Order, OrderStatus};
+use bouquet_app::domain::identity::{Identity, Role};
+use bouquet_app::domain::{DomainError, Order, OrderStatus, VendorId};
 use bouquet_app::orders::{transition, Action, TransitionError};
+
+use bouquet_app::Replayable;
 
 use crate::support::*;
 
@@ -10,25 +13,39 @@ async fn act(
     action: Action,
     by_owner: bool,
 ) -> Result<Order, TransitionError> {
-    let owner = order.customer_id.clone();
-    let vendor = order.vendor_id;
-    let visible = move |o: &Order| {
-        by_owner
-            && match action {
-                Action::Cancel => o.customer_id == owner,
-                Action::Fulfil => o.vendor_id == vendor,
-            }
+    let caller = match (action, by_owner) {
+        (Action::Cancel, true) => Identity {
+            subject: order.customer_id.clone(),
+            role: Role::Customer,
+            vendor_id: None,
+        },
+        (Action::Fulfil, true) => Identity {
+            subject: customer("florist"),
+            role: Role::Vendor,
+            vendor_id: Some(order.vendor_id),
+        },
+        (Action::Cancel, false) => Identity {
+            subject: customer("someone-else"),
+            role: Role::Customer,
+            vendor_id: None,
+        },
+        (Action::Fulfil, false) => Identity {
+            subject: customer("other-florist"),
+            role: Role::Vendor,
+            vendor_id: Some(VendorId::generate()),
+        },
     };
     transition(
-        &world.app.store,
+        &world.app,
+        &caller,
         order.order_id,
-        visible,
         action,
-        &|_| None,
+        None,
         CORRELATION,
         world.now(),
     )
     .await
+    .map(done)
 }
 
 #[tokio::test]
@@ -67,6 +84,74 @@ async fn an_order_the_caller_may_not_see_is_not_found_and_unchanged() {
     assert_eq!(
         world.order_now(order.order_id).await.status,
         OrderStatus::Reserved
+    );
+}
+
+#[tokio::test]
+async fn the_same_key_cancels_once_and_replays_the_first_answer() {
+    let world = World::new().await;
+    let bouquet = world.bouquet().await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let ana = Identity {
+        subject: customer("ana"),
+        role: Role::Customer,
+        vendor_id: None,
+    };
+    let record = remembering("cancel-1", world.now());
+    let first = transition(
+        &world.app,
+        &ana,
+        order.order_id,
+        Action::Cancel,
+        Some(key("cancel-1", &record)),
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    assert!(
+        matches!(first, Ok(Replayable::Done(ref o)) if o.status == OrderStatus::Cancelled),
+        "{first:?}"
+    );
+    let again = transition(
+        &world.app,
+        &ana,
+        order.order_id,
+        Action::Cancel,
+        Some(key("cancel-1", &record)),
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    assert!(
+        matches!(again, Ok(Replayable::Replayed(ref r)) if r.body == order.order_id.to_string()),
+        "{again:?}"
+    );
+}
+
+#[tokio::test]
+async fn another_vendor_cannot_fulfil_an_order() {
+    let world = World::new().await;
+    let bouquet = world.bouquet().await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    bouquet_app::payment::pay(
+        &world.app,
+        &customer("ana"),
+        order.order_id,
+        "tok_visa",
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .expect("paid");
+    let result = act(&world, &order, Action::Fulfil, false).await;
+    assert!(
+        matches!(result, Err(TransitionError::NotFound)),
+        "{result:?}"
+    );
+    assert_eq!(
+        world.order_now(order.order_id).await.status,
+        OrderStatus::Paid
     );
 }
 

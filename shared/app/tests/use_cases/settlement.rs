@@ -45,8 +45,7 @@ async fn deliver(
     event_id: &str,
 ) -> Result<Settled, CheckoutError> {
     settle(
-        &world.app.store,
-        world.app.payments.as_ref(),
+        &world.app,
         order_id,
         settlement,
         &event(event_id, world),
