@@ -15,6 +15,9 @@ export AWS_DEFAULT_REGION="$AWS_REGION"
 export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}"
 export AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}"
 export SAM_CLI_TELEMETRY=0
+# The local IoT Core's files, shared by the emulator (which issues the certificates and keeps
+# the CRL and ACL) and every dev stack's Mosquitto (which enforces them).
+export BOUQUET_IOT_DIR="${BOUQUET_IOT_DIR:-$RUN_DIR/iot}"
 
 log() { printf '[localstack %s] %s\n' "$(date +%T)" "$*" >&2; }
 
@@ -99,15 +102,25 @@ build_workspace() {
 }
 
 # Installs Debian's Chromium unless it is there (the browser tests drive it headless).
-ensure_chromium() {
-  if command -v chromium >/dev/null 2>&1; then
-    return 0
+# Installs the Debian packages named that are not on the machine, in one apt-get run (two at
+# once would fight over dpkg's lock): chromium for the browser tests, mosquitto as the local
+# IoT Core's broker. Debian's mosquitto package may start its own service on :1883; the dev
+# stack's brokers use other ports.
+ensure_debian_packages() {
+  local missing=() package
+  for package in "$@"; do
+    command -v "$package" >/dev/null 2>&1 || missing+=("$package")
+  done
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  if ! command -v apt-get >/dev/null 2>&1; then
+    log "!!! ${missing[*]} not found and no apt-get to install them: install Eclipse Mosquitto 2 and Chromium with your package manager"
+    return 1
   fi
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  log "installing Debian's chromium (apt-get)"
+  log "installing Debian's ${missing[*]} (apt-get)"
   $sudo apt-get update -q >&2
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends chromium >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
 }
 
 # Starts moto on $EMULATOR_HOST:$EMULATOR_PORT unless an endpoint already answers there.

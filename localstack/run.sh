@@ -16,6 +16,7 @@ stop_all() {
   stop_emulator
 }
 trap stop_all EXIT
+ensure_debian_packages mosquitto
 start_emulator
 
 build_bins() {

@@ -91,12 +91,12 @@ emulator_tools_and_cfn_lint() {
 log "cargo fmt --check"
 cargo fmt --all -- --check
 
-log "in the background: the crate arrows; the pinned tools (emulator and cfn-lint, browser and contract tools, chromium); the SAM CLI, cargo-lambda and zig for sam validate and the arm64 cross-compile"
+log "in the background: the crate arrows; the pinned tools (emulator and cfn-lint, browser and contract tools, chromium and mosquitto); the SAM CLI, cargo-lambda and zig for sam validate and the arm64 cross-compile"
 start_job crate-arrows check_arrows
 start_job emulator-tools emulator_tools_and_cfn_lint
 start_job browser-tools ensure_browser_venv
 start_job contract-tools ensure_contract_venv
-start_job chromium ensure_chromium
+start_job debian-packages ensure_debian_packages chromium mosquitto
 start_job deploy-path deploy_checks_and_cross_compile
 
 log "the debug build every suite shares, linted by clippy -D warnings"
@@ -105,6 +105,8 @@ build_workspace
 log "crate arrows (DESIGN.md section 3)"
 finish_job crate-arrows
 finish_job emulator-tools
+# Mosquitto (the local IoT Core's broker) before the tests that start one.
+finish_job debian-packages
 start_emulator
 log "the emulator's speed changes answer as moto does"
 env -u AWS_ENDPOINT_URL "$VENV/bin/python" "$LOCALSTACK_DIR/test_emulator.py"
@@ -112,7 +114,6 @@ log "cargo test (AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL)"
 cargo test --workspace --locked "$@"
 
 # The web console in headless Chromium against a dev stack of its own (ports 3100, 3101, 1893).
-finish_job chromium
 finish_job browser-tools
 log "browser tests of the web console"
 bash "$LOCALSTACK_DIR/browser-tests/run.sh"

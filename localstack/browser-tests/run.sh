@@ -9,7 +9,7 @@ cd "$REPO_DIR"
 
 trap stop_devstack_and_emulator EXIT
 
-ensure_chromium
+ensure_debian_packages chromium mosquitto
 ensure_browser_venv
 start_emulator
 build_workspace

@@ -8,6 +8,7 @@ test command does. Every test makes its own vendor, bouquets and users. Screensh
 import json
 import re
 import os
+import tempfile
 import time
 import unittest
 import urllib.error
@@ -65,10 +66,19 @@ def reading(water, temperature=18, offset_seconds=0):
             "humidityPct": 60, "lightLux": 500}
 
 
-def publish(vase_id, messages):
-    """Publishes `(kind, body)` messages as the vase (MQTT client id = vase id), QoS 1."""
-    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=vase_id)
-    client.connect("127.0.0.1", MQTT_PORT)
+def publish(vase, messages):
+    """Publishes `(kind, body)` messages as the vase does: MQTT over TLS with its certificate
+    (client id = vase id), QoS 1, to the dev stack's Mosquitto."""
+    vase_id = vase["vaseId"]
+    with tempfile.TemporaryDirectory() as keys:
+        certificate, key = os.path.join(keys, "vase.pem"), os.path.join(keys, "vase.key")
+        for path, text in [(certificate, vase["certificatePem"]), (key, vase["privateKey"])]:
+            with open(path, "w") as f:
+                f.write(text)
+        client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=vase_id)
+        client.tls_set(ca_certs=os.path.join(os.environ["BOUQUET_IOT_DIR"], "ca.pem"),
+                       certfile=certificate, keyfile=key)
+        client.connect("127.0.0.1", MQTT_PORT)
     client.loop_start()
     try:
         for kind, body in messages:
@@ -108,7 +118,10 @@ class Shop:
         return call("POST", f"/v1/vendors/{self.vendor_id}/bouquets", self.token, body, 201)
 
     def vase(self):
-        return call("POST", f"/v1/vendors/{self.vendor_id}/vases", self.token, None, 201)["vase"]
+        registered = call("POST", f"/v1/vendors/{self.vendor_id}/vases", self.token, None, 201)
+        # What the vase connects with, kept beside what the console shows of it.
+        return {**registered["vase"], "certificatePem": registered["certificatePem"],
+                "privateKey": registered["privateKey"]}
 
 
 class Console(unittest.TestCase):
@@ -304,7 +317,7 @@ class Console(unittest.TestCase):
         shop = Shop()
         vase = shop.vase()
         bouquet_id = shop.bouquet("Roses", "49.00", vase["vaseId"])["bouquetId"]
-        publish(vase["vaseId"], [("telemetry", reading(water=100, offset_seconds=-60))])
+        publish(vase, [("telemetry", reading(water=100, offset_seconds=-60))])
         eventually(lambda: call("GET", f"/v1/bouquets/{bouquet_id}", expect_status=200)["freshness"] is not None,
                    "the first reading gave the bouquet a score")
         shopper = self.page()
@@ -313,7 +326,7 @@ class Console(unittest.TestCase):
         badge = shopper.locator(f'[data-bouquet="{bouquet_id}"] [data-freshness]')
         before = badge.get_attribute("data-freshness")
 
-        publish(vase["vaseId"], [("telemetry", reading(water=20))])
+        publish(vase, [("telemetry", reading(water=20))])
 
         expect(badge).not_to_have_attribute("data-freshness", before or "")
         after = int(badge.get_attribute("data-freshness"))
@@ -348,7 +361,7 @@ class Console(unittest.TestCase):
         bouquet_id = shop.bouquet("Anemones", "19.90", vase["vaseId"])["bouquetId"]
         sold = shop.bouquet("Ranunculus", "27.00")["bouquetId"]
         # Readings for the vase's chart and a sale for the analytics chart.
-        publish(vase["vaseId"], [("heartbeat", {"sentAt": now_rfc3339()})] + [
+        publish(vase, [("heartbeat", {"sentAt": now_rfc3339()})] + [
             ("telemetry", reading(water=90 - 15 * i, temperature=17 + i, offset_seconds=i - 6)) for i in range(6)])
         buyer = mint("customer", unique("frank"))
         order = call("POST", "/v1/orders", buyer, {"bouquetIds": [sold]}, 201)

@@ -9,6 +9,7 @@ cd "$REPO_DIR"
 trap stop_devstack_and_emulator EXIT
 
 ensure_venv
+ensure_debian_packages mosquitto
 log "validating infra/openapi.yaml (openapi-spec-validator, OpenAPI 3.1)"
 "$VENV/bin/openapi-spec-validator" infra/openapi.yaml
 

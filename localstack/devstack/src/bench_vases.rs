@@ -25,13 +25,21 @@ pub struct VaseBench {
     pub messages: usize,
 }
 
-/// Registers `count` vases: the IoT thing (the broker admits registered things) and the
-/// vase item.
+/// A bench vase and the credentials it connects with.
+struct BenchVase {
+    vase_id: VaseId,
+    certificate: String,
+    key: String,
+}
+
+/// Registers `count` vases as registration does: the IoT thing with an active certificate
+/// carrying the vase policy (the broker admits only those), and the vase item.
 async fn vases(
     app: &App,
     sdk: &aws_config::SdkConfig,
+    policy: &str,
     count: usize,
-) -> Result<Vec<VaseId>, DevError> {
+) -> Result<Vec<BenchVase>, DevError> {
     let iot = aws_sdk_iot::Client::new(sdk);
     let vendor = Vendor::onboard("Bench", SystemClock.now())
         .map_err(|errors| DevError::Unexpected(format!("{errors:?}")))?;
@@ -53,8 +61,28 @@ async fn vases(
     let mut ids = Vec::new();
     for _ in 0..count {
         let vase = Vase::register(VaseId::generate(), vendor, SystemClock.now());
+        let thing = vase.vase_id.to_string();
         iot.create_thing()
-            .thing_name(vase.vase_id.to_string())
+            .thing_name(&thing)
+            .send()
+            .await
+            .map_err(aws)?;
+        let keys = iot
+            .create_keys_and_certificate()
+            .set_as_active(true)
+            .send()
+            .await
+            .map_err(aws)?;
+        let arn = keys.certificate_arn.unwrap_or_default();
+        iot.attach_policy()
+            .policy_name(policy)
+            .target(&arn)
+            .send()
+            .await
+            .map_err(aws)?;
+        iot.attach_thing_principal()
+            .thing_name(&thing)
+            .principal(&arn)
             .send()
             .await
             .map_err(aws)?;
@@ -72,7 +100,14 @@ async fn vases(
             .create_vase(&vase, &event, None, vase.registered_at)
             .await
             .map_err(|e| DevError::Unexpected(format!("MQTT publish: {e}")))?;
-        ids.push(vase.vase_id);
+        ids.push(BenchVase {
+            vase_id: vase.vase_id,
+            certificate: keys.certificate_pem.unwrap_or_default(),
+            key: keys
+                .key_pair
+                .and_then(|pair| pair.private_key)
+                .unwrap_or_default(),
+        });
     }
     Ok(ids)
 }
@@ -102,13 +137,25 @@ pub async fn run(
         &Default::default(),
     )?;
     crate::queues::start_all(template, &names, &functions, sdk)?;
-    let ids = vases(&app, sdk, options.vases).await?;
+    let policy = names.get("VasePolicy").cloned().ok_or_else(|| {
+        DevError::Unexpected("the template's VasePolicy was not provisioned".into())
+    })?;
+    let ids = vases(&app, sdk, &policy, options.vases).await?;
+    let files = crate::mosquitto::IotFiles::from_env()?;
+    let ca = files.read("ca.pem")?;
 
     // One connected client per vase, each driving its own event loop.
     let mut clients = Vec::new();
     let (acks, mut acked) = tokio::sync::mpsc::unbounded_channel::<()>();
-    for id in &ids {
-        let mut mqtt = MqttOptions::new(id.to_string(), "127.0.0.1", iot.address.port());
+    for vase in &ids {
+        let mut mqtt = MqttOptions::new(vase.vase_id.to_string(), "127.0.0.1", iot.address.port());
+        mqtt.set_transport(crate::mosquitto::tls(
+            ca.clone(),
+            Some((
+                vase.certificate.clone().into_bytes(),
+                vase.key.clone().into_bytes(),
+            )),
+        ));
         mqtt.set_keep_alive(Duration::from_secs(30));
         mqtt.set_inflight(100);
         let (client, mut events) = AsyncClient::new(mqtt, 1000);
@@ -126,7 +173,7 @@ pub async fn run(
     let base = SystemClock.now();
     let mut telemetry = 0;
     for i in 0..options.messages {
-        let vase = ids[i % ids.len()];
+        let vase = ids[i % ids.len()].vase_id;
         let sent_at = base.plus(Duration::from_millis(i as u64)).to_rfc3339();
         let (topic, body) = if i % 2 == 0 {
             (
@@ -187,10 +234,10 @@ pub async fn run(
     }
     let applied = started.elapsed();
     let mut readings = 0;
-    for id in &ids {
+    for vase in &ids {
         let page = app
             .store
-            .readings(*id, base.minus(Duration::from_secs(1)), None, 100)
+            .readings(vase.vase_id, base.minus(Duration::from_secs(1)), None, 100)
             .await
             .map_err(|e| DevError::Unexpected(format!("MQTT publish: {e}")))?;
         readings += page.items.len();

@@ -1,28 +1,25 @@
 //! IoT Core's part of the local cloud: the template's vase policy and topic rules, created
-//! on the emulator (which stores them but runs neither), and enforced here:
-//! - [`ThingAuthorizer`]: a client may connect only with the client id of a registered thing
-//!   (the emulator's thing registry), and may publish and subscribe only where the policy
-//!   allows, with `${iot:Connection.Thing.ThingName}` replaced by its client id. Locally
-//!   there is no TLS, so the certificate check of AWS is stood in for by the registry check.
-//! - [`RuleEngine`]: every accepted publish is matched against the topic rules' SQL; a
-//!   result goes to the rule's SQS action, and to its error action if that send fails.
+//! on the emulator (which stores them but runs neither), and run here:
+//! - the broker is Eclipse Mosquitto ([`crate::mosquitto`]): TLS with the certificates the
+//!   emulator issues, refused when not active and attached, each vase on its own topics;
+//! - [`RuleEngine`]: a bridge client subscribed to every rule's topic filter hands each
+//!   message to the topic rules' SQL; a result goes to the rule's SQS action, and to its
+//!   error action if that send fails.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
-use futures::FutureExt;
 use serde_json::Value;
 
 use bouquet_template::Template;
 
 use crate::iot_rules::RuleSql;
-use crate::mqtt::{Authorizer, Permissions, Published};
+use bouquet_app::domain::{Clock, SystemClock};
+
+use crate::mosquitto::{IotFiles, Mosquitto};
 use crate::provision::{resolve, Names, ProvisionError};
 
 use crate::error::DevError;
-
-const THING_NAME_VARIABLE: &str = "${iot:Connection.Thing.ThingName}";
 
 fn aws(error: impl std::error::Error + Send + Sync + 'static) -> ProvisionError {
     ProvisionError::Aws(Box::new(error))
@@ -169,78 +166,13 @@ fn sqs_action(queue_url: &str) -> Result<aws_sdk_iot::types::Action, ProvisionEr
         .build())
 }
 
-/// Topic filters a policy allows for `action` (`iot:Publish` → `topic/`, `iot:Subscribe`
-/// → `topicfilter/`), for the client `client_id`.
-pub fn allowed_filters(document: &Value, action: &str, client_id: &str) -> Vec<String> {
-    let prefix = if action == "iot:Subscribe" {
-        ":topicfilter/"
-    } else {
-        ":topic/"
-    };
-    let as_list = |value: &Value| -> Vec<String> {
-        match value {
-            Value::String(s) => vec![s.clone()],
-            Value::Array(items) => items
-                .iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect(),
-            _ => Vec::new(),
-        }
-    };
-    document["Statement"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|s| s["Effect"] == "Allow" && as_list(&s["Action"]).iter().any(|a| a == action))
-        .flat_map(|s| as_list(&s["Resource"]))
-        .filter_map(|resource| {
-            resource
-                .split_once(prefix)
-                .map(|(_, filter)| filter.replace(THING_NAME_VARIABLE, client_id))
-        })
-        .collect()
-}
-
-/// Whether the policy's `iot:Connect` allows `client_id`.
-pub fn may_connect(document: &Value, client_id: &str) -> bool {
-    document["Statement"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|s| s["Effect"] == "Allow" && s["Action"] == "iot:Connect")
-        .filter_map(|s| s["Resource"].as_str())
-        .filter_map(|r| {
-            r.split_once(":client/")
-                .map(|(_, c)| c.replace(THING_NAME_VARIABLE, client_id))
-        })
-        .any(|allowed| allowed == client_id || allowed == "*")
-}
-
-/// Accepts registered things, with the vase policy's permissions.
-pub struct ThingAuthorizer {
-    pub iot: aws_sdk_iot::Client,
-    pub policy: Value,
-}
-
-impl Authorizer for ThingAuthorizer {
-    fn connect<'a>(&'a self, client_id: &'a str) -> BoxFuture<'a, Option<Permissions>> {
-        async move {
-            if !may_connect(&self.policy, client_id) {
-                return None;
-            }
-            match self.iot.describe_thing().thing_name(client_id).send().await {
-                Ok(_) => Some(Permissions {
-                    publish: allowed_filters(&self.policy, "iot:Publish", client_id),
-                    subscribe: allowed_filters(&self.policy, "iot:Subscribe", client_id),
-                }),
-                Err(error) => {
-                    tracing::info!(%client_id, error = %bouquet_app::store::describe(&error), "MQTT connect refused: not a registered thing");
-                    None
-                }
-            }
-        }
-        .boxed()
-    }
+/// A message the broker delivered to the bridge.
+#[derive(Clone, Debug)]
+pub struct Published {
+    pub topic: String,
+    pub payload: bytes::Bytes,
+    /// When the bridge received it: the rules' `timestamp()`.
+    pub received_at_millis: i64,
 }
 
 /// Runs the topic rules on what the broker accepted.
@@ -334,7 +266,7 @@ impl RuleEngine {
             return;
         };
         let failure = serde_json::json!({
-            "ruleName": rule.name, "topic": message.topic, "clientId": message.client_id,
+            "ruleName": rule.name, "topic": message.topic,
             "failures": [{ "failedAction": "SqsAction", "failedResource": queue, "errorMessage": error }],
             "payload": body,
         });
@@ -365,12 +297,14 @@ impl RuleEngine {
     }
 }
 
-/// A running local IoT Core: the broker's address.
+/// A running local IoT Core: Mosquitto (stopped when this is dropped) and its bridge.
 pub struct LocalIotCore {
     pub address: std::net::SocketAddr,
+    _broker: Mosquitto,
 }
 
-/// Provisions the policy and rules and starts the broker and the rule engine on `address`.
+/// Provisions the policy and rules, starts Mosquitto on `address` (port 0: a free one) and
+/// the bridge that feeds the rule engine, and returns once the bridge is subscribed.
 pub async fn start(
     template: &Template,
     stack: &str,
@@ -378,62 +312,96 @@ pub async fn start(
     names: &mut Names,
     address: std::net::SocketAddr,
 ) -> Result<LocalIotCore, DevError> {
+    let files = IotFiles::from_env()?;
     let (policies, rules) = provision(template, stack, sdk, names)
         .await
         .map_err(DevError::from)?;
-    let policy = match policies.len() {
-        1 => policies.into_values().next().unwrap_or_default(),
-        n => {
-            return Err(DevError::Unsupported(format!(
-                "expected one AWS::IoT::Policy in the template, found {n}"
-            )))
-        }
-    };
-    let broker = crate::mqtt::Broker::bind(address)
-        .await
-        .map_err(DevError::Io)?;
-    let address = broker.local_addr();
+    if policies.len() != 1 {
+        return Err(DevError::Unsupported(format!(
+            "expected one AWS::IoT::Policy in the template, found {}",
+            policies.len()
+        )));
+    }
+    let broker = Mosquitto::start(&files, stack, address).await?;
+    let filters: Vec<String> = rules
+        .iter()
+        .map(|rule| rule.sql.topic_filter().to_owned())
+        .collect();
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-    let authorizer = Arc::new(ThingAuthorizer {
-        iot: aws_sdk_iot::Client::new(sdk),
-        policy,
-    });
-    tokio::spawn(broker.serve(authorizer, sender));
+    bridge(&files, broker.address, filters, sender).await?;
     let engine = Arc::new(RuleEngine {
         rules,
         sqs: aws_sdk_sqs::Client::new(sdk),
     });
     tokio::spawn(engine.run(receiver));
-    Ok(LocalIotCore { address })
+    Ok(LocalIotCore {
+        address: broker.address,
+        _broker: broker,
+    })
+}
+
+/// Connects the bridge (the emulator's `devstack-bridge` certificate, which the ACL lets read
+/// every topic), subscribes to `filters` at every (re)connection, and forwards what arrives.
+/// Returns once the first subscription is acknowledged.
+async fn bridge(
+    files: &IotFiles,
+    broker: std::net::SocketAddr,
+    filters: Vec<String>,
+    published: tokio::sync::mpsc::UnboundedSender<Published>,
+) -> Result<(), DevError> {
+    use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
+    let mut options = MqttOptions::new("devstack-bridge", broker.ip().to_string(), broker.port());
+    options.set_transport(crate::mosquitto::tls(
+        files.read("ca.pem")?,
+        Some((files.read("bridge.pem")?, files.read("bridge.key")?)),
+    ));
+    options.set_keep_alive(std::time::Duration::from_secs(30));
+    let (client, mut events) = AsyncClient::new(options, 100);
+    let (ready, subscribed) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let mut ready = Some(ready);
+        loop {
+            match events.poll().await {
+                Ok(Event::Incoming(Packet::ConnAck(_))) => {
+                    for filter in &filters {
+                        if let Err(error) = client.try_subscribe(filter, QoS::AtLeastOnce) {
+                            tracing::error!(%filter, %error, "the IoT bridge could not subscribe");
+                        }
+                    }
+                }
+                Ok(Event::Incoming(Packet::SubAck(_))) => {
+                    if let Some(ready) = ready.take() {
+                        let _ = ready.send(());
+                    }
+                }
+                Ok(Event::Incoming(Packet::Publish(message))) => {
+                    let received_at_millis = SystemClock.now().as_millis();
+                    let forwarded = published.send(Published {
+                        topic: message.topic,
+                        payload: message.payload,
+                        received_at_millis,
+                    });
+                    if forwarded.is_err() {
+                        return; // The rule engine stopped: so does the bridge.
+                    }
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "the IoT bridge lost the broker; reconnecting");
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+            }
+        }
+    });
+    tokio::time::timeout(std::time::Duration::from_secs(10), subscribed)
+        .await
+        .map_err(|_| DevError::Unexpected("the IoT bridge did not subscribe within 10 s".into()))?
+        .map_err(|_| DevError::Unexpected("the IoT bridge stopped before subscribing".into()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    fn policy() -> Value {
-        json!({"Version": "2012-10-17", "Statement": [
-            {"Effect": "Allow", "Action": "iot:Connect", "Resource": "arn:aws:iot:eu-west-1:123456789012:client/${iot:Connection.Thing.ThingName}"},
-            {"Effect": "Allow", "Action": "iot:Publish", "Resource": [
-                "arn:aws:iot:eu-west-1:123456789012:topic/vases/${iot:Connection.Thing.ThingName}/heartbeat",
-                "arn:aws:iot:eu-west-1:123456789012:topic/vases/${iot:Connection.Thing.ThingName}/telemetry"]},
-            {"Effect": "Allow", "Action": "iot:Subscribe", "Resource": "arn:aws:iot:eu-west-1:123456789012:topicfilter/vases/${iot:Connection.Thing.ThingName}/commands"}
-        ]})
-    }
-
-    #[test]
-    fn the_policy_gives_each_vase_its_own_topics() {
-        assert_eq!(
-            allowed_filters(&policy(), "iot:Publish", "V1"),
-            ["vases/V1/heartbeat", "vases/V1/telemetry"]
-        );
-        assert_eq!(
-            allowed_filters(&policy(), "iot:Subscribe", "V1"),
-            ["vases/V1/commands"]
-        );
-        assert!(may_connect(&policy(), "V1"));
-    }
 
     #[test]
     fn rule_names_are_what_iot_accepts() {

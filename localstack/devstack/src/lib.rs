@@ -9,8 +9,9 @@
 //!   [`schedules`]: the template's schedules; [`rules`]: EventBridge rules that target a
 //!   function; both invoke asynchronously, retried and then sent to the function's failure
 //!   destination ([`async_invoke`]).
-//! - [`iot_core`]: IoT Core locally: an MQTT broker ([`mqtt`]) that admits registered things
-//!   with the vase policy's permissions, and the template's topic rules ([`iot_rules`]).
+//! - [`iot_core`]: IoT Core locally: Eclipse Mosquitto ([`mosquitto`]) admitting the
+//!   certificates the emulator issued, active and attached, each vase on its own topics, and
+//!   the template's topic rules ([`iot_rules`]) on what it delivers.
 
 pub mod apigw;
 pub mod async_invoke;
@@ -23,7 +24,7 @@ pub mod iot_core;
 pub mod iot_rules;
 pub mod jwt;
 pub mod lambda;
-pub mod mqtt;
+pub mod mosquitto;
 pub mod provision;
 pub mod provisioned;
 pub mod queues;

@@ -35,8 +35,9 @@ enum Command {
         /// Run schedules this many times faster (e.g. 60: a minutely sweeper every second).
         #[arg(long, default_value_t = 1)]
         schedule_speedup: u32,
-        /// The MQTT broker's port (IoT Core's part).
-        #[arg(long, env = "DEVSTACK_MQTT_PORT", default_value_t = 1883)]
+        /// The MQTT broker's port (IoT Core's part: Mosquitto, TLS with the vase's
+        /// certificate). Not 1883: Debian's own mosquitto service may listen there.
+        #[arg(long, env = "DEVSTACK_MQTT_PORT", default_value_t = 8883)]
         mqtt_port: u16,
         /// The WebSocket API's port (live updates and its @connections endpoint).
         #[arg(long, env = "DEVSTACK_WS_PORT", default_value_t = 3001)]
@@ -294,12 +295,23 @@ async fn main() -> Result<(), DevError> {
                     seeded.vendor_id,
                     seeded.bouquet_ids.join(", ")
                 );
+                // The vase's certificate and key where the simulator finds them (a replayed
+                // registration returns no key: the files of the first run stay).
+                let files = devstack::mosquitto::IotFiles::from_env()?;
+                let (certificate, key) = (files.path("demo-vase.pem"), files.path("demo-vase.key"));
+                if let Some((pem, private_key)) = &seeded.vase_credentials {
+                    std::fs::write(&certificate, pem)?;
+                    std::fs::write(&key, private_key)?;
+                }
                 eprintln!(
-                    "demo vase {} (its bouquet: {}); make it beat and report:\n  cargo run -p vase-simulator -- --vase-id {} --broker 127.0.0.1:{} --scenario drying-out",
+                    "demo vase {} (its bouquet: {}); make it beat and report:\n  cargo run -p vase-simulator -- --vase-id {} --broker 127.0.0.1:{} --cert {} --key {} --ca {} --scenario drying-out",
                     seeded.vase_id,
                     seeded.bouquet_ids.first().map(String::as_str).unwrap_or("-"),
                     seeded.vase_id,
-                    iot.address.port()
+                    iot.address.port(),
+                    certificate.display(),
+                    key.display(),
+                    files.path("ca.pem").display(),
                 );
                 eprintln!(
                     "vendor token:   {}",

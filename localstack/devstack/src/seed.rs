@@ -15,6 +15,9 @@ pub struct Seeded {
     pub bouquet_ids: Vec<String>,
     /// A registered vase; the first bouquet stands in it.
     pub vase_id: String,
+    /// Its certificate and private key (PEM), when this run registered it (a replayed
+    /// registration has no key: it is returned once).
+    pub vase_credentials: Option<(String, String)>,
 }
 
 const BOUQUETS: [(&str, &str, &str); 4] = [
@@ -90,6 +93,10 @@ pub async fn seed(api: &LocalApi, secret: &str) -> Result<Seeded, DevError> {
         .as_str()
         .ok_or("no vase.vaseId in the answer")?
         .to_owned();
+    let vase_credentials = match (vase["certificatePem"].as_str(), vase["privateKey"].as_str()) {
+        (Some(certificate), Some(key)) => Some((certificate.to_owned(), key.to_owned())),
+        _ => None,
+    };
     let mut bouquet_ids = Vec::new();
     for (index, (name, description, amount)) in BOUQUETS.iter().enumerate() {
         let mut body = json!({ "name": name, "description": description, "price": { "amount": amount, "currency": "EUR" } });
@@ -110,5 +117,6 @@ pub async fn seed(api: &LocalApi, secret: &str) -> Result<Seeded, DevError> {
         vendor_id,
         bouquet_ids,
         vase_id,
+        vase_credentials,
     })
 }

@@ -18,8 +18,14 @@ use crate::{emulator_sdk_config, ApiRequest, ApiResponse, TestCloud};
 pub async fn test_vase_policy() -> String {
     let name = format!("testkit-VasePolicy-{}", ulid::Ulid::new());
     let iot = aws_sdk_iot::Client::new(&emulator_sdk_config().await);
+    // The template's vase policy: what the local broker's ACL is made of.
     let document = json!({"Version": "2012-10-17", "Statement": [
-        {"Effect": "Allow", "Action": "iot:Publish", "Resource": "arn:aws:iot:eu-west-1:123456789012:topic/vases/${iot:Connection.Thing.ThingName}/heartbeat"}
+        {"Effect": "Allow", "Action": "iot:Connect", "Resource": "arn:aws:iot:eu-west-1:123456789012:client/${iot:Connection.Thing.ThingName}"},
+        {"Effect": "Allow", "Action": "iot:Publish", "Resource": [
+            "arn:aws:iot:eu-west-1:123456789012:topic/vases/${iot:Connection.Thing.ThingName}/heartbeat",
+            "arn:aws:iot:eu-west-1:123456789012:topic/vases/${iot:Connection.Thing.ThingName}/telemetry"]},
+        {"Effect": "Allow", "Action": "iot:Subscribe", "Resource": "arn:aws:iot:eu-west-1:123456789012:topicfilter/vases/${iot:Connection.Thing.ThingName}/commands"},
+        {"Effect": "Allow", "Action": "iot:Receive", "Resource": "arn:aws:iot:eu-west-1:123456789012:topic/vases/${iot:Connection.Thing.ThingName}/commands"}
     ]});
     iot.create_policy()
         .policy_name(&name)
@@ -80,7 +86,37 @@ pub fn sqs_records(bodies: &[String]) -> Vec<aws_lambda_events::event::sqs::SqsM
         .collect()
 }
 
+/// A registered vase and what it connects with.
+#[derive(Clone, Debug)]
+pub struct VaseCredentials {
+    pub vase_id: String,
+    pub certificate_arn: String,
+    pub certificate: String,
+    pub key: String,
+}
+
 impl TestCloud {
+    /// Registers a vase for `vendor_id`; returns its id, certificate and private key.
+    pub async fn vase_with_credentials(&self, vendor_id: &str) -> VaseCredentials {
+        let response = self.register_vase(vendor_id).await;
+        assert_eq!(response.status, 201, "{}", response.body);
+        let text = |field: &str| {
+            response.body[field]
+                .as_str()
+                .unwrap_or_else(|| panic!("{field} in {}", response.body))
+                .to_owned()
+        };
+        VaseCredentials {
+            vase_id: response.body["vase"]["vaseId"]
+                .as_str()
+                .expect("vase.vaseId")
+                .to_owned(),
+            certificate_arn: text("certificateArn"),
+            certificate: text("certificatePem"),
+            key: text("privateKey"),
+        }
+    }
+
     /// Registers a vase for `vendor_id` through the real handler (IoT Core on the emulator).
     pub async fn register_vase(&self, vendor_id: &str) -> ApiResponse {
         self.register_vase_with(

@@ -1,9 +1,10 @@
 //! `vase-simulator`: a smart vase on the command line.
 //!
-//! Locally: `cargo run -p vase-simulator -- --vase-id <id>` connects to the dev stack's
-//! broker (127.0.0.1:1883) with client id = the vase id, as a registered vase must.
-//! On AWS: add `--endpoint <iotEndpoint> --cert vase.pem --key vase.key --ca AmazonRootCA1.pem`
-//! (the files from `POST /v1/vendors/{vendorId}/vases`): MQTT over TLS on 8883.
+//! It connects exactly as to IoT Core: MQTT over TLS with the vase's certificate and key (the
+//! files from `POST /v1/vendors/{vendorId}/vases`), client id = the vase id.
+//! Locally: `--cert vase.pem --key vase.key --ca <the emulator's ca.pem>` to the dev stack's
+//! Mosquitto (`--broker`, 127.0.0.1:8883; `devstack up` prints the whole command for its demo
+//! vase). On AWS: `--endpoint <iotEndpoint> ... --ca AmazonRootCA1.pem` (port 8883).
 //!
 //! It publishes `vases/{id}/heartbeat` and `vases/{id}/telemetry` (API.md, Vase MQTT) with
 //! QoS 1 on its intervals, following a scenario, and prints every message and what became
@@ -35,21 +36,22 @@ struct Args {
     /// The vase id: the thing name and MQTT client id.
     #[arg(long)]
     vase_id: String,
-    /// host:port of a plain-TCP broker (the local cloud's).
-    #[arg(long, default_value = "127.0.0.1:1883", conflicts_with = "endpoint")]
+    /// host:port of the local cloud's broker.
+    #[arg(long, default_value = "127.0.0.1:8883", conflicts_with = "endpoint")]
     broker: String,
-    /// AWS IoT Core data endpoint (`iotEndpoint` from registration): TLS on 8883.
-    #[arg(long, requires_all = ["cert", "key", "ca"])]
+    /// AWS IoT Core data endpoint (`iotEndpoint` from registration), port 8883.
+    #[arg(long)]
     endpoint: Option<String>,
     /// The vase's certificate (PEM), from registration.
     #[arg(long)]
-    cert: Option<std::path::PathBuf>,
+    cert: std::path::PathBuf,
     /// The vase's private key (PEM), from registration.
     #[arg(long)]
-    key: Option<std::path::PathBuf>,
-    /// The CA that signs the endpoint's certificate (Amazon Root CA 1).
+    key: std::path::PathBuf,
+    /// The CA that signs the broker's certificate: Amazon Root CA 1, or locally the
+    /// emulator's `ca.pem`.
     #[arg(long)]
-    ca: Option<std::path::PathBuf>,
+    ca: std::path::PathBuf,
     /// Seconds between heartbeats.
     #[arg(long, default_value_t = 60.0)]
     heartbeat_every: f64,
@@ -95,29 +97,28 @@ fn now() -> String {
 }
 
 fn options(args: &Args) -> Result<MqttOptions, String> {
-    let mut options = match &args.endpoint {
-        Some(endpoint) => {
-            let read = |path: &Option<std::path::PathBuf>| {
-                let path = path.as_ref().ok_or("missing --cert, --key or --ca")?;
-                std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
-            };
-            let mut options = MqttOptions::new(&args.vase_id, endpoint, 8883);
-            options.set_transport(Transport::Tls(TlsConfiguration::Simple {
-                ca: read(&args.ca)?,
-                alpn: None,
-                client_auth: Some((read(&args.cert)?, read(&args.key)?)),
-            }));
-            options
-        }
+    let (host, port) = match &args.endpoint {
+        Some(endpoint) => (endpoint.as_str(), 8883),
         None => {
             let (host, port) = args
                 .broker
                 .rsplit_once(':')
                 .ok_or("--broker must be host:port")?;
-            let port = port.parse().map_err(|_| "--broker port must be a number")?;
-            MqttOptions::new(&args.vase_id, host, port)
+            (
+                host,
+                port.parse().map_err(|_| "--broker port must be a number")?,
+            )
         }
     };
+    let read = |path: &std::path::Path| {
+        std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let mut options = MqttOptions::new(&args.vase_id, host, port);
+    options.set_transport(Transport::Tls(TlsConfiguration::Simple {
+        ca: read(&args.ca)?,
+        alpn: None,
+        client_auth: Some((read(&args.cert)?, read(&args.key)?)),
+    }));
     options.set_keep_alive(Duration::from_secs(30));
     Ok(options)
 }

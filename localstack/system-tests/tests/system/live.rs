@@ -486,12 +486,13 @@ async fn a_reading_over_mqtt_and_a_sale_reach_the_browsers_through_the_whole_cha
     let cloud = TestCloud::new().await;
     let start = SystemClock.now();
     cloud.clock.set(start);
-    let broker = crate::vase_mqtt::local_iot(&cloud).await;
+    let iot = crate::vase_mqtt::local_iot(&cloud).await;
     let live = live(&cloud, None).await;
     live.start_chain(&cloud).await;
 
     let vendor = cloud.vendor("Bloom").await;
-    let vase = cloud.vase(&vendor).await;
+    let credentials = cloud.vase_with_credentials(&vendor).await;
+    let vase = credentials.vase_id.clone();
     let bouquet = cloud.bouquet_in_vase(&vendor, &vase).await;
     let mut browser = live.connect(None).await.unwrap();
     subscribe(&mut browser, &[&format!("bouquet:{bouquet}")]).await;
@@ -501,7 +502,9 @@ async fn a_reading_over_mqtt_and_a_sale_reach_the_browsers_through_the_whole_cha
         .unwrap();
     subscribe(&mut buyer, &["orders"]).await;
 
-    let (client, mut mqtt) = crate::vase_mqtt::connect(broker, &vase).await.unwrap();
+    let (client, mut mqtt) = crate::vase_mqtt::connect(iot.address, &credentials)
+        .await
+        .unwrap();
     let sent = start.plus(Duration::from_secs(60));
     crate::vase_mqtt::publish(
         &client,

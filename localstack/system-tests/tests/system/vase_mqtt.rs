@@ -1,23 +1,26 @@
-//! IoT Core through the local cloud with a real MQTT client: the template's vase policy and
-//! topic rules on the dev stack's broker, the rules' queue, and the ingest function behind
-//! the template's SQS mapping, on this test's table.
+//! IoT Core through the local cloud with a real MQTT client over TLS: vases connect with the
+//! certificates registration issued to Mosquitto (the dev stack's broker), the template's
+//! topic rules forward to the rules' queue, and the ingest function behind the template's
+//! SQS mapping writes to this test's table.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use rumqttc::{
-    AsyncClient, ConnectReturnCode, ConnectionError, Event, EventLoop, MqttOptions, Packet, QoS,
-};
+use rumqttc::{AsyncClient, ConnectionError, Event, EventLoop, MqttOptions, Packet, QoS};
 use serde_json::json;
 
 use bouquet_app::domain::{Clock, SystemClock};
 use bouquet_template::Template;
+use devstack::iot_core::LocalIotCore;
+use devstack::mosquitto::IotFiles;
 use devstack::provision::{self, Names};
+use system_tests::vases::VaseCredentials;
 use system_tests::{emulator_sdk_config, ApiRequest, TestCloud};
 
-/// Provisions this test's vase queues, policy and rules from the template and starts the
-/// broker (on a free port) and the SQS mapping. Returns the broker's address.
-pub(crate) async fn local_iot(cloud: &TestCloud) -> SocketAddr {
+/// Provisions this test's vase queues, policy and rules from the template and starts
+/// Mosquitto (on a free port, with the emulator's CA, CRL and ACL) and the SQS mapping. The
+/// broker runs while the returned value lives.
+pub(crate) async fn local_iot(cloud: &TestCloud) -> LocalIotCore {
     let template = Template::repository().unwrap();
     let sdk = emulator_sdk_config().await;
     let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
@@ -57,16 +60,29 @@ pub(crate) async fn local_iot(cloud: &TestCloud) -> SocketAddr {
     };
     let mappings = devstack::queues::start_all(&template, &names, &functions, &sdk).unwrap();
     assert_eq!(mappings.len(), 1, "{mappings:?}");
-    iot.address
+    iot
 }
 
-/// Connects as `client_id`; the broker's CONNACK (or the refusal) decides.
-pub(crate) async fn connect(
+fn ca() -> Vec<u8> {
+    IotFiles::from_env()
+        .expect("the emulator's IoT files (BOUQUET_IOT_DIR)")
+        .read("ca.pem")
+        .unwrap()
+}
+
+/// Connects over TLS as `client_id` with `certificate` (or none); the broker's CONNACK, or
+/// the refusal (at the TLS handshake), decides.
+pub(crate) async fn connect_as(
     broker: SocketAddr,
     client_id: &str,
+    certificate: Option<(&str, &str)>,
 ) -> Result<(AsyncClient, EventLoop), ConnectionError> {
     let mut options = MqttOptions::new(client_id, broker.ip().to_string(), broker.port());
     options.set_keep_alive(Duration::from_secs(10));
+    options.set_transport(devstack::mosquitto::tls(
+        ca(),
+        certificate.map(|(pem, key)| (pem.as_bytes().to_vec(), key.as_bytes().to_vec())),
+    ));
     let (client, mut events) = AsyncClient::new(options, 16);
     loop {
         match events.poll().await? {
@@ -74,6 +90,29 @@ pub(crate) async fn connect(
             _ => continue,
         }
     }
+}
+
+/// Connects as the vase, with its certificate, as a vase connects to IoT Core.
+pub(crate) async fn connect(
+    broker: SocketAddr,
+    vase: &VaseCredentials,
+) -> Result<(AsyncClient, EventLoop), ConnectionError> {
+    connect_as(broker, &vase.vase_id, Some((&vase.certificate, &vase.key))).await
+}
+
+/// Waits (up to 2 s: the broker reloads its CRL on the emulator's signal) until a connect
+/// with `certificate` is refused.
+async fn refused_soon(broker: SocketAddr, client_id: &str, certificate: (&str, &str)) {
+    for _ in 0..20 {
+        if connect_as(broker, client_id, Some(certificate))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the certificate of {client_id} is still accepted 2 s after it was revoked");
 }
 
 /// Publishes with QoS 1 and waits for the PUBACK (or the broker closing the connection).
@@ -109,34 +148,34 @@ async fn eventually(cloud: &TestCloud, vase: &str, attribute: &str, value: &str)
 }
 
 #[tokio::test]
-async fn a_registered_vase_beats_and_reports_over_mqtt_and_others_are_refused() {
+async fn a_vase_with_its_certificate_beats_and_reports_and_only_on_its_own_topics() {
     let cloud = TestCloud::new().await;
     // The local IoT Core stamps `receivedAt` with the wall clock, and a reading's age is
     // measured to it: list the bouquet at the wall clock's now.
     let start = SystemClock.now();
     cloud.clock.set(start);
-    let broker = local_iot(&cloud).await;
+    let iot = local_iot(&cloud).await;
     let vendor = cloud.vendor("Bloom").await;
-    let vase = cloud.vase(&vendor).await;
-    let neighbour = cloud.vase(&vendor).await;
-    let bouquet = cloud.bouquet_in_vase(&vendor, &vase).await;
+    let vase = cloud.vase_with_credentials(&vendor).await;
+    let neighbour = cloud.vase_with_credentials(&vendor).await;
+    let bouquet = cloud.bouquet_in_vase(&vendor, &vase.vase_id).await;
 
     // A heartbeat makes it online.
-    let (client, mut events) = connect(broker, &vase)
+    let (client, mut events) = connect(iot.address, &vase)
         .await
-        .expect("a registered vase connects");
+        .expect("a registered vase connects with its certificate");
     let sent = start.plus(Duration::from_secs(60));
     publish(
         &client,
         &mut events,
-        &format!("vases/{vase}/heartbeat"),
+        &format!("vases/{}/heartbeat", vase.vase_id),
         json!({ "sentAt": sent.to_rfc3339() }),
     )
     .await
     .unwrap();
-    eventually(&cloud, &vase, "connection", "online").await;
+    eventually(&cloud, &vase.vase_id, "connection", "online").await;
     assert_eq!(
-        cloud.vase_attribute(&vase, "lastHeartbeatAt").await,
+        cloud.vase_attribute(&vase.vase_id, "lastHeartbeatAt").await,
         Some(sent.as_millis().to_string())
     );
 
@@ -144,12 +183,12 @@ async fn a_registered_vase_beats_and_reports_over_mqtt_and_others_are_refused() 
     publish(
         &client,
         &mut events,
-        &format!("vases/{vase}/telemetry"),
+        &format!("vases/{}/telemetry", vase.vase_id),
         json!({ "sentAt": sent.to_rfc3339(), "waterLevelPct": 20, "temperatureC": 18, "humidityPct": 60, "lightLux": 500 }),
     )
     .await
     .unwrap();
-    eventually(&cloud, &vase, "freshness", "85").await;
+    eventually(&cloud, &vase.vase_id, "freshness", "85").await;
     let seen = cloud
         .call(
             "get-bouquet",
@@ -162,31 +201,129 @@ async fn a_registered_vase_beats_and_reports_over_mqtt_and_others_are_refused() 
         .await
         .contains(&"BouquetFreshnessChanged".to_owned()));
 
-    // Publishing on another vase's topic closes the connection; nothing reaches that vase.
-    let refused = publish(
+    // A publish on another vase's topic is dropped by the broker (MQTT 3.1.1 has no refusal
+    // in its PUBACK; IoT Core would close the connection): the heartbeat sent after it, on the
+    // vase's own topic, lands; nothing reaches the neighbour.
+    let later = sent.plus(Duration::from_secs(60));
+    publish(
         &client,
         &mut events,
-        &format!("vases/{neighbour}/heartbeat"),
-        json!({ "sentAt": sent.to_rfc3339() }),
+        &format!("vases/{}/heartbeat", neighbour.vase_id),
+        json!({ "sentAt": later.to_rfc3339() }),
+    )
+    .await
+    .unwrap();
+    publish(
+        &client,
+        &mut events,
+        &format!("vases/{}/heartbeat", vase.vase_id),
+        json!({ "sentAt": later.to_rfc3339() }),
+    )
+    .await
+    .unwrap();
+    eventually(
+        &cloud,
+        &vase.vase_id,
+        "lastHeartbeatAt",
+        &later.as_millis().to_string(),
     )
     .await;
-    assert!(refused.is_err(), "the broker must close the connection");
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(
         cloud
-            .vase_attribute(&neighbour, "connection")
+            .vase_attribute(&neighbour.vase_id, "connection")
             .await
             .as_deref(),
         Some("never_seen")
     );
 
-    // A client id that is no registered thing is refused at CONNECT.
-    let stranger = ulid::Ulid::new().to_string();
-    match connect(broker, &stranger).await {
-        Err(ConnectionError::ConnectionRefused(code)) => {
-            assert_eq!(code, ConnectReturnCode::NotAuthorized)
-        }
-        Err(other) => panic!("expected a refusal, got {other:?}"),
-        Ok(_) => panic!("an unregistered client id was accepted"),
-    }
+    // Even with the neighbour's client id, the vase's certificate acts only as its own vase.
+    let (client, mut events) = connect_as(
+        iot.address,
+        &neighbour.vase_id,
+        Some((&vase.certificate, &vase.key)),
+    )
+    .await
+    .expect("Mosquitto names the session after the certificate");
+    publish(
+        &client,
+        &mut events,
+        &format!("vases/{}/heartbeat", neighbour.vase_id),
+        json!({ "sentAt": later.to_rfc3339() }),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        cloud
+            .vase_attribute(&neighbour.vase_id, "connection")
+            .await
+            .as_deref(),
+        Some("never_seen")
+    );
+}
+
+#[tokio::test]
+async fn the_broker_refuses_no_certificate_a_stranger_a_rotated_out_and_a_revoked_one() {
+    let cloud = TestCloud::new().await;
+    let iot = local_iot(&cloud).await;
+    let vendor = cloud.vendor("Bloom").await;
+    let vase = cloud.vase_with_credentials(&vendor).await;
+    let other = cloud.vase_with_credentials(&vendor).await;
+
+    // No certificate: refused at the TLS handshake.
+    assert!(
+        connect_as(iot.address, &vase.vase_id, None).await.is_err(),
+        "a client without a certificate was accepted"
+    );
+    // A certificate the emulator did not issue (its own CA, another key): refused.
+    let stranger = rcgen::generate_simple_self_signed(vec!["stranger".into()]).unwrap();
+    assert!(
+        connect_as(
+            iot.address,
+            &vase.vase_id,
+            Some((&stranger.cert.pem(), &stranger.signing_key.serialize_pem()))
+        )
+        .await
+        .is_err(),
+        "a self-signed certificate was accepted"
+    );
+
+    // Rotated out: the old certificate is refused, the new one connects.
+    let old = (vase.certificate.as_str(), vase.key.as_str());
+    connect_as(iot.address, &vase.vase_id, Some(old))
+        .await
+        .expect("the first certificate connects");
+    let rotated = cloud
+        .call(
+            "rotate-vase-certificate",
+            ApiRequest::fixture("rotate-vase-certificate")
+                .vendor(&vendor)
+                .path("vaseId", &vase.vase_id)
+                .no_idempotency_key(),
+        )
+        .await;
+    assert_eq!(rotated.status, 200, "{}", rotated.body);
+    refused_soon(iot.address, &vase.vase_id, old).await;
+    let new = (
+        rotated.body["certificatePem"].as_str().unwrap(),
+        rotated.body["privateKey"].as_str().unwrap(),
+    );
+    connect_as(iot.address, &vase.vase_id, Some(new))
+        .await
+        .expect("the rotated-in certificate connects");
+
+    // Revoked (made inactive in IoT Core): refused at connect.
+    let certificate = (other.certificate.as_str(), other.key.as_str());
+    connect_as(iot.address, &other.vase_id, Some(certificate))
+        .await
+        .expect("an active certificate connects");
+    aws_sdk_iot::Client::new(&emulator_sdk_config().await)
+        .update_certificate()
+        .certificate_id(other.certificate_arn.rsplit('/').next().unwrap())
+        .new_status(aws_sdk_iot::types::CertificateStatus::Inactive)
+        .send()
+        .await
+        .unwrap();
+    refused_soon(iot.address, &other.vase_id, certificate).await;
 }
