@@ -2,27 +2,21 @@
 //!
 //! Pure: parse once with [`RuleSql::parse`], then [`RuleSql::apply`] each message.
 //!
-//! Supported: `SELECT <items> FROM '<topic filter>' [WHERE <condition>]` where an item is
-//! `*`, `topic()`, `topic(n)`, `timestamp()`, a payload attribute path (`a`, `a.b`) or a
-//! string / number / boolean / null literal, each optionally `AS alias` (required for
-//! everything but `*` and attribute paths). Conditions compare those with
-//! `= <> != < <= > >=` and combine with `AND`, `OR`, `NOT` and parentheses.
-//! Anything else (other functions, arithmetic, `CASE`, nested `SELECT`, ...) is refused at
-//! parse time rather than silently evaluated wrongly.
+//! Supported: `SELECT <items> FROM '<topic filter>'` where an item is `*`, `topic()`,
+//! `topic(n)`, `timestamp()`, a payload attribute path (`a`, `a.b`) or a string / number /
+//! boolean / null literal, each optionally `AS alias` (required for everything but `*` and
+//! attribute paths): what the template's rules use. Anything else (`WHERE`, other functions,
+//! arithmetic, `CASE`, nested `SELECT`, ...) is refused at parse time rather than silently
+//! evaluated wrongly.
 //!
 //! Semantics follow AWS's `Undefined`: a missing attribute (or `topic(n)` past the last
-//! level) is Undefined; it is left out of the SELECT result, and any comparison with it is
-//! Undefined. `NOT Undefined` is Undefined; `AND`/`OR` use three-valued logic (`false AND
-//! Undefined` is false, `true OR Undefined` is true, otherwise Undefined). A WHERE that is
-//! not exactly true leaves the rule unapplied, so "comparing a missing attribute is false",
-//! and so is its negation.
+//! level) is Undefined and left out of the SELECT result.
 //!
 //! Payloads: rules here only apply to JSON object payloads. AWS would still run a rule on a
 //! binary payload (attributes are Undefined, `SELECT *` passes the bytes through), but our
 //! result type is a JSON object, so a payload that is not a JSON object leaves the rule
 //! unapplied (`None`) whatever the SELECT says.
 
-use std::cmp::Ordering;
 use std::fmt;
 
 use serde_json::{Map, Number, Value};
@@ -60,7 +54,6 @@ pub enum RuleSqlError {
 pub struct RuleSql {
     items: Vec<SelectItem>,
     from: String,
-    condition: Option<Cond>,
 }
 
 impl RuleSql {
@@ -74,8 +67,8 @@ impl RuleSql {
         &self.from
     }
 
-    /// None when the topic does not match FROM, the payload is not a JSON object (see the
-    /// module docs), or WHERE is not true. Otherwise the SELECT result, a JSON object.
+    /// None when the topic does not match FROM or the payload is not a JSON object (see the
+    /// module docs). Otherwise the SELECT result, a JSON object.
     pub fn apply(&self, topic: &str, payload: &[u8], now_millis: i64) -> Option<Value> {
         if !topic_matches(&self.from, topic) {
             return None;
@@ -88,11 +81,6 @@ impl RuleSql {
             doc: &doc,
             now_millis,
         };
-        if let Some(cond) = &self.condition {
-            if cond.eval(&ctx) != Some(true) {
-                return None;
-            }
-        }
         let mut out = Map::new();
         for item in &self.items {
             match item {
@@ -177,26 +165,6 @@ enum Expr {
     Timestamp,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum CmpOp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-#[derive(Debug, Clone)]
-enum Cond {
-    Cmp(Expr, CmpOp, Expr),
-    /// A bare operand: true / false, or the strings "true" / "false" as AWS allows.
-    Truth(Expr),
-    Not(Box<Cond>),
-    And(Box<Cond>, Box<Cond>),
-    Or(Box<Cond>, Box<Cond>),
-}
-
 struct Ctx<'a> {
     topic: &'a str,
     doc: &'a Map<String, Value>,
@@ -227,81 +195,6 @@ impl Expr {
     }
 }
 
-impl Cond {
-    /// Three-valued: `None` is Undefined.
-    fn eval(&self, ctx: &Ctx<'_>) -> Option<bool> {
-        match self {
-            Cond::Cmp(left, op, right) => compare(&left.eval(ctx)?, *op, &right.eval(ctx)?),
-            Cond::Truth(expr) => truth(&expr.eval(ctx)?),
-            Cond::Not(inner) => inner.eval(ctx).map(|b| !b),
-            Cond::And(l, r) => match (l.eval(ctx), r.eval(ctx)) {
-                (Some(false), _) | (_, Some(false)) => Some(false),
-                (Some(true), Some(true)) => Some(true),
-                _ => None,
-            },
-            Cond::Or(l, r) => match (l.eval(ctx), r.eval(ctx)) {
-                (Some(true), _) | (_, Some(true)) => Some(true),
-                (Some(false), Some(false)) => Some(false),
-                _ => None,
-            },
-        }
-    }
-}
-
-fn truth(value: &Value) -> Option<bool> {
-    match value {
-        Value::Bool(b) => Some(*b),
-        Value::String(s) if s.eq_ignore_ascii_case("true") => Some(true),
-        Value::String(s) if s.eq_ignore_ascii_case("false") => Some(false),
-        _ => None,
-    }
-}
-
-/// Equality: numbers by value (1 = 1.0), other values structurally; different types are
-/// unequal. Ordering: numbers, strings, or a number against a numeric string (AWS converts
-/// it); any other pair is Undefined.
-fn compare(left: &Value, op: CmpOp, right: &Value) -> Option<bool> {
-    let equal = || match (left, right) {
-        (Value::Number(a), Value::Number(b)) => number_cmp(a, b) == Some(Ordering::Equal),
-        _ => left == right,
-    };
-    match op {
-        CmpOp::Eq => Some(equal()),
-        CmpOp::Ne => Some(!equal()),
-        _ => {
-            let ordering = match (left, right) {
-                (Value::Number(a), Value::Number(b)) => number_cmp(a, b)?,
-                (Value::String(a), Value::String(b)) => a.cmp(b),
-                (Value::Number(a), Value::String(b)) => {
-                    a.as_f64()?.partial_cmp(&b.parse::<f64>().ok()?)?
-                }
-                (Value::String(a), Value::Number(b)) => {
-                    a.parse::<f64>().ok()?.partial_cmp(&b.as_f64()?)?
-                }
-                _ => return None,
-            };
-            Some(match op {
-                CmpOp::Lt => ordering == Ordering::Less,
-                CmpOp::Le => ordering != Ordering::Greater,
-                CmpOp::Gt => ordering == Ordering::Greater,
-                CmpOp::Ge => ordering != Ordering::Less,
-                CmpOp::Eq | CmpOp::Ne => unreachable!("handled above"),
-            })
-        }
-    }
-}
-
-fn number_cmp(a: &Number, b: &Number) -> Option<Ordering> {
-    // Exact for integers (f64 would lose precision past 2^53), float otherwise.
-    match (a.as_i64(), b.as_i64()) {
-        (Some(x), Some(y)) => Some(x.cmp(&y)),
-        _ => match (a.as_u64(), b.as_u64()) {
-            (Some(x), Some(y)) => Some(x.cmp(&y)),
-            _ => a.as_f64()?.partial_cmp(&b.as_f64()?),
-        },
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // Lexer
 
@@ -315,7 +208,6 @@ enum Tok {
     Star,
     LParen,
     RParen,
-    Op(CmpOp),
     End,
 }
 
@@ -330,7 +222,6 @@ impl fmt::Display for Tok {
             Tok::Star => f.write_str("`*`"),
             Tok::LParen => f.write_str("`(`"),
             Tok::RParen => f.write_str("`)`"),
-            Tok::Op(op) => write!(f, "operator {op:?}"),
             Tok::End => f.write_str("end of statement"),
         }
     }
@@ -354,13 +245,6 @@ fn lex(sql: &str) -> Result<Vec<(Tok, usize)>, RuleSqlError> {
             b'*' => Tok::Star,
             b'(' => Tok::LParen,
             b')' => Tok::RParen,
-            b'=' => Tok::Op(CmpOp::Eq),
-            b'<' if next == Some(b'>') => Tok::Op(CmpOp::Ne),
-            b'<' if next == Some(b'=') => Tok::Op(CmpOp::Le),
-            b'<' => Tok::Op(CmpOp::Lt),
-            b'>' if next == Some(b'=') => Tok::Op(CmpOp::Ge),
-            b'>' => Tok::Op(CmpOp::Gt),
-            b'!' if next == Some(b'=') => Tok::Op(CmpOp::Ne),
             b'\'' => {
                 // SQL style: a quote inside a string is doubled.
                 let mut text = String::new();
@@ -418,11 +302,8 @@ fn lex(sql: &str) -> Result<Vec<(Tok, usize)>, RuleSqlError> {
                 return Err(RuleSqlError::UnexpectedChar { ch, at: start });
             }
         };
-        // Single tokens above are one byte, the two-byte operators two.
-        i += match tok {
-            Tok::Op(CmpOp::Ne | CmpOp::Le | CmpOp::Ge) => 2,
-            _ => 1,
-        };
+        // The single tokens above are one byte each.
+        i += 1;
         tokens.push((tok, start));
     }
     tokens.push((Tok::End, sql.len()));
@@ -528,23 +409,15 @@ impl Parser {
                 filter: from,
             });
         }
-        let condition = if self.eat_keyword("WHERE") {
-            Some(self.or()?)
-        } else {
-            None
-        };
-        if *self.peek() != Tok::End {
-            return Err(self.expected(if condition.is_some() {
-                "end of statement"
-            } else {
-                "WHERE or end of statement"
-            }));
+        if self.peek_keyword("WHERE") {
+            return Err(RuleSqlError::Unsupported(
+                "WHERE (no rule of the template filters)".into(),
+            ));
         }
-        Ok(RuleSql {
-            items,
-            from,
-            condition,
-        })
+        if *self.peek() != Tok::End {
+            return Err(self.expected("end of statement"));
+        }
+        Ok(RuleSql { items, from })
     }
 
     fn select_item(&mut self) -> Result<SelectItem, RuleSqlError> {
@@ -632,44 +505,6 @@ impl Parser {
             Err(self.expected("`)`"))
         }
     }
-
-    fn or(&mut self) -> Result<Cond, RuleSqlError> {
-        let mut left = self.and()?;
-        while self.eat_keyword("OR") {
-            left = Cond::Or(Box::new(left), Box::new(self.and()?));
-        }
-        Ok(left)
-    }
-
-    fn and(&mut self) -> Result<Cond, RuleSqlError> {
-        let mut left = self.not()?;
-        while self.eat_keyword("AND") {
-            left = Cond::And(Box::new(left), Box::new(self.not()?));
-        }
-        Ok(left)
-    }
-
-    fn not(&mut self) -> Result<Cond, RuleSqlError> {
-        if self.eat_keyword("NOT") {
-            return Ok(Cond::Not(Box::new(self.not()?)));
-        }
-        if self.eat(&Tok::LParen) {
-            // Operands never start with `(`, so this is always a grouped condition.
-            let inner = self.or()?;
-            if !self.eat(&Tok::RParen) {
-                return Err(self.expected("`)`"));
-            }
-            return Ok(inner);
-        }
-        let left = self.operand()?;
-        match *self.peek() {
-            Tok::Op(op) => {
-                self.bump();
-                Ok(Cond::Cmp(left, op, self.operand()?))
-            }
-            _ => Ok(Cond::Truth(left)),
-        }
-    }
 }
 
 fn is_keyword(word: &str) -> bool {
@@ -687,15 +522,6 @@ mod tests {
         RuleSql::parse(sql)
             .expect("valid SQL")
             .apply(topic, payload.to_string().as_bytes(), NOW)
-    }
-
-    fn where_holds(condition: &str, payload: Value) -> bool {
-        apply(
-            &format!("SELECT * FROM 't/+' WHERE {condition}"),
-            "t/x",
-            payload,
-        )
-        .is_some()
     }
 
     #[test]
@@ -755,67 +581,11 @@ mod tests {
     #[test]
     fn keywords_are_case_insensitive() {
         let out = apply(
-            "sElEcT Level aS l FrOm 'x' wHeRe level >= 2 AnD nOt (level = 5) Or FALSE",
+            "sElEcT Level aS l FrOm 'x'",
             "x",
             json!({"Level": 1, "level": 3}),
         );
         assert_eq!(out, Some(json!({"l": 1})));
-    }
-
-    #[test]
-    fn where_comparisons() {
-        let p = json!({"n": 5, "f": 2.5, "s": "abc", "b": true, "nested": {"x": "y"}, "nul": null, "ns": "10"});
-        for (cond, expected) in [
-            ("n = 5", true),
-            ("n = 5.0", true),
-            ("n <> 5", false),
-            ("n != 4", true),
-            ("n < 6", true),
-            ("n <= 5", true),
-            ("n > 5", false),
-            ("n >= 5", true),
-            ("f > 2", true),
-            ("-1 < f", true),
-            ("s = 'abc'", true),
-            ("s < 'abd'", true),
-            ("s = 5", false),
-            ("s <> 5", true),
-            ("nested.x = 'y'", true),
-            ("b", true),
-            ("b = true", true),
-            ("nul = null", true),
-            ("ns > 9", true),
-            ("n < 'x'", false), // Undefined: not a number
-            ("topic(1) = 't'", true),
-            ("topic() = 't/x'", true),
-            ("topic(2) = 'x' AND timestamp() > 0", true),
-        ] {
-            assert_eq!(where_holds(cond, p.clone()), expected, "WHERE {cond}");
-        }
-    }
-
-    #[test]
-    fn where_logic_and_undefined() {
-        let p = json!({"a": 1, "b": 2});
-        for (cond, expected) in [
-            ("a = 1 AND b = 2", true),
-            ("a = 1 AND b = 3", false),
-            ("a = 2 OR b = 2", true),
-            ("NOT a = 2", true),
-            ("NOT (a = 1 OR b = 1)", false),
-            ("a = 1 OR b = 1 AND b = 3", true), // AND binds tighter
-            ("(a = 1 OR b = 1) AND b = 3", false),
-            ("missing = 1", false),
-            ("missing <> 1", false),
-            ("NOT missing = 1", false), // NOT Undefined is Undefined
-            ("missing.deep = 1", false),
-            ("missing = 1 OR a = 1", true), // three-valued OR
-            ("missing = 1 AND a = 2", false),
-            ("missing = 1 AND a = 1", false),
-            ("a", false), // a number is not a boolean
-        ] {
-            assert_eq!(where_holds(cond, p.clone()), expected, "WHERE {cond}");
-        }
     }
 
     #[test]
@@ -889,24 +659,11 @@ mod tests {
             err("SELECT a. FROM 'a'"),
             RuleSqlError::Expected { .. }
         ));
+        assert!(
+            matches!(err("SELECT * FROM 'a' WHERE a"), RuleSqlError::Unsupported(s) if s.contains("WHERE"))
+        );
         assert!(matches!(
-            err("SELECT * FROM 'a' WHERE"),
-            RuleSqlError::Expected { .. }
-        ));
-        assert!(matches!(
-            err("SELECT * FROM 'a' WHERE (a = 1"),
-            RuleSqlError::Expected { .. }
-        ));
-        assert!(matches!(
-            err("SELECT * FROM 'a' WHERE a = 1 b"),
-            RuleSqlError::Expected { .. }
-        ));
-        assert!(matches!(
-            err("SELECT * FROM 'a' WHERE a == 1"),
-            RuleSqlError::Expected { .. }
-        ));
-        assert!(matches!(
-            err("SELECT * FROM 'a' WHERE a = 1.2.3"),
+            err("SELECT 1.2.3 AS n FROM 'a'"),
             RuleSqlError::BadNumber { .. }
         ));
         assert!(matches!(
@@ -915,19 +672,15 @@ mod tests {
         ));
         // Errors say what is wrong, readable as-is.
         assert_eq!(
-            err("SELECT * FROM 'a' WHERE a = ").to_string(),
-            "expected a value at byte 28, found end of statement"
+            err("SELECT a AS FROM 'a'").to_string(),
+            "expected an alias after AS at byte 12, found `FROM`"
         );
     }
 
     #[test]
     fn string_literals_double_their_quotes() {
         assert_eq!(
-            apply(
-                "SELECT * FROM 'a' WHERE s = 'it''s'",
-                "a",
-                json!({"s": "it's"})
-            ),
+            apply("SELECT 'it''s' AS s FROM 'a'", "a", json!({})),
             Some(json!({"s": "it's"}))
         );
     }
