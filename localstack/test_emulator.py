@@ -387,7 +387,12 @@ class IotCertificatesForMosquitto(unittest.TestCase):
         brokers = os.path.join(self.dir, "brokers")
         # A program named mosquitto (a copy of sleep) is signalled; a reused pid is not.
         shutil.copy(shutil.which("sleep"), os.path.join(self.dir, "mosquitto"))
-        broker = subprocess.Popen([os.path.join(self.dir, "mosquitto"), "30"])
+        # SIGHUP's default action (end) restored for it: a CI runner may start everything
+        # with SIGHUP ignored (nohup), and an ignored signal stays ignored across exec.
+        broker = subprocess.Popen(
+            [os.path.join(self.dir, "mosquitto"), "30"],
+            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
+        )
         other = subprocess.Popen(["sleep", "30"])
         for process in [broker, other]:
             self.addCleanup(process.wait)
@@ -398,7 +403,7 @@ class IotCertificatesForMosquitto(unittest.TestCase):
             self.addCleanup(os.remove, os.path.join(brokers, f"{name}.pid"))
         # Until the child has exec'd, its name is still python's (seen on a loaded CI machine).
         deadline = time.monotonic() + 10
-        while open(f"/proc/{broker.pid}/comm").read().strip() != "mosquitto":
+        while pathlib.Path(f"/proc/{broker.pid}/comm").read_text().strip() != "mosquitto":
             self.assertLess(time.monotonic(), deadline, "the stand-in broker never started")
             time.sleep(0.01)
         self.iot.create_keys_and_certificate(setAsActive=True)  # a new serial in the CRL
