@@ -75,10 +75,19 @@ def publish(vase, messages):
         for path, text in [(certificate, vase["certificatePem"]), (key, vase["privateKey"])]:
             with open(path, "w") as f:
                 f.write(text)
-        client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=vase_id)
-        client.tls_set(ca_certs=os.path.join(os.environ["BOUQUET_IOT_DIR"], "ca.pem"),
-                       certfile=certificate, keyfile=key)
-        client.connect("127.0.0.1", MQTT_PORT)
+        # A certificate attached a moment ago is refused until Mosquitto has reloaded its CRL
+        # on the emulator's signal: a few tries.
+        for attempt in range(30):
+            client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=vase_id)
+            client.tls_set(ca_certs=os.path.join(os.environ["BOUQUET_IOT_DIR"], "ca.pem"),
+                           certfile=certificate, keyfile=key)
+            try:
+                client.connect("127.0.0.1", MQTT_PORT)
+                break
+            except OSError:
+                if attempt == 29:
+                    raise
+                time.sleep(0.1)
     client.loop_start()
     try:
         for kind, body in messages:

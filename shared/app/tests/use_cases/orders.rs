@@ -133,17 +133,10 @@ async fn another_vendor_cannot_fulfil_an_order() {
     let world = World::new().await;
     let bouquet = world.bouquet().await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
-    bouquet_app::payment::pay(
-        &world.app,
-        &customer("ana"),
-        order.order_id,
-        "tok_visa",
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .expect("paid");
+    world
+        .pay("ana", order.order_id, "tok_visa")
+        .await
+        .expect("paid");
     let result = act(&world, &order, Action::Fulfil, false).await;
     assert!(
         matches!(result, Err(TransitionError::NotFound)),
@@ -170,17 +163,10 @@ async fn only_a_paid_order_is_fulfilled() {
         ),
         "{early:?}"
     );
-    bouquet_app::payment::pay(
-        &world.app,
-        &customer("ana"),
-        order.order_id,
-        "tok_visa",
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .expect("paid");
+    world
+        .pay("ana", order.order_id, "tok_visa")
+        .await
+        .expect("paid");
     let fulfilled = act(&world, &order, Action::Fulfil, true)
         .await
         .expect("fulfilled");

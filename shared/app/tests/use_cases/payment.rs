@@ -16,16 +16,7 @@ async fn paying(
 ) {
     let bouquet = world.bouquet().await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
-    let result = pay(
-        &world.app,
-        &customer("ana"),
-        order.order_id,
-        token,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let result = world.pay("ana", order.order_id, token).await;
     (order, result)
 }
 
@@ -49,16 +40,7 @@ async fn an_approved_charge_pays_the_order_and_sells_its_bouquets() {
     }
     assert_eq!(world.gateway.charges_made(), 1);
     // Paying again answers with the paid order and charges nothing.
-    let again = pay(
-        &world.app,
-        &customer("ana"),
-        order.order_id,
-        "tok_visa",
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let again = world.pay("ana", order.order_id, "tok_visa").await;
     assert!(
         matches!(again, Ok(Replayable::Done(Paid::Paid(ref o))) if o.status == OrderStatus::Paid),
         "{again:?}"
@@ -78,16 +60,7 @@ async fn a_declined_card_puts_the_order_back_to_reserved() {
     assert_eq!(now.status, OrderStatus::Reserved);
     assert_eq!(now.reserved_until, order.reserved_until);
     // The customer tries another card: paid.
-    let retried = pay(
-        &world.app,
-        &customer("ana"),
-        order.order_id,
-        "tok_visa",
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let retried = world.pay("ana", order.order_id, "tok_visa").await;
     assert!(
         matches!(retried, Ok(Replayable::Done(Paid::Paid(_)))),
         "{retried:?}"
@@ -126,16 +99,7 @@ async fn a_gateway_that_times_out_after_charging_charges_once_on_retry() {
         OrderStatus::PaymentPending
     );
     // The retry repeats the attempt under the same gateway key: the first charge is found.
-    let retried = pay(
-        &world.app,
-        &customer("ana"),
-        order.order_id,
-        "tok_visa",
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let retried = world.pay("ana", order.order_id, "tok_visa").await;
     assert!(
         matches!(retried, Ok(Replayable::Done(Paid::Paid(_)))),
         "{retried:?}"
@@ -162,16 +126,7 @@ async fn another_customers_order_is_not_found() {
     let world = World::new().await;
     let bouquet = world.bouquet().await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
-    let result = pay(
-        &world.app,
-        &customer("ben"),
-        order.order_id,
-        "tok_visa",
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let result = world.pay("ben", order.order_id, "tok_visa").await;
     assert!(matches!(result, Err(PayError::NotFound)), "{result:?}");
     assert_eq!(world.gateway.charges_made(), 0);
 }
@@ -182,16 +137,7 @@ async fn a_lapsed_hold_is_not_charged() {
     let bouquet = world.bouquet().await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
     world.advance(Config::default().hold + Duration::from_secs(1));
-    let result = pay(
-        &world.app,
-        &customer("ana"),
-        order.order_id,
-        "tok_visa",
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let result = world.pay("ana", order.order_id, "tok_visa").await;
     assert!(
         matches!(
             result,
@@ -213,16 +159,7 @@ async fn a_malformed_token_is_invalid_and_reads_nothing() {
             .await,
         (),
     );
-    let result = pay(
-        &world.app,
-        &customer("ana"),
-        order.order_id,
-        "visa",
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let result = world.pay("ana", order.order_id, "visa").await;
     assert!(
         matches!(result, Err(PayError::Checkout(CheckoutError::Domain(DomainError::Invalid(ref e)))) if e[0].field == "paymentToken"),
         "{result:?}"

@@ -1,6 +1,6 @@
 use bouquet_app::checkout::{settle, CheckoutError, Settled, Settlement};
 use bouquet_app::domain::{Order, OrderId, OrderStatus};
-use bouquet_app::payment::{pay, Paid};
+use bouquet_app::payment::Paid;
 use bouquet_app::payments::{ChargeOutcome, ChargeRequest, PaymentGateway};
 use bouquet_app::store::IdempotencyPut;
 use bouquet_app::Replayable;
@@ -11,16 +11,7 @@ use crate::support::*;
 async fn authenticating(world: &World) -> Order {
     let bouquet = world.bouquet().await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
-    let result = pay(
-        &world.app,
-        &customer("ana"),
-        order.order_id,
-        "tok_3ds",
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let result = world.pay("ana", order.order_id, "tok_3ds").await;
     let Ok(Replayable::Done(Paid::Authenticate { order, .. })) = result else {
         panic!("{result:?}")
     };

@@ -9,6 +9,7 @@ use bouquet_app::domain::bouquet::NewBouquet;
 use bouquet_app::domain::{
     Bouquet, BouquetId, BouquetStatus, CustomerId, ManualClock, Order, OrderId, Timestamp, Vendor,
 };
+use bouquet_app::payment::{self, Paid, PayError};
 use bouquet_app::payments::SimulatedGateway;
 use bouquet_app::store::{IdempotencyPut, Store};
 use bouquet_app::{listing, App, Config, Idempotency, Replayable};
@@ -131,6 +132,28 @@ impl World {
         .await
         .expect("reserved");
         done(order)
+    }
+}
+
+impl World {
+    /// `customer` pays `order_id` with `token`, without an idempotency key.
+    pub async fn pay(
+        &self,
+        customer_name: &str,
+        order_id: OrderId,
+        token: &str,
+    ) -> Result<Replayable<Paid>, PayError> {
+        let customer = customer(customer_name);
+        payment::pay(
+            &self.app,
+            &customer,
+            order_id,
+            token,
+            None,
+            CORRELATION,
+            self.now(),
+        )
+        .await
     }
 }
 

@@ -2,7 +2,7 @@ use std::time::Duration;
 
 use bouquet_app::domain::OrderStatus;
 use bouquet_app::expiry::sweep;
-use bouquet_app::payment::{pay, PayError};
+use bouquet_app::payment::PayError;
 use bouquet_app::Config;
 
 use crate::support::*;
@@ -42,16 +42,7 @@ async fn a_payment_interrupted_after_the_charge_is_completed_by_the_sweep() {
     let world = World::new().await;
     let bouquet = world.bouquet().await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
-    let result = pay(
-        &world.app,
-        &customer("ana"),
-        order.order_id,
-        "tok_timeout",
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let result = world.pay("ana", order.order_id, "tok_timeout").await;
     assert!(
         matches!(result, Err(PayError::GatewayUnavailable(_))),
         "{result:?}"
@@ -78,16 +69,7 @@ async fn a_payment_interrupted_before_any_charge_is_released_by_the_sweep() {
     let world = World::new().await;
     let bouquet = world.bouquet().await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
-    let result = pay(
-        &world.app,
-        &customer("ana"),
-        order.order_id,
-        "tok_unavailable",
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let result = world.pay("ana", order.order_id, "tok_unavailable").await;
     assert!(
         matches!(result, Err(PayError::GatewayUnavailable(_))),
         "{result:?}"
