@@ -9,6 +9,7 @@ import json
 import re
 import os
 import tempfile
+import threading
 import time
 import unittest
 import urllib.error
@@ -76,19 +77,26 @@ def publish(vase, messages):
             with open(path, "w") as f:
                 f.write(text)
         # A certificate attached a moment ago is refused until Mosquitto has reloaded its CRL
-        # on the emulator's signal: a few tries.
-        for attempt in range(30):
+        # on the emulator's signal (with TLS 1.3 the refusal comes after the handshake): wait
+        # for the CONNACK, a few tries.
+        for _ in range(30):
             client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=vase_id)
             client.tls_set(ca_certs=os.path.join(os.environ["BOUQUET_IOT_DIR"], "ca.pem"),
                            certfile=certificate, keyfile=key)
+            accepted = threading.Event()
+            client.on_connect = lambda c, u, flags, reason, props, accepted=accepted: (
+                accepted.set() if not reason.is_failure else None)
             try:
                 client.connect("127.0.0.1", MQTT_PORT)
-                break
+                client.loop_start()
+                if accepted.wait(1):
+                    break
+                client.loop_stop()
             except OSError:
-                if attempt == 29:
-                    raise
-                time.sleep(0.1)
-    client.loop_start()
+                pass
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"the broker did not accept vase {vase_id}'s certificate in 30 tries")
     try:
         for kind, body in messages:
             client.publish(f"vases/{vase_id}/{kind}", json.dumps(body), qos=1).wait_for_publish(10)

@@ -78,7 +78,7 @@ pub async fn handler(
             .post(connection_id, frame.to_string().as_bytes())
             .await
         {
-            tracing::warn!(%error, "refusal not delivered");
+            tracing::warn!(error = %bouquet_app::aws::describe(&error), "refusal not delivered");
         }
     });
     futures::future::join_all(refusals).await;

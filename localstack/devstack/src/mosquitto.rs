@@ -103,6 +103,13 @@ impl Mosquitto {
             port => port,
         };
         let address = SocketAddr::new(address.ip(), port);
+        // A broker left on the port (another stack's) would answer the readiness check below
+        // with certificates of another CA: refuse clearly instead.
+        std::net::TcpListener::bind(address).map_err(|error| {
+            DevError::Unsupported(format!(
+                "the MQTT port {address} is taken ({error}): another dev stack's broker? choose --mqtt-port"
+            ))
+        })?;
         std::fs::create_dir_all(files.path("brokers"))?;
         let pid_file = files.path(&format!("brokers/{stack}.pid"));
         let log = files.path(&format!("mosquitto-{stack}.log"));
@@ -125,12 +132,25 @@ impl Mosquitto {
             crl = path("crl.pem"),
         );
         std::fs::write(&config_path, config)?;
-        let mut process = tokio::process::Command::new("mosquitto")
+        let mut command = tokio::process::Command::new("mosquitto");
+        command
             .arg("-c")
             .arg(&config_path)
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true);
+        // The broker ends with the dev stack however the dev stack ends (a SIGKILL runs no
+        // destructor): the kernel sends it SIGTERM when its parent dies.
+        // SAFETY: prctl is async-signal-safe, as a pre_exec closure must be.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut process = command
             .spawn()
             .map_err(|error| {
                 DevError::Unsupported(format!(

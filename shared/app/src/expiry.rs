@@ -75,7 +75,7 @@ pub async fn sweep(
                 Ok(Swept::Skipped) => report.skipped += 1,
                 Err(error) => {
                     report.failed += 1;
-                    tracing::error!(%order_id, %error, "sweep failed for an order; the next run retries it");
+                    tracing::error!(%order_id, error = %bouquet_aws::describe(&error), "sweep failed for an order; the next run retries it");
                 }
             }
         }

@@ -169,12 +169,12 @@ pub async fn broadcast(
             Err(PushError::Gone(connection)) => {
                 report.gone += 1;
                 if let Err(error) = store.remove_connection(&connection).await {
-                    tracing::warn!(%connection, %error, "gone connection not removed; its TTL removes it");
+                    tracing::warn!(%connection, error = %bouquet_aws::describe(&error), "gone connection not removed; its TTL removes it");
                 }
             }
             Err(error @ PushError::Failed { .. }) => {
                 report.failed += 1;
-                tracing::warn!(%error, "frame not delivered");
+                tracing::warn!(error = %bouquet_aws::describe(&error), "frame not delivered");
             }
         }
     }

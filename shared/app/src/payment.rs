@@ -166,7 +166,7 @@ pub async fn pay(
                 Err(PayError::Declined { reason })
             }
             Err(error) => {
-                tracing::warn!(%order_id, %error, "payment gateway gave no answer");
+                tracing::warn!(%order_id, error = %bouquet_aws::describe(&error), "payment gateway gave no answer");
                 checkout::interrupt(store, &claimed, correlation_id, now).await?;
                 Err(PayError::GatewayUnavailable(error))
             }

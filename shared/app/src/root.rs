@@ -49,8 +49,8 @@ pub enum ConfigError {
     NotACount { name: &'static str, value: String },
     #[error("PAYMENT_PROVIDER={0:?} is not simulated or stripe")]
     PaymentProvider(String),
-    #[error("the payment provider cannot be set up: {0}")]
-    Payments(String),
+    #[error("the payment provider cannot be set up")]
+    Payments(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 fn seconds_from_env(name: &'static str, default: Duration) -> Result<Duration, ConfigError> {
@@ -136,7 +136,7 @@ impl App {
         }
         let stripe = bouquet_payments::stripe::StripeGateway::from_env(sdk)
             .await
-            .map_err(|e| ConfigError::Payments(e.to_string()))?;
+            .map_err(|e| ConfigError::Payments(Box::new(e)))?;
         Ok(app.with_payments(Arc::new(stripe)))
     }
 }

@@ -273,7 +273,7 @@ pub async fn sweep_offline(
             Ok(false) => report.skipped += 1,
             Err(error) => {
                 report.failed += 1;
-                tracing::error!(%vase_id, %error, "offline sweep failed for a vase; the next run retries it");
+                tracing::error!(%vase_id, error = %bouquet_aws::describe(&error), "offline sweep failed for a vase; the next run retries it");
             }
         }
     }

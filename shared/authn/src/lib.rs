@@ -29,15 +29,18 @@ pub enum ConfigError {
     Client(#[from] bouquet_https::ClientError),
 }
 
+/// Why a token was refused, with the error that said so as the source.
 #[derive(Debug, thiserror::Error)]
 pub enum Refused {
-    #[error("the token does not validate: {0}")]
-    Invalid(String),
+    #[error("the token does not validate")]
+    Invalid(#[source] BoxError),
     #[error("the token's issuer {0:?} is not trusted")]
     Issuer(String),
-    #[error("the signing keys could not be fetched: {0}")]
-    Keys(String),
+    #[error("the signing keys could not be fetched")]
+    Keys(#[source] BoxError),
 }
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 type HttpClient = bouquet_https::Client<Empty<Bytes>>;
 
@@ -124,7 +127,7 @@ impl Verifier {
     pub async fn verify(&self, token: &str) -> Result<Claims, Refused> {
         // The unverified `iss` only picks the key; the signature and `iss` are then checked.
         let unverified = jsonwebtoken::dangerous::insecure_decode::<HashMap<String, Value>>(token)
-            .map_err(|e| Refused::Invalid(e.to_string()))?;
+            .map_err(|e| Refused::Invalid(e.into()))?;
         let issuer = unverified
             .claims
             .get("iss")
@@ -135,7 +138,7 @@ impl Verifier {
             .iter()
             .find(|t| t.issuer == issuer)
             .ok_or_else(|| Refused::Issuer(issuer.to_owned()))?;
-        let header = decode_header(token).map_err(|e| Refused::Invalid(e.to_string()))?;
+        let header = decode_header(token).map_err(|e| Refused::Invalid(e.into()))?;
         let (key, algorithm) = match &trust.keys {
             Keys::Secret(key) => (key.clone(), Algorithm::HS256),
             Keys::Jwks(jwks) => {
@@ -153,7 +156,7 @@ impl Verifier {
         validation.validate_nbf = true;
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         let claims = decode::<HashMap<String, Value>>(token, &key, &validation)
-            .map_err(|e| Refused::Invalid(e.to_string()))?
+            .map_err(|e| Refused::Invalid(e.into()))?
             .claims;
         Ok(claims
             .into_iter()
@@ -180,7 +183,7 @@ impl Jwks {
         let find = |set: &JwkSet| set.find(kid).map(DecodingKey::from_jwk);
         if let Some(set) = self.cached.read().await.as_ref() {
             if let Some(key) = find(set) {
-                return key.map_err(|e| Refused::Invalid(e.to_string()));
+                return key.map_err(|e| Refused::Invalid(e.into()));
             }
         }
         // Not cached, or a key id it does not know (a rotation): fetch once more.
@@ -188,26 +191,24 @@ impl Jwks {
             .client
             .get(self.url.clone())
             .await
-            .map_err(|e| Refused::Keys(e.to_string()))?;
+            .map_err(|e| Refused::Keys(e.into()))?;
         if !response.status().is_success() {
-            return Err(Refused::Keys(format!(
-                "{} from {}",
-                response.status(),
-                self.url
-            )));
+            return Err(Refused::Keys(
+                format!("{} from {}", response.status(), self.url).into(),
+            ));
         }
         let body = response
             .into_body()
             .collect()
             .await
-            .map_err(|e| Refused::Keys(e.to_string()))?
+            .map_err(|e| Refused::Keys(e.into()))?
             .to_bytes();
         let set: Arc<JwkSet> =
-            Arc::new(serde_json::from_slice(&body).map_err(|e| Refused::Keys(e.to_string()))?);
+            Arc::new(serde_json::from_slice(&body).map_err(|e| Refused::Keys(e.into()))?);
         *self.cached.write().await = Some(set.clone());
         find(&set)
-            .ok_or_else(|| Refused::Invalid(format!("unknown key id {kid}")))?
-            .map_err(|e| Refused::Invalid(e.to_string()))
+            .ok_or_else(|| Refused::Invalid(format!("unknown key id {kid}").into()))?
+            .map_err(|e| Refused::Invalid(e.into()))
     }
 }
 

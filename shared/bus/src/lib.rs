@@ -167,7 +167,7 @@ pub async fn publish(
         let results: Vec<EntryResult> = match sink.put_events(&entries).await {
             Ok(results) => results,
             Err(error) => {
-                tracing::warn!(%error, entries = chunk.len(), "PutEvents call failed");
+                tracing::warn!(error = %bouquet_aws::describe(&error), entries = chunk.len(), "PutEvents call failed");
                 let failure = EntryFailure {
                     code: "CallFailed".into(),
                     message: error.to_string(),

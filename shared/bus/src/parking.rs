@@ -62,7 +62,7 @@ pub async fn park_failed(
             report.failed.clear();
         }
         Err(error) => {
-            tracing::error!(%error, events = items.len(), "parking failed; the records stay failed")
+            tracing::error!(error = %bouquet_aws::describe(&error), events = items.len(), "parking failed; the records stay failed")
         }
     }
 }

@@ -40,16 +40,8 @@ where
         Some("UsernameExistsException") => DirectoryError::AlreadyExists,
         // Request rate, or the pool's email quota (an invitation is an email).
         Some("TooManyRequestsException" | "LimitExceededException") => DirectoryError::Throttled,
-        Some(code) => DirectoryError::Refused(format!(
-            "{code}: {}",
-            error
-                .as_service_error()
-                .and_then(|e| e.message())
-                .unwrap_or_default()
-        )),
-        None => DirectoryError::Unavailable(
-            aws_sdk_cognitoidentityprovider::error::DisplayErrorContext(&error).to_string(),
-        ),
+        Some(_) => DirectoryError::Refused(Box::new(error)),
+        None => DirectoryError::Unavailable(Box::new(error)),
     }
 }
 
@@ -58,7 +50,7 @@ fn attribute(name: &str, value: &str) -> Result<AttributeType, DirectoryError> {
         .name(name)
         .value(value)
         .build()
-        .map_err(|e| DirectoryError::Refused(e.to_string()))
+        .map_err(|e| DirectoryError::Refused(Box::new(e)))
 }
 
 fn user_of(username: String, attributes: &[AttributeType], confirmed: bool) -> DirectoryUser {

@@ -36,10 +36,12 @@ pub enum DirectoryError {
     AlreadyExists,
     #[error("the directory is throttling; retry shortly")]
     Throttled,
-    #[error("the directory refused: {0}")]
-    Refused(String),
-    #[error("the directory failed: {0}")]
-    Unavailable(String),
+    /// The directory said no (the SDK's error, with its code, as the source).
+    #[error("the directory refused")]
+    Refused(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// No answer, or none that can be read.
+    #[error("the directory failed")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 pub trait UserDirectory: Send + Sync {

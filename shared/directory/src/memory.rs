@@ -73,7 +73,9 @@ impl UserDirectory for MemoryDirectory {
                 user.vendor_id = Some(vendor_id.to_owned());
                 Ok(())
             }
-            None => Err(DirectoryError::Refused(format!("no user {username}"))),
+            None => Err(DirectoryError::Refused(
+                format!("no user {username}").into(),
+            )),
         };
         async move { result }.boxed()
     }
@@ -88,7 +90,9 @@ impl UserDirectory for MemoryDirectory {
                 groups.insert(group.to_owned());
                 Ok(())
             }
-            None => Err(DirectoryError::Refused(format!("no user {username}"))),
+            None => Err(DirectoryError::Refused(
+                format!("no user {username}").into(),
+            )),
         };
         async move { result }.boxed()
     }

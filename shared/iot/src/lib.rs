@@ -202,8 +202,9 @@ pub struct Registration {
 /// Registration failed. `leftovers` names what the undo could not remove (logged too), so an
 /// operator can; it is empty when everything was undone.
 #[derive(Debug, thiserror::Error)]
-#[error("{cause}{}", if .leftovers.is_empty() { String::new() } else { format!("; not undone: {}", .leftovers.join(", ")) })]
+#[error("the IoT registration failed{}", if .leftovers.is_empty() { String::new() } else { format!(" (not undone: {})", .leftovers.join(", ")) })]
 pub struct RegistrationError {
+    #[source]
     pub cause: IotError,
     pub leftovers: Vec<String>,
 }
@@ -229,7 +230,7 @@ pub async fn register(
     match steps(registry, thing, &mut made).await {
         Ok(registration) => Ok(registration),
         Err(cause) => {
-            tracing::warn!(thing = %thing.name, error = %cause, "vase registration failed; undoing what was made");
+            tracing::warn!(thing = %thing.name, error = %bouquet_aws::describe(&cause), "vase registration failed; undoing what was made");
             let leftovers = undo(registry, made).await;
             Err(RegistrationError { cause, leftovers })
         }
@@ -285,7 +286,7 @@ async fn undo(registry: &dyn DeviceRegistry, made: Made<'_>) -> Vec<String> {
     let mut leftovers = Vec::new();
     let mut note = |what: String, result: Result<(), IotError>| {
         if let Err(error) = result {
-            tracing::error!(%what, %error, "could not undo a registration step; remove it by hand");
+            tracing::error!(%what, error = %bouquet_aws::describe(&error), "could not undo a registration step; remove it by hand");
             leftovers.push(what);
         }
     };
@@ -352,7 +353,7 @@ async fn revoke(
     let mut leftovers = Vec::new();
     let mut note = |what: String, result: Result<(), IotError>| {
         if let Err(error) = result {
-            tracing::error!(%what, %error, "could not revoke a certificate");
+            tracing::error!(%what, error = %bouquet_aws::describe(&error), "could not revoke a certificate");
             leftovers.push(what);
         }
     };
@@ -414,7 +415,7 @@ pub async fn issue_certificate(
             endpoint,
         }),
         Err(cause) => {
-            tracing::warn!(%thing, error = %cause, "certificate rotation failed; undoing the new certificate");
+            tracing::warn!(%thing, error = %bouquet_aws::describe(&cause), "certificate rotation failed; undoing the new certificate");
             let leftovers = undo(registry, made).await;
             Err(RegistrationError { cause, leftovers })
         }
@@ -477,7 +478,7 @@ pub async fn retire(
         leftovers.extend(revoke(registry, Some(thing), &arn, policy).await);
     }
     if let Err(error) = delete_thing(registry, thing).await {
-        tracing::error!(%thing, %error, "could not delete the thing; the reconciliation sweep retries it");
+        tracing::error!(%thing, error = %bouquet_aws::describe(&error), "could not delete the thing; the reconciliation sweep retries it");
         leftovers.push(format!("thing {thing}"));
     }
     Ok(leftovers)

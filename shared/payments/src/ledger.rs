@@ -133,11 +133,8 @@ impl TableLedger {
     }
 }
 
-fn unavailable(error: impl std::error::Error) -> GatewayError {
-    GatewayError::Unavailable(format!(
-        "simulated ledger: {}",
-        aws_sdk_dynamodb::error::DisplayErrorContext(error)
-    ))
+fn unavailable(error: impl std::error::Error + Send + Sync + 'static) -> GatewayError {
+    GatewayError::Unavailable(Box::new(error))
 }
 
 fn text(item: &HashMap<String, AttributeValue>, name: &str) -> Option<String> {

@@ -49,12 +49,12 @@ impl std::fmt::Debug for StripeGateway {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StripeConfigError {
-    #[error("TLS set-up failed: {0}")]
-    Tls(String),
+    #[error("TLS set-up failed")]
+    Tls(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("{0} is not set")]
     Missing(&'static str),
-    #[error("the secret key parameter could not be read: {0}")]
-    Parameter(String),
+    #[error("the secret key parameter could not be read")]
+    Parameter(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// A PaymentIntent, as far as this client reads it.
@@ -96,9 +96,9 @@ impl StripeGateway {
     pub fn new(base: &str, secret_key: &str) -> Result<Self, StripeConfigError> {
         let uri: hyper::Uri = base
             .parse()
-            .map_err(|_| StripeConfigError::Tls(format!("{base} is not a URL")))?;
+            .map_err(|_| StripeConfigError::Tls(format!("{base} is not a URL").into()))?;
         let client =
-            bouquet_https::client_for(&uri).map_err(|e| StripeConfigError::Tls(e.to_string()))?;
+            bouquet_https::client_for(&uri).map_err(|e| StripeConfigError::Tls(Box::new(e)))?;
         Ok(Self {
             base: base.trim_end_matches('/').to_owned(),
             secret_key: secret_key.into(),
@@ -154,19 +154,19 @@ impl StripeGateway {
         }
         let request = request
             .body(Full::new(Bytes::from(form.unwrap_or_default())))
-            .map_err(|e| GatewayError::Unavailable(format!("stripe request: {e}")))?;
+            .map_err(|e| GatewayError::Unavailable(Box::new(e)))?;
         let exchange = async {
             let response = self
                 .client
                 .request(request)
                 .await
-                .map_err(|e| GatewayError::Unavailable(format!("stripe: {e}")))?;
+                .map_err(|e| GatewayError::Unavailable(Box::new(e)))?;
             let status = response.status().as_u16();
             let body = response
                 .into_body()
                 .collect()
                 .await
-                .map_err(|e| GatewayError::Unavailable(format!("stripe body: {e}")))?
+                .map_err(|e| GatewayError::Unavailable(Box::new(e)))?
                 .to_bytes();
             Ok((status, body))
         };
@@ -188,8 +188,8 @@ impl StripeGateway {
         if status != 200 {
             return Err(unavailable(status, &body));
         }
-        let found: SearchResult = serde_json::from_slice(&body)
-            .map_err(|e| GatewayError::Unavailable(format!("stripe search answer: {e}")))?;
+        let found: SearchResult =
+            serde_json::from_slice(&body).map_err(|e| GatewayError::Unavailable(Box::new(e)))?;
         Ok(found.data.into_iter().next())
     }
 }
@@ -205,13 +205,11 @@ pub async fn read_secret_parameter(
         .with_decryption(true)
         .send()
         .await
-        .map_err(|e| {
-            StripeConfigError::Parameter(aws_sdk_ssm::error::DisplayErrorContext(e).to_string())
-        })?;
+        .map_err(|e| StripeConfigError::Parameter(Box::new(e)))?;
     output
         .parameter
         .and_then(|p| p.value)
-        .ok_or_else(|| StripeConfigError::Parameter(format!("{name} has no value")))
+        .ok_or_else(|| StripeConfigError::Parameter(format!("{name} has no value").into()))
 }
 
 fn unavailable(status: u16, body: &[u8]) -> GatewayError {
@@ -224,7 +222,7 @@ fn unavailable(status: u16, body: &[u8]) -> GatewayError {
             )
         })
         .unwrap_or_else(|_| "no error body".into());
-    GatewayError::Unavailable(format!("stripe answered {status}: {detail}"))
+    GatewayError::Unavailable(format!("stripe answered {status}: {detail}").into())
 }
 
 /// What an intent's status means for the order.
@@ -275,9 +273,8 @@ impl PaymentGateway for StripeGateway {
                 .await?;
             match status {
                 200 => {
-                    let intent: Intent = serde_json::from_slice(&body).map_err(|e| {
-                        GatewayError::Unavailable(format!("stripe intent answer: {e}"))
-                    })?;
+                    let intent: Intent = serde_json::from_slice(&body)
+                        .map_err(|e| GatewayError::Unavailable(Box::new(e)))?;
                     outcome_of(intent).ok_or_else(|| {
                         GatewayError::Unavailable("stripe: the payment is still processing".into())
                     })

@@ -242,15 +242,21 @@ async fn gateway() -> (Arc<FakeStripe>, StripeGateway) {
 #[tokio::test]
 async fn a_successful_charge_sends_what_stripe_documents_and_a_repeat_is_the_same_intent() {
     let (fake, stripe) = gateway().await;
-    let first = stripe.charge(charge("01ORDER-0", "pm_card_visa")).await;
+    let first = stripe
+        .charge(charge("01ORDER-0", "pm_card_visa"))
+        .await
+        .unwrap();
     assert_eq!(
         first,
-        Ok(ChargeOutcome::Approved {
+        ChargeOutcome::Approved {
             charge_id: "pi_1".into()
-        })
+        }
     );
     assert_eq!(
-        stripe.charge(charge("01ORDER-0", "pm_card_visa")).await,
+        stripe
+            .charge(charge("01ORDER-0", "pm_card_visa"))
+            .await
+            .unwrap(),
         first,
         "replayed"
     );
@@ -291,10 +297,11 @@ async fn a_declined_card_is_a_decline_with_stripes_reason() {
     assert_eq!(
         stripe
             .charge(charge("k-declined", "pm_card_chargeDeclined"))
-            .await,
-        Ok(ChargeOutcome::Declined {
+            .await
+            .unwrap(),
+        ChargeOutcome::Declined {
             reason: "generic_decline".into()
-        })
+        }
     );
 }
 
@@ -304,11 +311,12 @@ async fn three_d_secure_is_requires_action_with_the_client_secret() {
     assert_eq!(
         stripe
             .charge(charge("k-3ds", "pm_card_authenticationRequired"))
-            .await,
-        Ok(ChargeOutcome::RequiresAction {
+            .await
+            .unwrap(),
+        ChargeOutcome::RequiresAction {
             intent_id: "pi_1".into(),
             client_secret: "pi_1_secret_x".into()
-        })
+        }
     );
 }
 
@@ -322,10 +330,10 @@ async fn rate_limits_server_errors_and_silence_are_no_definite_answer() {
             "{method}: {outcome:?}"
         );
     }
-    assert_eq!(
+    assert!(matches!(
         stripe.charge(charge("k-slow", "pm_slow")).await,
         Err(GatewayError::Timeout)
-    );
+    ));
     // The slow charge went through at Stripe after all: lookup finds it.
     tokio::time::sleep(Duration::from_millis(1700)).await;
     assert!(matches!(
@@ -346,7 +354,7 @@ async fn the_same_key_with_another_body_is_refused_not_charged_twice() {
     other.amount_minor = 9999;
     let refused = stripe.charge(other).await;
     assert!(
-        matches!(&refused, Err(GatewayError::Unavailable(m)) if m.contains("idempotency_error")),
+        matches!(&refused, Err(GatewayError::Unavailable(m)) if m.to_string().contains("idempotency_error")),
         "{refused:?}"
     );
     assert_eq!(fake.intents.lock().unwrap().len(), 1);
@@ -355,7 +363,7 @@ async fn the_same_key_with_another_body_is_refused_not_charged_twice() {
 #[tokio::test]
 async fn lookup_and_refund_find_the_intent_by_its_attempt_key() {
     let (fake, stripe) = gateway().await;
-    assert_eq!(stripe.lookup("k-none").await, Ok(None));
+    assert_eq!(stripe.lookup("k-none").await.unwrap(), None);
     stripe.refund("k-none").await.unwrap();
     assert!(fake.refunds.lock().unwrap().is_empty(), "nothing to refund");
 
@@ -368,10 +376,10 @@ async fn lookup_and_refund_find_the_intent_by_its_attempt_key() {
         .await
         .unwrap();
     assert_eq!(
-        stripe.lookup("k-declined").await,
-        Ok(Some(ChargeOutcome::Declined {
+        stripe.lookup("k-declined").await.unwrap(),
+        Some(ChargeOutcome::Declined {
             reason: "requires_payment_method".into()
-        }))
+        })
     );
     stripe.refund("k-declined").await.unwrap();
     stripe.refund("k-paid").await.unwrap();

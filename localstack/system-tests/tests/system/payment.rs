@@ -581,9 +581,8 @@ async fn a_charge_made_by_the_pay_binary_is_found_by_the_sweeper_in_another_proc
     let Ok(Some(ChargeOutcome::Approved { charge_id })) = ledger.lookup(&key).await else {
         panic!("the binary's charge is in the table under {key}");
     };
-    assert_eq!(
-        SimulatedGateway::new().lookup(&key).await,
-        Ok(None),
+    assert!(
+        matches!(SimulatedGateway::new().lookup(&key).await, Ok(None)),
         "a ledger in memory would not know it"
     );
     let cloud = cloud.with_gateway(Arc::new(ledger));
