@@ -24,7 +24,7 @@ pub enum CartViewError {
     Total(#[from] MoneyError),
 }
 
-#[derive(Serialize)]
+#[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CartView {
     pub customer_id: CustomerId,

@@ -3,10 +3,16 @@
 //! payment gateway in memory. `./localstack/test.sh` starts the emulator; without one these
 //! tests fail with how to start it, they never skip.
 
+mod bouquets;
+mod cart;
 mod listing;
+mod live;
+mod members;
 mod orders;
 mod payment;
+mod queries;
 mod reservation;
 mod settlement;
 mod support;
 mod sweep;
+mod vases;

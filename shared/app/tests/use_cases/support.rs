@@ -6,8 +6,12 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::config::{Credentials, Region};
 use bouquet_app::domain::bouquet::NewBouquet;
+use bouquet_app::domain::events::{DomainEvent, EventData};
+use bouquet_app::domain::identity::{Identity, Role};
+use bouquet_app::domain::vase::Vase;
 use bouquet_app::domain::{
-    Bouquet, BouquetId, BouquetStatus, CustomerId, ManualClock, Order, OrderId, Timestamp, Vendor,
+    Bouquet, BouquetId, BouquetStatus, CustomerId, ManualClock, Order, OrderId, Timestamp, VaseId,
+    Vendor,
 };
 use bouquet_app::payment::{self, Paid, PayError};
 use bouquet_app::payments::SimulatedGateway;
@@ -154,6 +158,55 @@ impl World {
             self.now(),
         )
         .await
+    }
+}
+
+impl World {
+    /// A vase of `vendor`, registered in the table as the saga's last step leaves it.
+    pub async fn vase_of(&self, vendor: &Vendor) -> Vase {
+        let vase = Vase::register(VaseId::generate(), vendor.vendor_id, self.now());
+        let event = DomainEvent::new(
+            vase.vase_id,
+            vase.version,
+            self.now(),
+            CORRELATION,
+            EventData::VaseRegistered {
+                vase_id: vase.vase_id,
+                vendor_id: vendor.vendor_id,
+            },
+        );
+        self.app
+            .store
+            .create_vase(&vase, &event, None, self.now())
+            .await
+            .expect("vase stored");
+        vase
+    }
+
+    pub async fn vase_now(&self, vase_id: VaseId) -> Vase {
+        self.app
+            .store
+            .vase(vase_id, true)
+            .await
+            .expect("read")
+            .expect("the vase exists")
+    }
+}
+
+/// The caller a vendor's token makes.
+pub fn vendor_caller(vendor: &Vendor) -> Identity {
+    Identity {
+        subject: customer("florist"),
+        role: Role::Vendor,
+        vendor_id: Some(vendor.vendor_id),
+    }
+}
+
+pub fn customer_caller(name: &str) -> Identity {
+    Identity {
+        subject: customer(name),
+        role: Role::Customer,
+        vendor_id: None,
     }
 }
 

@@ -1,0 +1,141 @@
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use futures::future::BoxFuture;
+use serde_json::json;
+
+use bouquet_app::domain::channels::{Refusal, Viewer};
+use bouquet_app::live::{self, LiveError};
+use bouquet_app::realtime::{PushError, Pusher};
+
+use crate::support::*;
+
+/// Records what it is asked to push; connections named `gone-...` answer 410.
+#[derive(Default)]
+struct Recorder {
+    frames: Mutex<HashMap<String, Vec<serde_json::Value>>>,
+}
+
+impl Pusher for Recorder {
+    fn post<'a>(
+        &'a self,
+        connection_id: &'a str,
+        frame: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), PushError>> {
+        Box::pin(async move {
+            if connection_id.starts_with("gone-") {
+                return Err(PushError::Gone(connection_id.to_owned()));
+            }
+            let frame = serde_json::from_slice(frame).expect("frames are JSON");
+            self.frames
+                .lock()
+                .unwrap()
+                .entry(connection_id.to_owned())
+                .or_default()
+                .push(frame);
+            Ok(())
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_viewer_subscribes_to_what_it_may_read_and_is_refused_the_rest() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    live::connect(&world.app, "c-1", &Viewer::Anonymous, world.now())
+        .await
+        .unwrap();
+    let requested: Vec<String> = [
+        "catalogue",
+        "orders",
+        &format!("vendor:{}", vendor.vendor_id),
+        "nonsense:1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let outcome = live::subscribe(
+        &world.app,
+        "c-1",
+        &Viewer::Anonymous,
+        &requested,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(outcome.subscribed, vec!["catalogue".to_owned()]);
+    let refused: Vec<_> = outcome
+        .refused
+        .iter()
+        .map(|(c, r)| (c.as_str(), *r))
+        .collect();
+    assert_eq!(
+        refused,
+        vec![
+            ("orders", Refusal::Forbidden),
+            (requested[2].as_str(), Refusal::Forbidden),
+            ("nonsense:1", Refusal::Invalid)
+        ]
+    );
+    // A connection that is gone cannot subscribe.
+    live::disconnect(&world.app, "c-1").await.unwrap();
+    let gone = live::subscribe(
+        &world.app,
+        "c-1",
+        &Viewer::Anonymous,
+        &requested[..1],
+        world.now(),
+    )
+    .await;
+    assert!(matches!(gone, Err(LiveError::ConnectionGone)), "{gone:?}");
+}
+
+#[tokio::test]
+async fn a_broadcast_reaches_each_subscriber_once_and_removes_gone_connections() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let bouquet = world.bouquet_of(&vendor).await;
+    let catalogue = vec!["catalogue".to_owned()];
+    let both = vec![
+        "catalogue".to_owned(),
+        format!("bouquet:{}", bouquet.bouquet_id),
+    ];
+    for (connection, channels) in [("c-a", &catalogue), ("c-b", &both), ("gone-c", &catalogue)] {
+        live::connect(&world.app, connection, &Viewer::Anonymous, world.now())
+            .await
+            .unwrap();
+        live::subscribe(
+            &world.app,
+            connection,
+            &Viewer::Anonymous,
+            channels,
+            world.now(),
+        )
+        .await
+        .unwrap();
+    }
+    let pusher = Recorder::default();
+    let detail = json!({ "eventId": "e-1", "data": { "bouquetId": bouquet.bouquet_id, "vendorId": vendor.vendor_id, "freshness": 80 } });
+    let report = live::broadcast(&world.app, &pusher, "BouquetFreshnessChanged", &detail)
+        .await
+        .unwrap();
+    // catalogue: a, b, gone; bouquet: b. Three delivered, one gone.
+    assert_eq!(
+        (report.frames, report.delivered, report.gone, report.failed),
+        (4, 3, 1, 0),
+        "{report:?}"
+    );
+    let frames = pusher.frames.lock().unwrap().clone();
+    assert_eq!(frames["c-a"].len(), 1);
+    assert_eq!(frames["c-b"].len(), 2, "one frame per channel subscribed");
+    // The gone connection was removed: the next broadcast does not try it.
+    let again = live::broadcast(&world.app, &pusher, "BouquetFreshnessChanged", &detail)
+        .await
+        .unwrap();
+    assert_eq!((again.frames, again.gone), (3, 0), "{again:?}");
+    // An event no channel carries goes nowhere.
+    let nowhere = live::broadcast(&world.app, &pusher, "SomethingElse", &detail)
+        .await
+        .unwrap();
+    assert_eq!((nowhere.channels, nowhere.frames), (0, 0));
+}

@@ -1,0 +1,89 @@
+use bouquet_app::domain::identity::{Identity, Role};
+use bouquet_app::queries::{self, QueryError};
+
+use crate::support::*;
+
+#[tokio::test]
+async fn an_order_is_read_by_its_customer_its_vendor_and_an_admin_only() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let bouquet = world.bouquet_of(&vendor).await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let admin = Identity {
+        subject: customer("ops"),
+        role: Role::Admin,
+        vendor_id: None,
+    };
+    for caller in [customer_caller("ana"), vendor_caller(&vendor), admin] {
+        let read = queries::order(&world.app, &caller, order.order_id).await;
+        assert!(
+            matches!(read, Ok(ref o) if o.order_id == order.order_id),
+            "{caller:?}: {read:?}"
+        );
+    }
+    let others = [customer_caller("ben"), vendor_caller(&world.vendor().await)];
+    for caller in others {
+        let read = queries::order(&world.app, &caller, order.order_id).await;
+        assert!(
+            matches!(read, Err(QueryError::NotFound("order"))),
+            "{caller:?}: {read:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn lists_are_the_callers_own() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let bouquet = world.bouquet_of(&vendor).await;
+    world.reserved(&customer("ana"), &[&bouquet]).await;
+    let mine = queries::orders(&world.app, &customer_caller("ana"), None, 10)
+        .await
+        .unwrap();
+    let theirs = queries::orders(&world.app, &customer_caller("ben"), None, 10)
+        .await
+        .unwrap();
+    let shop = queries::orders(&world.app, &vendor_caller(&vendor), None, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        (mine.items.len(), theirs.items.len(), shop.items.len()),
+        (1, 0, 1)
+    );
+    let admin = Identity {
+        subject: customer("ops"),
+        role: Role::Admin,
+        vendor_id: None,
+    };
+    assert!(matches!(
+        queries::orders(&world.app, &admin, None, 10).await,
+        Err(QueryError::Forbidden(_))
+    ));
+
+    let vase = world.vase_of(&vendor).await;
+    let vases = queries::vases(
+        &world.app,
+        &vendor_caller(&vendor),
+        vendor.vendor_id,
+        None,
+        10,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        vases.items.iter().map(|v| v.vase_id).collect::<Vec<_>>(),
+        vec![vase.vase_id]
+    );
+    let stranger = vendor_caller(&world.vendor().await);
+    let refused = queries::vases(&world.app, &stranger, vendor.vendor_id, None, 10).await;
+    assert!(
+        matches!(refused, Err(QueryError::Forbidden(_))),
+        "{refused:?}"
+    );
+    let hidden =
+        queries::readings(&world.app, &stranger, vase.vase_id, world.now(), None, 10).await;
+    assert!(
+        matches!(hidden, Err(QueryError::NotFound("vase"))),
+        "{hidden:?}"
+    );
+}

@@ -1,0 +1,156 @@
+use std::time::Duration;
+
+use bouquet_app::domain::bouquet::NewBouquet;
+use bouquet_app::domain::vase::Connection;
+use bouquet_app::domain::{Reading, VaseMessage};
+use bouquet_app::vases::{self, Applied};
+use bouquet_app::{listing, Config};
+
+use crate::support::*;
+
+fn heartbeat(
+    vase_id: bouquet_app::domain::VaseId,
+    sent_minutes: u64,
+    world: &World,
+) -> VaseMessage {
+    VaseMessage::Heartbeat {
+        vase_id,
+        sent_at: T0.plus(Duration::from_secs(sent_minutes * 60)),
+        received_at: world.now(),
+    }
+}
+
+#[tokio::test]
+async fn heartbeats_bring_a_vase_online_and_never_move_it_backwards() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let vase = world.vase_of(&vendor).await;
+    let id = vase.vase_id;
+    assert_eq!(
+        vases::apply(&world.app, &heartbeat(id, 2, &world), CORRELATION)
+            .await
+            .unwrap(),
+        Applied::CameOnline
+    );
+    assert_eq!(
+        vases::apply(&world.app, &heartbeat(id, 3, &world), CORRELATION)
+            .await
+            .unwrap(),
+        Applied::Heartbeat
+    );
+    // Late and duplicated heartbeats change nothing.
+    assert_eq!(
+        vases::apply(&world.app, &heartbeat(id, 1, &world), CORRELATION)
+            .await
+            .unwrap(),
+        Applied::StaleHeartbeat
+    );
+    assert_eq!(
+        vases::apply(&world.app, &heartbeat(id, 3, &world), CORRELATION)
+            .await
+            .unwrap(),
+        Applied::StaleHeartbeat
+    );
+    let now = world.vase_now(id).await;
+    assert_eq!(
+        now.last_heartbeat_at,
+        Some(T0.plus(Duration::from_secs(180)))
+    );
+    assert_eq!(now.connection, Connection::Online);
+}
+
+#[tokio::test]
+async fn a_reading_scores_the_bouquet_in_the_vase_once() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let vase = world.vase_of(&vendor).await;
+    let vase_text = vase.vase_id.to_string();
+    let new = NewBouquet::validate("Tulips", None, ("20.00", "EUR"), Some(&vase_text)).unwrap();
+    let bouquet = match listing::list_bouquet(
+        &world.app,
+        vendor.vendor_id,
+        new,
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap()
+    {
+        bouquet_app::Replayable::Done(b) => b,
+        other => panic!("{other:?}"),
+    };
+    let reading = VaseMessage::Telemetry {
+        vase_id: vase.vase_id,
+        reading: Reading {
+            sent_at: world.now(),
+            water_level_pct: 20.0,
+            temperature_c: 18.0,
+            humidity_pct: 60.0,
+            light_lux: 500.0,
+        },
+        received_at: world.now(),
+    };
+    let applied = vases::apply(&world.app, &reading, CORRELATION)
+        .await
+        .unwrap();
+    assert_eq!(
+        applied,
+        Applied::LatestReading {
+            freshness_event: true
+        }
+    );
+    assert_eq!(
+        world.bouquet_now(bouquet.bouquet_id).await.freshness,
+        Some(85)
+    );
+    // The same reading redelivered (at-least-once queues): nothing changes.
+    assert_eq!(
+        vases::apply(&world.app, &reading, CORRELATION)
+            .await
+            .unwrap(),
+        Applied::DuplicateReading
+    );
+}
+
+#[tokio::test]
+async fn a_silent_vase_is_taken_offline_once() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let (quiet, chatty) = (world.vase_of(&vendor).await, world.vase_of(&vendor).await);
+    for vase in [&quiet, &chatty] {
+        vases::apply(&world.app, &heartbeat(vase.vase_id, 0, &world), CORRELATION)
+            .await
+            .unwrap();
+    }
+    let offline_after = Config::default().offline_after;
+    world.advance(offline_after - Duration::from_secs(60));
+    vases::apply(
+        &world.app,
+        &VaseMessage::Heartbeat {
+            vase_id: chatty.vase_id,
+            sent_at: world.now(),
+            received_at: world.now(),
+        },
+        CORRELATION,
+    )
+    .await
+    .unwrap();
+    world.advance(Duration::from_secs(120));
+    let report = vases::sweep_offline(&world.app, world.now(), offline_after, CORRELATION)
+        .await
+        .unwrap();
+    assert_eq!((report.went_offline, report.failed), (1, 0), "{report:?}");
+    assert_eq!(
+        world.vase_now(quiet.vase_id).await.connection,
+        Connection::Offline
+    );
+    assert_eq!(
+        world.vase_now(chatty.vase_id).await.connection,
+        Connection::Online
+    );
+    let again = vases::sweep_offline(&world.app, world.now(), offline_after, CORRELATION)
+        .await
+        .unwrap();
+    assert_eq!(again.went_offline, 0, "{again:?}");
+}
