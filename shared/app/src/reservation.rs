@@ -58,7 +58,7 @@ pub async fn reserve(
     correlation_id: &str,
     now: Timestamp,
 ) -> Result<Replayable<Order>, ReserveError> {
-    let result = attempt(app, customer, from, key, correlation_id, now).await;
+    let result = attempt(app, customer, from, key.as_ref(), correlation_id, now).await;
     match &result {
         Ok(Replayable::Done(_)) => metrics::count(metrics::RESERVATIONS, "won", 1),
         Err(ReserveError::Unavailable(_)) => metrics::count(metrics::RESERVATIONS, "lost", 1),
@@ -67,16 +67,17 @@ pub async fn reserve(
     result
 }
 
+/// [`reserve`] without the counting.
 async fn attempt(
     app: &App,
     customer: &CustomerId,
     from: &ReserveFrom,
-    key: Option<Idempotency<'_, Order>>,
+    key: Option<&Idempotency<'_, Order>>,
     correlation_id: &str,
     now: Timestamp,
 ) -> Result<Replayable<Order>, ReserveError> {
     let store = &app.store;
-    let key_hash = key.as_ref().map(|k| k.key_hash);
+    let key_hash = key.map(|k| k.key_hash);
     let mut retry = Retry::optimistic();
     while retry.next().await {
         // Which bouquets, and (from the cart) which cart version to delete.
@@ -128,7 +129,7 @@ async fn attempt(
             .lifecycle_event()
             .map(|data| DomainEvent::new(order.order_id, order.version, now, correlation_id, data))
             .ok_or(ReserveError::Unexpected("a new order announces no event"))?;
-        let record = idempotency::record(key.as_ref(), &order);
+        let record = idempotency::record(key, &order);
         let reservation = Reservation {
             order: &order,
             bouquets: &held,

@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use bouquet_app::domain::OrderStatus;
-use bouquet_app::expiry::sweep;
+use bouquet_app::expiry::{sweep, SweepReport};
 use bouquet_app::payment::PayError;
 use bouquet_app::Config;
 
@@ -37,56 +37,52 @@ async fn a_lapsed_reservation_expires_and_frees_its_bouquets() {
     assert_eq!(again.expired, 0, "{again:?}");
 }
 
-#[tokio::test]
-async fn a_payment_interrupted_after_the_charge_is_completed_by_the_sweep() {
-    let world = World::new().await;
+/// A payment with `token` that the gateway left without a definite answer, nobody retrying,
+/// swept once the hold has passed.
+async fn interrupted_and_swept(
+    world: &World,
+    token: &str,
+) -> (bouquet_app::domain::Order, SweepReport) {
     let bouquet = world.bouquet().await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
-    let result = world.pay("ana", order.order_id, "tok_timeout").await;
+    let result = world.pay("ana", order.order_id, token).await;
     assert!(
         matches!(result, Err(PayError::GatewayUnavailable(_))),
         "{result:?}"
     );
-    // Nobody retries: past the hold, the sweep asks the gateway and finds the charge.
     world.advance(Config::default().hold + Duration::from_secs(61));
     let report = sweep(&world.app, CORRELATION, deadline())
         .await
         .expect("swept");
+    (world.order_now(order.order_id).await, report)
+}
+
+#[tokio::test]
+async fn a_payment_interrupted_after_the_charge_is_completed_by_the_sweep() {
+    let world = World::new().await;
+    // The gateway charged, then timed out: the sweep asks it and finds the charge.
+    let (order, report) = interrupted_and_swept(&world, "tok_timeout").await;
     assert_eq!(
         (report.payments_completed, report.failed),
         (1, 0),
         "{report:?}"
     );
-    assert_eq!(
-        world.order_now(order.order_id).await.status,
-        OrderStatus::Paid
-    );
+    assert_eq!(order.status, OrderStatus::Paid);
     assert_eq!(world.gateway.charges_made(), 1);
 }
 
 #[tokio::test]
 async fn a_payment_interrupted_before_any_charge_is_released_by_the_sweep() {
     let world = World::new().await;
-    let bouquet = world.bouquet().await;
-    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
-    let result = world.pay("ana", order.order_id, "tok_unavailable").await;
-    assert!(
-        matches!(result, Err(PayError::GatewayUnavailable(_))),
-        "{result:?}"
-    );
-    world.advance(Config::default().hold + Duration::from_secs(61));
-    let report = sweep(&world.app, CORRELATION, deadline())
-        .await
-        .expect("swept");
+    let (order, report) = interrupted_and_swept(&world, "tok_unavailable").await;
     assert_eq!(
         (report.payments_released, report.failed),
         (1, 0),
         "{report:?}"
     );
-    assert_eq!(
-        world.order_now(order.order_id).await.status,
-        OrderStatus::Expired
-    );
-    assert!(is_available(&world.bouquet_now(bouquet.bouquet_id).await));
+    assert_eq!(order.status, OrderStatus::Expired);
+    for id in order.bouquet_ids() {
+        assert!(is_available(&world.bouquet_now(id).await));
+    }
     assert_eq!(world.gateway.charges_made(), 0);
 }
