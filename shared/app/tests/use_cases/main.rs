@@ -15,4 +15,5 @@ mod reservation;
 mod settlement;
 mod support;
 mod sweep;
+mod vase_saga;
 mod vases;
