@@ -17,7 +17,8 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, WriteRequest};
 
 use bouquet_domain::channels::{Channel, Viewer};
-use bouquet_domain::Timestamp;
+use bouquet_domain::ids::InvalidId;
+use bouquet_domain::{CustomerId, Timestamp, VendorId};
 
 use crate::error::{StoreError, Target};
 use crate::tx::{Expr, Tx};
@@ -85,11 +86,24 @@ fn read_viewer(item: &HashMap<String, AttributeValue>) -> Result<Viewer, StoreEr
             .and_then(|v| v.as_s().ok())
             .map(String::as_str)
     };
+    // The attributes `viewer_attributes` wrote, read back as they are: a vendor's connection
+    // keeps its shop, not a `sub` (reading it as claims refused every vendor connection).
+    let id = |name: &str| {
+        get(name).ok_or_else(|| StoreError::Corrupt(format!("connection without {name}")))
+    };
+    let corrupt = |e: InvalidId| StoreError::Corrupt(format!("connection viewer: {e}"));
     match get("role") {
         Some("anonymous") => Ok(Viewer::Anonymous),
         Some("admin") => Ok(Viewer::Admin),
-        _ => Viewer::from_claims(get)
-            .map_err(|e| StoreError::Corrupt(format!("connection viewer: {e}"))),
+        Some("customer") => Ok(Viewer::Customer(
+            CustomerId::parse(id("sub")?).map_err(corrupt)?,
+        )),
+        Some("vendor") => Ok(Viewer::Vendor(
+            VendorId::parse(id("vendorId")?).map_err(corrupt)?,
+        )),
+        other => Err(StoreError::Corrupt(format!(
+            "connection with role {other:?}"
+        ))),
     }
 }
 

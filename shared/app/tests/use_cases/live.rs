@@ -139,3 +139,50 @@ async fn a_broadcast_reaches_each_subscriber_once_and_removes_gone_connections()
         .unwrap();
     assert_eq!((nowhere.channels, nowhere.frames), (0, 0));
 }
+
+#[tokio::test]
+async fn every_role_connects_subscribes_is_refused_cleanly_and_leaves_nothing_behind() {
+    let world = World::new().await;
+    let (mine, theirs) = (world.vendor().await, world.vendor().await);
+    let viewers = [
+        ("c-anon", Viewer::Anonymous),
+        ("c-customer", Viewer::Customer(customer("ana"))),
+        ("c-vendor", Viewer::Vendor(mine.vendor_id)),
+        ("c-admin", Viewer::Admin),
+    ];
+    let others_channel = vec![format!("vendor:{}", theirs.vendor_id)];
+    for (connection, viewer) in &viewers {
+        live::connect(&world.app, connection, viewer, world.now())
+            .await
+            .unwrap();
+        let channels = ["catalogue".to_owned()];
+        live::subscribe(&world.app, connection, viewer, &channels, world.now())
+            .await
+            .unwrap();
+        // Another vendor's channel: `auth.forbidden` for every role, never an error.
+        let outcome = live::subscribe(&world.app, connection, viewer, &others_channel, world.now())
+            .await
+            .unwrap_or_else(|error| panic!("{viewer:?}: {error:?}"));
+        assert_eq!(
+            outcome.refused,
+            vec![(others_channel[0].clone(), Refusal::Forbidden)],
+            "{viewer:?}"
+        );
+        live::disconnect(&world.app, connection)
+            .await
+            .unwrap_or_else(|error| panic!("{viewer:?}: {error:?}"));
+        assert!(
+            world
+                .app
+                .store
+                .connection(connection)
+                .await
+                .unwrap()
+                .is_none(),
+            "{viewer:?}"
+        );
+    }
+    let catalogue = bouquet_app::domain::channels::Channel::Catalogue;
+    let left = world.app.store.subscribers(&catalogue).await.unwrap();
+    assert!(left.is_empty(), "subscriptions left behind: {left:?}");
+}
