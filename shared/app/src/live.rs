@@ -126,6 +126,7 @@ pub async fn broadcast(
     detail: &Value,
 ) -> Result<Broadcast, StoreError> {
     let store = &app.store;
+    let now = app.clock.now();
     let ids: EventIds = serde_json::from_value(detail["data"].clone()).unwrap_or_default();
     let routed = channels::route(name, &ids);
     let mut report = Broadcast {
@@ -135,7 +136,7 @@ pub async fn broadcast(
     // Every channel's subscribers, read at once.
     let reading = std::time::Instant::now();
     let audiences =
-        futures::future::try_join_all(routed.iter().map(|channel| store.subscribers(channel)))
+        futures::future::try_join_all(routed.iter().map(|channel| store.subscribers(channel, now)))
             .await?;
     let mut frames: Vec<(String, std::sync::Arc<Vec<u8>>)> = Vec::new();
     for (channel, subscribers) in routed.iter().zip(audiences) {

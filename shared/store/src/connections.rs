@@ -293,12 +293,16 @@ impl Store {
         Ok(())
     }
 
-    /// The connections subscribed to `channel`: one `Query` per shard (paged), the shards
-    /// read at once, no Scan.
-    pub async fn subscribers(&self, channel: &Channel) -> Result<Vec<String>, StoreError> {
+    /// The connections subscribed to `channel` whose subscription has not expired at `now`:
+    /// one `Query` per shard (paged), the shards read at once, no Scan.
+    pub async fn subscribers(
+        &self,
+        channel: &Channel,
+        now: Timestamp,
+    ) -> Result<Vec<String>, StoreError> {
         let channel_key = channel.key();
         let shards = futures::future::try_join_all(
-            (0..shards(&channel_key)).map(|shard| self.shard_subscribers(&channel_key, shard)),
+            (0..shards(&channel_key)).map(|shard| self.shard_subscribers(&channel_key, shard, now)),
         )
         .await?;
         Ok(shards.into_iter().flatten().collect())
@@ -308,6 +312,7 @@ impl Store {
         &self,
         channel_key: &str,
         shard: u32,
+        now: Timestamp,
     ) -> Result<Vec<String>, StoreError> {
         let mut connections = Vec::new();
         let mut start = None;
@@ -318,6 +323,13 @@ impl Store {
                 .table_name(&self.table)
                 .key_condition_expression("pk = :pk")
                 .expression_attribute_values(":pk", s(subscription_pk(channel_key, shard)))
+                // Past its `expiresAt` a subscription is over, whenever TTL deletes it (that
+                // can take days): time is data.
+                .filter_expression("expiresAt > :now")
+                .expression_attribute_values(
+                    ":now",
+                    AttributeValue::N(now.as_epoch_seconds().to_string()),
+                )
                 .projection_expression("connectionId")
                 .set_exclusive_start_key(start)
                 .send()

@@ -224,7 +224,10 @@ async fn subscribers_get_what_they_may_read_and_nothing_else() {
     let subscribers = cloud
         .app
         .store
-        .subscribers(&Channel::Vendor(VendorId::parse(&other_vendor).unwrap()))
+        .subscribers(
+            &Channel::Vendor(VendorId::parse(&other_vendor).unwrap()),
+            cloud.app.clock.now(),
+        )
         .await
         .unwrap();
     assert!(
@@ -343,7 +346,11 @@ async fn a_vanished_connection_is_removed_on_the_first_410() {
     );
     assert!(store.connection("ghost=").await.unwrap().is_none());
     assert_eq!(
-        store.subscribers(&Channel::Catalogue).await.unwrap().len(),
+        store
+            .subscribers(&Channel::Catalogue, cloud.app.clock.now())
+            .await
+            .unwrap()
+            .len(),
         1,
         "only the live one is left"
     );
@@ -429,7 +436,7 @@ async fn pushes_failing_for_some_connections_do_not_stop_the_others() {
     let connections: Vec<String> = cloud
         .app
         .store
-        .subscribers(&Channel::Catalogue)
+        .subscribers(&Channel::Catalogue, cloud.app.clock.now())
         .await
         .unwrap();
     assert_eq!(connections.len(), CLIENTS);
@@ -469,7 +476,7 @@ async fn pushes_failing_for_some_connections_do_not_stop_the_others() {
         cloud
             .app
             .store
-            .subscribers(&Channel::Catalogue)
+            .subscribers(&Channel::Catalogue, cloud.app.clock.now())
             .await
             .unwrap()
             .len(),

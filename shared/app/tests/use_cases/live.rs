@@ -183,6 +183,42 @@ async fn every_role_connects_subscribes_is_refused_cleanly_and_leaves_nothing_be
         );
     }
     let catalogue = bouquet_app::domain::channels::Channel::Catalogue;
-    let left = world.app.store.subscribers(&catalogue).await.unwrap();
+    let left = world
+        .app
+        .store
+        .subscribers(&catalogue, world.now())
+        .await
+        .unwrap();
     assert!(left.is_empty(), "subscriptions left behind: {left:?}");
+}
+
+#[tokio::test]
+async fn a_subscription_past_its_expiry_is_never_pushed_to() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    live::connect(&world.app, "c-old", &Viewer::Anonymous, world.now())
+        .await
+        .unwrap();
+    let catalogue = vec!["catalogue".to_owned()];
+    live::subscribe(
+        &world.app,
+        "c-old",
+        &Viewer::Anonymous,
+        &catalogue,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    let detail = json!({ "eventId": "e-1", "data": { "vendorId": vendor.vendor_id } });
+    let pusher = Recorder::default();
+    let fresh = live::broadcast(&world.app, &pusher, "BouquetListed", &detail)
+        .await
+        .unwrap();
+    assert_eq!(fresh.delivered, 1, "{fresh:?}");
+    // Past `expiresAt`, whenever DynamoDB's TTL gets round to deleting the item.
+    world.advance(bouquet_app::store::CONNECTION_RETENTION + std::time::Duration::from_secs(1));
+    let stale = live::broadcast(&world.app, &pusher, "BouquetListed", &detail)
+        .await
+        .unwrap();
+    assert_eq!((stale.frames, stale.delivered), (0, 0), "{stale:?}");
 }
