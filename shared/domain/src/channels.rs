@@ -162,10 +162,7 @@ pub fn route(name: &str, ids: &EventIds) -> Vec<Channel> {
 
 /// The fields of an event's `data` a public channel may carry: an order's customer, total
 /// and charge are not public; its bouquets and vendor are (the bouquets changed status).
-fn public_data(name: &str, data: &Value) -> Value {
-    if !name.starts_with("Order") && name != "ReservationExpired" {
-        return data.clone();
-    }
+fn public_data(data: &Value) -> Value {
     let keep = ["vendorId", "bouquetIds"];
     let kept: Map<String, Value> = data
         .as_object()
@@ -182,24 +179,33 @@ fn public_data(name: &str, data: &Value) -> Value {
 
 /// The frame pushed to `channel` for the bus event `name` with `detail` (the event's
 /// envelope: `eventId`, `aggregateId`, `aggregateVersion`, `occurredAt`, `data`).
+///
+/// On a public channel an order's event names no order: its aggregate is the order, so its
+/// `aggregateId` and `aggregateVersion` are left out (clients dedupe by `eventId`), and its
+/// `data` keeps only the bouquets and the vendor.
 pub fn frame(channel: &Channel, name: &str, detail: &Value) -> Value {
-    let data = if channel.is_public() {
-        public_data(name, &detail["data"])
+    let public_order_event = channel.is_public() && is_order_event(name);
+    let data = if public_order_event {
+        public_data(&detail["data"])
     } else {
         detail["data"].clone()
     };
-    json!({
-        "type": "event",
-        "channel": channel.name(),
-        "event": {
-            "name": name,
-            "eventId": detail["eventId"],
-            "aggregateId": detail["aggregateId"],
-            "aggregateVersion": detail["aggregateVersion"],
-            "occurredAt": detail["occurredAt"],
-            "data": data,
-        },
-    })
+    let mut event = json!({
+        "name": name,
+        "eventId": detail["eventId"],
+        "occurredAt": detail["occurredAt"],
+        "data": data,
+    });
+    if !public_order_event {
+        event["aggregateId"] = detail["aggregateId"].clone();
+        event["aggregateVersion"] = detail["aggregateVersion"].clone();
+    }
+    json!({ "type": "event", "channel": channel.name(), "event": event })
+}
+
+/// The events whose aggregate is an order.
+fn is_order_event(name: &str) -> bool {
+    name.starts_with("Order") || name == "ReservationExpired"
 }
 
 #[cfg(test)]
@@ -419,9 +425,33 @@ mod tests {
         );
         assert_eq!(public["channel"], "catalogue");
         assert_eq!(public["event"]["name"], "OrderPaid");
-        assert_eq!(public["event"]["aggregateVersion"], 2);
+        // Nothing in a public frame names the order.
+        assert!(!public.to_string().contains("\"O\""), "{public}");
+        assert_eq!(public["event"]["eventId"], "E");
         let own = frame(&Channel::Orders(customer("c-1")), "OrderPaid", &detail);
         assert_eq!(own["event"]["data"], detail["data"]);
+        assert_eq!(
+            (
+                &own["event"]["aggregateId"],
+                &own["event"]["aggregateVersion"]
+            ),
+            (&json!("O"), &json!(2))
+        );
+        let vendor = frame(&Channel::Vendor(VendorId::generate()), "OrderPaid", &detail);
+        assert_eq!(vendor["event"]["aggregateId"], "O");
+        // A bouquet's own events keep their aggregate on public channels.
+        let listed = frame(
+            &Channel::Catalogue,
+            "BouquetListed",
+            &json!({"eventId": "E2", "aggregateId": "B", "aggregateVersion": 1, "data": {"bouquetId": "B"}}),
+        );
+        assert_eq!(
+            (
+                &listed["event"]["aggregateId"],
+                &listed["event"]["aggregateVersion"]
+            ),
+            (&json!("B"), &json!(1))
+        );
         assert_eq!(own["channel"], "orders");
         assert!(own["event"].get("correlationId").is_none());
     }
