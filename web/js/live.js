@@ -1,9 +1,12 @@
 // The live-updates client (API.md "Live updates"): one WebSocket per tab, channels subscribed
 // on demand, re-subscribed after a reconnect, a ping every few minutes so API Gateway's 10-minute
-// idle limit never closes it, and frames deduplicated by `eventId`.
+// idle limit never closes it, a new connection before the token expires (private channels end
+// there), and frames deduplicated by `eventId`.
 import { loadConfig, session } from "./session.js";
 
 const PING_EVERY_MS = 4 * 60 * 1000;
+// How long before its token expires a connection is replaced (its private channels stop then).
+const RENEW_BEFORE_MS = 30 * 1000;
 
 class Live {
   constructor() {
@@ -61,18 +64,27 @@ class Live {
     const socket = new WebSocket(url);
     this.socket = socket;
     let ping;
+    let renew;
     socket.addEventListener("open", () => {
       this.retry = 500;
       this.state(true);
       const channels = [...this.handlers.keys()];
       if (channels.length) this.send({ action: "subscribe", channels });
       ping = setInterval(() => this.send({ action: "ping" }), PING_EVERY_MS);
+      // Private channels end at the token's expiry: open the next connection with the token
+      // the session holds by then (or anonymously), a little before.
+      const exp = session.claims()?.exp;
+      if (exp) {
+        const wait = Math.max(exp * 1000 - Date.now() - RENEW_BEFORE_MS, 0);
+        renew = setTimeout(() => socket.close(1000, "token expiring"), wait);
+      }
       // Anything missed while disconnected is read again over HTTP.
       for (const refresh of this.onReconnect) refresh();
     });
     socket.addEventListener("message", (message) => this.receive(message.data));
     socket.addEventListener("close", () => {
       clearInterval(ping);
+      clearTimeout(renew);
       this.socket = null;
       this.confirmed.clear();
       document.body.dataset.subscribed = "";

@@ -27,11 +27,11 @@ enum Refused {
     Claims(#[from] bouquet_app::domain::identity::UnusableClaims),
 }
 
-async fn viewer(verifier: &Verifier, token: &str) -> Result<Viewer, Refused> {
+/// Who holds the token, and when it expires (`exp`, epoch seconds: private channels stop there).
+async fn viewer(verifier: &Verifier, token: &str) -> Result<(Viewer, Option<String>), Refused> {
     let claims = verifier.verify(token).await?;
-    Ok(Viewer::from_claims(|name| {
-        claims.get(name).map(String::as_str)
-    })?)
+    let viewer = Viewer::from_claims(|name| claims.get(name).map(String::as_str))?;
+    Ok((viewer, claims.get("exp").cloned()))
 }
 
 /// The function: the token verifier, built once per container.
@@ -56,8 +56,8 @@ pub async fn handler(
     event: LambdaEvent<ApiGatewayCustomAuthorizerRequestTypeRequest>,
 ) -> Result<ApiGatewayCustomAuthorizerResponse, Error> {
     let request = &event.payload;
-    let viewer = match request.query_string_parameters.first("token") {
-        None | Some("") => Viewer::Anonymous,
+    let (viewer, token_exp) = match request.query_string_parameters.first("token") {
+        None | Some("") => (Viewer::Anonymous, None),
         Some(token) => match viewer(verifier, token).await {
             Ok(viewer) => viewer,
             Err(refused) => {
@@ -82,6 +82,6 @@ pub async fn handler(
         Viewer::Admin => "admin".to_owned(),
     });
     response.policy_document = policy;
-    response.context = Value::Object(bouquet_app::live::context_of(&viewer));
+    response.context = Value::Object(bouquet_app::live::context_of(&viewer, token_exp.as_deref()));
     Ok(response)
 }

@@ -61,6 +61,7 @@ pub async fn handler(
         connection_id,
         &viewer,
         &message.channels,
+        live::token_expiry_of(&context.authorizer.fields),
         app.clock.now(),
     )
     .await

@@ -46,12 +46,15 @@ pub async fn disconnect(app: &App, connection_id: &str) -> Result<(), StoreError
     app.store.remove_connection(connection_id).await
 }
 
-/// Subscribes `connection_id` (held by `viewer`) to every requested channel it may read.
+/// Subscribes `connection_id` (held by `viewer`) to every requested channel it may read. A
+/// private channel's subscription ends when the token the connection was opened with expires
+/// (`token_expires_at`): the client reconnects with a fresh token to go on receiving it.
 pub async fn subscribe(
     app: &App,
     connection_id: &str,
     viewer: &Viewer,
     requested: &[String],
+    token_expires_at: Option<Timestamp>,
     now: Timestamp,
 ) -> Result<Subscription, LiveError> {
     let store = &app.store;
@@ -70,7 +73,10 @@ pub async fn subscribe(
             Err(refusal) => outcome.refused.push((name.clone(), refusal)),
         }
     }
-    if !store.subscribe(connection_id, &granted, now).await? {
+    if !store
+        .subscribe(connection_id, &granted, token_expires_at, now)
+        .await?
+    {
         return Err(LiveError::ConnectionGone);
     }
     Ok(outcome)
@@ -206,9 +212,16 @@ pub fn viewer_of(context: &std::collections::HashMap<String, Value>) -> Viewer {
     }
 }
 
-/// The context the authorizer returns for `viewer` (values are strings, as API Gateway
-/// requires).
-pub fn context_of(viewer: &Viewer) -> serde_json::Map<String, Value> {
+/// When the token behind a connection expires (`exp` in the authorizer's context, epoch
+/// seconds); `None` for an anonymous connection.
+pub fn token_expiry_of(context: &std::collections::HashMap<String, Value>) -> Option<Timestamp> {
+    let seconds: i64 = context.get("exp")?.as_str()?.parse().ok()?;
+    Some(Timestamp::from_millis(seconds.saturating_mul(1000)))
+}
+
+/// The context the authorizer returns for `viewer` whose token expires at `token_exp` (epoch
+/// seconds; values are strings, as API Gateway requires).
+pub fn context_of(viewer: &Viewer, token_exp: Option<&str>) -> serde_json::Map<String, Value> {
     let mut context = serde_json::Map::new();
     let mut put = |k: &str, v: String| {
         context.insert(k.to_owned(), Value::String(v));
@@ -228,6 +241,9 @@ pub fn context_of(viewer: &Viewer) -> serde_json::Map<String, Value> {
             put("role", "admin".into());
             put("sub", "admin".into());
         }
+    }
+    if let (Some(exp), false) = (token_exp, matches!(viewer, Viewer::Anonymous)) {
+        put("exp", exp.to_owned());
     }
     context
 }

@@ -171,20 +171,27 @@ impl Store {
 
     /// Subscribes a live connection to `channels`, all or none: 404-like `Ok(false)` when the
     /// connection is gone (a subscribe racing its disconnect leaves nothing behind).
+    /// A private channel's subscription expires at `private_until` (the connection's token) if
+    /// that comes first.
     pub async fn subscribe(
         &self,
         connection_id: &str,
         channels: &[Channel],
+        private_until: Option<Timestamp>,
         now: Timestamp,
     ) -> Result<bool, StoreError> {
         if channels.is_empty() {
             return Ok(self.connection(connection_id).await?.is_some());
         }
         let keys: Vec<String> = channels.iter().map(Channel::key).collect();
-        let expires = now
-            .plus(CONNECTION_RETENTION)
-            .as_epoch_seconds()
-            .to_string();
+        let retained = now.plus(CONNECTION_RETENTION);
+        let expires = |channel: &Channel| {
+            let until = match private_until {
+                Some(until) if !channel.is_public() && until < retained => until,
+                _ => retained,
+            };
+            until.as_epoch_seconds().to_string()
+        };
         let mut tx = Tx::new();
         tx.update(
             Target::Connection,
@@ -199,7 +206,7 @@ impl Store {
             item.insert("entity".into(), s("subscription"));
             item.insert("connectionId".into(), s(connection_id));
             item.insert("channel".into(), s(channel.key()));
-            item.insert("expiresAt".into(), AttributeValue::N(expires.clone()));
+            item.insert("expiresAt".into(), AttributeValue::N(expires(channel)));
             tx.put(Target::Connection, &self.table, item, None)?;
         }
         match tx.commit(self).await {

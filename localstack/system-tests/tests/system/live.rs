@@ -330,7 +330,7 @@ async fn a_vanished_connection_is_removed_on_the_first_410() {
         .await
         .unwrap();
     assert!(store
-        .subscribe("ghost=", &[Channel::Catalogue], now)
+        .subscribe("ghost=", &[Channel::Catalogue], None, now)
         .await
         .unwrap());
     let mut watcher = live.connect(None).await.unwrap();

@@ -59,6 +59,7 @@ async fn a_viewer_subscribes_to_what_it_may_read_and_is_refused_the_rest() {
         "c-1",
         &Viewer::Anonymous,
         &requested,
+        None,
         world.now(),
     )
     .await
@@ -84,6 +85,7 @@ async fn a_viewer_subscribes_to_what_it_may_read_and_is_refused_the_rest() {
         "c-1",
         &Viewer::Anonymous,
         &requested[..1],
+        None,
         world.now(),
     )
     .await;
@@ -109,6 +111,7 @@ async fn a_broadcast_reaches_each_subscriber_once_and_removes_gone_connections()
             connection,
             &Viewer::Anonymous,
             channels,
+            None,
             world.now(),
         )
         .await
@@ -156,13 +159,20 @@ async fn every_role_connects_subscribes_is_refused_cleanly_and_leaves_nothing_be
             .await
             .unwrap();
         let channels = ["catalogue".to_owned()];
-        live::subscribe(&world.app, connection, viewer, &channels, world.now())
+        live::subscribe(&world.app, connection, viewer, &channels, None, world.now())
             .await
             .unwrap();
         // Another vendor's channel: `auth.forbidden` for every role, never an error.
-        let outcome = live::subscribe(&world.app, connection, viewer, &others_channel, world.now())
-            .await
-            .unwrap_or_else(|error| panic!("{viewer:?}: {error:?}"));
+        let outcome = live::subscribe(
+            &world.app,
+            connection,
+            viewer,
+            &others_channel,
+            None,
+            world.now(),
+        )
+        .await
+        .unwrap_or_else(|error| panic!("{viewer:?}: {error:?}"));
         assert_eq!(
             outcome.refused,
             vec![(others_channel[0].clone(), Refusal::Forbidden)],
@@ -205,6 +215,7 @@ async fn a_subscription_past_its_expiry_is_never_pushed_to() {
         "c-old",
         &Viewer::Anonymous,
         &catalogue,
+        None,
         world.now(),
     )
     .await
@@ -221,4 +232,78 @@ async fn a_subscription_past_its_expiry_is_never_pushed_to() {
         .await
         .unwrap();
     assert_eq!((stale.frames, stale.delivered), (0, 0), "{stale:?}");
+}
+
+#[tokio::test]
+async fn a_private_channel_stops_at_the_tokens_expiry_and_a_public_one_goes_on() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let ana = Viewer::Customer(customer("ana"));
+    live::connect(&world.app, "c-ana", &ana, world.now())
+        .await
+        .unwrap();
+    let channels = vec!["orders".to_owned(), "catalogue".to_owned()];
+    let token_expires = world.now().plus(std::time::Duration::from_secs(60));
+    live::subscribe(
+        &world.app,
+        "c-ana",
+        &ana,
+        &channels,
+        Some(token_expires),
+        world.now(),
+    )
+    .await
+    .unwrap();
+    let detail = json!({ "eventId": "e-1", "aggregateId": "o", "data": { "customerId": "ana", "vendorId": vendor.vendor_id, "bouquetIds": [] } });
+    let pusher = Recorder::default();
+    let before = live::broadcast(&world.app, &pusher, "OrderPaid", &detail)
+        .await
+        .unwrap();
+    assert_eq!(before.delivered, 2, "orders and catalogue: {before:?}");
+    world.advance(std::time::Duration::from_secs(61));
+    let after = live::broadcast(&world.app, &pusher, "OrderPaid", &detail)
+        .await
+        .unwrap();
+    assert_eq!(after.delivered, 1, "the catalogue only: {after:?}");
+    let frames = pusher.frames.lock().unwrap().clone();
+    let channels: Vec<_> = frames["c-ana"]
+        .iter()
+        .map(|f| f["channel"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        channels.iter().filter(|c| *c == "orders").count(),
+        1,
+        "{channels:?}"
+    );
+}
+
+#[test]
+fn the_authorizers_context_carries_the_tokens_expiry_to_every_message() {
+    let vendor = bouquet_app::domain::VendorId::generate();
+    for viewer in [
+        Viewer::Customer(customer("ana")),
+        Viewer::Vendor(vendor),
+        Viewer::Admin,
+    ] {
+        let context: HashMap<String, serde_json::Value> =
+            live::context_of(&viewer, Some("1796228271"))
+                .into_iter()
+                .collect();
+        assert_eq!(live::viewer_of(&context), viewer);
+        assert_eq!(
+            live::token_expiry_of(&context),
+            Some(bouquet_app::domain::Timestamp::from_millis(
+                1_796_228_271_000
+            ))
+        );
+    }
+    let anonymous: HashMap<String, serde_json::Value> =
+        live::context_of(&Viewer::Anonymous, Some("1796228271"))
+            .into_iter()
+            .collect();
+    assert_eq!(
+        live::token_expiry_of(&anonymous),
+        None,
+        "no token, no expiry"
+    );
 }
