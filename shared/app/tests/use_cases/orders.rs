@@ -1,5 +1,4 @@
 use bouquet_app::checkout::CheckoutError;
-use bouquet_app::domain::identity::{Identity, Role};
 use bouquet_app::domain::{DomainError, Order, OrderStatus, VendorId};
 use bouquet_app::orders::{transition, Action, TransitionError};
 
@@ -14,26 +13,10 @@ async fn act(
     by_owner: bool,
 ) -> Result<Order, TransitionError> {
     let caller = match (action, by_owner) {
-        (Action::Cancel, true) => Identity {
-            subject: order.customer_id.clone(),
-            role: Role::Customer,
-            vendor_id: None,
-        },
-        (Action::Fulfil, true) => Identity {
-            subject: customer("florist"),
-            role: Role::Vendor,
-            vendor_id: Some(order.vendor_id),
-        },
-        (Action::Cancel, false) => Identity {
-            subject: customer("someone-else"),
-            role: Role::Customer,
-            vendor_id: None,
-        },
-        (Action::Fulfil, false) => Identity {
-            subject: customer("other-florist"),
-            role: Role::Vendor,
-            vendor_id: Some(VendorId::generate()),
-        },
+        (Action::Cancel, true) => customer_caller(order.customer_id.as_str()),
+        (Action::Cancel, false) => customer_caller("someone-else"),
+        (Action::Fulfil, true) => shop_caller(order.vendor_id),
+        (Action::Fulfil, false) => shop_caller(VendorId::generate()),
     };
     transition(
         &world.app,
@@ -92,11 +75,7 @@ async fn the_same_key_cancels_once_and_replays_the_first_answer() {
     let world = World::new().await;
     let bouquet = world.bouquet().await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
-    let ana = Identity {
-        subject: customer("ana"),
-        role: Role::Customer,
-        vendor_id: None,
-    };
+    let ana = customer_caller("ana");
     let record = remembering("cancel-1", world.now());
     let first = transition(
         &world.app,

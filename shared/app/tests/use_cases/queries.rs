@@ -1,4 +1,3 @@
-use bouquet_app::domain::identity::{Identity, Role};
 use bouquet_app::queries::{self, QueryError};
 
 use crate::support::*;
@@ -9,11 +8,7 @@ async fn an_order_is_read_by_its_customer_its_vendor_and_an_admin_only() {
     let vendor = world.vendor().await;
     let bouquet = world.bouquet_of(&vendor).await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
-    let admin = Identity {
-        subject: customer("ops"),
-        role: Role::Admin,
-        vendor_id: None,
-    };
+    let admin = admin_caller();
     for caller in [customer_caller("ana"), vendor_caller(&vendor), admin] {
         let read = queries::order(&world.app, &caller, order.order_id).await;
         assert!(
@@ -50,11 +45,7 @@ async fn lists_are_the_callers_own() {
         (mine.items.len(), theirs.items.len(), shop.items.len()),
         (1, 0, 1)
     );
-    let admin = Identity {
-        subject: customer("ops"),
-        role: Role::Admin,
-        vendor_id: None,
-    };
+    let admin = admin_caller();
     assert!(matches!(
         queries::orders(&world.app, &admin, None, 10).await,
         Err(QueryError::Forbidden(_))

@@ -11,7 +11,7 @@ use bouquet_app::domain::identity::{Identity, Role};
 use bouquet_app::domain::vase::Vase;
 use bouquet_app::domain::{
     Bouquet, BouquetId, BouquetStatus, CustomerId, ManualClock, Order, OrderId, Timestamp, VaseId,
-    Vendor,
+    Vendor, VendorId,
 };
 use bouquet_app::payment::{self, Paid, PayError};
 use bouquet_app::payments::SimulatedGateway;
@@ -195,10 +195,23 @@ impl World {
 
 /// The caller a vendor's token makes.
 pub fn vendor_caller(vendor: &Vendor) -> Identity {
+    shop_caller(vendor.vendor_id)
+}
+
+/// A vendor's caller by the shop's id alone (a shop that need not exist).
+pub fn shop_caller(vendor_id: VendorId) -> Identity {
     Identity {
         subject: customer("florist"),
         role: Role::Vendor,
-        vendor_id: Some(vendor.vendor_id),
+        vendor_id: Some(vendor_id),
+    }
+}
+
+pub fn admin_caller() -> Identity {
+    Identity {
+        subject: customer("ops"),
+        role: Role::Admin,
+        vendor_id: None,
     }
 }
 

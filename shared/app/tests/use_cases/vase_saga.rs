@@ -4,9 +4,10 @@ use std::sync::Arc;
 
 use aws_sdk_iot::config::{Credentials, Region};
 use bouquet_app::domain::bouquet::NewBouquet;
+use bouquet_app::domain::identity::Identity;
 use bouquet_app::domain::VendorId;
 use bouquet_app::iot::{AwsDeviceRegistry, Registrar};
-use bouquet_app::vase_saga::{self, VaseSagaError};
+use bouquet_app::vase_saga::{self, Registered, VaseSagaError};
 use bouquet_app::{listing, Replayable};
 
 use crate::support::*;
@@ -36,8 +37,23 @@ async fn registrar() -> Registrar {
     }
 }
 
-fn done<T: std::fmt::Debug>(outcome: Replayable<T>) -> T {
-    crate::support::done(outcome)
+/// `caller` registers a vase for `vendor_id`.
+async fn register(
+    world: &World,
+    registrar: &Registrar,
+    caller: &Identity,
+    vendor_id: VendorId,
+) -> Result<Replayable<Registered>, VaseSagaError> {
+    vase_saga::register(
+        &world.app,
+        registrar,
+        caller,
+        vendor_id,
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await
 }
 
 #[tokio::test]
@@ -47,17 +63,9 @@ async fn a_vase_is_registered_rotated_and_decommissioned_in_step_with_iot_core()
     let vendor = world.vendor().await;
     let caller = vendor_caller(&vendor);
     let registered = done(
-        vase_saga::register(
-            &world.app,
-            &registrar,
-            &caller,
-            vendor.vendor_id,
-            None,
-            CORRELATION,
-            world.now(),
-        )
-        .await
-        .expect("registered"),
+        register(&world, &registrar, &caller, vendor.vendor_id)
+            .await
+            .expect("registered"),
     );
     let vase_id = registered.vase.vase_id;
     let thing = vase_id.to_string();
@@ -121,17 +129,9 @@ async fn a_vase_is_registered_rotated_and_decommissioned_in_step_with_iot_core()
     );
     // An empty vase is decommissioned: its item and its thing are gone.
     let empty = done(
-        vase_saga::register(
-            &world.app,
-            &registrar,
-            &caller,
-            vendor.vendor_id,
-            None,
-            CORRELATION,
-            world.now(),
-        )
-        .await
-        .expect("registered"),
+        register(&world, &registrar, &caller, vendor.vendor_id)
+            .await
+            .expect("registered"),
     );
     let empty_id = empty.vase.vase_id;
     vase_saga::decommission(
@@ -169,35 +169,14 @@ async fn another_vendor_and_an_unknown_vendor_register_nothing() {
     let registrar = registrar().await;
     let vendor = world.vendor().await;
     let stranger = vendor_caller(&world.vendor().await);
-    let refused = vase_saga::register(
-        &world.app,
-        &registrar,
-        &stranger,
-        vendor.vendor_id,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let refused = register(&world, &registrar, &stranger, vendor.vendor_id).await;
     assert!(
         matches!(refused, Err(VaseSagaError::Forbidden(_))),
         "{refused:?}"
     );
     let nobody = VendorId::generate();
-    let caller = bouquet_app::domain::identity::Identity {
-        vendor_id: Some(nobody),
-        ..vendor_caller(&vendor)
-    };
-    let unknown = vase_saga::register(
-        &world.app,
-        &registrar,
-        &caller,
-        nobody,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let caller = shop_caller(nobody);
+    let unknown = register(&world, &registrar, &caller, nobody).await;
     assert!(
         matches!(unknown, Err(VaseSagaError::UnknownVendor)),
         "{unknown:?}"
@@ -217,14 +196,11 @@ async fn another_vendors_vase_is_neither_rotated_nor_decommissioned() {
     let registrar = registrar().await;
     let vendor = world.vendor().await;
     let registered = done(
-        vase_saga::register(
-            &world.app,
+        register(
+            &world,
             &registrar,
             &vendor_caller(&vendor),
             vendor.vendor_id,
-            None,
-            CORRELATION,
-            world.now(),
         )
         .await
         .unwrap(),
