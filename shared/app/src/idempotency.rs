@@ -30,23 +30,6 @@ pub enum Replayable<T> {
     Replayed(IdempotencyRecord),
 }
 
-impl<T> Replayable<T> {
-    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Replayable<U> {
-        match self {
-            Replayable::Done(value) => Replayable::Done(f(value)),
-            Replayable::Replayed(record) => Replayable::Replayed(record),
-        }
-    }
-
-    /// The outcome, when this request did the work.
-    pub fn done(self) -> Option<T> {
-        match self {
-            Replayable::Done(value) => Some(value),
-            Replayable::Replayed(_) => None,
-        }
-    }
-}
-
 /// The record an optional key asks for with `outcome`.
 pub(crate) fn record<T>(key: Option<&Idempotency<'_, T>>, outcome: &T) -> Option<IdempotencyPut> {
     key.map(|key| key.record_for(outcome))

@@ -198,11 +198,6 @@ impl Ctx {
             }),
         })
     }
-
-    /// The hash under which this request's idempotency record is (or would be) stored.
-    pub fn idempotency_key_hash(&self) -> Option<&str> {
-        self.idempotency.as_ref().map(|i| i.key_hash.as_str())
-    }
 }
 
 /// A request with an idempotency key, as a use case takes it ([`KeyedRequest::key`]).
