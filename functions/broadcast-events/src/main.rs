@@ -1,4 +1,4 @@
 bouquet_app::main!(
     handler = broadcast_events::handler,
-    with = bouquet_app::realtime::ApiGatewayPusher::from_env
+    with = bouquet_app::live::LivePorts::from_env
 );

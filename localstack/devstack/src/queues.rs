@@ -20,6 +20,8 @@ use crate::error::{aws, DevError};
 
 /// How long an empty poll waits before the next one.
 const IDLE_PAUSE: Duration = Duration::from_millis(200);
+/// The most batches one mapping has in flight here (two cores).
+pub const MAX_POLLERS: usize = 4;
 
 pub struct QueueMapping {
     pub function: String,
@@ -28,6 +30,9 @@ pub struct QueueMapping {
     pub batch_size: usize,
     pub window: Duration,
     pub report_failures: bool,
+    /// Batches in flight at once: the event's `ScalingConfig.MaximumConcurrency`, at most
+    /// [`MAX_POLLERS`] here (Lambda starts five pollers and scales them with the backlog).
+    pub pollers: usize,
     pub invoke: Invoke,
     pub sqs: aws_sdk_sqs::Client,
 }
@@ -56,11 +61,36 @@ impl QueueMapping {
             queue_arn,
             batch_size: p["BatchSize"].as_u64().unwrap_or(10).clamp(1, 10_000) as usize,
             window: Duration::from_secs(p["MaximumBatchingWindowInSeconds"].as_u64().unwrap_or(0)),
+            pollers: p["ScalingConfig"]["MaximumConcurrency"]
+                .as_u64()
+                .unwrap_or(1)
+                .clamp(1, MAX_POLLERS as u64) as usize,
             report_failures: p["FunctionResponseTypes"]
                 .as_array()
                 .is_some_and(|t| t.iter().any(|t| t == "ReportBatchItemFailures")),
             invoke,
             sqs,
+        }
+    }
+
+    /// Polls for ever, [`Self::pollers`] batches at once, logging each batch.
+    pub fn spawn(self: std::sync::Arc<Self>) {
+        for _ in 0..self.pollers {
+            let mapping = self.clone();
+            tokio::spawn(async move {
+                loop {
+                    match mapping.poll().await {
+                        Ok(report) if report.received > 0 => {
+                            tracing::info!(function = %mapping.function, ?report, "SQS batch")
+                        }
+                        Ok(_) => {}
+                        Err(error) => {
+                            tracing::warn!(function = %mapping.function, %error, "SQS poll failed");
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                        }
+                    }
+                }
+            });
         }
     }
 
@@ -207,20 +237,7 @@ pub fn start_all(
             invoke,
             aws_sdk_sqs::Client::new(sdk),
         );
-        tokio::spawn(async move {
-            loop {
-                match mapping.poll().await {
-                    Ok(report) if report.received > 0 => {
-                        tracing::info!(function = %mapping.function, ?report, "SQS batch")
-                    }
-                    Ok(_) => {}
-                    Err(error) => {
-                        tracing::warn!(function = %mapping.function, %error, "SQS poll failed");
-                        tokio::time::sleep(Duration::from_secs(1)).await;
-                    }
-                }
-            }
-        });
+        std::sync::Arc::new(mapping).spawn();
         started.push(format!("{} <- {url}", function.binary));
     }
     Ok(started)

@@ -79,6 +79,9 @@ pub const SCHEDULED_FUNCTIONS: &[&str] = &[
 /// The functions an EventBridge rule triggers.
 pub const EVENT_FUNCTIONS: &[&str] = &["project-vendor-analytics", "broadcast-events"];
 
+/// The functions an SQS queue triggers that the tests run in process.
+pub const QUEUE_FUNCTIONS: &[&str] = &["push-frames"];
+
 /// The WebSocket API's functions (its routes and its `$connect` authorizer).
 pub const WEBSOCKET_FUNCTIONS: &[&str] = &[
     "ws-authorize",
@@ -118,9 +121,12 @@ pub async fn run_event_function(
             reconcile_vase_things::handler(app, &functions.registrar, event).await?,
         )?,
         "project-vendor-analytics" => project_vendor_analytics::handler(app, event).await?,
-        "broadcast-events" => serde_json::to_value(
-            broadcast_events::handler(app, functions.pusher()?.as_ref(), event).await?,
-        )?,
+        "broadcast-events" => {
+            serde_json::to_value(broadcast_events::handler(app, &functions.ports()?, event).await?)?
+        }
+        "push-frames" => {
+            serde_json::to_value(push_frames::handler(app, &functions.ports()?, typed(event)?).await?)?
+        }
         other => return Err(format!("no event-triggered function {other}").into()),
     })
 }
@@ -167,6 +173,8 @@ pub struct InProcess {
     pub verifier: Arc<ws_authorize::Verifier>,
     /// Where frames go: a test's local WebSocket API. Functions that push fail without one.
     pub pusher: Option<Arc<dyn bouquet_app::realtime::Pusher>>,
+    /// Where the broadcaster queues fan-out work: a test's queues (see `TestCloud::live`).
+    pub queue: Option<Arc<dyn bouquet_app::realtime::WorkQueue>>,
     /// The user directory `add-vendor-member` changes.
     pub directory: Arc<dyn bouquet_app::directory::UserDirectory>,
 }
@@ -176,6 +184,17 @@ impl InProcess {
         self.pusher
             .clone()
             .ok_or_else(|| "this test set up no WebSocket API to push to".into())
+    }
+
+    /// The broadcaster's and the fan-out workers' ports.
+    pub fn ports(&self) -> Result<bouquet_app::live::LivePorts, Error> {
+        Ok(bouquet_app::live::LivePorts {
+            pusher: self.pusher()?,
+            queue: self
+                .queue
+                .clone()
+                .ok_or("this test set up no fan-out queue")?,
+        })
     }
 
     /// Calls the HTTP function `binary` with `request`.
@@ -242,7 +261,9 @@ fn api_gateway_response(response: Response<Body>) -> Value {
 impl Resolver for InProcess {
     fn invoker(&self, binary: &str) -> Option<Invoke> {
         let is_http = http_handler(binary).is_some();
-        let is_event = SCHEDULED_FUNCTIONS.contains(&binary) || EVENT_FUNCTIONS.contains(&binary);
+        let is_event = SCHEDULED_FUNCTIONS.contains(&binary)
+            || EVENT_FUNCTIONS.contains(&binary)
+            || QUEUE_FUNCTIONS.contains(&binary);
         let is_websocket = WEBSOCKET_FUNCTIONS.contains(&binary);
         if !is_http && !is_event && !is_websocket {
             return None;

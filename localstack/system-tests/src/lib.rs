@@ -142,6 +142,7 @@ impl TestCloud {
                 ),
             ])),
             pusher: None,
+            queue: None,
             directory: self.directory.clone(),
         }
     }

@@ -21,6 +21,69 @@ pub struct LocalLive {
     pub address: SocketAddr,
     pub api: Arc<LocalWebSocketApi>,
     pub functions: InProcess,
+    /// The fan-out queues its broadcaster fills and its workers drain.
+    pub fanout: FanoutQueues,
+}
+
+/// A test's fan-out queue and its dead-letter queue, made from the template (the redrive
+/// policy included).
+pub struct FanoutQueues {
+    pub sqs: aws_sdk_sqs::Client,
+    pub url: String,
+    pub arn: String,
+    pub dead_letter_url: String,
+}
+
+impl FanoutQueues {
+    pub fn work_queue(&self) -> Arc<dyn bouquet_app::realtime::WorkQueue> {
+        Arc::new(bouquet_app::realtime::SqsWorkQueue::new(
+            self.sqs.clone(),
+            self.url.clone(),
+            self.dead_letter_url.clone(),
+        ))
+    }
+
+    /// `push-frames` in process behind the template's SQS mapping of the fan-out queue.
+    pub async fn start_workers(&self, functions: &InProcess) {
+        let template = Template::repository().unwrap();
+        let (_, event) = template
+            .events_of_type("SQS")
+            .unwrap()
+            .into_iter()
+            .find(|(f, _)| f.binary == "push-frames")
+            .expect("the template maps the fan-out queue to push-frames");
+        Arc::new(devstack::queues::QueueMapping::new(
+            "push-frames".into(),
+            self.url.clone(),
+            self.arn.clone(),
+            &event,
+            functions.require("push-frames").unwrap(),
+            self.sqs.clone(),
+        ))
+        .spawn();
+    }
+
+    /// Every body on the dead-letter queue now (received, then left for the visibility
+    /// timeout of 0 to show them again).
+    pub async fn parked(&self) -> Vec<String> {
+        let mut bodies = Vec::new();
+        loop {
+            let output = self
+                .sqs
+                .receive_message()
+                .queue_url(&self.dead_letter_url)
+                .max_number_of_messages(10)
+                .visibility_timeout(30)
+                .send()
+                .await
+                .unwrap();
+            let messages = output.messages.unwrap_or_default();
+            if messages.is_empty() {
+                return bodies;
+            }
+            bodies.extend(messages.into_iter().filter_map(|m| m.body));
+        }
+    }
 }
 
 impl TestCloud {
@@ -33,6 +96,9 @@ impl TestCloud {
         functions.pusher = Some(pusher.unwrap_or_else(|| {
             Arc::new(ApiGatewayPusher::new(&sdk, &format!("http://{address}")))
         }));
+        let fanout = self.fanout_queues().await;
+        functions.queue = Some(fanout.work_queue());
+        fanout.start_workers(&functions).await;
         let api = LocalWebSocketApi::from_template(
             &Template::repository().unwrap(),
             &functions,
@@ -45,6 +111,42 @@ impl TestCloud {
             address,
             api,
             functions,
+            fanout,
+        }
+    }
+}
+
+impl TestCloud {
+    /// The template's `FanoutQueue` and `FanoutDeadLetterQueue`, made for this test.
+    pub async fn fanout_queues(&self) -> FanoutQueues {
+        let template = Template::repository().unwrap();
+        let sdk = emulator_sdk_config().await;
+        let sqs = aws_sdk_sqs::Client::new(&sdk);
+        let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
+        let mut names = Names::new();
+        for queue in ["FanoutDeadLetterQueue", "FanoutQueue"] {
+            provision::create_queue(
+                &sqs,
+                &template,
+                queue,
+                &provision::local_name(&stack, queue),
+                &mut names,
+            )
+            .await
+            .unwrap();
+        }
+        let url = |logical: &str| {
+            provision::resolve(&template, &serde_json::json!({ "Ref": logical }), &names)
+        };
+        FanoutQueues {
+            url: url("FanoutQueue"),
+            dead_letter_url: url("FanoutDeadLetterQueue"),
+            arn: provision::resolve(
+                &template,
+                &serde_json::json!({ "Fn::GetAtt": ["FanoutQueue", "Arn"] }),
+                &names,
+            ),
+            sqs,
         }
     }
 }

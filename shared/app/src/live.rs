@@ -1,17 +1,28 @@
 //! Live updates: subscribing a connection to channels, and broadcasting a bus event to the
 //! subscribers of each channel it belongs to (`bouquet_domain::channels` decides both).
+//!
+//! The broadcast is planned, then pushed: [`broadcast`] turns each public channel of an event
+//! into one unit of work per shard of its subscribers and queues them; workers ([`fan_out`])
+//! read a shard each and push concurrently. Private channels are pushed by the planner
+//! itself, on a path no crowd shares.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bouquet_metrics as metrics;
 use futures::StreamExt;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::App;
 use bouquet_domain::channels::{self, Channel, EventIds, Refusal, Viewer};
 use bouquet_domain::Timestamp;
-use bouquet_realtime::{PushError, Pusher};
+use bouquet_realtime::{PushError, Pusher, QueueError, WorkQueue};
 use bouquet_store::retry::Retry;
-use bouquet_store::{StoreError, MAX_CHANNELS_PER_CONNECTION};
+use bouquet_store::{
+    StoreError, Subscribed, MAX_CHANNELS_PER_CONNECTION, MAX_SUBSCRIPTION_SHARDS, SHARD_SUBSCRIBERS,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
@@ -46,6 +57,48 @@ pub async fn disconnect(app: &App, connection_id: &str) -> Result<(), StoreError
     app.store.remove_connection(connection_id).await
 }
 
+/// Channels' subscription shard counts, cached per container for [`SHARD_COUNT_TTL`]: every
+/// storefront visitor subscribes to `catalogue`, and one read of its count per visitor would
+/// make that item the hottest key of the table. A stale count is safe for placing a
+/// subscriber (counts only grow); the broadcaster never uses the cache.
+#[derive(Clone, Default)]
+pub struct ShardCounts(Arc<Mutex<HashMap<String, (u32, Timestamp)>>>);
+
+/// How long a container trusts a shard count it read.
+pub const SHARD_COUNT_TTL: Duration = Duration::from_secs(30);
+
+impl ShardCounts {
+    async fn of(
+        &self,
+        store: &bouquet_store::Store,
+        keys: &[String],
+        now: Timestamp,
+    ) -> Result<HashMap<String, u32>, StoreError> {
+        let mut known = HashMap::new();
+        let mut missing = Vec::new();
+        {
+            let cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            for key in keys {
+                match cache.get(key) {
+                    Some((count, until)) if *until > now => {
+                        known.insert(key.clone(), *count);
+                    }
+                    _ => missing.push(key.clone()),
+                }
+            }
+        }
+        if !missing.is_empty() {
+            let read = store.subscription_shards(&missing).await?;
+            let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            for (key, count) in read {
+                cache.insert(key.clone(), (count, now.plus(SHARD_COUNT_TTL)));
+                known.insert(key, count);
+            }
+        }
+        Ok(known)
+    }
+}
+
 /// Subscribes `connection_id` (held by `viewer`) to every requested channel it may read. A
 /// private channel's subscription ends when the token the connection was opened with expires
 /// (`token_expires_at`): the client reconnects with a fresh token to go on receiving it.
@@ -73,13 +126,22 @@ pub async fn subscribe(
             Err(refusal) => outcome.refused.push((name.clone(), refusal)),
         }
     }
-    if !store
-        .subscribe(connection_id, &granted, token_expires_at, now)
-        .await?
-    {
-        return Err(LiveError::ConnectionGone);
+    let keys: Vec<String> = granted.iter().map(Channel::key).collect();
+    let shards = app.shard_counts.of(store, &keys, now).await?;
+    // Two subscribes of one connection at once: the loser reads the connection again.
+    let mut retry = bouquet_store::retry::Retry::optimistic();
+    loop {
+        match store
+            .subscribe(connection_id, &granted, &shards, token_expires_at, now)
+            .await
+        {
+            Ok(Subscribed::Done) => return Ok(outcome),
+            Ok(Subscribed::Gone) => return Err(LiveError::ConnectionGone),
+            Ok(Subscribed::Full) => return Err(LiveError::TooManyChannels),
+            Err(StoreError::Contention(_)) if retry.wait().await => continue,
+            Err(error) => return Err(error.into()),
+        }
     }
-    Ok(outcome)
 }
 
 /// Unsubscribes from the named channels; returns the ones it understood.
@@ -98,96 +160,354 @@ pub async fn unsubscribe(
     Ok(channels.iter().map(Channel::name).collect())
 }
 
-/// Counts of one broadcast.
+/// One frame of a unit of fan-out work.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnitFrame {
+    /// What the client reads (`{"type":"event","channel":...,"event":...}`).
+    pub frame: Value,
+    /// Frames with one key collapse to the newest ([`channels::coalescing_key`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coalesce: Option<String>,
+    /// The event's aggregate version, which orders frames of one key.
+    #[serde(default)]
+    pub version: u64,
+}
+
+/// A unit of fan-out work, the body of one message on the fan-out queue: frames for one
+/// shard of a public channel, or for listed connections (pushes that failed, parked whole
+/// on the dead-letter queue; a redrive sends them again to just those connections).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushUnit {
+    /// The channel's key (`catalogue`, `bouquet:{id}`, `orders:{customerId}`, ...).
+    pub channel: String,
+    /// The shard to read, and the channel's shard count when the unit was planned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardRef>,
+    /// Or these connections.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connections: Vec<String>,
+    pub frames: Vec<UnitFrame>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ShardRef {
+    pub index: u32,
+    pub of: u32,
+}
+
+impl PushUnit {
+    pub fn body(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// Counts of one broadcast (the planner's share of an event).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Broadcast {
     pub channels: usize,
-    /// Frames to send (subscriptions of the event's channels).
+    /// Units of work queued for the public channels' shards.
+    pub queued: usize,
+    /// The private channels' frames, pushed at once: counts as in [`Pushes`].
+    #[serde(flatten)]
+    pub private: Pushes,
+}
+
+/// Counts of pushing frames to an audience.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pushes {
+    /// Frames to send (audience × frames).
     pub frames: usize,
     pub delivered: usize,
     /// Connections found gone (410) and removed.
     pub gone: usize,
-    /// Frames that still failed after their retries (counted and logged; the others went
-    /// out regardless).
+    /// Frames that still failed after their retries: parked whole on the dead-letter queue.
     pub failed: usize,
 }
 
-/// Pushes at most this many frames at once.
-pub const CONCURRENT_PUSHES: usize = 64;
-/// Tries per frame when a push fails for another reason than 410.
-const PUSH_ATTEMPTS: u32 = 3;
+impl Pushes {
+    fn add(&mut self, other: &Pushes) {
+        self.frames += other.frames;
+        self.delivered += other.delivered;
+        self.gone += other.gone;
+        self.failed += other.failed;
+    }
+}
 
-/// Sends the bus event `name` (EventBridge detail `detail`) to every subscriber of each
-/// channel it belongs to: one `Query` per channel (shard), all at once, then the frames
-/// concurrently,
-/// bounded. A gone connection is removed; a failing one is retried, then counted. Push is
-/// at most once per connection and event: a failed broadcast is not repeated for everyone.
-/// Only a failure to read the subscribers is an error (the invocation then fails, and its
-/// event reaches the function's failure destination).
+#[derive(Debug, thiserror::Error)]
+pub enum BroadcastError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+}
+
+/// Pushes at most this many frames at once (per worker).
+pub const CONCURRENT_PUSHES: usize = 100;
+/// Tries per frame when API Gateway throttles (429) or the push fails for another reason
+/// than 410.
+const PUSH_ATTEMPTS: u32 = 5;
+
+/// Plans the fan-out of the bus event `name` (EventBridge detail `detail`): each public
+/// channel it belongs to becomes one unit of work per shard, queued for the workers
+/// ([`fan_out`]); its private channels (a customer's orders, a vendor's shop: a handful of
+/// connections each) are pushed here and now, so a crowd on the catalogue never delays a
+/// customer's `OrderPaid`. Pushes that fail are parked whole on the dead-letter queue.
+/// An error (the subscribers or shard counts unreadable, the queue refusing) fails the
+/// invocation: its event reaches the function's failure destination.
 pub async fn broadcast(
     app: &App,
     pusher: &dyn Pusher,
+    queue: &dyn WorkQueue,
     name: &str,
     detail: &Value,
-) -> Result<Broadcast, StoreError> {
+) -> Result<Broadcast, BroadcastError> {
     let store = &app.store;
     let now = app.clock.now();
     let ids: EventIds = serde_json::from_value(detail["data"].clone()).unwrap_or_default();
     let routed = channels::route(name, &ids);
+    let unit_frame = |channel: &Channel| UnitFrame {
+        frame: channels::frame(channel, name, detail),
+        coalesce: channels::coalescing_key(name, &ids),
+        version: detail["aggregateVersion"].as_u64().unwrap_or_default(),
+    };
+    let (public, private): (Vec<&Channel>, Vec<&Channel>) =
+        routed.iter().partition(|c| c.is_public());
+    let planning = async {
+        let keys: Vec<String> = public.iter().map(|c| c.key()).collect();
+        // Read fresh: a count grown a moment ago has subscribers in its new shards.
+        let counts = store.subscription_shards(&keys).await?;
+        let units: Vec<String> = public
+            .iter()
+            .flat_map(|channel| {
+                let key = channel.key();
+                let of = counts.get(&key).copied().unwrap_or(1);
+                let frame = unit_frame(channel);
+                (0..of).map(move |index| {
+                    PushUnit {
+                        channel: key.clone(),
+                        shard: Some(ShardRef { index, of }),
+                        connections: Vec::new(),
+                        frames: vec![frame.clone()],
+                    }
+                    .body()
+                })
+            })
+            .collect();
+        queue.send(&units).await?;
+        Ok::<usize, BroadcastError>(units.len())
+    };
+    let pushing = futures::future::try_join_all(private.iter().map(|channel| async move {
+        let audience = store
+            .subscribers(channel, now)
+            .await
+            .map_err(BroadcastError::from)?;
+        let unit = PushUnit {
+            channel: channel.key(),
+            shard: None,
+            connections: audience,
+            frames: vec![unit_frame(channel)],
+        };
+        push_unit(app, pusher, queue, unit).await
+    }));
+    let (queued, private_pushes) = futures::future::try_join(planning, pushing).await?;
     let mut report = Broadcast {
         channels: routed.len(),
+        queued,
         ..Broadcast::default()
     };
-    // Every channel's subscribers, read at once.
-    let reading = std::time::Instant::now();
-    let audiences =
-        futures::future::try_join_all(routed.iter().map(|channel| store.subscribers(channel, now)))
-            .await?;
-    let mut frames: Vec<(String, std::sync::Arc<Vec<u8>>)> = Vec::new();
-    for (channel, subscribers) in routed.iter().zip(audiences) {
-        if subscribers.is_empty() {
-            continue;
-        }
-        let frame = std::sync::Arc::new(
-            channels::frame(channel, name, detail)
-                .to_string()
-                .into_bytes(),
-        );
-        frames.extend(subscribers.into_iter().map(|c| (c, frame.clone())));
+    for pushes in &private_pushes {
+        report.private.add(pushes);
     }
-    report.frames = frames.len();
-    let read_ms = reading.elapsed().as_millis();
-    let pushing = std::time::Instant::now();
-    let outcomes: Vec<Result<(), PushError>> = futures::stream::iter(frames)
-        .map(|(connection, frame)| async move { push(pusher, &connection, &frame).await })
+    record(&report.private);
+    Ok(report)
+}
+
+/// Counts of one batch of fan-out work.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FanOut {
+    pub units: usize,
+    /// Frames dropped because a newer frame of their key came in the same batch.
+    pub coalesced: usize,
+    #[serde(flatten)]
+    pub pushes: Pushes,
+    /// Messages whose audience could not be read: they go back to the queue (and, after the
+    /// queue's receive limit, to its dead-letter queue).
+    pub retried: Vec<String>,
+}
+
+/// The workers' side: pushes each unit's frames to its audience. Units for the same shard
+/// (or the same listed connections) of one channel are read once, and their frames coalesced
+/// ([`channels::coalesce`]); a shard found crowded grows its channel's shard count for the
+/// subscribers to come. `units` are (message id, unit).
+pub async fn fan_out(
+    app: &App,
+    pusher: &dyn Pusher,
+    queue: &dyn WorkQueue,
+    units: Vec<(String, PushUnit)>,
+) -> FanOut {
+    let mut report = FanOut {
+        units: units.len(),
+        ..FanOut::default()
+    };
+    // Grouped by audience, in arrival order.
+    let mut groups: Vec<(PushUnit, Vec<String>)> = Vec::new();
+    for (id, unit) in units {
+        match groups.iter_mut().find(|(g, _)| {
+            g.channel == unit.channel
+                && g.shard.map(|s| s.index) == unit.shard.map(|s| s.index)
+                && g.connections == unit.connections
+        }) {
+            Some((group, ids)) => {
+                group.frames.extend(unit.frames);
+                group.shard = group.shard.max(unit.shard);
+                ids.push(id);
+            }
+            None => groups.push((unit, vec![id])),
+        }
+    }
+    let outcomes = futures::future::join_all(groups.into_iter().map(|(mut unit, ids)| async move {
+        let arrived = unit.frames.len();
+        unit.frames = channels::coalesce(
+            std::mem::take(&mut unit.frames),
+            |f| f.coalesce.as_deref(),
+            |f| f.version,
+        );
+        let coalesced = arrived - unit.frames.len();
+        match push_unit(app, pusher, queue, unit).await {
+            Ok(pushes) => (coalesced, Ok(pushes)),
+            Err(error) => {
+                tracing::warn!(error = %bouquet_aws::describe(&error), "fan-out unit failed; it goes back to the queue");
+                (coalesced, Err(ids))
+            }
+        }
+    }))
+    .await;
+    for (coalesced, outcome) in outcomes {
+        report.coalesced += coalesced;
+        match outcome {
+            Ok(pushes) => report.pushes.add(&pushes),
+            Err(ids) => report.retried.extend(ids),
+        }
+    }
+    record(&report.pushes);
+    metrics::count(metrics::PUSHES, "coalesced", report.coalesced as u64);
+    report
+}
+
+fn record(pushes: &Pushes) {
+    metrics::count(metrics::PUSHES, "sent", pushes.delivered as u64);
+    metrics::count(metrics::PUSHES, "gone", pushes.gone as u64);
+    metrics::count(metrics::PUSHES, "failed", pushes.failed as u64);
+}
+
+/// Reads a unit's audience (its shard, or its listed connections) and pushes every frame to
+/// every connection, [`CONCURRENT_PUSHES`] at once. A gone connection is removed; pushes that
+/// still fail after their retries are parked whole (one unit per frame, naming the
+/// connections it failed for). An error only when the audience could not be read or the
+/// failures could not be parked: then the unit as a whole must be tried again.
+async fn push_unit(
+    app: &App,
+    pusher: &dyn Pusher,
+    queue: &dyn WorkQueue,
+    unit: PushUnit,
+) -> Result<Pushes, BroadcastError> {
+    let store = &app.store;
+    let audience = match unit.shard {
+        Some(shard) => {
+            let audience = store
+                .shard_subscribers(&unit.channel, shard.index, app.clock.now())
+                .await?;
+            if audience.len() > SHARD_SUBSCRIBERS && shard.of < MAX_SUBSCRIPTION_SHARDS {
+                let to = (shard.of * 2).min(MAX_SUBSCRIPTION_SHARDS);
+                if store
+                    .grow_subscription_shards(&unit.channel, shard.of, to)
+                    .await?
+                {
+                    tracing::info!(channel = %unit.channel, from = shard.of, to, subscribers = audience.len(), "a crowded channel grows");
+                }
+            }
+            audience
+        }
+        None => unit.connections.clone(),
+    };
+    let mut report = Pushes {
+        frames: audience.len() * unit.frames.len(),
+        ..Pushes::default()
+    };
+    let frames: Vec<Arc<Vec<u8>>> = unit
+        .frames
+        .iter()
+        .map(|f| Arc::new(f.frame.to_string().into_bytes()))
+        .collect();
+    // Owned, not borrowed: the stream's futures must not hold a borrow of a local across the
+    // runtime's `Send` bound.
+    let pushes: Vec<(usize, String, Arc<Vec<u8>>)> = frames
+        .iter()
+        .enumerate()
+        .flat_map(|(index, frame)| {
+            audience
+                .iter()
+                .map(move |connection| (index, connection.clone(), frame.clone()))
+        })
+        .collect();
+    let outcomes: Vec<(usize, Result<(), PushError>)> = futures::stream::iter(pushes)
+        .map(|(index, connection, frame)| async move {
+            (index, push(pusher, &connection, &frame).await)
+        })
         .buffer_unordered(CONCURRENT_PUSHES)
         .collect()
         .await;
-    tracing::debug!(
-        read_ms,
-        push_ms = pushing.elapsed().as_millis(),
-        frames = report.frames,
-        "broadcast timing"
-    );
-    for outcome in outcomes {
+    let mut failed: Vec<Vec<String>> = vec![Vec::new(); frames.len()];
+    let mut gone = Vec::new();
+    for (index, outcome) in outcomes {
         match outcome {
             Ok(()) => report.delivered += 1,
             Err(PushError::Gone(connection)) => {
                 report.gone += 1;
-                if let Err(error) = store.remove_connection(&connection).await {
-                    tracing::warn!(%connection, error = %bouquet_aws::describe(&error), "gone connection not removed; its TTL removes it");
+                if !gone.contains(&connection) {
+                    gone.push(connection);
                 }
             }
-            Err(error @ PushError::Failed { .. }) => {
+            Err(error @ (PushError::Failed { .. } | PushError::Throttled(_))) => {
                 report.failed += 1;
-                tracing::warn!(error = %bouquet_aws::describe(&error), "frame not delivered");
+                tracing::warn!(error = %bouquet_aws::describe(&error), "frame not delivered; parked");
+                let connection = match error {
+                    PushError::Failed { connection, .. } | PushError::Throttled(connection) => {
+                        connection
+                    }
+                    PushError::Gone(connection) => connection,
+                };
+                failed[index].push(connection);
             }
         }
     }
-    metrics::count(metrics::PUSHES, "sent", report.delivered as u64);
-    metrics::count(metrics::PUSHES, "gone", report.gone as u64);
-    metrics::count(metrics::PUSHES, "failed", report.failed as u64);
+    for connection in gone {
+        if let Err(error) = store.remove_connection(&connection).await {
+            tracing::warn!(%connection, error = %bouquet_aws::describe(&error), "gone connection not removed; its TTL removes it");
+        }
+    }
+    let parked: Vec<String> = failed
+        .into_iter()
+        .zip(&unit.frames)
+        .filter(|(connections, _)| !connections.is_empty())
+        .map(|(connections, frame)| {
+            PushUnit {
+                channel: unit.channel.clone(),
+                shard: None,
+                connections,
+                frames: vec![frame.clone()],
+            }
+            .body()
+        })
+        .collect();
+    if !parked.is_empty() {
+        queue.park(&parked).await?;
+    }
     Ok(report)
 }
 
@@ -195,7 +515,9 @@ async fn push(pusher: &dyn Pusher, connection: &str, frame: &[u8]) -> Result<(),
     let mut retry = Retry::attempts(PUSH_ATTEMPTS);
     loop {
         match pusher.post(connection, frame).await {
-            Err(PushError::Failed { .. }) if retry.wait().await => continue,
+            Err(PushError::Failed { .. } | PushError::Throttled(_)) if retry.wait().await => {
+                continue
+            }
             outcome => return outcome,
         }
     }
@@ -246,4 +568,32 @@ pub fn context_of(viewer: &Viewer, token_exp: Option<&str>) -> serde_json::Map<S
         put("exp", exp.to_owned());
     }
     context
+}
+
+/// What the broadcaster and its workers push through: API Gateway's `@connections` and the
+/// fan-out queue, each built once per container.
+pub struct LivePorts {
+    pub pusher: Arc<dyn Pusher>,
+    pub queue: Arc<dyn WorkQueue>,
+}
+
+#[cfg(feature = "fanout")]
+#[derive(Debug, thiserror::Error)]
+pub enum LivePortsError {
+    #[error(transparent)]
+    Endpoint(#[from] bouquet_realtime::EndpointNotSet),
+    #[error(transparent)]
+    Queue(#[from] bouquet_realtime::WorkQueueNotSet),
+}
+
+#[cfg(feature = "fanout")]
+impl LivePorts {
+    /// `WEBSOCKET_MANAGEMENT_URL`, `FANOUT_QUEUE_URL` and `FANOUT_DEAD_LETTER_QUEUE_URL` from
+    /// the template's environment.
+    pub fn from_env(sdk: &bouquet_aws::SdkConfig) -> Result<Self, LivePortsError> {
+        Ok(Self {
+            pusher: Arc::new(bouquet_realtime::ApiGatewayPusher::from_env(sdk)?),
+            queue: Arc::new(bouquet_realtime::SqsWorkQueue::from_env(sdk)?),
+        })
+    }
 }

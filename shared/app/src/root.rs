@@ -92,6 +92,8 @@ pub struct App {
     pub config: Config,
     /// The payment seam (`from_env`: the simulated gateway with its ledger in the table).
     pub payments: Arc<dyn PaymentGateway>,
+    /// Channels' subscription shard counts, as this container last read them.
+    pub shard_counts: crate::live::ShardCounts,
 }
 
 impl App {
@@ -101,6 +103,7 @@ impl App {
             clock,
             config,
             payments: Arc::new(SimulatedGateway::new()),
+            shard_counts: crate::live::ShardCounts::default(),
         }
     }
 

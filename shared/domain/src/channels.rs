@@ -160,6 +160,55 @@ pub fn route(name: &str, ids: &EventIds) -> Vec<Channel> {
     unique
 }
 
+/// Frames a crowd needs only the latest of share a key: of a run of frames with one key, only
+/// the newest is pushed. A bouquet's freshness moves are such frames (the last score is the
+/// state); every other event is pushed frame by frame.
+pub fn coalescing_key(name: &str, ids: &EventIds) -> Option<String> {
+    match (name, ids.bouquet_id) {
+        ("BouquetFreshnessChanged", Some(bouquet)) => Some(format!("freshness:{bouquet}")),
+        _ => None,
+    }
+}
+
+/// Collapses each set of `frames` sharing a [`coalescing_key`] to its newest (highest
+/// `version`; the later one on a tie), placed where the last of the set arrived. Frames
+/// without a key all stay, in order.
+pub fn coalesce<T>(
+    frames: Vec<T>,
+    key: impl Fn(&T) -> Option<&str>,
+    version: impl Fn(&T) -> u64,
+) -> Vec<T> {
+    use std::collections::HashMap;
+    let mut newest: HashMap<String, usize> = HashMap::new();
+    let mut last: HashMap<String, usize> = HashMap::new();
+    for (i, frame) in frames.iter().enumerate() {
+        if let Some(k) = key(frame) {
+            last.insert(k.to_owned(), i);
+            let keep = match newest.get(k) {
+                Some(&j) => version(frame) >= version(&frames[j]),
+                None => true,
+            };
+            if keep {
+                newest.insert(k.to_owned(), i);
+            }
+        }
+    }
+    let mut slots: Vec<Option<T>> = frames.into_iter().map(Some).collect();
+    let mut kept = Vec::with_capacity(slots.len());
+    for i in 0..slots.len() {
+        let k = slots[i].as_ref().and_then(|f| key(f).map(str::to_owned));
+        match k {
+            None => kept.extend(slots[i].take()),
+            Some(k) if last.get(&k) == Some(&i) => {
+                let chosen = newest[&k];
+                kept.extend(slots[chosen].take());
+            }
+            Some(_) => {}
+        }
+    }
+    kept
+}
+
 /// The fields of an event's `data` a public channel may carry: an order's customer, total
 /// and charge are not public; its bouquets and vendor are (the bouquets changed status).
 fn public_data(data: &Value) -> Value {
@@ -226,6 +275,62 @@ mod tests {
 
     fn customer(id: &str) -> CustomerId {
         CustomerId::parse(id).unwrap()
+    }
+
+    #[test]
+    fn freshness_moves_of_one_bouquet_collapse_to_the_newest_and_nothing_else_does() {
+        let (a, b) = (BouquetId::generate(), BouquetId::generate());
+        let ids = |bouquet| EventIds {
+            bouquet_id: Some(bouquet),
+            ..EventIds::default()
+        };
+        assert_eq!(
+            coalescing_key("BouquetFreshnessChanged", &ids(a)),
+            Some(format!("freshness:{a}"))
+        );
+        assert_eq!(coalescing_key("BouquetChanged", &ids(a)), None);
+        assert_eq!(coalescing_key("BouquetFreshnessChanged", &EventIds::default()), None);
+        // (key, version, label): a's moves arrive out of order; b has one; the rest have none.
+        let fa = format!("freshness:{a}");
+        let fb = format!("freshness:{b}");
+        let frames = vec![
+            (Some(fa.clone()), 3, "a3"),
+            (None, 9, "listed"),
+            (Some(fa.clone()), 5, "a5"),
+            (Some(fb.clone()), 2, "b2"),
+            (Some(fa.clone()), 4, "a4"),
+            (None, 1, "changed"),
+        ];
+        let kept: Vec<&str> = coalesce(frames, |f| f.0.as_deref(), |f| f.1)
+            .into_iter()
+            .map(|f| f.2)
+            .collect();
+        assert_eq!(kept, vec!["listed", "b2", "a5", "changed"]);
+    }
+
+    proptest::proptest! {
+        /// Whatever arrives: one frame per key, the newest of its key, and every unkeyed frame
+        /// in its order.
+        #[test]
+        fn coalescing_keeps_the_newest_of_each_key_and_every_other_frame(
+            frames in proptest::collection::vec((proptest::option::of(0u8..4), 0u64..20), 0..40)
+        ) {
+            let labelled: Vec<(Option<String>, u64, usize)> = frames
+                .iter()
+                .enumerate()
+                .map(|(i, (k, v))| (k.map(|k| k.to_string()), *v, i))
+                .collect();
+            let kept = coalesce(labelled.clone(), |f| f.0.as_deref(), |f| f.1);
+            let unkeyed: Vec<usize> = labelled.iter().filter(|f| f.0.is_none()).map(|f| f.2).collect();
+            let kept_unkeyed: Vec<usize> = kept.iter().filter(|f| f.0.is_none()).map(|f| f.2).collect();
+            proptest::prop_assert_eq!(unkeyed, kept_unkeyed);
+            for key in labelled.iter().filter_map(|f| f.0.clone()) {
+                let of_key: Vec<_> = kept.iter().filter(|f| f.0.as_deref() == Some(key.as_str())).collect();
+                proptest::prop_assert_eq!(of_key.len(), 1);
+                let newest = labelled.iter().filter(|f| f.0.as_deref() == Some(key.as_str())).map(|f| f.1).max();
+                proptest::prop_assert_eq!(Some(of_key[0].1), newest);
+            }
+        }
     }
 
     #[test]

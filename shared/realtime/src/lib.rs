@@ -1,7 +1,8 @@
 //! Pushing frames to live (WebSocket) connections. [`Pusher`] is the narrow seam the
 //! broadcaster uses; [`ApiGatewayPusher`] posts through API Gateway's `@connections`
 //! management API (`PostToConnection`), on AWS or on the dev stack's local endpoint; tests
-//! wrap it to fail for chosen connections.
+//! wrap it to fail for chosen connections. [`WorkQueue`] carries fan-out work from the
+//! broadcaster to its workers (SQS, feature `sqs`).
 
 use aws_sdk_apigatewaymanagement::error::SdkError;
 use aws_sdk_apigatewaymanagement::operation::post_to_connection::PostToConnectionError;
@@ -15,7 +16,10 @@ pub enum PushError {
     /// 410: the connection is gone (closed, or never existed); remove it.
     #[error("connection {0} is gone")]
     Gone(String),
-    /// Anything else (throttled, the endpoint down): worth another try.
+    /// 429: API Gateway throttled the call; worth another try after a pause.
+    #[error("push to {0} throttled")]
+    Throttled(String),
+    /// Anything else (the endpoint down, a timeout, a refusal).
     #[error("push to {connection} failed")]
     Failed {
         connection: String,
@@ -89,6 +93,12 @@ impl Pusher for ApiGatewayPusher {
                 {
                     Err(PushError::Gone(connection_id.to_owned()))
                 }
+                Err(SdkError::ServiceError(e))
+                    if matches!(e.err(), PostToConnectionError::LimitExceededException(_))
+                        || e.raw().status().as_u16() == 429 =>
+                {
+                    Err(PushError::Throttled(connection_id.to_owned()))
+                }
                 Err(error) => Err(PushError::Failed {
                     connection: connection_id.to_owned(),
                     source: Box::new(error),
@@ -98,3 +108,24 @@ impl Pusher for ApiGatewayPusher {
         .boxed()
     }
 }
+
+#[derive(Debug, thiserror::Error)]
+#[error("the work queue refused {refused} of {sent} messages")]
+pub struct QueueError {
+    pub sent: usize,
+    pub refused: usize,
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+/// Where fan-out work goes: `send` to the workers' queue, `park` what failed whole where it can
+/// be redriven from (the queue's dead-letter queue). Bodies are JSON documents.
+pub trait WorkQueue: Send + Sync {
+    fn send<'a>(&'a self, bodies: &'a [String]) -> BoxFuture<'a, Result<(), QueueError>>;
+    fn park<'a>(&'a self, bodies: &'a [String]) -> BoxFuture<'a, Result<(), QueueError>>;
+}
+
+#[cfg(feature = "sqs")]
+mod sqs;
+#[cfg(feature = "sqs")]
+pub use sqs::{SqsWorkQueue, WorkQueueNotSet};

@@ -1,15 +1,19 @@
 //! Live-update connections and their subscriptions (API.md, "Live updates").
 //!
-//! - the connection: `CONNECTION#{id}` / `CONNECTION`, with who holds it and the set of
-//!   channel keys it subscribed to (so a disconnect knows what to delete);
-//! - one item per subscription: `CHANNEL#{key}#{shard}` / `CONNECTION#{id}`. The broadcaster
-//!   reads a channel's subscribers with one `Query` per shard, no Scan. Only `catalogue` can be
-//!   hot (every browser on the storefront): it has [`CATALOGUE_SUBSCRIPTION_SHARDS`] shards,
-//!   chosen by connection id, so subscribing writes spread over partitions.
+//! - the connection: `CONNECTION#{id}` / `CONNECTION`, with who holds it and, in the map
+//!   `subscriptions`, the shard of each channel it subscribed to (so a disconnect knows what
+//!   to delete, and a second subscribe to a channel lands where the first did);
+//! - one item per subscription: `CHANNEL#{key}#{shard}` / `CONNECTION#{id}`. A fan-out worker
+//!   reads one shard with one `Query` (paged), no Scan;
+//! - a channel's shard count: `CHANNEL#{key}` / `SHARDS`. Subscribers are placed by a hash
+//!   of their connection id modulo the count; the count only grows (a fan-out worker doubles
+//!   it when a shard holds more than [`SHARD_SUBSCRIBERS`]), so every subscription ever
+//!   placed sits in a shard below the current count. A channel without the item has its
+//!   initial count ([`initial_shards`]).
 //!
-//! Every item expires (`expiresAt`, TTL) after API Gateway's 2 h connection limit plus a
-//! margin: a connection that vanished without `$disconnect` (or whose delete failed) is gone
-//! from the table without a sweeper.
+//! Every item but the shard count expires (`expiresAt`, TTL) after API Gateway's 2 h
+//! connection limit plus a margin: a connection that vanished without `$disconnect` (or
+//! whose delete failed) is gone from the table without a sweeper.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -26,9 +30,15 @@ use crate::Store;
 
 /// API Gateway closes a WebSocket connection after 2 h; the items outlive it a little.
 pub const CONNECTION_RETENTION: Duration = Duration::from_secs(2 * 3600 + 600);
-/// Subscription shards of the `catalogue` channel (each shard's partition takes 1,000
-/// writes/s: 4 shards admit bursts of 4,000 storefront connections subscribing per second).
-pub const CATALOGUE_SUBSCRIPTION_SHARDS: u32 = 4;
+/// Initial subscription shards of the `catalogue` channel, which every storefront visitor
+/// joins. A shard is one worker's read and push: at about 30 ms a `PostToConnection` and 100
+/// at once, [`SHARD_SUBSCRIBERS`] take about 0.3 s; 16 shards serve 16,000 visitors at that
+/// pace before the channel grows (docs/capacity.md).
+pub const CATALOGUE_SUBSCRIPTION_SHARDS: u32 = 16;
+/// A shard read holding more subscribers than this doubles its channel's shard count.
+pub const SHARD_SUBSCRIBERS: usize = 1_000;
+/// The most shards a channel grows to (256,000 subscribers at [`SHARD_SUBSCRIBERS`]).
+pub const MAX_SUBSCRIPTION_SHARDS: u32 = 256;
 /// Channels one connection may hold (a `TransactWriteItems` holds 100 items).
 pub const MAX_CHANNELS_PER_CONNECTION: usize = 50;
 
@@ -38,16 +48,27 @@ pub struct LiveConnection {
     pub connection_id: String,
     pub viewer: Viewer,
     pub connected_at: Timestamp,
-    /// Channel keys subscribed to.
-    pub channels: Vec<String>,
+    /// Channel keys subscribed to, with the shard each subscription sits in.
+    pub subscriptions: std::collections::BTreeMap<String, u32>,
+}
+
+/// What a subscribe came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subscribed {
+    Done,
+    /// The connection is gone (a subscribe racing its disconnect leaves nothing behind).
+    Gone,
+    /// The connection already holds [`MAX_CHANNELS_PER_CONNECTION`] channels.
+    Full,
 }
 
 fn connection_key(connection_id: &str) -> HashMap<String, AttributeValue> {
     crate::keys::key(format!("CONNECTION#{connection_id}"), "CONNECTION")
 }
 
-/// Shards of a channel, by its key: only the catalogue is sharded.
-fn shards(channel_key: &str) -> u32 {
+/// The shard count a channel starts with: only the catalogue starts sharded; any channel
+/// grows when it gets crowded.
+pub fn initial_shards(channel_key: &str) -> u32 {
     if channel_key == "catalogue" {
         CATALOGUE_SUBSCRIPTION_SHARDS
     } else {
@@ -55,12 +76,19 @@ fn shards(channel_key: &str) -> u32 {
     }
 }
 
+fn shards_key(channel_key: &str) -> HashMap<String, AttributeValue> {
+    crate::keys::key(format!("CHANNEL#{channel_key}"), "SHARDS")
+}
+
 fn subscription_pk(channel_key: &str, shard: u32) -> String {
     format!("CHANNEL#{channel_key}#{shard}")
 }
 
-fn subscription_key(channel_key: &str, connection_id: &str) -> HashMap<String, AttributeValue> {
-    let shard = crate::keys::shard_of(connection_id, shards(channel_key));
+fn subscription_key(
+    channel_key: &str,
+    shard: u32,
+    connection_id: &str,
+) -> HashMap<String, AttributeValue> {
     crate::keys::key(
         subscription_pk(channel_key, shard),
         &format!("CONNECTION#{connection_id}"),
@@ -107,6 +135,10 @@ fn read_viewer(item: &HashMap<String, AttributeValue>) -> Result<Viewer, StoreEr
     }
 }
 
+fn number(item: &HashMap<String, AttributeValue>, name: &str) -> Option<u64> {
+    item.get(name)?.as_n().ok()?.parse().ok()
+}
+
 impl Store {
     /// Stores a new connection (`$connect`).
     pub async fn put_connection(
@@ -130,6 +162,8 @@ impl Store {
                     .to_string(),
             ),
         );
+        // Subscribing sets `subscriptions.#channel`: the map must exist.
+        item.insert("subscriptions".into(), AttributeValue::M(HashMap::new()));
         for (name, value) in viewer_attributes(viewer) {
             item.insert(name.into(), value);
         }
@@ -150,40 +184,117 @@ impl Store {
         let Some(item) = self.get_item(connection_key(connection_id), true).await? else {
             return Ok(None);
         };
-        let mut channels: Vec<String> = item
-            .get("channels")
-            .and_then(|v| v.as_ss().ok())
-            .cloned()
+        let subscriptions = item
+            .get("subscriptions")
+            .and_then(|v| v.as_m().ok())
+            .map(|map| {
+                map.iter()
+                    .filter_map(|(key, shard)| {
+                        Some((key.clone(), shard.as_n().ok()?.parse().ok()?))
+                    })
+                    .collect()
+            })
             .unwrap_or_default();
-        channels.sort();
         Ok(Some(LiveConnection {
             connection_id: connection_id.to_owned(),
             viewer: read_viewer(&item)?,
-            connected_at: item
-                .get("connectedAt")
-                .and_then(|v| v.as_n().ok())
-                .and_then(|n| n.parse().ok())
-                .map(Timestamp::from_millis)
+            connected_at: number(&item, "connectedAt")
+                .map(|ms| Timestamp::from_millis(ms as i64))
                 .ok_or_else(|| StoreError::Corrupt("connection without connectedAt".into()))?,
-            channels,
+            subscriptions,
         }))
     }
 
-    /// Subscribes a live connection to `channels`, all or none: 404-like `Ok(false)` when the
-    /// connection is gone (a subscribe racing its disconnect leaves nothing behind).
-    /// A private channel's subscription expires at `private_until` (the connection's token) if
-    /// that comes first.
+    /// The current shard count of each channel key (its initial count when never grown):
+    /// one `BatchGetItem`. The count only grows, so a count read a little stale still
+    /// places a subscriber in a shard that is read; the broadcaster reads it fresh.
+    pub async fn subscription_shards(
+        &self,
+        channel_keys: &[String],
+    ) -> Result<HashMap<String, u32>, StoreError> {
+        let found = self
+            .batch_get(channel_keys.iter().map(|key| shards_key(key)).collect())
+            .await?;
+        Ok(channel_keys
+            .iter()
+            .map(|key| {
+                let grown = found
+                    .get(&format!("CHANNEL#{key}"))
+                    .and_then(|item| number(item, "shards"))
+                    .and_then(|n| u32::try_from(n).ok());
+                (
+                    key.clone(),
+                    grown.unwrap_or_else(|| initial_shards(key)).max(1),
+                )
+            })
+            .collect())
+    }
+
+    /// Raises a channel's shard count from `from` to `to` (never lowers it). `false` when
+    /// another worker moved it first.
+    pub async fn grow_subscription_shards(
+        &self,
+        channel_key: &str,
+        from: u32,
+        to: u32,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(shards_key(channel_key)))
+            .update_expression("SET shards = :to, entity = :entity")
+            .condition_expression(
+                "(attribute_not_exists(shards) AND :from = :initial) OR shards = :from",
+            )
+            .expression_attribute_values(":to", AttributeValue::N(to.to_string()))
+            .expression_attribute_values(":from", AttributeValue::N(from.to_string()))
+            .expression_attribute_values(
+                ":initial",
+                AttributeValue::N(initial_shards(channel_key).to_string()),
+            )
+            .expression_attribute_values(":entity", s("channelShards"))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(error)
+                if error.as_service_error().is_some_and(|e| {
+                    e.is_conditional_check_failed_exception()
+                }) =>
+            {
+                Ok(false)
+            }
+            Err(error) => Err(StoreError::backend(error)),
+        }
+    }
+
+    /// Subscribes a live connection to `channels`, all or none, each in the shard its
+    /// connection id falls in under `shards` (the channel's count; the channel's initial
+    /// count when absent). A channel the connection already holds keeps its shard. A
+    /// private channel's subscription expires at `private_until` (the connection's token)
+    /// if that comes first.
     pub async fn subscribe(
         &self,
         connection_id: &str,
         channels: &[Channel],
+        shards: &HashMap<String, u32>,
         private_until: Option<Timestamp>,
         now: Timestamp,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Subscribed, StoreError> {
+        let Some(connection) = self.connection(connection_id).await? else {
+            return Ok(Subscribed::Gone);
+        };
         if channels.is_empty() {
-            return Ok(self.connection(connection_id).await?.is_some());
+            return Ok(Subscribed::Done);
         }
-        let keys: Vec<String> = channels.iter().map(Channel::key).collect();
+        let new: Vec<&Channel> = channels
+            .iter()
+            .filter(|c| !connection.subscriptions.contains_key(&c.key()))
+            .collect();
+        if connection.subscriptions.len() + new.len() > MAX_CHANNELS_PER_CONNECTION {
+            return Ok(Subscribed::Full);
+        }
         let retained = now.plus(CONNECTION_RETENTION);
         let expires = |channel: &Channel| {
             let until = match private_until {
@@ -192,26 +303,55 @@ impl Store {
             };
             until.as_epoch_seconds().to_string()
         };
+        let shard_of = |key: &str| {
+            connection.subscriptions.get(key).copied().unwrap_or_else(|| {
+                let count = shards
+                    .get(key)
+                    .copied()
+                    .unwrap_or_else(|| initial_shards(key));
+                crate::keys::shard_of(connection_id, count.max(1))
+            })
+        };
+        // Where each channel's subscription goes, recorded on the connection; the condition
+        // holds the count of channels, so two subscribes at once cannot pass the cap.
+        let mut update = String::from("SET ");
+        let mut expr = Expr::default();
+        for (i, channel) in channels.iter().enumerate() {
+            if i > 0 {
+                update.push_str(", ");
+            }
+            update.push_str(&format!("subscriptions.#c{i} = :s{i}"));
+            expr = expr
+                .name(&format!("#c{i}"), &channel.key())
+                .n(&format!(":s{i}"), shard_of(&channel.key()));
+        }
+        expr.text = update;
+        let condition = Expr::new("attribute_exists(pk) AND size(subscriptions) = :held")
+            .n(":held", connection.subscriptions.len());
         let mut tx = Tx::new();
         tx.update(
             Target::Connection,
             &self.table,
             connection_key(connection_id),
-            Expr::new("ADD channels :channels").ss(":channels", &keys),
-            Expr::new("attribute_exists(pk) AND (attribute_not_exists(channels) OR size(channels) <= :room)")
-                .n(":room", MAX_CHANNELS_PER_CONNECTION.saturating_sub(keys.len())),
+            expr,
+            condition,
         )?;
         for channel in channels {
-            let mut item = subscription_key(&channel.key(), connection_id);
+            let key = channel.key();
+            let mut item = subscription_key(&key, shard_of(&key), connection_id);
             item.insert("entity".into(), s("subscription"));
             item.insert("connectionId".into(), s(connection_id));
-            item.insert("channel".into(), s(channel.key()));
+            item.insert("channel".into(), s(key));
             item.insert("expiresAt".into(), AttributeValue::N(expires(channel)));
             tx.put(Target::Connection, &self.table, item, None)?;
         }
         match tx.commit(self).await {
-            Ok(()) => Ok(true),
-            Err(StoreError::ConditionFailed(_)) => Ok(false),
+            Ok(()) => Ok(Subscribed::Done),
+            // Gone, or another subscribe changed the connection in between: read it again.
+            Err(StoreError::ConditionFailed(_)) => match self.connection(connection_id).await? {
+                None => Ok(Subscribed::Gone),
+                Some(_) => Err(StoreError::Contention(vec![Target::Connection])),
+            },
             Err(other) => Err(other),
         }
     }
@@ -222,23 +362,36 @@ impl Store {
         connection_id: &str,
         channels: &[Channel],
     ) -> Result<(), StoreError> {
-        if channels.is_empty() {
+        let Some(connection) = self.connection(connection_id).await? else {
+            return Ok(());
+        };
+        let held: Vec<(String, u32)> = channels
+            .iter()
+            .filter_map(|c| Some((c.key(), *connection.subscriptions.get(&c.key())?)))
+            .collect();
+        if held.is_empty() {
             return Ok(());
         }
-        let keys: Vec<String> = channels.iter().map(Channel::key).collect();
+        let mut expr = Expr::default();
+        let mut removes = Vec::new();
+        for (i, (key, _)) in held.iter().enumerate() {
+            removes.push(format!("subscriptions.#c{i}"));
+            expr = expr.name(&format!("#c{i}"), key);
+        }
+        expr.text = format!("REMOVE {}", removes.join(", "));
         let mut tx = Tx::new();
         tx.update(
             Target::Connection,
             &self.table,
             connection_key(connection_id),
-            Expr::new("DELETE channels :channels").ss(":channels", &keys),
+            expr,
             Expr::new("attribute_exists(pk)"),
         )?;
-        for channel in channels {
+        for (key, shard) in &held {
             tx.delete(
                 Target::Connection,
                 &self.table,
-                subscription_key(&channel.key(), connection_id),
+                subscription_key(key, *shard, connection_id),
                 Expr::default(),
             )?;
         }
@@ -255,9 +408,9 @@ impl Store {
             return Ok(());
         };
         let mut keys: Vec<HashMap<String, AttributeValue>> = connection
-            .channels
+            .subscriptions
             .iter()
-            .map(|key| subscription_key(key, connection_id))
+            .map(|(key, shard)| subscription_key(key, *shard, connection_id))
             .collect();
         keys.push(connection_key(connection_id));
         for chunk in keys.chunks(25) {
@@ -300,22 +453,30 @@ impl Store {
         Ok(())
     }
 
-    /// The connections subscribed to `channel` whose subscription has not expired at `now`:
-    /// one `Query` per shard (paged), the shards read at once, no Scan.
+    /// Every connection subscribed to `channel` whose subscription has not expired at `now`,
+    /// all shards read at once (the channel's count read consistently).
     pub async fn subscribers(
         &self,
         channel: &Channel,
         now: Timestamp,
     ) -> Result<Vec<String>, StoreError> {
-        let channel_key = channel.key();
+        let key = channel.key();
+        let count = self
+            .subscription_shards(std::slice::from_ref(&key))
+            .await?
+            .get(&key)
+            .copied()
+            .unwrap_or(1);
         let shards = futures::future::try_join_all(
-            (0..shards(&channel_key)).map(|shard| self.shard_subscribers(&channel_key, shard, now)),
+            (0..count).map(|shard| self.shard_subscribers(&key, shard, now)),
         )
         .await?;
         Ok(shards.into_iter().flatten().collect())
     }
 
-    async fn shard_subscribers(
+    /// The connections of one shard of a channel whose subscription has not expired at
+    /// `now`: one `Query`, paged.
+    pub async fn shard_subscribers(
         &self,
         channel_key: &str,
         shard: u32,

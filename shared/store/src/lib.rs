@@ -32,7 +32,8 @@ pub use bouquet_aws::describe;
 pub use bouquet_retry as retry;
 pub use carts::CartRefusal;
 pub use connections::{
-    LiveConnection, CATALOGUE_SUBSCRIPTION_SHARDS, CONNECTION_RETENTION,
+    initial_shards, LiveConnection, Subscribed, CATALOGUE_SUBSCRIPTION_SHARDS, CONNECTION_RETENTION,
+    MAX_SUBSCRIPTION_SHARDS, SHARD_SUBSCRIBERS,
     MAX_CHANNELS_PER_CONNECTION,
 };
 pub use cursor::Page;

@@ -5,10 +5,73 @@ use futures::future::BoxFuture;
 use serde_json::json;
 
 use bouquet_app::domain::channels::{Refusal, Viewer};
-use bouquet_app::live::{self, LiveError};
-use bouquet_app::realtime::{PushError, Pusher};
+use bouquet_app::live::{self, LiveError, PushUnit};
+use bouquet_app::realtime::{PushError, Pusher, QueueError, WorkQueue};
 
 use crate::support::*;
+
+/// The fan-out queue in memory: what the planner sent, what the workers parked.
+#[derive(Default)]
+struct MemoryQueue {
+    sent: Mutex<Vec<String>>,
+    parked: Mutex<Vec<String>>,
+}
+
+impl WorkQueue for MemoryQueue {
+    fn send<'a>(&'a self, bodies: &'a [String]) -> BoxFuture<'a, Result<(), QueueError>> {
+        self.sent.lock().unwrap().extend_from_slice(bodies);
+        Box::pin(async { Ok(()) })
+    }
+
+    fn park<'a>(&'a self, bodies: &'a [String]) -> BoxFuture<'a, Result<(), QueueError>> {
+        self.parked.lock().unwrap().extend_from_slice(bodies);
+        Box::pin(async { Ok(()) })
+    }
+}
+
+impl MemoryQueue {
+    /// The units sent, taken off the queue as a batch of messages.
+    fn take(&self) -> Vec<(String, PushUnit)> {
+        std::mem::take(&mut *self.sent.lock().unwrap())
+            .iter()
+            .enumerate()
+            .map(|(i, body)| (format!("m-{i}"), serde_json::from_str(body).unwrap()))
+            .collect()
+    }
+}
+
+/// What a broadcast came to once the planner ran and the workers took its units as one batch.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Totals {
+    channels: usize,
+    queued: usize,
+    frames: usize,
+    delivered: usize,
+    gone: usize,
+    failed: usize,
+}
+
+async fn broadcast(
+    world: &World,
+    pusher: &dyn Pusher,
+    name: &str,
+    detail: &serde_json::Value,
+) -> Totals {
+    let queue = MemoryQueue::default();
+    let planned = live::broadcast(&world.app, pusher, &queue, name, detail)
+        .await
+        .unwrap();
+    let worked = live::fan_out(&world.app, pusher, &queue, queue.take()).await;
+    assert!(worked.retried.is_empty(), "{worked:?}");
+    Totals {
+        channels: planned.channels,
+        queued: planned.queued,
+        frames: planned.private.frames + worked.pushes.frames,
+        delivered: planned.private.delivered + worked.pushes.delivered,
+        gone: planned.private.gone + worked.pushes.gone,
+        failed: planned.private.failed + worked.pushes.failed,
+    }
+}
 
 /// Records what it is asked to push; connections named `gone-...` answer 410.
 #[derive(Default)]
@@ -119,9 +182,7 @@ async fn a_broadcast_reaches_each_subscriber_once_and_removes_gone_connections()
     }
     let pusher = Recorder::default();
     let detail = json!({ "eventId": "e-1", "data": { "bouquetId": bouquet.bouquet_id, "vendorId": vendor.vendor_id, "freshness": 80 } });
-    let report = live::broadcast(&world.app, &pusher, "BouquetFreshnessChanged", &detail)
-        .await
-        .unwrap();
+    let report = broadcast(&world, &pusher, "BouquetFreshnessChanged", &detail).await;
     // catalogue: a, b, gone; bouquet: b. Three delivered, one gone.
     assert_eq!(
         (report.frames, report.delivered, report.gone, report.failed),
@@ -132,14 +193,10 @@ async fn a_broadcast_reaches_each_subscriber_once_and_removes_gone_connections()
     assert_eq!(frames["c-a"].len(), 1);
     assert_eq!(frames["c-b"].len(), 2, "one frame per channel subscribed");
     // The gone connection was removed: the next broadcast does not try it.
-    let again = live::broadcast(&world.app, &pusher, "BouquetFreshnessChanged", &detail)
-        .await
-        .unwrap();
+    let again = broadcast(&world, &pusher, "BouquetFreshnessChanged", &detail).await;
     assert_eq!((again.frames, again.gone), (3, 0), "{again:?}");
     // An event no channel carries goes nowhere.
-    let nowhere = live::broadcast(&world.app, &pusher, "SomethingElse", &detail)
-        .await
-        .unwrap();
+    let nowhere = broadcast(&world, &pusher, "SomethingElse", &detail).await;
     assert_eq!((nowhere.channels, nowhere.frames), (0, 0));
 }
 
@@ -222,15 +279,11 @@ async fn a_subscription_past_its_expiry_is_never_pushed_to() {
     .unwrap();
     let detail = json!({ "eventId": "e-1", "data": { "vendorId": vendor.vendor_id } });
     let pusher = Recorder::default();
-    let fresh = live::broadcast(&world.app, &pusher, "BouquetListed", &detail)
-        .await
-        .unwrap();
+    let fresh = broadcast(&world, &pusher, "BouquetListed", &detail).await;
     assert_eq!(fresh.delivered, 1, "{fresh:?}");
     // Past `expiresAt`, whenever DynamoDB's TTL gets round to deleting the item.
     world.advance(bouquet_app::store::CONNECTION_RETENTION + std::time::Duration::from_secs(1));
-    let stale = live::broadcast(&world.app, &pusher, "BouquetListed", &detail)
-        .await
-        .unwrap();
+    let stale = broadcast(&world, &pusher, "BouquetListed", &detail).await;
     assert_eq!((stale.frames, stale.delivered), (0, 0), "{stale:?}");
 }
 
@@ -256,14 +309,10 @@ async fn a_private_channel_stops_at_the_tokens_expiry_and_a_public_one_goes_on()
     .unwrap();
     let detail = json!({ "eventId": "e-1", "aggregateId": "o", "data": { "customerId": "ana", "vendorId": vendor.vendor_id, "bouquetIds": [] } });
     let pusher = Recorder::default();
-    let before = live::broadcast(&world.app, &pusher, "OrderPaid", &detail)
-        .await
-        .unwrap();
+    let before = broadcast(&world, &pusher, "OrderPaid", &detail).await;
     assert_eq!(before.delivered, 2, "orders and catalogue: {before:?}");
     world.advance(std::time::Duration::from_secs(61));
-    let after = live::broadcast(&world.app, &pusher, "OrderPaid", &detail)
-        .await
-        .unwrap();
+    let after = broadcast(&world, &pusher, "OrderPaid", &detail).await;
     assert_eq!(after.delivered, 1, "the catalogue only: {after:?}");
     let frames = pusher.frames.lock().unwrap().clone();
     let channels: Vec<_> = frames["c-ana"]
@@ -306,4 +355,295 @@ fn the_authorizers_context_carries_the_tokens_expiry_to_every_message() {
         None,
         "no token, no expiry"
     );
+}
+
+/// Answers 429 `throttles` times per connection, then delivers; during an `outage`,
+/// connections named `down-...` fail.
+#[derive(Default)]
+struct Throttling {
+    throttles: usize,
+    outage: bool,
+    tries: Mutex<HashMap<String, usize>>,
+    delivered: Mutex<Vec<(String, serde_json::Value)>>,
+}
+
+impl Pusher for Throttling {
+    fn post<'a>(
+        &'a self,
+        connection_id: &'a str,
+        frame: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), PushError>> {
+        Box::pin(async move {
+            let tries = {
+                let mut tries = self.tries.lock().unwrap();
+                let n = tries.entry(connection_id.to_owned()).or_default();
+                *n += 1;
+                *n
+            };
+            if self.outage && connection_id.starts_with("down-") {
+                return Err(PushError::Failed {
+                    connection: connection_id.to_owned(),
+                    source: "injected: the endpoint is down".into(),
+                });
+            }
+            if tries <= self.throttles {
+                return Err(PushError::Throttled(connection_id.to_owned()));
+            }
+            self.delivered.lock().unwrap().push((
+                connection_id.to_owned(),
+                serde_json::from_slice(frame).unwrap(),
+            ));
+            Ok(())
+        })
+    }
+}
+
+async fn watching(world: &World, connection: &str, viewer: &Viewer, channels: &[&str]) {
+    live::connect(&world.app, connection, viewer, world.now())
+        .await
+        .unwrap();
+    let channels: Vec<String> = channels.iter().map(|c| c.to_string()).collect();
+    live::subscribe(&world.app, connection, viewer, &channels, None, world.now())
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn the_planner_queues_a_unit_per_public_shard_and_pushes_private_channels_itself() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let bouquet = world.bouquet_of(&vendor).await;
+    let ana = Viewer::Customer(customer("ana"));
+    watching(&world, "c-ana", &ana, &["orders"]).await;
+    watching(&world, "c-crowd", &Viewer::Anonymous, &["catalogue"]).await;
+    let detail = json!({ "eventId": "e-1", "aggregateId": "o-1", "data": { "customerId": "ana", "vendorId": vendor.vendor_id, "bouquetIds": [bouquet.bouquet_id] } });
+    let pusher = Throttling::default();
+    let queue = MemoryQueue::default();
+    let planned = live::broadcast(&world.app, &pusher, &queue, "OrderPaid", &detail)
+        .await
+        .unwrap();
+    // The customer's frame went out before any worker ran; the crowd's waits on the queue.
+    let delivered = pusher.delivered.lock().unwrap().clone();
+    assert_eq!(delivered.len(), 1);
+    assert_eq!(delivered[0].0, "c-ana");
+    assert_eq!(delivered[0].1["event"]["data"]["customerId"], "ana");
+    let units = queue.take();
+    assert_eq!(planned.queued, units.len());
+    assert_eq!(
+        units.len(),
+        bouquet_app::store::CATALOGUE_SUBSCRIPTION_SHARDS as usize + 1,
+        "every catalogue shard and the bouquet's channel"
+    );
+    assert!(units.iter().all(|(_, u)| u.connections.is_empty()
+        && u.frames[0].frame["event"].get("aggregateId").is_none()));
+    let worked = live::fan_out(&world.app, &pusher, &queue, units).await;
+    assert_eq!((worked.pushes.delivered, worked.pushes.failed), (1, 0));
+    assert_eq!(pusher.delivered.lock().unwrap()[1].0, "c-crowd");
+}
+
+#[tokio::test]
+async fn freshness_moves_of_one_bouquet_in_a_batch_reach_the_crowd_as_the_newest_only() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let bouquet = world.bouquet_of(&vendor).await;
+    let channel = format!("bouquet:{}", bouquet.bouquet_id);
+    watching(&world, "c-1", &Viewer::Anonymous, &[&channel]).await;
+    let pusher = Throttling::default();
+    let queue = MemoryQueue::default();
+    // Three moves and a listing change arrive while the worker is busy: one batch.
+    for (version, name, freshness) in [
+        (7, "BouquetFreshnessChanged", 80),
+        (9, "BouquetFreshnessChanged", 60),
+        (10, "BouquetChanged", 60),
+        (8, "BouquetFreshnessChanged", 70),
+    ] {
+        let detail = json!({ "eventId": format!("e-{version}"), "aggregateId": bouquet.bouquet_id, "aggregateVersion": version, "data": { "bouquetId": bouquet.bouquet_id, "vendorId": vendor.vendor_id, "freshness": freshness } });
+        live::broadcast(&world.app, &pusher, &queue, name, &detail)
+            .await
+            .unwrap();
+    }
+    let units: Vec<_> = queue
+        .take()
+        .into_iter()
+        .filter(|(_, u)| u.channel == channel)
+        .collect();
+    assert_eq!(units.len(), 4);
+    let worked = live::fan_out(&world.app, &pusher, &queue, units).await;
+    assert_eq!(worked.coalesced, 2, "{worked:?}");
+    let got: Vec<(String, u64)> = pusher
+        .delivered
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, f)| {
+            (
+                f["event"]["name"].as_str().unwrap().to_owned(),
+                f["event"]["aggregateVersion"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got.iter().filter(|(n, _)| n == "BouquetFreshnessChanged").collect::<Vec<_>>(),
+        vec![&("BouquetFreshnessChanged".to_owned(), 9)],
+        "the last state, once"
+    );
+    assert!(got.contains(&("BouquetChanged".to_owned(), 10)));
+}
+
+#[tokio::test]
+async fn throttled_pushes_are_retried_and_failed_ones_are_parked_whole_and_redrivable() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    for connection in ["c-1", "down-2", "down-3"] {
+        watching(&world, connection, &Viewer::Anonymous, &["catalogue"]).await;
+    }
+    let pusher = Throttling {
+        throttles: 2,
+        outage: true,
+        ..Throttling::default()
+    };
+    let queue = MemoryQueue::default();
+    let detail = json!({ "eventId": "e-1", "aggregateId": "b", "aggregateVersion": 1, "data": { "vendorId": vendor.vendor_id } });
+    live::broadcast(&world.app, &pusher, &queue, "BouquetListed", &detail)
+        .await
+        .unwrap();
+    let worked = live::fan_out(&world.app, &pusher, &queue, queue.take()).await;
+    assert_eq!(
+        (worked.pushes.delivered, worked.pushes.failed, worked.pushes.gone),
+        (1, 2, 0),
+        "{worked:?}"
+    );
+    assert_eq!(pusher.tries.lock().unwrap()["c-1"], 3, "two 429s, then delivered");
+    assert_eq!(pusher.tries.lock().unwrap()["down-2"], 5, "five tries, then parked");
+    // Each shard's worker parks its own failures: between them, the two connections, each
+    // once, with the frame.
+    let parked: Vec<PushUnit> = std::mem::take(&mut *queue.parked.lock().unwrap())
+        .iter()
+        .map(|body| serde_json::from_str(body).unwrap())
+        .collect();
+    let mut named: Vec<String> = parked.iter().flat_map(|u| u.connections.clone()).collect();
+    named.sort();
+    assert_eq!(named, vec!["down-2", "down-3"]);
+    assert!(parked
+        .iter()
+        .all(|u| u.frames.len() == 1 && u.frames[0].frame["event"]["eventId"] == "e-1"));
+    // Redriven once the endpoint is back: exactly the two get the frame.
+    let healthy = Throttling::default();
+    let redriven = live::fan_out(
+        &world.app,
+        &healthy,
+        &queue,
+        parked
+            .into_iter()
+            .enumerate()
+            .map(|(i, unit)| (format!("m-redrive-{i}"), unit))
+            .collect(),
+    )
+    .await;
+    assert_eq!((redriven.pushes.delivered, redriven.pushes.failed), (2, 0));
+    let mut reached: Vec<String> = healthy
+        .delivered
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(c, f)| {
+            assert_eq!(f["event"]["eventId"], "e-1");
+            c.clone()
+        })
+        .collect();
+    reached.sort();
+    assert_eq!(reached, vec!["down-2", "down-3"]);
+    assert!(queue.parked.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_crowded_channel_grows_and_its_new_subscribers_land_in_the_new_shards() {
+    use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let bouquet = world.bouquet_of(&vendor).await;
+    let key = format!("bouquet:{}", bouquet.bouquet_id);
+    // A crowd already in the channel's one shard: one more than a shard should hold.
+    let expires = world
+        .now()
+        .plus(bouquet_app::store::CONNECTION_RETENTION)
+        .as_epoch_seconds()
+        .to_string();
+    let crowd: Vec<String> = (0..=bouquet_app::store::SHARD_SUBSCRIBERS)
+        .map(|i| format!("crowd-{i}"))
+        .collect();
+    for chunk in crowd.chunks(25) {
+        let requests: Vec<WriteRequest> = chunk
+            .iter()
+            .map(|c| {
+                let item = HashMap::from([
+                    ("pk".to_owned(), AttributeValue::S(format!("CHANNEL#{key}#0"))),
+                    ("sk".to_owned(), AttributeValue::S(format!("CONNECTION#{c}"))),
+                    ("connectionId".to_owned(), AttributeValue::S(c.clone())),
+                    ("expiresAt".to_owned(), AttributeValue::N(expires.clone())),
+                ]);
+                WriteRequest::builder()
+                    .put_request(PutRequest::builder().set_item(Some(item)).build().unwrap())
+                    .build()
+            })
+            .collect();
+        world
+            .dynamodb
+            .batch_write_item()
+            .request_items(&world.table, requests)
+            .send()
+            .await
+            .unwrap();
+    }
+    let pusher = Throttling::default();
+    let detail = json!({ "eventId": "e-1", "aggregateId": bouquet.bouquet_id, "aggregateVersion": 2, "data": { "bouquetId": bouquet.bouquet_id, "vendorId": vendor.vendor_id } });
+    let first = broadcast(&world, &pusher, "BouquetChanged", &detail).await;
+    assert_eq!(first.delivered, crowd.len(), "{first:?}");
+    let shards = world
+        .app
+        .store
+        .subscription_shards(std::slice::from_ref(&key))
+        .await
+        .unwrap();
+    assert_eq!(shards[&key], 2, "the worker that read the crowded shard doubled the count");
+    // Newcomers (a fresh container: no cached count) spread over both shards, and every
+    // one of them, with the crowd, gets the next frame once.
+    let mut newcomer = world.app.clone();
+    newcomer.shard_counts = Default::default();
+    let mut joined = Vec::new();
+    for i in 0..20 {
+        let connection = format!("new-{i}");
+        live::connect(&newcomer, &connection, &Viewer::Anonymous, world.now())
+            .await
+            .unwrap();
+        live::subscribe(&newcomer, &connection, &Viewer::Anonymous, std::slice::from_ref(&key), None, world.now())
+            .await
+            .unwrap();
+        joined.push(connection);
+    }
+    let pusher = Throttling::default();
+    let queue = MemoryQueue::default();
+    let planned = live::broadcast(&newcomer, &pusher, &queue, "BouquetChanged", &detail)
+        .await
+        .unwrap();
+    let units = queue.take();
+    let of_channel = units.iter().filter(|(_, u)| u.channel == key).count();
+    assert_eq!(of_channel, 2, "{planned:?}");
+    live::fan_out(&newcomer, &pusher, &queue, units).await;
+    let delivered = pusher.delivered.lock().unwrap().clone();
+    let mut reached: Vec<&str> = delivered
+        .iter()
+        .filter(|(_, f)| f["channel"] == key.as_str())
+        .map(|(c, _)| c.as_str())
+        .collect();
+    reached.sort();
+    reached.dedup();
+    assert_eq!(reached.len(), crowd.len() + joined.len());
+    let in_new_shard = world
+        .app
+        .store
+        .shard_subscribers(&key, 1, world.now())
+        .await
+        .unwrap();
+    assert!(!in_new_shard.is_empty(), "some newcomers went to the new shard");
 }

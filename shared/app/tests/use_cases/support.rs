@@ -27,6 +27,9 @@ pub struct World {
     pub app: App,
     pub clock: Arc<ManualClock>,
     pub gateway: Arc<SimulatedGateway>,
+    /// The table, for tests that lay items down as a crowd would.
+    pub dynamodb: aws_sdk_dynamodb::Client,
+    pub table: String,
 }
 
 fn endpoint() -> String {
@@ -61,12 +64,14 @@ impl World {
         }
         let clock = Arc::new(ManualClock::at(T0));
         let gateway = Arc::new(SimulatedGateway::new());
-        let app = App::new(Store::new(client, table), clock.clone(), config)
+        let app = App::new(Store::new(client.clone(), table.clone()), clock.clone(), config)
             .with_payments(gateway.clone());
         Self {
             app,
             clock,
             gateway,
+            dynamodb: client,
+            table,
         }
     }
 
