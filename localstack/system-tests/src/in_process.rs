@@ -124,9 +124,9 @@ pub async fn run_event_function(
         "broadcast-events" => {
             serde_json::to_value(broadcast_events::handler(app, &functions.ports()?, event).await?)?
         }
-        "push-frames" => {
-            serde_json::to_value(push_frames::handler(app, &functions.ports()?, typed(event)?).await?)?
-        }
+        "push-frames" => serde_json::to_value(
+            push_frames::handler(app, &functions.ports()?, typed(event)?).await?,
+        )?,
         other => return Err(format!("no event-triggered function {other}").into()),
     })
 }

@@ -289,7 +289,10 @@ mod tests {
             Some(format!("freshness:{a}"))
         );
         assert_eq!(coalescing_key("BouquetChanged", &ids(a)), None);
-        assert_eq!(coalescing_key("BouquetFreshnessChanged", &EventIds::default()), None);
+        assert_eq!(
+            coalescing_key("BouquetFreshnessChanged", &EventIds::default()),
+            None
+        );
         // (key, version, label): a's moves arrive out of order; b has one; the rest have none.
         let fa = format!("freshness:{a}");
         let fb = format!("freshness:{b}");

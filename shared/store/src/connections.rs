@@ -259,9 +259,9 @@ impl Store {
         match result {
             Ok(_) => Ok(true),
             Err(error)
-                if error.as_service_error().is_some_and(|e| {
-                    e.is_conditional_check_failed_exception()
-                }) =>
+                if error
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
             {
                 Ok(false)
             }
@@ -304,13 +304,17 @@ impl Store {
             until.as_epoch_seconds().to_string()
         };
         let shard_of = |key: &str| {
-            connection.subscriptions.get(key).copied().unwrap_or_else(|| {
-                let count = shards
-                    .get(key)
-                    .copied()
-                    .unwrap_or_else(|| initial_shards(key));
-                crate::keys::shard_of(connection_id, count.max(1))
-            })
+            connection
+                .subscriptions
+                .get(key)
+                .copied()
+                .unwrap_or_else(|| {
+                    let count = shards
+                        .get(key)
+                        .copied()
+                        .unwrap_or_else(|| initial_shards(key));
+                    crate::keys::shard_of(connection_id, count.max(1))
+                })
         };
         // Where each channel's subscription goes, recorded on the connection; the condition
         // holds the count of channels, so two subscribes at once cannot pass the cap.

@@ -171,8 +171,31 @@ async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
         .expect("a dead-letter queue")
         .queue_url
         .expect("its URL");
+    let mut fanout_urls = Vec::new();
+    for suffix in ["fanout", "fanout-dlq"] {
+        fanout_urls.push(
+            sqs.create_queue()
+                .queue_name(format!("{}-{suffix}", cloud.table))
+                .send()
+                .await
+                .expect("a fan-out queue")
+                .queue_url
+                .expect("its URL"),
+        );
+    }
     let bus = format!("{}-bus", cloud.table);
     let names: Names = [
+        ("FanoutQueue", fanout_urls[0].clone()),
+        ("FanoutQueue.QueueName", format!("{}-fanout", cloud.table)),
+        (
+            "FanoutQueue.Arn",
+            queue_arn(&format!("{}-fanout", cloud.table)),
+        ),
+        ("FanoutDeadLetterQueue", fanout_urls[1].clone()),
+        (
+            "FanoutDeadLetterQueue.QueueName",
+            format!("{}-fanout-dlq", cloud.table),
+        ),
         ("MarketTable", cloud.table.clone()),
         ("MarketTable.Arn", table_arn(&cloud.table)),
         ("UserPool", pool.pool.id.clone()),
@@ -664,6 +687,11 @@ async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
     live.pusher = Some(Arc::new(ApiGatewayPusher::with_client(
         recorder.connections(&endpoint).await,
     )));
+    live.queue = Some(Arc::new(bouquet_app::realtime::SqsWorkQueue::new(
+        recorder.sqs().await,
+        fanout_urls[0].clone(),
+        fanout_urls[1].clone(),
+    )));
     let websocket = LocalWebSocketApi::from_template(&template, &live, Limits::default())
         .unwrap()
         .unwrap();
@@ -740,8 +768,21 @@ async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
         )
         .await
         .unwrap();
-    // The fixture's connection is in the table but not on the local API: 410, removed.
-    assert_eq!(broadcast["gone"], 1, "{broadcast}");
+    // The public channels' units are queued: a worker takes them all in one batch, with a
+    // body that is no unit (parked). The fixture's connection is in the table but not on the
+    // local API: its push finds it gone (410) and removes it.
+    let fixture_connection =
+        work_the_queued_units(&mut seen, &live, &fanout_urls[0], &broadcast, fixture).await;
+    assert!(
+        cloud
+            .app
+            .store
+            .connection(&fixture_connection)
+            .await
+            .unwrap()
+            .is_none(),
+        "the gone connection was removed"
+    );
     seen.of(
         "ws-connect",
         run_websocket_function("ws-connect", &live, fixture("ws-connect")),
@@ -991,4 +1032,62 @@ async fn registered_vase(
         .await;
     assert_eq!(response.status, 201, "{}", response.body);
     response.body["vase"]["vaseId"].as_str().unwrap().to_owned()
+}
+
+/// Runs `push-frames` on the units the broadcaster queued (and one body that is no unit);
+/// returns the fixture connection's id. Boxed: the test's future is large enough already.
+fn work_the_queued_units<'a>(
+    seen: &'a mut Observed,
+    live: &'a system_tests::in_process::InProcess,
+    fanout_url: &'a str,
+    broadcast: &'a Value,
+    fixture: impl Fn(&str) -> Value + Send + 'a,
+) -> futures::future::BoxFuture<'a, String> {
+    Box::pin(async move {
+        let queued = broadcast["queued"].as_u64().unwrap() as usize;
+        assert!(queued > 0, "{broadcast}");
+        let plain = aws_sdk_sqs::Client::new(&system_tests::emulator_sdk_config().await);
+        let mut bodies = Vec::new();
+        while bodies.len() < queued {
+            let received = plain
+                .receive_message()
+                .queue_url(fanout_url)
+                .max_number_of_messages(10)
+                .send()
+                .await
+                .unwrap();
+            bodies.extend(
+                received
+                    .messages
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|m| m.body),
+            );
+        }
+        bodies.push("not a unit".into());
+        let mut units = fixture("push-frames");
+        let record = units["Records"][0].clone();
+        units["Records"] = bodies
+            .iter()
+            .enumerate()
+            .map(|(i, body)| {
+                let mut record = record.clone();
+                record["messageId"] = json!(format!("m-{i}"));
+                record["body"] = json!(body);
+                record
+            })
+            .collect();
+        let pushed = seen
+            .of(
+                "push-frames",
+                run_event_function("push-frames", live, units),
+            )
+            .await
+            .unwrap();
+        assert_eq!(pushed["batchItemFailures"], json!([]), "{pushed}");
+        fixture("ws-connect")["requestContext"]["connectionId"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    })
 }

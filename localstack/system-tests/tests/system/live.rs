@@ -239,7 +239,7 @@ async fn subscribers_get_what_they_may_read_and_nothing_else() {
     let mut seen = 0;
     live.broadcast_new(&cloud, &mut seen).await;
     for client in [&mut anonymous, &mut buyer, &mut bystander, &mut seller] {
-        drain(client, Duration::from_millis(100)).await;
+        drain(client, QUIET).await;
     }
     let order = cloud.reserve("customer-1", &[&bouquet]).await.body["orderId"]
         .as_str()
@@ -333,7 +333,13 @@ async fn a_vanished_connection_is_removed_on_the_first_410() {
         .unwrap();
     assert_eq!(
         store
-            .subscribe("ghost=", &[Channel::Catalogue], &Default::default(), None, now)
+            .subscribe(
+                "ghost=",
+                &[Channel::Catalogue],
+                &Default::default(),
+                None,
+                now
+            )
             .await
             .unwrap(),
         bouquet_app::store::Subscribed::Done
@@ -355,7 +361,10 @@ async fn a_vanished_connection_is_removed_on_the_first_410() {
     // The worker that met the 410 removed the connection.
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while store.connection("ghost=").await.unwrap().is_some() {
-        assert!(std::time::Instant::now() < deadline, "the gone connection is removed");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the gone connection is removed"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(live.fanout.parked().await.is_empty(), "a 410 is no failure");
@@ -470,15 +479,20 @@ async fn pushes_failing_for_some_connections_do_not_stop_the_others() {
     );
     // Each failing push was tried 5 times, then parked whole: one unit naming exactly the
     // three connections, with the frame; nothing was removed.
-    let parked = wait_for_parked(&live, 1).await;
-    let unit: bouquet_app::live::PushUnit = serde_json::from_str(&parked[0]).unwrap();
+    // Each shard's worker parks its own: between them, the three connections, each once.
+    let parked = wait_for_parked(&live, 3).await;
+    let units: Vec<bouquet_app::live::PushUnit> = parked
+        .iter()
+        .map(|body| serde_json::from_str(body).unwrap())
+        .collect();
     let mut failing = flaky.failing.lock().unwrap().clone();
-    let mut named = unit.connections.clone();
+    let mut named: Vec<String> = units.iter().flat_map(|u| u.connections.clone()).collect();
     failing.sort();
     named.sort();
-    assert_eq!((unit.channel.as_str(), named), ("catalogue", failing));
-    assert_eq!(unit.frames.len(), 1);
-    assert_eq!(unit.frames[0].frame["event"]["name"], "BouquetListed");
+    assert_eq!(named, failing);
+    assert!(units.iter().all(|u| u.channel == "catalogue"
+        && u.frames.len() == 1
+        && u.frames[0].frame["event"]["name"] == "BouquetListed"));
     assert!(flaky
         .refused
         .lock()
@@ -497,14 +511,16 @@ async fn pushes_failing_for_some_connections_do_not_stop_the_others() {
     );
     // Redriven once the pushes work again: exactly the three get the frame, once.
     flaky.failing.lock().unwrap().clear();
-    live.fanout
-        .sqs
-        .send_message()
-        .queue_url(&live.fanout.url)
-        .message_body(&parked[0])
-        .send()
-        .await
-        .unwrap();
+    for body in &parked {
+        live.fanout
+            .sqs
+            .send_message()
+            .queue_url(&live.fanout.url)
+            .message_body(body)
+            .send()
+            .await
+            .unwrap();
+    }
     let mut redriven = 0;
     for client in &mut clients {
         redriven += events(&drain(client, Duration::from_millis(300)).await).len();
@@ -512,15 +528,27 @@ async fn pushes_failing_for_some_connections_do_not_stop_the_others() {
     assert_eq!(redriven, 3);
 }
 
-/// Waits (up to 10 s) until `count` units are parked on the fan-out dead-letter queue.
-async fn wait_for_parked(live: &Live, count: usize) -> Vec<String> {
+/// Waits (up to 10 s) until units naming `connections` connections in all are parked on the
+/// fan-out dead-letter queue; their bodies.
+async fn wait_for_parked(live: &Live, connections: usize) -> Vec<String> {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let mut parked = Vec::new();
-    while parked.len() < count && std::time::Instant::now() < deadline {
+    let named = |parked: &[String]| -> usize {
+        parked
+            .iter()
+            .map(|b| {
+                serde_json::from_str::<bouquet_app::live::PushUnit>(b)
+                    .unwrap()
+                    .connections
+                    .len()
+            })
+            .sum()
+    };
+    while named(&parked) < connections && std::time::Instant::now() < deadline {
         parked.extend(live.fanout.parked().await);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(parked.len(), count, "{parked:?}");
+    assert_eq!(named(&parked), connections, "{parked:?}");
     parked
 }
 

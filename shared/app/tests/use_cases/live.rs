@@ -483,7 +483,9 @@ async fn freshness_moves_of_one_bouquet_in_a_batch_reach_the_crowd_as_the_newest
         })
         .collect();
     assert_eq!(
-        got.iter().filter(|(n, _)| n == "BouquetFreshnessChanged").collect::<Vec<_>>(),
+        got.iter()
+            .filter(|(n, _)| n == "BouquetFreshnessChanged")
+            .collect::<Vec<_>>(),
         vec![&("BouquetFreshnessChanged".to_owned(), 9)],
         "the last state, once"
     );
@@ -509,12 +511,24 @@ async fn throttled_pushes_are_retried_and_failed_ones_are_parked_whole_and_redri
         .unwrap();
     let worked = live::fan_out(&world.app, &pusher, &queue, queue.take()).await;
     assert_eq!(
-        (worked.pushes.delivered, worked.pushes.failed, worked.pushes.gone),
+        (
+            worked.pushes.delivered,
+            worked.pushes.failed,
+            worked.pushes.gone
+        ),
         (1, 2, 0),
         "{worked:?}"
     );
-    assert_eq!(pusher.tries.lock().unwrap()["c-1"], 3, "two 429s, then delivered");
-    assert_eq!(pusher.tries.lock().unwrap()["down-2"], 5, "five tries, then parked");
+    assert_eq!(
+        pusher.tries.lock().unwrap()["c-1"],
+        3,
+        "two 429s, then delivered"
+    );
+    assert_eq!(
+        pusher.tries.lock().unwrap()["down-2"],
+        5,
+        "five tries, then parked"
+    );
     // Each shard's worker parks its own failures: between them, the two connections, each
     // once, with the frame.
     let parked: Vec<PushUnit> = std::mem::take(&mut *queue.parked.lock().unwrap())
@@ -577,8 +591,14 @@ async fn a_crowded_channel_grows_and_its_new_subscribers_land_in_the_new_shards(
             .iter()
             .map(|c| {
                 let item = HashMap::from([
-                    ("pk".to_owned(), AttributeValue::S(format!("CHANNEL#{key}#0"))),
-                    ("sk".to_owned(), AttributeValue::S(format!("CONNECTION#{c}"))),
+                    (
+                        "pk".to_owned(),
+                        AttributeValue::S(format!("CHANNEL#{key}#0")),
+                    ),
+                    (
+                        "sk".to_owned(),
+                        AttributeValue::S(format!("CONNECTION#{c}")),
+                    ),
                     ("connectionId".to_owned(), AttributeValue::S(c.clone())),
                     ("expiresAt".to_owned(), AttributeValue::N(expires.clone())),
                 ]);
@@ -605,7 +625,10 @@ async fn a_crowded_channel_grows_and_its_new_subscribers_land_in_the_new_shards(
         .subscription_shards(std::slice::from_ref(&key))
         .await
         .unwrap();
-    assert_eq!(shards[&key], 2, "the worker that read the crowded shard doubled the count");
+    assert_eq!(
+        shards[&key], 2,
+        "the worker that read the crowded shard doubled the count"
+    );
     // Newcomers (a fresh container: no cached count) spread over both shards, and every
     // one of them, with the crowd, gets the next frame once.
     let mut newcomer = world.app.clone();
@@ -616,9 +639,16 @@ async fn a_crowded_channel_grows_and_its_new_subscribers_land_in_the_new_shards(
         live::connect(&newcomer, &connection, &Viewer::Anonymous, world.now())
             .await
             .unwrap();
-        live::subscribe(&newcomer, &connection, &Viewer::Anonymous, std::slice::from_ref(&key), None, world.now())
-            .await
-            .unwrap();
+        live::subscribe(
+            &newcomer,
+            &connection,
+            &Viewer::Anonymous,
+            std::slice::from_ref(&key),
+            None,
+            world.now(),
+        )
+        .await
+        .unwrap();
         joined.push(connection);
     }
     let pusher = Throttling::default();
@@ -645,5 +675,8 @@ async fn a_crowded_channel_grows_and_its_new_subscribers_land_in_the_new_shards(
         .shard_subscribers(&key, 1, world.now())
         .await
         .unwrap();
-    assert!(!in_new_shard.is_empty(), "some newcomers went to the new shard");
+    assert!(
+        !in_new_shard.is_empty(),
+        "some newcomers went to the new shard"
+    );
 }

@@ -64,8 +64,12 @@ impl World {
         }
         let clock = Arc::new(ManualClock::at(T0));
         let gateway = Arc::new(SimulatedGateway::new());
-        let app = App::new(Store::new(client.clone(), table.clone()), clock.clone(), config)
-            .with_payments(gateway.clone());
+        let app = App::new(
+            Store::new(client.clone(), table.clone()),
+            clock.clone(),
+            config,
+        )
+        .with_payments(gateway.clone());
         Self {
             app,
             clock,
