@@ -27,11 +27,22 @@ enum Refused {
     Claims(#[from] bouquet_app::domain::identity::UnusableClaims),
 }
 
-/// Who holds the token, and when it expires (`exp`, epoch seconds: private channels stop there).
-async fn viewer(verifier: &Verifier, token: &str) -> Result<(Viewer, Option<String>), Refused> {
+/// Who holds a token: the viewer, when the token expires (`exp`, epoch seconds: private
+/// channels stop there) and its subject (`sub`: connections are counted per user).
+struct Holder {
+    viewer: Viewer,
+    exp: Option<String>,
+    sub: Option<String>,
+}
+
+async fn holder(verifier: &Verifier, token: &str) -> Result<Holder, Refused> {
     let claims = verifier.verify(token).await?;
     let viewer = Viewer::from_claims(|name| claims.get(name).map(String::as_str))?;
-    Ok((viewer, claims.get("exp").cloned()))
+    Ok(Holder {
+        viewer,
+        exp: claims.get("exp").cloned(),
+        sub: claims.get("sub").cloned(),
+    })
 }
 
 /// The function: the token verifier, built once per container.
@@ -56,10 +67,14 @@ pub async fn handler(
     event: LambdaEvent<ApiGatewayCustomAuthorizerRequestTypeRequest>,
 ) -> Result<ApiGatewayCustomAuthorizerResponse, Error> {
     let request = &event.payload;
-    let (viewer, token_exp) = match request.query_string_parameters.first("token") {
-        None | Some("") => (Viewer::Anonymous, None),
-        Some(token) => match viewer(verifier, token).await {
-            Ok(viewer) => viewer,
+    let Holder { viewer, exp, sub } = match request.query_string_parameters.first("token") {
+        None | Some("") => Holder {
+            viewer: Viewer::Anonymous,
+            exp: None,
+            sub: None,
+        },
+        Some(token) => match holder(verifier, token).await {
+            Ok(holder) => holder,
             Err(refused) => {
                 tracing::info!(%refused, "connection refused");
                 // The exact message API Gateway turns into 401.
@@ -82,6 +97,10 @@ pub async fn handler(
         Viewer::Admin => "admin".to_owned(),
     });
     response.policy_document = policy;
-    response.context = Value::Object(bouquet_app::live::context_of(&viewer, token_exp.as_deref()));
+    response.context = Value::Object(bouquet_app::live::context_of(
+        &viewer,
+        exp.as_deref(),
+        sub.as_deref(),
+    ));
     Ok(response)
 }

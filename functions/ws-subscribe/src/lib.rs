@@ -29,6 +29,13 @@ fn answer(frame: Value) -> ApiGatewayProxyResponse {
     response
 }
 
+/// Past the connection's messages a minute (`MAX_LIVE_MESSAGES_PER_MINUTE`).
+fn too_fast() -> ApiGatewayProxyResponse {
+    answer(
+        json!({ "type": "error", "code": "rate.limited", "detail": LiveError::TooFast.to_string() }),
+    )
+}
+
 fn invalid(detail: &str) -> ApiGatewayProxyResponse {
     answer(json!({ "type": "error", "code": "request.invalid", "detail": detail }))
 }
@@ -51,10 +58,23 @@ pub async fn handler(
         ));
     };
     if context.route_key.as_deref() == Some("unsubscribe") {
-        let channels = live::unsubscribe(app, connection_id, &viewer, &message.channels).await?;
-        return Ok(answer(
-            json!({ "type": "unsubscribed", "channels": channels }),
-        ));
+        return Ok(
+            match live::unsubscribe(
+                app,
+                connection_id,
+                &viewer,
+                &message.channels,
+                app.clock.now(),
+            )
+            .await
+            {
+                Ok(channels) => answer(json!({ "type": "unsubscribed", "channels": channels })),
+                Err(LiveError::TooFast) => too_fast(),
+                Err(LiveError::ConnectionGone) => invalid("the connection is gone"),
+                Err(LiveError::TooManyChannels) => invalid(&LiveError::TooManyChannels.to_string()),
+                Err(LiveError::Store(error)) => return Err(error.into()),
+            },
+        );
     }
     let outcome = match live::subscribe(
         app,
@@ -71,6 +91,7 @@ pub async fn handler(
             return Ok(invalid(&LiveError::TooManyChannels.to_string()))
         }
         Err(LiveError::ConnectionGone) => return Ok(invalid("the connection is gone")),
+        Err(LiveError::TooFast) => return Ok(too_fast()),
         Err(LiveError::Store(error)) => return Err(error.into()),
     };
     let refusals = outcome.refused.iter().map(|(channel, refusal)| async move {

@@ -20,6 +20,7 @@ use bouquet_domain::channels::{self, Channel, EventIds, Refusal, Viewer};
 use bouquet_domain::Timestamp;
 use bouquet_realtime::{PushError, Pusher, QueueError, WorkQueue};
 use bouquet_store::retry::Retry;
+pub use bouquet_store::{Admitted, ConnectionLimit};
 use bouquet_store::{
     StoreError, Subscribed, MAX_CHANNELS_PER_CONNECTION, MAX_SUBSCRIPTION_SHARDS, SHARD_SUBSCRIBERS,
 };
@@ -30,6 +31,8 @@ pub enum LiveError {
     ConnectionGone,
     #[error("at most {MAX_CHANNELS_PER_CONNECTION} channels per connection")]
     TooManyChannels,
+    #[error("too many messages on this connection; wait a minute")]
+    TooFast,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -42,14 +45,53 @@ pub struct Subscription {
     pub refused: Vec<(String, Refusal)>,
 }
 
-/// Stores a connection the authorizer admitted, and who holds it.
+/// The connection counter a new connection takes a slot of: its user's when signed in (the
+/// token's `sub`, which the authorizer passes as `user`), its source IP's when anonymous.
+pub fn limit_for(
+    viewer: &Viewer,
+    user: Option<&str>,
+    source_ip: Option<&str>,
+    config: &crate::Config,
+) -> Option<ConnectionLimit> {
+    match (viewer, user, source_ip) {
+        (Viewer::Anonymous, _, Some(ip)) if !ip.is_empty() => Some(ConnectionLimit {
+            key: format!("ip:{ip}"),
+            cap: config.max_connections_per_ip,
+        }),
+        (Viewer::Anonymous, _, _) => None,
+        (viewer, user, _) => {
+            let user = match (user, viewer) {
+                (Some(user), _) if !user.is_empty() => user.to_owned(),
+                // A context from before `user` was passed: the viewer stands for the user.
+                (_, Viewer::Customer(id)) => id.to_string(),
+                (_, Viewer::Vendor(id)) => format!("vendor:{id}"),
+                _ => "admin".to_owned(),
+            };
+            Some(ConnectionLimit {
+                key: format!("user:{user}"),
+                cap: config.max_connections_per_user,
+            })
+        }
+    }
+}
+
+/// Stores a connection the authorizer admitted, and who holds it, if its holder has a slot
+/// left (`limit`, from [`limit_for`]); `Full` refuses it (HTTP 429 on the upgrade).
 pub async fn connect(
     app: &App,
     connection_id: &str,
     viewer: &Viewer,
+    limit: Option<&ConnectionLimit>,
     now: Timestamp,
-) -> Result<(), StoreError> {
-    app.store.put_connection(connection_id, viewer, now).await
+) -> Result<Admitted, StoreError> {
+    let admitted = app
+        .store
+        .put_connection(connection_id, viewer, limit, now)
+        .await?;
+    if admitted == Admitted::Full {
+        metrics::count(metrics::PUSHES, "refusedConnections", 1);
+    }
+    Ok(admitted)
 }
 
 /// Removes a connection and its subscriptions.
@@ -132,12 +174,20 @@ pub async fn subscribe(
     let mut retry = bouquet_store::retry::Retry::optimistic();
     loop {
         match store
-            .subscribe(connection_id, &granted, &shards, token_expires_at, now)
+            .subscribe(
+                connection_id,
+                &granted,
+                &shards,
+                token_expires_at,
+                app.config.max_live_messages_per_minute,
+                now,
+            )
             .await
         {
             Ok(Subscribed::Done) => return Ok(outcome),
             Ok(Subscribed::Gone) => return Err(LiveError::ConnectionGone),
             Ok(Subscribed::Full) => return Err(LiveError::TooManyChannels),
+            Ok(Subscribed::TooFast) => return Err(LiveError::TooFast),
             Err(StoreError::Contention(_)) if retry.wait().await => continue,
             Err(error) => return Err(error.into()),
         }
@@ -150,14 +200,33 @@ pub async fn unsubscribe(
     connection_id: &str,
     viewer: &Viewer,
     requested: &[String],
+    now: Timestamp,
 ) -> Result<Vec<String>, LiveError> {
-    let store = &app.store;
     let channels: Vec<Channel> = requested
         .iter()
         .filter_map(|name| Channel::request(name, viewer).ok())
         .collect();
-    store.unsubscribe(connection_id, &channels).await?;
-    Ok(channels.iter().map(Channel::name).collect())
+    let mut retry = bouquet_store::retry::Retry::optimistic();
+    loop {
+        match app
+            .store
+            .unsubscribe(
+                connection_id,
+                &channels,
+                app.config.max_live_messages_per_minute,
+                now,
+            )
+            .await
+        {
+            Ok(Subscribed::Done | Subscribed::Full) => {
+                return Ok(channels.iter().map(Channel::name).collect())
+            }
+            Ok(Subscribed::Gone) => return Err(LiveError::ConnectionGone),
+            Ok(Subscribed::TooFast) => return Err(LiveError::TooFast),
+            Err(StoreError::Contention(_)) if retry.wait().await => continue,
+            Err(error) => return Err(error.into()),
+        }
+    }
 }
 
 /// One frame of a unit of fan-out work.
@@ -543,7 +612,11 @@ pub fn token_expiry_of(context: &std::collections::HashMap<String, Value>) -> Op
 
 /// The context the authorizer returns for `viewer` whose token expires at `token_exp` (epoch
 /// seconds; values are strings, as API Gateway requires).
-pub fn context_of(viewer: &Viewer, token_exp: Option<&str>) -> serde_json::Map<String, Value> {
+pub fn context_of(
+    viewer: &Viewer,
+    token_exp: Option<&str>,
+    user: Option<&str>,
+) -> serde_json::Map<String, Value> {
     let mut context = serde_json::Map::new();
     let mut put = |k: &str, v: String| {
         context.insert(k.to_owned(), Value::String(v));
@@ -564,8 +637,14 @@ pub fn context_of(viewer: &Viewer, token_exp: Option<&str>) -> serde_json::Map<S
             put("sub", "admin".into());
         }
     }
-    if let (Some(exp), false) = (token_exp, matches!(viewer, Viewer::Anonymous)) {
-        put("exp", exp.to_owned());
+    if !matches!(viewer, Viewer::Anonymous) {
+        if let Some(exp) = token_exp {
+            put("exp", exp.to_owned());
+        }
+        // The token's subject: signed-in connections are counted per user.
+        if let Some(user) = user {
+            put("user", user.to_owned());
+        }
     }
     context
 }

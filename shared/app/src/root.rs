@@ -21,10 +21,25 @@ pub struct Config {
     /// How many orders one customer may hold bouquets with at once
     /// (`MAX_HOLDS_PER_CUSTOMER`): one customer cannot hold the whole catalogue.
     pub max_holds_per_customer: u32,
+    /// Live connections one source IP may hold without signing in
+    /// (`MAX_CONNECTIONS_PER_IP`).
+    pub max_connections_per_ip: u32,
+    /// Live connections one signed-in user may hold (`MAX_CONNECTIONS_PER_USER`).
+    pub max_connections_per_user: u32,
+    /// Subscribe and unsubscribe messages one connection may send a minute
+    /// (`MAX_LIVE_MESSAGES_PER_MINUTE`).
+    pub max_live_messages_per_minute: u32,
 }
 
 /// The default cap on a customer's holding orders.
 pub const DEFAULT_MAX_HOLDS_PER_CUSTOMER: u32 = 5;
+/// Anonymous live connections per source IP: a household or an office behind one address
+/// fits; one script does not get more.
+pub const DEFAULT_MAX_CONNECTIONS_PER_IP: u32 = 100;
+/// Live connections per signed-in user: a few tabs and devices.
+pub const DEFAULT_MAX_CONNECTIONS_PER_USER: u32 = 10;
+/// Subscribe and unsubscribe messages per connection and minute: a storefront sends a few.
+pub const DEFAULT_MAX_LIVE_MESSAGES_PER_MINUTE: u32 = 60;
 
 impl Default for Config {
     fn default() -> Self {
@@ -32,6 +47,9 @@ impl Default for Config {
             hold: DEFAULT_HOLD,
             offline_after: DEFAULT_OFFLINE_AFTER,
             max_holds_per_customer: DEFAULT_MAX_HOLDS_PER_CUSTOMER,
+            max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
+            max_connections_per_user: DEFAULT_MAX_CONNECTIONS_PER_USER,
+            max_live_messages_per_minute: DEFAULT_MAX_LIVE_MESSAGES_PER_MINUTE,
         }
     }
 }
@@ -63,24 +81,38 @@ fn seconds_from_env(name: &'static str, default: Duration) -> Result<Duration, C
     }
 }
 
+fn count_from_env(name: &'static str, default: u32) -> Result<u32, ConfigError> {
+    match std::env::var(name) {
+        Ok(value) => value
+            .parse()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or(ConfigError::NotACount { name, value }),
+        Err(_) => Ok(default),
+    }
+}
+
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
         Ok(Self {
             hold: seconds_from_env("HOLD_DURATION_SECONDS", DEFAULT_HOLD)?,
             offline_after: seconds_from_env("OFFLINE_AFTER_SECONDS", DEFAULT_OFFLINE_AFTER)?,
-            max_holds_per_customer: match std::env::var("MAX_HOLDS_PER_CUSTOMER") {
-                Ok(value) => {
-                    value
-                        .parse()
-                        .ok()
-                        .filter(|n| *n > 0)
-                        .ok_or(ConfigError::NotACount {
-                            name: "MAX_HOLDS_PER_CUSTOMER",
-                            value,
-                        })?
-                }
-                Err(_) => DEFAULT_MAX_HOLDS_PER_CUSTOMER,
-            },
+            max_holds_per_customer: count_from_env(
+                "MAX_HOLDS_PER_CUSTOMER",
+                DEFAULT_MAX_HOLDS_PER_CUSTOMER,
+            )?,
+            max_connections_per_ip: count_from_env(
+                "MAX_CONNECTIONS_PER_IP",
+                DEFAULT_MAX_CONNECTIONS_PER_IP,
+            )?,
+            max_connections_per_user: count_from_env(
+                "MAX_CONNECTIONS_PER_USER",
+                DEFAULT_MAX_CONNECTIONS_PER_USER,
+            )?,
+            max_live_messages_per_minute: count_from_env(
+                "MAX_LIVE_MESSAGES_PER_MINUTE",
+                DEFAULT_MAX_LIVE_MESSAGES_PER_MINUTE,
+            )?,
         })
     }
 }

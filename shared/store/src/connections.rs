@@ -50,6 +50,27 @@ pub struct LiveConnection {
     pub connected_at: Timestamp,
     /// Channel keys subscribed to, with the shard each subscription sits in.
     pub subscriptions: std::collections::BTreeMap<String, u32>,
+    /// The connection counter it holds a slot of (`ip:{address}`, `user:{sub}`), if any.
+    pub limit_key: Option<String>,
+    /// Its messages: the minute (epoch minutes) being counted, and how many so far.
+    pub message_window: i64,
+    pub messages: u32,
+}
+
+/// Whether a new connection was admitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admitted {
+    Yes,
+    /// The counter it would take a slot of is at its cap.
+    Full,
+}
+
+/// A bound on the connections one holder (a source IP, a user) may hold at once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectionLimit {
+    /// `ip:{address}` or `user:{sub}`.
+    pub key: String,
+    pub cap: u32,
 }
 
 /// What a subscribe came to.
@@ -60,6 +81,8 @@ pub enum Subscribed {
     Gone,
     /// The connection already holds [`MAX_CHANNELS_PER_CONNECTION`] channels.
     Full,
+    /// The connection sent its minute's share of messages.
+    TooFast,
 }
 
 fn connection_key(connection_id: &str) -> HashMap<String, AttributeValue> {
@@ -74,6 +97,15 @@ pub fn initial_shards(channel_key: &str) -> u32 {
     } else {
         1
     }
+}
+
+fn limit_counter_key(limit_key: &str) -> HashMap<String, AttributeValue> {
+    crate::keys::key(format!("LIMIT#{limit_key}"), "CONNECTIONS")
+}
+
+/// The minute `now` falls in (epoch minutes): a connection's messages are counted per minute.
+fn minute_of(now: Timestamp) -> i64 {
+    now.as_epoch_seconds().div_euclid(60)
 }
 
 fn shards_key(channel_key: &str) -> HashMap<String, AttributeValue> {
@@ -139,14 +171,44 @@ fn number(item: &HashMap<String, AttributeValue>, name: &str) -> Option<u64> {
     item.get(name)?.as_n().ok()?.parse().ok()
 }
 
+/// A message counted against its connection's minute.
+struct Counted {
+    window: i64,
+    messages: u32,
+}
+
+/// Counts one more message of `connection` at `now`, or `None` past `max_per_minute`.
+fn count_message(
+    connection: &LiveConnection,
+    max_per_minute: u32,
+    now: Timestamp,
+) -> Option<Counted> {
+    let window = minute_of(now);
+    let messages = if connection.message_window == window {
+        connection.messages + 1
+    } else {
+        1
+    };
+    (messages <= max_per_minute).then_some(Counted { window, messages })
+}
+
 impl Store {
-    /// Stores a new connection (`$connect`).
+    /// Stores a new connection (`$connect`), taking a slot of its holder's counter when it
+    /// has a `limit`: one `TransactWriteItems` (the counter's conditional `ADD`, the
+    /// connection's put). `Full` when the holder is at its cap. The counter's own `expiresAt`
+    /// moves on with each connect, so slots a lost `$disconnect` never gave back are freed
+    /// by TTL at the latest [`CONNECTION_RETENTION`] after the holder's last connect.
     pub async fn put_connection(
         &self,
         connection_id: &str,
         viewer: &Viewer,
+        limit: Option<&ConnectionLimit>,
         now: Timestamp,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Admitted, StoreError> {
+        let expires = now
+            .plus(CONNECTION_RETENTION)
+            .as_epoch_seconds()
+            .to_string();
         let mut item = connection_key(connection_id);
         item.insert("entity".into(), s("connection"));
         item.insert("connectionId".into(), s(connection_id));
@@ -154,27 +216,51 @@ impl Store {
             "connectedAt".into(),
             AttributeValue::N(now.as_millis().to_string()),
         );
-        item.insert(
-            "expiresAt".into(),
-            AttributeValue::N(
-                now.plus(CONNECTION_RETENTION)
-                    .as_epoch_seconds()
-                    .to_string(),
-            ),
-        );
+        item.insert("expiresAt".into(), AttributeValue::N(expires.clone()));
         // Subscribing sets `subscriptions.#channel`: the map must exist.
         item.insert("subscriptions".into(), AttributeValue::M(HashMap::new()));
+        item.insert("messageWindow".into(), AttributeValue::N("0".into()));
+        item.insert("messages".into(), AttributeValue::N("0".into()));
         for (name, value) in viewer_attributes(viewer) {
             item.insert(name.into(), value);
         }
-        self.client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(StoreError::backend)?;
-        Ok(())
+        let mut tx = Tx::new();
+        if let Some(limit) = limit {
+            item.insert("limitKey".into(), s(&limit.key));
+            tx.update(
+                Target::ConnectionLimit,
+                &self.table,
+                limit_counter_key(&limit.key),
+                Expr::new("ADD #open :one SET expiresAt = :expires, entity = :entity")
+                    .n(":one", 1)
+                    .n(":expires", &expires)
+                    .s(":entity", "connectionLimit"),
+                Expr::new("attribute_not_exists(#open) OR #open < :cap")
+                    .name("#open", "open")
+                    .n(":cap", limit.cap),
+            )?;
+        }
+        tx.put(Target::Connection, &self.table, item, None)?;
+        match tx.commit(self).await {
+            Ok(()) => Ok(Admitted::Yes),
+            Err(StoreError::ConditionFailed(conflicts))
+                if conflicts
+                    .iter()
+                    .any(|c| c.target == Target::ConnectionLimit) =>
+            {
+                Ok(Admitted::Full)
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// How many connections the holder `limit_key` holds now.
+    pub async fn open_connections(&self, limit_key: &str) -> Result<u32, StoreError> {
+        Ok(self
+            .get_item(limit_counter_key(limit_key), true)
+            .await?
+            .and_then(|item| number(&item, "open"))
+            .unwrap_or(0) as u32)
     }
 
     pub async fn connection(
@@ -202,6 +288,9 @@ impl Store {
                 .map(|ms| Timestamp::from_millis(ms as i64))
                 .ok_or_else(|| StoreError::Corrupt("connection without connectedAt".into()))?,
             subscriptions,
+            limit_key: item.get("limitKey").and_then(|v| v.as_s().ok()).cloned(),
+            message_window: number(&item, "messageWindow").unwrap_or(0) as i64,
+            messages: number(&item, "messages").unwrap_or(0) as u32,
         }))
     }
 
@@ -280,10 +369,14 @@ impl Store {
         channels: &[Channel],
         shards: &HashMap<String, u32>,
         private_until: Option<Timestamp>,
+        max_per_minute: u32,
         now: Timestamp,
     ) -> Result<Subscribed, StoreError> {
         let Some(connection) = self.connection(connection_id).await? else {
             return Ok(Subscribed::Gone);
+        };
+        let Some(counted) = count_message(&connection, max_per_minute, now) else {
+            return Ok(Subscribed::TooFast);
         };
         if channels.is_empty() {
             return Ok(Subscribed::Done);
@@ -318,20 +411,24 @@ impl Store {
         };
         // Where each channel's subscription goes, recorded on the connection; the condition
         // holds the count of channels, so two subscribes at once cannot pass the cap.
-        let mut update = String::from("SET ");
-        let mut expr = Expr::default();
+        let mut update = String::from("SET messageWindow = :window, messages = :messages");
+        let mut expr = Expr::default()
+            .n(":window", counted.window)
+            .n(":messages", counted.messages);
         for (i, channel) in channels.iter().enumerate() {
-            if i > 0 {
-                update.push_str(", ");
-            }
-            update.push_str(&format!("subscriptions.#c{i} = :s{i}"));
+            update.push_str(&format!(", subscriptions.#c{i} = :s{i}"));
             expr = expr
                 .name(&format!("#c{i}"), &channel.key())
                 .n(&format!(":s{i}"), shard_of(&channel.key()));
         }
         expr.text = update;
-        let condition = Expr::new("attribute_exists(pk) AND size(subscriptions) = :held")
-            .n(":held", connection.subscriptions.len());
+        // Optimistic on what was read: the channels held and the messages counted.
+        let condition = Expr::new(
+            "attribute_exists(pk) AND size(subscriptions) = :held AND messageWindow = :readWindow AND messages = :readMessages",
+        )
+        .n(":held", connection.subscriptions.len())
+        .n(":readWindow", connection.message_window)
+        .n(":readMessages", connection.messages);
         let mut tx = Tx::new();
         tx.update(
             Target::Connection,
@@ -365,31 +462,43 @@ impl Store {
         &self,
         connection_id: &str,
         channels: &[Channel],
-    ) -> Result<(), StoreError> {
+        max_per_minute: u32,
+        now: Timestamp,
+    ) -> Result<Subscribed, StoreError> {
         let Some(connection) = self.connection(connection_id).await? else {
-            return Ok(());
+            return Ok(Subscribed::Gone);
+        };
+        let Some(counted) = count_message(&connection, max_per_minute, now) else {
+            return Ok(Subscribed::TooFast);
         };
         let held: Vec<(String, u32)> = channels
             .iter()
             .filter_map(|c| Some((c.key(), *connection.subscriptions.get(&c.key())?)))
             .collect();
-        if held.is_empty() {
-            return Ok(());
-        }
-        let mut expr = Expr::default();
+        let mut expr = Expr::default()
+            .n(":window", counted.window)
+            .n(":messages", counted.messages);
         let mut removes = Vec::new();
         for (i, (key, _)) in held.iter().enumerate() {
             removes.push(format!("subscriptions.#c{i}"));
             expr = expr.name(&format!("#c{i}"), key);
         }
-        expr.text = format!("REMOVE {}", removes.join(", "));
+        expr.text = "SET messageWindow = :window, messages = :messages".into();
+        if !removes.is_empty() {
+            expr.text
+                .push_str(&format!(" REMOVE {}", removes.join(", ")));
+        }
         let mut tx = Tx::new();
         tx.update(
             Target::Connection,
             &self.table,
             connection_key(connection_id),
             expr,
-            Expr::new("attribute_exists(pk)"),
+            Expr::new(
+                "attribute_exists(pk) AND messageWindow = :readWindow AND messages = :readMessages",
+            )
+            .n(":readWindow", connection.message_window)
+            .n(":readMessages", connection.messages),
         )?;
         for (key, shard) in &held {
             tx.delete(
@@ -400,7 +509,11 @@ impl Store {
             )?;
         }
         match tx.commit(self).await {
-            Ok(()) | Err(StoreError::ConditionFailed(_)) => Ok(()),
+            Ok(()) => Ok(Subscribed::Done),
+            Err(StoreError::ConditionFailed(_)) => match self.connection(connection_id).await? {
+                None => Ok(Subscribed::Gone),
+                Some(_) => Err(StoreError::Contention(vec![Target::Connection])),
+            },
             Err(other) => Err(other),
         }
     }
@@ -411,12 +524,12 @@ impl Store {
         let Some(connection) = self.connection(connection_id).await? else {
             return Ok(());
         };
-        let mut keys: Vec<HashMap<String, AttributeValue>> = connection
+        let keys: Vec<HashMap<String, AttributeValue>> = connection
             .subscriptions
             .iter()
             .map(|(key, shard)| subscription_key(key, *shard, connection_id))
             .collect();
-        keys.push(connection_key(connection_id));
+        // Subscriptions first: should this fail, the connection item still names them.
         for chunk in keys.chunks(25) {
             let mut requests: Vec<WriteRequest> = chunk
                 .iter()
@@ -452,6 +565,50 @@ impl Store {
                     "connection items not deleted; their TTL removes them"
                 );
                 return Err(StoreError::Contention(vec![Target::Connection]));
+            }
+        }
+        // The connection, then its slot: only the removal that deleted the item gives the slot
+        // back, so a `$disconnect` racing a push's 410 releases it once.
+        let deleted = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(connection_key(connection_id)))
+            .condition_expression("attribute_exists(pk)")
+            .send()
+            .await;
+        match deleted {
+            Ok(_) => {}
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                return Ok(())
+            }
+            Err(error) => return Err(StoreError::backend(error)),
+        }
+        if let Some(limit_key) = &connection.limit_key {
+            let released = self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(limit_counter_key(limit_key)))
+                .update_expression("ADD #open :minus")
+                .condition_expression("#open > :zero")
+                .expression_attribute_names("#open", "open")
+                .expression_attribute_values(":minus", AttributeValue::N("-1".into()))
+                .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+                .send()
+                .await;
+            match released {
+                Ok(_) => {}
+                // The counter expired (TTL) or is already at zero: nothing to give back.
+                Err(error)
+                    if error
+                        .as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
+                Err(error) => return Err(StoreError::backend(error)),
             }
         }
         Ok(())

@@ -24,6 +24,8 @@ pub enum Target {
     Event,
     /// A live-update (WebSocket) connection.
     Connection,
+    /// The count of live connections one source IP or user holds.
+    ConnectionLimit,
 }
 
 /// One item whose condition failed, with the item as it was (when it existed). Its typed

@@ -328,7 +328,7 @@ async fn a_vanished_connection_is_removed_on_the_first_410() {
     // was lost): the push finds it gone.
     let now = cloud.app.clock.now();
     store
-        .put_connection("ghost=", &Viewer::Anonymous, now)
+        .put_connection("ghost=", &Viewer::Anonymous, None, now)
         .await
         .unwrap();
     assert_eq!(
@@ -338,6 +338,7 @@ async fn a_vanished_connection_is_removed_on_the_first_410() {
                 &[Channel::Catalogue],
                 &Default::default(),
                 None,
+                60,
                 now
             )
             .await

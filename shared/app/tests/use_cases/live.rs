@@ -9,6 +9,7 @@ use bouquet_app::live::{self, LiveError, PushUnit};
 use bouquet_app::realtime::{PushError, Pusher, QueueError, WorkQueue};
 
 use crate::support::*;
+use bouquet_app::Config;
 
 /// The fan-out queue in memory: what the planner sent, what the workers parked.
 #[derive(Default)]
@@ -105,7 +106,7 @@ impl Pusher for Recorder {
 async fn a_viewer_subscribes_to_what_it_may_read_and_is_refused_the_rest() {
     let world = World::new().await;
     let vendor = world.vendor().await;
-    live::connect(&world.app, "c-1", &Viewer::Anonymous, world.now())
+    live::connect(&world.app, "c-1", &Viewer::Anonymous, None, world.now())
         .await
         .unwrap();
     let requested: Vec<String> = [
@@ -166,9 +167,15 @@ async fn a_broadcast_reaches_each_subscriber_once_and_removes_gone_connections()
         format!("bouquet:{}", bouquet.bouquet_id),
     ];
     for (connection, channels) in [("c-a", &catalogue), ("c-b", &both), ("gone-c", &catalogue)] {
-        live::connect(&world.app, connection, &Viewer::Anonymous, world.now())
-            .await
-            .unwrap();
+        live::connect(
+            &world.app,
+            connection,
+            &Viewer::Anonymous,
+            None,
+            world.now(),
+        )
+        .await
+        .unwrap();
         live::subscribe(
             &world.app,
             connection,
@@ -212,7 +219,7 @@ async fn every_role_connects_subscribes_is_refused_cleanly_and_leaves_nothing_be
     ];
     let others_channel = vec![format!("vendor:{}", theirs.vendor_id)];
     for (connection, viewer) in &viewers {
-        live::connect(&world.app, connection, viewer, world.now())
+        live::connect(&world.app, connection, viewer, None, world.now())
             .await
             .unwrap();
         let channels = ["catalogue".to_owned()];
@@ -263,7 +270,7 @@ async fn every_role_connects_subscribes_is_refused_cleanly_and_leaves_nothing_be
 async fn a_subscription_past_its_expiry_is_never_pushed_to() {
     let world = World::new().await;
     let vendor = world.vendor().await;
-    live::connect(&world.app, "c-old", &Viewer::Anonymous, world.now())
+    live::connect(&world.app, "c-old", &Viewer::Anonymous, None, world.now())
         .await
         .unwrap();
     let catalogue = vec!["catalogue".to_owned()];
@@ -292,7 +299,7 @@ async fn a_private_channel_stops_at_the_tokens_expiry_and_a_public_one_goes_on()
     let world = World::new().await;
     let vendor = world.vendor().await;
     let ana = Viewer::Customer(customer("ana"));
-    live::connect(&world.app, "c-ana", &ana, world.now())
+    live::connect(&world.app, "c-ana", &ana, None, world.now())
         .await
         .unwrap();
     let channels = vec!["orders".to_owned(), "catalogue".to_owned()];
@@ -335,10 +342,20 @@ fn the_authorizers_context_carries_the_tokens_expiry_to_every_message() {
         Viewer::Admin,
     ] {
         let context: HashMap<String, serde_json::Value> =
-            live::context_of(&viewer, Some("1796228271"))
+            live::context_of(&viewer, Some("1796228271"), Some("user-7"))
                 .into_iter()
                 .collect();
         assert_eq!(live::viewer_of(&context), viewer);
+        // Signed in, a connection is counted against its user, wherever it comes from.
+        let user = context["user"].as_str();
+        let limit = live::limit_for(&viewer, user, Some("203.0.113.9"), &Config::default());
+        assert_eq!(
+            limit,
+            Some(live::ConnectionLimit {
+                key: "user:user-7".into(),
+                cap: Config::default().max_connections_per_user
+            })
+        );
         assert_eq!(
             live::token_expiry_of(&context),
             Some(bouquet_app::domain::Timestamp::from_millis(
@@ -347,13 +364,27 @@ fn the_authorizers_context_carries_the_tokens_expiry_to_every_message() {
         );
     }
     let anonymous: HashMap<String, serde_json::Value> =
-        live::context_of(&Viewer::Anonymous, Some("1796228271"))
+        live::context_of(&Viewer::Anonymous, Some("1796228271"), Some("user-7"))
             .into_iter()
             .collect();
     assert_eq!(
         live::token_expiry_of(&anonymous),
         None,
         "no token, no expiry"
+    );
+    assert!(!anonymous.contains_key("user"));
+    assert_eq!(
+        live::limit_for(
+            &Viewer::Anonymous,
+            None,
+            Some("203.0.113.9"),
+            &Config::default()
+        ),
+        Some(live::ConnectionLimit {
+            key: "ip:203.0.113.9".into(),
+            cap: Config::default().max_connections_per_ip
+        }),
+        "anonymous: counted against its source IP"
     );
 }
 
@@ -399,7 +430,7 @@ impl Pusher for Throttling {
 }
 
 async fn watching(world: &World, connection: &str, viewer: &Viewer, channels: &[&str]) {
-    live::connect(&world.app, connection, viewer, world.now())
+    live::connect(&world.app, connection, viewer, None, world.now())
         .await
         .unwrap();
     let channels: Vec<String> = channels.iter().map(|c| c.to_string()).collect();
@@ -636,9 +667,15 @@ async fn a_crowded_channel_grows_and_its_new_subscribers_land_in_the_new_shards(
     let mut joined = Vec::new();
     for i in 0..20 {
         let connection = format!("new-{i}");
-        live::connect(&newcomer, &connection, &Viewer::Anonymous, world.now())
-            .await
-            .unwrap();
+        live::connect(
+            &newcomer,
+            &connection,
+            &Viewer::Anonymous,
+            None,
+            world.now(),
+        )
+        .await
+        .unwrap();
         live::subscribe(
             &newcomer,
             &connection,
@@ -679,4 +716,129 @@ async fn a_crowded_channel_grows_and_its_new_subscribers_land_in_the_new_shards(
         !in_new_shard.is_empty(),
         "some newcomers went to the new shard"
     );
+}
+
+#[tokio::test]
+async fn connections_past_a_holders_cap_are_refused_and_a_disconnect_gives_its_slot_back() {
+    let world = World::new().await;
+    let limit = live::ConnectionLimit {
+        key: "ip:198.51.100.7".into(),
+        cap: 3,
+    };
+    // Eight at once from one address: exactly the cap get in.
+    let admitted = futures::future::join_all((0..8).map(|i| {
+        let (app, limit, now) = (&world.app, &limit, world.now());
+        async move {
+            let connection = format!("c-{i}");
+            let outcome = live::connect(
+                app,
+                &connection,
+                &Viewer::Anonymous,
+                Some(limit),
+                now,
+            )
+            .await
+            .unwrap();
+            (connection, outcome)
+        }
+    }))
+    .await;
+    let inside: Vec<&String> = admitted
+        .iter()
+        .filter(|(_, a)| *a == live::Admitted::Yes)
+        .map(|(c, _)| c)
+        .collect();
+    assert_eq!(inside.len(), 3, "{admitted:?}");
+    let store = &world.app.store;
+    assert_eq!(store.open_connections(&limit.key).await.unwrap(), 3);
+    for (connection, outcome) in &admitted {
+        assert_eq!(
+            store.connection(connection).await.unwrap().is_some(),
+            *outcome == live::Admitted::Yes,
+            "a refused connection leaves nothing behind"
+        );
+    }
+    // Its $disconnect and a push's 410 remove one connection at once: one slot comes back.
+    let leaving = inside[0].clone();
+    let (a, b) = futures::join!(
+        live::disconnect(&world.app, &leaving),
+        live::disconnect(&world.app, &leaving)
+    );
+    a.unwrap();
+    b.unwrap();
+    assert_eq!(store.open_connections(&limit.key).await.unwrap(), 2);
+    assert_eq!(
+        live::connect(
+            &world.app,
+            "c-late",
+            &Viewer::Anonymous,
+            Some(&limit),
+            world.now()
+        )
+        .await
+        .unwrap(),
+        live::Admitted::Yes
+    );
+    assert_eq!(
+        live::connect(
+            &world.app,
+            "c-later",
+            &Viewer::Anonymous,
+            Some(&limit),
+            world.now()
+        )
+        .await
+        .unwrap(),
+        live::Admitted::Full
+    );
+}
+
+#[tokio::test]
+async fn a_connections_messages_past_its_minute_are_refused_until_the_next() {
+    let world = World::with_config(Config {
+        max_live_messages_per_minute: 3,
+        ..Config::default()
+    })
+    .await;
+    live::connect(&world.app, "c-1", &Viewer::Anonymous, None, world.now())
+        .await
+        .unwrap();
+    let catalogue = vec!["catalogue".to_owned()];
+    let subscribe = || {
+        live::subscribe(
+            &world.app,
+            "c-1",
+            &Viewer::Anonymous,
+            &catalogue,
+            None,
+            world.now(),
+        )
+    };
+    subscribe().await.unwrap();
+    live::unsubscribe(
+        &world.app,
+        "c-1",
+        &Viewer::Anonymous,
+        &catalogue,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    subscribe().await.unwrap();
+    assert!(matches!(subscribe().await, Err(LiveError::TooFast)));
+    assert!(matches!(
+        live::unsubscribe(
+            &world.app,
+            "c-1",
+            &Viewer::Anonymous,
+            &catalogue,
+            world.now()
+        )
+        .await,
+        Err(LiveError::TooFast)
+    ));
+    world.advance(std::time::Duration::from_secs(60));
+    subscribe().await.unwrap();
+    let held = world.app.store.connection("c-1").await.unwrap().unwrap();
+    assert_eq!(held.subscriptions.len(), 1, "{held:?}");
 }
