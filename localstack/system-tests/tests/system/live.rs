@@ -718,3 +718,89 @@ async fn a_broadcast_that_fails_keeps_its_event_in_the_failure_queue() {
     );
     assert_eq!(records[0]["requestContext"]["approximateInvokeCount"], 1);
 }
+
+/// One script opening sockets from one address: the cap holds, every connect past it is a
+/// 429 on the upgrade, a signed-in customer still gets in and gets its order's frames, and a
+/// closed socket gives its slot back.
+#[tokio::test]
+async fn five_hundred_anonymous_connects_from_one_ip_hit_the_cap_and_a_customer_still_gets_through()
+{
+    let cloud = TestCloud::new().await;
+    let live = live(&cloud, None).await;
+    let cap = bouquet_app::Config::default().max_connections_per_ip as usize;
+    let attempts: Vec<Result<Client, u16>> = futures::stream::iter(0..500)
+        .map(|_| async {
+            match live.connect(None).await {
+                Ok(client) => Ok(client),
+                Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+                    Err(response.status().as_u16())
+                }
+                Err(other) => panic!("{other}"),
+            }
+        })
+        .buffer_unordered(25)
+        .collect()
+        .await;
+    let mut open: Vec<Client> = Vec::new();
+    let mut refused = BTreeMap::new();
+    for attempt in attempts {
+        match attempt {
+            Ok(client) => open.push(client),
+            Err(status) => *refused.entry(status).or_insert(0) += 1,
+        }
+    }
+    assert_eq!(open.len(), cap);
+    assert_eq!(refused, BTreeMap::from([(429, 500 - cap)]));
+    assert_eq!(live.api.connection_count(), cap);
+    assert_eq!(
+        cloud
+            .app
+            .store
+            .open_connections("ip:127.0.0.1")
+            .await
+            .unwrap(),
+        cap as u32
+    );
+
+    // Signed in, the customer is counted as a user, not as the crowded address.
+    let vendor = cloud.vendor("Bloom").await;
+    let bouquet = cloud.bouquet(&vendor, "12.00").await;
+    let mut buyer = live
+        .connect(Some(&token("customer", "customer-1", None)))
+        .await
+        .expect("a signed-in customer connects");
+    assert_eq!(
+        subscribe(&mut buyer, &["orders"]).await,
+        vec![json!({ "type": "subscribed", "channels": ["orders"] })]
+    );
+    let mut seen = cloud.items_of("event").await.len();
+    cloud.reserve("customer-1", &[&bouquet]).await;
+    live.broadcast_new(&cloud, &mut seen).await;
+    assert_eq!(
+        events(&drain(&mut buyer, QUIET).await),
+        vec![("orders".to_owned(), "OrderReserved".to_owned())]
+    );
+
+    // One socket closes ($disconnect gives the slot back): one more gets in, then the cap
+    // holds again.
+    open.pop().unwrap().close(None).await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while cloud
+        .app
+        .store
+        .open_connections("ip:127.0.0.1")
+        .await
+        .unwrap() as usize
+        >= cap
+    {
+        assert!(std::time::Instant::now() < deadline, "the slot comes back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    open.push(live.connect(None).await.expect("a freed slot"));
+    match live.connect(None).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status(), 429)
+        }
+        other => panic!("past the cap again: {:?}", other.map(|_| ())),
+    }
+}

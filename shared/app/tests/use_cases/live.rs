@@ -730,15 +730,9 @@ async fn connections_past_a_holders_cap_are_refused_and_a_disconnect_gives_its_s
         let (app, limit, now) = (&world.app, &limit, world.now());
         async move {
             let connection = format!("c-{i}");
-            let outcome = live::connect(
-                app,
-                &connection,
-                &Viewer::Anonymous,
-                Some(limit),
-                now,
-            )
-            .await
-            .unwrap();
+            let outcome = live::connect(app, &connection, &Viewer::Anonymous, Some(limit), now)
+                .await
+                .unwrap();
             (connection, outcome)
         }
     }))
