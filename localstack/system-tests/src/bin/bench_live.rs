@@ -10,7 +10,16 @@
 //!   freshness event is handed to `broadcast-events` as the live rule delivers it; the clock
 //!   runs from that hand-off to the frame on each socket.
 //!
-//! Both print p50/p99 per frame and of the last subscriber per event.
+//! - `target/release/bench-live crowd [EVENTS [SUBSCRIBERS]]`: a crowd on `catalogue` (10,000
+//!   unless SUBSCRIBERS says otherwise; 1,000 and 10,000 by default) and one customer on
+//!   `orders`, through the whole chain with the fan-out workers. The customer reserves and
+//!   cancels a bouquet EVENTS times (default 50); each `OrderReserved` and `OrderCancelled`
+//!   goes to the crowd (a unit per catalogue shard, pushed by `push-frames`) and to the
+//!   customer (pushed by the planner). The clock starts when the request's response arrives.
+//!   The crowd's sockets live in a child process (`crowd-clients`): one process may not hold
+//!   10,000 sockets on both ends under this machine's open-file limit.
+//!
+//! All print p50/p99 per frame and of the last subscriber per event.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -47,6 +56,25 @@ async fn main() {
         .with_writer(std::io::stderr)
         .init();
     let mode = std::env::args().nth(1).unwrap_or_else(|| "fanout".into());
+    if mode == "crowd-clients" {
+        return crowd_clients().await;
+    }
+    if mode == "crowd" {
+        let events: usize = std::env::args()
+            .nth(2)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(50);
+        let counts: Vec<usize> = match std::env::args().nth(3).and_then(|n| n.parse().ok()) {
+            Some(count) => vec![count],
+            None => vec![1_000, 10_000],
+        };
+        println!("| crowd on catalogue | events | crowd frames | crowd frame p50 | crowd frame p99 | last of crowd p50 | last of crowd p99 | customer frames | customer p50 | customer p99 | connect + subscribe, all |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|");
+        for subscribers in counts {
+            crowd(subscribers, events).await;
+        }
+        return;
+    }
     let events: usize = std::env::args()
         .nth(2)
         .and_then(|n| n.parse().ok())
@@ -184,4 +212,232 @@ async fn run(mode: &str, subscribers: usize, events: usize) {
         ms(percentile(&last, 0.99)),
         ms(setup),
     );
+}
+
+/// Microseconds since the epoch: the crowd's arrivals are stamped in another process.
+fn wall_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+}
+
+/// The key a frame is measured by: its event and bouquet (public order frames carry no order
+/// id, and the crowd and the customer see the same two keys).
+fn frame_key(frame: &Value) -> Option<String> {
+    let event = &frame["event"];
+    Some(format!(
+        "{}:{}",
+        event["name"].as_str()?,
+        event["data"]["bouquetIds"][0].as_str()?
+    ))
+}
+
+/// The child: `crowd-clients ADDRESS COUNT` connects COUNT anonymous clients on `catalogue`,
+/// prints `ready`, then a line `KEY MICROS` per frame read.
+async fn crowd_clients() {
+    let address: SocketAddr = std::env::args().nth(2).unwrap().parse().unwrap();
+    let count: usize = std::env::args().nth(3).unwrap().parse().unwrap();
+    let (lines, mut out) = tokio::sync::mpsc::unbounded_channel::<String>();
+    futures::stream::iter(0..count)
+        .map(|_| {
+            let lines = lines.clone();
+            async move {
+                let (mut socket, _) = tokio_tungstenite::connect_async(format!("ws://{address}/"))
+                    .await
+                    .expect("connect");
+                socket
+                    .send(Message::text(
+                        json!({"action": "subscribe", "channels": ["catalogue"]}).to_string(),
+                    ))
+                    .await
+                    .unwrap();
+                let _subscribed = socket.next().await;
+                tokio::spawn(async move {
+                    while let Some(Ok(Message::Text(text))) = socket.next().await {
+                        let at = wall_micros();
+                        let frame: Value = serde_json::from_str(&text).unwrap();
+                        if let Some(key) = frame_key(&frame) {
+                            let _ = lines.send(format!("{key} {at}"));
+                        }
+                    }
+                });
+            }
+        })
+        .buffer_unordered(50)
+        .count()
+        .await;
+    drop(lines);
+    use std::io::Write;
+    let stdout = std::io::stdout();
+    writeln!(stdout.lock(), "ready").unwrap();
+    while let Some(line) = out.recv().await {
+        let mut lock = stdout.lock();
+        if writeln!(lock, "{line}").is_err() {
+            return;
+        }
+        let _ = lock.flush();
+    }
+}
+
+type WallArrivals = Arc<Mutex<HashMap<String, Vec<u64>>>>;
+
+/// Waits (up to 20 s) until `count` arrivals of `key`; their wall-clock stamps.
+async fn arrived_at(arrivals: &WallArrivals, key: &str, count: usize) -> Vec<u64> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let complete = arrivals
+            .lock()
+            .unwrap()
+            .get(key)
+            .is_some_and(|a| a.len() >= count);
+        if complete || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_micros(500)).await;
+    }
+    let times = arrivals.lock().unwrap().remove(key).unwrap_or_default();
+    assert_eq!(times.len(), count, "every subscriber got {key} once");
+    times
+}
+
+async fn crowd(subscribers: usize, events: usize) {
+    use tokio::io::AsyncBufReadExt;
+    let mut cloud = TestCloud::new().await;
+    // One machine plays the whole crowd: from one address, so its cap is lifted here.
+    cloud.app.config.max_connections_per_ip = 1_000_000;
+    let live = cloud.live(None).await;
+    live.start_chain(&cloud).await;
+    let vendor = cloud.vendor("Bloom").await;
+    let mut bouquets = Vec::new();
+    for _ in 0..events {
+        bouquets.push(cloud.bouquet(&vendor, "10.00").await);
+    }
+
+    // The crowd, in its own process.
+    let setup = Instant::now();
+    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "crowd-clients",
+            &live.address.to_string(),
+            &subscribers.to_string(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the crowd's process");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("ready"));
+    let setup = setup.elapsed();
+    let crowd: WallArrivals = Arc::default();
+    let reader = {
+        let crowd = crowd.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some((key, at)) = line.split_once(' ') {
+                    crowd
+                        .lock()
+                        .unwrap()
+                        .entry(key.to_owned())
+                        .or_default()
+                        .push(at.parse().unwrap());
+                }
+            }
+        })
+    };
+    // The customer, here.
+    let token = devstack::jwt::mint(
+        &devstack::jwt::secret_from_env(),
+        "customer",
+        "crowd-customer",
+        None,
+        3600,
+    )
+    .unwrap();
+    let (mut socket, _) =
+        tokio_tungstenite::connect_async(format!("ws://{}/?token={token}", live.address))
+            .await
+            .unwrap();
+    socket
+        .send(Message::text(
+            json!({"action": "subscribe", "channels": ["orders"]}).to_string(),
+        ))
+        .await
+        .unwrap();
+    let _subscribed = socket.next().await;
+    let customer: WallArrivals = Arc::default();
+    {
+        let customer = customer.clone();
+        tokio::spawn(async move {
+            while let Some(Ok(Message::Text(text))) = socket.next().await {
+                let at = wall_micros();
+                let frame: Value = serde_json::from_str(&text).unwrap();
+                if let Some(key) = frame_key(&frame) {
+                    customer.lock().unwrap().entry(key).or_default().push(at);
+                }
+            }
+        });
+    }
+    // The listings' own frames are on their way: let them pass.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    crowd.lock().unwrap().clear();
+
+    let (mut crowd_frames, mut crowd_last, mut own) = (Vec::new(), Vec::new(), Vec::new());
+    for bouquet in &bouquets {
+        let response = cloud.reserve("crowd-customer", &[bouquet]).await;
+        let reserved = wall_micros();
+        assert_eq!(response.status, 201, "{}", response.body);
+        let order = response.body["orderId"].as_str().unwrap().to_owned();
+        let key = format!("OrderReserved:{bouquet}");
+        let mine = arrived_at(&customer, &key, 1).await;
+        own.push(Duration::from_micros(mine[0].saturating_sub(reserved)));
+        let mut latencies: Vec<Duration> = arrived_at(&crowd, &key, subscribers)
+            .await
+            .iter()
+            .map(|t| Duration::from_micros(t.saturating_sub(reserved)))
+            .collect();
+        latencies.sort();
+        crowd_last.push(*latencies.last().unwrap());
+        crowd_frames.extend(latencies);
+
+        let response = cloud
+            .call(
+                "cancel-order",
+                ApiRequest::fixture("cancel-order")
+                    .customer("crowd-customer")
+                    .path("orderId", &order),
+            )
+            .await;
+        let cancelled = wall_micros();
+        assert_eq!(response.status, 200, "{}", response.body);
+        let key = format!("OrderCancelled:{bouquet}");
+        let mine = arrived_at(&customer, &key, 1).await;
+        own.push(Duration::from_micros(mine[0].saturating_sub(cancelled)));
+        let mut latencies: Vec<Duration> = arrived_at(&crowd, &key, subscribers)
+            .await
+            .iter()
+            .map(|t| Duration::from_micros(t.saturating_sub(cancelled)))
+            .collect();
+        latencies.sort();
+        crowd_last.push(*latencies.last().unwrap());
+        crowd_frames.extend(latencies);
+    }
+    crowd_frames.sort();
+    crowd_last.sort();
+    own.sort();
+    println!(
+        "| {subscribers} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        crowd_last.len(),
+        crowd_frames.len(),
+        ms(percentile(&crowd_frames, 0.5)),
+        ms(percentile(&crowd_frames, 0.99)),
+        ms(percentile(&crowd_last, 0.5)),
+        ms(percentile(&crowd_last, 0.99)),
+        own.len(),
+        ms(percentile(&own, 0.5)),
+        ms(percentile(&own, 0.99)),
+        ms(setup),
+    );
+    reader.abort();
+    let _ = child.kill().await;
 }
