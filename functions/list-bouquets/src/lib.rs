@@ -25,9 +25,16 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     };
     let page = bouquets::catalogue(&ctx.app, vendor, ctx.cursor(), limit, ctx.now).await?;
     let items: Vec<_> = page.items.iter().map(|b| b.view(ctx.now)).collect();
-    // Shared caches may hold a page briefly; availability is re-checked at reservation.
+    // Shared caches (CloudFront in front of the API) may hold an anonymous page briefly;
+    // availability is re-checked at reservation. A signed-in caller (a vendor managing its
+    // shop) always reads fresh: its answer is never kept.
+    let cache = if ctx.header("authorization").is_some() {
+        "private, no-store"
+    } else {
+        "public, max-age=5"
+    };
     Ok(
         Reply::ok(&json!({ "items": items, "nextCursor": page.next_cursor }))?
-            .header("cache-control", "public, max-age=5"),
+            .header("cache-control", cache),
     )
 }

@@ -4,7 +4,8 @@
 //!   user pool too ([`cognito`]).
 //! - [`apigw`] and [`server`]: API Gateway's HTTP API: routes from the template, the JWT
 //!   authorizer ([`jwt`]), API Gateway v2 payloads, and the real function handlers
-//!   ([`functions`]) behind them.
+//!   ([`functions`]) behind them; [`edge_cache`]: the CloudFront distribution's caching in
+//!   front of it.
 //! - [`streams`] and [`queues`]: the DynamoDB Stream and SQS event-source mappings;
 //!   [`schedules`]: the template's schedules; [`rules`]: EventBridge rules that target a
 //!   function; both invoke asynchronously, retried and then sent to the function's failure
@@ -19,6 +20,7 @@ pub mod bench;
 pub mod bench_vases;
 pub mod cognito;
 pub mod console;
+pub mod edge_cache;
 pub mod error;
 pub mod iot_core;
 pub mod iot_rules;

@@ -281,11 +281,13 @@ async fn main() -> Result<(), DevError> {
                 eprintln!("not built yet: {} (cargo build --bins)", missing.display());
             }
             let pool = devstack::cognito::LocalUserPool::from_names(&names);
+            // CloudFront's caching in front, as the console's distribution has it on AWS.
             let api = LocalApi::from_template(
                 &template,
                 &functions,
                 Arc::new(jwt::verifier(&secret, pool.as_ref())),
-            )?;
+            )?
+            .with_edge_cache(&template);
             let mut demo_vendor = None;
             if !no_seed {
                 let seeded = seed::seed(&api, &secret).await?;

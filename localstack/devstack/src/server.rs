@@ -28,6 +28,8 @@ pub struct LocalApi {
     console: Option<crate::console::Console>,
     verifier: Arc<bouquet_authn::Verifier>,
     invocations: std::sync::atomic::AtomicUsize,
+    /// The distribution's cache in front of the routes, when on.
+    edge: Option<crate::edge_cache::EdgeCache>,
 }
 
 struct Target {
@@ -60,6 +62,7 @@ impl LocalApi {
             console: None,
             verifier,
             invocations: Default::default(),
+            edge: None,
         })
     }
 
@@ -69,8 +72,31 @@ impl LocalApi {
         self
     }
 
-    /// Answers one request as API Gateway would.
+    /// Puts the template's CloudFront caching in front of the routes, as on AWS (the
+    /// console's origin is the same distribution).
+    pub fn with_edge_cache(mut self, template: &Template) -> Self {
+        self.edge = Some(crate::edge_cache::EdgeCache::from_template(template));
+        self
+    }
+
+    /// The edge cache, when on.
+    pub fn edge_cache(&self) -> Option<&crate::edge_cache::EdgeCache> {
+        self.edge.as_ref()
+    }
+
+    /// Answers one request as CloudFront (with the edge cache on) and API Gateway would.
     pub async fn handle(&self, incoming: Incoming) -> (StatusCode, Vec<(String, String)>, Vec<u8>) {
+        match &self.edge {
+            Some(edge) => {
+                let forwarded = edge.forwarded(&incoming);
+                edge.serve(&forwarded, self.route(&forwarded)).await
+            }
+            None => self.route(&incoming).await,
+        }
+    }
+
+    /// Answers one request as API Gateway would.
+    async fn route(&self, incoming: &Incoming) -> (StatusCode, Vec<(String, String)>, Vec<u8>) {
         let Some((pattern, target, params)) =
             apigw::select(&self.routes, &incoming.method, &incoming.path)
         else {
@@ -91,7 +117,7 @@ impl LocalApi {
         };
         let request_id = ulid::Ulid::new().to_string();
         let event = apigw::event(
-            &incoming,
+            incoming,
             pattern,
             &params,
             claims.as_ref(),

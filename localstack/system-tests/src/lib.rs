@@ -278,6 +278,21 @@ impl TestCloud {
         (address, api)
     }
 
+    /// The local API behind the template's CloudFront caching (the dev stack's edge cache), not
+    /// served on a port: call `handle`.
+    pub fn edge_api(&self) -> Arc<devstack::server::LocalApi> {
+        let template = Template::repository().expect("template.yaml");
+        Arc::new(
+            devstack::server::LocalApi::from_template(
+                &template,
+                &self.in_process(self.app.clone()),
+                Arc::new(devstack::jwt::verifier(JWT_SECRET, None)),
+            )
+            .expect("every route has a handler")
+            .with_edge_cache(&template),
+        )
+    }
+
     /// The environment `binary` gets from the template, resolved to this test's resources,
     /// plus the emulator's endpoint and credentials.
     pub fn function_env(&self, binary: &str) -> Vec<(String, String)> {

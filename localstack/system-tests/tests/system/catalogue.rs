@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use serde_json::Value;
 use system_tests::{ApiRequest, TestCloud};
 
 async fn all_pages(cloud: &TestCloud, limit: usize, vendor: Option<&str>) -> (Vec<String>, usize) {
@@ -86,4 +87,73 @@ async fn pages_cover_every_available_bouquet_once_newest_first() {
         .collect();
     assert_eq!(ids, of_v2, "one vendor's catalogue");
     assert_eq!(ids.iter().collect::<BTreeSet<_>>().len(), ids.len());
+}
+
+/// A crowd on the storefront through the template's CloudFront caching (the dev stack's edge
+/// cache): 300 anonymous readers of one catalogue page at once cost the table one page read,
+/// made-up query strings do not get past the cache, and a signed-in vendor always reads fresh.
+#[tokio::test]
+async fn a_crowd_reading_the_catalogue_through_the_edge_costs_one_page_read() {
+    use devstack::apigw::Incoming;
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    for _ in 0..3 {
+        cloud.bouquet(&vendor, "10.00").await;
+    }
+    let api = cloud.edge_api();
+    let get = |query: &str, authorization: Option<String>| Incoming {
+        method: "GET".into(),
+        path: "/v1/bouquets".into(),
+        raw_query: query.into(),
+        headers: authorization
+            .map(|a| vec![("authorization".to_owned(), a)])
+            .unwrap_or_default(),
+        source_ip: "203.0.113.7".into(),
+        ..Incoming::default()
+    };
+    cloud.calls.reset();
+    let answers = futures::future::join_all((0..300).map(|i| {
+        let api = api.clone();
+        // Some add a made-up query string: it is not in the key and not forwarded.
+        let request = get(
+            if i % 3 == 0 {
+                "limit=24&bust=1"
+            } else {
+                "limit=24"
+            },
+            None,
+        );
+        async move { api.handle(request).await }
+    }))
+    .await;
+    let pages: std::collections::BTreeSet<Vec<u8>> =
+        answers.iter().map(|(_, _, body)| body.clone()).collect();
+    assert!(answers.iter().all(|(status, _, _)| status.as_u16() == 200));
+    assert_eq!(pages.len(), 1, "everyone got the same page");
+    let page: Value = serde_json::from_slice(pages.first().unwrap()).unwrap();
+    assert_eq!(page["items"].as_array().unwrap().len(), 3);
+    let edge = api.edge_cache().unwrap();
+    assert_eq!((edge.misses(), edge.hits()), (1, 299));
+    assert_eq!(api.invocations(), 1, "one origin request");
+    assert_eq!(
+        cloud.calls.by_operation(),
+        std::collections::HashMap::from([(
+            "Query".to_owned(),
+            bouquet_app::store::CATALOGUE_SHARDS as usize
+        )]),
+        "one page read: a Query per catalogue shard"
+    );
+    // Another page is another key.
+    api.handle(get("limit=5", None)).await;
+    assert_eq!(api.invocations(), 2);
+    // A signed-in vendor managing its shop reads through, every time, and is never kept.
+    let seller = system_tests::token("vendor", "seller-1", Some(&vendor));
+    for _ in 0..2 {
+        let (status, headers, _) = api.handle(get("limit=24", Some(seller.clone()))).await;
+        assert_eq!(status.as_u16(), 200);
+        assert!(headers
+            .iter()
+            .any(|(k, v)| k == "cache-control" && v == "private, no-store"));
+    }
+    assert_eq!(api.invocations(), 4);
 }
