@@ -68,8 +68,8 @@ async fn main() {
             Some(count) => vec![count],
             None => vec![1_000, 10_000],
         };
-        println!("| crowd on catalogue | events | crowd frames | crowd frame p50 | crowd frame p99 | last of crowd p50 | last of crowd p99 | customer frames | customer p50 | customer p99 | connect + subscribe, all |");
-        println!("|---|---|---|---|---|---|---|---|---|---|---|");
+        println!("| crowd on catalogue | events | crowd frames | crowd frame p50 | crowd frame p99 | last of crowd p50 | last of crowd p99 | customer frames | customer p50 | customer p99 | connect + subscribe, all | catalogue frame bytes |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
         for subscribers in counts {
             crowd(subscribers, events).await;
         }
@@ -234,7 +234,7 @@ fn frame_key(frame: &Value) -> Option<String> {
 }
 
 /// The child: `crowd-clients ADDRESS COUNT` connects COUNT anonymous clients on `catalogue`,
-/// prints `ready`, then a line `KEY MICROS` per frame read.
+/// prints `ready`, then a line `KEY MICROS BYTES` per frame read.
 async fn crowd_clients() {
     let address: SocketAddr = std::env::args().nth(2).unwrap().parse().unwrap();
     let count: usize = std::env::args().nth(3).unwrap().parse().unwrap();
@@ -258,7 +258,7 @@ async fn crowd_clients() {
                         let at = wall_micros();
                         let frame: Value = serde_json::from_str(&text).unwrap();
                         if let Some(key) = frame_key(&frame) {
-                            let _ = lines.send(format!("{key} {at}"));
+                            let _ = lines.send(format!("{key} {at} {}", text.len()));
                         }
                     }
                 });
@@ -330,11 +330,16 @@ async fn crowd(subscribers: usize, events: usize) {
     assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("ready"));
     let setup = setup.elapsed();
     let crowd: WallArrivals = Arc::default();
+    let frame_bytes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let reader = {
-        let crowd = crowd.clone();
+        let (crowd, frame_bytes) = (crowd.clone(), frame_bytes.clone());
         tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
-                if let Some((key, at)) = line.split_once(' ') {
+                let mut fields = line.split(' ');
+                if let (Some(key), Some(at), Some(bytes)) =
+                    (fields.next(), fields.next(), fields.next())
+                {
+                    frame_bytes.store(bytes.parse().unwrap(), std::sync::atomic::Ordering::Relaxed);
                     crowd
                         .lock()
                         .unwrap()
@@ -426,7 +431,7 @@ async fn crowd(subscribers: usize, events: usize) {
     crowd_last.sort();
     own.sort();
     println!(
-        "| {subscribers} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        "| {subscribers} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         crowd_last.len(),
         crowd_frames.len(),
         ms(percentile(&crowd_frames, 0.5)),
@@ -437,6 +442,7 @@ async fn crowd(subscribers: usize, events: usize) {
         ms(percentile(&own, 0.5)),
         ms(percentile(&own, 0.99)),
         ms(setup),
+        frame_bytes.load(std::sync::atomic::Ordering::Relaxed),
     );
     reader.abort();
     let _ = child.kill().await;
