@@ -117,7 +117,10 @@ async fn provision_all(
         "provisioned {} resources for stack {stack}: table {table}",
         names.keys().filter(|k| !k.contains('.')).count()
     );
-    let store = Store::new(aws_sdk_dynamodb::Client::new(&sdk), table);
+    let mut store = Store::new(aws_sdk_dynamodb::Client::new(&sdk), table);
+    if let Some(live) = names.get("LiveTable") {
+        store = store.with_live_table(live.clone());
+    }
     Ok((
         App::new(store, Arc::new(SystemClock), Config::from_env()?),
         names,

@@ -669,7 +669,8 @@ impl TestCloud {
                 .interceptor(recorder.clone())
                 .build(),
         );
-        cloud.app.store = Store::new(client, cloud.table.clone());
+        cloud.app.store =
+            Store::new(client, cloud.table.clone()).with_live_table(cloud.live_table.clone());
         cloud
     }
 }

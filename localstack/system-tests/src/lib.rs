@@ -66,6 +66,8 @@ pub struct TestCloud {
     pub directory: Arc<dyn bouquet_app::directory::UserDirectory>,
     pub client: aws_sdk_dynamodb::Client,
     pub table: String,
+    /// The test's `LiveTable` (connections and subscriptions).
+    pub live_table: String,
     pub calls: CallCounter,
 }
 
@@ -100,12 +102,16 @@ impl TestCloud {
         devstack::provision::create_table(&client, &template, "MarketTable", &table)
             .await
             .expect("the table of template.yaml can be created");
+        let live_table = format!("{table}-live");
+        devstack::provision::create_table(&client, &template, "LiveTable", &live_table)
+            .await
+            .expect("the live table of template.yaml can be created");
         let clock = Arc::new(ManualClock::at(T0));
         // The simulated gateway as deployed: its ledger in this test's table (tests that
         // count charges put an in-memory one in with `with_gateway`).
         let ledger = bouquet_app::payments::TableLedger::new(client.clone(), table.clone());
         let app = App::new(
-            Store::new(client.clone(), table.clone()),
+            Store::new(client.clone(), table.clone()).with_live_table(live_table.clone()),
             clock.clone(),
             config,
         )
@@ -120,6 +126,7 @@ impl TestCloud {
             directory: Arc::new(bouquet_app::directory::MemoryDirectory::default()),
             client,
             table,
+            live_table,
             calls,
         }
     }
@@ -160,6 +167,7 @@ impl TestCloud {
             directory: self.directory.clone(),
             client: self.client.clone(),
             table: self.table.clone(),
+            live_table: self.live_table.clone(),
             calls: self.calls.clone(),
         }
     }
@@ -329,24 +337,27 @@ impl TestCloud {
             .collect()
     }
 
-    /// Every item in the table, sorted by key: for "nothing was written" assertions.
+    /// Every item in the tables (the marketplace's and the live one), sorted by key: for
+    /// "nothing was written" assertions.
     pub async fn items(&self) -> Vec<HashMap<String, AttributeValue>> {
         let mut items = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .set_exclusive_start_key(start)
-                .consistent_read(true)
-                .send()
-                .await
-                .expect("scan");
-            items.extend(page.items.unwrap_or_default());
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                break;
+        for table in [&self.table, &self.live_table] {
+            let mut start = None;
+            loop {
+                let page = self
+                    .client
+                    .scan()
+                    .table_name(table)
+                    .set_exclusive_start_key(start)
+                    .consistent_read(true)
+                    .send()
+                    .await
+                    .expect("scan");
+                items.extend(page.items.unwrap_or_default());
+                start = page.last_evaluated_key;
+                if start.is_none() {
+                    break;
+                }
             }
         }
         let key =

@@ -88,9 +88,11 @@ pub async fn connect(
         .store
         .put_connection(connection_id, viewer, limit, now)
         .await?;
-    if admitted == Admitted::Full {
-        metrics::count(metrics::PUSHES, "refusedConnections", 1);
-    }
+    let outcome = match admitted {
+        Admitted::Yes => "admitted",
+        Admitted::Full => "refused",
+    };
+    metrics::count(metrics::LIVE_CONNECTIONS, outcome, 1);
     Ok(admitted)
 }
 
@@ -382,7 +384,14 @@ pub async fn broadcast(
         };
         push_unit(app, pusher, queue, unit).await
     }));
+    let started = std::time::Instant::now();
     let (queued, private_pushes) = futures::future::try_join(planning, pushing).await?;
+    tracing::debug!(
+        event = name,
+        queued,
+        ms = started.elapsed().as_millis(),
+        "broadcast planned and private channels pushed"
+    );
     let mut report = Broadcast {
         channels: routed.len(),
         queued,
@@ -486,6 +495,7 @@ async fn push_unit(
     unit: PushUnit,
 ) -> Result<Pushes, BroadcastError> {
     let store = &app.store;
+    let reading = std::time::Instant::now();
     let audience = match unit.shard {
         Some(shard) => {
             let audience = store
@@ -504,6 +514,8 @@ async fn push_unit(
         }
         None => unit.connections.clone(),
     };
+    let read_ms = reading.elapsed().as_millis();
+    let pushing = std::time::Instant::now();
     let mut report = Pushes {
         frames: audience.len() * unit.frames.len(),
         ..Pushes::default()
@@ -531,6 +543,14 @@ async fn push_unit(
         .buffer_unordered(CONCURRENT_PUSHES)
         .collect()
         .await;
+    tracing::debug!(
+        channel = %unit.channel,
+        shard = ?unit.shard.map(|s| s.index),
+        audience = audience.len(),
+        read_ms,
+        push_ms = pushing.elapsed().as_millis(),
+        "unit pushed"
+    );
     let mut failed: Vec<Vec<String>> = vec![Vec::new(); frames.len()];
     let mut gone = Vec::new();
     for (index, outcome) in outcomes {

@@ -154,7 +154,12 @@ impl App {
     pub async fn from_sdk(sdk: &bouquet_aws::SdkConfig) -> Result<Self, ConfigError> {
         let table = std::env::var("TABLE_NAME").map_err(|_| ConfigError::Missing("TABLE_NAME"))?;
         let dynamodb = bouquet_aws::client!(aws_sdk_dynamodb, sdk);
-        let store = Store::new(dynamodb.clone(), table.clone());
+        // Live connections in their own table (the template's `LiveTable`, off the outbox
+        // stream); without one configured they share the marketplace table.
+        let store = match std::env::var("LIVE_TABLE_NAME") {
+            Ok(live) => Store::new(dynamodb.clone(), table.clone()).with_live_table(live),
+            Err(_) => Store::new(dynamodb.clone(), table.clone()),
+        };
         let payments = simulated_payments(dynamodb, table)?;
         Ok(Self::new(store, Arc::new(SystemClock), Config::from_env()?).with_payments(payments))
     }

@@ -29,8 +29,11 @@ pub const PAYMENTS: &str = "Payments";
 pub const EVENTS: &str = "Events";
 /// A vase message: `applied`, `rejected` (dead-lettered), `retried`.
 pub const VASE_MESSAGES: &str = "VaseMessages";
-/// A WebSocket push: `sent`, `gone` (the connection was closed and is removed), `failed`.
+/// A WebSocket push: `sent`, `gone` (the connection was closed and is removed), `failed`
+/// (parked), `coalesced` (dropped for a newer frame of its key).
 pub const PUSHES: &str = "Pushes";
+/// A WebSocket connect: `admitted`, `refused` (its IP or user at the cap).
+pub const LIVE_CONNECTIONS: &str = "LiveConnections";
 
 /// Counts `n` of `metric` with `outcome`.
 pub fn count(metric: &'static str, outcome: &'static str, n: u64) {

@@ -16,6 +16,15 @@ impl Store {
         &self,
         keys: Vec<Item>,
     ) -> Result<HashMap<String, Item>, StoreError> {
+        self.batch_get_in(&self.table, keys).await
+    }
+
+    /// The same in `table`.
+    pub(crate) async fn batch_get_in(
+        &self,
+        table: &str,
+        keys: Vec<Item>,
+    ) -> Result<HashMap<String, Item>, StoreError> {
         let mut found = HashMap::new();
         if keys.is_empty() {
             return Ok(found);
@@ -33,14 +42,14 @@ impl Store {
             let output = self
                 .client
                 .batch_get_item()
-                .request_items(&self.table, request)
+                .request_items(table, request)
                 .send()
                 .await
                 .map_err(StoreError::backend)?;
             for item in output
                 .responses
                 .unwrap_or_default()
-                .remove(&self.table)
+                .remove(table)
                 .unwrap_or_default()
             {
                 if let Some(AttributeValue::S(pk)) = item.get("pk") {
@@ -49,7 +58,7 @@ impl Store {
             }
             pending = output
                 .unprocessed_keys
-                .and_then(|mut u| u.remove(&self.table))
+                .and_then(|mut u| u.remove(table))
                 .filter(|k| !k.keys.is_empty());
             if pending.is_some() && !retry.wait().await {
                 break;

@@ -229,7 +229,7 @@ impl Store {
             item.insert("limitKey".into(), s(&limit.key));
             tx.update(
                 Target::ConnectionLimit,
-                &self.table,
+                &self.live_table,
                 limit_counter_key(&limit.key),
                 Expr::new("ADD #open :one SET expiresAt = :expires, entity = :entity")
                     .n(":one", 1)
@@ -240,7 +240,7 @@ impl Store {
                     .n(":cap", limit.cap),
             )?;
         }
-        tx.put(Target::Connection, &self.table, item, None)?;
+        tx.put(Target::Connection, &self.live_table, item, None)?;
         match tx.commit(self).await {
             Ok(()) => Ok(Admitted::Yes),
             Err(StoreError::ConditionFailed(conflicts))
@@ -257,7 +257,7 @@ impl Store {
     /// How many connections the holder `limit_key` holds now.
     pub async fn open_connections(&self, limit_key: &str) -> Result<u32, StoreError> {
         Ok(self
-            .get_item(limit_counter_key(limit_key), true)
+            .get_item_in(&self.live_table, limit_counter_key(limit_key), true)
             .await?
             .and_then(|item| number(&item, "open"))
             .unwrap_or(0) as u32)
@@ -267,7 +267,10 @@ impl Store {
         &self,
         connection_id: &str,
     ) -> Result<Option<LiveConnection>, StoreError> {
-        let Some(item) = self.get_item(connection_key(connection_id), true).await? else {
+        let Some(item) = self
+            .get_item_in(&self.live_table, connection_key(connection_id), true)
+            .await?
+        else {
             return Ok(None);
         };
         let subscriptions = item
@@ -302,7 +305,10 @@ impl Store {
         channel_keys: &[String],
     ) -> Result<HashMap<String, u32>, StoreError> {
         let found = self
-            .batch_get(channel_keys.iter().map(|key| shards_key(key)).collect())
+            .batch_get_in(
+                &self.live_table,
+                channel_keys.iter().map(|key| shards_key(key)).collect(),
+            )
             .await?;
         Ok(channel_keys
             .iter()
@@ -330,7 +336,7 @@ impl Store {
         let result = self
             .client
             .update_item()
-            .table_name(&self.table)
+            .table_name(&self.live_table)
             .set_key(Some(shards_key(channel_key)))
             .update_expression("SET shards = :to, entity = :entity")
             .condition_expression(
@@ -432,7 +438,7 @@ impl Store {
         let mut tx = Tx::new();
         tx.update(
             Target::Connection,
-            &self.table,
+            &self.live_table,
             connection_key(connection_id),
             expr,
             condition,
@@ -444,7 +450,7 @@ impl Store {
             item.insert("connectionId".into(), s(connection_id));
             item.insert("channel".into(), s(key));
             item.insert("expiresAt".into(), AttributeValue::N(expires(channel)));
-            tx.put(Target::Connection, &self.table, item, None)?;
+            tx.put(Target::Connection, &self.live_table, item, None)?;
         }
         match tx.commit(self).await {
             Ok(()) => Ok(Subscribed::Done),
@@ -491,7 +497,7 @@ impl Store {
         let mut tx = Tx::new();
         tx.update(
             Target::Connection,
-            &self.table,
+            &self.live_table,
             connection_key(connection_id),
             expr,
             Expr::new(
@@ -503,7 +509,7 @@ impl Store {
         for (key, shard) in &held {
             tx.delete(
                 Target::Connection,
-                &self.table,
+                &self.live_table,
                 subscription_key(key, *shard, connection_id),
                 Expr::default(),
             )?;
@@ -546,13 +552,13 @@ impl Store {
                 let output = self
                     .client
                     .batch_write_item()
-                    .request_items(&self.table, requests.clone())
+                    .request_items(&self.live_table, requests.clone())
                     .send()
                     .await
                     .map_err(StoreError::backend)?;
                 requests = output
                     .unprocessed_items
-                    .and_then(|mut items| items.remove(&self.table))
+                    .and_then(|mut items| items.remove(&self.live_table))
                     .unwrap_or_default();
                 if requests.is_empty() {
                     break;
@@ -572,7 +578,7 @@ impl Store {
         let deleted = self
             .client
             .delete_item()
-            .table_name(&self.table)
+            .table_name(&self.live_table)
             .set_key(Some(connection_key(connection_id)))
             .condition_expression("attribute_exists(pk)")
             .send()
@@ -592,7 +598,7 @@ impl Store {
             let released = self
                 .client
                 .update_item()
-                .table_name(&self.table)
+                .table_name(&self.live_table)
                 .set_key(Some(limit_counter_key(limit_key)))
                 .update_expression("ADD #open :minus")
                 .condition_expression("#open > :zero")
@@ -649,7 +655,7 @@ impl Store {
             let output = self
                 .client
                 .query()
-                .table_name(&self.table)
+                .table_name(&self.live_table)
                 .key_condition_expression("pk = :pk")
                 .expression_attribute_values(":pk", s(subscription_pk(channel_key, shard)))
                 // Past its `expiresAt` a subscription is over, whenever TTL deletes it (that

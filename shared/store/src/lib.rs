@@ -45,19 +45,32 @@ pub use processed::{Processed, PROCESSED_RETENTION};
 pub use vases::{BouquetScore, ReadingWrite, HEARTBEAT_SHARDS, READING_RETENTION};
 pub use vendors::MemberClaim;
 
-/// The marketplace table. Cheap to clone: the SDK client is reference-counted.
+/// The marketplace table, and the table of live connections. Cheap to clone: the SDK client
+/// is reference-counted.
 #[derive(Clone, Debug)]
 pub struct Store {
     client: Client,
     table: String,
+    /// Live connections, subscriptions, channel shard counts and connection counters: churn,
+    /// not domain state, kept off the marketplace table's stream (the outbox) so that a crowd
+    /// connecting never delays an event. The marketplace table itself unless set.
+    live_table: String,
 }
 
 impl Store {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
+        let table = table.into();
         Self {
             client,
-            table: table.into(),
+            live_table: table.clone(),
+            table,
         }
+    }
+
+    /// Keeps live connections in `live_table` (the template's `LiveTable`).
+    pub fn with_live_table(mut self, live_table: impl Into<String>) -> Self {
+        self.live_table = live_table.into();
+        self
     }
 
     /// One item by key; `consistent` when a conditional write will follow the read.
@@ -66,10 +79,19 @@ impl Store {
         key: items::Item,
         consistent: bool,
     ) -> Result<Option<items::Item>, StoreError> {
+        self.get_item_in(&self.table, key, consistent).await
+    }
+
+    pub(crate) async fn get_item_in(
+        &self,
+        table: &str,
+        key: items::Item,
+        consistent: bool,
+    ) -> Result<Option<items::Item>, StoreError> {
         let output = self
             .client
             .get_item()
-            .table_name(&self.table)
+            .table_name(table)
             .set_key(Some(key))
             .consistent_read(consistent)
             .send()

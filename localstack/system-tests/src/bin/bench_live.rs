@@ -402,6 +402,7 @@ async fn crowd(subscribers: usize, events: usize) {
             .map(|t| Duration::from_micros(t.saturating_sub(reserved)))
             .collect();
         latencies.sort();
+        bouquet_app::tracing::info!(event = %key, customer = ?own.last(), last_of_crowd = ?latencies.last(), "measured");
         crowd_last.push(*latencies.last().unwrap());
         crowd_frames.extend(latencies);
 
@@ -424,6 +425,7 @@ async fn crowd(subscribers: usize, events: usize) {
             .map(|t| Duration::from_micros(t.saturating_sub(cancelled)))
             .collect();
         latencies.sort();
+        bouquet_app::tracing::info!(event = %key, customer = ?own.last(), last_of_crowd = ?latencies.last(), "measured");
         crowd_last.push(*latencies.last().unwrap());
         crowd_frames.extend(latencies);
     }

@@ -198,6 +198,8 @@ async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
         ),
         ("MarketTable", cloud.table.clone()),
         ("MarketTable.Arn", table_arn(&cloud.table)),
+        ("LiveTable", cloud.live_table.clone()),
+        ("LiveTable.Arn", table_arn(&cloud.live_table)),
         ("UserPool", pool.pool.id.clone()),
         (
             "UserPool.Arn",
