@@ -804,3 +804,137 @@ async fn five_hundred_anonymous_connects_from_one_ip_hit_the_cap_and_a_customer_
         other => panic!("past the cap again: {:?}", other.map(|_| ())),
     }
 }
+
+/// DynamoDB round trips of each live operation, counted by the SDK interceptor (the figures
+/// docs/capacity.md uses).
+#[tokio::test]
+async fn live_round_trips() {
+    use bouquet_app::live;
+    use std::collections::HashMap;
+    let cloud = TestCloud::new().await;
+    let queues = cloud.fanout_queues().await;
+    let app = &cloud.app;
+    let now = app.clock.now();
+    let calls = |expected: &[(&str, usize)]| -> HashMap<String, usize> {
+        expected.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    };
+    let limit = live::ConnectionLimit {
+        key: "ip:192.0.2.1".into(),
+        cap: 10,
+    };
+    let buyer = Viewer::Customer(bouquet_app::domain::CustomerId::parse("buyer").unwrap());
+
+    cloud.calls.reset();
+    live::connect(app, "c-1", &buyer, Some(&limit), now)
+        .await
+        .unwrap();
+    assert_eq!(
+        cloud.calls.by_operation(),
+        calls(&[("TransactWriteItems", 1)]),
+        "connect"
+    );
+
+    cloud.calls.reset();
+    let channels = vec!["catalogue".to_owned(), "orders".to_owned()];
+    live::subscribe(app, "c-1", &buyer, &channels, None, now)
+        .await
+        .unwrap();
+    assert_eq!(
+        cloud.calls.by_operation(),
+        calls(&[
+            ("GetItem", 1),
+            ("BatchGetItem", 1),
+            ("TransactWriteItems", 1)
+        ]),
+        "subscribe (a container's first: it reads the shard counts)"
+    );
+    live::connect(app, "c-2", &buyer, Some(&limit), now)
+        .await
+        .unwrap();
+    cloud.calls.reset();
+    live::subscribe(app, "c-2", &buyer, &channels, None, now)
+        .await
+        .unwrap();
+    assert_eq!(
+        cloud.calls.by_operation(),
+        calls(&[("GetItem", 1), ("TransactWriteItems", 1)]),
+        "subscribe (counts cached)"
+    );
+
+    // An order event: the customer's channel pushed at once (its count and its one shard),
+    // the public ones planned (their counts, then the units in batches of ten).
+    let vendor = cloud.vendor("Bloom").await;
+    let bouquet = cloud.bouquet(&vendor, "10.00").await;
+    let detail = json!({ "eventId": "e-1", "data": { "customerId": "buyer", "vendorId": vendor, "bouquetIds": [bouquet] } });
+    cloud.calls.reset();
+    let pusher = Recorder::default();
+    let report = live::broadcast(
+        app,
+        &pusher,
+        queues.work_queue().as_ref(),
+        "OrderPaid",
+        &detail,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        report.queued,
+        bouquet_app::store::CATALOGUE_SUBSCRIPTION_SHARDS as usize + 1
+    );
+    assert_eq!(
+        cloud.calls.by_operation(),
+        calls(&[("BatchGetItem", 3), ("Query", 2)]),
+        "plan: public counts once; per private channel (orders, vendor) its count and its shard"
+    );
+    assert_eq!(pusher.sent(), 2, "the buyer's two connections on orders");
+
+    // One unit: one Query of its shard, then the pushes.
+    let unit = bouquet_app::live::PushUnit {
+        channel: "catalogue".into(),
+        shard: Some(bouquet_app::live::ShardRef {
+            index: 0,
+            of: bouquet_app::store::CATALOGUE_SUBSCRIPTION_SHARDS,
+        }),
+        connections: vec![],
+        frames: vec![],
+    };
+    cloud.calls.reset();
+    live::fan_out(
+        app,
+        &pusher,
+        queues.work_queue().as_ref(),
+        vec![("m".into(), unit)],
+    )
+    .await;
+    assert_eq!(cloud.calls.by_operation(), calls(&[("Query", 1)]), "a unit");
+
+    cloud.calls.reset();
+    live::disconnect(app, "c-1").await.unwrap();
+    assert_eq!(
+        cloud.calls.by_operation(),
+        calls(&[
+            ("GetItem", 1),
+            ("BatchWriteItem", 1),
+            ("DeleteItem", 1),
+            ("UpdateItem", 1)
+        ]),
+        "disconnect (subscriptions, the connection, its slot)"
+    );
+}
+
+/// Counts what it is asked to push; every push succeeds.
+#[derive(Default)]
+struct Recorder(AtomicUsize);
+
+impl Recorder {
+    fn sent(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl Pusher for Recorder {
+    fn post<'a>(&'a self, _: &'a str, _: &'a [u8]) -> BoxFuture<'a, Result<(), PushError>> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { Ok(()) })
+    }
+}
