@@ -229,7 +229,7 @@ check_arrows() {
     log "!!! the function crates above depend on bouquet-store or bouquet-iot directly"
     failed=1
   fi
-  if grep -rnE '\bstore\b|bouquet_store|bouquet_iot' "$REPO_DIR"/functions/*/src --include=*.rs | grep -vE '^[^:]+:[0-9]+:\s*//'; then
+  if grep -rnE '(\.|::|[{,] *)store\b|\bstore::|bouquet_store|bouquet_iot' "$REPO_DIR"/functions/*/src --include=*.rs | grep -vE '^[^:]+:[0-9]+:\s*//'; then
     log "!!! the lines above reach the store or IoT Core from a function crate: call a use case of shared/app"
     failed=1
   fi

@@ -124,17 +124,14 @@ impl TestCloud {
         let sqs = aws_sdk_sqs::Client::new(&sdk);
         let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
         let mut names = Names::new();
-        for queue in ["FanoutDeadLetterQueue", "FanoutQueue"] {
-            provision::create_queue(
-                &sqs,
-                &template,
-                queue,
-                &provision::local_name(&stack, queue),
-                &mut names,
-            )
-            .await
-            .unwrap();
-        }
+        create_queues(
+            &sqs,
+            &template,
+            &stack,
+            &["FanoutDeadLetterQueue", "FanoutQueue"],
+            &mut names,
+        )
+        .await;
         let url = |logical: &str| {
             provision::resolve(&template, &serde_json::json!({ "Ref": logical }), &names)
         };
@@ -171,21 +168,18 @@ impl LocalLive {
         )
         .await
         .unwrap();
-        for queue in [
-            "OutboxFailureQueue",
-            "OutboxDeadLetterQueue",
-            "LiveFailureQueue",
-        ] {
-            provision::create_queue(
-                &sqs,
-                &template,
-                queue,
-                &provision::local_name(&stack, queue),
-                &mut names,
-            )
-            .await
-            .unwrap();
-        }
+        create_queues(
+            &sqs,
+            &template,
+            &stack,
+            &[
+                "OutboxFailureQueue",
+                "OutboxDeadLetterQueue",
+                "LiveFailureQueue",
+            ],
+            &mut names,
+        )
+        .await;
         // The publisher behind the template's stream mapping.
         let (function, stream_event) = template
             .events_of_type("DynamoDB")
@@ -251,5 +245,26 @@ impl LocalLive {
                 let _ = target.poll(1).await;
             }
         });
+    }
+}
+
+/// The template's queues `logical_ids` (dead-letter queues first), named for `stack`.
+async fn create_queues(
+    sqs: &aws_sdk_sqs::Client,
+    template: &Template,
+    stack: &str,
+    logical_ids: &[&str],
+    names: &mut Names,
+) {
+    for queue in logical_ids {
+        provision::create_queue(
+            sqs,
+            template,
+            queue,
+            &provision::local_name(stack, queue),
+            names,
+        )
+        .await
+        .unwrap();
     }
 }

@@ -378,12 +378,11 @@ impl Store {
         max_per_minute: u32,
         now: Timestamp,
     ) -> Result<Subscribed, StoreError> {
-        let Some(connection) = self.connection(connection_id).await? else {
-            return Ok(Subscribed::Gone);
-        };
-        let Some(counted) = count_message(&connection, max_per_minute, now) else {
-            return Ok(Subscribed::TooFast);
-        };
+        let (connection, counted) =
+            match self.message_on(connection_id, max_per_minute, now).await? {
+                Ok(read) => read,
+                Err(outcome) => return Ok(outcome),
+            };
         if channels.is_empty() {
             return Ok(Subscribed::Done);
         }
@@ -452,15 +451,7 @@ impl Store {
             item.insert("expiresAt".into(), AttributeValue::N(expires(channel)));
             tx.put(Target::Connection, &self.live_table, item, None)?;
         }
-        match tx.commit(self).await {
-            Ok(()) => Ok(Subscribed::Done),
-            // Gone, or another subscribe changed the connection in between: read it again.
-            Err(StoreError::ConditionFailed(_)) => match self.connection(connection_id).await? {
-                None => Ok(Subscribed::Gone),
-                Some(_) => Err(StoreError::Contention(vec![Target::Connection])),
-            },
-            Err(other) => Err(other),
-        }
+        self.commit_on_connection(tx, connection_id).await
     }
 
     /// Unsubscribes from `channels` (a channel not subscribed to is no error).
@@ -471,12 +462,11 @@ impl Store {
         max_per_minute: u32,
         now: Timestamp,
     ) -> Result<Subscribed, StoreError> {
-        let Some(connection) = self.connection(connection_id).await? else {
-            return Ok(Subscribed::Gone);
-        };
-        let Some(counted) = count_message(&connection, max_per_minute, now) else {
-            return Ok(Subscribed::TooFast);
-        };
+        let (connection, counted) =
+            match self.message_on(connection_id, max_per_minute, now).await? {
+                Ok(read) => read,
+                Err(outcome) => return Ok(outcome),
+            };
         let held: Vec<(String, u32)> = channels
             .iter()
             .filter_map(|c| Some((c.key(), *connection.subscriptions.get(&c.key())?)))
@@ -514,6 +504,34 @@ impl Store {
                 Expr::default(),
             )?;
         }
+        self.commit_on_connection(tx, connection_id).await
+    }
+
+    /// The connection and the count of one more message on it, or what to answer instead
+    /// (`Gone`, `TooFast`).
+    async fn message_on(
+        &self,
+        connection_id: &str,
+        max_per_minute: u32,
+        now: Timestamp,
+    ) -> Result<Result<(LiveConnection, Counted), Subscribed>, StoreError> {
+        let Some(connection) = self.connection(connection_id).await? else {
+            return Ok(Err(Subscribed::Gone));
+        };
+        Ok(match count_message(&connection, max_per_minute, now) {
+            Some(counted) => Ok((connection, counted)),
+            None => Err(Subscribed::TooFast),
+        })
+    }
+
+    /// Commits a change conditional on the connection as it was read: if the condition
+    /// failed, the connection is gone, or another message changed it in between (the caller
+    /// reads it again).
+    async fn commit_on_connection(
+        &self,
+        tx: Tx,
+        connection_id: &str,
+    ) -> Result<Subscribed, StoreError> {
         match tx.commit(self).await {
             Ok(()) => Ok(Subscribed::Done),
             Err(StoreError::ConditionFailed(_)) => match self.connection(connection_id).await? {

@@ -91,14 +91,15 @@ async fn main() {
 }
 
 /// Connects `count` anonymous clients subscribed to `channel` (at most 50 handshakes at
-/// once); each records when it reads a frame, keyed by the frame's event version.
-async fn clients(address: SocketAddr, channel: &str, count: usize) -> (Arrivals, Duration) {
-    let arrivals: Arrivals = Arc::default();
-    let started = Instant::now();
+/// once); each calls `read` with every frame it reads and its text. Returns when all are
+/// subscribed.
+async fn subscribed_clients<F>(address: SocketAddr, channel: &str, count: usize, read: F)
+where
+    F: Fn(&Value, &str) + Clone + Send + 'static,
+{
     futures::stream::iter(0..count)
         .map(|_| {
-            let arrivals = arrivals.clone();
-            let channel = channel.to_owned();
+            let (read, channel) = (read.clone(), channel.to_owned());
             async move {
                 let (mut socket, _) = tokio_tungstenite::connect_async(format!("ws://{address}/"))
                     .await
@@ -113,10 +114,8 @@ async fn clients(address: SocketAddr, channel: &str, count: usize) -> (Arrivals,
                 let _subscribed = socket.next().await;
                 tokio::spawn(async move {
                     while let Some(Ok(Message::Text(text))) = socket.next().await {
-                        let at = Instant::now();
                         let frame: Value = serde_json::from_str(&text).unwrap();
-                        let key = format!("v{}", frame["event"]["aggregateVersion"]);
-                        arrivals.lock().unwrap().entry(key).or_default().push(at);
+                        read(&frame, &text);
                     }
                 });
             }
@@ -124,6 +123,19 @@ async fn clients(address: SocketAddr, channel: &str, count: usize) -> (Arrivals,
         .buffer_unordered(50)
         .count()
         .await;
+}
+
+/// Clients on `channel` recording when they read a frame, keyed by the frame's event version.
+async fn clients(address: SocketAddr, channel: &str, count: usize) -> (Arrivals, Duration) {
+    let arrivals: Arrivals = Arc::default();
+    let started = Instant::now();
+    let recorded = arrivals.clone();
+    subscribed_clients(address, channel, count, move |frame, _| {
+        let at = Instant::now();
+        let key = format!("v{}", frame["event"]["aggregateVersion"]);
+        recorded.lock().unwrap().entry(key).or_default().push(at);
+    })
+    .await;
     (arrivals, started.elapsed())
 }
 
@@ -239,34 +251,14 @@ async fn crowd_clients() {
     let address: SocketAddr = std::env::args().nth(2).unwrap().parse().unwrap();
     let count: usize = std::env::args().nth(3).unwrap().parse().unwrap();
     let (lines, mut out) = tokio::sync::mpsc::unbounded_channel::<String>();
-    futures::stream::iter(0..count)
-        .map(|_| {
-            let lines = lines.clone();
-            async move {
-                let (mut socket, _) = tokio_tungstenite::connect_async(format!("ws://{address}/"))
-                    .await
-                    .expect("connect");
-                socket
-                    .send(Message::text(
-                        json!({"action": "subscribe", "channels": ["catalogue"]}).to_string(),
-                    ))
-                    .await
-                    .unwrap();
-                let _subscribed = socket.next().await;
-                tokio::spawn(async move {
-                    while let Some(Ok(Message::Text(text))) = socket.next().await {
-                        let at = wall_micros();
-                        let frame: Value = serde_json::from_str(&text).unwrap();
-                        if let Some(key) = frame_key(&frame) {
-                            let _ = lines.send(format!("{key} {at} {}", text.len()));
-                        }
-                    }
-                });
-            }
-        })
-        .buffer_unordered(50)
-        .count()
-        .await;
+    let sender = lines.clone();
+    subscribed_clients(address, "catalogue", count, move |frame, text| {
+        let at = wall_micros();
+        if let Some(key) = frame_key(frame) {
+            let _ = sender.send(format!("{key} {at} {}", text.len()));
+        }
+    })
+    .await;
     drop(lines);
     use std::io::Write;
     let stdout = std::io::stdout();
