@@ -336,3 +336,82 @@ fn every_function_builds_through_the_makefile_under_its_crates_name() {
     let makefile = std::fs::read_to_string(repository_root().join("Makefile")).unwrap();
     assert!(makefile.contains("build-%Function:"), "{makefile}");
 }
+
+/// The live half's resources: connections in their own table off the outbox stream; the
+/// fan-out queue's failures land on a dead-letter queue that alarms, and the worker is the one
+/// consumer; the catalogue's cache behavior comes before the uncached `/v1/*`.
+#[test]
+fn the_live_fan_out_and_the_catalogue_cache_are_wired_as_designed() {
+    let template = Template::repository().expect("template.yaml parses");
+    let resource = |id: &str| {
+        template
+            .resource(id)
+            .unwrap_or_else(|| panic!("{id}"))
+            .clone()
+    };
+    let live = resource("LiveTable");
+    assert!(
+        live["Properties"]["StreamSpecification"].is_null(),
+        "no stream on LiveTable"
+    );
+    assert_eq!(
+        live["Properties"]["TimeToLiveSpecification"]["AttributeName"],
+        "expiresAt"
+    );
+    assert!(!resource("MarketTable")["Properties"]["StreamSpecification"].is_null());
+    let worker = template
+        .functions()
+        .unwrap()
+        .into_iter()
+        .find(|f| f.binary == "push-frames")
+        .unwrap();
+    let env: std::collections::HashMap<String, String> = template
+        .environment(&worker, &|v: &serde_json::Value| v.to_string())
+        .into_iter()
+        .collect();
+    assert_eq!(env["LIVE_TABLE_NAME"], r#"{"Ref":"LiveTable"}"#);
+
+    let queue = resource("FanoutQueue");
+    assert_eq!(
+        queue["Properties"]["RedrivePolicy"]["deadLetterTargetArn"],
+        serde_json::json!({ "Fn::GetAtt": ["FanoutDeadLetterQueue", "Arn"] })
+    );
+    let alarm = resource("FanoutDeadLetterAlarm");
+    assert_eq!(
+        alarm["Properties"]["Dimensions"][0]["Value"],
+        serde_json::json!({ "Fn::GetAtt": ["FanoutDeadLetterQueue", "QueueName"] })
+    );
+    let consumers: Vec<String> = template
+        .events_of_type("SQS")
+        .unwrap()
+        .into_iter()
+        .filter(|(_, e)| {
+            e["Properties"]["Queue"] == serde_json::json!({ "Fn::GetAtt": ["FanoutQueue", "Arn"] })
+        })
+        .map(|(f, e)| {
+            assert_eq!(
+                e["Properties"]["FunctionResponseTypes"][0],
+                "ReportBatchItemFailures"
+            );
+            f.binary
+        })
+        .collect();
+    assert_eq!(consumers, vec!["push-frames".to_owned()]);
+
+    let behaviors = resource("WebDistribution")["Properties"]["DistributionConfig"]
+        ["CacheBehaviors"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let position = |pattern: &str| {
+        behaviors
+            .iter()
+            .position(|b| b["PathPattern"] == pattern)
+            .unwrap_or_else(|| panic!("{pattern}"))
+    };
+    assert!(position("/v1/bouquets") < position("/v1/*"));
+    assert_eq!(
+        behaviors[position("/v1/bouquets")]["CachePolicyId"],
+        serde_json::json!({ "Ref": "CatalogueCachePolicy" })
+    );
+}
