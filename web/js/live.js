@@ -108,12 +108,17 @@ class Live {
       console.warn("live update refused", frame);
       return;
     }
-    if (frame.type !== "event") return;
-    const key = `${frame.channel}/${frame.event.eventId}`;
+    // A crowded channel sends a digest: the window's events in one frame, in order.
+    const events = frame.type === "event" ? [frame.event] : frame.type === "events" ? frame.events : [];
+    for (const event of events) this.deliver(frame.channel, event);
+  }
+
+  deliver(channel, event) {
+    const key = `${channel}/${event.eventId}`;
     if (this.seen.has(key)) return;
     this.seen.add(key);
     if (this.seen.size > 2000) this.seen = new Set([...this.seen].slice(-1000));
-    for (const handler of this.handlers.get(frame.channel) ?? []) handler(frame.event, frame.channel);
+    for (const handler of this.handlers.get(channel) ?? []) handler(event, channel);
   }
 
   state(connected) {

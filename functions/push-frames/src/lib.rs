@@ -1,7 +1,8 @@
 //! The fan-out worker: consumes the fan-out queue that `broadcast-events` fills. Each message
-//! is a unit of work ([`bouquet_app::live::PushUnit`]): frames for one shard of a public
-//! channel, or for listed connections (a parked failure, redriven). The batch goes to
-//! [`bouquet_app::live::fan_out`], which reads each audience once, coalesces, and pushes.
+//! is work ([`bouquet_app::live::Work`]): a unit (frames for one shard of a public channel, or
+//! for listed connections: a parked failure, redriven), or a crowded channel's digest window
+//! to close. The batch goes to [`bouquet_app::live::fan_out`], which reads each audience once,
+//! coalesces, and pushes.
 //!
 //! The answer is `ReportBatchItemFailures`: a unit whose audience could not be read goes back
 //! to the queue (the queue's redrive moves it to the dead-letter queue after
@@ -11,7 +12,7 @@
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Error, LambdaEvent};
 
-use bouquet_app::live::{self, LivePorts, PushUnit};
+use bouquet_app::live::{self, LivePorts, Work};
 use bouquet_app::App;
 
 pub async fn handler(
@@ -24,7 +25,7 @@ pub async fn handler(
     for record in event.payload.records {
         let id = record.message_id.unwrap_or_default();
         let body = record.body.unwrap_or_default();
-        match serde_json::from_str::<PushUnit>(&body) {
+        match serde_json::from_str::<Work>(&body) {
             Ok(unit) => units.push((id, unit)),
             Err(error) => {
                 tracing::warn!(message_id = %id, %error, "not a unit of fan-out work; parked");

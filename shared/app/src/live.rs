@@ -22,7 +22,8 @@ use bouquet_realtime::{PushError, Pusher, QueueError, WorkQueue};
 use bouquet_store::retry::Retry;
 pub use bouquet_store::{Admitted, ConnectionLimit};
 use bouquet_store::{
-    StoreError, Subscribed, MAX_CHANNELS_PER_CONNECTION, MAX_SUBSCRIPTION_SHARDS, SHARD_SUBSCRIBERS,
+    Digested, StoreError, Subscribed, DIGEST_FROM_SHARDS, MAX_CHANNELS_PER_CONNECTION,
+    MAX_SUBSCRIPTION_SHARDS, SHARD_SUBSCRIBERS,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -274,6 +275,28 @@ impl PushUnit {
     }
 }
 
+/// Closes a crowded channel's digest window: its frames go out as one frame per connection
+/// (`{"type":"events",...}`), a unit per shard.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DigestFlush {
+    /// The channel's key (public channels only: key and name are the same).
+    pub digest: String,
+    pub window: i64,
+}
+
+/// A message on the fan-out queue.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Work {
+    Flush(DigestFlush),
+    Push(PushUnit),
+}
+
+/// How long a crowded channel's digest window lasts: a watcher of such a channel gets at most
+/// one frame per window (docs/capacity.md).
+pub const DIGEST_WINDOW: Duration = Duration::from_secs(5);
+
 /// Counts of one broadcast (the planner's share of an event).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -281,6 +304,8 @@ pub struct Broadcast {
     pub channels: usize,
     /// Units of work queued for the public channels' shards.
     pub queued: usize,
+    /// Crowded channels whose frame went into their digest window instead.
+    pub digested: usize,
     /// The private channels' frames, pushed at once: counts as in [`Pushes`].
     #[serde(flatten)]
     pub private: Pushes,
@@ -351,7 +376,10 @@ pub async fn broadcast(
         let keys: Vec<String> = public.iter().map(|c| c.key()).collect();
         // Read fresh: a count grown a moment ago has subscribers in its new shards.
         let counts = store.subscription_shards(&keys).await?;
-        let units: Vec<String> = public
+        let (crowded, frame_by_frame): (Vec<&&Channel>, Vec<&&Channel>) = public
+            .iter()
+            .partition(|c| counts.get(&c.key()).copied().unwrap_or(1) >= DIGEST_FROM_SHARDS);
+        let units: Vec<String> = frame_by_frame
             .iter()
             .flat_map(|channel| {
                 let key = channel.key();
@@ -369,7 +397,10 @@ pub async fn broadcast(
             })
             .collect();
         queue.send(&units).await?;
-        Ok::<usize, BroadcastError>(units.len())
+        for channel in &crowded {
+            digest(app, queue, channel, &unit_frame(channel), detail, now).await?;
+        }
+        Ok::<(usize, usize), BroadcastError>((units.len(), crowded.len()))
     };
     let pushing = futures::future::try_join_all(private.iter().map(|channel| async move {
         let audience = store
@@ -385,7 +416,7 @@ pub async fn broadcast(
         push_unit(app, pusher, queue, unit).await
     }));
     let started = std::time::Instant::now();
-    let (queued, private_pushes) = futures::future::try_join(planning, pushing).await?;
+    let ((queued, digested), private_pushes) = futures::future::try_join(planning, pushing).await?;
     tracing::debug!(
         event = name,
         queued,
@@ -395,6 +426,7 @@ pub async fn broadcast(
     let mut report = Broadcast {
         channels: routed.len(),
         queued,
+        digested,
         ..Broadcast::default()
     };
     for pushes in &private_pushes {
@@ -404,6 +436,94 @@ pub async fn broadcast(
     Ok(report)
 }
 
+/// Puts `frame` into the current digest window of a crowded `channel`; the window's first
+/// frame schedules its flush for the window's end. A window already being flushed sends the
+/// frame to the next one, so nothing falls between two windows.
+async fn digest(
+    app: &App,
+    queue: &dyn WorkQueue,
+    channel: &Channel,
+    frame: &UnitFrame,
+    detail: &Value,
+    now: Timestamp,
+) -> Result<(), BroadcastError> {
+    let key = channel.key();
+    let window_ms = DIGEST_WINDOW.as_millis() as i64;
+    let entry = frame
+        .coalesce
+        .clone()
+        .or_else(|| detail["eventId"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let text = frame.frame.to_string();
+    let mut window = now.as_millis().div_euclid(window_ms);
+    loop {
+        let kept_until = now.plus(Duration::from_secs(3600));
+        match app
+            .store
+            .add_to_digest(&key, window, &entry, &text, frame.version, kept_until)
+            .await?
+        {
+            Digested::Added => return Ok(()),
+            Digested::Flushed => window += 1,
+            Digested::First => {
+                let closes = Timestamp::from_millis((window + 1) * window_ms);
+                let wait_ms = (closes.as_millis() - now.as_millis()).max(0) as u64;
+                // SQS delays in whole seconds: round up, never early.
+                let delay = Duration::from_secs(wait_ms.div_ceil(1000));
+                let flush = Work::Flush(DigestFlush {
+                    digest: key.clone(),
+                    window,
+                });
+                queue
+                    .send_later(&serde_json::to_string(&flush).unwrap_or_default(), delay)
+                    .await?;
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Closes a digest window and queues its one frame for every shard of the channel.
+async fn flush(
+    app: &App,
+    queue: &dyn WorkQueue,
+    flush: &DigestFlush,
+) -> Result<usize, BroadcastError> {
+    let frames: Vec<Value> = app
+        .store
+        .take_digest(&flush.digest, flush.window)
+        .await?
+        .iter()
+        .filter_map(|text| serde_json::from_str(text).ok())
+        .collect();
+    if frames.is_empty() {
+        return Ok(0);
+    }
+    let frame = channels::digest_frame(&flush.digest, &frames);
+    let counts = app
+        .store
+        .subscription_shards(std::slice::from_ref(&flush.digest))
+        .await?;
+    let of = counts.get(&flush.digest).copied().unwrap_or(1);
+    let units: Vec<String> = (0..of)
+        .map(|index| {
+            PushUnit {
+                channel: flush.digest.clone(),
+                shard: Some(ShardRef { index, of }),
+                connections: Vec::new(),
+                frames: vec![UnitFrame {
+                    frame: frame.clone(),
+                    coalesce: None,
+                    version: 0,
+                }],
+            }
+            .body()
+        })
+        .collect();
+    queue.send(&units).await?;
+    Ok(units.len())
+}
+
 /// Counts of one batch of fan-out work.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -411,6 +531,8 @@ pub struct FanOut {
     pub units: usize,
     /// Frames dropped because a newer frame of their key came in the same batch.
     pub coalesced: usize,
+    /// Units queued by closing digest windows.
+    pub flushed: usize,
     #[serde(flatten)]
     pub pushes: Pushes,
     /// Messages whose audience could not be read: they go back to the queue (and, after the
@@ -418,7 +540,8 @@ pub struct FanOut {
     pub retried: Vec<String>,
 }
 
-/// The workers' side: pushes each unit's frames to its audience. Units for the same shard
+/// The workers' side: closes the digest windows that are due (queueing their units), and
+/// pushes each unit's frames to its audience. Units for the same shard
 /// (or the same listed connections) of one channel are read once, and their frames coalesced
 /// ([`channels::coalesce`]); a shard found crowded grows its channel's shard count for the
 /// subscribers to come. `units` are (message id, unit).
@@ -426,12 +549,25 @@ pub async fn fan_out(
     app: &App,
     pusher: &dyn Pusher,
     queue: &dyn WorkQueue,
-    units: Vec<(String, PushUnit)>,
+    work: Vec<(String, Work)>,
 ) -> FanOut {
     let mut report = FanOut {
-        units: units.len(),
+        units: work.len(),
         ..FanOut::default()
     };
+    let mut units = Vec::new();
+    for (id, work) in work {
+        match work {
+            Work::Push(unit) => units.push((id, unit)),
+            Work::Flush(digest) => match flush(app, queue, &digest).await {
+                Ok(queued) => report.flushed += queued,
+                Err(error) => {
+                    tracing::warn!(error = %bouquet_aws::describe(&error), "digest not flushed; it goes back to the queue");
+                    report.retried.push(id);
+                }
+            },
+        }
+    }
     // Grouped by audience, in arrival order.
     let mut groups: Vec<(PushUnit, Vec<String>)> = Vec::new();
     for (id, unit) in units {

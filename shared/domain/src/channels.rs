@@ -252,6 +252,20 @@ pub fn frame(channel: &Channel, name: &str, detail: &Value) -> Value {
     json!({ "type": "event", "channel": channel.name(), "event": event })
 }
 
+/// The frame a crowded channel gets once per digest window instead of one per event: the
+/// `event` of each of `frames` ([`frame`]s of that channel), ordered by `eventId` (ULIDs: time
+/// order).
+pub fn digest_frame(channel_name: &str, frames: &[Value]) -> Value {
+    let mut events: Vec<&Value> = frames.iter().map(|f| &f["event"]).collect();
+    events.sort_by(|a, b| {
+        a["eventId"]
+            .as_str()
+            .unwrap_or_default()
+            .cmp(b["eventId"].as_str().unwrap_or_default())
+    });
+    json!({ "type": "events", "channel": channel_name, "events": events })
+}
+
 /// The events whose aggregate is an order.
 fn is_order_event(name: &str) -> bool {
     name.starts_with("Order") || name == "ReservationExpired"
@@ -334,6 +348,21 @@ mod tests {
                 proptest::prop_assert_eq!(Some(of_key[0].1), newest);
             }
         }
+    }
+
+    #[test]
+    fn a_digest_carries_its_frames_events_in_event_order() {
+        let frame = |id: &str| json!({ "type": "event", "channel": "catalogue", "event": { "eventId": id } });
+        let digest = digest_frame("catalogue", &[frame("01B"), frame("01A"), frame("01C")]);
+        assert_eq!(digest["type"], "events");
+        assert_eq!(digest["channel"], "catalogue");
+        let ids: Vec<&str> = digest["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["eventId"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, vec!["01A", "01B", "01C"]);
     }
 
     #[test]

@@ -122,6 +122,12 @@ pub struct QueueError {
 /// be redriven from (the queue's dead-letter queue). Bodies are JSON documents.
 pub trait WorkQueue: Send + Sync {
     fn send<'a>(&'a self, bodies: &'a [String]) -> BoxFuture<'a, Result<(), QueueError>>;
+    /// Sends `body` to the workers' queue, delivered after `delay` (SQS: at most 900 s).
+    fn send_later<'a>(
+        &'a self,
+        body: &'a str,
+        delay: std::time::Duration,
+    ) -> BoxFuture<'a, Result<(), QueueError>>;
     fn park<'a>(&'a self, bodies: &'a [String]) -> BoxFuture<'a, Result<(), QueueError>>;
 }
 

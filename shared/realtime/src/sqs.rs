@@ -104,4 +104,27 @@ impl WorkQueue for SqsWorkQueue {
     fn park<'a>(&'a self, bodies: &'a [String]) -> BoxFuture<'a, Result<(), QueueError>> {
         self.send_to(&self.dead_letter_url, bodies).boxed()
     }
+
+    fn send_later<'a>(
+        &'a self,
+        body: &'a str,
+        delay: std::time::Duration,
+    ) -> BoxFuture<'a, Result<(), QueueError>> {
+        async move {
+            self.client
+                .send_message()
+                .queue_url(&self.queue_url)
+                .message_body(body)
+                .delay_seconds(delay.as_secs().clamp(0, 900) as i32)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|error| QueueError {
+                    sent: 1,
+                    refused: 1,
+                    source: Some(Box::new(error)),
+                })
+        }
+        .boxed()
+    }
 }

@@ -39,6 +39,9 @@ pub const CATALOGUE_SUBSCRIPTION_SHARDS: u32 = 16;
 pub const SHARD_SUBSCRIBERS: usize = 1_000;
 /// The most shards a channel grows to (256,000 subscribers at [`SHARD_SUBSCRIBERS`]).
 pub const MAX_SUBSCRIPTION_SHARDS: u32 = 256;
+/// A channel with this many shards or more (16,000 to 32,000 watchers) gets its frames as a
+/// digest, one frame per window, instead of one per event (docs/capacity.md).
+pub const DIGEST_FROM_SHARDS: u32 = 32;
 /// Channels one connection may hold (a `TransactWriteItems` holds 100 items).
 pub const MAX_CHANNELS_PER_CONNECTION: usize = 50;
 
@@ -71,6 +74,16 @@ pub struct ConnectionLimit {
     /// `ip:{address}` or `user:{sub}`.
     pub key: String,
     pub cap: u32,
+}
+
+/// What adding a frame to a digest window came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Digested {
+    /// The window's first entry: its writer schedules the flush.
+    First,
+    Added,
+    /// The window is being flushed: add it to the next one.
+    Flushed,
 }
 
 /// What a subscribe came to.
@@ -106,6 +119,10 @@ fn limit_counter_key(limit_key: &str) -> HashMap<String, AttributeValue> {
 /// The minute `now` falls in (epoch minutes): a connection's messages are counted per minute.
 fn minute_of(now: Timestamp) -> i64 {
     now.as_epoch_seconds().div_euclid(60)
+}
+
+fn digest_key(channel_key: &str, window: i64) -> HashMap<String, AttributeValue> {
+    crate::keys::key(format!("DIGEST#{channel_key}"), &format!("WINDOW#{window}"))
 }
 
 fn shards_key(channel_key: &str) -> HashMap<String, AttributeValue> {
@@ -700,5 +717,98 @@ impl Store {
                 return Ok(connections);
             }
         }
+    }
+}
+
+impl Store {
+    /// Adds `frame` (its JSON) to the digest of `channel_key` for `window`, as `entry`: the
+    /// entry's newest version wins (a freshness move's key keeps its last score; an event's
+    /// own id keeps that event). One `UpdateItem`.
+    pub async fn add_to_digest(
+        &self,
+        channel_key: &str,
+        window: i64,
+        entry: &str,
+        frame: &str,
+        version: u64,
+        expires_at: Timestamp,
+    ) -> Result<Digested, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.live_table)
+            .set_key(Some(digest_key(channel_key, window)))
+            .update_expression(
+                "SET #frame = :frame, #version = :version, expiresAt = :expires, entity = :entity ADD entries :one",
+            )
+            // A window being flushed takes nothing more: the frame goes to the next one.
+            .condition_expression(
+                "attribute_not_exists(flushed) AND (attribute_not_exists(#version) OR #version <= :version)",
+            )
+            .expression_attribute_names("#frame", format!("frame:{entry}"))
+            .expression_attribute_names("#version", format!("version:{entry}"))
+            .expression_attribute_values(":frame", s(frame))
+            .expression_attribute_values(":version", AttributeValue::N(version.to_string()))
+            .expression_attribute_values(
+                ":expires",
+                AttributeValue::N(expires_at.as_epoch_seconds().to_string()),
+            )
+            .expression_attribute_values(":entity", s("digest"))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
+            .return_values_on_condition_check_failure(
+                aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
+            )
+            .send()
+            .await;
+        match result {
+            Ok(output) => Ok(
+                if output.attributes.as_ref().and_then(|a| number(a, "entries")) == Some(1) {
+                    Digested::First
+                } else {
+                    Digested::Added
+                },
+            ),
+            Err(error) => match error.as_service_error() {
+                Some(
+                    aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(
+                        failed,
+                    ),
+                ) => Ok(if failed.item().is_some_and(|old| old.contains_key("flushed")) {
+                    Digested::Flushed
+                } else {
+                    // A newer frame of this entry is already in.
+                    Digested::Added
+                }),
+                _ => Err(StoreError::backend(error)),
+            },
+        }
+    }
+
+    /// Closes a digest window and returns its frames (JSON texts), in one `UpdateItem`: a
+    /// frame added after this goes to the next window. Taking it again returns the same.
+    pub async fn take_digest(
+        &self,
+        channel_key: &str,
+        window: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        let output = self
+            .client
+            .update_item()
+            .table_name(&self.live_table)
+            .set_key(Some(digest_key(channel_key, window)))
+            .update_expression("SET flushed = :true")
+            .expression_attribute_values(":true", AttributeValue::Bool(true))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
+            .send()
+            .await
+            .map_err(StoreError::backend)?;
+        Ok(output
+            .attributes
+            .unwrap_or_default()
+            .iter()
+            .filter(|(name, _)| name.starts_with("frame:"))
+            .filter_map(|(_, value)| value.as_s().ok().cloned())
+            .collect())
     }
 }

@@ -32,9 +32,9 @@ pub use bouquet_aws::describe;
 pub use bouquet_retry as retry;
 pub use carts::CartRefusal;
 pub use connections::{
-    initial_shards, Admitted, ConnectionLimit, LiveConnection, Subscribed,
-    CATALOGUE_SUBSCRIPTION_SHARDS, CONNECTION_RETENTION, MAX_CHANNELS_PER_CONNECTION,
-    MAX_SUBSCRIPTION_SHARDS, SHARD_SUBSCRIBERS,
+    initial_shards, Admitted, ConnectionLimit, Digested, LiveConnection, Subscribed,
+    CATALOGUE_SUBSCRIPTION_SHARDS, CONNECTION_RETENTION, DIGEST_FROM_SHARDS,
+    MAX_CHANNELS_PER_CONNECTION, MAX_SUBSCRIPTION_SHARDS, SHARD_SUBSCRIBERS,
 };
 pub use cursor::Page;
 pub use error::{BackendError, BackendKind, Conflict, StoreError, Target};

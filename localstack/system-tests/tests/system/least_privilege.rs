@@ -148,8 +148,25 @@ fn paid_event(vendor: &str, bouquet_ids: &[&str]) -> Value {
     event
 }
 
-#[tokio::test]
-async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
+/// Every function's flow in one test: its future, with the in-process handlers it awaits, is
+/// deeper than a test thread's default 2 MiB stack in a debug build, so it runs on its own.
+#[test]
+fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
+    std::thread::Builder::new()
+        .stack_size(16 << 20)
+        .spawn(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(every_function_flow())
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+async fn every_function_flow() {
     let recorder = AccessRecorder::default();
     let mut cloud = TestCloud::recording(&recorder).await;
     let template = Template::repository().expect("template.yaml");
@@ -785,6 +802,7 @@ async fn every_aws_call_a_function_makes_is_granted_by_its_policy() {
             .is_none(),
         "the gone connection was removed"
     );
+    close_a_crowded_digest(&mut seen, &live, fixture).await;
     seen.of(
         "ws-connect",
         run_websocket_function("ws-connect", &live, fixture("ws-connect")),
@@ -1091,5 +1109,49 @@ fn work_the_queued_units<'a>(
             .as_str()
             .unwrap()
             .to_owned()
+    })
+}
+
+/// A crowded catalogue: the planner adds the event to the window's digest and schedules its
+/// flush; the worker closes the window and queues its units. Boxed, as above.
+fn close_a_crowded_digest<'a>(
+    seen: &'a mut Observed,
+    live: &'a system_tests::in_process::InProcess,
+    fixture: impl Fn(&str) -> Value + Send + 'a,
+) -> futures::future::BoxFuture<'a, ()> {
+    Box::pin(async move {
+        let app = &live.app;
+        let mut of = bouquet_app::store::CATALOGUE_SUBSCRIPTION_SHARDS;
+        while of < bouquet_app::store::DIGEST_FROM_SHARDS {
+            app.store
+                .grow_subscription_shards("catalogue", of, of * 2)
+                .await
+                .unwrap();
+            of *= 2;
+        }
+        let planned = seen
+            .of(
+                "broadcast-events",
+                run_event_function("broadcast-events", live, fixture("broadcast-events")),
+            )
+            .await
+            .unwrap();
+        assert_eq!(planned["digested"], 1, "{planned}");
+        let window = app
+            .clock
+            .now()
+            .as_millis()
+            .div_euclid(bouquet_app::live::DIGEST_WINDOW.as_millis() as i64);
+        let mut closing = fixture("push-frames");
+        closing["Records"][0]["body"] =
+            json!(json!({ "digest": "catalogue", "window": window }).to_string());
+        let closed = seen
+            .of(
+                "push-frames",
+                run_event_function("push-frames", live, closing),
+            )
+            .await
+            .unwrap();
+        assert_eq!(closed["batchItemFailures"], json!([]), "{closed}");
     })
 }

@@ -903,7 +903,7 @@ async fn live_round_trips() {
         app,
         &pusher,
         queues.work_queue().as_ref(),
-        vec![("m".into(), unit)],
+        vec![("m".into(), bouquet_app::live::Work::Push(unit))],
     )
     .await;
     assert_eq!(cloud.calls.by_operation(), calls(&[("Query", 1)]), "a unit");

@@ -5,16 +5,18 @@ use futures::future::BoxFuture;
 use serde_json::json;
 
 use bouquet_app::domain::channels::{Refusal, Viewer};
-use bouquet_app::live::{self, LiveError, PushUnit};
+use bouquet_app::live::{self, LiveError, PushUnit, Work};
 use bouquet_app::realtime::{PushError, Pusher, QueueError, WorkQueue};
 
 use crate::support::*;
 use bouquet_app::Config;
 
-/// The fan-out queue in memory: what the planner sent, what the workers parked.
+/// The fan-out queue in memory: what the planner sent (now and later), what the workers
+/// parked.
 #[derive(Default)]
 struct MemoryQueue {
     sent: Mutex<Vec<String>>,
+    later: Mutex<Vec<(String, std::time::Duration)>>,
     parked: Mutex<Vec<String>>,
 }
 
@@ -28,6 +30,15 @@ impl WorkQueue for MemoryQueue {
         self.parked.lock().unwrap().extend_from_slice(bodies);
         Box::pin(async { Ok(()) })
     }
+
+    fn send_later<'a>(
+        &'a self,
+        body: &'a str,
+        delay: std::time::Duration,
+    ) -> BoxFuture<'a, Result<(), QueueError>> {
+        self.later.lock().unwrap().push((body.to_owned(), delay));
+        Box::pin(async { Ok(()) })
+    }
 }
 
 impl MemoryQueue {
@@ -39,6 +50,21 @@ impl MemoryQueue {
             .map(|(i, body)| (format!("m-{i}"), serde_json::from_str(body).unwrap()))
             .collect()
     }
+
+    /// The same as work for the workers.
+    fn take_work(&self) -> Vec<(String, Work)> {
+        self.take()
+            .into_iter()
+            .map(|(id, unit)| (id, Work::Push(unit)))
+            .collect()
+    }
+}
+
+fn as_work(units: Vec<(String, PushUnit)>) -> Vec<(String, Work)> {
+    units
+        .into_iter()
+        .map(|(id, unit)| (id, Work::Push(unit)))
+        .collect()
 }
 
 /// What a broadcast came to once the planner ran and the workers took its units as one batch.
@@ -62,7 +88,7 @@ async fn broadcast(
     let planned = live::broadcast(&world.app, pusher, &queue, name, detail)
         .await
         .unwrap();
-    let worked = live::fan_out(&world.app, pusher, &queue, queue.take()).await;
+    let worked = live::fan_out(&world.app, pusher, &queue, queue.take_work()).await;
     assert!(worked.retried.is_empty(), "{worked:?}");
     Totals {
         channels: planned.channels,
@@ -467,7 +493,7 @@ async fn the_planner_queues_a_unit_per_public_shard_and_pushes_private_channels_
     );
     assert!(units.iter().all(|(_, u)| u.connections.is_empty()
         && u.frames[0].frame["event"].get("aggregateId").is_none()));
-    let worked = live::fan_out(&world.app, &pusher, &queue, units).await;
+    let worked = live::fan_out(&world.app, &pusher, &queue, as_work(units)).await;
     assert_eq!((worked.pushes.delivered, worked.pushes.failed), (1, 0));
     assert_eq!(pusher.delivered.lock().unwrap()[1].0, "c-crowd");
 }
@@ -499,7 +525,7 @@ async fn freshness_moves_of_one_bouquet_in_a_batch_reach_the_crowd_as_the_newest
         .filter(|(_, u)| u.channel == channel)
         .collect();
     assert_eq!(units.len(), 4);
-    let worked = live::fan_out(&world.app, &pusher, &queue, units).await;
+    let worked = live::fan_out(&world.app, &pusher, &queue, as_work(units)).await;
     assert_eq!(worked.coalesced, 2, "{worked:?}");
     let got: Vec<(String, u64)> = pusher
         .delivered
@@ -540,7 +566,7 @@ async fn throttled_pushes_are_retried_and_failed_ones_are_parked_whole_and_redri
     live::broadcast(&world.app, &pusher, &queue, "BouquetListed", &detail)
         .await
         .unwrap();
-    let worked = live::fan_out(&world.app, &pusher, &queue, queue.take()).await;
+    let worked = live::fan_out(&world.app, &pusher, &queue, queue.take_work()).await;
     assert_eq!(
         (
             worked.pushes.delivered,
@@ -581,7 +607,7 @@ async fn throttled_pushes_are_retried_and_failed_ones_are_parked_whole_and_redri
         parked
             .into_iter()
             .enumerate()
-            .map(|(i, unit)| (format!("m-redrive-{i}"), unit))
+            .map(|(i, unit)| (format!("m-redrive-{i}"), Work::Push(unit)))
             .collect(),
     )
     .await;
@@ -696,7 +722,7 @@ async fn a_crowded_channel_grows_and_its_new_subscribers_land_in_the_new_shards(
     let units = queue.take();
     let of_channel = units.iter().filter(|(_, u)| u.channel == key).count();
     assert_eq!(of_channel, 2, "{planned:?}");
-    live::fan_out(&newcomer, &pusher, &queue, units).await;
+    live::fan_out(&newcomer, &pusher, &queue, as_work(units)).await;
     let delivered = pusher.delivered.lock().unwrap().clone();
     let mut reached: Vec<&str> = delivered
         .iter()
@@ -835,4 +861,95 @@ async fn a_connections_messages_past_its_minute_are_refused_until_the_next() {
     subscribe().await.unwrap();
     let held = world.app.store.connection("c-1").await.unwrap().unwrap();
     assert_eq!(held.subscriptions.len(), 1, "{held:?}");
+}
+
+#[tokio::test]
+async fn a_crowded_channel_gets_one_digest_frame_per_window_with_the_last_state_of_each_bouquet() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let bouquet = world.bouquet_of(&vendor).await;
+    let store = &world.app.store;
+    // The catalogue has grown to the digest's threshold (a crowd of 16,000 or more).
+    let mut of = bouquet_app::store::CATALOGUE_SUBSCRIPTION_SHARDS;
+    while of < bouquet_app::store::DIGEST_FROM_SHARDS {
+        assert!(store
+            .grow_subscription_shards("catalogue", of, of * 2)
+            .await
+            .unwrap());
+        of *= 2;
+    }
+    watching(&world, "c-1", &Viewer::Anonymous, &["catalogue"]).await;
+    let pusher = Throttling::default();
+    let queue = MemoryQueue::default();
+    for (id, version, name, freshness) in [
+        ("01A", 7, "BouquetFreshnessChanged", 80),
+        ("01B", 9, "BouquetFreshnessChanged", 60),
+        ("01C", 10, "BouquetChanged", 60),
+    ] {
+        let detail = json!({ "eventId": id, "aggregateId": bouquet.bouquet_id, "aggregateVersion": version, "data": { "bouquetId": bouquet.bouquet_id, "vendorId": vendor.vendor_id, "freshness": freshness } });
+        let planned = live::broadcast(&world.app, &pusher, &queue, name, &detail)
+            .await
+            .unwrap();
+        assert_eq!(planned.digested, 1, "{planned:?}");
+    }
+    // No catalogue unit per event: only the bouquet's own (small) channel went frame by frame.
+    assert!(queue.take().iter().all(|(_, u)| u.channel != "catalogue"));
+    // The window's first frame scheduled one flush, due when the window closes.
+    let later = std::mem::take(&mut *queue.later.lock().unwrap());
+    assert_eq!(later.len(), 1, "{later:?}");
+    assert!(later[0].1 <= live::DIGEST_WINDOW && later[0].1 >= std::time::Duration::from_secs(1));
+    let flush: Work = serde_json::from_str(&later[0].0).unwrap();
+    assert!(matches!(flush, Work::Flush(_)));
+
+    let closed = live::fan_out(
+        &world.app,
+        &pusher,
+        &queue,
+        vec![("f".into(), flush.clone())],
+    )
+    .await;
+    assert_eq!(closed.flushed, of as usize, "a unit per catalogue shard");
+    live::fan_out(&world.app, &pusher, &queue, queue.take_work()).await;
+    let frames: Vec<serde_json::Value> = pusher
+        .delivered
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(c, f)| c == "c-1" && f["channel"] == "catalogue")
+        .map(|(_, f)| f.clone())
+        .collect();
+    assert_eq!(frames.len(), 1, "one frame for the window: {frames:?}");
+    assert_eq!(frames[0]["type"], "events");
+    let events: Vec<(String, u64)> = frames[0]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_owned(),
+                e["aggregateVersion"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        events,
+        vec![
+            ("BouquetFreshnessChanged".to_owned(), 9),
+            ("BouquetChanged".to_owned(), 10)
+        ],
+        "the freshness move's last state and the change, in event order"
+    );
+
+    // A frame arriving after the window closed goes into the next window, with its own flush.
+    let late = json!({ "eventId": "01D", "aggregateId": bouquet.bouquet_id, "aggregateVersion": 11, "data": { "bouquetId": bouquet.bouquet_id, "vendorId": vendor.vendor_id } });
+    live::broadcast(&world.app, &pusher, &queue, "BouquetChanged", &late)
+        .await
+        .unwrap();
+    let later = std::mem::take(&mut *queue.later.lock().unwrap());
+    assert_eq!(later.len(), 1);
+    let (Work::Flush(first), Ok(Work::Flush(next))) = (flush, serde_json::from_str(&later[0].0))
+    else {
+        panic!("flushes")
+    };
+    assert_eq!(next.window, first.window + 1);
 }
