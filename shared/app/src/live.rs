@@ -22,8 +22,8 @@ use bouquet_realtime::{PushError, Pusher, QueueError, WorkQueue};
 use bouquet_store::retry::Retry;
 pub use bouquet_store::{Admitted, ConnectionLimit};
 use bouquet_store::{
-    Digested, StoreError, Subscribed, DIGEST_FROM_SHARDS, MAX_CHANNELS_PER_CONNECTION,
-    MAX_SUBSCRIPTION_SHARDS, SHARD_SUBSCRIBERS,
+    Digested, StoreError, Subscribed, MAX_CHANNELS_PER_CONNECTION, MAX_SUBSCRIPTION_SHARDS,
+    SHARD_SUBSCRIBERS,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -376,9 +376,10 @@ pub async fn broadcast(
         let keys: Vec<String> = public.iter().map(|c| c.key()).collect();
         // Read fresh: a count grown a moment ago has subscribers in its new shards.
         let counts = store.subscription_shards(&keys).await?;
-        let (crowded, frame_by_frame): (Vec<&&Channel>, Vec<&&Channel>) = public
-            .iter()
-            .partition(|c| counts.get(&c.key()).copied().unwrap_or(1) >= DIGEST_FROM_SHARDS);
+        let (crowded, frame_by_frame): (Vec<&&Channel>, Vec<&&Channel>) =
+            public.iter().partition(|c| {
+                counts.get(&c.key()).copied().unwrap_or(1) >= app.config.digest_from_shards
+            });
         let units: Vec<String> = frame_by_frame
             .iter()
             .flat_map(|channel| {

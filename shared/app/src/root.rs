@@ -29,6 +29,9 @@ pub struct Config {
     /// Subscribe and unsubscribe messages one connection may send a minute
     /// (`MAX_LIVE_MESSAGES_PER_MINUTE`).
     pub max_live_messages_per_minute: u32,
+    /// From how many subscription shards a channel gets its frames as a digest
+    /// (`LIVE_DIGEST_FROM_SHARDS`; docs/capacity.md says how to choose it).
+    pub digest_from_shards: u32,
 }
 
 /// The default cap on a customer's holding orders.
@@ -50,6 +53,7 @@ impl Default for Config {
             max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
             max_connections_per_user: DEFAULT_MAX_CONNECTIONS_PER_USER,
             max_live_messages_per_minute: DEFAULT_MAX_LIVE_MESSAGES_PER_MINUTE,
+            digest_from_shards: bouquet_store::DIGEST_FROM_SHARDS,
         }
     }
 }
@@ -112,6 +116,10 @@ impl Config {
             max_live_messages_per_minute: count_from_env(
                 "MAX_LIVE_MESSAGES_PER_MINUTE",
                 DEFAULT_MAX_LIVE_MESSAGES_PER_MINUTE,
+            )?,
+            digest_from_shards: count_from_env(
+                "LIVE_DIGEST_FROM_SHARDS",
+                bouquet_store::DIGEST_FROM_SHARDS,
             )?,
         })
     }

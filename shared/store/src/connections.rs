@@ -39,8 +39,9 @@ pub const CATALOGUE_SUBSCRIPTION_SHARDS: u32 = 16;
 pub const SHARD_SUBSCRIBERS: usize = 1_000;
 /// The most shards a channel grows to (256,000 subscribers at [`SHARD_SUBSCRIBERS`]).
 pub const MAX_SUBSCRIPTION_SHARDS: u32 = 256;
-/// A channel with this many shards or more (16,000 to 32,000 watchers) gets its frames as a
-/// digest, one frame per window, instead of one per event (docs/capacity.md).
+/// By default, a channel with this many shards or more (16,000 to 32,000 watchers) gets its
+/// frames as a digest, one frame per window, instead of one per event (docs/capacity.md; the
+/// template's `LiveDigestFromShards`).
 pub const DIGEST_FROM_SHARDS: u32 = 32;
 /// Channels one connection may hold (a `TransactWriteItems` holds 100 items).
 pub const MAX_CHANNELS_PER_CONNECTION: usize = 50;
