@@ -28,6 +28,8 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let bouquet_id = ctx.path("bouquetId", BouquetId::parse)?;
     let caller = ctx.caller()?;
+    // Who may change it first: a refusal is 403/404 whatever the request holds.
+    let read = bouquets::editable(&ctx.app, caller, bouquet_id).await?;
     let if_match = ctx.if_match()?;
     let patch: Patch = ctx.json()?;
     let change = BouquetChange::validate(
@@ -40,8 +42,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     )?;
     let changed = bouquets::change(
         &ctx.app,
-        caller,
-        bouquet_id,
+        read,
         if_match,
         change,
         &ctx.correlation_id,

@@ -17,11 +17,13 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let bouquet_id = ctx.path("bouquetId", BouquetId::parse)?;
     let caller = ctx.caller()?;
+    // Who may withdraw it first: a refusal is 403/404 whatever `If-Match` holds.
+    let read = bouquets::editable(&ctx.app, caller, bouquet_id).await?;
     let if_match = ctx.if_match()?;
     let withdrawn = bouquets::withdraw(
         &ctx.app,
         caller,
-        bouquet_id,
+        read,
         if_match,
         &ctx.correlation_id,
         ctx.now,

@@ -70,11 +70,13 @@ pub async fn catalogue(
 
 /// The caller's bouquet as it is now, read for a change: its vendor only; at `if_match` when
 /// given.
-async fn read_for_change(
+/// The bouquet `caller` may change or withdraw, read consistently: another vendor's is
+/// refused before anything of the request is looked at (so a refusal is 403 or 404 whatever
+/// the body or `If-Match` held).
+pub async fn editable(
     app: &App,
     caller: &Identity,
     bouquet_id: BouquetId,
-    if_match: Option<u64>,
 ) -> Result<Bouquet, BouquetError> {
     let bouquet = app
         .store
@@ -82,6 +84,10 @@ async fn read_for_change(
         .await?
         .ok_or(BouquetError::NotFound)?;
     caller.require_vendor(bouquet.vendor_id)?;
+    Ok(bouquet)
+}
+
+fn at_version(bouquet: Bouquet, if_match: Option<u64>) -> Result<Bouquet, BouquetError> {
     match if_match {
         Some(expected) if expected != bouquet.version => Err(BouquetError::Changed),
         _ => Ok(bouquet),
@@ -118,21 +124,21 @@ async fn save(
     }
 }
 
-/// Its vendor changes an available bouquet at the version `if_match` (`BouquetChanged`).
+/// Its vendor changes an available bouquet (`read`, from [`editable`]) at the version
+/// `if_match` (`BouquetChanged`).
 pub async fn change(
     app: &App,
-    caller: &Identity,
-    bouquet_id: BouquetId,
+    read: Bouquet,
     if_match: Option<u64>,
     change: BouquetChange,
     correlation_id: &str,
     now: Timestamp,
 ) -> Result<Bouquet, BouquetError> {
-    // Authorization first (another vendor's bouquet is refused whatever the version).
-    let read = read_for_change(app, caller, bouquet_id, if_match).await?;
     if if_match.is_none() {
         return Err(BouquetError::VersionRequired);
     }
+    let read = at_version(read, if_match)?;
+    let bouquet_id = read.bouquet_id;
     let mut changed = read.clone();
     changed.change(change, now)?;
     let event = DomainEvent::new(
@@ -154,20 +160,28 @@ pub async fn change(
     }
 }
 
-/// Its vendor withdraws an available bouquet (`BouquetWithdrawn`); without `if_match`, a
+/// Its vendor withdraws an available bouquet (`read`, from [`editable`]) (`BouquetWithdrawn`);
+/// without `if_match`, a
 /// change of version alone is retried.
 pub async fn withdraw(
     app: &App,
     caller: &Identity,
-    bouquet_id: BouquetId,
+    read: Bouquet,
     if_match: Option<u64>,
     correlation_id: &str,
     now: Timestamp,
 ) -> Result<Bouquet, BouquetError> {
+    let bouquet_id = read.bouquet_id;
+    let mut read = Some(read);
     let mut retry = Retry::optimistic();
     while retry.next().await {
-        let read = read_for_change(app, caller, bouquet_id, if_match).await?;
-        let mut withdrawn = read.clone();
+        // The first try on what the caller's check read; a retry reads again.
+        let current = match read.take() {
+            Some(read) => read,
+            None => editable(app, caller, bouquet_id).await?,
+        };
+        let current = at_version(current, if_match)?;
+        let mut withdrawn = current.clone();
         withdrawn.withdraw(now)?;
         let event = DomainEvent::new(
             bouquet_id,
@@ -179,7 +193,7 @@ pub async fn withdraw(
                 vendor_id: withdrawn.vendor_id,
             },
         );
-        if save(app, &read, &withdrawn, &event, if_match, now).await? {
+        if save(app, &current, &withdrawn, &event, if_match, now).await? {
             return Ok(withdrawn);
         }
     }

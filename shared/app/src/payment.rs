@@ -71,18 +71,11 @@ pub async fn pay(
     app: &App,
     customer: &CustomerId,
     order_id: OrderId,
-    payment_token: &str,
+    payment_token: Option<&str>,
     key: Option<Idempotency<'_, Order>>,
     correlation_id: &str,
     now: Timestamp,
 ) -> Result<Replayable<Paid>, PayError> {
-    if !valid_token(payment_token) {
-        return Err(DomainError::Invalid(vec![FieldError::new(
-            "paymentToken",
-            "must be a payment token such as tok_visa",
-        )])
-        .into());
-    }
     let store = &app.store;
     let key_hash = key.as_ref().map(|k| k.key_hash);
     let mut retry = Retry::optimistic();
@@ -94,6 +87,13 @@ pub async fn pay(
         let order = order
             .filter(|o| o.customer_id == *customer)
             .ok_or(PayError::NotFound)?;
+        // Only once the order is the caller's: another's is 404 whatever the body held.
+        let payment_token = payment_token.filter(|t| valid_token(t)).ok_or_else(|| {
+            DomainError::Invalid(vec![FieldError::new(
+                "paymentToken",
+                "must be a payment token such as tok_visa",
+            )])
+        })?;
         if matches!(order.status, OrderStatus::Paid | OrderStatus::Fulfilled) {
             return Ok(Replayable::Done(Paid::Paid(order)));
         }

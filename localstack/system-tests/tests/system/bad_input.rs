@@ -142,3 +142,79 @@ async fn bad_requests_get_their_problem_and_write_nothing() {
         );
     }
 }
+
+/// Who may act is decided before the request is judged: a stranger's malformed edit, withdrawal
+/// or payment is 403 or 404 (what the contract says for a stranger), not the 400 or 428 its
+/// body or `If-Match` would earn the owner; the owner's own malformed request is still 400.
+#[tokio::test]
+async fn a_strangers_malformed_request_is_refused_as_a_stranger() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let other_vendor = cloud.vendor("Petal").await;
+    let bouquet = cloud.bouquet(&vendor, "24.50").await;
+    let order = cloud
+        .reserve("customer-1", &[&cloud.bouquet(&vendor, "9.00").await])
+        .await;
+    let order_id = order.body["orderId"].as_str().unwrap().to_owned();
+    let cases = [
+        (
+            "update-bouquet",
+            ApiRequest::fixture("update-bouquet")
+                .vendor(&other_vendor)
+                .path("bouquetId", &bouquet)
+                .header("if-match", "not-a-version")
+                .json(json!({ "price": "free" })),
+            403,
+        ),
+        (
+            "update-bouquet",
+            ApiRequest::fixture("update-bouquet")
+                .customer("customer-1")
+                .path("bouquetId", &bouquet)
+                .json(json!({ "bogus": true })),
+            403,
+        ),
+        (
+            "withdraw-bouquet",
+            ApiRequest::fixture("withdraw-bouquet")
+                .vendor(&other_vendor)
+                .path("bouquetId", &bouquet)
+                .header("if-match", "W/\"x\""),
+            403,
+        ),
+        (
+            "pay-order",
+            ApiRequest::fixture("pay-order")
+                .customer("customer-2")
+                .path("orderId", &order_id)
+                .json(json!({ "paymentToken": 42 }))
+                .no_idempotency_key(),
+            404,
+        ),
+        // The owner's own malformed requests: 400, as before.
+        (
+            "update-bouquet",
+            ApiRequest::fixture("update-bouquet")
+                .vendor(&vendor)
+                .path("bouquetId", &bouquet)
+                .header("if-match", "\"1\"")
+                .json(json!({ "price": "free" })),
+            400,
+        ),
+        (
+            "pay-order",
+            ApiRequest::fixture("pay-order")
+                .customer("customer-1")
+                .path("orderId", &order_id)
+                .json(json!({ "paymentToken": 42 }))
+                .no_idempotency_key(),
+            400,
+        ),
+    ];
+    let before = cloud.items().await;
+    for (binary, request, status) in cases {
+        let response = cloud.call(binary, request).await;
+        assert_eq!(response.status, status, "{binary}: {}", response.body);
+    }
+    assert_eq!(cloud.items().await, before, "nothing written");
+}

@@ -1,8 +1,32 @@
 use bouquet_app::bouquets::{self, BouquetError};
 use bouquet_app::domain::bouquet::BouquetChange;
-use bouquet_app::domain::BouquetStatus;
+use bouquet_app::domain::identity::Identity;
+use bouquet_app::domain::{Bouquet, BouquetId, BouquetStatus};
 
 use crate::support::*;
+
+/// What `update-bouquet` does: who may change it first, then the change.
+async fn change(
+    world: &World,
+    caller: &Identity,
+    id: BouquetId,
+    if_match: Option<u64>,
+    change: BouquetChange,
+) -> Result<Bouquet, BouquetError> {
+    let read = bouquets::editable(&world.app, caller, id).await?;
+    bouquets::change(&world.app, read, if_match, change, CORRELATION, world.now()).await
+}
+
+/// What `withdraw-bouquet` does.
+async fn withdraw(
+    world: &World,
+    caller: &Identity,
+    id: BouquetId,
+    if_match: Option<u64>,
+) -> Result<Bouquet, BouquetError> {
+    let read = bouquets::editable(&world.app, caller, id).await?;
+    bouquets::withdraw(&world.app, caller, read, if_match, CORRELATION, world.now()).await
+}
 
 fn new_price(amount: &str) -> BouquetChange {
     BouquetChange::validate(None, None, Some((amount, "EUR"))).expect("a valid change")
@@ -15,28 +39,17 @@ async fn its_vendor_changes_a_bouquet_at_the_version_it_saw() {
     let bouquet = world.bouquet_of(&vendor).await;
     let caller = vendor_caller(&vendor);
     let id = bouquet.bouquet_id;
-    let needs_version = bouquets::change(
-        &world.app,
-        &caller,
-        id,
-        None,
-        new_price("30.00"),
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let needs_version = change(&world, &caller, id, None, new_price("30.00")).await;
     assert!(
         matches!(needs_version, Err(BouquetError::VersionRequired)),
         "{needs_version:?}"
     );
-    let changed = bouquets::change(
-        &world.app,
+    let changed = change(
+        &world,
         &caller,
         id,
         Some(bouquet.version),
         new_price("30.00"),
-        CORRELATION,
-        world.now(),
     )
     .await
     .expect("changed");
@@ -45,18 +58,37 @@ async fn its_vendor_changes_a_bouquet_at_the_version_it_saw() {
         (3000, bouquet.version + 1)
     );
     // The version it saw is gone now: a second change at it is refused, nothing lost.
-    let stale = bouquets::change(
-        &world.app,
+    let stale = change(
+        &world,
         &caller,
         id,
         Some(bouquet.version),
         new_price("1.00"),
-        CORRELATION,
-        world.now(),
     )
     .await;
     assert!(matches!(stale, Err(BouquetError::Changed)), "{stale:?}");
     assert_eq!(world.bouquet_now(id).await.price.minor(), 3000);
+}
+
+#[tokio::test]
+async fn who_may_change_it_is_decided_before_the_request_is_read() {
+    let world = World::new().await;
+    let bouquet = world.bouquet().await;
+    // A stranger (another vendor, a customer) is refused on the read alone: the function then
+    // never parses the body or `If-Match`.
+    for stranger in [vendor_caller(&world.vendor().await), customer_caller("ana")] {
+        let refused = bouquets::editable(&world.app, &stranger, bouquet.bouquet_id).await;
+        assert!(
+            matches!(refused, Err(BouquetError::Forbidden(_))),
+            "{refused:?}"
+        );
+    }
+    let unknown =
+        bouquets::editable(&world.app, &customer_caller("ana"), BouquetId::generate()).await;
+    assert!(
+        matches!(unknown, Err(BouquetError::NotFound)),
+        "{unknown:?}"
+    );
 }
 
 #[tokio::test]
@@ -65,22 +97,19 @@ async fn another_vendor_may_not_change_or_withdraw_it() {
     let bouquet = world.bouquet().await;
     let stranger = vendor_caller(&world.vendor().await);
     let id = bouquet.bouquet_id;
-    let changed = bouquets::change(
-        &world.app,
+    let changed = change(
+        &world,
         &stranger,
         id,
         Some(bouquet.version),
         new_price("1.00"),
-        CORRELATION,
-        world.now(),
     )
     .await;
     assert!(
         matches!(changed, Err(BouquetError::Forbidden(_))),
         "{changed:?}"
     );
-    let withdrawn =
-        bouquets::withdraw(&world.app, &stranger, id, None, CORRELATION, world.now()).await;
+    let withdrawn = withdraw(&world, &stranger, id, None).await;
     assert!(
         matches!(withdrawn, Err(BouquetError::Forbidden(_))),
         "{withdrawn:?}"
@@ -96,29 +125,19 @@ async fn a_reserved_bouquet_is_neither_changed_nor_withdrawn() {
     world.reserved(&customer("ana"), &[&bouquet]).await;
     let caller = vendor_caller(&vendor);
     let read = world.bouquet_now(bouquet.bouquet_id).await;
-    let changed = bouquets::change(
-        &world.app,
+    let changed = change(
+        &world,
         &caller,
         bouquet.bouquet_id,
         Some(read.version),
         new_price("1.00"),
-        CORRELATION,
-        world.now(),
     )
     .await;
     assert!(
         matches!(changed, Err(BouquetError::NotAvailable)),
         "{changed:?}"
     );
-    let withdrawn = bouquets::withdraw(
-        &world.app,
-        &caller,
-        bouquet.bouquet_id,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let withdrawn = withdraw(&world, &caller, bouquet.bouquet_id, None).await;
     assert!(
         matches!(withdrawn, Err(BouquetError::NotAvailable)),
         "{withdrawn:?}"
@@ -134,16 +153,9 @@ async fn a_withdrawn_bouquet_leaves_the_catalogue() {
         .await
         .unwrap();
     assert_eq!(listed.items.len(), 1);
-    let withdrawn = bouquets::withdraw(
-        &world.app,
-        &vendor_caller(&vendor),
-        bouquet.bouquet_id,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .expect("withdrawn");
+    let withdrawn = withdraw(&world, &vendor_caller(&vendor), bouquet.bouquet_id, None)
+        .await
+        .expect("withdrawn");
     assert_eq!(withdrawn.status, BouquetStatus::Withdrawn);
     let listed = bouquets::catalogue(&world.app, Some(vendor.vendor_id), None, 10, world.now())
         .await

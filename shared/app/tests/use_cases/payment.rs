@@ -151,19 +151,31 @@ async fn a_lapsed_hold_is_not_charged() {
 }
 
 #[tokio::test]
-async fn a_malformed_token_is_invalid_and_reads_nothing() {
+async fn a_malformed_token_is_invalid_and_charges_nothing_but_only_for_the_orders_customer() {
     let world = World::new().await;
-    let (order, _) = (
-        world
-            .reserved(&customer("ana"), &[&world.bouquet().await])
-            .await,
-        (),
-    );
+    let order = world
+        .reserved(&customer("ana"), &[&world.bouquet().await])
+        .await;
     let result = world.pay("ana", order.order_id, "visa").await;
     assert!(
         matches!(result, Err(PayError::Checkout(CheckoutError::Domain(DomainError::Invalid(ref e)))) if e[0].field == "paymentToken"),
         "{result:?}"
     );
+    // Another customer learns nothing of the order, whatever the body held: not found.
+    for token in [Some("visa"), None] {
+        let theirs = pay(
+            &world.app,
+            &customer("ben"),
+            order.order_id,
+            token,
+            None,
+            CORRELATION,
+            world.now(),
+        )
+        .await;
+        assert!(matches!(theirs, Err(PayError::NotFound)), "{theirs:?}");
+    }
+    assert_eq!(world.gateway.charges_made(), 0);
 }
 
 #[tokio::test]
@@ -176,7 +188,7 @@ async fn the_same_key_pays_once_and_replays_the_first_answer() {
         &world.app,
         &customer("ana"),
         order.order_id,
-        "tok_visa",
+        Some("tok_visa"),
         Some(key("pay-1", &record)),
         CORRELATION,
         world.now(),
@@ -190,7 +202,7 @@ async fn the_same_key_pays_once_and_replays_the_first_answer() {
         &world.app,
         &customer("ana"),
         order.order_id,
-        "tok_visa",
+        Some("tok_visa"),
         Some(key("pay-1", &record)),
         CORRELATION,
         world.now(),
@@ -215,7 +227,7 @@ async fn concurrent_payments_of_one_order_charge_once() {
                 &app,
                 &customer("ana"),
                 order.order_id,
-                "tok_visa",
+                Some("tok_visa"),
                 None,
                 CORRELATION,
                 now,

@@ -161,7 +161,7 @@ impl World {
             &self.app,
             &customer,
             order_id,
-            token,
+            Some(token),
             None,
             CORRELATION,
             self.now(),
