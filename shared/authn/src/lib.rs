@@ -53,6 +53,10 @@ struct Jwks {
     url: hyper::Uri,
     client: HttpClient,
     cached: RwLock<Option<Arc<JwkSet>>>,
+    /// When the set was last fetched: one fetch at a time, and a key id the set lacked is not
+    /// fetched for again until [`REFETCH_AFTER`] (a token with a made-up `kid` would otherwise
+    /// make every connect fetch the JWKS).
+    fetched: tokio::sync::Mutex<Option<std::time::Instant>>,
 }
 
 /// One issuer the verifier accepts tokens from.
@@ -77,6 +81,7 @@ impl Trust {
                 url,
                 client,
                 cached: RwLock::new(None),
+                fetched: tokio::sync::Mutex::new(None),
             })),
         })
     }
@@ -178,6 +183,9 @@ pub fn as_api_gateway_renders(value: Value) -> String {
     }
 }
 
+/// How long a JWKS that lacked a key id is trusted to still lack it.
+pub const REFETCH_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
+
 impl Jwks {
     async fn key(&self, kid: &str) -> Result<DecodingKey, Refused> {
         let find = |set: &JwkSet| set.find(kid).map(DecodingKey::from_jwk);
@@ -186,7 +194,18 @@ impl Jwks {
                 return key.map_err(|e| Refused::Invalid(e.into()));
             }
         }
-        // Not cached, or a key id it does not know (a rotation): fetch once more.
+        // Not cached, or a key id it does not know (a rotation): fetch once more, one fetch at a
+        // time, and not again for an unknown key id within `REFETCH_AFTER`.
+        let mut fetched = self.fetched.lock().await;
+        if let Some(set) = self.cached.read().await.as_ref() {
+            if let Some(key) = find(set) {
+                return key.map_err(|e| Refused::Invalid(e.into()));
+            }
+            if fetched.is_some_and(|at| at.elapsed() < REFETCH_AFTER) {
+                return Err(Refused::Invalid(format!("unknown key id {kid}").into()));
+            }
+        }
+        *fetched = Some(std::time::Instant::now());
         let response = self
             .client
             .get(self.url.clone())
@@ -278,5 +297,64 @@ mod tests {
             Err(Refused::Issuer(_))
         ));
         assert!(v.verify("not.a.token").await.is_err());
+    }
+
+    /// A JWKS endpoint on loopback that counts its requests and serves an empty key set.
+    async fn counting_jwks() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/jwks", listener.local_addr().unwrap());
+        let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = hits.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut request = [0u8; 4096];
+                let _ = socket.read(&mut request).await;
+                let body = r#"{"keys":[]}"#;
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            }
+        });
+        (url, hits)
+    }
+
+    /// A token naming key `kid` of the issuer `pool` (its signature is never reached).
+    fn unknown_key_token(kid: &str) -> String {
+        use base64::Engine;
+        let part = |v: Value| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string().as_bytes())
+        };
+        format!(
+            "{}.{}.c2lnbmF0dXJl",
+            part(json!({ "alg": "RS256", "typ": "JWT", "kid": kid })),
+            part(json!({ "sub": "u", "iss": "pool", "aud": "api", "exp": now() + 60 }))
+        )
+    }
+
+    #[tokio::test]
+    async fn an_unknown_key_id_fetches_the_jwks_once_not_every_time() {
+        let (url, hits) = counting_jwks().await;
+        let v = Verifier::new(vec![Trust::jwks("pool", "api", &url).unwrap()]);
+        // Twenty made-up key ids, some at once: the set is fetched once (it was not cached)
+        // and, lacking them, not again within `REFETCH_AFTER`.
+        let tokens: Vec<String> = (0..20)
+            .map(|i| unknown_key_token(&format!("made-up-{i}")))
+            .collect();
+        let mut refused = futures::future::join_all(tokens[..10].iter().map(|t| v.verify(t))).await;
+        for token in &tokens[10..] {
+            refused.push(v.verify(token).await);
+        }
+        assert!(
+            refused
+                .iter()
+                .all(|r| matches!(r, Err(Refused::Invalid(_)))),
+            "{refused:?}"
+        );
+        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 }
