@@ -203,6 +203,10 @@ impl LocalSettings {
                 value.clone_from(&self.websocket_management_url);
             }
         }
+        // The local cloud cannot reach Stripe: the simulated gateway, opted into explicitly.
+        if env.iter().any(|(k, _)| k == "PAYMENT_PROVIDER") {
+            simulated_payments(env);
+        }
         // Stripe's webhook: a local signing secret instead of the SSM parameter (the emulator
         // has none); sign local test events with it (`stripe_webhook::sign`).
         if env
@@ -241,4 +245,12 @@ where
     fn invoker(&self, binary: &str) -> Option<Invoke> {
         self(binary)
     }
+}
+
+/// Sets `env` to take payments with the simulated gateway, explicitly opted into (what the
+/// template's `PaymentProvider=simulated` and `AllowSimulatedPayments=true` give a stage).
+pub fn simulated_payments(env: &mut Vec<(String, String)>) {
+    env.retain(|(k, _)| !matches!(k.as_str(), "PAYMENT_PROVIDER" | "ALLOW_SIMULATED_PAYMENTS"));
+    env.push(("PAYMENT_PROVIDER".into(), "simulated".into()));
+    env.push(("ALLOW_SIMULATED_PAYMENTS".into(), "true".into()));
 }

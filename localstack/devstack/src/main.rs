@@ -185,6 +185,8 @@ async fn main() -> Result<(), DevError> {
                     let mut env = template
                         .environment(&function, &|v| provision::resolve(&template, v, &names));
                     env.extend(sdk_settings.iter().cloned());
+                    // Measured as before: the simulated gateway (the emulator has no Stripe).
+                    devstack::lambda::simulated_payments(&mut env);
                     (function.binary, env)
                 })
                 .collect();

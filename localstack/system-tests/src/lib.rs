@@ -311,10 +311,14 @@ impl TestCloud {
             .into_iter()
             .find(|f| f.binary == binary)
             .expect("function in the template");
-        let names = HashMap::from([("MarketTable".to_owned(), self.table.clone())]);
+        let names = HashMap::from([
+            ("MarketTable".to_owned(), self.table.clone()),
+            ("LiveTable".to_owned(), self.live_table.clone()),
+        ]);
         let mut env = template.environment(&function, &|v| {
             devstack::provision::resolve(&template, v, &names)
         });
+        devstack::lambda::simulated_payments(&mut env);
         env.extend([
             ("AWS_ENDPOINT_URL".to_owned(), endpoint()),
             ("AWS_ACCESS_KEY_ID".to_owned(), "test".to_owned()),

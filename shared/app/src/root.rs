@@ -71,6 +71,8 @@ pub enum ConfigError {
     NotACount { name: &'static str, value: String },
     #[error("PAYMENT_PROVIDER={0:?} is not simulated or stripe")]
     PaymentProvider(String),
+    #[error("PAYMENT_PROVIDER=simulated moves no money: it also needs ALLOW_SIMULATED_PAYMENTS=true (the template's AllowSimulatedPayments)")]
+    SimulatedNotAllowed,
     #[error("the payment provider cannot be set up")]
     Payments(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -196,11 +198,18 @@ fn simulated_payments(
     dynamodb: aws_sdk_dynamodb::Client,
     table: String,
 ) -> Result<Arc<dyn PaymentGateway>, ConfigError> {
-    match std::env::var("PAYMENT_PROVIDER").as_deref() {
-        Ok("simulated") | Err(_) => Ok(Arc::new(SimulatedGateway::with_ledger(TableLedger::new(
-            dynamodb, table,
-        )))),
-        Ok("stripe") => Ok(Arc::new(bouquet_payments::NotLinked("stripe"))),
-        Ok(other) => Err(ConfigError::PaymentProvider(other.to_owned())),
+    // Fail closed: the simulated gateway gives goods away, so it takes two settings that say
+    // so; anything else is refused at init, before any request is served.
+    match (
+        std::env::var("PAYMENT_PROVIDER").as_deref(),
+        std::env::var("ALLOW_SIMULATED_PAYMENTS").as_deref(),
+    ) {
+        (Ok("simulated"), Ok("true")) => Ok(Arc::new(SimulatedGateway::with_ledger(
+            TableLedger::new(dynamodb, table),
+        ))),
+        (Ok("simulated"), _) => Err(ConfigError::SimulatedNotAllowed),
+        (Ok("stripe"), _) => Ok(Arc::new(bouquet_payments::NotLinked("stripe"))),
+        (Ok(other), _) => Err(ConfigError::PaymentProvider(other.to_owned())),
+        (Err(_), _) => Err(ConfigError::Missing("PAYMENT_PROVIDER")),
     }
 }

@@ -30,12 +30,21 @@ pub mod __runner {
     use serde::de::DeserializeOwned;
     use serde::Serialize;
 
-    /// Runs the function on a multi-threaded Tokio runtime (as `#[tokio::main]` does).
+    /// Runs the function on a multi-threaded Tokio runtime (as `#[tokio::main]` does). An
+    /// error that ends it (a container that cannot be configured) is written whole, with its
+    /// causes, before `main` returns it (which prints only its debug form).
     pub fn block_on(main: impl Future<Output = Result<(), Error>>) -> Result<(), Error> {
-        tokio::runtime::Builder::new_multi_thread()
+        let ended = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?
-            .block_on(main)
+            .block_on(main);
+        if let Err(error) = &ended {
+            eprintln!(
+                "the function stopped: {}",
+                bouquet_aws::describe(error.as_ref())
+            );
+        }
+        ended
     }
 
     /// Tracing as the runtime sets it up, and the SDK configuration from Lambda's environment.

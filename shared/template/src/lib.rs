@@ -569,23 +569,51 @@ mod rule_tests {
     }
 
     #[test]
-    fn a_prod_stage_refuses_the_simulated_gateway() {
+    fn the_simulated_gateway_deploys_only_opted_into_and_never_to_prod() {
         let template = Template::repository().unwrap();
         let failures = |pairs: &[(&str, &str)]| {
             template
                 .rule_failures(&pairs.iter().copied().collect())
                 .unwrap()
         };
-        let refused = failures(&[("Stage", "prod"), ("PaymentProvider", "simulated")]);
-        assert_eq!(refused.len(), 1, "{refused:?}");
-        assert!(
-            refused[0].starts_with("ProductionTakesRealPayments:"),
-            "{refused:?}"
+        let named = |refused: Vec<String>| -> Vec<String> {
+            refused
+                .iter()
+                .map(|r| r.split(':').next().unwrap_or_default().to_owned())
+                .collect()
+        };
+        // Fail closed: simulated without the opt-in is refused on any stage, prod or not.
+        assert_eq!(
+            named(failures(&[
+                ("Stage", "dev"),
+                ("PaymentProvider", "simulated")
+            ])),
+            vec!["SimulatedPaymentsAreOptedInto"]
         );
-        // The default provider is the simulated one: prod alone is refused too.
-        assert_eq!(failures(&[("Stage", "prod")]).len(), 1);
-        assert!(failures(&[("Stage", "prod"), ("PaymentProvider", "stripe")]).is_empty());
-        assert!(failures(&[("Stage", "dev"), ("PaymentProvider", "simulated")]).is_empty());
+        assert_eq!(
+            named(failures(&[
+                ("Stage", "prod-eu"),
+                ("PaymentProvider", "simulated")
+            ])),
+            vec!["SimulatedPaymentsAreOptedInto"],
+            "a stage not named exactly prod is no way around it"
+        );
+        assert!(failures(&[
+            ("Stage", "dev"),
+            ("PaymentProvider", "simulated"),
+            ("AllowSimulatedPayments", "true")
+        ])
+        .is_empty());
+        assert_eq!(
+            named(failures(&[
+                ("Stage", "prod"),
+                ("PaymentProvider", "simulated"),
+                ("AllowSimulatedPayments", "true")
+            ])),
+            vec!["ProductionTakesRealPayments"]
+        );
+        // The default provider is Stripe: the defaults deploy, prod included.
+        assert!(failures(&[("Stage", "prod")]).is_empty());
         assert!(failures(&[]).is_empty(), "the defaults deploy");
     }
 

@@ -768,3 +768,48 @@ async fn a_functions_aws_calls_are_x_ray_subsegments_of_a_sampled_invocation() {
     assert!(headers.contains(&sampled), "{headers:?}");
     assert!(headers.contains(&unsampled), "{headers:?}");
 }
+
+/// The simulated gateway gives goods away, so it fails closed: a function told
+/// `PAYMENT_PROVIDER=simulated` without `ALLOW_SIMULATED_PAYMENTS=true`, or told nothing, stops
+/// at init, saying why; opted in, it starts (the template's Rules refuse the same at deploy).
+#[tokio::test]
+async fn the_simulated_gateway_is_refused_at_init_unless_opted_into() {
+    let cloud = TestCloud::new().await;
+    let run = |env: Vec<(String, String)>| {
+        let output = std::process::Command::new(function_binary("create-order"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")
+            .env("AWS_LAMBDA_FUNCTION_NAME", "create-order")
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .envs(env)
+            .output()
+            .expect("create-order runs");
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stderr).into_owned()
+                + &String::from_utf8_lossy(&output.stdout),
+        )
+    };
+    let env = cloud.function_env("create-order");
+    let without = |names: &[&str]| -> Vec<(String, String)> {
+        env.iter()
+            .filter(|(k, _)| !names.contains(&k.as_str()))
+            .cloned()
+            .collect()
+    };
+    let (ok, said) = run(without(&["ALLOW_SIMULATED_PAYMENTS"]));
+    assert!(
+        !ok && said.contains("ALLOW_SIMULATED_PAYMENTS=true"),
+        "{said}"
+    );
+    let (ok, said) = run(without(&["ALLOW_SIMULATED_PAYMENTS", "PAYMENT_PROVIDER"]));
+    assert!(
+        !ok && said.contains("PAYMENT_PROVIDER is not set"),
+        "{said}"
+    );
+    // Opted in, init passes: the process goes on to poll a Runtime API that is not there.
+    let (_, said) = run(env.clone());
+    assert!(!said.contains("PAYMENT_PROVIDER"), "{said}");
+}
