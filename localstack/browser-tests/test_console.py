@@ -154,7 +154,10 @@ class Console(unittest.TestCase):
         cls.playwright.stop()
 
     def page(self, width=1280):
-        context = self.browser.new_context(viewport={"width": width, "height": 900})
+        # The flows drive the page with Playwright's string predicates, which the console's
+        # CSP (no eval) would refuse: they bypass it. The page under its CSP is
+        # test_the_console_is_served_with_its_security_headers.
+        context = self.browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True)
         self.addCleanup(context.close)
         page = context.new_page()
         page.set_default_timeout(LIVE)
@@ -277,6 +280,42 @@ class Console(unittest.TestCase):
         page.wait_for_function("document.body.dataset.role === 'vendor'")
         self.open(page, "/vendor")
         expect(page.get_by_text("Ranunculus").first).to_be_visible()
+
+    def test_the_console_is_served_with_its_security_headers(self):
+        # Under its CSP, as a browser gets it: the storefront loads, connects live and renders
+        # with nothing refused; an injected inline script is refused.
+        context = self.browser.new_context()
+        self.addCleanup(context.close)
+        page = context.new_page()
+        refused = []
+        page.on("console", lambda message: refused.append(message.text)
+                if "Content Security Policy" in message.text else None)
+        response = page.goto(f"{BASE}/")
+        headers = response.headers
+        csp = headers["content-security-policy"]
+        self.assertIn("script-src 'self' https://js.stripe.com;", csp)
+        self.assertIn("frame-ancestors 'none'", csp)
+        self.assertEqual(headers["x-frame-options"], "DENY")
+        self.assertEqual(headers["x-content-type-options"], "nosniff")
+        self.assertEqual(headers["referrer-policy"], "strict-origin-when-cross-origin")
+        self.assertTrue(headers["strict-transport-security"].startswith("max-age="))
+        # No string predicates here (they would need eval): poll with evaluate.
+        for _ in range(200):
+            if page.evaluate("() => document.body.dataset.ready === 'yes' && document.body.dataset.live === 'on'"):
+                break
+            page.wait_for_timeout(50)
+        self.assertTrue(page.evaluate("() => document.body.dataset.live === 'on'"), "live under the CSP")
+        self.assertEqual(refused, [], "the console loaded without anything refused")
+        ran = page.evaluate("""() => {
+            window.__injected = false;
+            const s = document.createElement('script');
+            s.textContent = 'window.__injected = true';
+            document.body.append(s);
+            return window.__injected;
+        }""")
+        self.assertFalse(ran, "an injected inline script ran")
+        page.wait_for_timeout(100)
+        self.assertTrue(any("script-src" in text for text in refused), refused)
 
     def test_the_api_reference_renders_the_published_document(self):
         page = self.page()

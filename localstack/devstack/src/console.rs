@@ -24,6 +24,56 @@ pub struct Console {
     jwt_secret: String,
     /// The simulated gateway's ledger, where `POST /local/authenticate` plays the bank.
     ledger: Option<bouquet_app::payments::TableLedger>,
+    /// What the distribution's response headers policy adds to every console answer.
+    security_headers: Vec<(hyper::header::HeaderName, hyper::header::HeaderValue)>,
+}
+
+/// The headers the template's `ConsoleSecurityHeadersPolicy` makes CloudFront add, with the
+/// local origins in the CSP where the deployed policy names AWS's: `websocket_origin` (the dev
+/// stack's WebSocket API) and `user_pool_origin` (the emulator's user pool).
+pub fn security_headers(
+    template: &bouquet_template::Template,
+    websocket_origin: &str,
+    user_pool_origin: &str,
+) -> Vec<(String, String)> {
+    let Some(policy) = template.resource("ConsoleSecurityHeadersPolicy") else {
+        return Vec::new();
+    };
+    let config = &policy["Properties"]["ResponseHeadersPolicyConfig"]["SecurityHeadersConfig"];
+    let mut headers = Vec::new();
+    let csp = &config["ContentSecurityPolicy"]["ContentSecurityPolicy"];
+    let csp = csp["Fn::Sub"].as_str().or(csp.as_str()).unwrap_or_default();
+    if !csp.is_empty() {
+        headers.push((
+            "content-security-policy".to_owned(),
+            csp.replace(
+                "wss://${WebSocketApi}.execute-api.${AWS::Region}.amazonaws.com",
+                websocket_origin,
+            )
+            .replace(
+                "https://cognito-idp.${AWS::Region}.amazonaws.com",
+                user_pool_origin,
+            ),
+        ));
+    }
+    let hsts = &config["StrictTransportSecurity"];
+    if let Some(age) = hsts["AccessControlMaxAgeSec"].as_u64() {
+        let mut value = format!("max-age={age}");
+        if hsts["IncludeSubdomains"].as_bool() == Some(true) {
+            value.push_str("; includeSubDomains");
+        }
+        headers.push(("strict-transport-security".to_owned(), value));
+    }
+    if !config["ContentTypeOptions"].is_null() {
+        headers.push(("x-content-type-options".to_owned(), "nosniff".to_owned()));
+    }
+    if let Some(option) = config["FrameOptions"]["FrameOption"].as_str() {
+        headers.push(("x-frame-options".to_owned(), option.to_owned()));
+    }
+    if let Some(policy) = config["ReferrerPolicy"]["ReferrerPolicy"].as_str() {
+        headers.push(("referrer-policy".to_owned(), policy.to_owned()));
+    }
+    headers
 }
 
 /// `web/` in this repository.
@@ -53,7 +103,17 @@ impl Console {
             config,
             jwt_secret,
             ledger: None,
+            security_headers: Vec::new(),
         }
+    }
+
+    /// Adds `headers` ([`security_headers`]) to every answer, as the distribution does.
+    pub fn with_security_headers(mut self, headers: Vec<(String, String)>) -> Self {
+        self.security_headers = headers
+            .into_iter()
+            .filter_map(|(name, value)| Some((name.parse().ok()?, value.parse().ok()?)))
+            .collect();
+        self
     }
 
     /// Lets `POST /local/authenticate` settle the simulated gateway's `tok_3ds` payments.
@@ -140,8 +200,16 @@ impl Console {
         config
     }
 
-    /// Answers a request outside `/v1`.
+    /// Answers a request outside `/v1`, with the distribution's security headers.
     pub async fn answer(&self, request: Request<Bytes>) -> Response<Full<Bytes>> {
+        let mut response = self.route(request).await;
+        for (name, value) in &self.security_headers {
+            response.headers_mut().insert(name.clone(), value.clone());
+        }
+        response
+    }
+
+    async fn route(&self, request: Request<Bytes>) -> Response<Full<Bytes>> {
         match (request.method(), request.uri().path()) {
             (&Method::POST, "/local/token") => self.token(request.body()),
             (&Method::GET, "/config.json") => {
@@ -338,5 +406,32 @@ mod tests {
             let (status, _, _) = call(Method::POST, "/local/token", bad).await;
             assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
         }
+    }
+
+    #[test]
+    fn the_console_sends_the_templates_security_headers_with_the_local_websocket_origin() {
+        let template = bouquet_template::Template::repository().unwrap();
+        let headers: std::collections::HashMap<String, String> =
+            security_headers(&template, "ws://127.0.0.1:3001", "http://127.0.0.1:4566")
+                .into_iter()
+                .collect();
+        let csp = &headers["content-security-policy"];
+        assert!(
+            csp.contains("script-src 'self' https://js.stripe.com;"),
+            "{csp}"
+        );
+        assert!(
+            csp.contains("connect-src 'self' ws://127.0.0.1:3001 "),
+            "{csp}"
+        );
+        assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+        assert!(!csp.contains("${"), "nothing left unresolved: {csp}");
+        assert_eq!(headers["x-frame-options"], "DENY");
+        assert_eq!(headers["x-content-type-options"], "nosniff");
+        assert_eq!(
+            headers["referrer-policy"],
+            "strict-origin-when-cross-origin"
+        );
+        assert!(headers["strict-transport-security"].starts_with("max-age=63072000"));
     }
 }

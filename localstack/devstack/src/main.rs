@@ -396,6 +396,14 @@ async fn main() -> Result<(), DevError> {
                 .with_ledger(bouquet_app::payments::TableLedger::new(
                     aws_sdk_dynamodb::Client::new(&sdk),
                     table,
+                ))
+                .with_security_headers(devstack::console::security_headers(
+                    &template,
+                    &format!("ws://127.0.0.1:{ws_port}"),
+                    std::env::var("AWS_ENDPOINT_URL")
+                        .as_deref()
+                        .unwrap_or("http://127.0.0.1:4566")
+                        .trim_end_matches('/'),
                 )),
             );
             eprintln!("web console on http://{address}/ (sign in as any role there)");
