@@ -1,6 +1,7 @@
 //! Republishes the events parked on the outbox dead-letter queue ([`bouquet_bus::redrive`]).
-//! An operator invokes it once the bus is healthy (`aws lambda invoke`; the payload may set
-//! `maxRounds`, rounds of 10 events); it answers with what it did.
+//! Its schedule runs it every 5 minutes (a scheduled event asks nothing: all rounds); an
+//! operator may also invoke it (`aws lambda invoke`; the payload may set `maxRounds`, rounds of
+//! 10 events). It answers with what it did.
 
 use std::time::Duration;
 

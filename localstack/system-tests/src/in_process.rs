@@ -74,6 +74,7 @@ pub const SCHEDULED_FUNCTIONS: &[&str] = &[
     "expire-reservations",
     "flag-offline-vases",
     "reconcile-vase-things",
+    "redrive-outbox",
 ];
 
 /// The functions an EventBridge rule triggers.
@@ -121,6 +122,14 @@ pub async fn run_event_function(
             reconcile_vase_things::handler(app, &functions.registrar, event).await?,
         )?,
         "project-vendor-analytics" => project_vendor_analytics::handler(app, event).await?,
+        "redrive-outbox" => {
+            functions
+                .redrive
+                .as_ref()
+                .ok_or("this test set up no outbox to redrive")?
+                .handle(event)
+                .await?
+        }
         "broadcast-events" => {
             serde_json::to_value(broadcast_events::handler(app, &functions.ports()?, event).await?)?
         }
@@ -175,6 +184,8 @@ pub struct InProcess {
     pub pusher: Option<Arc<dyn bouquet_app::realtime::Pusher>>,
     /// Where the broadcaster queues fan-out work: a test's queues (see `TestCloud::live`).
     pub queue: Option<Arc<dyn bouquet_app::realtime::WorkQueue>>,
+    /// The outbox `redrive-outbox` republishes from: a test's bus and parking lot.
+    pub redrive: Option<Arc<redrive_outbox::Redrive>>,
     /// The user directory `add-vendor-member` changes.
     pub directory: Arc<dyn bouquet_app::directory::UserDirectory>,
 }

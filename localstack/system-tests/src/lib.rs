@@ -150,6 +150,7 @@ impl TestCloud {
             ])),
             pusher: None,
             queue: None,
+            redrive: None,
             directory: self.directory.clone(),
         }
     }

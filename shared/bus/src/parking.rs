@@ -26,6 +26,8 @@ pub trait ParkingLot: Send + Sync {
     fn take(&self) -> BoxFuture<'_, Result<Vec<Parked>, CallError>>;
     /// Removes republished events.
     fn remove<'a>(&'a self, handles: &'a [String]) -> BoxFuture<'a, Result<(), CallError>>;
+    /// Gives back events taken but not republished, at once (the next redrive sees them).
+    fn release<'a>(&'a self, handles: &'a [String]) -> BoxFuture<'a, Result<(), CallError>>;
 }
 
 /// Parks the events `report` could not publish: when that succeeds they are no longer
@@ -106,6 +108,7 @@ pub async fn redrive(
             .filter(|h| !published.failed.contains(h))
             .collect();
         parking.remove(&done).await?;
+        parking.release(&published.failed).await?;
         report.republished += done.len();
         report.still_parked += published.failed.len();
         if done.is_empty() {
@@ -207,6 +210,34 @@ impl ParkingLot for SqsParkingLot {
                     .collect::<Result<Vec<_>, _>>()?;
                 self.client
                     .delete_message_batch()
+                    .queue_url(&self.queue_url)
+                    .set_entries(Some(entries))
+                    .send()
+                    .await
+                    .map_err(sqs_error)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn release<'a>(&'a self, handles: &'a [String]) -> BoxFuture<'a, Result<(), CallError>> {
+        Box::pin(async move {
+            use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry;
+            for chunk in handles.chunks(10) {
+                let entries = chunk
+                    .iter()
+                    .enumerate()
+                    .map(|(i, handle)| {
+                        ChangeMessageVisibilityBatchRequestEntry::builder()
+                            .id(i.to_string())
+                            .receipt_handle(handle)
+                            .visibility_timeout(0)
+                            .build()
+                            .map_err(sqs_error)
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.client
+                    .change_message_visibility_batch()
                     .queue_url(&self.queue_url)
                     .set_entries(Some(entries))
                     .send()

@@ -817,8 +817,8 @@ async fn every_function_flow() {
     .unwrap();
 
     // publish-events and redrive-outbox, statically: their AWS calls are bouquet-bus's
-    // adapters (PutEvents; SendMessageBatch to park, ReceiveMessage and DeleteMessageBatch to
-    // redrive), on the bus and the dead-letter queue their environment names. (The parking
+    // adapters (PutEvents; SendMessageBatch to park, ReceiveMessage, DeleteMessageBatch and
+    // ChangeMessageVisibilityBatch to redrive), on the bus and the dead-letter queue their environment names. (The parking
     // and redrive path itself runs against the emulator in the outbox tests.)
     let bus_source = std::fs::read_to_string(repository_root().join("shared/bus/src/lib.rs"))
         .unwrap()
@@ -828,6 +828,7 @@ async fn every_function_flow() {
         ".send_message_batch()",
         ".receive_message()",
         ".delete_message_batch()",
+        ".change_message_visibility_batch()",
     ];
     assert_eq!(
         bus_source.matches(".send()").count(),
@@ -873,7 +874,8 @@ async fn every_function_flow() {
             _ => vec![
                 Access::new("events:PutEvents", bus),
                 Access::new("sqs:ReceiveMessage", queue.clone()),
-                Access::new("sqs:DeleteMessage", queue),
+                Access::new("sqs:DeleteMessage", queue.clone()),
+                Access::new("sqs:ChangeMessageVisibility", queue),
             ],
         };
         seen.by_function

@@ -291,6 +291,87 @@ async fn events_published_while_the_bus_is_gone_are_parked_whole_and_redriven_ex
     );
 }
 
+/// Nothing waits for a human: events parked while the bus was gone are republished by the
+/// template's own schedule of `redrive-outbox` (its scheduled event, its handler), each once.
+#[tokio::test]
+async fn parked_events_are_republished_by_the_schedule_not_by_a_person() {
+    let cloud = TestCloud::new().await;
+    let mut outbox = outbox(&cloud, None).await;
+    let sdk = emulator_sdk_config().await;
+    let events = aws_sdk_eventbridge::Client::new(&sdk);
+    let rule = format!("{}-all", outbox.stack);
+    events
+        .remove_targets()
+        .rule(&rule)
+        .event_bus_name(&outbox.bus)
+        .ids("subscriber")
+        .send()
+        .await
+        .unwrap();
+    events
+        .delete_rule()
+        .name(&rule)
+        .event_bus_name(&outbox.bus)
+        .send()
+        .await
+        .unwrap();
+    events
+        .delete_event_bus()
+        .name(&outbox.bus)
+        .send()
+        .await
+        .unwrap();
+    let vendor = cloud.vendor("Bloom").await;
+    until_idle(&mut outbox.mapping).await;
+    assert_eq!(drain_keep(&outbox.sqs, &outbox.dead_letter).await.len(), 1);
+
+    // The template's schedule, with the function's own handler behind it.
+    let mut functions = cloud.in_process(cloud.app.clone());
+    functions.redrive = Some(std::sync::Arc::new(redrive_outbox::Redrive {
+        outbox: bouquet_bus::Outbox {
+            sink: Box::new(bouquet_bus::EventBridgeSink {
+                client: events.clone(),
+                bus_name: outbox.bus.clone(),
+            }),
+            parking: Box::new(bouquet_bus::SqsParkingLot {
+                client: outbox.sqs.clone(),
+                queue_url: outbox.dead_letter.clone(),
+            }),
+        },
+    }));
+    let template = Template::repository().unwrap();
+    let schedules =
+        devstack::schedules::Schedule::from_template(&template, &Names::new(), &functions, 1, &sdk)
+            .unwrap();
+    let redrive = schedules
+        .iter()
+        .find(|s| s.function == "redrive-outbox")
+        .expect("the template schedules the redrive");
+    assert_eq!(redrive.every, Duration::from_secs(300));
+    // While the bus is still gone, a run leaves the event parked.
+    assert!(matches!(
+        redrive.run().await.unwrap(),
+        devstack::schedules::Run::Succeeded { .. }
+    ));
+    assert_eq!(drain_keep(&outbox.sqs, &outbox.dead_letter).await.len(), 1);
+    // The bus is back: the next run delivers it, once.
+    events
+        .create_event_bus()
+        .name(&outbox.bus)
+        .send()
+        .await
+        .unwrap();
+    subscribe(&events, &outbox.stack, &outbox.bus).await;
+    redrive.run().await.unwrap();
+    redrive.run().await.unwrap();
+    let delivered = drain(&outbox.sqs, &outbox.subscriber).await;
+    assert_eq!(delivered.len(), 1, "{delivered:?}");
+    assert_eq!(delivered[0]["detail"]["data"]["vendorId"], vendor.as_str());
+    assert!(drain_keep(&outbox.sqs, &outbox.dead_letter)
+        .await
+        .is_empty());
+}
+
 /// Reads every message of `queue` and makes them visible again at once (left on the queue).
 async fn drain_keep(sqs: &aws_sdk_sqs::Client, queue: &str) -> Vec<Value> {
     let output = sqs
