@@ -144,7 +144,7 @@ pub async fn commit_charge(
     idempotency: Option<&IdempotencyPut>,
     now: Timestamp,
 ) -> Result<Order, CheckoutError> {
-    let charged = decide::charged(order, charge_id, now)?;
+    let charged = decide::charged(order, charge_id.clone(), now)?;
     match commit(store, order, &charged, correlation_id, idempotency, now).await {
         Ok(()) => {
             metrics::count(metrics::PAYMENTS, "paid", 1);
@@ -152,7 +152,7 @@ pub async fn commit_charge(
         }
         Err(CheckoutError::Store(StoreError::ConditionFailed(_))) => {
             tracing::warn!(order_id = %order.order_id, "bouquets lost after an interrupted payment: refunding");
-            payments.refund(&order.gateway_key()).await?;
+            payments.refund(&order.gateway_key(), &charge_id).await?;
             let held = held_bouquets(store, order).await?;
             let refunded = decide::refunded(order, &held, now)?;
             commit(store, order, &refunded, correlation_id, None, now).await?;
@@ -416,7 +416,7 @@ pub async fn settle(
                     Ok(Settled::AlreadySettled)
                 } else {
                     tracing::warn!(%order_id, %attempt_key, status = order.status.name(), "money for an attempt that no longer stands: refunding");
-                    payments.refund(attempt_key).await?;
+                    payments.refund(attempt_key, charge_id).await?;
                     Ok(Settled::Refunded)
                 }
             }

@@ -55,8 +55,14 @@ pub trait PaymentGateway: Send + Sync {
         &self,
         idempotency_key: &str,
     ) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>>;
-    /// Refunds the approved charge of a key (a no-op when there is none).
-    fn refund(&self, idempotency_key: &str) -> BoxFuture<'_, Result<(), GatewayError>>;
+    /// Refunds `charge_id`, the approved charge made under `idempotency_key` (at Stripe its
+    /// PaymentIntent). `Ok` only when the gateway says it is refunded (or was already): a
+    /// refund is never reported that did not happen.
+    fn refund<'a>(
+        &'a self,
+        idempotency_key: &'a str,
+        charge_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), GatewayError>>;
 }
 
 /// Whether a payment token has the shape of the simulated gateway's test tokens (`tok_...`)
@@ -86,7 +92,7 @@ impl PaymentGateway for NotLinked {
         Box::pin(async move { Err(self.unlinked()) })
     }
 
-    fn refund(&self, _: &str) -> BoxFuture<'_, Result<(), GatewayError>> {
+    fn refund<'a>(&'a self, _: &'a str, _: &'a str) -> BoxFuture<'a, Result<(), GatewayError>> {
         Box::pin(async move { Err(self.unlinked()) })
     }
 }
@@ -219,11 +225,15 @@ impl<L: Ledger> PaymentGateway for SimulatedGateway<L> {
         })
     }
 
-    fn refund(&self, idempotency_key: &str) -> BoxFuture<'_, Result<(), GatewayError>> {
-        let key = idempotency_key.to_owned();
+    /// Its ledger knows each charge by its key.
+    fn refund<'a>(
+        &'a self,
+        idempotency_key: &'a str,
+        _charge_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), GatewayError>> {
         Box::pin(async move {
             self.pause().await;
-            self.ledger.refund(&key).await
+            self.ledger.refund(idempotency_key).await
         })
     }
 }

@@ -7,7 +7,9 @@
 //!   within Stripe's 24 h returns the first intent). Redirect-based methods are off, so 3-D
 //!   Secure is `requires_action` with a client secret for Stripe.js.
 //! - `lookup`: the intent whose `metadata['attemptKey']` is the key (Search API).
-//! - `refund`: `POST /v1/refunds` for that intent, with `refund-{key}` as its idempotency key.
+//! - `refund`: `POST /v1/refunds` for the PaymentIntent the charge is (its id, from the charge
+//!   or Stripe's event; never from Search, which lags), with `refund-{key}` as its
+//!   idempotency key; `Ok` only on Stripe's answer.
 //!
 //! Errors: a card error (402) is a decline; 429, 5xx, an idempotency error and a transport
 //! failure are `Unavailable`; no answer in time is `Timeout`. The last three leave the order
@@ -303,24 +305,23 @@ impl PaymentGateway for StripeGateway {
         Box::pin(async move { Ok(self.intent_of(&key).await?.and_then(outcome_of)) })
     }
 
-    fn refund(&self, idempotency_key: &str) -> BoxFuture<'_, Result<(), GatewayError>> {
-        let key = idempotency_key.to_owned();
+    /// By the PaymentIntent itself, never through Search: Search lags writes by up to a
+    /// minute, and a refund it did not find yet must not pass for one made.
+    fn refund<'a>(
+        &'a self,
+        idempotency_key: &'a str,
+        charge_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), GatewayError>> {
         Box::pin(async move {
-            let Some(intent) = self.intent_of(&key).await? else {
-                return Ok(());
-            };
-            if intent.status != "succeeded" {
-                return Ok(());
-            }
             let form = form_urlencoded::Serializer::new(String::new())
-                .append_pair("payment_intent", &intent.id)
+                .append_pair("payment_intent", charge_id)
                 .finish();
             let (status, body) = self
                 .send(
                     hyper::Method::POST,
                     "/v1/refunds",
                     Some(form),
-                    Some(&format!("refund-{key}")),
+                    Some(&format!("refund-{idempotency_key}")),
                 )
                 .await?;
             match status {

@@ -35,6 +35,8 @@ struct FakeStripe {
     replies: Mutex<HashMap<String, (String, u16, Value)>>,
     intents: Mutex<Vec<Value>>,
     refunds: Mutex<Vec<String>>,
+    /// Search has not caught up with the writes yet (it lags by up to a minute at Stripe).
+    search_lags: std::sync::atomic::AtomicBool,
 }
 
 impl FakeStripe {
@@ -139,12 +141,13 @@ impl FakeStripe {
                     .and_then(|q| q.strip_suffix('\''))
                     .expect("the adapter searches by attemptKey")
                     .to_owned();
+                let lagging = self.search_lags.load(std::sync::atomic::Ordering::SeqCst);
                 let data: Vec<Value> = self
                     .intents
                     .lock()
                     .unwrap()
                     .iter()
-                    .filter(|i| i["metadata"]["attemptKey"] == wanted.as_str())
+                    .filter(|i| !lagging && i["metadata"]["attemptKey"] == wanted.as_str())
                     .cloned()
                     .collect();
                 (
@@ -153,14 +156,25 @@ impl FakeStripe {
                 )
             }
             ("POST", "/v1/refunds") => {
-                self.refunds
+                let intent = form["payment_intent"].clone();
+                let known = self
+                    .intents
                     .lock()
                     .unwrap()
-                    .push(form["payment_intent"].clone());
+                    .iter()
+                    .any(|i| i["id"] == intent.as_str() && i["status"] == "succeeded");
+                if !known {
+                    return (
+                        400,
+                        json!({"error": {"type": "invalid_request_error", "code": "resource_missing",
+                        "message": format!("No such payment_intent: '{intent}'")}}),
+                    );
+                }
+                self.refunds.lock().unwrap().push(intent.clone());
                 (
                     200,
                     json!({"id": "re_1", "object": "refund", "status": "succeeded",
-                    "payment_intent": form["payment_intent"]}),
+                    "payment_intent": intent}),
                 )
             }
             _ => (
@@ -361,16 +375,17 @@ async fn the_same_key_with_another_body_is_refused_not_charged_twice() {
 }
 
 #[tokio::test]
-async fn lookup_and_refund_find_the_intent_by_its_attempt_key() {
+async fn lookup_finds_the_intent_by_its_attempt_key_and_refund_goes_by_the_intent() {
     let (fake, stripe) = gateway().await;
     assert_eq!(stripe.lookup("k-none").await.unwrap(), None);
-    stripe.refund("k-none").await.unwrap();
-    assert!(fake.refunds.lock().unwrap().is_empty(), "nothing to refund");
 
-    stripe
+    let paid = stripe
         .charge(charge("k-paid", "pm_card_visa"))
         .await
         .unwrap();
+    let ChargeOutcome::Approved { charge_id } = paid else {
+        panic!("{paid:?}")
+    };
     stripe
         .charge(charge("k-declined", "pm_card_chargeDeclined"))
         .await
@@ -381,12 +396,19 @@ async fn lookup_and_refund_find_the_intent_by_its_attempt_key() {
             reason: "requires_payment_method".into()
         })
     );
-    stripe.refund("k-declined").await.unwrap();
-    stripe.refund("k-paid").await.unwrap();
-    stripe.refund("k-paid").await.unwrap();
+    // Search lags writes by up to a minute: the refund must not depend on it.
+    fake.search_lags
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(
+        stripe.lookup("k-paid").await.unwrap(),
+        None,
+        "search has not caught up"
+    );
+    stripe.refund("k-paid", &charge_id).await.unwrap();
+    stripe.refund("k-paid", &charge_id).await.unwrap();
     assert_eq!(
         *fake.refunds.lock().unwrap(),
-        vec!["pi_1".to_owned()],
+        vec![charge_id.clone()],
         "one refund, of the paid intent"
     );
     let refunds = fake.requests_to("/v1/refunds");
@@ -394,6 +416,12 @@ async fn lookup_and_refund_find_the_intent_by_its_attempt_key() {
     assert!(refunds
         .iter()
         .all(|r| r.headers["idempotency-key"] == "refund-k-paid"));
+    assert!(
+        fake.requests_to("/v1/payment_intents/search").len() <= 2,
+        "refunds never search"
+    );
+    // What Stripe does not refund is never reported refunded.
+    assert!(stripe.refund("k-none", "pi_unknown").await.is_err());
 }
 
 #[tokio::test]

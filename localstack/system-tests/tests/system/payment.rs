@@ -172,8 +172,12 @@ impl PaymentGateway for CrashAfterCharge {
     fn lookup(&self, key: &str) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>> {
         self.0.lookup(key)
     }
-    fn refund(&self, key: &str) -> BoxFuture<'_, Result<(), GatewayError>> {
-        self.0.refund(key)
+    fn refund<'a>(
+        &'a self,
+        key: &'a str,
+        charge_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), GatewayError>> {
+        self.0.refund(key, charge_id)
     }
 }
 

@@ -42,8 +42,14 @@ async fn a_failing_scheduled_sweep_lands_whole_in_its_failure_destination() {
         cloud.client.clone(),
         format!("missing-{}", ulid::Ulid::new()),
     );
-    let schedules =
-        Schedule::from_template(&template, &names, &cloud.in_process(broken), 60, &sdk).unwrap();
+    // The redrive's parking lot and bus, gone too.
+    let mut broken = cloud.in_process(broken);
+    broken.redrive = Some(redrive_on(
+        &sdk,
+        &format!("{}/missing-{}", sqs_base(&sqs).await, ulid::Ulid::new()),
+        "missing-bus",
+    ));
+    let schedules = Schedule::from_template(&template, &names, &broken, 60, &sdk).unwrap();
     let mut scheduled: Vec<_> = schedules.iter().map(|s| s.function.as_str()).collect();
     scheduled.sort();
     assert_eq!(
@@ -51,7 +57,8 @@ async fn a_failing_scheduled_sweep_lands_whole_in_its_failure_destination() {
         [
             "expire-reservations",
             "flag-offline-vases",
-            "reconcile-vase-things"
+            "reconcile-vase-things",
+            "redrive-outbox"
         ]
     );
     const RUNS: usize = 3;
@@ -83,7 +90,9 @@ async fn a_failing_scheduled_sweep_lands_whole_in_its_failure_destination() {
         let rule = record["requestPayload"]["resources"][0].as_str().unwrap();
         let message = record["responsePayload"]["errorMessage"].as_str().unwrap();
         assert!(
-            message.contains("ResourceNotFound") || message.contains("not found"),
+            message.contains("ResourceNotFound")
+                || message.contains("not found")
+                || message.contains("does not exist"),
             "the failure says why: {message}"
         );
         *per_function
@@ -96,19 +105,23 @@ async fn a_failing_scheduled_sweep_lands_whole_in_its_failure_destination() {
             ("expire-reservations".to_owned(), RUNS),
             ("flag-offline-vases".to_owned(), RUNS),
             ("reconcile-vase-things".to_owned(), RUNS),
+            ("redrive-outbox".to_owned(), RUNS),
         ]),
         "every failed run, once"
     );
 
     // Healthy sweeps succeed at the first attempt and send nothing there.
-    let healthy = Schedule::from_template(
-        &template,
-        &names,
-        &cloud.in_process(cloud.app_at(later)),
-        60,
-        &sdk,
-    )
-    .unwrap();
+    let mut working = cloud.in_process(cloud.app_at(later));
+    let lot = sqs
+        .create_queue()
+        .queue_name(format!("{stack}-parked"))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    working.redrive = Some(redrive_on(&sdk, &lot, "an-empty-lot-needs-no-bus"));
+    let healthy = Schedule::from_template(&template, &names, &working, 60, &sdk).unwrap();
     for schedule in &healthy {
         assert_eq!(
             schedule.run().await.unwrap(),
@@ -118,4 +131,37 @@ async fn a_failing_scheduled_sweep_lands_whole_in_its_failure_destination() {
         );
     }
     assert!(drain(&sqs, &failures).await.is_empty());
+}
+
+/// `redrive-outbox` on the parking lot `queue_url` and the bus `bus`.
+fn redrive_on(
+    sdk: &aws_config::SdkConfig,
+    queue_url: &str,
+    bus: &str,
+) -> std::sync::Arc<redrive_outbox::Redrive> {
+    std::sync::Arc::new(redrive_outbox::Redrive {
+        outbox: bouquet_bus::Outbox {
+            sink: Box::new(bouquet_bus::EventBridgeSink {
+                client: aws_sdk_eventbridge::Client::new(sdk),
+                bus_name: bus.to_owned(),
+            }),
+            parking: Box::new(bouquet_bus::SqsParkingLot {
+                client: aws_sdk_sqs::Client::new(sdk),
+                queue_url: queue_url.to_owned(),
+            }),
+        },
+    })
+}
+
+/// The emulator's queue URL prefix (a queue URL without its name).
+async fn sqs_base(sqs: &aws_sdk_sqs::Client) -> String {
+    let probe = sqs
+        .create_queue()
+        .queue_name(format!("probe-{}", ulid::Ulid::new()))
+        .send()
+        .await
+        .unwrap()
+        .queue_url
+        .unwrap();
+    probe.rsplit_once('/').unwrap().0.to_owned()
 }

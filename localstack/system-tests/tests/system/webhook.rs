@@ -53,7 +53,7 @@ impl PaymentGateway for ThreeDSecure {
             ))
         })
     }
-    fn refund(&self, key: &str) -> BoxFuture<'_, Result<(), GatewayError>> {
+    fn refund<'a>(&'a self, key: &'a str, _: &'a str) -> BoxFuture<'a, Result<(), GatewayError>> {
         let key = key.to_owned();
         Box::pin(async move {
             self.refunded.lock().unwrap().push(key);
@@ -322,7 +322,7 @@ impl PaymentGateway for WebhookFirst {
     fn lookup(&self, _: &str) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>> {
         Box::pin(async { Ok(None) })
     }
-    fn refund(&self, _: &str) -> BoxFuture<'_, Result<(), GatewayError>> {
+    fn refund<'a>(&'a self, _: &'a str, _: &'a str) -> BoxFuture<'a, Result<(), GatewayError>> {
         Box::pin(async { panic!("nothing to refund") })
     }
 }
