@@ -202,28 +202,7 @@ async fn events_published_while_the_bus_is_gone_are_parked_whole_and_redriven_ex
     let sdk = emulator_sdk_config().await;
     let events = aws_sdk_eventbridge::Client::new(&sdk);
     // The bus goes away: every PutEvents fails, for longer than every retry.
-    let rule = format!("{}-all", outbox.stack);
-    events
-        .remove_targets()
-        .rule(&rule)
-        .event_bus_name(&outbox.bus)
-        .ids("subscriber")
-        .send()
-        .await
-        .unwrap();
-    events
-        .delete_rule()
-        .name(&rule)
-        .event_bus_name(&outbox.bus)
-        .send()
-        .await
-        .unwrap();
-    events
-        .delete_event_bus()
-        .name(&outbox.bus)
-        .send()
-        .await
-        .unwrap();
+    take_the_bus_away(&events, &outbox).await;
     let vendors = [cloud.vendor("Bloom").await, cloud.vendor("Petal").await];
     let reports = until_idle(&mut outbox.mapping).await;
     assert_eq!(
@@ -299,28 +278,7 @@ async fn parked_events_are_republished_by_the_schedule_not_by_a_person() {
     let mut outbox = outbox(&cloud, None).await;
     let sdk = emulator_sdk_config().await;
     let events = aws_sdk_eventbridge::Client::new(&sdk);
-    let rule = format!("{}-all", outbox.stack);
-    events
-        .remove_targets()
-        .rule(&rule)
-        .event_bus_name(&outbox.bus)
-        .ids("subscriber")
-        .send()
-        .await
-        .unwrap();
-    events
-        .delete_rule()
-        .name(&rule)
-        .event_bus_name(&outbox.bus)
-        .send()
-        .await
-        .unwrap();
-    events
-        .delete_event_bus()
-        .name(&outbox.bus)
-        .send()
-        .await
-        .unwrap();
+    take_the_bus_away(&events, &outbox).await;
     let vendor = cloud.vendor("Bloom").await;
     until_idle(&mut outbox.mapping).await;
     assert_eq!(drain_keep(&outbox.sqs, &outbox.dead_letter).await.len(), 1);
@@ -370,6 +328,32 @@ async fn parked_events_are_republished_by_the_schedule_not_by_a_person() {
     assert!(drain_keep(&outbox.sqs, &outbox.dead_letter)
         .await
         .is_empty());
+}
+
+/// The bus goes away (its rule, its target, the bus itself): every PutEvents fails.
+async fn take_the_bus_away(events: &aws_sdk_eventbridge::Client, outbox: &Outbox) {
+    let rule = format!("{}-all", outbox.stack);
+    events
+        .remove_targets()
+        .rule(&rule)
+        .event_bus_name(&outbox.bus)
+        .ids("subscriber")
+        .send()
+        .await
+        .unwrap();
+    events
+        .delete_rule()
+        .name(&rule)
+        .event_bus_name(&outbox.bus)
+        .send()
+        .await
+        .unwrap();
+    events
+        .delete_event_bus()
+        .name(&outbox.bus)
+        .send()
+        .await
+        .unwrap();
 }
 
 /// Reads every message of `queue` and makes them visible again at once (left on the queue).
