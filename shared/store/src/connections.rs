@@ -24,7 +24,7 @@ use bouquet_domain::channels::{Channel, Viewer};
 use bouquet_domain::ids::InvalidId;
 use bouquet_domain::{CustomerId, Timestamp, VendorId};
 
-use crate::error::{StoreError, Target};
+use crate::error::{applied, StoreError, Target};
 use crate::tx::{Expr, Tx};
 use crate::Store;
 
@@ -369,17 +369,7 @@ impl Store {
             .expression_attribute_values(":entity", s("channelShards"))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(error) => Err(StoreError::backend(error)),
-        }
+        applied(result)
     }
 
     /// Subscribes a live connection to `channels`, all or none, each in the shard its
@@ -619,16 +609,8 @@ impl Store {
             .condition_expression("attribute_exists(pk)")
             .send()
             .await;
-        match deleted {
-            Ok(_) => {}
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                return Ok(())
-            }
-            Err(error) => return Err(StoreError::backend(error)),
+        if !applied(deleted)? {
+            return Ok(());
         }
         if let Some(limit_key) = &connection.limit_key {
             let released = self
@@ -643,15 +625,8 @@ impl Store {
                 .expression_attribute_values(":zero", AttributeValue::N("0".into()))
                 .send()
                 .await;
-            match released {
-                Ok(_) => {}
-                // The counter expired (TTL) or is already at zero: nothing to give back.
-                Err(error)
-                    if error
-                        .as_service_error()
-                        .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
-                Err(error) => return Err(StoreError::backend(error)),
-            }
+            // Not applied: the counter expired (TTL) or is at zero, nothing to give back.
+            applied(released)?;
         }
         Ok(())
     }

@@ -121,6 +121,24 @@ pub struct Cancelled {
     pub message: String,
 }
 
+/// Whether a single conditional write took effect: `Ok(false)` when its condition failed
+/// (another writer got there first, or there was nothing to do), the error otherwise.
+pub(crate) fn applied<O, E, R>(result: Result<O, SdkError<E, R>>) -> Result<bool, StoreError>
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    match result {
+        Ok(_) => Ok(true),
+        Err(SdkError::ServiceError(service))
+            if service.err().code() == Some("ConditionalCheckFailedException") =>
+        {
+            Ok(false)
+        }
+        Err(error) => Err(StoreError::backend(error)),
+    }
+}
+
 impl StoreError {
     /// A failed SDK call, classified by what went wrong.
     pub(crate) fn backend<E, R>(error: SdkError<E, R>) -> Self
