@@ -404,8 +404,10 @@ pub async fn broadcast(
         Ok::<(usize, usize), BroadcastError>((units.len(), crowded.len()))
     };
     let pushing = futures::future::try_join_all(private.iter().map(|channel| async move {
+        // A private channel has one shard: only fan-out workers grow a channel, and they
+        // serve public ones only. So its one shard is read without reading its count.
         let audience = store
-            .subscribers(channel, now)
+            .shard_subscribers(&channel.key(), 0, now)
             .await
             .map_err(BroadcastError::from)?;
         let unit = PushUnit {

@@ -883,8 +883,8 @@ async fn live_round_trips() {
     );
     assert_eq!(
         cloud.calls.by_operation(),
-        calls(&[("BatchGetItem", 3), ("Query", 2)]),
-        "plan: public counts once; per private channel (orders, vendor) its count and its shard"
+        calls(&[("BatchGetItem", 1), ("Query", 2)]),
+        "plan: the public channels' counts at once; per private channel (orders, vendor) its one shard"
     );
     assert_eq!(pusher.sent(), 2, "the buyer's two connections on orders");
 
