@@ -1,8 +1,10 @@
 //! The expiry sweeper, scheduled every minute. It reads due orders from the sparse
-//! `ReservationExpiryIndex` (`reservedUntil < now`, every shard; no Scan) and, for each:
+//! `OrderDueIndex` (`dueAt < now`, every shard; no Scan; [`bouquet_domain::Order::due_at`])
+//! and, for each:
 //! expires a lapsed reservation, releasing the bouquets the order still holds, with
 //! `ReservationExpired`; or resolves a `payment_pending` order whose attempt outlived its
-//! lease by asking the gateway (see [`crate::checkout`]).
+//! lease by asking the gateway (see [`crate::checkout`]): within a minute of the lease, so a
+//! customer charged while the gateway timed out is not left waiting for the hold's end.
 //!
 //! Correctness does not depend on it: a lapsed hold is already available to the next
 //! reserver and reads as expired. Two sweepers at once, or a sweep racing a payment, are

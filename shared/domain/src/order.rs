@@ -177,6 +177,28 @@ impl Order {
         self.reserved_until < now
     }
 
+    /// When the expiry sweeper must look at this order (its place in the due index), while
+    /// it holds bouquets: a reservation at its deadline; a payment attempt when its lease
+    /// lapses or the customer's authentication window closes, whichever is later; an attempt
+    /// that gave up its lease (the gateway gave no answer) at once, so a charged customer
+    /// learns the outcome within one sweep instead of at the hold's end.
+    pub fn due_at(&self) -> Option<Timestamp> {
+        match self.status {
+            OrderStatus::Reserved => Some(self.reserved_until),
+            OrderStatus::PaymentPending => {
+                let lease_end = self.payment_started_at.map(|t| t.plus(PAYMENT_LEASE));
+                Some(
+                    lease_end
+                        .into_iter()
+                        .chain(self.authenticating_until)
+                        .max()
+                        .unwrap_or(self.updated_at),
+                )
+            }
+            _ => None,
+        }
+    }
+
     /// The status a reader should see: a reservation past its deadline is expired even
     /// before the sweeper has recorded it.
     pub fn effective_status(&self, now: Timestamp) -> OrderStatus {
@@ -422,6 +444,38 @@ mod tests {
             Order::reserve(customer(), &held, DEFAULT_HOLD, T0),
             Err(DomainError::BouquetUnavailable(ids))
         );
+    }
+
+    #[test]
+    fn is_due_for_the_sweeper_at_its_deadline_or_when_a_payment_attempt_lapses() {
+        let b = bouquet(VendorId::generate(), 100, T0);
+        let reserved = Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap();
+        assert_eq!(reserved.due_at(), Some(reserved.reserved_until));
+        let at = T0.plus(Duration::from_secs(30));
+        let mut paying = reserved.clone();
+        paying.begin_payment(at).unwrap();
+        assert_eq!(
+            paying.due_at(),
+            Some(at.plus(PAYMENT_LEASE)),
+            "at the lease's end"
+        );
+        let mut interrupted = paying.clone();
+        interrupted.payment_interrupted(at).unwrap();
+        assert_eq!(
+            interrupted.due_at(),
+            Some(at),
+            "at once: the lease is given up"
+        );
+        let mut authenticating = paying.clone();
+        let until = authenticating.awaiting_authentication(at).unwrap();
+        assert_eq!(
+            authenticating.due_at(),
+            Some(until),
+            "when the window closes"
+        );
+        let mut paid = paying;
+        paid.payment_succeeded("ch_1".into(), at).unwrap();
+        assert_eq!(paid.due_at(), None, "holds nothing: out of the index");
     }
 
     #[test]

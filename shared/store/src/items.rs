@@ -218,9 +218,11 @@ pub struct OrderItem {
     pub vendor_key: String,
     pub vendor_sort: String,
     /// Present only while the order holds bouquets (`reserved`, `payment_pending`): the
-    /// expiry sweep's sparse index.
+    /// expiry sweep's sparse index, by when the order is due ([`Order::due_at`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expiry_shard: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due_at: Option<i64>,
 }
 
 impl OrderItem {
@@ -256,7 +258,8 @@ impl OrderItem {
             customer_sort: id.clone(),
             vendor_key: keys::vendor_orders_key(&o.vendor_id.to_string()),
             vendor_sort: id.clone(),
-            expiry_shard: o.status.holds_bouquets().then(|| keys::expiry_shard(&id)),
+            expiry_shard: o.due_at().map(|_| keys::expiry_shard(&id)),
+            due_at: o.due_at().map(Timestamp::as_millis),
             order_id: id,
         }
     }

@@ -17,7 +17,7 @@ pub const EXPIRY_SHARDS: u32 = 4;
 pub const INDEX_CATALOGUE: &str = "CatalogueIndex";
 pub const INDEX_VENDOR: &str = "VendorIndex";
 pub const INDEX_CUSTOMER: &str = "CustomerIndex";
-pub const INDEX_EXPIRY: &str = "ReservationExpiryIndex";
+pub const INDEX_EXPIRY: &str = "OrderDueIndex";
 pub const INDEX_HEARTBEAT: &str = "VaseHeartbeatIndex";
 
 pub type Key = HashMap<String, AttributeValue>;

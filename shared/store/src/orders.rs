@@ -288,8 +288,8 @@ impl Store {
         tx.commit(self).await
     }
 
-    /// The next page of orders whose hold ended before `now` and that still hold bouquets
-    /// (reserved or payment pending), from every shard of the sparse expiry index that
+    /// The next page of orders due before `now` that still hold bouquets (a reservation past
+    /// its deadline, a payment attempt past its lease: [`bouquet_domain::Order::due_at`]), from every shard of the sparse expiry index that
     /// `cursor` has not finished, continuing where the last page of each shard ended: items
     /// that keep failing do not hide the ones behind them. No Scan.
     pub async fn due_orders(
@@ -308,7 +308,7 @@ impl Store {
                         .query()
                         .table_name(&self.table)
                         .index_name(keys::INDEX_EXPIRY)
-                        .key_condition_expression("expiryShard = :shard AND reservedUntil < :now")
+                        .key_condition_expression("expiryShard = :shard AND dueAt < :now")
                         .expression_attribute_values(
                             ":shard",
                             AttributeValue::S(keys::expiry_shard_key(shard)),

@@ -309,7 +309,7 @@ async fn a_stuck_sweeper_shard_still_expires_the_order_behind_300_failing_items(
                 .item("sk", AttributeValue::S("ORDER".into()))
                 .item("entity", AttributeValue::S("order".into()))
                 .item("expiryShard", shard.clone())
-                .item("reservedUntil", AttributeValue::N((1_000 + i).to_string()))
+                .item("dueAt", AttributeValue::N((1_000 + i).to_string()))
                 .build()
                 .unwrap();
             WriteRequest::builder().put_request(put).build()

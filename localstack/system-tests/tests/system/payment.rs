@@ -250,13 +250,12 @@ async fn a_crash_between_charge_and_commit_is_completed_by_the_sweeper() {
         .deadline_in(Duration::from_millis(800));
     assert_eq!(cloud.call("pay-order", request).await.status, 503);
     let cloud = cloud.with_gateway(gateway.clone());
-    // Not due while the hold (extended over the attempt) lasts.
-    cloud.clock.advance(Duration::from_secs(14 * 60));
-    assert_eq!(
-        cloud.run_scheduled("expire-reservations").await["paymentsCompleted"],
-        0
-    );
-    cloud.clock.advance(Duration::from_secs(2 * 60));
+    // Not due while the attempt's lease runs (the attempt may still answer)...
+    cloud.clock.advance(Duration::from_secs(59));
+    assert_eq!(cloud.run_scheduled("expire-reservations").await["due"], 0);
+    // ...and resolved by the first sweep after it (every minute), not at the hold's end: the
+    // charged customer waits at most two minutes past the lease.
+    cloud.clock.advance(Duration::from_secs(2));
     let report = cloud.run_scheduled("expire-reservations").await;
     assert_eq!(report["paymentsCompleted"], 1, "{report}");
     assert_eq!(cloud.order_status(&order).await.as_deref(), Some("paid"));
@@ -279,9 +278,19 @@ async fn an_interrupted_attempt_that_charged_nothing_is_released_by_the_sweeper(
             .code(),
         Some("payment.unavailable")
     );
-    cloud.clock.advance(Duration::from_secs(16 * 60));
+    // The attempt gave up its lease: the next sweep asks the gateway and, nothing charged,
+    // gives the reservation back to its customer (its hold runs on)...
+    cloud.clock.advance(Duration::from_secs(1));
     let report = cloud.run_scheduled("expire-reservations").await;
     assert_eq!(report["paymentsReleased"], 1, "{report}");
+    assert_eq!(
+        cloud.order_status(&order).await.as_deref(),
+        Some("reserved")
+    );
+    // ...until its own deadline.
+    cloud.clock.advance(Duration::from_secs(16 * 60));
+    let report = cloud.run_scheduled("expire-reservations").await;
+    assert_eq!(report["expired"], 1, "{report}");
     assert_eq!(cloud.order_status(&order).await.as_deref(), Some("expired"));
     assert_eq!(
         cloud.bouquet_status(&bouquet).await.as_deref(),
