@@ -31,6 +31,9 @@ that refusal (a user must not set their own custom:vendorId), so the check is ad
 Likewise ConfirmSignUp: the code went to the email (the pool's AutoVerifiedAttributes), so
 Cognito marks it email_verified=true; moto confirms the user but leaves the email unverified.
 
+A sixth is DynamoDB's idempotent TransactWriteItems (ClientRequestToken, see SerialDynamoDB),
+which moto ignores: a retried transaction whose first attempt committed is not cancelled.
+
 Last, IoT certificates for Eclipse Mosquitto, the dev stack's broker, when BOUQUET_IOT_DIR
 names a directory. moto signs each certificate with its own key, which no TLS server can
 verify, and in CreateCertificateFromCsr with a fresh key, not the requester's. Here a local
@@ -48,6 +51,7 @@ import base64
 import copy
 import datetime
 import glob
+import io
 import ipaddress
 import json
 import os
@@ -55,6 +59,7 @@ import secrets
 import signal
 import sys
 import threading
+import time
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -75,16 +80,66 @@ from werkzeug.serving import run_simple
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 
 
+# DynamoDB keeps a TransactWriteItems' ClientRequestToken for 10 minutes.
+IDEMPOTENCY_WINDOW_SECONDS = 600
+
+
 class SerialDynamoDB:
+    """DynamoDB's requests one at a time (see the module doc), and TransactWriteItems made
+    idempotent by its ClientRequestToken as DynamoDB documents it: the same token with the
+    same request within 10 minutes of a success succeeds again without writing; with other
+    parameters it is IdempotentParameterMismatchException. The SDKs fill the token in and keep
+    it across their retries, so a transaction that committed while its response was lost is
+    not cancelled by its own retry (moto ignores the token)."""
+
     def __init__(self, app):
         self.app = app
         self.lock = threading.Lock()
+        self.transactions = {}  # token -> (request without the token, when, status, headers, body)
 
     def __call__(self, environ, start_response):
-        if environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB"):
-            with self.lock:
-                return list(self.app(environ, start_response))
-        return self.app(environ, start_response)
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if not target.startswith("DynamoDB"):
+            return self.app(environ, start_response)
+        with self.lock:
+            if target.endswith(".TransactWriteItems"):
+                return self._transaction(environ, start_response)
+            return list(self.app(environ, start_response))
+
+    def _transaction(self, environ, start_response):
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length)
+        environ["wsgi.input"] = io.BytesIO(body)
+        try:
+            request = json.loads(body)
+        except ValueError:
+            return list(self.app(environ, start_response))
+        token = request.pop("ClientRequestToken", None)
+        now = time.monotonic()
+        self.transactions = {
+            t: seen for t, seen in self.transactions.items()
+            if now - seen[1] < IDEMPOTENCY_WINDOW_SECONDS
+        }
+        if token is not None and token in self.transactions:
+            earlier, _, status, headers, answer = self.transactions[token]
+            if earlier != request:
+                start_response("400 Bad Request", [("Content-Type", "application/x-amz-json-1.0")])
+                return [json.dumps({
+                    "__type": "com.amazonaws.dynamodb.v20120810#IdempotentParameterMismatchException",
+                    "message": "The request uses the same client token as a previous, but non-identical request.",
+                }).encode()]
+            start_response(status, headers)
+            return [answer]
+        answered = {}
+
+        def remember(status, headers, exc_info=None):
+            answered["status"], answered["headers"] = status, list(headers)
+            return start_response(status, headers, exc_info)
+
+        answer = b"".join(self.app(environ, remember))
+        if token is not None and answered.get("status", "").startswith("200"):
+            self.transactions[token] = (request, now, answered["status"], answered["headers"], answer)
+        return [answer]
 
 
 class _TablesByReference:

@@ -146,6 +146,44 @@ class SameAnswers(unittest.TestCase):
 
 
 
+class IdempotentTransactions(unittest.TestCase):
+    """TransactWriteItems with a ClientRequestToken, through the emulator's WSGI app."""
+
+    def setUp(self):
+        self.mock = mock_aws()
+        self.mock.start()
+        self.addCleanup(self.mock.stop)
+        werkzeug_log = logging.getLogger("werkzeug")
+        self.addCleanup(werkzeug_log.setLevel, werkzeug_log.level)
+        werkzeug_log.setLevel(logging.WARNING)
+        server = make_server("127.0.0.1", 0, emulator.wsgi_app(), threaded=True,
+                             request_handler=MotoRequestHandler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.shutdown)
+        self.db = boto3.client("dynamodb", region_name="eu-west-1",
+                               endpoint_url=f"http://127.0.0.1:{server.port}")
+        self.db.create_table(
+            TableName="t",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+
+    def claim(self, pk, token, n="1"):
+        return self.db.transact_write_items(ClientRequestToken=token, TransactItems=[{"Put": {
+            "TableName": "t", "Item": {"pk": {"S": pk}, "n": {"N": n}},
+            "ConditionExpression": "attribute_not_exists(pk)"}}])
+
+    def test_a_retried_token_succeeds_once_and_a_changed_request_is_refused(self):
+        self.claim("a", "token-1")
+        self.claim("a", "token-1")  # the retry of a committed transaction: no cancellation
+        with self.assertRaises(self.db.exceptions.TransactionCanceledException):
+            self.claim("a", "token-2")  # a new request: its condition fails
+        with self.assertRaises(self.db.exceptions.IdempotentParameterMismatchException):
+            self.claim("a", "token-1", n="2")
+        self.assertEqual(self.db.get_item(TableName="t", Key={"pk": {"S": "a"}})["Item"]["n"], {"N": "1"})
+
+
 class CognitoWriteAttributes(unittest.TestCase):
     """A client's WriteAttributes bound what its users write, as Cognito documents."""
 
