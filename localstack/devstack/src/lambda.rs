@@ -70,6 +70,15 @@ impl LocalFunction {
     /// Delivers `event` to the function and waits for its answer.
     pub async fn invoke(&self, event: Value) -> Result<Value, InvokeError> {
         let process = self.process().await?;
+        if let Some(after) = crate::faults::kill_after() {
+            // The next invocation starts a new process, as Lambda replaces a sandbox that died.
+            self.running.lock().await.take();
+            let doomed = process.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(after).await;
+                doomed.crash();
+            });
+        }
         process.api.invoke(event, INVOKE_TIMEOUT).await
     }
 
@@ -166,6 +175,8 @@ pub struct LocalSettings {
     pub jwt_secret: String,
     /// E.g. `http://127.0.0.1:3001`.
     pub websocket_management_url: String,
+    /// The functions' `AWS_ENDPOINT_URL` when it is not the dev stack's own (the fault proxy).
+    pub aws_endpoint_url: Option<String>,
 }
 
 impl Default for LocalSettings {
@@ -173,6 +184,7 @@ impl Default for LocalSettings {
         Self {
             jwt_secret: crate::jwt::secret_from_env(),
             websocket_management_url: "http://127.0.0.1:3001".into(),
+            aws_endpoint_url: None,
         }
     }
 }
@@ -202,6 +214,10 @@ impl LocalSettings {
             if key == "WEBSOCKET_MANAGEMENT_URL" {
                 value.clone_from(&self.websocket_management_url);
             }
+        }
+        if let Some(endpoint) = &self.aws_endpoint_url {
+            env.retain(|(k, _)| k != "AWS_ENDPOINT_URL");
+            env.push(("AWS_ENDPOINT_URL".into(), endpoint.clone()));
         }
         // The local cloud cannot reach Stripe: the simulated gateway, opted into explicitly.
         if env.iter().any(|(k, _)| k == "PAYMENT_PROVIDER") {

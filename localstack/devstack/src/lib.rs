@@ -22,6 +22,7 @@ pub mod cognito;
 pub mod console;
 pub mod edge_cache;
 pub mod error;
+pub mod faults;
 pub mod iot_core;
 pub mod iot_rules;
 pub mod jwt;

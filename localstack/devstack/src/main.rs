@@ -48,6 +48,14 @@ enum Command {
         /// Close a WebSocket connection after this many seconds in all.
         #[arg(long, default_value_t = 7200)]
         ws_max_age_seconds: u64,
+        /// Inject AWS-shaped faults at this rate (`rate=0.05,seed=7`): the functions reach
+        /// the emulator through a proxy that fails their calls, processes are killed
+        /// mid-invocation, batches delivered twice (`devstack::faults`).
+        #[arg(long, env = "DEVSTACK_FAULTS")]
+        faults: Option<String>,
+        /// The fault proxy's port (`GET /_faults` reports, `POST /_faults/off` stops them).
+        #[arg(long, default_value_t = 0)]
+        faults_port: u16,
     },
     /// Create the template's resources on AWS_ENDPOINT_URL (idempotent).
     Provision,
@@ -262,9 +270,27 @@ async fn main() -> Result<(), DevError> {
             ws_port,
             ws_idle_seconds,
             ws_max_age_seconds,
+            faults,
+            faults_port,
         } => {
             let template = Template::repository()?;
             let (_, mut names, sdk) = provision_all(&template, &cli.stack).await?;
+            // With faults, the functions (not the dev stack's own triggers, which play AWS)
+            // reach the emulator through the fault proxy.
+            let mut fault_proxy = None;
+            if let Some(spec) = faults {
+                let faults = devstack::faults::install(devstack::faults::Faults::parse(&spec)?)?;
+                let emulator = std::env::var("AWS_ENDPOINT_URL")
+                    .map_err(|_| "AWS_ENDPOINT_URL is not set")?;
+                let proxy = devstack::faults::FaultProxy::start(&emulator, faults_port).await?;
+                eprintln!(
+                    "faults: rate {} seed {}; the functions reach the emulator through {} (GET /_faults)",
+                    faults.rate,
+                    faults.seed,
+                    proxy.endpoint()
+                );
+                fault_proxy = Some(proxy.endpoint());
+            }
             let iot = devstack::iot_core::start(
                 &template,
                 &cli.stack,
@@ -279,6 +305,7 @@ async fn main() -> Result<(), DevError> {
             let local = devstack::lambda::LocalSettings {
                 jwt_secret: secret.clone(),
                 websocket_management_url: format!("http://127.0.0.1:{ws_port}"),
+                aws_endpoint_url: fault_proxy,
             };
             let functions =
                 Functions::from_template(&template, &names, &default_binaries_dir(), &local)?;

@@ -128,6 +128,13 @@ impl QueueMapping {
             return Ok(QueuePoll::default());
         }
         let event = self.event(&messages);
+        if crate::faults::roll(crate::faults::Fault::SqsBatchRedelivered) {
+            // At least once: the same batch twice (a fault the soak injects); what counts is
+            // the second delivery's outcome.
+            if let Err(error) = (self.invoke)(event.clone()).await {
+                tracing::warn!(function = %self.function, %error, "the first of a duplicated delivery failed");
+            }
+        }
         let failed: HashSet<String> = match (self.invoke)(event).await {
             Ok(response) if self.report_failures => response["batchItemFailures"]
                 .as_array()

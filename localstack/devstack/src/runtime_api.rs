@@ -121,6 +121,16 @@ impl RuntimeApi {
         }
     }
 
+    /// Fails every invocation taken or queued with `error`: the process is gone.
+    fn fail_all(&self, error: &Value) {
+        if let Ok(mut state) = self.state.lock() {
+            state.queue.clear();
+            for (_, waiting) in state.waiting.drain() {
+                let _ = waiting.send(Err(error.clone()));
+            }
+        }
+    }
+
     /// Delivers `event` and waits for the function's answer. Each invocation gets its own
     /// sampled trace, as Lambda's active tracing gives it.
     pub async fn invoke(&self, event: Value, timeout: Duration) -> Result<Value, InvokeError> {
@@ -301,6 +311,21 @@ impl FunctionProcess {
             child,
             spawned_at,
         })
+    }
+
+    /// Kills the process as a crash does (SIGKILL) and fails the invocations it held, as
+    /// Lambda reports a sandbox that died (`Runtime.ExitError`).
+    pub fn crash(&self) {
+        if let Some(pid) = self.child.id() {
+            // SAFETY: kill(2) on our own child's pid; no memory is touched.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
+        self.api.fail_all(&serde_json::json!({
+            "errorType": "Runtime.ExitError",
+            "errorMessage": "Runtime exited with error: signal: killed",
+        }));
     }
 
     /// Init time: spawn to first poll of the Runtime API.

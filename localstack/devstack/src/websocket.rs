@@ -221,6 +221,16 @@ impl LocalWebSocketApi {
 
     /// The management API (`@connections`), as `PostToConnection` and friends reach it.
     fn manage(&self, method: &Method, id: &str, body: Bytes) -> Response<Full<Bytes>> {
+        use crate::faults::{roll, Fault};
+        if roll(Fault::ConnectionsThrottled) {
+            return reply(StatusCode::TOO_MANY_REQUESTS, r#"{"message":"Too Many Requests"}"#);
+        }
+        if roll(Fault::ConnectionsInternalError) {
+            return reply(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                r#"{"message":"Internal server error"}"#,
+            );
+        }
         let connections = self.connections.lock().unwrap();
         let Some(connection) = connections.get(id) else {
             return gone(id);

@@ -18,10 +18,13 @@ use bouquet_app::store::Store;
 use bouquet_app::{App, Config};
 use bouquet_template::Template;
 
+pub mod audit;
+pub mod blackbox;
 pub mod iam;
 pub mod identity;
 pub mod in_process;
 pub mod live;
+pub mod soak;
 pub mod vases;
 
 pub use bouquet_testkit::*;

@@ -1,0 +1,494 @@
+//! The soak's auditor: once the traffic has stopped and the system is quiet, it reads the
+//! table, the simulated gateway's ledger, the live table, the queues and what each customer's
+//! socket received, and checks the invariants of DESIGN.md section 4 over everything at once.
+//!
+//! An invariant is one function from the [`Evidence`] to a [`Check`] (what it looked at and
+//! every violation), listed in [`INVARIANTS`]: a new state or money path adds its own.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde_json::{json, Map, Value};
+
+use crate::soak::Journal;
+
+/// Everything the auditor reads, once.
+pub struct Evidence {
+    /// The marketplace table's items, as JSON.
+    pub items: Vec<Value>,
+    /// The live table's items.
+    pub live_items: Vec<Value>,
+    /// Each of the stack's queues: messages waiting (visible and in flight), and the bodies
+    /// of those in failure destinations.
+    pub queues: BTreeMap<String, (u64, Vec<String>)>,
+    pub journal: Journal,
+    /// Milliseconds since the epoch, when the evidence was read.
+    pub now_ms: i64,
+}
+
+/// One invariant's result.
+pub struct Check {
+    pub name: &'static str,
+    /// How many things it checked (orders, charges, frames...).
+    pub checked: usize,
+    pub violations: Vec<String>,
+}
+
+pub type Invariant = fn(&Evidence) -> Check;
+
+/// Every invariant, in the order they are printed.
+pub const INVARIANTS: &[Invariant] = &[
+    bouquet_sold_or_held_once,
+    holds_counters_match_holds,
+    one_charge_per_paid_order,
+    analytics_equal_paid_orders,
+    outbox_events_reached_analytics_once,
+    nothing_left_parked,
+    no_connection_or_subscription_leaked,
+    customers_see_their_own_orders_only,
+    pending_payments_resolved,
+];
+
+/// How long after its lease (or after the gateway left it unanswered) a payment may stay
+/// pending.
+pub const PENDING_PAYMENT_BOUND: Duration = Duration::from_secs(120);
+
+fn s<'a>(item: &'a Value, name: &str) -> &'a str {
+    item[name].as_str().unwrap_or_default()
+}
+
+fn n(item: &Value, name: &str) -> i64 {
+    item[name].as_i64().unwrap_or_default()
+}
+
+fn with_prefix<'a>(items: &'a [Value], prefix: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+    items.iter().filter(move |i| s(i, "pk").starts_with(prefix))
+}
+
+fn orders(evidence: &Evidence) -> Vec<&Value> {
+    with_prefix(&evidence.items, "ORDER#")
+        .filter(|o| s(o, "sk") == "ORDER")
+        .collect()
+}
+
+fn paid(order: &Value) -> bool {
+    matches!(s(order, "status"), "paid" | "fulfilled")
+}
+
+fn order_bouquets(order: &Value) -> Vec<&str> {
+    order["lines"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l["bouquetId"].as_str())
+        .collect()
+}
+
+/// No bouquet is sold twice or held by two live orders; a sold bouquet names the one paid
+/// order that has it, and every paid order's bouquets are sold to it.
+pub fn bouquet_sold_or_held_once(evidence: &Evidence) -> Check {
+    let mut violations = Vec::new();
+    let (mut sold_to, mut held_by) = (
+        HashMap::<&str, Vec<&str>>::new(),
+        HashMap::<&str, Vec<&str>>::new(),
+    );
+    for order in orders(evidence) {
+        let id = s(order, "orderId");
+        let live_hold = match s(order, "status") {
+            "reserved" => n(order, "reservedUntil") > evidence.now_ms,
+            "payment_pending" => true,
+            _ => false,
+        };
+        for bouquet in order_bouquets(order) {
+            if paid(order) {
+                sold_to.entry(bouquet).or_default().push(id);
+            }
+            if live_hold {
+                held_by.entry(bouquet).or_default().push(id);
+            }
+        }
+    }
+    let bouquets: Vec<&Value> = with_prefix(&evidence.items, "BOUQUET#")
+        .filter(|b| s(b, "sk") == "BOUQUET")
+        .collect();
+    for bouquet in &bouquets {
+        let id = s(bouquet, "bouquetId");
+        let buyers = sold_to.get(id).cloned().unwrap_or_default();
+        if buyers.len() > 1 {
+            violations.push(format!("bouquet {id} sold to {buyers:?}"));
+        }
+        if let Some(holders) = held_by.get(id).filter(|h| h.len() > 1) {
+            violations.push(format!("bouquet {id} held by {holders:?}"));
+        }
+        match (s(bouquet, "status"), buyers.first()) {
+            ("sold", Some(buyer)) if s(bouquet, "orderId") == *buyer => {}
+            ("sold", _) => violations.push(format!(
+                "bouquet {id} is sold to {:?}, which is not a paid order",
+                s(bouquet, "orderId")
+            )),
+            (status, Some(buyer)) => violations.push(format!(
+                "bouquet {id} is {status} but order {buyer} paid for it"
+            )),
+            _ => {}
+        }
+    }
+    Check {
+        name: "no bouquet sold or held twice",
+        checked: bouquets.len(),
+        violations,
+    }
+}
+
+/// Each customer's holds counter (the cap's) equals its orders that hold bouquets.
+pub fn holds_counters_match_holds(evidence: &Evidence) -> Check {
+    let mut holding = HashMap::<&str, i64>::new();
+    for order in orders(evidence) {
+        if matches!(s(order, "status"), "reserved" | "payment_pending") {
+            *holding.entry(s(order, "customerId")).or_default() += 1;
+        }
+    }
+    let mut violations = Vec::new();
+    let customers = &evidence.journal.customers;
+    for customer in customers {
+        let counter = evidence
+            .items
+            .iter()
+            .find(|i| s(i, "pk") == format!("CUSTOMER#{customer}#HOLDS"))
+            .map(|i| n(i, "holding"))
+            .unwrap_or(0);
+        let real = holding.get(customer.as_str()).copied().unwrap_or(0);
+        if counter != real {
+            violations.push(format!(
+                "{customer}: counter {counter}, orders holding {real}"
+            ));
+        }
+    }
+    Check {
+        name: "every customer's holds counter equals its holds",
+        checked: customers.len(),
+        violations,
+    }
+}
+
+/// Every paid order has exactly one standing (approved, unrefunded) charge, the one it names;
+/// every approved charge is a paid order's or refunded.
+pub fn one_charge_per_paid_order(evidence: &Evidence) -> Check {
+    let mut violations = Vec::new();
+    let charges: Vec<&Value> = with_prefix(&evidence.items, "SIMPAY#")
+        .filter(|c| s(c, "outcome") == "approved")
+        .collect();
+    let mut standing = HashMap::<&str, Vec<&str>>::new();
+    for charge in &charges {
+        let key = s(charge, "pk").trim_start_matches("SIMPAY#");
+        let order = key.rsplit_once('-').map(|(o, _)| o).unwrap_or(key);
+        if charge["refunded"].as_bool() != Some(true) {
+            standing.entry(order).or_default().push(s(charge, "chargeId"));
+        }
+    }
+    let all = orders(evidence);
+    for order in &all {
+        let id = s(order, "orderId");
+        let standing = standing.remove(id).unwrap_or_default();
+        if paid(order) {
+            if standing != [s(order, "chargeId")] {
+                violations.push(format!(
+                    "paid order {id} names charge {:?}; standing charges {standing:?}",
+                    s(order, "chargeId")
+                ));
+            }
+        } else if !standing.is_empty() && s(order, "status") != "payment_pending" {
+            violations.push(format!(
+                "order {id} is {} with standing charges {standing:?} (neither paid nor refunded)",
+                s(order, "status")
+            ));
+        }
+    }
+    for (order, charges) in standing {
+        violations.push(format!("charges {charges:?} for unknown order {order}"));
+    }
+    Check {
+        name: "every paid order has one charge; every charge a paid order or a refund",
+        checked: all.len() + charges.len(),
+        violations,
+    }
+}
+
+fn utc_day(millis: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)
+        .map(|t| t.date().to_string())
+        .unwrap_or_default()
+}
+
+/// The analytics projection's sales and revenue per vendor and day equal the paid orders'.
+pub fn analytics_equal_paid_orders(evidence: &Evidence) -> Check {
+    let mut expected = BTreeMap::<(String, String), (i64, i64)>::new();
+    let paid_events: HashMap<&str, i64> = with_prefix(&evidence.items, "OUTBOX#")
+        .filter(|e| s(e, "eventName") == "OrderPaid")
+        .map(|e| (s(e, "aggregateId"), n(e, "occurredAt")))
+        .collect();
+    let mut violations = Vec::new();
+    for order in orders(evidence).into_iter().filter(|o| paid(o)) {
+        let Some(at) = paid_events.get(s(order, "orderId")) else {
+            violations.push(format!("paid order {} has no OrderPaid", s(order, "orderId")));
+            continue;
+        };
+        let entry = expected
+            .entry((s(order, "vendorId").to_owned(), utc_day(*at)))
+            .or_default();
+        entry.0 += 1;
+        entry.1 += n(order, "totalMinor");
+    }
+    let mut projected = BTreeMap::<(String, String), (i64, i64)>::new();
+    for day in with_prefix(&evidence.items, "ANALYTICS#") {
+        let vendor = s(day, "pk").trim_start_matches("ANALYTICS#").to_owned();
+        let date = s(day, "sk").trim_start_matches("DAY#").to_owned();
+        projected.insert((vendor, date), (n(day, "sales"), n(day, "revenue_EUR")));
+    }
+    for (key, want) in &expected {
+        let got = projected.get(key).copied().unwrap_or_default();
+        if got != *want {
+            violations.push(format!(
+                "vendor {} on {}: projected {} sales / {} cents, paid orders {} / {}",
+                key.0, key.1, got.0, got.1, want.0, want.1
+            ));
+        }
+    }
+    for (key, got) in &projected {
+        if got.0 != 0 && !expected.contains_key(key) {
+            violations.push(format!("vendor {} on {}: {} sales, no paid order", key.0, key.1, got.0));
+        }
+    }
+    Check {
+        name: "analytics totals equal the paid orders per vendor and day",
+        checked: expected.len(),
+        violations,
+    }
+}
+
+/// Every outbox event the analytics consumer takes reached it and was applied once (its
+/// dedupe marker), none left behind.
+pub fn outbox_events_reached_analytics_once(evidence: &Evidence) -> Check {
+    let applied: HashSet<&str> = with_prefix(&evidence.items, "PROCESSED#vendor-analytics#")
+        .map(|p| s(p, "pk").trim_start_matches("PROCESSED#vendor-analytics#"))
+        .collect();
+    let events: Vec<&Value> = with_prefix(&evidence.items, "OUTBOX#")
+        .filter(|e| {
+            matches!(
+                s(e, "eventName"),
+                "OrderPaid" | "OrderCancelled" | "ReservationExpired" | "OrderFulfilled"
+            )
+        })
+        .collect();
+    let violations = events
+        .iter()
+        .filter(|e| !applied.contains(s(e, "eventId")))
+        .map(|e| {
+            format!(
+                "{} {} of {} never reached the analytics consumer",
+                s(e, "eventName"),
+                s(e, "eventId"),
+                s(e, "aggregateId")
+            )
+        })
+        .collect();
+    Check {
+        name: "every outbox event reached its consumer (applied once)",
+        checked: events.len(),
+        violations,
+    }
+}
+
+/// No queue holds anything once the system is quiet: the outbox's parking lot is replayed by
+/// itself, and every failure destination is empty (a message there would be whole: it is
+/// printed for a person, and counted as a violation of "nothing lands nowhere or waits").
+pub fn nothing_left_parked(evidence: &Evidence) -> Check {
+    let mut violations = Vec::new();
+    for (queue, (waiting, bodies)) in &evidence.queues {
+        if *waiting > 0 {
+            let whole = bodies
+                .iter()
+                .filter(|b| serde_json::from_str::<Value>(b).is_ok())
+                .count();
+            violations.push(format!(
+                "{queue}: {waiting} message(s) waiting ({whole} of {} read are whole JSON): {}",
+                bodies.len(),
+                bodies.first().map(|b| b.chars().take(300).collect::<String>()).unwrap_or_default()
+            ));
+        }
+    }
+    Check {
+        name: "nothing left parked or queued",
+        checked: evidence.queues.len(),
+        violations,
+    }
+}
+
+/// Every socket was closed: no connection, subscription or connection-limit slot remains.
+pub fn no_connection_or_subscription_leaked(evidence: &Evidence) -> Check {
+    let mut violations = Vec::new();
+    for item in &evidence.live_items {
+        let pk = s(item, "pk");
+        let leaked = pk.starts_with("CONNECTION#")
+            || (pk.starts_with("CHANNEL#") && s(item, "sk").starts_with("CONNECTION#"))
+            || (pk.starts_with("LIMIT#") && n(item, "open") > 0);
+        if leaked {
+            violations.push(format!("{pk} / {} left: {item}", s(item, "sk")));
+        }
+    }
+    Check {
+        name: "no connection or subscription leaked",
+        checked: evidence.live_items.len(),
+        violations,
+    }
+}
+
+/// Each customer's socket saw frames of its own orders only, and of every order it paid.
+pub fn customers_see_their_own_orders_only(evidence: &Evidence) -> Check {
+    let mut violations = Vec::new();
+    let owner: HashMap<&str, &str> = evidence
+        .journal
+        .orders
+        .iter()
+        .flat_map(|(c, orders)| orders.iter().map(move |o| (o.as_str(), c.as_str())))
+        .collect();
+    let mut checked = 0;
+    for (customer, frames) in &evidence.journal.frames {
+        for frame in frames {
+            checked += 1;
+            for (order, whose) in &owner {
+                if whose != customer && frame.contains(order) {
+                    violations.push(format!("{customer} received {whose}'s order {order}"));
+                }
+            }
+        }
+    }
+    for order in orders(evidence).into_iter().filter(|o| paid(o)) {
+        let id = s(order, "orderId");
+        let Some(customer) = owner.get(id) else {
+            continue;
+        };
+        let seen = evidence
+            .journal
+            .frames
+            .get(*customer)
+            .is_some_and(|frames| frames.iter().any(|f| f.contains(id) && f.contains("OrderPaid")));
+        if !seen {
+            violations.push(format!("{customer} never received OrderPaid of its order {id}"));
+        }
+    }
+    Check {
+        name: "every customer received its own order frames and no one else's",
+        checked,
+        violations,
+    }
+}
+
+/// No payment stays pending past its lease (or the gateway's non-answer) by more than
+/// [`PENDING_PAYMENT_BOUND`], unless its customer may still be authenticating.
+pub fn pending_payments_resolved(evidence: &Evidence) -> Check {
+    let bound = PENDING_PAYMENT_BOUND.as_millis() as i64;
+    let mut violations = Vec::new();
+    let pending: Vec<&Value> = orders(evidence)
+        .into_iter()
+        .filter(|o| s(o, "status") == "payment_pending")
+        .collect();
+    for order in &pending {
+        let authenticating = n(order, "authenticatingUntil") > evidence.now_ms;
+        let due = n(order, "dueAt");
+        if !authenticating && evidence.now_ms - due > bound {
+            violations.push(format!(
+                "order {} pending {} s past its lease",
+                s(order, "orderId"),
+                (evidence.now_ms - due) / 1000
+            ));
+        }
+    }
+    Check {
+        name: "every pending payment resolves within 2 minutes of its lease",
+        checked: pending.len() + evidence.journal.unanswered_payments.len(),
+        violations,
+    }
+}
+
+/// Runs every invariant and prints each with its counts; returns how many violations.
+pub fn audit(evidence: &Evidence) -> (usize, Vec<Value>) {
+    let mut total = 0;
+    let mut report = Vec::new();
+    for invariant in INVARIANTS {
+        let check = invariant(evidence);
+        total += check.violations.len();
+        println!(
+            "  {} {} (checked {}, violations {})",
+            if check.violations.is_empty() { "ok  " } else { "FAIL" },
+            check.name,
+            check.checked,
+            check.violations.len()
+        );
+        for violation in check.violations.iter().take(20) {
+            println!("       - {violation}");
+        }
+        report.push(json!({
+            "invariant": check.name,
+            "checked": check.checked,
+            "violations": check.violations,
+        }));
+    }
+    (total, report)
+}
+
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
+}
+
+/// An item as JSON (numbers as numbers).
+pub fn item_json(item: &HashMap<String, AttributeValue>) -> Value {
+    Value::Object(
+        item.iter()
+            .map(|(k, v)| (k.clone(), value_json(v)))
+            .collect::<Map<String, Value>>(),
+    )
+}
+
+fn value_json(value: &AttributeValue) -> Value {
+    match value {
+        AttributeValue::S(s) => json!(s),
+        AttributeValue::N(n) => n
+            .parse::<i64>()
+            .map(Value::from)
+            .or_else(|_| n.parse::<f64>().map(Value::from))
+            .unwrap_or(Value::Null),
+        AttributeValue::Bool(b) => json!(b),
+        AttributeValue::M(m) => item_json(m),
+        AttributeValue::L(l) => Value::Array(l.iter().map(value_json).collect()),
+        AttributeValue::Ss(ss) => json!(ss),
+        _ => Value::Null,
+    }
+}
+
+/// Every item of `table`.
+pub async fn scan(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+) -> Result<Vec<Value>, String> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let page = client
+            .scan()
+            .table_name(table)
+            .set_exclusive_start_key(start)
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| format!("scanning {table}: {}", bouquet_app::store::describe(&e)))?;
+        items.extend(page.items().iter().map(item_json));
+        match page.last_evaluated_key {
+            Some(key) if !key.is_empty() => start = Some(key),
+            _ => return Ok(items),
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! The chaos soak (issue 29; `./localstack/soak.sh` starts the dev stack with faults and runs
+//! this): seeded traffic for a set time while faults are injected, then the faults stop, the
+//! system drains, and the auditor checks every invariant over what is left. Prints requests by
+//! outcome, faults injected by kind, each invariant with its counts, and the seed; exits 1 on
+//! any violation.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use serde_json::json;
+
+use system_tests::audit::{self, Evidence};
+use system_tests::blackbox::Api;
+use system_tests::soak::{self, Plan, Target};
+
+#[derive(Parser)]
+struct Args {
+    /// The dev stack's name (its resources are `{stack}-...`).
+    #[arg(long)]
+    stack: String,
+    #[arg(long)]
+    api: String,
+    #[arg(long)]
+    ws: String,
+    #[arg(long)]
+    mqtt: SocketAddr,
+    /// The CA the broker's certificate chains to (`$BOUQUET_IOT_DIR/ca.pem`).
+    #[arg(long)]
+    ca: PathBuf,
+    /// The fault proxy (`GET /_faults`).
+    #[arg(long)]
+    faults: String,
+    #[arg(long, default_value_t = 120)]
+    seconds: u64,
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    #[arg(long, default_value_t = 8)]
+    customers: usize,
+    /// How long to wait for the system to drain after the traffic.
+    #[arg(long, default_value_t = 300)]
+    quiet_seconds: u64,
+}
+
+#[tokio::main]
+async fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    match run(&args).await {
+        Ok(0) => println!("soak passed: 0 violations (seed {})", args.seed),
+        Ok(violations) => {
+            println!(
+                "soak FAILED: {violations} violation(s); replay with --seed {}",
+                args.seed
+            );
+            std::process::exit(1);
+        }
+        Err(error) => {
+            println!("soak could not run: {error} (seed {})", args.seed);
+            std::process::exit(2);
+        }
+    }
+}
+
+async fn run(args: &Args) -> Result<usize, String> {
+    let target = Target {
+        api: args.api.clone(),
+        ws: args.ws.clone(),
+        mqtt: args.mqtt,
+        ca_pem: std::fs::read(&args.ca).map_err(|e| format!("{}: {e}", args.ca.display()))?,
+    };
+    let plan = Plan {
+        seed: args.seed,
+        duration: Duration::from_secs(args.seconds),
+        customers: args.customers,
+        vendors: 2,
+        bouquets_per_vendor: 6,
+        vases_per_vendor: 2,
+    };
+    let control = Api::new(&args.faults);
+    let started = Instant::now();
+    println!(
+        "soak: {} s of traffic, seed {}, {} customers, faults {}",
+        args.seconds,
+        args.seed,
+        args.customers,
+        control.send("GET", "/_faults", None, &[], None).await.body
+    );
+    let running = soak::run(&target, plan).await?;
+    let faults = control.send("POST", "/_faults/off", None, &[], None).await.body;
+    let journal = running.close().await;
+    println!(
+        "traffic done in {:.0} s; faults off; waiting for the system to drain",
+        started.elapsed().as_secs_f64()
+    );
+
+    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let table = format!("{}-MarketTable", args.stack);
+    let live_table = format!("{}-LiveTable", args.stack);
+    let deadline = Instant::now() + Duration::from_secs(args.quiet_seconds);
+    let mut quiet_since = None;
+    let drained = loop {
+        let waiting = queue_depths(&sqs, &args.stack).await?;
+        let items = audit::scan(&dynamodb, &table).await?;
+        let live = audit::scan(&dynamodb, &live_table).await?;
+        let now = audit::now_ms();
+        let queued: u64 = waiting.values().sum();
+        let unresolved = items
+            .iter()
+            .filter(|o| {
+                o["status"] == "payment_pending"
+                    && o["authenticatingUntil"].as_i64().unwrap_or(0) <= now
+            })
+            .count();
+        let connections = live
+            .iter()
+            .filter(|i| i["pk"].as_str().is_some_and(|p| p.starts_with("CONNECTION#")))
+            .count();
+        let quiet = queued == 0 && unresolved == 0 && connections == 0;
+        if quiet {
+            // Quiet twice, 5 s apart: nothing was merely between two hops.
+            if quiet_since.is_some_and(|at: Instant| at.elapsed() >= Duration::from_secs(5)) {
+                break true;
+            }
+            quiet_since.get_or_insert_with(Instant::now);
+        } else {
+            quiet_since = None;
+        }
+        if Instant::now() >= deadline {
+            println!(
+                "not quiet after {} s: {queued} queued, {unresolved} payments pending, {connections} connections",
+                args.quiet_seconds
+            );
+            break false;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    };
+    let journal = std::sync::Arc::try_unwrap(journal)
+        .map_err(|_| "the journal is still shared".to_owned())?
+        .into_inner()
+        .map_err(|e| e.to_string())?;
+    let evidence = Evidence {
+        items: audit::scan(&dynamodb, &table).await?,
+        live_items: audit::scan(&dynamodb, &live_table).await?,
+        queues: queue_contents(&sqs, &args.stack).await?,
+        now_ms: audit::now_ms(),
+        journal,
+    };
+    println!(
+        "drained: {drained} after {:.0} s in all",
+        started.elapsed().as_secs_f64()
+    );
+    println!("requests by outcome (after the client's retries with the same key):");
+    for (route, count) in &evidence.journal.outcomes {
+        println!("  {route}: {count}");
+    }
+    println!(
+        "  client retries of transient failures: {}; vase messages: {}; frames read: {}",
+        evidence.journal.retries,
+        evidence.journal.vase_messages,
+        evidence.journal.frames.values().map(Vec::len).sum::<usize>()
+    );
+    println!("faults injected by kind (total {}):", faults["total"]);
+    for (kind, count) in faults["injected"].as_object().into_iter().flatten() {
+        println!("  {kind}: {count}");
+    }
+    println!("invariants:");
+    let (violations, report) = audit::audit(&evidence);
+    let summary = json!({
+        "seed": args.seed,
+        "seconds": args.seconds,
+        "faults": faults,
+        "requests": soak::outcomes(&evidence.journal),
+        "invariants": report,
+        "violations": violations,
+    });
+    if let Ok(path) = std::env::var("SOAK_REPORT") {
+        std::fs::write(&path, serde_json::to_string_pretty(&summary).unwrap_or_default())
+            .map_err(|e| format!("{path}: {e}"))?;
+    }
+    Ok(violations)
+}
+
+async fn stack_queues(sqs: &aws_sdk_sqs::Client, stack: &str) -> Result<Vec<String>, String> {
+    let listed = sqs
+        .list_queues()
+        .queue_name_prefix(format!("{stack}-"))
+        .send()
+        .await
+        .map_err(|e| format!("listing queues: {}", bouquet_app::store::describe(&e)))?;
+    Ok(listed.queue_urls().to_vec())
+}
+
+/// Messages waiting in each of the stack's queues (visible, in flight and delayed).
+async fn queue_depths(
+    sqs: &aws_sdk_sqs::Client,
+    stack: &str,
+) -> Result<BTreeMap<String, u64>, String> {
+    use aws_sdk_sqs::types::QueueAttributeName as A;
+    let mut depths = BTreeMap::new();
+    for url in stack_queues(sqs, stack).await? {
+        let attributes = sqs
+            .get_queue_attributes()
+            .queue_url(&url)
+            .attribute_names(A::ApproximateNumberOfMessages)
+            .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
+            .attribute_names(A::ApproximateNumberOfMessagesDelayed)
+            .send()
+            .await
+            .map_err(|e| format!("{url}: {}", bouquet_app::store::describe(&e)))?;
+        let count: u64 = attributes
+            .attributes()
+            .into_iter()
+            .flatten()
+            .filter_map(|(_, v)| v.parse::<u64>().ok())
+            .sum();
+        let name = url.rsplit('/').next().unwrap_or(&url).to_owned();
+        depths.insert(name, count);
+    }
+    Ok(depths)
+}
+
+/// [`queue_depths`], with up to 10 bodies of each queue that holds something (read with a
+/// zero visibility timeout: they stay where they are).
+async fn queue_contents(
+    sqs: &aws_sdk_sqs::Client,
+    stack: &str,
+) -> Result<BTreeMap<String, (u64, Vec<String>)>, String> {
+    let depths = queue_depths(sqs, stack).await?;
+    let mut contents = BTreeMap::new();
+    for url in stack_queues(sqs, stack).await? {
+        let name = url.rsplit('/').next().unwrap_or(&url).to_owned();
+        let depth = depths.get(&name).copied().unwrap_or(0);
+        let mut bodies = Vec::new();
+        if depth > 0 {
+            let read = sqs
+                .receive_message()
+                .queue_url(&url)
+                .max_number_of_messages(10)
+                .visibility_timeout(0)
+                .send()
+                .await
+                .map_err(|e| format!("{url}: {}", bouquet_app::store::describe(&e)))?;
+            bodies = read
+                .messages()
+                .iter()
+                .filter_map(|m| m.body().map(str::to_owned))
+                .collect();
+        }
+        contents.insert(name, (depth, bodies));
+    }
+    Ok(contents)
+}

@@ -1,0 +1,177 @@
+//! A client of a running stack from the outside, as a browser, a vase or a team's smoke check
+//! reaches it: HTTP to the API, WebSocket to the live API, MQTT over TLS to the broker. The
+//! chaos soak (`soak`) and the smoke suite (`smoke`) use it; neither links a handler.
+
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::Value;
+use tokio_tungstenite::tungstenite::Message;
+
+/// One HTTP answer: status, the `ETag` if any, and the body as JSON (`Null` when empty).
+#[derive(Clone, Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub etag: Option<String>,
+    pub body: Value,
+}
+
+impl Answer {
+    pub fn code(&self) -> Option<&str> {
+        self.body["code"].as_str()
+    }
+
+    /// Worth repeating as it was (same idempotency key): throttled, or the way failed.
+    pub fn transient(&self) -> bool {
+        matches!(self.status, 0 | 429 | 500 | 502 | 504)
+            || (self.status == 503 && self.code() != Some("payment.unavailable"))
+    }
+}
+
+/// The API at `base` (`http://127.0.0.1:3000`).
+#[derive(Clone)]
+pub struct Api {
+    base: String,
+    client: Client<HttpConnector, Full<Bytes>>,
+}
+
+impl Api {
+    pub fn new(base: &str) -> Self {
+        Self {
+            base: base.trim_end_matches('/').to_owned(),
+            client: Client::builder(TokioExecutor::new()).build_http(),
+        }
+    }
+
+    /// One request; a failure to reach the API is status 0 (with the reason as the body).
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Option<&Value>,
+    ) -> Answer {
+        let mut request = hyper::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.base));
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let payload = match body {
+            Some(body) => {
+                request = request.header("content-type", "application/json");
+                Bytes::from(body.to_string())
+            }
+            None => Bytes::new(),
+        };
+        let failed = |reason: String| Answer {
+            status: 0,
+            etag: None,
+            body: Value::String(reason),
+        };
+        let request = match request.body(Full::new(payload)) {
+            Ok(request) => request,
+            Err(e) => return failed(e.to_string()),
+        };
+        let response =
+            match tokio::time::timeout(Duration::from_secs(35), self.client.request(request)).await
+            {
+                Ok(Ok(response)) => response,
+                Ok(Err(e)) => return failed(e.to_string()),
+                Err(_) => return failed("no answer in 35 s".into()),
+            };
+        let status = response.status().as_u16();
+        let etag = response
+            .headers()
+            .get("etag")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = match response.into_body().collect().await {
+            Ok(body) => body.to_bytes(),
+            Err(e) => return failed(e.to_string()),
+        };
+        Answer {
+            status,
+            etag,
+            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        }
+    }
+
+    /// [`Self::send`], repeated with the same headers (the same idempotency key) while the
+    /// answer is [`Answer::transient`]: up to 8 tries, backing off from 100 ms.
+    pub async fn send_retried(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Option<&Value>,
+    ) -> (Answer, u32) {
+        let mut pause = Duration::from_millis(100);
+        let mut tries = 1;
+        loop {
+            let answer = self.send(method, path, token, headers, body).await;
+            if !answer.transient() || tries == 8 {
+                return (answer, tries);
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(3));
+            tries += 1;
+        }
+    }
+}
+
+/// A live-API client: connects with `token`, subscribes to `channels`, and hands every frame's
+/// text to `read` until the socket closes or `stop` fires.
+pub async fn subscribe(
+    ws_base: &str,
+    token: Option<&str>,
+    channels: &[&str],
+) -> Result<
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    String,
+> {
+    let url = match token {
+        Some(token) => format!("{}/?token={token}", ws_base.trim_end_matches('/')),
+        None => format!("{}/", ws_base.trim_end_matches('/')),
+    };
+    let (mut socket, _) = tokio_tungstenite::connect_async(url)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    socket
+        .send(Message::text(
+            serde_json::json!({"action": "subscribe", "channels": channels}).to_string(),
+        ))
+        .await
+        .map_err(|e| format!("subscribe: {e}"))?;
+    match tokio::time::timeout(Duration::from_secs(15), socket.next()).await {
+        Ok(Some(Ok(Message::Text(text)))) if !text.contains("\"error\"") => Ok(socket),
+        other => Err(format!("the subscription was not confirmed: {other:?}")),
+    }
+}
+
+/// A new idempotency key.
+pub fn key() -> String {
+    ulid::Ulid::new().to_string()
+}
+
+/// A token the dev stack accepts (its local signing secret), valid for two hours.
+pub fn local_token(role: &str, sub: &str, vendor_id: Option<&str>) -> String {
+    devstack::jwt::mint(
+        &devstack::jwt::secret_from_env(),
+        role,
+        sub,
+        vendor_id,
+        7200,
+    )
+    .expect("mint a local token")
+}

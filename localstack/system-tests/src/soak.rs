@@ -1,0 +1,488 @@
+//! The chaos soak's traffic (issue 29): seeded actors against a running dev stack whose faults
+//! are on. Customers race for the same few bouquets, pay (approve, decline, 3-D Secure,
+//! timeouts, an unavailable gateway), cancel, and repeat requests with the same keys; vendors
+//! edit and withdraw; vases beat and report over MQTT (some messages twice, some late); every
+//! customer listens on its `orders` channel. What they did and saw goes in the [`Journal`] the
+//! auditor ([`crate::audit`]) reads with the table once the system is quiet.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::blackbox::{self, Answer, Api};
+
+/// Where the stack under test answers.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub api: String,
+    pub ws: String,
+    /// The broker (`127.0.0.1:8883`) and the CA its certificate chains to.
+    pub mqtt: std::net::SocketAddr,
+    pub ca_pem: Vec<u8>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    pub seed: u64,
+    pub duration: Duration,
+    pub customers: usize,
+    pub vendors: usize,
+    pub bouquets_per_vendor: usize,
+    pub vases_per_vendor: usize,
+}
+
+/// What the traffic did and saw.
+#[derive(Default)]
+pub struct Journal {
+    /// Requests by route and final status (after the client's own retries).
+    pub outcomes: BTreeMap<String, u64>,
+    /// Tries beyond the first (the client repeating a transient failure with the same key).
+    pub retries: u64,
+    /// Orders each customer created.
+    pub orders: HashMap<String, Vec<String>>,
+    /// Orders whose payment answered 503 `payment.unavailable`, and when (last time).
+    pub unanswered_payments: HashMap<String, Instant>,
+    /// Frames each customer's socket read on `orders`.
+    pub frames: HashMap<String, Vec<String>>,
+    /// Vase messages published, duplicates and late ones included.
+    pub vase_messages: u64,
+    pub vendors: Vec<String>,
+    pub customers: Vec<String>,
+}
+
+type Shared = Arc<Mutex<Journal>>;
+
+fn record(journal: &Shared, route: &str, answer: &Answer, tries: u32) {
+    let mut journal = journal.lock().unwrap();
+    *journal
+        .outcomes
+        .entry(format!("{route} {}", answer.status))
+        .or_default() += 1;
+    journal.retries += u64::from(tries - 1);
+}
+
+/// Sets up vendors, bouquets and vases, runs every actor until the plan's duration is over,
+/// and returns the journal with each customer's socket still open (close them with
+/// [`Running::close`] before the audit counts connections).
+pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
+    let api = Api::new(&target.api);
+    let journal: Shared = Arc::default();
+    let admin = blackbox::local_token("admin", "soak-admin", None);
+    let mut vendors = Vec::new();
+    for v in 0..plan.vendors {
+        let (created, _) = api
+            .send_retried(
+                "POST",
+                "/v1/vendors",
+                Some(&admin),
+                &[("idempotency-key", &blackbox::key())],
+                Some(&json!({ "name": format!("Soak florist {v}") })),
+            )
+            .await;
+        let vendor_id = created.body["vendorId"]
+            .as_str()
+            .ok_or_else(|| format!("creating a vendor: {created:?}"))?
+            .to_owned();
+        let token = blackbox::local_token("vendor", &format!("soak-vendor-{v}"), Some(&vendor_id));
+        let mut bouquets = Vec::new();
+        for b in 0..plan.bouquets_per_vendor {
+            let (listed, _) = api
+                .send_retried(
+                    "POST",
+                    &format!("/v1/vendors/{vendor_id}/bouquets"),
+                    Some(&token),
+                    &[("idempotency-key", &blackbox::key())],
+                    Some(&json!({
+                        "name": format!("Bouquet {v}-{b}"),
+                        "description": "Roses and eucalyptus",
+                        "price": { "amount": format!("{}.50", 10 + b), "currency": "EUR" }
+                    })),
+                )
+                .await;
+            bouquets.push(
+                listed.body["bouquetId"]
+                    .as_str()
+                    .ok_or_else(|| format!("listing a bouquet: {listed:?}"))?
+                    .to_owned(),
+            );
+        }
+        let mut vases = Vec::new();
+        for _ in 0..plan.vases_per_vendor {
+            let (registered, _) = api
+                .send_retried(
+                    "POST",
+                    &format!("/v1/vendors/{vendor_id}/vases"),
+                    Some(&token),
+                    &[("idempotency-key", &blackbox::key())],
+                    Some(&json!({})),
+                )
+                .await;
+            let vase = (
+                registered.body["vase"]["vaseId"].as_str(),
+                registered.body["certificatePem"].as_str(),
+                registered.body["privateKey"].as_str(),
+            );
+            match vase {
+                (Some(id), Some(pem), Some(key)) => {
+                    vases.push((id.to_owned(), pem.to_owned(), key.to_owned()))
+                }
+                _ => return Err(format!("registering a vase: {registered:?}")),
+            }
+        }
+        journal.lock().unwrap().vendors.push(vendor_id.clone());
+        vendors.push(Vendor {
+            vendor_id,
+            token,
+            bouquets,
+            vases,
+        });
+    }
+    let catalogue: Vec<Vec<String>> = vendors.iter().map(|v| v.bouquets.clone()).collect();
+    let deadline = Instant::now() + plan.duration;
+    let mut actors = Vec::new();
+    let mut sockets = Vec::new();
+    for c in 0..plan.customers {
+        let customer = format!("soak-customer-{c}");
+        journal.lock().unwrap().customers.push(customer.clone());
+        let token = blackbox::local_token("customer", &customer, None);
+        let socket = blackbox::subscribe(&target.ws, Some(&token), &["orders"]).await?;
+        sockets.push(listen(socket, customer.clone(), journal.clone()));
+        let rng = StdRng::seed_from_u64(plan.seed.wrapping_add(c as u64));
+        actors.push(tokio::spawn(customer_actor(
+            api.clone(),
+            customer,
+            token,
+            catalogue.clone(),
+            rng,
+            deadline,
+            journal.clone(),
+        )));
+    }
+    for (v, vendor) in vendors.into_iter().enumerate() {
+        let rng = StdRng::seed_from_u64(plan.seed.wrapping_add(1_000 + v as u64));
+        for (n, vase) in vendor.vases.iter().enumerate() {
+            let rng = StdRng::seed_from_u64(plan.seed.wrapping_add(2_000 + 10 * v as u64 + n as u64));
+            actors.push(tokio::spawn(vase_actor(
+                target.clone(),
+                vase.clone(),
+                rng,
+                deadline,
+                journal.clone(),
+            )));
+        }
+        actors.push(tokio::spawn(vendor_actor(
+            api.clone(),
+            vendor,
+            rng,
+            deadline,
+            journal.clone(),
+        )));
+    }
+    for actor in actors {
+        actor.await.map_err(|e| format!("an actor failed: {e}"))??;
+    }
+    Ok(Running { journal, sockets })
+}
+
+struct Vendor {
+    vendor_id: String,
+    token: String,
+    bouquets: Vec<String>,
+    vases: Vec<(String, String, String)>,
+}
+
+/// The traffic, done; the customers' sockets still reading.
+pub struct Running {
+    pub journal: Shared,
+    sockets: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Running {
+    /// Closes every customer's socket (the reader tasks end: the connection closes).
+    pub async fn close(self) -> Shared {
+        for socket in self.sockets {
+            socket.abort();
+            let _ = socket.await;
+        }
+        self.journal
+    }
+}
+
+fn listen(
+    mut socket: tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+    customer: String,
+    journal: Shared,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        while let Some(Ok(message)) = socket.next().await {
+            if let Message::Text(text) = message {
+                journal
+                    .lock()
+                    .unwrap()
+                    .frames
+                    .entry(customer.clone())
+                    .or_default()
+                    .push(text.to_string());
+            }
+        }
+    })
+}
+
+async fn customer_actor(
+    api: Api,
+    customer: String,
+    token: String,
+    catalogue: Vec<Vec<String>>,
+    mut rng: StdRng,
+    deadline: Instant,
+    journal: Shared,
+) -> Result<(), String> {
+    while Instant::now() < deadline {
+        let vendor = &catalogue[rng.random_range(0..catalogue.len())];
+        let first = rng.random_range(0..vendor.len());
+        let mut wanted = vec![vendor[first].clone()];
+        if rng.random_bool(0.3) {
+            let second = vendor[rng.random_range(0..vendor.len())].clone();
+            if second != wanted[0] {
+                wanted.push(second);
+            }
+        }
+        let key = blackbox::key();
+        let (reserved, tries) = api
+            .send_retried(
+                "POST",
+                "/v1/orders",
+                Some(&token),
+                &[("idempotency-key", &key)],
+                Some(&json!({ "bouquetIds": wanted })),
+            )
+            .await;
+        record(&journal, "reserve", &reserved, tries);
+        // Now and then the same request again, as a client that lost the answer.
+        if reserved.status == 201 && rng.random_bool(0.1) {
+            let (again, tries) = api
+                .send_retried(
+                    "POST",
+                    "/v1/orders",
+                    Some(&token),
+                    &[("idempotency-key", &key)],
+                    Some(&json!({ "bouquetIds": wanted })),
+                )
+                .await;
+            record(&journal, "reserve (repeated key)", &again, tries);
+            if again.body["orderId"] != reserved.body["orderId"] {
+                return Err(format!(
+                    "the same key reserved twice: {} and {}",
+                    reserved.body, again.body
+                ));
+            }
+        }
+        let Some(order) = reserved.body["orderId"].as_str().map(str::to_owned) else {
+            pause(&mut rng).await;
+            continue;
+        };
+        journal
+            .lock()
+            .unwrap()
+            .orders
+            .entry(customer.clone())
+            .or_default()
+            .push(order.clone());
+        match rng.random_range(0..100) {
+            0..70 => pay(&api, &token, &order, &mut rng, &journal).await,
+            70..85 => {
+                let (cancelled, tries) = api
+                    .send_retried(
+                        "POST",
+                        &format!("/v1/orders/{order}/cancel"),
+                        Some(&token),
+                        &[("idempotency-key", &blackbox::key())],
+                        None,
+                    )
+                    .await;
+                record(&journal, "cancel", &cancelled, tries);
+            }
+            // Walks away: the hold lapses, or stays while the soak runs.
+            _ => {}
+        }
+        pause(&mut rng).await;
+    }
+    Ok(())
+}
+
+async fn pay(api: &Api, token: &str, order: &str, rng: &mut StdRng, journal: &Shared) {
+    let card = match rng.random_range(0..100) {
+        0..55 => "tok_visa",
+        55..67 => "tok_decline",
+        67..77 => "tok_3ds",
+        77..89 => "tok_timeout",
+        _ => "tok_unavailable",
+    };
+    let key = blackbox::key();
+    for attempt in 0..2 {
+        let (paid, tries) = api
+            .send_retried(
+                "POST",
+                &format!("/v1/orders/{order}/payment"),
+                Some(token),
+                &[("idempotency-key", &key)],
+                Some(&json!({ "paymentToken": card })),
+            )
+            .await;
+        record(journal, &format!("pay {card}"), &paid, tries);
+        if paid.code() == Some("payment.unavailable") {
+            journal
+                .lock()
+                .unwrap()
+                .unanswered_payments
+                .insert(order.to_owned(), Instant::now());
+            // Once more with the same key, as the API asks; then leave it to the system.
+            if attempt == 0 {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        }
+        break;
+    }
+}
+
+async fn vendor_actor(
+    api: Api,
+    vendor: Vendor,
+    mut rng: StdRng,
+    deadline: Instant,
+    journal: Shared,
+) -> Result<(), String> {
+    let mut withdrawn = 0;
+    while Instant::now() < deadline {
+        let bouquet = &vendor.bouquets[rng.random_range(0..vendor.bouquets.len())];
+        let current = api
+            .send("GET", &format!("/v1/bouquets/{bouquet}"), None, &[], None)
+            .await;
+        let Some(etag) = current.etag.clone() else {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            continue;
+        };
+        // One bouquet per vendor is withdrawn during the soak; the rest are edited.
+        let (route, answer) = if withdrawn == 0 && rng.random_bool(0.05) {
+            withdrawn += 1;
+            let (answer, tries) = api
+                .send_retried(
+                    "DELETE",
+                    &format!("/v1/bouquets/{bouquet}"),
+                    Some(&vendor.token),
+                    &[("if-match", &etag)],
+                    None,
+                )
+                .await;
+            ("withdraw", (answer, tries))
+        } else {
+            let cents = rng.random_range(0..100);
+            let (answer, tries) = api
+                .send_retried(
+                    "PATCH",
+                    &format!("/v1/bouquets/{bouquet}"),
+                    Some(&vendor.token),
+                    &[("if-match", &etag)],
+                    Some(&json!({ "description": format!("Edited at {cents}") })),
+                )
+                .await;
+            ("edit", (answer, tries))
+        };
+        record(&journal, route, &answer.0, answer.1);
+        tokio::time::sleep(Duration::from_millis(rng.random_range(200..800))).await;
+    }
+    let _ = vendor.vendor_id;
+    Ok(())
+}
+
+async fn vase_actor(
+    target: Target,
+    (vase_id, pem, key): (String, String, String),
+    mut rng: StdRng,
+    deadline: Instant,
+    journal: Shared,
+) -> Result<(), String> {
+    use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
+    let mut options = MqttOptions::new(
+        vase_id.clone(),
+        target.mqtt.ip().to_string(),
+        target.mqtt.port(),
+    );
+    options.set_keep_alive(Duration::from_secs(20));
+    options.set_transport(devstack::mosquitto::tls(
+        target.ca_pem.clone(),
+        Some((pem.into_bytes(), key.into_bytes())),
+    ));
+    let (client, mut events) = AsyncClient::new(options, 64);
+    let driver = tokio::spawn(async move {
+        // A refused connection is retried: a certificate attached a moment ago may still be in
+        // the broker's CRL until it reloads.
+        loop {
+            match events.poll().await {
+                Ok(Event::Incoming(Packet::Disconnect)) => break,
+                Ok(_) => {}
+                Err(_) => tokio::time::sleep(Duration::from_millis(300)).await,
+            }
+        }
+    });
+    while Instant::now() < deadline {
+        let now = time::OffsetDateTime::now_utc();
+        // Some late (sent a minute ago), some twice.
+        let sent = if rng.random_bool(0.1) {
+            now - time::Duration::seconds(60)
+        } else {
+            now
+        };
+        let sent = sent
+            .format(&time::format_description::well_known::Rfc3339)
+            .map_err(|e| e.to_string())?;
+        let (topic, body) = if rng.random_bool(0.5) {
+            ("heartbeat", json!({ "sentAt": sent }))
+        } else {
+            (
+                "telemetry",
+                json!({
+                    "sentAt": sent,
+                    "waterLevelPct": rng.random_range(10..100),
+                    "temperatureC": rng.random_range(12..26),
+                    "humidityPct": rng.random_range(30..80),
+                    "lightLux": rng.random_range(100..900),
+                }),
+            )
+        };
+        let copies = if rng.random_bool(0.1) { 2 } else { 1 };
+        for _ in 0..copies {
+            let _ = client
+                .publish(
+                    format!("vases/{vase_id}/{topic}"),
+                    QoS::AtLeastOnce,
+                    false,
+                    body.to_string(),
+                )
+                .await;
+            journal.lock().unwrap().vase_messages += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(rng.random_range(300..1200))).await;
+    }
+    let _ = client.disconnect().await;
+    driver.abort();
+    Ok(())
+}
+
+async fn pause(rng: &mut StdRng) {
+    tokio::time::sleep(Duration::from_millis(rng.random_range(50..400))).await;
+}
+
+/// Requests by outcome, for the report.
+pub fn outcomes(journal: &Journal) -> Value {
+    json!(journal.outcomes)
+}
