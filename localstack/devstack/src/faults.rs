@@ -78,38 +78,48 @@ impl Fault {
 pub struct Faults {
     pub rate: f64,
     pub seed: u64,
+    /// Only these kinds (by [`Fault::name`]), when given (`only=a+b`).
+    only: Option<Vec<String>>,
     enabled: AtomicBool,
     draws: Mutex<StdRng>,
     injected: Mutex<BTreeMap<&'static str, u64>>,
+    /// Requests whose response was lost, by their body: the client's retry of one gets
+    /// through (the glitch was the network's, once), so a retried write is never lost forever.
+    lost: Mutex<std::collections::HashSet<u64>>,
 }
 
 impl Faults {
-    /// `rate=0.05,seed=7` (seed optional: 0).
+    /// `rate=0.05,seed=7` (seed optional: 0), and `only=response_lost_after_commit+...` to
+    /// inject those kinds only.
     pub fn parse(spec: &str) -> Result<Self, DevError> {
-        let (mut rate, mut seed) = (None, 0u64);
+        let (mut rate, mut seed, mut only) = (None, 0u64, None);
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let bad = || DevError::Unsupported(format!("--faults: {part:?} (expected rate=R,seed=N)"));
+            let bad =
+                || DevError::Unsupported(format!("--faults: {part:?} (expected rate=R,seed=N)"));
             match part.split_once('=').ok_or_else(bad)? {
                 ("rate", value) => rate = Some(value.parse::<f64>().map_err(|_| bad())?),
                 ("seed", value) => seed = value.parse().map_err(|_| bad())?,
+                ("only", kinds) => only = Some(kinds.split('+').map(str::to_owned).collect()),
                 _ => return Err(bad()),
             }
         }
-        let rate = rate
-            .filter(|r| (0.0..=1.0).contains(r))
-            .ok_or_else(|| DevError::Unsupported("--faults needs rate=R with 0 <= R <= 1".into()))?;
+        let rate = rate.filter(|r| (0.0..=1.0).contains(r)).ok_or_else(|| {
+            DevError::Unsupported("--faults needs rate=R with 0 <= R <= 1".into())
+        })?;
         Ok(Self {
             rate,
             seed,
+            only,
             enabled: AtomicBool::new(true),
             draws: Mutex::new(StdRng::seed_from_u64(seed)),
             injected: Mutex::default(),
+            lost: Mutex::default(),
         })
     }
 
     /// One draw: whether this chance of a fault is taken (counted by `fault` when it is).
     fn roll(&self, fault: Fault) -> bool {
-        if !self.enabled.load(Ordering::Relaxed) {
+        if !self.enabled.load(Ordering::Relaxed) || !self.allows(fault) {
             return false;
         }
         let hit = self
@@ -123,8 +133,19 @@ impl Faults {
         hit
     }
 
+    fn allows(&self, fault: Fault) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|only| only.iter().any(|k| k == fault.name()))
+    }
+
     /// One of `choices`, or none, in one draw at the rate.
     fn pick(&self, choices: &[Fault]) -> Option<Fault> {
+        let choices: Vec<Fault> = choices
+            .iter()
+            .copied()
+            .filter(|f| self.allows(*f))
+            .collect();
         if choices.is_empty() || !self.enabled.load(Ordering::Relaxed) {
             return None;
         }
@@ -253,11 +274,13 @@ pub struct FaultProxy {
 type Answer = Result<Response<Full<Bytes>>, DevError>;
 
 impl FaultProxy {
-    /// Listens on `port` (0: any) and forwards to `upstream` (`http://127.0.0.1:4566`).
-    pub async fn start(upstream: &str, port: u16) -> Result<Self, DevError> {
-        let faults = FAULTS
-            .get()
-            .ok_or_else(|| DevError::Unsupported("no faults installed".into()))?;
+    /// Listens on `port` (0: any) and forwards to `upstream` (`http://127.0.0.1:4566`),
+    /// failing at `faults`' rate (the installed ones, or a test's own).
+    pub async fn start(
+        faults: &'static Faults,
+        upstream: &str,
+        port: u16,
+    ) -> Result<Self, DevError> {
         let upstream: hyper::Uri = upstream
             .parse()
             .map_err(|e| DevError::Unexpected(format!("the emulator's endpoint: {e}")))?;
@@ -295,13 +318,30 @@ async fn answer(
     request: Request<Incoming>,
 ) -> Answer {
     let (parts, body) = request.into_parts();
-    let body = body.collect().await.map_err(|e| DevError::Unexpected(format!("a body: {e}")))?.to_bytes();
+    let body = body
+        .collect()
+        .await
+        .map_err(|e| DevError::Unexpected(format!("a body: {e}")))?
+        .to_bytes();
     if let Some(control) = parts.uri.path().strip_prefix("/_faults") {
         return Ok(control_answer(faults, control));
     }
     let Some(call) = Call::of(&parts) else {
         return forward(client, upstream, &parts, body).await;
     };
+    let fingerprint = {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        body.hash(&mut hasher);
+        hasher.finish()
+    };
+    if faults
+        .lost
+        .lock()
+        .is_ok_and(|mut lost| lost.remove(&fingerprint))
+    {
+        return forward(client, upstream, &parts, body).await;
+    }
     match faults.pick(&call.possible()) {
         None => forward(client, upstream, &parts, body).await,
         Some(Fault::LatencySpike) => {
@@ -310,7 +350,12 @@ async fn answer(
         }
         Some(Fault::ResponseLost) => {
             forward(client, upstream, &parts, body).await?;
-            Err(DevError::Unsupported("the response is lost (injected)".into()))
+            if let Ok(mut lost) = faults.lost.lock() {
+                lost.insert(fingerprint);
+            }
+            Err(DevError::Unsupported(
+                "the response is lost (injected)".into(),
+            ))
         }
         Some(Fault::DynamoDbThrottled) => Ok(aws_error(
             StatusCode::BAD_REQUEST,
@@ -372,7 +417,11 @@ async fn forward(
         .await
         .map_err(|e| DevError::Unexpected(format!("the emulator: {e}")))?;
     let (parts, body) = response.into_parts();
-    let body = body.collect().await.map_err(|e| DevError::Unexpected(format!("a body: {e}")))?.to_bytes();
+    let body = body
+        .collect()
+        .await
+        .map_err(|e| DevError::Unexpected(format!("a body: {e}")))?
+        .to_bytes();
     Ok(Response::from_parts(parts, Full::new(body)))
 }
 
@@ -413,7 +462,13 @@ fn transaction_conflict(faults: &Faults, body: &Bytes) -> Response<Full<Bytes>> 
         })
         .collect();
     let codes: Vec<&str> = (0..items)
-        .map(|i| if i == conflicting { "TransactionConflict" } else { "None" })
+        .map(|i| {
+            if i == conflicting {
+                "TransactionConflict"
+            } else {
+                "None"
+            }
+        })
         .collect();
     aws_error(
         StatusCode::BAD_REQUEST,
@@ -477,7 +532,10 @@ async fn put_events_partly(
             }
         })
         .collect();
-    let failures = results.iter().filter(|r| r.get("ErrorCode").is_some()).count();
+    let failures = results
+        .iter()
+        .filter(|r| r.get("ErrorCode").is_some())
+        .count();
     Ok(json_response(
         StatusCode::OK,
         &json!({ "FailedEntryCount": failures, "Entries": results }),

@@ -69,17 +69,30 @@ impl LocalFunction {
 
     /// Delivers `event` to the function and waits for its answer.
     pub async fn invoke(&self, event: Value) -> Result<Value, InvokeError> {
-        let process = self.process().await?;
         if let Some(after) = crate::faults::kill_after() {
-            // The next invocation starts a new process, as Lambda replaces a sandbox that died.
-            self.running.lock().await.take();
-            let doomed = process.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(after).await;
-                doomed.crash();
-            });
+            return self.invoke_and_crash(event, after).await;
         }
+        let process = self.process().await?;
         process.api.invoke(event, INVOKE_TIMEOUT).await
+    }
+
+    /// A fault: the invocation runs in a sandbox of its own that is killed `after` it got the
+    /// event, so the crash takes this invocation only, as a dying Lambda sandbox does.
+    async fn invoke_and_crash(&self, event: Value, after: Duration) -> Result<Value, InvokeError> {
+        let doomed = FunctionProcess::spawn(&self.path, &self.binary, &self.env)
+            .await
+            .map(Arc::new)
+            .map_err(|source| InvokeError::Spawn {
+                binary: self.path.clone(),
+                source,
+            })?;
+        let killer = doomed.clone();
+        tokio::spawn(async move {
+            killer.api.wait_ready(INVOKE_TIMEOUT).await;
+            tokio::time::sleep(after).await;
+            killer.crash();
+        });
+        doomed.api.invoke(event, INVOKE_TIMEOUT).await
     }
 
     /// The running process, started (again) when there is none or the binary was rebuilt.

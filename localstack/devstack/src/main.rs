@@ -280,9 +280,10 @@ async fn main() -> Result<(), DevError> {
             let mut fault_proxy = None;
             if let Some(spec) = faults {
                 let faults = devstack::faults::install(devstack::faults::Faults::parse(&spec)?)?;
-                let emulator = std::env::var("AWS_ENDPOINT_URL")
-                    .map_err(|_| "AWS_ENDPOINT_URL is not set")?;
-                let proxy = devstack::faults::FaultProxy::start(&emulator, faults_port).await?;
+                let emulator =
+                    std::env::var("AWS_ENDPOINT_URL").map_err(|_| "AWS_ENDPOINT_URL is not set")?;
+                let proxy =
+                    devstack::faults::FaultProxy::start(faults, &emulator, faults_port).await?;
                 eprintln!(
                     "faults: rate {} seed {}; the functions reach the emulator through {} (GET /_faults)",
                     faults.rate,

@@ -223,7 +223,10 @@ impl LocalWebSocketApi {
     fn manage(&self, method: &Method, id: &str, body: Bytes) -> Response<Full<Bytes>> {
         use crate::faults::{roll, Fault};
         if roll(Fault::ConnectionsThrottled) {
-            return reply(StatusCode::TOO_MANY_REQUESTS, r#"{"message":"Too Many Requests"}"#);
+            return reply(
+                StatusCode::TOO_MANY_REQUESTS,
+                r#"{"message":"Too Many Requests"}"#,
+            );
         }
         if roll(Fault::ConnectionsInternalError) {
             return reply(

@@ -143,7 +143,9 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
             vases,
         });
     }
-    let catalogue: Vec<Vec<String>> = vendors.iter().map(|v| v.bouquets.clone()).collect();
+    let catalogue: Stock = Arc::new(Mutex::new(
+        vendors.iter().map(|v| v.bouquets.clone()).collect(),
+    ));
     let deadline = Instant::now() + plan.duration;
     let mut actors = Vec::new();
     let mut sockets = Vec::new();
@@ -167,7 +169,8 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
     for (v, vendor) in vendors.into_iter().enumerate() {
         let rng = StdRng::seed_from_u64(plan.seed.wrapping_add(1_000 + v as u64));
         for (n, vase) in vendor.vases.iter().enumerate() {
-            let rng = StdRng::seed_from_u64(plan.seed.wrapping_add(2_000 + 10 * v as u64 + n as u64));
+            let rng =
+                StdRng::seed_from_u64(plan.seed.wrapping_add(2_000 + 10 * v as u64 + n as u64));
             actors.push(tokio::spawn(vase_actor(
                 target.clone(),
                 vase.clone(),
@@ -178,7 +181,8 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
         }
         actors.push(tokio::spawn(vendor_actor(
             api.clone(),
-            vendor,
+            (v, vendor),
+            catalogue.clone(),
             rng,
             deadline,
             journal.clone(),
@@ -188,6 +192,18 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
         actor.await.map_err(|e| format!("an actor failed: {e}"))??;
     }
     Ok(Running { journal, sockets })
+}
+
+/// Each vendor's bouquets, newest last: vendors restock, customers race for the newest.
+type Stock = Arc<Mutex<Vec<Vec<String>>>>;
+
+/// How many of a vendor's newest bouquets customers choose from.
+const FRESH: usize = 4;
+
+fn newest(stock: &Stock, vendor: usize) -> Vec<String> {
+    let stock = stock.lock().unwrap();
+    let all = &stock[vendor];
+    all[all.len().saturating_sub(FRESH)..].to_vec()
 }
 
 struct Vendor {
@@ -240,13 +256,15 @@ async fn customer_actor(
     api: Api,
     customer: String,
     token: String,
-    catalogue: Vec<Vec<String>>,
+    catalogue: Stock,
     mut rng: StdRng,
     deadline: Instant,
     journal: Shared,
 ) -> Result<(), String> {
     while Instant::now() < deadline {
-        let vendor = &catalogue[rng.random_range(0..catalogue.len())];
+        let vendors = catalogue.lock().unwrap().len();
+        let vendor = newest(&catalogue, rng.random_range(0..vendors));
+        let vendor = &vendor;
         let first = rng.random_range(0..vendor.len());
         let mut wanted = vec![vendor[first].clone()];
         if rng.random_bool(0.3) {
@@ -297,8 +315,8 @@ async fn customer_actor(
             .or_default()
             .push(order.clone());
         match rng.random_range(0..100) {
-            0..70 => pay(&api, &token, &order, &mut rng, &journal).await,
-            70..85 => {
+            0..75 => pay(&api, &token, &order, &mut rng, &journal).await,
+            75..92 => {
                 let (cancelled, tries) = api
                     .send_retried(
                         "POST",
@@ -338,6 +356,38 @@ async fn pay(api: &Api, token: &str, order: &str, rng: &mut StdRng, journal: &Sh
             )
             .await;
         record(journal, &format!("pay {card}"), &paid, tries);
+        // The bank's answer to 3-D Secure, as the console's prompt gives it (locally the dev
+        // stack's simulated bank, then the PSP's webhook); now and then never.
+        if paid.status == 202 && rng.random_bool(0.8) {
+            let attempt = paid.body["paymentAttempt"]
+                .as_u64()
+                .or_else(|| paid.body["order"]["paymentAttempt"].as_u64())
+                .unwrap_or(0);
+            let approved = rng.random_bool(0.7);
+            let (answer, tries) = api
+                .send_retried(
+                    "POST",
+                    "/local/authenticate",
+                    None,
+                    &[],
+                    Some(&json!({
+                        "orderId": order,
+                        "attemptKey": format!("{order}-{attempt}"),
+                        "approved": approved,
+                    })),
+                )
+                .await;
+            record(
+                journal,
+                if approved {
+                    "3-D Secure approved"
+                } else {
+                    "3-D Secure failed"
+                },
+                &answer,
+                tries,
+            );
+        }
         if paid.code() == Some("payment.unavailable") {
             journal
                 .lock()
@@ -356,14 +406,38 @@ async fn pay(api: &Api, token: &str, order: &str, rng: &mut StdRng, journal: &Sh
 
 async fn vendor_actor(
     api: Api,
-    vendor: Vendor,
+    (index, vendor): (usize, Vendor),
+    catalogue: Stock,
     mut rng: StdRng,
     deadline: Instant,
     journal: Shared,
 ) -> Result<(), String> {
     let mut withdrawn = 0;
+    let mut listed = 0;
     while Instant::now() < deadline {
-        let bouquet = &vendor.bouquets[rng.random_range(0..vendor.bouquets.len())];
+        // Restock: a new bouquet now and then.
+        if rng.random_bool(0.35) {
+            listed += 1;
+            let (answer, tries) = api
+                .send_retried(
+                    "POST",
+                    &format!("/v1/vendors/{}/bouquets", vendor.vendor_id),
+                    Some(&vendor.token),
+                    &[("idempotency-key", &blackbox::key())],
+                    Some(&json!({
+                        "name": format!("Restock {index}-{listed}"),
+                        "description": "Tulips",
+                        "price": { "amount": format!("{}.00", rng.random_range(9..40)), "currency": "EUR" }
+                    })),
+                )
+                .await;
+            record(&journal, "list", &answer, tries);
+            if let Some(id) = answer.body["bouquetId"].as_str() {
+                catalogue.lock().unwrap()[index].push(id.to_owned());
+            }
+        }
+        let fresh = newest(&catalogue, index);
+        let bouquet = &fresh[rng.random_range(0..fresh.len())];
         let current = api
             .send("GET", &format!("/v1/bouquets/{bouquet}"), None, &[], None)
             .await;
@@ -371,8 +445,8 @@ async fn vendor_actor(
             tokio::time::sleep(Duration::from_millis(300)).await;
             continue;
         };
-        // One bouquet per vendor is withdrawn during the soak; the rest are edited.
-        let (route, answer) = if withdrawn == 0 && rng.random_bool(0.05) {
+        // A few bouquets are withdrawn during the soak; the rest are edited.
+        let (route, answer) = if withdrawn < 3 && rng.random_bool(0.05) {
             withdrawn += 1;
             let (answer, tries) = api
                 .send_retried(
@@ -400,7 +474,6 @@ async fn vendor_actor(
         record(&journal, route, &answer.0, answer.1);
         tokio::time::sleep(Duration::from_millis(rng.random_range(200..800))).await;
     }
-    let _ = vendor.vendor_id;
     Ok(())
 }
 

@@ -599,36 +599,57 @@ impl Store {
                 return Err(StoreError::Contention(vec![Target::Connection]));
             }
         }
-        // The connection, then its slot: only the removal that deleted the item gives the slot
-        // back, so a `$disconnect` racing a push's 410 releases it once.
-        let deleted = self
-            .client
-            .delete_item()
-            .table_name(&self.live_table)
-            .set_key(Some(connection_key(connection_id)))
-            .condition_expression("attribute_exists(pk)")
-            .send()
-            .await;
-        if !applied(deleted)? {
-            return Ok(());
-        }
+        // The connection and its slot together, in one transaction: only the removal that
+        // deleted the item gives the slot back (a `$disconnect` racing a push's 410 releases
+        // it once), and neither a crash between two writes nor a lost response (the SDK's
+        // retry carries the transaction's token: DynamoDB answers it as the first) can delete
+        // the connection and keep its slot. The chaos soak found that leak (issue 29).
+        let gone = Expr::new("attribute_exists(pk)");
+        let mut tx = Tx::new();
+        tx.delete(
+            Target::Connection,
+            &self.live_table,
+            connection_key(connection_id),
+            gone.clone(),
+        )?;
         if let Some(limit_key) = &connection.limit_key {
-            let released = self
-                .client
-                .update_item()
-                .table_name(&self.live_table)
-                .set_key(Some(limit_counter_key(limit_key)))
-                .update_expression("ADD #open :minus")
-                .condition_expression("#open > :zero")
-                .expression_attribute_names("#open", "open")
-                .expression_attribute_values(":minus", AttributeValue::N("-1".into()))
-                .expression_attribute_values(":zero", AttributeValue::N("0".into()))
-                .send()
-                .await;
-            // Not applied: the counter expired (TTL) or is at zero, nothing to give back.
-            applied(released)?;
+            tx.update(
+                Target::ConnectionLimit,
+                &self.live_table,
+                limit_counter_key(limit_key),
+                Expr::new("ADD #open :minus")
+                    .name("#open", "open")
+                    .n(":minus", -1),
+                Expr::new("#open > :zero")
+                    .name("#open", "open")
+                    .n(":zero", 0),
+            )?;
         }
-        Ok(())
+        match tx.commit(self).await {
+            Ok(()) => Ok(()),
+            // The counter expired (TTL) or is at zero: nothing to give back; the connection
+            // still goes.
+            Err(StoreError::ConditionFailed(conflicts))
+                if conflicts
+                    .iter()
+                    .all(|c| c.target == Target::ConnectionLimit) =>
+            {
+                let mut tx = Tx::new();
+                tx.delete(
+                    Target::Connection,
+                    &self.live_table,
+                    connection_key(connection_id),
+                    gone,
+                )?;
+                match tx.commit(self).await {
+                    Err(StoreError::ConditionFailed(_)) => Ok(()),
+                    other => other,
+                }
+            }
+            // Already removed by the other remover.
+            Err(StoreError::ConditionFailed(_)) => Ok(()),
+            Err(other) => Err(other),
+        }
     }
 
     /// Every connection subscribed to `channel` whose subscription has not expired at `now`,

@@ -92,8 +92,10 @@ async fn run(args: &Args) -> Result<usize, String> {
         control.send("GET", "/_faults", None, &[], None).await.body
     );
     let running = soak::run(&target, plan).await?;
-    let faults = control.send("POST", "/_faults/off", None, &[], None).await.body;
-    let journal = running.close().await;
+    let faults = control
+        .send("POST", "/_faults/off", None, &[], None)
+        .await
+        .body;
     println!(
         "traffic done in {:.0} s; faults off; waiting for the system to drain",
         started.elapsed().as_secs_f64()
@@ -105,13 +107,22 @@ async fn run(args: &Args) -> Result<usize, String> {
     let table = format!("{}-MarketTable", args.stack);
     let live_table = format!("{}-LiveTable", args.stack);
     let deadline = Instant::now() + Duration::from_secs(args.quiet_seconds);
+    // The customers stay connected while the system drains (a payment the sweeper settles
+    // now is still pushed to its customer), then leave; quiet includes their connections gone.
     let mut quiet_since = None;
+    let mut running = Some(running);
+    let mut journal = None;
     let drained = loop {
         let waiting = queue_depths(&sqs, &args.stack).await?;
         let items = audit::scan(&dynamodb, &table).await?;
         let live = audit::scan(&dynamodb, &live_table).await?;
         let now = audit::now_ms();
-        let queued: u64 = waiting.values().sum();
+        // What drains by itself; kept and person-bound queues do not.
+        let queued: u64 = waiting
+            .iter()
+            .filter(|(q, _)| audit::queue_policy(q) == audit::QueuePolicy::Drains)
+            .map(|(_, n)| n)
+            .sum();
         let unresolved = items
             .iter()
             .filter(|o| {
@@ -121,8 +132,19 @@ async fn run(args: &Args) -> Result<usize, String> {
             .count();
         let connections = live
             .iter()
-            .filter(|i| i["pk"].as_str().is_some_and(|p| p.starts_with("CONNECTION#")))
+            .filter(|i| {
+                i["pk"]
+                    .as_str()
+                    .is_some_and(|p| p.starts_with("CONNECTION#"))
+            })
             .count();
+        if queued == 0 && unresolved == 0 {
+            if let Some(running) = running.take() {
+                journal = Some(running.close().await);
+                quiet_since = None;
+                continue;
+            }
+        }
         let quiet = queued == 0 && unresolved == 0 && connections == 0;
         if quiet {
             // Quiet twice, 5 s apart: nothing was merely between two hops.
@@ -141,6 +163,11 @@ async fn run(args: &Args) -> Result<usize, String> {
             break false;
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
+    };
+    let journal = match (journal, running) {
+        (Some(journal), _) => journal,
+        (None, Some(running)) => running.close().await,
+        (None, None) => return Err("no journal".into()),
     };
     let journal = std::sync::Arc::try_unwrap(journal)
         .map_err(|_| "the journal is still shared".to_owned())?
@@ -165,12 +192,21 @@ async fn run(args: &Args) -> Result<usize, String> {
         "  client retries of transient failures: {}; vase messages: {}; frames read: {}",
         evidence.journal.retries,
         evidence.journal.vase_messages,
-        evidence.journal.frames.values().map(Vec::len).sum::<usize>()
+        evidence
+            .journal
+            .frames
+            .values()
+            .map(Vec::len)
+            .sum::<usize>()
     );
     println!("faults injected by kind (total {}):", faults["total"]);
     for (kind, count) in faults["injected"].as_object().into_iter().flatten() {
         println!("  {kind}: {count}");
     }
+    println!(
+        "kept whole, not replayed (docs/operations.md): {:?}",
+        audit::kept(&evidence)
+    );
     println!("invariants:");
     let (violations, report) = audit::audit(&evidence);
     let summary = json!({
@@ -182,8 +218,11 @@ async fn run(args: &Args) -> Result<usize, String> {
         "violations": violations,
     });
     if let Ok(path) = std::env::var("SOAK_REPORT") {
-        std::fs::write(&path, serde_json::to_string_pretty(&summary).unwrap_or_default())
-            .map_err(|e| format!("{path}: {e}"))?;
+        std::fs::write(
+            &path,
+            serde_json::to_string_pretty(&summary).unwrap_or_default(),
+        )
+        .map_err(|e| format!("{path}: {e}"))?;
     }
     Ok(violations)
 }
@@ -227,8 +266,7 @@ async fn queue_depths(
     Ok(depths)
 }
 
-/// [`queue_depths`], with up to 10 bodies of each queue that holds something (read with a
-/// zero visibility timeout: they stay where they are).
+/// [`queue_depths`], with the bodies of each queue that holds something.
 async fn queue_contents(
     sqs: &aws_sdk_sqs::Client,
     stack: &str,
@@ -239,20 +277,24 @@ async fn queue_contents(
         let name = url.rsplit('/').next().unwrap_or(&url).to_owned();
         let depth = depths.get(&name).copied().unwrap_or(0);
         let mut bodies = Vec::new();
-        if depth > 0 {
+        // Every message, each read once (hidden for ten minutes: the audit is the end).
+        while (bodies.len() as u64) < depth.min(1_000) {
             let read = sqs
                 .receive_message()
                 .queue_url(&url)
                 .max_number_of_messages(10)
-                .visibility_timeout(0)
+                .visibility_timeout(600)
                 .send()
                 .await
                 .map_err(|e| format!("{url}: {}", bouquet_app::store::describe(&e)))?;
-            bodies = read
-                .messages()
-                .iter()
-                .filter_map(|m| m.body().map(str::to_owned))
-                .collect();
+            if read.messages().is_empty() {
+                break;
+            }
+            bodies.extend(
+                read.messages()
+                    .iter()
+                    .filter_map(|m| m.body().map(str::to_owned)),
+            );
         }
         contents.insert(name, (depth, bodies));
     }

@@ -318,6 +318,76 @@ async fn subscribers_get_what_they_may_read_and_nothing_else() {
     assert_eq!(connections.len(), 3, "the closed connection's item is gone");
 }
 
+/// Every write's response is lost once after it committed, and the SDK retries it: a
+/// connection still takes one slot, and its disconnect gives the slot back. Before the fix the
+/// retried `DeleteItem` found the connection gone and kept the slot: the holder's cap shrank
+/// by one for two hours (found by the chaos soak).
+#[tokio::test]
+async fn lost_responses_neither_leak_nor_double_a_connection_slot() {
+    use bouquet_app::store::{Admitted, ConnectionLimit, Store};
+    use devstack::faults::{FaultProxy, Faults};
+    let cloud = TestCloud::new().await;
+    let faults: &'static Faults = Box::leak(Box::new(
+        Faults::parse("rate=1,only=response_lost_after_commit").unwrap(),
+    ));
+    let proxy = FaultProxy::start(faults, &system_tests::endpoint(), 0)
+        .await
+        .unwrap();
+    let sdk = emulator_sdk_config().await;
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        aws_sdk_dynamodb::config::Builder::from(&sdk)
+            .endpoint_url(proxy.endpoint())
+            .build(),
+    );
+    let store = Store::new(client, cloud.table.clone()).with_live_table(cloud.live_table.clone());
+    let viewer = Viewer::Customer(bouquet_app::domain::CustomerId::parse("alice").unwrap());
+    let limit = ConnectionLimit {
+        key: "user:alice".into(),
+        cap: 10,
+    };
+    let now = bouquet_app::domain::Clock::now(&*cloud.clock);
+    for id in ["c-1", "c-2"] {
+        assert_eq!(
+            store
+                .put_connection(id, &viewer, Some(&limit), now)
+                .await
+                .unwrap(),
+            Admitted::Yes
+        );
+    }
+    assert_eq!(
+        cloud
+            .app
+            .store
+            .open_connections("user:alice")
+            .await
+            .unwrap(),
+        2,
+        "a retried connect takes one slot"
+    );
+    store.remove_connection("c-1").await.unwrap();
+    store.remove_connection("c-2").await.unwrap();
+    assert_eq!(
+        cloud
+            .app
+            .store
+            .open_connections("user:alice")
+            .await
+            .unwrap(),
+        0,
+        "each disconnect gave its slot back"
+    );
+    assert!(cloud.app.store.connection("c-1").await.unwrap().is_none());
+    assert!(
+        faults.report()["injected"]["response_lost_after_commit"]
+            .as_u64()
+            .unwrap()
+            >= 4,
+        "{}",
+        faults.report()
+    );
+}
+
 #[tokio::test]
 async fn a_vanished_connection_is_removed_on_the_first_410() {
     let cloud = TestCloud::new().await;
@@ -915,10 +985,9 @@ async fn live_round_trips() {
         calls(&[
             ("GetItem", 1),
             ("BatchWriteItem", 1),
-            ("DeleteItem", 1),
-            ("UpdateItem", 1)
+            ("TransactWriteItems", 1)
         ]),
-        "disconnect (subscriptions, the connection, its slot)"
+        "disconnect (subscriptions; the connection and its slot, at once)"
     );
 }
 
