@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The chaos soak (docs/testing.md, "The chaos soak"): a dev stack of its own with faults on
-# (ports 3400 HTTP, 3401 WebSocket, 2893 MQTT, 3402 the fault proxy), seeded traffic for a set
+# (ports 3400 HTTP, 3401 WebSocket, 3402 the fault proxy, 3403 MQTT; --port-base moves them),
+# seeded traffic for a set
 # time, then the faults stop, the system drains and the auditor checks every invariant.
 # Exits non-zero on any violation, with the seed to replay.
 #
 #   ./localstack/soak.sh [--seconds 120] [--seed 7] [--rate 0.05] [--customers 8]
+#                        [--port-base 3400] [--no-build]
 #
 # The dev stack runs its schedules 5 times faster (the minutely sweeper every 12 s, the
 # outbox redrive every minute), so a soak of minutes sees them run as an hour would.
@@ -12,13 +14,15 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_DIR"
 
-SECONDS_OF_TRAFFIC=120 SEED=7 RATE=0.05 CUSTOMERS=8
+SECONDS_OF_TRAFFIC=120 SEED=7 RATE=0.05 CUSTOMERS=8 PORT_BASE=3400 BUILD=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) SECONDS_OF_TRAFFIC="$2"; shift 2 ;;
     --seed) SEED="$2"; shift 2 ;;
     --rate) RATE="$2"; shift 2 ;;
     --customers) CUSTOMERS="$2"; shift 2 ;;
+    --port-base) PORT_BASE="$2"; shift 2 ;;
+    --no-build) BUILD=0; shift ;;
     *) log "unknown option $1"; exit 2 ;;
   esac
 done
@@ -26,15 +30,16 @@ done
 trap stop_devstack_and_emulator EXIT
 ensure_debian_packages mosquitto
 start_emulator
-build_workspace
+[ "$BUILD" = 1 ] && build_workspace
+API_PORT=$PORT_BASE WS_PORT=$((PORT_BASE + 1)) FAULTS_PORT=$((PORT_BASE + 2)) MQTT_PORT=$((PORT_BASE + 3))
 
 STACK="soak-$(date +%s)"
-start_devstack "$STACK" 3400 3401 2893 --no-seed --schedule-speedup 5 \
-  --faults "rate=$RATE,seed=$SEED" --faults-port 3402
+start_devstack "$STACK" "$API_PORT" "$WS_PORT" "$MQTT_PORT" --no-seed --schedule-speedup 5 \
+  --faults "rate=$RATE,seed=$SEED" --faults-port "$FAULTS_PORT"
 
 log "soak: $SECONDS_OF_TRAFFIC s at ${RATE} faults, seed $SEED (stack $STACK)"
-SOAK_REPORT="$RUN_DIR/soak-report.json" "${CARGO_TARGET_DIR:-$REPO_DIR/target}/debug/soak" \
-  --stack "$STACK" --api http://127.0.0.1:3400 --ws ws://127.0.0.1:3401 \
-  --mqtt 127.0.0.1:2893 --ca "$BOUQUET_IOT_DIR/ca.pem" --faults http://127.0.0.1:3402 \
+SOAK_REPORT="$RUN_DIR/$STACK-report.json" "${CARGO_TARGET_DIR:-$REPO_DIR/target}/debug/soak" \
+  --stack "$STACK" --api "http://127.0.0.1:$API_PORT" --ws "ws://127.0.0.1:$WS_PORT" \
+  --mqtt "127.0.0.1:$MQTT_PORT" --ca "$BOUQUET_IOT_DIR/ca.pem" --faults "http://127.0.0.1:$FAULTS_PORT" \
   --seconds "$SECONDS_OF_TRAFFIC" --seed "$SEED" --customers "$CUSTOMERS" \
   || { log "dev stack log tail:"; grep -v '"level":"INFO"' "$DEVSTACK_LOG" | tail -40 >&2; exit 1; }

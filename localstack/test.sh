@@ -124,6 +124,11 @@ finish_job contract-tools
 log "contract tests (openapi-spec-validator, schemathesis)"
 bash "$LOCALSTACK_DIR/contract-tests/run.sh"
 
+# Traffic and faults at once, then the auditor (docs/testing.md, "The chaos soak"): a dev stack
+# of its own (ports 3400-3403), 60 s at 5% faults with seed 7, the drain, every invariant.
+log "the chaos soak (60 s of traffic at 5% faults, seed 7; then the drain and the auditor)"
+bash "$LOCALSTACK_DIR/soak.sh" --seconds 60 --seed 7 --rate 0.05 --no-build
+
 log "waiting for sam validate and the arm64 cross-compile"
 finish_job deploy-path
 log "all checks and tests passed"

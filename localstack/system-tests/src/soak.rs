@@ -238,15 +238,28 @@ fn listen(
     journal: Shared,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        while let Some(Ok(message)) = socket.next().await {
-            if let Message::Text(text) = message {
-                journal
-                    .lock()
-                    .unwrap()
-                    .frames
-                    .entry(customer.clone())
-                    .or_default()
-                    .push(text.to_string());
+        // A ping a minute, as the console sends one: API Gateway closes a connection idle
+        // for 10 minutes.
+        let mut ping = tokio::time::interval(Duration::from_secs(60));
+        loop {
+            tokio::select! {
+                message = socket.next() => match message {
+                    Some(Ok(Message::Text(text))) => journal
+                        .lock()
+                        .unwrap()
+                        .frames
+                        .entry(customer.clone())
+                        .or_default()
+                        .push(text.to_string()),
+                    Some(Ok(_)) => {}
+                    _ => break,
+                },
+                _ = ping.tick() => {
+                    let ping = Message::text(json!({"action": "ping"}).to_string());
+                    if futures::SinkExt::send(&mut socket, ping).await.is_err() {
+                        break;
+                    }
+                }
             }
         }
     })

@@ -112,6 +112,7 @@ async fn run(args: &Args) -> Result<usize, String> {
     let mut quiet_since = None;
     let mut running = Some(running);
     let mut journal = None;
+    let mut polls = 0u32;
     let drained = loop {
         let waiting = queue_depths(&sqs, &args.stack).await?;
         let items = audit::scan(&dynamodb, &table).await?;
@@ -155,6 +156,17 @@ async fn run(args: &Args) -> Result<usize, String> {
         } else {
             quiet_since = None;
         }
+        if polls.is_multiple_of(10) {
+            let busy: Vec<String> = waiting
+                .iter()
+                .filter(|(_, n)| **n > 0)
+                .map(|(q, n)| format!("{q}={n}"))
+                .collect();
+            eprintln!(
+                "draining: queues {busy:?}, {unresolved} payments pending, {connections} connections"
+            );
+        }
+        polls += 1;
         if Instant::now() >= deadline {
             println!(
                 "not quiet after {} s: {queued} queued, {unresolved} payments pending, {connections} connections",
