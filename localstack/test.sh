@@ -81,11 +81,14 @@ deploy_checks_and_cross_compile() {
   ls -l "$TARGET_DIR/ci-arm64/lambda/publish-events/bootstrap"
 }
 
-# The emulator's tools, and the template's lint with them.
+# The emulator's tools, and the template's lint with them; then the workflows' (actionlint).
 emulator_tools_and_cfn_lint() {
   ensure_venv
   log "cfn-lint template.yaml"
   "$VENV/bin/cfn-lint" template.yaml
+  ensure_actionlint
+  log "actionlint .github/workflows"
+  "$ACTIONLINT"
 }
 
 log "cargo fmt --check"
@@ -123,6 +126,11 @@ bash "$LOCALSTACK_DIR/browser-tests/run.sh"
 finish_job contract-tools
 log "contract tests (openapi-spec-validator, schemathesis)"
 bash "$LOCALSTACK_DIR/contract-tests/run.sh"
+
+# The smoke suite a team runs against a deployed stack (./localstack/smoke.sh <stack>), here
+# against a dev stack of its own (ports 3600-3603): HTTP, WebSocket, MQTT over TLS.
+log "smoke suite (black-box: HTTP, WebSocket, a registered vase over MQTT/TLS)"
+bash "$LOCALSTACK_DIR/smoke.sh" --local --no-build
 
 # Traffic and faults at once, then the auditor (docs/testing.md, "The chaos soak"): a dev stack
 # of its own (ports 3400-3403), 60 s at 5% faults with seed 7, the drain, every invariant.
