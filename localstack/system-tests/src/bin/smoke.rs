@@ -54,7 +54,11 @@ impl Tokens<'_> {
     /// An ID token for `role` (`vendor_id` is the vendor the local token names).
     async fn get(&self, role: &str, vendor_id: Option<&str>) -> Result<String, String> {
         let Some(cognito) = &self.cognito else {
-            return Ok(blackbox::local_token(role, &format!("smoke-{role}"), vendor_id));
+            return Ok(blackbox::local_token(
+                role,
+                &format!("smoke-{role}"),
+                vendor_id,
+            ));
         };
         let user = match role {
             "admin" => &self.args.admin,
@@ -294,7 +298,9 @@ async fn run(args: &Args, checks: &mut Checks) -> Result<(), String> {
     heartbeat(
         &broker,
         &vase,
-        registered.body["certificatePem"].as_str().unwrap_or_default(),
+        registered.body["certificatePem"]
+            .as_str()
+            .unwrap_or_default(),
         registered.body["privateKey"].as_str().unwrap_or_default(),
         &std::fs::read(&args.ca).map_err(|e| format!("{}: {e}", args.ca.display()))?,
     )
