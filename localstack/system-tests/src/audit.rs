@@ -48,6 +48,7 @@ pub const INVARIANTS: &[Invariant] = &[
     no_connection_or_subscription_leaked,
     customers_see_their_own_orders_only,
     pending_payments_resolved,
+    vases_keep_their_newest_heartbeat,
 ];
 
 /// How long after its lease (or after the gateway left it unanswered) a payment may stay
@@ -490,6 +491,35 @@ pub fn pending_payments_resolved(evidence: &Evidence) -> Check {
     }
 }
 
+/// Each vase that beat is online, at the newest heartbeat it sent: late and duplicated ones
+/// moved nothing backwards, and none was lost.
+pub fn vases_keep_their_newest_heartbeat(evidence: &Evidence) -> Check {
+    let mut violations = Vec::new();
+    for (vase, newest) in &evidence.journal.newest_heartbeat {
+        let item = evidence
+            .items
+            .iter()
+            .find(|i| s(i, "pk") == format!("VASE#{vase}") && s(i, "sk") == "VASE");
+        match item {
+            None => violations.push(format!("vase {vase} has no item")),
+            Some(item) => {
+                let last = n(item, "lastHeartbeatAt");
+                if last != *newest || s(item, "connection") != "online" {
+                    violations.push(format!(
+                        "vase {vase}: {} at {last}, its newest heartbeat {newest}",
+                        s(item, "connection")
+                    ));
+                }
+            }
+        }
+    }
+    Check {
+        name: "every vase is online at the newest heartbeat it sent",
+        checked: evidence.journal.newest_heartbeat.len(),
+        violations,
+    }
+}
+
 /// Runs every invariant and prints each with its counts; returns how many violations.
 pub fn audit(evidence: &Evidence) -> (usize, Vec<Value>) {
     let mut total = 0;
@@ -594,9 +624,12 @@ mod tests {
             json!({"pk": "ANALYTICS#v1", "sk": format!("DAY#{}", utc_day(NOW)), "sales": 1,
                    "revenue_EUR": 1250}),
             json!({"pk": "CUSTOMER#alice#HOLDS", "sk": "HOLDS", "holding": 0}),
+            json!({"pk": "VASE#v9", "sk": "VASE", "connection": "online",
+                   "lastHeartbeatAt": NOW - 5_000}),
         ];
         let mut journal = Journal::default();
         journal.customers.push("alice".into());
+        journal.newest_heartbeat.insert("v9".into(), NOW - 5_000);
         journal.orders.insert("alice".into(), vec!["o1".into()]);
         journal.frames.insert(
             "alice".into(),
@@ -718,6 +751,13 @@ mod tests {
             violations(&overheard)[0].1.len(),
             2,
             "bob's frame, and alice's missing"
+        );
+
+        let mut late = clean();
+        late.items[7]["lastHeartbeatAt"] = json!(NOW - 65_000);
+        assert_eq!(
+            failing(&late),
+            ["every vase is online at the newest heartbeat it sent"]
         );
 
         let mut stuck = clean();

@@ -52,6 +52,8 @@ pub struct Journal {
     pub frames: HashMap<String, Vec<String>>,
     /// Vase messages published, duplicates and late ones included.
     pub vase_messages: u64,
+    /// Each vase's newest heartbeat (`sentAt`, ms), once the broker acknowledged them all.
+    pub newest_heartbeat: HashMap<String, i64>,
     pub vendors: Vec<String>,
     pub customers: Vec<String>,
 }
@@ -509,25 +511,37 @@ async fn vase_actor(
         Some((pem.into_bytes(), key.into_bytes())),
     ));
     let (client, mut events) = AsyncClient::new(options, 64);
+    let acked = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = acked.clone();
     let driver = tokio::spawn(async move {
         // A refused connection is retried: a certificate attached a moment ago may still be in
         // the broker's CRL until it reloads.
         loop {
             match events.poll().await {
                 Ok(Event::Incoming(Packet::Disconnect)) => break,
+                Ok(Event::Incoming(Packet::PubAck(_))) => {
+                    counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
                 Ok(_) => {}
                 Err(_) => tokio::time::sleep(Duration::from_millis(300)).await,
             }
         }
     });
+    let mut published = 0u64;
+    let mut newest = 0i64;
     while Instant::now() < deadline {
+        // Whole milliseconds, as the vase's state keeps them.
         let now = time::OffsetDateTime::now_utc();
+        let now = now
+            .replace_nanosecond(now.millisecond() as u32 * 1_000_000)
+            .unwrap_or(now);
         // Some late (sent a minute ago), some twice.
         let sent = if rng.random_bool(0.1) {
             now - time::Duration::seconds(60)
         } else {
             now
         };
+        let sent_ms = (sent.unix_timestamp_nanos() / 1_000_000) as i64;
         let sent = sent
             .format(&time::format_description::well_known::Rfc3339)
             .map_err(|e| e.to_string())?;
@@ -547,7 +561,7 @@ async fn vase_actor(
         };
         let copies = if rng.random_bool(0.1) { 2 } else { 1 };
         for _ in 0..copies {
-            let _ = client
+            let queued = client
                 .publish(
                     format!("vases/{vase_id}/{topic}"),
                     QoS::AtLeastOnce,
@@ -555,9 +569,32 @@ async fn vase_actor(
                     body.to_string(),
                 )
                 .await;
+            if queued.is_ok() {
+                published += 1;
+                if topic == "heartbeat" {
+                    newest = newest.max(sent_ms);
+                }
+            }
             journal.lock().unwrap().vase_messages += 1;
         }
         tokio::time::sleep(Duration::from_millis(rng.random_range(300..1200))).await;
+    }
+    // Every message acknowledged by the broker (QoS 1) before the vase goes.
+    let flushed = Instant::now() + Duration::from_secs(20);
+    while acked.load(std::sync::atomic::Ordering::Relaxed) < published && Instant::now() < flushed {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    if acked.load(std::sync::atomic::Ordering::Relaxed) < published {
+        return Err(format!(
+            "vase {vase_id}: the broker acknowledged too few messages"
+        ));
+    }
+    if newest > 0 {
+        journal
+            .lock()
+            .unwrap()
+            .newest_heartbeat
+            .insert(vase_id.clone(), newest);
     }
     let _ = client.disconnect().await;
     driver.abort();
