@@ -1,0 +1,539 @@
+//! Where, when and to whom a florist delivers (issue 30): the customer's delivery details, and
+//! the vendor's delivery settings that bound them (its area, its days, how far ahead, a
+//! same-day cut-off in its own time zone). Pure: "now" is the caller's clock.
+
+use jiff::civil::{Date, Time, Weekday};
+use jiff::tz::TimeZone;
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Timestamp;
+use crate::text;
+use crate::validation::{FieldError, Validation};
+
+pub const CARD_MESSAGE_MAX: usize = 200;
+/// The furthest ahead a shop may take orders.
+pub const MAX_HORIZON_DAYS: u16 = 90;
+
+/// A part of the day the customer may ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Slot {
+    Morning,
+    Afternoon,
+    Evening,
+}
+
+/// A vendor's delivery settings, as it edits them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliverySettings {
+    /// ISO 3166-1 alpha-2 codes, upper case.
+    pub countries: Vec<String>,
+    /// Postcodes it delivers to start with one of these (none: all of its countries).
+    pub postcode_prefixes: Vec<String>,
+    /// The days it delivers, `monday`..`sunday`.
+    pub days: Vec<String>,
+    /// How many days ahead a delivery may be booked (0: today only).
+    pub horizon_days: u16,
+    /// Same-day deliveries are taken until this local time (`HH:MM`).
+    pub same_day_cutoff: String,
+    /// The shop's IANA time zone (`Europe/Paris`).
+    pub time_zone: String,
+}
+
+/// What the customer sends.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeliveryRequest {
+    #[serde(default)]
+    pub recipient: RecipientRequest,
+    #[serde(default)]
+    pub address: Address,
+    /// `YYYY-MM-DD`.
+    #[serde(default)]
+    pub date: String,
+    #[serde(default)]
+    pub slot: Option<Slot>,
+    #[serde(default)]
+    pub card_message: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RecipientRequest {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub phone: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Address {
+    #[serde(default)]
+    pub street: String,
+    #[serde(default)]
+    pub postcode: String,
+    #[serde(default)]
+    pub city: String,
+    /// ISO 3166-1 alpha-2.
+    #[serde(default)]
+    pub country: String,
+}
+
+/// Delivery details that passed [`DeliverySettings::check`]: personal data, readable only by
+/// the customer, the order's vendor and an administrator.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Delivery {
+    pub recipient_name: String,
+    /// `+` and 8 to 15 digits (E.164).
+    pub recipient_phone: String,
+    pub address: Address,
+    /// `YYYY-MM-DD`, the shop's local date.
+    pub date: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<Slot>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card_message: Option<String>,
+}
+
+const DAYS: [(&str, Weekday); 7] = [
+    ("monday", Weekday::Monday),
+    ("tuesday", Weekday::Tuesday),
+    ("wednesday", Weekday::Wednesday),
+    ("thursday", Weekday::Thursday),
+    ("friday", Weekday::Friday),
+    ("saturday", Weekday::Saturday),
+    ("sunday", Weekday::Sunday),
+];
+
+fn day_name(day: Weekday) -> &'static str {
+    DAYS.iter()
+        .find(|(_, d)| *d == day)
+        .map(|(name, _)| *name)
+        .unwrap_or("that day")
+}
+
+fn country_code(text: &str) -> Option<String> {
+    let code = text.trim().to_ascii_uppercase();
+    (code.len() == 2 && code.bytes().all(|b| b.is_ascii_uppercase())).then_some(code)
+}
+
+/// A postcode as compared: upper case, no spaces (`sw1a 1aa` is `SW1A1AA`).
+fn postcode_key(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_whitespace())
+        .collect::<String>()
+        .to_ascii_uppercase()
+}
+
+/// `+33 6 12 34 56 78` → `+33612345678`; `None` unless E.164 (`+`, 8 to 15 digits).
+pub fn phone(text: &str) -> Option<String> {
+    let compact: String = text
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '-' | '.' | '(' | ')'))
+        .collect();
+    let digits = compact.strip_prefix('+')?;
+    ((8..=15).contains(&digits.len())
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && !digits.starts_with('0'))
+    .then_some(compact)
+}
+
+impl DeliverySettings {
+    /// The settings as a vendor sends them, checked and normalised.
+    pub fn validate(mut self) -> Result<Self, Vec<FieldError>> {
+        let mut v = Validation::new();
+        let countries: Option<Vec<String>> =
+            self.countries.iter().map(|c| country_code(c)).collect();
+        match countries {
+            Some(countries) if !countries.is_empty() => self.countries = countries,
+            _ => v.add(
+                "countries",
+                "must be one or more ISO 3166-1 alpha-2 codes such as FR",
+            ),
+        }
+        self.postcode_prefixes = self
+            .postcode_prefixes
+            .iter()
+            .map(|p| postcode_key(p))
+            .collect();
+        if self
+            .postcode_prefixes
+            .iter()
+            .any(|p| p.is_empty() || p.len() > 10 || !p.bytes().all(|b| b.is_ascii_alphanumeric()))
+        {
+            v.add("postcodePrefixes", "each must be 1 to 10 letters or digits");
+        }
+        self.days = self
+            .days
+            .iter()
+            .map(|d| d.trim().to_ascii_lowercase())
+            .collect();
+        if self.days.is_empty() || self.days.iter().any(|d| !DAYS.iter().any(|(n, _)| n == d)) {
+            v.add("days", "must be one or more of monday..sunday");
+        }
+        if self.horizon_days > MAX_HORIZON_DAYS {
+            v.add("horizonDays", format!("must be at most {MAX_HORIZON_DAYS}"));
+        }
+        if self.same_day_cutoff.parse::<Time>().is_err() || self.same_day_cutoff.len() != 5 {
+            v.add("sameDayCutoff", "must be a local time HH:MM");
+        }
+        if TimeZone::get(&self.time_zone).is_err() {
+            v.add("timeZone", "must be an IANA time zone such as Europe/Paris");
+        }
+        v.finish(|| self)
+    }
+
+    fn delivers_on(&self, day: Weekday) -> bool {
+        self.days.iter().any(|d| d == day_name(day))
+    }
+
+    fn covers(&self, address: &Address) -> Result<(), FieldError> {
+        if !self.countries.contains(&address.country) {
+            return Err(FieldError::new(
+                "delivery.address.country",
+                format!("the shop delivers to {} only", self.countries.join(", ")),
+            ));
+        }
+        let postcode = postcode_key(&address.postcode);
+        if !self.postcode_prefixes.is_empty()
+            && !self
+                .postcode_prefixes
+                .iter()
+                .any(|p| postcode.starts_with(p.as_str()))
+        {
+            return Err(FieldError::new(
+                "delivery.address.postcode",
+                format!(
+                    "outside the shop's delivery area (postcodes starting {})",
+                    self.postcode_prefixes.join(", ")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks a customer's delivery request against these settings at `now`: each problem a
+    /// field error named as the request names it (`delivery.date`, ...).
+    pub fn check(
+        &self,
+        request: &DeliveryRequest,
+        now: Timestamp,
+    ) -> Result<Delivery, Vec<FieldError>> {
+        let mut v = Validation::new();
+        let name = v.check(
+            "delivery.recipient.name",
+            text::name(&request.recipient.name),
+        );
+        let recipient_phone = phone(&request.recipient.phone);
+        if recipient_phone.is_none() {
+            v.add(
+                "delivery.recipient.phone",
+                "must be an international number such as +33 6 12 34 56 78",
+            );
+        }
+        let street = v.check(
+            "delivery.address.street",
+            text::clean(&request.address.street, 1, 200, false),
+        );
+        let city = v.check(
+            "delivery.address.city",
+            text::clean(&request.address.city, 1, 100, false),
+        );
+        let postcode = postcode_key(&request.address.postcode);
+        if postcode.is_empty()
+            || postcode.len() > 10
+            || !postcode.bytes().all(|b| b.is_ascii_alphanumeric())
+        {
+            v.add(
+                "delivery.address.postcode",
+                "must be 1 to 10 letters or digits",
+            );
+        }
+        let country = country_code(&request.address.country);
+        if country.is_none() {
+            v.add(
+                "delivery.address.country",
+                "must be an ISO 3166-1 alpha-2 code such as FR",
+            );
+        }
+        let card_message = match &request.card_message {
+            None => None,
+            Some(message) => v
+                .check(
+                    "delivery.cardMessage",
+                    text::clean(message, 0, CARD_MESSAGE_MAX, true),
+                )
+                .filter(|m| !m.is_empty()),
+        };
+        let address = Address {
+            street: street.clone().unwrap_or_default(),
+            postcode: request.address.postcode.trim().to_owned(),
+            city: city.clone().unwrap_or_default(),
+            country: country.clone().unwrap_or_default(),
+        };
+        if country.is_some() && !postcode.is_empty() {
+            if let Err(error) = self.covers(&address) {
+                v.add(error.field, error.message);
+            }
+        }
+        let date = match request.date.parse::<Date>() {
+            Ok(date) if request.date.len() == 10 => self.check_date(date, now).map(|()| date),
+            _ => Err("must be a date YYYY-MM-DD".to_owned()),
+        };
+        let date = v.check("delivery.date", date);
+        v.finish(|| Delivery {
+            recipient_name: name.unwrap_or_default(),
+            recipient_phone: recipient_phone.unwrap_or_default(),
+            address,
+            date: date.map(|d| d.to_string()).unwrap_or_default(),
+            slot: request.slot,
+            card_message,
+        })
+    }
+
+    /// A delivery date is the shop's: not before its today, within its horizon, on a day it
+    /// delivers, and today only before its cut-off.
+    fn check_date(&self, date: Date, now: Timestamp) -> Result<(), String> {
+        let zone = TimeZone::get(&self.time_zone).map_err(|e| e.to_string())?;
+        let local = jiff::Timestamp::from_millisecond(now.as_millis())
+            .map_err(|e| e.to_string())?
+            .to_zoned_datetime(zone);
+        let today = local.date();
+        if date < today {
+            return Err(format!(
+                "must not be in the past (the shop's today is {today})"
+            ));
+        }
+        let last = today
+            .checked_add(jiff::Span::new().days(i64::from(self.horizon_days)))
+            .map_err(|e| e.to_string())?;
+        if date > last {
+            return Err(format!(
+                "must be within {} days (until {last})",
+                self.horizon_days
+            ));
+        }
+        if !self.delivers_on(date.weekday()) {
+            return Err(format!(
+                "the shop does not deliver on {}",
+                day_name(date.weekday())
+            ));
+        }
+        let cutoff: Time = self
+            .same_day_cutoff
+            .parse()
+            .map_err(|_| "the shop's cut-off")?;
+        if date == today && local.time() >= cutoff {
+            return Err(format!(
+                "same-day delivery closes at {} (the shop's time)",
+                self.same_day_cutoff
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> DeliverySettings {
+        DeliverySettings {
+            countries: vec!["fr".into()],
+            postcode_prefixes: vec!["75".into(), "92".into()],
+            days: vec![
+                "Tuesday".into(),
+                "wednesday".into(),
+                "thursday".into(),
+                "friday".into(),
+                "saturday".into(),
+            ],
+            horizon_days: 14,
+            same_day_cutoff: "11:00".into(),
+            time_zone: "Europe/Paris".into(),
+        }
+        .validate()
+        .unwrap()
+    }
+
+    /// Wednesday 2026-12-02 at `hh:mm` in Paris (UTC+1 in winter).
+    fn paris(hh: i64, mm: i64) -> Timestamp {
+        let utc = jiff::civil::date(2026, 12, 2)
+            .at(hh as i8, mm as i8, 0, 0)
+            .to_zoned_datetime(TimeZone::get("Europe/Paris").unwrap())
+            .unwrap()
+            .timestamp();
+        Timestamp::from_millis(utc.as_millisecond())
+    }
+
+    fn request(date: &str) -> DeliveryRequest {
+        DeliveryRequest {
+            recipient: RecipientRequest {
+                name: "Camille Martin".into(),
+                phone: "+33 6 12 34 56 78".into(),
+            },
+            address: Address {
+                street: "12 rue des Fleurs".into(),
+                postcode: "75011".into(),
+                city: "Paris".into(),
+                country: "fr".into(),
+            },
+            date: date.into(),
+            slot: Some(Slot::Morning),
+            card_message: Some("Happy birthday!".into()),
+        }
+    }
+
+    fn fields(result: Result<Delivery, Vec<FieldError>>) -> Vec<(String, String)> {
+        result
+            .err()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| (e.field, e.message))
+            .collect()
+    }
+
+    #[test]
+    fn a_good_request_is_normalised() {
+        let delivery = settings()
+            .check(&request("2026-12-03"), paris(9, 0))
+            .unwrap();
+        assert_eq!(delivery.recipient_phone, "+33612345678");
+        assert_eq!(delivery.address.country, "FR");
+        assert_eq!(delivery.date, "2026-12-03");
+        assert_eq!(delivery.card_message.as_deref(), Some("Happy birthday!"));
+    }
+
+    #[test]
+    fn each_problem_is_a_clear_field_error() {
+        let s = settings();
+        let at = paris(9, 0);
+        let cases: Vec<(DeliveryRequest, &str, &str)> = vec![
+            (
+                request("2026-12-01"),
+                "delivery.date",
+                "must not be in the past",
+            ),
+            (
+                request("2026-12-24"),
+                "delivery.date",
+                "must be within 14 days",
+            ),
+            (
+                request("2026-12-07"),
+                "delivery.date",
+                "does not deliver on monday",
+            ),
+            (request("12/03/2026"), "delivery.date", "YYYY-MM-DD"),
+            (
+                DeliveryRequest {
+                    card_message: Some("x".repeat(201)),
+                    ..request("2026-12-03")
+                },
+                "delivery.cardMessage",
+                "at most 200",
+            ),
+            (
+                DeliveryRequest {
+                    recipient: RecipientRequest {
+                        name: "Camille".into(),
+                        phone: "06 12 34 56 78".into(),
+                    },
+                    ..request("2026-12-03")
+                },
+                "delivery.recipient.phone",
+                "international number",
+            ),
+            (
+                DeliveryRequest {
+                    address: Address {
+                        postcode: "69001".into(),
+                        ..request("").address
+                    },
+                    ..request("2026-12-03")
+                },
+                "delivery.address.postcode",
+                "outside the shop's delivery area",
+            ),
+            (
+                DeliveryRequest {
+                    address: Address {
+                        country: "BE".into(),
+                        ..request("").address
+                    },
+                    ..request("2026-12-03")
+                },
+                "delivery.address.country",
+                "delivers to FR only",
+            ),
+        ];
+        for (request, field, message) in cases {
+            let errors = fields(s.check(&request, at));
+            assert_eq!(errors.len(), 1, "{request:?}: {errors:?}");
+            assert_eq!(errors[0].0, field);
+            assert!(errors[0].1.contains(message), "{}", errors[0].1);
+        }
+        let everything = fields(s.check(&DeliveryRequest::default(), at));
+        let named: Vec<&str> = everything.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(
+            named,
+            [
+                "delivery.recipient.name",
+                "delivery.recipient.phone",
+                "delivery.address.street",
+                "delivery.address.city",
+                "delivery.address.postcode",
+                "delivery.address.country",
+                "delivery.date",
+            ]
+        );
+    }
+
+    #[test]
+    fn today_is_bookable_until_the_shops_cutoff_in_its_own_time_zone() {
+        let s = settings();
+        assert!(s.check(&request("2026-12-02"), paris(10, 59)).is_ok());
+        let late = fields(s.check(&request("2026-12-02"), paris(11, 0)));
+        assert_eq!(late[0].0, "delivery.date");
+        assert!(late[0].1.contains("closes at 11:00"), "{}", late[0].1);
+        // 23:30 UTC on the 1st is already the 2nd in Paris: the 1st is in the past there.
+        let past = fields(s.check(&request("2026-12-01"), paris(0, 30)));
+        assert!(
+            past[0].1.contains("the shop's today is 2026-12-02"),
+            "{}",
+            past[0].1
+        );
+    }
+
+    #[test]
+    fn settings_are_checked_by_field() {
+        let bad = DeliverySettings {
+            countries: vec!["France".into()],
+            postcode_prefixes: vec!["75-".into()],
+            days: vec!["someday".into()],
+            horizon_days: 365,
+            same_day_cutoff: "25:00".into(),
+            time_zone: "Mars/Olympus".into(),
+        };
+        let named: Vec<String> = bad
+            .validate()
+            .unwrap_err()
+            .into_iter()
+            .map(|e| e.field)
+            .collect();
+        assert_eq!(
+            named,
+            [
+                "countries",
+                "postcodePrefixes",
+                "days",
+                "horizonDays",
+                "sameDayCutoff",
+                "timeZone"
+            ]
+        );
+    }
+}
