@@ -13,7 +13,7 @@
 //! ended. Paying a paid order returns it. [`crate::checkout`] says what happens when the
 //! process dies between 3 and 4.
 
-use bouquet_domain::{CustomerId, DomainError, FieldError, Order, OrderId, OrderStatus, Timestamp};
+use bouquet_domain::{CustomerId, DomainError, FieldError, Order, OrderId, Timestamp};
 use bouquet_payments::{valid_token, ChargeOutcome, GatewayError};
 use bouquet_store::retry::Retry;
 use bouquet_store::StoreError;
@@ -94,7 +94,7 @@ pub async fn pay(
                 "must be a payment token such as tok_visa",
             )])
         })?;
-        if matches!(order.status, OrderStatus::Paid | OrderStatus::Fulfilled) {
+        if order.status.is_sold() {
             return Ok(Replayable::Done(Paid::Paid(order)));
         }
         let mut claimed = order.clone();
@@ -133,12 +133,7 @@ pub async fn pay(
                     }
                     // The PSP's webhook committed this charge first: the order is paid.
                     Err(CheckoutError::Changed) => match store.order(order_id).await? {
-                        Some(order)
-                            if matches!(
-                                order.status,
-                                OrderStatus::Paid | OrderStatus::Fulfilled
-                            ) =>
-                        {
+                        Some(order) if order.status.is_sold() => {
                             Ok(Replayable::Done(Paid::Paid(order)))
                         }
                         _ => Err(PayError::Busy),

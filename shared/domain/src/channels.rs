@@ -136,14 +136,15 @@ pub fn route(name: &str, ids: &EventIds) -> Vec<Channel> {
                 .collect()
         }
         // The bouquets' status moves (reserved, sold, released): public channels see it too.
-        "OrderReserved" | "OrderPaid" | "OrderCancelled" | "ReservationExpired" => {
-            [orders, vendor, Some(Channel::Catalogue)]
-                .into_iter()
-                .flatten()
-                .chain(each_bouquet)
-                .collect()
+        "OrderReserved" | "OrderPaid" | "OrderCancelled" | "ReservationExpired"
+        | "OrderRejected" => [orders, vendor, Some(Channel::Catalogue)]
+            .into_iter()
+            .flatten()
+            .chain(each_bouquet)
+            .collect(),
+        "OrderAccepted" | "OrderOutForDelivery" | "OrderFulfilled" => {
+            [orders, vendor].into_iter().flatten().collect()
         }
-        "OrderFulfilled" => [orders, vendor].into_iter().flatten().collect(),
         "VaseRegistered"
         | "VaseCameOnline"
         | "VaseWentOffline"

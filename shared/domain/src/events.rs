@@ -61,10 +61,30 @@ pub enum EventData {
         vendor_id: VendorId,
         bouquet_ids: Vec<BouquetId>,
     },
+    OrderAccepted {
+        order_id: OrderId,
+        customer_id: CustomerId,
+        vendor_id: VendorId,
+    },
+    OrderOutForDelivery {
+        order_id: OrderId,
+        customer_id: CustomerId,
+        vendor_id: VendorId,
+    },
     OrderFulfilled {
         order_id: OrderId,
         customer_id: CustomerId,
         vendor_id: VendorId,
+    },
+    /// The vendor turned the paid order down: `refund` goes back to the customer and the
+    /// bouquets are released.
+    OrderRejected {
+        order_id: OrderId,
+        customer_id: CustomerId,
+        vendor_id: VendorId,
+        bouquet_ids: Vec<BouquetId>,
+        refund: Money,
+        reason: String,
     },
     VaseRegistered {
         vase_id: VaseId,
@@ -102,7 +122,7 @@ pub enum EventData {
 
 impl EventData {
     /// Every event name (the EventBridge detail-types); `infra/events/{name}.json` is its schema.
-    pub const NAMES: [&'static str; 15] = [
+    pub const NAMES: [&'static str; 18] = [
         "VendorOnboarded",
         "BouquetListed",
         "BouquetChanged",
@@ -111,7 +131,10 @@ impl EventData {
         "OrderPaid",
         "OrderCancelled",
         "ReservationExpired",
+        "OrderAccepted",
+        "OrderOutForDelivery",
         "OrderFulfilled",
+        "OrderRejected",
         "VaseRegistered",
         "VaseCameOnline",
         "VaseWentOffline",
@@ -130,7 +153,10 @@ impl EventData {
             EventData::OrderPaid { .. } => "OrderPaid",
             EventData::OrderCancelled { .. } => "OrderCancelled",
             EventData::ReservationExpired { .. } => "ReservationExpired",
+            EventData::OrderAccepted { .. } => "OrderAccepted",
+            EventData::OrderOutForDelivery { .. } => "OrderOutForDelivery",
             EventData::OrderFulfilled { .. } => "OrderFulfilled",
+            EventData::OrderRejected { .. } => "OrderRejected",
             EventData::VaseRegistered { .. } => "VaseRegistered",
             EventData::VaseCameOnline { .. } => "VaseCameOnline",
             EventData::VaseWentOffline { .. } => "VaseWentOffline",

@@ -62,10 +62,48 @@ pub struct Order {
     /// bouquets stay held and the sweeper leaves the attempt alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub authenticating_until: Option<Timestamp>,
+    /// Why the vendor rejected the order (`rejected` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rejection_reason: Option<String>,
     pub version: u64,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
+
+/// What a vendor does with a paid order (issue 30). [`Order::fulfil_step`] is the one table of
+/// which step is allowed from which state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FulfilmentStep {
+    Accept,
+    Dispatch,
+    /// Delivered (the `fulfil` route).
+    Deliver,
+    Reject,
+}
+
+impl FulfilmentStep {
+    pub const ALL: [FulfilmentStep; 4] = [
+        FulfilmentStep::Accept,
+        FulfilmentStep::Dispatch,
+        FulfilmentStep::Deliver,
+        FulfilmentStep::Reject,
+    ];
+
+    /// The state a step moves an order in `from` to, or `None` when it may not.
+    pub fn next(self, from: OrderStatus) -> Option<OrderStatus> {
+        use OrderStatus::*;
+        match (self, from) {
+            (FulfilmentStep::Accept, Paid) => Some(Accepted),
+            (FulfilmentStep::Dispatch, Accepted) => Some(OutForDelivery),
+            (FulfilmentStep::Deliver, Paid | Accepted | OutForDelivery) => Some(Fulfilled),
+            (FulfilmentStep::Reject, Paid | Accepted) => Some(Rejected),
+            _ => None,
+        }
+    }
+}
+
+/// The longest rejection reason.
+pub const REJECTION_REASON_MAX: usize = 200;
 
 /// How long a payment attempt owns a `payment_pending` order. Longer than the gateway's
 /// timeout, so a live attempt is never taken over; after it, a retry (same order, same
@@ -163,6 +201,7 @@ impl Order {
             authenticating_until: None,
             payment_attempt: 0,
             charge_id: None,
+            rejection_reason: None,
             version: 1,
             created_at: now,
             updated_at: now,
@@ -238,9 +277,9 @@ impl Order {
                     Ok(true)
                 }
             },
-            OrderStatus::Paid | OrderStatus::Fulfilled => Ok(false),
+            status if status.is_sold() => Ok(false),
             OrderStatus::Expired => Err(DomainError::ReservationExpired),
-            OrderStatus::Cancelled => Err(DomainError::OrderInvalidState(self.status)),
+            _ => Err(DomainError::OrderInvalidState(self.status)),
         }
     }
 
@@ -338,8 +377,27 @@ impl Order {
     }
 
     pub fn fulfil(&mut self, now: Timestamp) -> Result<(), DomainError> {
-        self.require(OrderStatus::Paid)?;
-        self.transition(OrderStatus::Fulfilled, now);
+        self.step(FulfilmentStep::Deliver, now)
+    }
+
+    /// A vendor's step on a paid order ([`FulfilmentStep::next`]); a rejection carries its
+    /// reason ([`Order::reject`]).
+    pub fn step(&mut self, step: FulfilmentStep, now: Timestamp) -> Result<(), DomainError> {
+        let next = step
+            .next(self.status)
+            .ok_or(DomainError::OrderInvalidState(self.status))?;
+        self.transition(next, now);
+        Ok(())
+    }
+
+    /// The vendor turns the paid order down, saying why (1 to 200 characters): the customer
+    /// is refunded and the bouquets released.
+    pub fn reject(&mut self, reason: &str, now: Timestamp) -> Result<(), DomainError> {
+        let reason = crate::text::clean(reason, 1, REJECTION_REASON_MAX, false).map_err(|e| {
+            DomainError::Invalid(vec![crate::validation::FieldError::new("reason", e)])
+        })?;
+        self.step(FulfilmentStep::Reject, now)?;
+        self.rejection_reason = Some(reason);
         Ok(())
     }
 
@@ -378,10 +436,28 @@ impl Order {
                 vendor_id,
                 bouquet_ids,
             }),
+            OrderStatus::Accepted => Some(EventData::OrderAccepted {
+                order_id,
+                customer_id,
+                vendor_id,
+            }),
+            OrderStatus::OutForDelivery => Some(EventData::OrderOutForDelivery {
+                order_id,
+                customer_id,
+                vendor_id,
+            }),
             OrderStatus::Fulfilled => Some(EventData::OrderFulfilled {
                 order_id,
                 customer_id,
                 vendor_id,
+            }),
+            OrderStatus::Rejected => Some(EventData::OrderRejected {
+                order_id,
+                customer_id,
+                vendor_id,
+                bouquet_ids,
+                refund: self.total,
+                reason: self.rejection_reason.clone().unwrap_or_default(),
             }),
             OrderStatus::Reserved | OrderStatus::PaymentPending => None,
         }
@@ -444,6 +520,70 @@ mod tests {
             Order::reserve(customer(), &held, DEFAULT_HOLD, T0),
             Err(DomainError::BouquetUnavailable(ids))
         );
+    }
+
+    #[test]
+    fn every_vendor_step_from_every_state_is_allowed_or_refused_by_one_table() {
+        use OrderStatus::*;
+        let allowed = [
+            (FulfilmentStep::Accept, Paid, Accepted),
+            (FulfilmentStep::Dispatch, Accepted, OutForDelivery),
+            (FulfilmentStep::Deliver, Paid, Fulfilled),
+            (FulfilmentStep::Deliver, Accepted, Fulfilled),
+            (FulfilmentStep::Deliver, OutForDelivery, Fulfilled),
+            (FulfilmentStep::Reject, Paid, Rejected),
+            (FulfilmentStep::Reject, Accepted, Rejected),
+        ];
+        let b = bouquet(VendorId::generate(), 100, T0);
+        let reserved = Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap();
+        for step in FulfilmentStep::ALL {
+            for from in OrderStatus::ALL {
+                let expected = allowed
+                    .iter()
+                    .find(|(s, f, _)| *s == step && *f == from)
+                    .map(|(_, _, to)| *to);
+                let mut order = Order {
+                    status: from,
+                    ..reserved.clone()
+                };
+                let result = if step == FulfilmentStep::Reject {
+                    order.reject("No peonies left", T0)
+                } else {
+                    order.step(step, T0)
+                };
+                match expected {
+                    Some(to) => {
+                        assert_eq!(result, Ok(()), "{step:?} from {from}");
+                        assert_eq!(order.status, to);
+                        assert_eq!(order.version, reserved.version + 1, "one version per step");
+                        assert!(order.lifecycle_event().is_some(), "{to} announces itself");
+                    }
+                    None => {
+                        assert_eq!(
+                            result,
+                            Err(DomainError::OrderInvalidState(from)),
+                            "{step:?} from {from}"
+                        );
+                        assert_eq!(order.version, reserved.version, "nothing moved");
+                    }
+                }
+            }
+        }
+        let mut paid = Order {
+            status: Paid,
+            ..reserved
+        };
+        assert!(matches!(paid.reject(" ", T0), Err(DomainError::Invalid(_))));
+        assert!(matches!(
+            paid.reject(&"x".repeat(201), T0),
+            Err(DomainError::Invalid(_))
+        ));
+        assert_eq!(
+            paid.status, Paid,
+            "a rejection without a reason moves nothing"
+        );
+        paid.reject("The shop is closed", T0).unwrap();
+        assert_eq!(paid.rejection_reason.as_deref(), Some("The shop is closed"));
     }
 
     #[test]

@@ -10,17 +10,26 @@ pub enum OrderStatus {
     Reserved,
     PaymentPending,
     Paid,
+    /// The vendor took the paid order on (issue 30).
+    Accepted,
+    OutForDelivery,
+    /// Delivered (the name is the API's since before the delivery steps).
     Fulfilled,
+    /// The vendor turned a paid order down; its customer is refunded.
+    Rejected,
     Cancelled,
     Expired,
 }
 
 impl OrderStatus {
-    pub const ALL: [OrderStatus; 6] = [
+    pub const ALL: [OrderStatus; 9] = [
         OrderStatus::Reserved,
         OrderStatus::PaymentPending,
         OrderStatus::Paid,
+        OrderStatus::Accepted,
+        OrderStatus::OutForDelivery,
         OrderStatus::Fulfilled,
+        OrderStatus::Rejected,
         OrderStatus::Cancelled,
         OrderStatus::Expired,
     ];
@@ -30,7 +39,10 @@ impl OrderStatus {
             OrderStatus::Reserved => "reserved",
             OrderStatus::PaymentPending => "payment_pending",
             OrderStatus::Paid => "paid",
+            OrderStatus::Accepted => "accepted",
+            OrderStatus::OutForDelivery => "out_for_delivery",
             OrderStatus::Fulfilled => "fulfilled",
+            OrderStatus::Rejected => "rejected",
             OrderStatus::Cancelled => "cancelled",
             OrderStatus::Expired => "expired",
         }
@@ -38,6 +50,17 @@ impl OrderStatus {
 
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Whether the order was paid for and not rejected: its bouquets are sold to it.
+    pub fn is_sold(self) -> bool {
+        matches!(
+            self,
+            OrderStatus::Paid
+                | OrderStatus::Accepted
+                | OrderStatus::OutForDelivery
+                | OrderStatus::Fulfilled
+        )
     }
 
     /// Whether the order still holds its bouquets.

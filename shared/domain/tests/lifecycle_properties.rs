@@ -12,7 +12,7 @@ use bouquet_domain::bouquet::NewBouquet;
 use bouquet_domain::checkout::{self, Transition};
 use bouquet_domain::order::DEFAULT_HOLD;
 use bouquet_domain::{
-    Bouquet, BouquetStatus, Currency, CustomerId, Money, Order, OrderStatus, Timestamp, VendorId,
+    Bouquet, BouquetStatus, Currency, CustomerId, Money, Order, Timestamp, VendorId,
 };
 use proptest::prelude::*;
 
@@ -183,8 +183,7 @@ impl World {
                 .orders
                 .iter()
                 .filter(|o| {
-                    matches!(o.status, OrderStatus::Paid | OrderStatus::Fulfilled)
-                        && o.bouquet_ids().any(|id| id == bouquet.bouquet_id)
+                    o.status.is_sold() && o.bouquet_ids().any(|id| id == bouquet.bouquet_id)
                 })
                 .collect();
             prop_assert!(buyers.len() <= 1, "bouquet sold to {} orders", buyers.len());

@@ -210,6 +210,9 @@ pub struct OrderItem {
     pub charge_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authenticating_until: Option<i64>,
+    /// Absent on orders written before vendors could reject (issue 30): read as none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejection_reason: Option<String>,
     pub version: u64,
     pub created_at: i64,
     pub updated_at: i64,
@@ -251,6 +254,7 @@ impl OrderItem {
             payment_attempt: o.payment_attempt,
             charge_id: o.charge_id.clone(),
             authenticating_until: o.authenticating_until.map(Timestamp::as_millis),
+            rejection_reason: o.rejection_reason.clone(),
             version: o.version,
             created_at: o.created_at.as_millis(),
             updated_at: o.updated_at.as_millis(),
@@ -289,6 +293,7 @@ impl OrderItem {
             payment_attempt: self.payment_attempt,
             charge_id: self.charge_id,
             authenticating_until: self.authenticating_until.map(Timestamp::from_millis),
+            rejection_reason: self.rejection_reason,
             version: self.version,
             created_at: Timestamp::from_millis(self.created_at),
             updated_at: Timestamp::from_millis(self.updated_at),
