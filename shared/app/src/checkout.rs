@@ -259,6 +259,75 @@ pub async fn fulfil(
     Ok(fulfilled.order)
 }
 
+/// Its vendor moves a paid order a step on (accept, dispatch).
+pub async fn advance(
+    store: &Store,
+    order: &Order,
+    step: bouquet_domain::order::FulfilmentStep,
+    correlation_id: &str,
+    record_for: RecordFor<'_>,
+    now: Timestamp,
+) -> Result<Order, CheckoutError> {
+    let next = decide::stepped(order, step, now)?;
+    let record = record_for(&next.order);
+    commit(store, order, &next, correlation_id, record.as_ref(), now).await?;
+    Ok(next.order)
+}
+
+/// Its vendor rejects a paid order: `rejected` (bouquets back on sale, `OrderRejected`) in
+/// one transaction, then the refund ([`refund_rejected`]). A crash or a gateway failure in
+/// between leaves the order due for the sweeper, which refunds it.
+pub async fn reject(
+    store: &Store,
+    payments: &dyn PaymentGateway,
+    order: &Order,
+    reason: &str,
+    correlation_id: &str,
+    record_for: RecordFor<'_>,
+    now: Timestamp,
+) -> Result<Order, CheckoutError> {
+    let rejected = decide::rejected(order, reason, now)?;
+    let record = record_for(&rejected.order);
+    commit(
+        store,
+        order,
+        &rejected,
+        correlation_id,
+        record.as_ref(),
+        now,
+    )
+    .await?;
+    match refund_rejected(store, payments, &rejected.order, correlation_id, now).await {
+        Ok(refunded) => Ok(refunded),
+        Err(error) => {
+            tracing::warn!(order_id = %order.order_id, error = %bouquet_aws::describe(&error), "rejected; the refund is left to the sweeper");
+            Ok(rejected.order)
+        }
+    }
+}
+
+/// Refunds a rejected order's charge through the gateway (under the paid attempt's key, so a
+/// repeat refunds nothing more) and records the gateway's confirmation. A no-op on one
+/// already refunded.
+pub async fn refund_rejected(
+    store: &Store,
+    payments: &dyn PaymentGateway,
+    order: &Order,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Order, CheckoutError> {
+    if order.refunded_at.is_some() {
+        return Ok(order.clone());
+    }
+    let charge_id = order.charge_id.clone().unwrap_or_default();
+    payments.refund(&order.gateway_key(), &charge_id).await?;
+    let mut refunded = order.clone();
+    refunded.refund_confirmed(now)?;
+    write(store, order, &refunded, &[], correlation_id, None, now).await?;
+    metrics::count(metrics::PAYMENTS, "refunded", 1);
+    Ok(refunded)
+}
+
 /// Expires a lapsed reservation, releasing only the bouquets it still holds (a lapsed hold
 /// may already be someone else's), with `ReservationExpired`.
 async fn expire(
@@ -278,6 +347,8 @@ pub enum Swept {
     Expired,
     PaymentCompleted,
     PaymentReleased,
+    /// A rejected order's refund, confirmed by the gateway.
+    Refunded,
     /// Not due (any more), still within a payment lease, or another writer won the race.
     Skipped,
 }
@@ -331,6 +402,11 @@ pub async fn sweep_one(
                     Ok(Swept::PaymentReleased)
                 }
             }
+        }
+        OrderStatus::Rejected if order.refunded_at.is_none() => {
+            refund_rejected(store, payments, &order, correlation_id, now)
+                .await
+                .map(|_| Swept::Refunded)
         }
         _ => Ok(Swept::Skipped),
     };

@@ -32,6 +32,8 @@ pub struct SweepReport {
     pub expired: usize,
     pub payments_completed: usize,
     pub payments_released: usize,
+    /// Rejected orders whose refund the sweeper completed.
+    pub refunded: usize,
     pub skipped: usize,
     pub failed: usize,
 }
@@ -74,6 +76,7 @@ pub async fn sweep(
                 Ok(Swept::Expired) => report.expired += 1,
                 Ok(Swept::PaymentCompleted) => report.payments_completed += 1,
                 Ok(Swept::PaymentReleased) => report.payments_released += 1,
+                Ok(Swept::Refunded) => report.refunded += 1,
                 Ok(Swept::Skipped) => report.skipped += 1,
                 Err(error) => {
                     report.failed += 1;

@@ -1,6 +1,8 @@
-//! Transitions of one order by a caller who may see it (cancel, fulfil).
+//! Transitions of one order by a caller who may see it: its customer cancels; its vendor
+//! accepts, dispatches, fulfils (delivered) or rejects (refunded).
 
 use bouquet_domain::identity::Identity;
+use bouquet_domain::order::FulfilmentStep;
 use bouquet_domain::{Order, OrderId, Timestamp};
 use bouquet_store::StoreError;
 
@@ -11,11 +13,17 @@ use bouquet_store::retry::Retry;
 
 /// What a caller does to an order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Action {
+pub enum Action<'a> {
     /// Its customer cancels a live reservation.
     Cancel,
-    /// Its vendor fulfils a paid order.
+    /// Its vendor fulfils (delivers) a paid order.
     Fulfil,
+    /// Its vendor accepts a paid order.
+    Accept,
+    /// Its vendor sends an accepted order out for delivery.
+    Dispatch,
+    /// Its vendor rejects a paid or accepted order, saying why: the customer is refunded.
+    Reject { reason: &'a str },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -44,7 +52,7 @@ pub async fn transition(
     app: &App,
     caller: &Identity,
     order_id: OrderId,
-    action: Action,
+    action: Action<'_>,
     key: Option<Idempotency<'_, Order>>,
     correlation_id: &str,
     now: Timestamp,
@@ -57,7 +65,7 @@ pub async fn transition(
     }
     let visible = |order: &Order| match action {
         Action::Cancel => order.customer_id == caller.subject,
-        Action::Fulfil => caller.vendor_id == Some(order.vendor_id),
+        _ => caller.vendor_id == Some(order.vendor_id),
     };
     let record_for = |order: &Order| idempotency::record(key.as_ref(), order);
     let mut retry = Retry::optimistic();
@@ -73,6 +81,26 @@ pub async fn transition(
             }
             Action::Fulfil => {
                 checkout::fulfil(store, &order, correlation_id, &record_for, now).await
+            }
+            Action::Accept | Action::Dispatch => {
+                let step = if action == Action::Accept {
+                    FulfilmentStep::Accept
+                } else {
+                    FulfilmentStep::Dispatch
+                };
+                checkout::advance(store, &order, step, correlation_id, &record_for, now).await
+            }
+            Action::Reject { reason } => {
+                checkout::reject(
+                    store,
+                    app.payments.as_ref(),
+                    &order,
+                    reason,
+                    correlation_id,
+                    &record_for,
+                    now,
+                )
+                .await
             }
         };
         match result {

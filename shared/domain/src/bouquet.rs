@@ -247,6 +247,19 @@ impl Bouquet {
         }
     }
 
+    /// A sale undone (its order rejected by the vendor, the customer refunded): the bouquet
+    /// is on sale again. `false`, and no change, unless it was sold to `order_id`.
+    pub fn return_to_sale(&mut self, order_id: OrderId, now: Timestamp) -> bool {
+        match self.status {
+            BouquetStatus::Sold { order_id: buyer } if buyer == order_id => {
+                self.status = BouquetStatus::Available;
+                self.touch(now);
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn touch(&mut self, now: Timestamp) {
         self.version += 1;
         self.updated_at = now;

@@ -19,6 +19,9 @@ pub enum BouquetEffect {
     },
     Sell,
     Release,
+    /// Sold to the order, back on sale (a rejected order): the one effect whose condition is
+    /// the bouquet `sold` to the order, not held by it.
+    Return,
 }
 
 impl BouquetEffect {
@@ -26,6 +29,9 @@ impl BouquetEffect {
     /// bouquet is `reserved` by `order_id`, whatever its hold's end): `false`, and no change,
     /// when it is not.
     pub fn apply(self, bouquet: &mut Bouquet, order_id: OrderId, now: Timestamp) -> bool {
+        if self == BouquetEffect::Return {
+            return bouquet.return_to_sale(order_id, now);
+        }
         if !matches!(bouquet.status, BouquetStatus::Reserved { order_id: holder, .. } if holder == order_id)
         {
             return false;
@@ -34,6 +40,7 @@ impl BouquetEffect {
             BouquetEffect::Hold { until } => bouquet.hold(order_id, until, now),
             BouquetEffect::Sell => bouquet.sell(order_id, now).is_ok(),
             BouquetEffect::Release => bouquet.release(order_id, now),
+            BouquetEffect::Return => false,
         }
     }
 }
@@ -153,6 +160,25 @@ pub fn fulfilled(order: &Order, now: Timestamp) -> Result<Transition, DomainErro
     let mut fulfilled = order.clone();
     fulfilled.fulfil(now)?;
     Ok(Transition::on(fulfilled, [], BouquetEffect::Release))
+}
+
+/// A vendor's step on a paid order that leaves its bouquets as they are (accept, dispatch).
+pub fn stepped(
+    order: &Order,
+    step: crate::order::FulfilmentStep,
+    now: Timestamp,
+) -> Result<Transition, DomainError> {
+    let mut next = order.clone();
+    next.step(step, now)?;
+    Ok(Transition::on(next, [], BouquetEffect::Release))
+}
+
+/// The vendor rejects a paid order: its bouquets go back on sale (the refund is the
+/// caller's, before this is written).
+pub fn rejected(order: &Order, reason: &str, now: Timestamp) -> Result<Transition, DomainError> {
+    let mut rejected = order.clone();
+    rejected.reject(reason, now)?;
+    Ok(Transition::on_all(rejected, BouquetEffect::Return))
 }
 
 /// A lapsed reservation expires, releasing only the bouquets it still holds.

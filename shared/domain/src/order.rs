@@ -65,6 +65,10 @@ pub struct Order {
     /// Why the vendor rejected the order (`rejected` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rejection_reason: Option<String>,
+    /// When the gateway confirmed the refund of a rejected order; until then the order is due
+    /// for the sweeper, which refunds it ([`Order::due_at`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refunded_at: Option<Timestamp>,
     pub version: u64,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
@@ -202,6 +206,7 @@ impl Order {
             payment_attempt: 0,
             charge_id: None,
             rejection_reason: None,
+            refunded_at: None,
             version: 1,
             created_at: now,
             updated_at: now,
@@ -234,8 +239,21 @@ impl Order {
                         .unwrap_or(self.updated_at),
                 )
             }
+            // Rejected, its refund not yet confirmed: at once.
+            OrderStatus::Rejected if self.refunded_at.is_none() => Some(self.updated_at),
             _ => None,
         }
+    }
+
+    /// The gateway confirmed the refund of this rejected order (once).
+    pub fn refund_confirmed(&mut self, now: Timestamp) -> Result<(), DomainError> {
+        self.require(OrderStatus::Rejected)?;
+        if self.refunded_at.is_some() {
+            return Err(DomainError::OrderInvalidState(self.status));
+        }
+        self.refunded_at = Some(now);
+        self.transition(OrderStatus::Rejected, now);
+        Ok(())
     }
 
     /// The status a reader should see: a reservation past its deadline is expired even
@@ -451,7 +469,8 @@ impl Order {
                 customer_id,
                 vendor_id,
             }),
-            OrderStatus::Rejected => Some(EventData::OrderRejected {
+            // Announced once, when rejected; the refund's confirmation is not an event.
+            OrderStatus::Rejected if self.refunded_at.is_none() => Some(EventData::OrderRejected {
                 order_id,
                 customer_id,
                 vendor_id,
@@ -459,7 +478,7 @@ impl Order {
                 refund: self.total,
                 reason: self.rejection_reason.clone().unwrap_or_default(),
             }),
-            OrderStatus::Reserved | OrderStatus::PaymentPending => None,
+            OrderStatus::Reserved | OrderStatus::PaymentPending | OrderStatus::Rejected => None,
         }
     }
 
@@ -616,6 +635,21 @@ mod tests {
         let mut paid = paying;
         paid.payment_succeeded("ch_1".into(), at).unwrap();
         assert_eq!(paid.due_at(), None, "holds nothing: out of the index");
+        let later = at.plus(Duration::from_secs(3600));
+        paid.reject("Out of stock", later).unwrap();
+        assert_eq!(
+            paid.due_at(),
+            Some(later),
+            "rejected: its refund is due at once"
+        );
+        paid.refund_confirmed(later).unwrap();
+        assert_eq!(paid.due_at(), None, "refunded: out of the index");
+        assert_eq!(
+            paid.lifecycle_event(),
+            None,
+            "the confirmation announces nothing"
+        );
+        assert!(paid.refund_confirmed(later).is_err(), "once");
     }
 
     #[test]

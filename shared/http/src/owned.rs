@@ -13,7 +13,7 @@ use crate::Reply;
 pub async fn order_transition(
     ctx: &Ctx,
     order_id: OrderId,
-    action: Action,
+    action: Action<'_>,
 ) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?;
     let key = ctx.idempotency(|order: &Order| Reply::ok(order));

@@ -213,6 +213,8 @@ pub struct OrderItem {
     /// Absent on orders written before vendors could reject (issue 30): read as none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejection_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refunded_at: Option<i64>,
     pub version: u64,
     pub created_at: i64,
     pub updated_at: i64,
@@ -255,6 +257,7 @@ impl OrderItem {
             charge_id: o.charge_id.clone(),
             authenticating_until: o.authenticating_until.map(Timestamp::as_millis),
             rejection_reason: o.rejection_reason.clone(),
+            refunded_at: o.refunded_at.map(Timestamp::as_millis),
             version: o.version,
             created_at: o.created_at.as_millis(),
             updated_at: o.updated_at.as_millis(),
@@ -294,6 +297,7 @@ impl OrderItem {
             charge_id: self.charge_id,
             authenticating_until: self.authenticating_until.map(Timestamp::from_millis),
             rejection_reason: self.rejection_reason,
+            refunded_at: self.refunded_at.map(Timestamp::from_millis),
             version: self.version,
             created_at: Timestamp::from_millis(self.created_at),
             updated_at: Timestamp::from_millis(self.updated_at),

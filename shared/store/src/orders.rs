@@ -271,15 +271,27 @@ impl Store {
                 BouquetEffect::Hold { until } => Expr::new("SET reservedUntil = :until, updatedAt = :now ADD version :one").n(":until", until.as_millis()),
                 BouquetEffect::Sell => Expr::new("SET #status = :sold, updatedAt = :now REMOVE reservedUntil, catalogueShard, catalogueSort ADD version :one").s(":sold", "sold"),
                 BouquetEffect::Release => Expr::new("SET #status = :available, updatedAt = :now REMOVE reservedUntil, orderId ADD version :one").s(":available", "available"),
+                // Back in the catalogue, where a listed bouquet is indexed.
+                BouquetEffect::Return => Expr::new("SET #status = :available, updatedAt = :now, catalogueShard = :shard, catalogueSort = :sort REMOVE orderId ADD version :one")
+                    .s(":available", "available")
+                    .s(":shard", crate::keys::catalogue_shard(&bouquet_id.to_string()))
+                    .s(":sort", bouquet_id.to_string()),
             }
             .n(":now", now.as_millis())
             .n(":one", 1);
+            let condition = match effect {
+                BouquetEffect::Return => Expr::new("orderId = :orderId AND #status = :soldStatus")
+                    .name("#status", "status")
+                    .s(":orderId", order.order_id.to_string())
+                    .s(":soldStatus", "sold"),
+                _ => held_by_order.clone(),
+            };
             tx.update(
                 Target::Bouquet(*bouquet_id),
                 &self.table,
                 bouquet_key(&bouquet_id.to_string()),
                 update,
-                held_by_order.clone(),
+                condition,
             )?;
         }
         if let Some(event) = event {

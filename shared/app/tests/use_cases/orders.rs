@@ -9,14 +9,14 @@ use crate::support::*;
 async fn act(
     world: &World,
     order: &Order,
-    action: Action,
+    action: Action<'_>,
     by_owner: bool,
 ) -> Result<Order, TransitionError> {
     let caller = match (action, by_owner) {
         (Action::Cancel, true) => customer_caller(order.customer_id.as_str()),
         (Action::Cancel, false) => customer_caller("someone-else"),
-        (Action::Fulfil, true) => shop_caller(order.vendor_id),
-        (Action::Fulfil, false) => shop_caller(VendorId::generate()),
+        (_, true) => shop_caller(order.vendor_id),
+        (_, false) => shop_caller(VendorId::generate()),
     };
     transition(
         &world.app,
@@ -150,4 +150,75 @@ async fn only_a_paid_order_is_fulfilled() {
         .await
         .expect("fulfilled");
     assert_eq!(fulfilled.status, OrderStatus::Fulfilled);
+}
+
+#[tokio::test]
+async fn a_florist_accepts_dispatches_and_delivers_a_paid_order_step_by_step() {
+    let world = World::new().await;
+    let bouquet = world.bouquet().await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    world
+        .pay("ana", order.order_id, "tok_visa")
+        .await
+        .expect("paid");
+    let early = act(&world, &order, Action::Dispatch, true).await;
+    assert!(
+        matches!(
+            early,
+            Err(TransitionError::Checkout(CheckoutError::Domain(
+                DomainError::OrderInvalidState(OrderStatus::Paid)
+            )))
+        ),
+        "dispatch before accept: {early:?}"
+    );
+    let not_mine = act(&world, &order, Action::Accept, false).await;
+    assert!(
+        matches!(not_mine, Err(TransitionError::NotFound)),
+        "{not_mine:?}"
+    );
+    for (action, status) in [
+        (Action::Accept, OrderStatus::Accepted),
+        (Action::Dispatch, OrderStatus::OutForDelivery),
+        (Action::Fulfil, OrderStatus::Fulfilled),
+    ] {
+        let moved = act(&world, &order, action, true).await.expect("moved");
+        assert_eq!(moved.status, status);
+    }
+    let late = act(&world, &order, Action::Reject { reason: "Too late" }, true).await;
+    assert!(late.is_err(), "a delivered order is not rejected: {late:?}");
+}
+
+#[tokio::test]
+async fn a_rejection_refunds_the_charge_once_and_puts_the_bouquets_back_on_sale() {
+    let world = World::new().await;
+    let bouquet = world.bouquet().await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    world
+        .pay("ana", order.order_id, "tok_visa")
+        .await
+        .expect("paid");
+    let accepted = act(&world, &order, Action::Accept, true).await.unwrap();
+    assert_eq!(accepted.status, OrderStatus::Accepted);
+    let blank = act(&world, &order, Action::Reject { reason: "  " }, true).await;
+    assert!(blank.is_err(), "a rejection says why: {blank:?}");
+    let rejected = act(
+        &world,
+        &order,
+        Action::Reject {
+            reason: "No peonies left this week",
+        },
+        true,
+    )
+    .await
+    .expect("rejected");
+    assert_eq!(rejected.status, OrderStatus::Rejected);
+    assert!(rejected.refunded_at.is_some(), "refunded at once");
+    assert_eq!(world.gateway.refunds(), vec![order.gateway_key()]);
+    let again = act(&world, &order, Action::Reject { reason: "Again" }, true).await;
+    assert!(again.is_err(), "rejected once: {again:?}");
+    assert_eq!(world.gateway.refunds().len(), 1, "refunded once");
+    let back = world.bouquet_now(bouquet.bouquet_id).await;
+    assert!(back.is_available(world.now()), "{:?}", back.status);
+    // On sale again: another customer reserves it.
+    world.reserved(&customer("bea"), &[&back]).await;
 }

@@ -1,0 +1,1 @@
+bouquet_http::main!(handler = reject_order::handler);
