@@ -69,18 +69,43 @@ async fn every_detail_the_system_writes_validates_against_its_schema() {
             .status,
         200
     );
+    for step in ["accept-order", "dispatch-order", "fulfil-order"] {
+        assert_eq!(
+            cloud
+                .call(
+                    step,
+                    ApiRequest::fixture(step)
+                        .vendor(&vendor)
+                        .path("orderId", &paid)
+                )
+                .await
+                .status,
+            200,
+            "{step}"
+        );
+    }
+    let rejected_bouquet = cloud.bouquet(&vendor, "7.00").await;
+    let rejected = cloud.reserve("customer-4", &[&rejected_bouquet]).await.body["orderId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(
         cloud
-            .call(
-                "fulfil-order",
-                ApiRequest::fixture("fulfil-order")
-                    .vendor(&vendor)
-                    .path("orderId", &paid)
-            )
+            .pay("customer-4", &rejected, "tok_visa", None)
             .await
             .status,
         200
     );
+    let answer = cloud
+        .call(
+            "reject-order",
+            ApiRequest::fixture("reject-order")
+                .vendor(&vendor)
+                .path("orderId", &rejected),
+        )
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert!(answer.body["refundedAt"].is_string(), "{}", answer.body);
     let cancelled = cloud.reserve("customer-2", &[&b]).await.body["orderId"]
         .as_str()
         .unwrap()

@@ -477,21 +477,54 @@ async fn every_function_flow() {
         200,
     )
     .await;
-    seen.http(
-        &cloud,
-        "fulfil-order",
-        ApiRequest::fixture("fulfil-order")
-            .vendor(&vendor)
-            .path("orderId", &paid_order),
-        200,
-    )
-    .await;
+    for step in ["accept-order", "dispatch-order", "fulfil-order"] {
+        seen.http(
+            &cloud,
+            step,
+            ApiRequest::fixture(step)
+                .vendor(&vendor)
+                .path("orderId", &paid_order),
+            200,
+        )
+        .await;
+    }
     seen.http(
         &cloud,
         "cancel-order",
         ApiRequest::fixture("cancel-order")
             .customer("c2")
             .path("orderId", &cancelled_order),
+        200,
+    )
+    .await;
+    // A paid order its vendor rejects: the refund goes through the gateway.
+    let rejected_bouquet = cloud.bouquet(&vendor, "7.00").await;
+    let to_reject = seen
+        .http(
+            &cloud,
+            "create-order",
+            ApiRequest::fixture("create-order")
+                .customer("c3")
+                .json(json!({ "bouquetIds": [rejected_bouquet] })),
+            201,
+        )
+        .await;
+    let to_reject = id(&to_reject, "orderId");
+    seen.http(
+        &cloud,
+        "pay-order",
+        ApiRequest::fixture("pay-order")
+            .customer("c3")
+            .path("orderId", &to_reject),
+        200,
+    )
+    .await;
+    seen.http(
+        &cloud,
+        "reject-order",
+        ApiRequest::fixture("reject-order")
+            .vendor(&vendor)
+            .path("orderId", &to_reject),
         200,
     )
     .await;
