@@ -49,6 +49,7 @@ pub const INVARIANTS: &[Invariant] = &[
     customers_see_their_own_orders_only,
     pending_payments_resolved,
     vases_keep_their_newest_heartbeat,
+    rejected_orders_refunded_once,
 ];
 
 /// How long after its lease (or after the gateway left it unanswered) a payment may stay
@@ -73,8 +74,12 @@ fn orders(evidence: &Evidence) -> Vec<&Value> {
         .collect()
 }
 
+/// Sold to its customer: paid, and neither rejected nor refunded since.
 fn paid(order: &Value) -> bool {
-    matches!(s(order, "status"), "paid" | "fulfilled")
+    matches!(
+        s(order, "status"),
+        "paid" | "accepted" | "out_for_delivery" | "fulfilled"
+    )
 }
 
 fn order_bouquets(order: &Value) -> Vec<&str> {
@@ -232,7 +237,9 @@ pub fn analytics_equal_paid_orders(evidence: &Evidence) -> Check {
         .map(|e| (s(e, "aggregateId"), n(e, "occurredAt")))
         .collect();
     let mut violations = Vec::new();
-    for order in orders(evidence).into_iter().filter(|o| paid(o)) {
+    // Sales count payments: a rejected order was sold, then refunded.
+    let was_paid = |o: &Value| paid(o) || s(o, "status") == "rejected";
+    for order in orders(evidence).into_iter().filter(|o| was_paid(o)) {
         let Some(at) = paid_events.get(s(order, "orderId")) else {
             violations.push(format!(
                 "paid order {} has no OrderPaid",
@@ -520,6 +527,47 @@ pub fn vases_keep_their_newest_heartbeat(evidence: &Evidence) -> Check {
     }
 }
 
+/// Every order its vendor rejected was refunded, once, through the gateway: the refund is
+/// confirmed on the order, the charge is marked refunded in the ledger (a flag: a second
+/// refund of it is none), and its bouquets are no longer its.
+pub fn rejected_orders_refunded_once(evidence: &Evidence) -> Check {
+    let mut violations = Vec::new();
+    let rejected: Vec<&Value> = orders(evidence)
+        .into_iter()
+        .filter(|o| s(o, "status") == "rejected")
+        .collect();
+    for order in &rejected {
+        let id = s(order, "orderId");
+        if order["refundedAt"].as_i64().is_none() {
+            violations.push(format!("rejected order {id} has no confirmed refund"));
+        }
+        let charge = with_prefix(&evidence.items, "SIMPAY#")
+            .find(|c| s(c, "chargeId") == s(order, "chargeId") && s(c, "outcome") == "approved");
+        match charge {
+            Some(charge) if charge["refunded"].as_bool() == Some(true) => {}
+            Some(_) => violations.push(format!("rejected order {id}: its charge is not refunded")),
+            None => violations.push(format!(
+                "rejected order {id}: no charge {:?}",
+                s(order, "chargeId")
+            )),
+        }
+        for bouquet in order_bouquets(order) {
+            let still = with_prefix(&evidence.items, "BOUQUET#")
+                .any(|b| s(b, "bouquetId") == bouquet && s(b, "orderId") == id);
+            if still {
+                violations.push(format!(
+                    "rejected order {id} still holds or owns bouquet {bouquet}"
+                ));
+            }
+        }
+    }
+    Check {
+        name: "every rejected order refunded once, its bouquets back on sale",
+        checked: rejected.len(),
+        violations,
+    }
+}
+
 /// Runs every invariant and prints each with its counts; returns how many violations.
 pub fn audit(evidence: &Evidence) -> (usize, Vec<Value>) {
     let mut total = 0;
@@ -758,6 +806,25 @@ mod tests {
         assert_eq!(
             failing(&late),
             ["every vase is online at the newest heartbeat it sent"]
+        );
+
+        let mut unrefunded_rejection = clean();
+        unrefunded_rejection.items[0]["status"] = json!("rejected");
+        unrefunded_rejection.items[1] = json!({"pk": "BOUQUET#b1", "sk": "BOUQUET",
+            "bouquetId": "b1", "status": "available"});
+        unrefunded_rejection.journal.frames.clear();
+        let failures = violations(&unrefunded_rejection);
+        let names: Vec<&str> = failures.iter().map(|(n, _)| *n).collect();
+        assert!(
+            names.contains(&"every rejected order refunded once, its bouquets back on sale"),
+            "{failures:?}"
+        );
+        unrefunded_rejection.items[0]["refundedAt"] = json!(NOW);
+        unrefunded_rejection.items[2]["refunded"] = json!(true);
+        assert_eq!(
+            violations(&unrefunded_rejection),
+            vec![],
+            "refunded, once: consistent"
         );
 
         let mut stuck = clean();

@@ -451,6 +451,10 @@ async fn vendor_actor(
                 catalogue.lock().unwrap()[index].push(id.to_owned());
             }
         }
+        // The florist's steps on its paid orders; now and then a rejection.
+        if rng.random_bool(0.4) {
+            florist_step(&api, &vendor.token, &mut rng, &journal).await;
+        }
         let fresh = newest(&catalogue, index);
         let bouquet = &fresh[rng.random_range(0..fresh.len())];
         let current = api
@@ -490,6 +494,50 @@ async fn vendor_actor(
         tokio::time::sleep(Duration::from_millis(rng.random_range(200..800))).await;
     }
     Ok(())
+}
+
+/// Moves one of the vendor's orders a step on: accept a paid one, dispatch an accepted one,
+/// deliver one out for delivery, or (one in ten) reject a paid or accepted one.
+async fn florist_step(api: &Api, token: &str, rng: &mut StdRng, journal: &Shared) {
+    let listed = api
+        .send("GET", "/v1/orders?limit=50", Some(token), &[], None)
+        .await;
+    let movable: Vec<(String, String)> = listed.body["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|o| {
+            Some((
+                o["orderId"].as_str()?.to_owned(),
+                o["status"].as_str()?.to_owned(),
+            ))
+        })
+        .filter(|(_, status)| matches!(status.as_str(), "paid" | "accepted" | "out_for_delivery"))
+        .collect();
+    if movable.is_empty() {
+        return;
+    }
+    let (order, status) = &movable[rng.random_range(0..movable.len())];
+    let rejecting = status != "out_for_delivery" && rng.random_bool(0.1);
+    let (route, body) = match status.as_str() {
+        _ if rejecting => (
+            "reject",
+            Some(json!({ "reason": "Out of peonies this week" })),
+        ),
+        "paid" => ("accept", None),
+        "accepted" => ("dispatch", None),
+        _ => ("fulfil", None),
+    };
+    let (answer, tries) = api
+        .send_retried(
+            "POST",
+            &format!("/v1/orders/{order}/{route}"),
+            Some(token),
+            &[("idempotency-key", &blackbox::key())],
+            body.as_ref(),
+        )
+        .await;
+    record(journal, route, &answer, tries);
 }
 
 async fn vase_actor(

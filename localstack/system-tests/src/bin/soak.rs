@@ -124,11 +124,13 @@ async fn run(args: &Args) -> Result<usize, String> {
             .filter(|(q, _)| audit::queue_policy(q) == audit::QueuePolicy::Drains)
             .map(|(_, n)| n)
             .sum();
+        // Payments the gateway left unanswered, and rejections not yet refunded: the sweeper's.
         let unresolved = items
             .iter()
             .filter(|o| {
-                o["status"] == "payment_pending"
-                    && o["authenticatingUntil"].as_i64().unwrap_or(0) <= now
+                (o["status"] == "payment_pending"
+                    && o["authenticatingUntil"].as_i64().unwrap_or(0) <= now)
+                    || (o["status"] == "rejected" && o["refundedAt"].is_null())
             })
             .count();
         let connections = live
