@@ -155,7 +155,17 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
         let customer = format!("soak-customer-{c}");
         journal.lock().unwrap().customers.push(customer.clone());
         let token = blackbox::local_token("customer", &customer, None);
-        let socket = blackbox::subscribe(&target.ws, Some(&token), &["orders"]).await?;
+        // The connect meets the faults too (a killed authorizer is a 500): retried, as the
+        // console reconnects.
+        let mut socket = Err(String::new());
+        for _ in 0..8 {
+            socket = blackbox::subscribe(&target.ws, Some(&token), &["orders"]).await;
+            if socket.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        let socket = socket?;
         sockets.push(listen(socket, customer.clone(), journal.clone()));
         let rng = StdRng::seed_from_u64(plan.seed.wrapping_add(c as u64));
         actors.push(tokio::spawn(customer_actor(
