@@ -9,7 +9,8 @@ export function ordersChannel() {
   return session.role() === "vendor" ? `vendor:${session.vendorId()}` : "orders";
 }
 
-const ORDER_EVENTS = new Set(["OrderReserved", "OrderPaid", "OrderCancelled", "ReservationExpired", "OrderFulfilled"]);
+const ORDER_EVENTS = new Set(["OrderReserved", "OrderPaid", "OrderCancelled", "ReservationExpired", "OrderAccepted",
+  "OrderOutForDelivery", "OrderFulfilled", "OrderRejected"]);
 
 /** Calls `changed(orderId)` when one of the caller's orders moves. */
 export function followOrders(changed) {
@@ -187,7 +188,9 @@ export async function orderPage(id) {
     }
     const words = {
       reserved: "Reserved for you.", payment_pending: "Your payment is being confirmed.",
-      paid: "Paid. The vendor is preparing it.", fulfilled: "Fulfilled. Enjoy the flowers.",
+      paid: "Paid. Waiting for the florist to accept it.", accepted: "The florist accepted it and is preparing it.",
+      out_for_delivery: "On its way.", fulfilled: "Delivered. Enjoy the flowers.",
+      rejected: `The florist could not take it${order.rejectionReason ? `: "${order.rejectionReason}"` : ""}. ${order.refundedAt ? "You have been refunded." : "A refund follows."}`,
       cancelled: "Cancelled. The bouquets went back on sale.", expired: "The hold ran out before payment; the bouquets went back on sale.",
     };
     section.replaceChildren(

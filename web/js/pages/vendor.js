@@ -126,16 +126,30 @@ function ordersSection() {
   const body = h("tbody", { id: "vendor-orders" });
   const load = async () => {
     const page = await api("GET", "/orders?limit=50");
-    const open = page.items.filter((o) => ["paid", "reserved", "payment_pending"].includes(o.status));
+    const open = page.items.filter((o) => ["paid", "accepted", "out_for_delivery", "reserved", "payment_pending"].includes(o.status));
+    // One button per step the order may take next (the API refuses any other).
+    const step = (o, route, label) => h("button", {
+      type: "button", class: route === "reject" ? "secondary" : "", "aria-label": `${label} order ${o.orderId}`,
+      onclick: () => attempt(async () => {
+        let options;
+        if (route === "reject") {
+          const reason = window.prompt("Why? The customer reads this, and is refunded.");
+          if (!reason || !reason.trim()) return;
+          options = { body: { reason: reason.trim() } };
+        }
+        await api("POST", `/orders/${o.orderId}/${route}`, options);
+        await load();
+      }),
+    }, label);
+    const steps = (o) => ({
+      paid: [step(o, "accept", "Accept"), step(o, "fulfil", "Fulfil"), step(o, "reject", "Reject")],
+      accepted: [step(o, "dispatch", "Out for delivery"), step(o, "fulfil", "Fulfil"), step(o, "reject", "Reject")],
+      out_for_delivery: [step(o, "fulfil", "Fulfil")],
+    })[o.status] ?? ["waiting for payment"];
     body.replaceChildren(...open.map((o) => h("tr", { "data-order": o.orderId, "data-status": o.status },
       h("td", {}, h("a", { href: `#/orders/${o.orderId}` }, o.lines.map((l) => l.name).join(", "))),
       h("td", {}, money(o.total)), h("td", {}, statusBadge(o.status)),
-      h("td", {}, o.status === "paid"
-        ? h("button", {
-            type: "button", "aria-label": `Fulfil order ${o.orderId}`,
-            onclick: () => attempt(async () => { await api("POST", `/orders/${o.orderId}/fulfil`); await load(); }),
-          }, "Fulfil")
-        : "waiting for payment"))));
+      h("td", { class: "row" }, ...steps(o)))));
     if (!open.length) body.append(h("tr", {}, h("td", { colspan: 4, class: "muted" }, "No open orders.")));
   };
   return {
@@ -182,7 +196,7 @@ export async function vendorPage() {
   const stopVendor = live.subscribe(`vendor:${vendorId}`, (event) => {
     if (event.name.startsWith("Vase") || event.name === "BouquetFreshnessChanged") attempt(vases.load);
     if (event.name.startsWith("Bouquet")) attempt(bouquets.load);
-    if (event.name === "OrderPaid" || event.name === "OrderFulfilled") attempt(analytics.load);
+    if (event.name === "OrderPaid" || event.name === "OrderFulfilled" || event.name === "OrderRejected") attempt(analytics.load);
   });
   return () => { stopOrders(); stopVendor(); };
 }
