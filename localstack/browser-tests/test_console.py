@@ -192,7 +192,7 @@ class Console(unittest.TestCase):
         page.screenshot(path=str(path), full_page=True)
         return path
 
-    def test_a_customer_buys_and_the_vendor_fulfils_live(self):
+    def test_a_customer_buys_and_the_vendor_accepts_dispatches_and_fulfils_live(self):
         shop = Shop()
         bouquet = shop.bouquet("Peonies", "24.50")
         bouquet_id = bouquet["bouquetId"]
@@ -228,6 +228,14 @@ class Console(unittest.TestCase):
 
         expect(row).to_have_attribute("data-status", "paid")
         self.no_reload(vendor)
+        # The florist's steps, each on the customer's page by itself.
+        row.get_by_role("button", name=re.compile("^Accept")).click()
+        expect(customer.locator('#order-status [data-status="accepted"]')).to_be_visible()
+        expect(row).to_have_attribute("data-status", "accepted")
+        row.get_by_role("button", name=re.compile("^Out for delivery")).click()
+        expect(customer.locator('#order-status [data-status="out_for_delivery"]')).to_be_visible()
+        expect(customer.locator("#order-status").locator("..")).to_contain_text("On its way")
+        expect(row).to_have_attribute("data-status", "out_for_delivery")
         row.get_by_role("button", name=re.compile("^Fulfil")).click()
 
         expect(customer.locator('#order-status [data-status="fulfilled"]')).to_be_visible()
