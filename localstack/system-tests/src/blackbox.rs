@@ -130,6 +130,22 @@ impl Api {
     }
 }
 
+impl Api {
+    /// A POST with an `Idempotency-Key` (a new one unless `key` is given), repeated with that
+    /// key while the answer is transient ([`Api::send_retried`]).
+    pub async fn post(
+        &self,
+        path: &str,
+        token: Option<&str>,
+        key: Option<&str>,
+        body: Option<&Value>,
+    ) -> (Answer, u32) {
+        let key = key.map(str::to_owned).unwrap_or_else(self::key);
+        self.send_retried("POST", path, token, &[("idempotency-key", &key)], body)
+            .await
+    }
+}
+
 /// A live-API client: connects with `token`, subscribes to `channels`, and hands every frame's
 /// text to `read` until the socket closes or `stop` fires.
 pub async fn subscribe(

@@ -79,11 +79,10 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
     let mut vendors = Vec::new();
     for v in 0..plan.vendors {
         let (created, _) = api
-            .send_retried(
-                "POST",
+            .post(
                 "/v1/vendors",
                 Some(&admin),
-                &[("idempotency-key", &blackbox::key())],
+                None,
                 Some(&json!({ "name": format!("Soak florist {v}") })),
             )
             .await;
@@ -95,11 +94,10 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
         let mut bouquets = Vec::new();
         for b in 0..plan.bouquets_per_vendor {
             let (listed, _) = api
-                .send_retried(
-                    "POST",
+                .post(
                     &format!("/v1/vendors/{vendor_id}/bouquets"),
                     Some(&token),
-                    &[("idempotency-key", &blackbox::key())],
+                    None,
                     Some(&json!({
                         "name": format!("Bouquet {v}-{b}"),
                         "description": "Roses and eucalyptus",
@@ -117,11 +115,10 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
         let mut vases = Vec::new();
         for _ in 0..plan.vases_per_vendor {
             let (registered, _) = api
-                .send_retried(
-                    "POST",
+                .post(
                     &format!("/v1/vendors/{vendor_id}/vases"),
                     Some(&token),
-                    &[("idempotency-key", &blackbox::key())],
+                    None,
                     Some(&json!({})),
                 )
                 .await;
@@ -300,11 +297,10 @@ async fn customer_actor(
         }
         let key = blackbox::key();
         let (reserved, tries) = api
-            .send_retried(
-                "POST",
+            .post(
                 "/v1/orders",
                 Some(&token),
-                &[("idempotency-key", &key)],
+                Some(&key),
                 Some(&json!({ "bouquetIds": wanted })),
             )
             .await;
@@ -312,11 +308,10 @@ async fn customer_actor(
         // Now and then the same request again, as a client that lost the answer.
         if reserved.status == 201 && rng.random_bool(0.1) {
             let (again, tries) = api
-                .send_retried(
-                    "POST",
+                .post(
                     "/v1/orders",
                     Some(&token),
-                    &[("idempotency-key", &key)],
+                    Some(&key),
                     Some(&json!({ "bouquetIds": wanted })),
                 )
                 .await;
@@ -343,11 +338,10 @@ async fn customer_actor(
             0..75 => pay(&api, &token, &order, &mut rng, &journal).await,
             75..92 => {
                 let (cancelled, tries) = api
-                    .send_retried(
-                        "POST",
+                    .post(
                         &format!("/v1/orders/{order}/cancel"),
                         Some(&token),
-                        &[("idempotency-key", &blackbox::key())],
+                        None,
                         None,
                     )
                     .await;
@@ -372,11 +366,10 @@ async fn pay(api: &Api, token: &str, order: &str, rng: &mut StdRng, journal: &Sh
     let key = blackbox::key();
     for attempt in 0..2 {
         let (paid, tries) = api
-            .send_retried(
-                "POST",
+            .post(
                 &format!("/v1/orders/{order}/payment"),
                 Some(token),
-                &[("idempotency-key", &key)],
+                Some(&key),
                 Some(&json!({ "paymentToken": card })),
             )
             .await;
@@ -444,17 +437,11 @@ async fn vendor_actor(
         if rng.random_bool(0.35) {
             listed += 1;
             let (answer, tries) = api
-                .send_retried(
-                    "POST",
-                    &format!("/v1/vendors/{}/bouquets", vendor.vendor_id),
-                    Some(&vendor.token),
-                    &[("idempotency-key", &blackbox::key())],
-                    Some(&json!({
+                .post(&format!("/v1/vendors/{}/bouquets", vendor.vendor_id), Some(&vendor.token), None, Some(&json!({
                         "name": format!("Restock {index}-{listed}"),
                         "description": "Tulips",
                         "price": { "amount": format!("{}.00", rng.random_range(9..40)), "currency": "EUR" }
-                    })),
-                )
+                    })))
                 .await;
             record(&journal, "list", &answer, tries);
             if let Some(id) = answer.body["bouquetId"].as_str() {
@@ -539,11 +526,10 @@ async fn florist_step(api: &Api, token: &str, rng: &mut StdRng, journal: &Shared
         _ => ("fulfil", None),
     };
     let (answer, tries) = api
-        .send_retried(
-            "POST",
+        .post(
             &format!("/v1/orders/{order}/{route}"),
             Some(token),
-            &[("idempotency-key", &blackbox::key())],
+            None,
             body.as_ref(),
         )
         .await;

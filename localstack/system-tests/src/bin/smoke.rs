@@ -168,11 +168,10 @@ async fn run(args: &Args, checks: &mut Checks) -> Result<(), String> {
         Some(id) => id,
         None => {
             let (created, _) = api
-                .send_retried(
-                    "POST",
+                .post(
                     "/v1/vendors",
                     Some(&admin),
-                    &[("idempotency-key", &blackbox::key())],
+                    None,
                     Some(&json!({ "name": "Smoke test florist" })),
                 )
                 .await;
@@ -200,11 +199,10 @@ async fn run(args: &Args, checks: &mut Checks) -> Result<(), String> {
     checks.ok(&format!("the vendor {vendor_id} and its member's token"));
 
     let (listed, _) = api
-        .send_retried(
-            "POST",
+        .post(
             &format!("/v1/vendors/{vendor_id}/bouquets"),
             Some(&vendor_token),
-            &[("idempotency-key", &blackbox::key())],
+            None,
             Some(&json!({
                 "name": "Smoke test bouquet",
                 "description": "Listed and withdrawn by the smoke suite",
@@ -227,11 +225,10 @@ async fn run(args: &Args, checks: &mut Checks) -> Result<(), String> {
     checks.ok("a customer's WebSocket subscribes to the bouquet and its orders");
 
     let (reserved, _) = api
-        .send_retried(
-            "POST",
+        .post(
             "/v1/orders",
             Some(&customer),
-            &[("idempotency-key", &blackbox::key())],
+            None,
             Some(&json!({ "bouquetIds": [bouquet] })),
         )
         .await;
@@ -241,11 +238,10 @@ async fn run(args: &Args, checks: &mut Checks) -> Result<(), String> {
         .ok_or("no orderId")?
         .to_owned();
     let (cancelled, _) = api
-        .send_retried(
-            "POST",
+        .post(
             &format!("/v1/orders/{order}/cancel"),
             Some(&customer),
-            &[("idempotency-key", &blackbox::key())],
+            None,
             None,
         )
         .await;
@@ -273,11 +269,10 @@ async fn run(args: &Args, checks: &mut Checks) -> Result<(), String> {
 
     // A vase: registered, connected over TLS with its certificate, beating.
     let (registered, _) = api
-        .send_retried(
-            "POST",
+        .post(
             &format!("/v1/vendors/{vendor_id}/vases"),
             Some(&vendor_token),
-            &[("idempotency-key", &blackbox::key())],
+            None,
             Some(&json!({})),
         )
         .await;
