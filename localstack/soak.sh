@@ -6,7 +6,7 @@
 # Exits non-zero on any violation, with the seed to replay.
 #
 #   ./localstack/soak.sh [--seconds 120] [--seed 7] [--rate 0.05] [--customers 8]
-#                        [--port-base 3400] [--no-build]
+#                        [--vases-per-vendor 2] [--port-base 3400] [--no-build]
 #
 # The dev stack runs its schedules 5 times faster (the minutely sweeper every 12 s, the
 # outbox redrive every minute), so a soak of minutes sees them run as an hour would.
@@ -14,13 +14,14 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_DIR"
 
-SECONDS_OF_TRAFFIC=120 SEED=7 RATE=0.05 CUSTOMERS=8 PORT_BASE=3400 BUILD=1
+SECONDS_OF_TRAFFIC=120 SEED=7 RATE=0.05 CUSTOMERS=8 VASES=2 PORT_BASE=3400 BUILD=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) SECONDS_OF_TRAFFIC="$2"; shift 2 ;;
     --seed) SEED="$2"; shift 2 ;;
     --rate) RATE="$2"; shift 2 ;;
     --customers) CUSTOMERS="$2"; shift 2 ;;
+    --vases-per-vendor) VASES="$2"; shift 2 ;;
     --port-base) PORT_BASE="$2"; shift 2 ;;
     --no-build) BUILD=0; shift ;;
     *) log "unknown option $1"; exit 2 ;;
@@ -41,5 +42,5 @@ log "soak: $SECONDS_OF_TRAFFIC s at ${RATE} faults, seed $SEED (stack $STACK)"
 SOAK_REPORT="$RUN_DIR/$STACK-report.json" "${CARGO_TARGET_DIR:-$REPO_DIR/target}/debug/soak" \
   --stack "$STACK" --api "http://127.0.0.1:$API_PORT" --ws "ws://127.0.0.1:$WS_PORT" \
   --mqtt "127.0.0.1:$MQTT_PORT" --ca "$BOUQUET_IOT_DIR/ca.pem" --faults "http://127.0.0.1:$FAULTS_PORT" \
-  --seconds "$SECONDS_OF_TRAFFIC" --seed "$SEED" --customers "$CUSTOMERS" \
+  --seconds "$SECONDS_OF_TRAFFIC" --seed "$SEED" --customers "$CUSTOMERS" --vases-per-vendor "$VASES" \
   || { log "dev stack log tail:"; grep -v '"level":"INFO"' "$DEVSTACK_LOG" | tail -40 >&2; exit 1; }

@@ -39,6 +39,8 @@ struct Args {
     seed: u64,
     #[arg(long, default_value_t = 8)]
     customers: usize,
+    #[arg(long, default_value_t = 2)]
+    vases_per_vendor: usize,
     /// How long to wait for the system to drain after the traffic.
     #[arg(long, default_value_t = 300)]
     quiet_seconds: u64,
@@ -80,15 +82,16 @@ async fn run(args: &Args) -> Result<usize, String> {
         customers: args.customers,
         vendors: 2,
         bouquets_per_vendor: 6,
-        vases_per_vendor: 2,
+        vases_per_vendor: args.vases_per_vendor,
     };
     let control = Api::new(&args.faults);
     let started = Instant::now();
     println!(
-        "soak: {} s of traffic, seed {}, {} customers, faults {}",
+        "soak: {} s of traffic, seed {}, {} customers, {} vases, faults {}",
         args.seconds,
         args.seed,
         args.customers,
+        2 * args.vases_per_vendor,
         control.send("GET", "/_faults", None, &[], None).await.body
     );
     let running = soak::run(&target, plan).await?;
