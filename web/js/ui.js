@@ -47,7 +47,7 @@ export function freshnessBadge(freshness, inVase = true) {
 }
 
 export function statusBadge(status) {
-  return h("span", { class: `badge status-${status}`, "data-status": status }, status.replace("_", " "));
+  return h("span", { class: `badge status-${status}`, "data-status": status }, status.replaceAll("_", " "));
 }
 
 let noticeTimer;
