@@ -104,14 +104,45 @@ impl Ingest {
             received: records.len(),
             ..BatchReport::default()
         };
-        let outcomes: Vec<(SqsMessage, Outcome)> = futures::stream::iter(records)
-            .map(|record| async move {
-                let outcome = self.apply(&record).await;
-                (record, outcome)
+        // One vase's messages one after another, vases side by side: a vase's messages write
+        // the same item, so at once they only contend, and one that loses every attempt waits
+        // out the queue's visibility timeout (seen: 7 messages of one vase in a batch, one
+        // failed after 5 attempts and came back 180 s later).
+        let mut by_vase: Vec<Vec<SqsMessage>> = Vec::new();
+        let mut slot: HashMap<String, usize> = HashMap::new();
+        for record in records {
+            let vase = record
+                .body
+                .as_deref()
+                .and_then(|body| VaseMessage::parse(body).ok())
+                .map(|message| message.vase_id().to_string());
+            match vase {
+                Some(vase) => {
+                    let next = by_vase.len();
+                    let at = *slot.entry(vase).or_insert(next);
+                    if at == next {
+                        by_vase.push(Vec::new());
+                    }
+                    by_vase[at].push(record);
+                }
+                None => by_vase.push(vec![record]),
+            }
+        }
+        let outcomes: Vec<(SqsMessage, Outcome)> = futures::stream::iter(by_vase)
+            .map(|messages| async move {
+                let mut outcomes = Vec::with_capacity(messages.len());
+                for record in messages {
+                    let outcome = self.apply(&record).await;
+                    outcomes.push((record, outcome));
+                }
+                outcomes
             })
             .buffer_unordered(CONCURRENCY)
-            .collect()
-            .await;
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
         let mut failures = Vec::new();
         let mut dead = Vec::new();
         for (record, outcome) in outcomes {
