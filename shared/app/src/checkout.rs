@@ -48,8 +48,34 @@ pub async fn write(
     idempotency: Option<&IdempotencyPut>,
     now: Timestamp,
 ) -> Result<(), CheckoutError> {
-    let event = order
-        .lifecycle_event()
+    let event = order.lifecycle_event();
+    write_with_event(
+        store,
+        before,
+        order,
+        effects,
+        event,
+        correlation_id,
+        idempotency,
+        now,
+    )
+    .await
+}
+
+/// [`write`] with the event given: a change that is not a move of state (the delivery
+/// details) announces its own, a redaction none.
+#[allow(clippy::too_many_arguments)]
+pub async fn write_with_event(
+    store: &Store,
+    before: &Order,
+    order: &Order,
+    effects: &[(BouquetId, BouquetEffect)],
+    event: Option<bouquet_domain::events::EventData>,
+    correlation_id: &str,
+    idempotency: Option<&IdempotencyPut>,
+    now: Timestamp,
+) -> Result<(), CheckoutError> {
+    let event = event
         .map(|data| DomainEvent::new(order.order_id, order.version, now, correlation_id, data));
     match store
         .transition_order(
@@ -349,6 +375,8 @@ pub enum Swept {
     PaymentReleased,
     /// A rejected order's refund, confirmed by the gateway.
     Refunded,
+    /// An ended order's delivery details, their personal fields redacted.
+    Redacted,
     /// Not due (any more), still within a payment lease, or another writer won the race.
     Skipped,
 }
@@ -407,6 +435,27 @@ pub async fn sweep_one(
             refund_rejected(store, payments, &order, correlation_id, now)
                 .await
                 .map(|_| Swept::Refunded)
+        }
+        // Its personal data's retention has passed (or its customer asked for erasure).
+        status
+            if status.is_final()
+                && order.holds_personal_data()
+                && order.due_at().is_some_and(|due| due <= now) =>
+        {
+            let mut redacted = order.clone();
+            redacted.redact(now)?;
+            write_with_event(
+                store,
+                &order,
+                &redacted,
+                &[],
+                None,
+                correlation_id,
+                None,
+                now,
+            )
+            .await
+            .map(|()| Swept::Redacted)
         }
         _ => Ok(Swept::Skipped),
     };

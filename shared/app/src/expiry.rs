@@ -4,7 +4,9 @@
 //! expires a lapsed reservation, releasing the bouquets the order still holds, with
 //! `ReservationExpired`; or resolves a `payment_pending` order whose attempt outlived its
 //! lease by asking the gateway (see [`crate::checkout`]): within a minute of the lease, so a
-//! customer charged while the gateway timed out is not left waiting for the hold's end.
+//! customer charged while the gateway timed out is not left waiting for the hold's end;
+//! refunds a rejected order; redacts the delivery details of an order that ended its
+//! retention ago (`PERSONAL_DATA_DAYS`), or at once after its customer asked for erasure.
 //!
 //! Correctness does not depend on it: a lapsed hold is already available to the next
 //! reserver and reads as expired. Two sweepers at once, or a sweep racing a payment, are
@@ -34,6 +36,8 @@ pub struct SweepReport {
     pub payments_released: usize,
     /// Rejected orders whose refund the sweeper completed.
     pub refunded: usize,
+    /// Ended orders whose delivery details were redacted (retention passed, or erasure).
+    pub redacted: usize,
     pub skipped: usize,
     pub failed: usize,
 }
@@ -77,6 +81,7 @@ pub async fn sweep(
                 Ok(Swept::PaymentCompleted) => report.payments_completed += 1,
                 Ok(Swept::PaymentReleased) => report.payments_released += 1,
                 Ok(Swept::Refunded) => report.refunded += 1,
+                Ok(Swept::Redacted) => report.redacted += 1,
                 Ok(Swept::Skipped) => report.skipped += 1,
                 Err(error) => {
                     report.failed += 1;

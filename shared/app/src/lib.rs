@@ -9,6 +9,7 @@ pub mod analytics;
 pub mod bouquets;
 pub mod cart;
 pub mod checkout;
+pub mod delivery;
 pub mod expiry;
 pub mod idempotency;
 pub mod listing;

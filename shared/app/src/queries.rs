@@ -4,7 +4,9 @@
 
 use bouquet_domain::identity::{Identity, NotAllowed, Role};
 use bouquet_domain::vase::Vase;
-use bouquet_domain::{Order, OrderId, Reading, Timestamp, VaseId, VendorId};
+use bouquet_domain::{
+    FieldError, Order, OrderId, OrderStatus, Reading, Timestamp, VaseId, VendorId,
+};
 use bouquet_store::{DayCounters, Page, StoreError};
 
 use crate::App;
@@ -16,6 +18,8 @@ pub enum QueryError {
     NotFound(&'static str),
     #[error("the caller may not read this")]
     Forbidden(#[from] NotAllowed),
+    #[error("the request is invalid")]
+    Invalid(Vec<FieldError>),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -37,21 +41,102 @@ pub async fn order(app: &App, caller: &Identity, order_id: OrderId) -> Result<Or
         .ok_or(QueryError::NotFound("order"))
 }
 
-/// A page of the caller's orders: a customer's own, or a vendor's shop's.
+/// Which of a vendor's orders to list (its history, issue 30).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OrderFilter {
+    /// Only these states (none: every order, newest first).
+    pub statuses: Vec<OrderStatus>,
+    /// Only orders to deliver on these days (`YYYY-MM-DD`, inclusive); without `statuses`,
+    /// the sold states: the days' deliveries, in delivery order.
+    pub dates: Option<(String, String)>,
+}
+
+impl OrderFilter {
+    /// Reads `status` (comma-separated states) and `deliveryFrom`/`deliveryTo` (dates; one
+    /// alone is that day only), naming the parameter of each problem.
+    pub fn parse(
+        status: Option<&str>,
+        delivery_from: Option<&str>,
+        delivery_to: Option<&str>,
+    ) -> Result<OrderFilter, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let mut statuses = Vec::new();
+        for name in status.into_iter().flat_map(|s| s.split(',')) {
+            match OrderStatus::parse(name.trim()) {
+                Some(status) if !statuses.contains(&status) => statuses.push(status),
+                Some(_) => {}
+                None => errors.push(FieldError::new(
+                    "status",
+                    format!("{name:?} is not an order state"),
+                )),
+            }
+        }
+        let date = |field: &str, text: Option<&str>, errors: &mut Vec<FieldError>| {
+            let text = text?;
+            match bouquet_domain::delivery::parse_date(text) {
+                Some(date) => Some(date),
+                None => {
+                    errors.push(FieldError::new(field, "must be a date YYYY-MM-DD"));
+                    None
+                }
+            }
+        };
+        let from = date("deliveryFrom", delivery_from, &mut errors);
+        let to = date("deliveryTo", delivery_to, &mut errors);
+        let dates = match (from, to) {
+            (Some(from), Some(to)) if from > to => {
+                errors.push(FieldError::new(
+                    "deliveryTo",
+                    "must not be before deliveryFrom",
+                ));
+                None
+            }
+            (Some(from), Some(to)) => Some((from, to)),
+            (Some(day), None) | (None, Some(day)) => Some((day.clone(), day)),
+            (None, None) => None,
+        };
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        if dates.is_some() && statuses.is_empty() {
+            statuses = OrderStatus::ALL
+                .into_iter()
+                .filter(|s| s.is_sold())
+                .collect();
+        }
+        Ok(OrderFilter { statuses, dates })
+    }
+}
+
+/// A page of the caller's orders: a customer's own (newest first), or a vendor's shop's
+/// (newest first; by state or delivery day with `filter`, in delivery order).
 pub async fn orders(
     app: &App,
     caller: &Identity,
+    filter: &OrderFilter,
     cursor: Option<&str>,
     limit: usize,
 ) -> Result<Page<Order>, QueryError> {
     Ok(match (caller.role, caller.vendor_id) {
-        (Role::Customer, _) => {
+        (Role::Customer, _) if filter == &OrderFilter::default() => {
             app.store
                 .customer_orders(&caller.subject, cursor, limit)
                 .await?
         }
-        (Role::Vendor, Some(vendor_id)) => {
+        (Role::Customer, _) => {
+            return Err(QueryError::Invalid(vec![FieldError::new(
+                "status",
+                "a customer lists all of their orders; status and delivery dates filter a vendor's",
+            )]))
+        }
+        (Role::Vendor, Some(vendor_id)) if filter.statuses.is_empty() => {
             app.store.vendor_orders(vendor_id, cursor, limit).await?
+        }
+        (Role::Vendor, Some(vendor_id)) => {
+            let dates = filter.dates.as_ref().map(|(f, t)| (f.as_str(), t.as_str()));
+            app.store
+                .vendor_orders_by_state(vendor_id, &filter.statuses, dates, cursor, limit)
+                .await?
         }
         _ => return Err(NotAllowed.into()),
     })

@@ -115,12 +115,13 @@ async fn attempt(
             return Err(ReserveError::Unavailable(missing));
         }
         let bouquets: Vec<Bouquet> = read.bouquets.into_iter().flatten().collect();
-        let order = match Order::reserve(customer.clone(), &bouquets, app.config.hold, now) {
+        let mut order = match Order::reserve(customer.clone(), &bouquets, app.config.hold, now) {
             Err(DomainError::BouquetUnavailable(ids)) => {
                 return Err(ReserveError::Unavailable(ids))
             }
             other => other?,
         };
+        order.personal_data_days = app.config.personal_data_days;
         let mut held = bouquets;
         for bouquet in &mut held {
             bouquet.reserve(order.order_id, order.reserved_until, now)?;

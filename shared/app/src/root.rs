@@ -32,6 +32,9 @@ pub struct Config {
     /// From how many subscription shards a channel gets its frames as a digest
     /// (`LIVE_DIGEST_FROM_SHARDS`; docs/capacity.md says how to choose it).
     pub digest_from_shards: u32,
+    /// How many days after an order ends its delivery details are kept before the sweeper
+    /// redacts them (`PERSONAL_DATA_DAYS`).
+    pub personal_data_days: u16,
 }
 
 /// The default cap on a customer's holding orders.
@@ -54,6 +57,7 @@ impl Default for Config {
             max_connections_per_user: DEFAULT_MAX_CONNECTIONS_PER_USER,
             max_live_messages_per_minute: DEFAULT_MAX_LIVE_MESSAGES_PER_MINUTE,
             digest_from_shards: bouquet_store::DIGEST_FROM_SHARDS,
+            personal_data_days: bouquet_domain::order::DEFAULT_PERSONAL_DATA_DAYS,
         }
     }
 }
@@ -123,6 +127,15 @@ impl Config {
                 "LIVE_DIGEST_FROM_SHARDS",
                 bouquet_store::DIGEST_FROM_SHARDS,
             )?,
+            personal_data_days: count_from_env(
+                "PERSONAL_DATA_DAYS",
+                u32::from(bouquet_domain::order::DEFAULT_PERSONAL_DATA_DAYS),
+            )?
+            .try_into()
+            .map_err(|_| ConfigError::NotACount {
+                name: "PERSONAL_DATA_DAYS",
+                value: "more than 65535".into(),
+            })?,
         })
     }
 }

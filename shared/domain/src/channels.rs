@@ -142,10 +142,11 @@ pub fn route(name: &str, ids: &EventIds) -> Vec<Channel> {
             .flatten()
             .chain(each_bouquet)
             .collect(),
-        "OrderAccepted" | "OrderOutForDelivery" | "OrderFulfilled" => {
+        "OrderDeliveryChanged" | "OrderAccepted" | "OrderOutForDelivery" | "OrderFulfilled" => {
             [orders, vendor].into_iter().flatten().collect()
         }
-        "VaseRegistered"
+        "DeliverySettingsChanged"
+        | "VaseRegistered"
         | "VaseCameOnline"
         | "VaseWentOffline"
         | "VaseCertificateRotated"

@@ -98,6 +98,29 @@ pub struct Delivery {
     pub card_message: Option<String>,
 }
 
+/// What replaces a redacted personal field.
+pub const REDACTED: &str = "[redacted]";
+
+impl Delivery {
+    /// The details with the personal fields replaced (privacy, issue 30): what stays is what
+    /// the vendor's books need (the date, the slot, the postcode's area, city and country).
+    pub fn redacted(&self) -> Delivery {
+        Delivery {
+            recipient_name: REDACTED.into(),
+            recipient_phone: REDACTED.into(),
+            address: Address {
+                street: REDACTED.into(),
+                postcode: self.address.postcode.clone(),
+                city: self.address.city.clone(),
+                country: self.address.country.clone(),
+            },
+            date: self.date.clone(),
+            slot: self.slot,
+            card_message: self.card_message.as_ref().map(|_| REDACTED.into()),
+        }
+    }
+}
+
 const DAYS: [(&str, Weekday); 7] = [
     ("monday", Weekday::Monday),
     ("tuesday", Weekday::Tuesday),
@@ -113,6 +136,14 @@ fn day_name(day: Weekday) -> &'static str {
         .find(|(_, d)| *d == day)
         .map(|(name, _)| *name)
         .unwrap_or("that day")
+}
+
+/// A calendar date `YYYY-MM-DD`, as written back; `None` unless it is one.
+pub fn parse_date(text: &str) -> Option<String> {
+    text.parse::<Date>()
+        .ok()
+        .filter(|_| text.len() == 10)
+        .map(|date| date.to_string())
 }
 
 fn country_code(text: &str) -> Option<String> {
@@ -142,6 +173,19 @@ pub fn phone(text: &str) -> Option<String> {
 }
 
 impl DeliverySettings {
+    /// What a shop that has not set its delivery settings takes: every country, every day,
+    /// two weeks ahead, same day until noon UTC. Shops that sold before issue 30 keep selling.
+    pub fn unset() -> DeliverySettings {
+        DeliverySettings {
+            countries: Vec::new(),
+            postcode_prefixes: Vec::new(),
+            days: DAYS.iter().map(|(name, _)| (*name).to_owned()).collect(),
+            horizon_days: 14,
+            same_day_cutoff: "12:00".into(),
+            time_zone: "UTC".into(),
+        }
+    }
+
     /// The settings as a vendor sends them, checked and normalised.
     pub fn validate(mut self) -> Result<Self, Vec<FieldError>> {
         let mut v = Validation::new();
@@ -191,7 +235,7 @@ impl DeliverySettings {
     }
 
     fn covers(&self, address: &Address) -> Result<(), FieldError> {
-        if !self.countries.contains(&address.country) {
+        if !self.countries.is_empty() && !self.countries.contains(&address.country) {
             return Err(FieldError::new(
                 "delivery.address.country",
                 format!("the shop delivers to {} only", self.countries.join(", ")),

@@ -30,6 +30,8 @@ pub enum DomainError {
     CartFull,
     #[error("the cart is empty")]
     CartEmpty,
+    #[error("the order needs its delivery details before it can be paid")]
+    DeliveryRequired,
     #[error("the order is {0} and cannot do that")]
     OrderInvalidState(OrderStatus),
 }

@@ -15,6 +15,12 @@ pub enum EventData {
         vendor_id: VendorId,
         name: String,
     },
+    /// The vendor changed where, when and how far ahead it delivers (the settings are
+    /// public: the checkout shows them).
+    DeliverySettingsChanged {
+        vendor_id: VendorId,
+        version: u64,
+    },
     BouquetListed {
         bouquet_id: BouquetId,
         vendor_id: VendorId,
@@ -60,6 +66,14 @@ pub enum EventData {
         customer_id: CustomerId,
         vendor_id: VendorId,
         bouquet_ids: Vec<BouquetId>,
+    },
+    /// The customer gave or changed the delivery details: the date only (the rest is
+    /// personal data, read from the order by those allowed).
+    OrderDeliveryChanged {
+        order_id: OrderId,
+        customer_id: CustomerId,
+        vendor_id: VendorId,
+        date: String,
     },
     OrderAccepted {
         order_id: OrderId,
@@ -122,8 +136,9 @@ pub enum EventData {
 
 impl EventData {
     /// Every event name (the EventBridge detail-types); `infra/events/{name}.json` is its schema.
-    pub const NAMES: [&'static str; 18] = [
+    pub const NAMES: [&'static str; 20] = [
         "VendorOnboarded",
+        "DeliverySettingsChanged",
         "BouquetListed",
         "BouquetChanged",
         "BouquetWithdrawn",
@@ -131,6 +146,7 @@ impl EventData {
         "OrderPaid",
         "OrderCancelled",
         "ReservationExpired",
+        "OrderDeliveryChanged",
         "OrderAccepted",
         "OrderOutForDelivery",
         "OrderFulfilled",
@@ -146,6 +162,7 @@ impl EventData {
     pub fn name(&self) -> &'static str {
         match self {
             EventData::VendorOnboarded { .. } => "VendorOnboarded",
+            EventData::DeliverySettingsChanged { .. } => "DeliverySettingsChanged",
             EventData::BouquetListed { .. } => "BouquetListed",
             EventData::BouquetChanged { .. } => "BouquetChanged",
             EventData::BouquetWithdrawn { .. } => "BouquetWithdrawn",
@@ -153,6 +170,7 @@ impl EventData {
             EventData::OrderPaid { .. } => "OrderPaid",
             EventData::OrderCancelled { .. } => "OrderCancelled",
             EventData::ReservationExpired { .. } => "ReservationExpired",
+            EventData::OrderDeliveryChanged { .. } => "OrderDeliveryChanged",
             EventData::OrderAccepted { .. } => "OrderAccepted",
             EventData::OrderOutForDelivery { .. } => "OrderOutForDelivery",
             EventData::OrderFulfilled { .. } => "OrderFulfilled",

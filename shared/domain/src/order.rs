@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use crate::bouquet::Bouquet;
 use crate::clock::Timestamp;
+use crate::delivery::Delivery;
 use crate::error::DomainError;
 use crate::events::EventData;
 use crate::ids::{BouquetId, CustomerId, OrderId, VendorId};
@@ -69,6 +70,16 @@ pub struct Order {
     /// for the sweeper, which refunds it ([`Order::due_at`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refunded_at: Option<Timestamp>,
+    /// Where, when and to whom the vendor delivers: personal data, required before payment,
+    /// changeable until the vendor accepts ([`Order::set_delivery`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
+    /// How many days after the order ends its delivery details are kept ([`Order::due_at`]);
+    /// 0 once its customer asked for erasure.
+    pub personal_data_days: u16,
+    /// When the delivery details' personal fields were redacted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redacted_at: Option<Timestamp>,
     pub version: u64,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
@@ -105,6 +116,9 @@ impl FulfilmentStep {
         }
     }
 }
+
+/// How many days the delivery details of an ended order are kept unless configured otherwise.
+pub const DEFAULT_PERSONAL_DATA_DAYS: u16 = 30;
 
 /// The longest rejection reason.
 pub const REJECTION_REASON_MAX: usize = 200;
@@ -207,6 +221,9 @@ impl Order {
             charge_id: None,
             rejection_reason: None,
             refunded_at: None,
+            delivery: None,
+            personal_data_days: DEFAULT_PERSONAL_DATA_DAYS,
+            redacted_at: None,
             version: 1,
             created_at: now,
             updated_at: now,
@@ -241,8 +258,79 @@ impl Order {
             }
             // Rejected, its refund not yet confirmed: at once.
             OrderStatus::Rejected if self.refunded_at.is_none() => Some(self.updated_at),
+            // Ended with personal data: when its retention ends, for the redaction.
+            status if status.is_final() && self.holds_personal_data() => {
+                Some(self.updated_at.plus(Duration::from_secs(
+                    86_400 * u64::from(self.personal_data_days),
+                )))
+            }
             _ => None,
         }
+    }
+
+    /// Whether the order carries delivery details not yet redacted.
+    pub fn holds_personal_data(&self) -> bool {
+        self.delivery.is_some() && self.redacted_at.is_none()
+    }
+
+    /// The customer gives or changes the delivery details (already checked against the
+    /// vendor's settings): while the order is reserved, or paid and not yet accepted. Not
+    /// during a payment attempt, whose commit is conditioned on the version it claimed.
+    pub fn set_delivery(&mut self, delivery: Delivery, now: Timestamp) -> Result<(), DomainError> {
+        match self.effective_status(now) {
+            OrderStatus::Reserved | OrderStatus::Paid => {}
+            OrderStatus::PaymentPending => return Err(DomainError::PaymentInProgress),
+            status => return Err(DomainError::OrderInvalidState(status)),
+        }
+        self.delivery = Some(delivery);
+        self.transition(self.status, now);
+        Ok(())
+    }
+
+    /// The event a change of the delivery details announces: the date only, never the
+    /// personal fields (events reach analytics and browsers).
+    pub fn delivery_event(&self) -> Option<EventData> {
+        self.delivery
+            .as_ref()
+            .map(|delivery| EventData::OrderDeliveryChanged {
+                order_id: self.order_id,
+                customer_id: self.customer_id.clone(),
+                vendor_id: self.vendor_id,
+                date: delivery.date.clone(),
+            })
+    }
+
+    /// Replaces the personal fields of the delivery details ([`Delivery::redacted`]) once the
+    /// order has ended. `Ok(false)`: nothing to redact.
+    pub fn redact(&mut self, now: Timestamp) -> Result<bool, DomainError> {
+        if !self.status.is_final() {
+            return Err(DomainError::OrderInvalidState(self.status));
+        }
+        let Some(delivery) = self
+            .delivery
+            .as_ref()
+            .filter(|_| self.redacted_at.is_none())
+        else {
+            return Ok(false);
+        };
+        self.delivery = Some(delivery.redacted());
+        self.redacted_at = Some(now);
+        self.version += 1;
+        Ok(true)
+    }
+
+    /// The customer asked for erasure: an ended order is redacted now, an open one as soon
+    /// as it ends (the vendor still has to deliver it). `Ok(false)`: nothing changed.
+    pub fn erase_personal_data(&mut self, now: Timestamp) -> Result<bool, DomainError> {
+        if self.status.is_final() {
+            return self.redact(now);
+        }
+        if self.personal_data_days == 0 {
+            return Ok(false);
+        }
+        self.personal_data_days = 0;
+        self.version += 1;
+        Ok(true)
     }
 
     /// The gateway confirmed the refund of this rejected order (once).
@@ -280,6 +368,7 @@ impl Order {
     pub fn begin_payment(&mut self, now: Timestamp) -> Result<bool, DomainError> {
         match self.status {
             OrderStatus::Reserved if self.hold_expired(now) => Err(DomainError::ReservationExpired),
+            OrderStatus::Reserved if self.delivery.is_none() => Err(DomainError::DeliveryRequired),
             OrderStatus::Reserved => {
                 self.payment_started_at = Some(now);
                 self.transition(OrderStatus::PaymentPending, now);
@@ -505,6 +594,115 @@ mod tests {
 
     const T0: Timestamp = Timestamp::from_millis(1_796_228_211_000);
 
+    pub(crate) fn delivery() -> Delivery {
+        Delivery {
+            recipient_name: "Camille Martin".into(),
+            recipient_phone: "+33612345678".into(),
+            address: crate::delivery::Address {
+                street: "12 rue des Fleurs".into(),
+                postcode: "75011".into(),
+                city: "Paris".into(),
+                country: "FR".into(),
+            },
+            date: "2026-12-03".into(),
+            slot: None,
+            card_message: Some("Happy birthday".into()),
+        }
+    }
+
+    /// The order as its customer completes it before paying.
+    fn with_delivery(mut order: Order) -> Order {
+        order.delivery = Some(delivery());
+        order
+    }
+
+    #[test]
+    fn payment_needs_the_delivery_details_which_change_until_the_vendor_accepts() {
+        let b = bouquet(VendorId::generate(), 100, T0);
+        let mut order = Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap();
+        assert_eq!(
+            order.clone().begin_payment(T0),
+            Err(DomainError::DeliveryRequired)
+        );
+        order.set_delivery(delivery(), T0).unwrap();
+        assert_eq!(order.version, 2, "a change of its own version");
+        assert_eq!(order.status, OrderStatus::Reserved);
+        assert!(matches!(
+            order.delivery_event(),
+            Some(EventData::OrderDeliveryChanged { ref date, .. }) if date == "2026-12-03"
+        ));
+        order.begin_payment(T0).unwrap();
+        assert_eq!(
+            order.clone().set_delivery(delivery(), T0),
+            Err(DomainError::PaymentInProgress),
+            "not under a payment attempt's claim"
+        );
+        order.payment_succeeded("ch_1".into(), T0).unwrap();
+        order.set_delivery(delivery(), T0).unwrap();
+        order.step(FulfilmentStep::Accept, T0).unwrap();
+        assert_eq!(
+            order.set_delivery(delivery(), T0),
+            Err(DomainError::OrderInvalidState(OrderStatus::Accepted))
+        );
+        let late = T0.plus(DEFAULT_HOLD).plus(Duration::from_millis(1));
+        let b = bouquet(VendorId::generate(), 100, T0);
+        let mut expired = Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap();
+        assert_eq!(
+            expired.set_delivery(delivery(), late),
+            Err(DomainError::OrderInvalidState(OrderStatus::Expired))
+        );
+    }
+
+    #[test]
+    fn personal_data_is_redacted_its_retention_after_the_order_ends_or_on_erasure() {
+        let b = bouquet(VendorId::generate(), 100, T0);
+        let mut order = with_delivery(Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap());
+        order.begin_payment(T0).unwrap();
+        order.payment_succeeded("ch_1".into(), T0).unwrap();
+        assert_eq!(order.due_at(), None, "open: kept");
+        assert_eq!(
+            order.clone().redact(T0),
+            Err(DomainError::OrderInvalidState(OrderStatus::Paid)),
+            "the vendor still delivers it"
+        );
+        let mut erased = order.clone();
+        assert_eq!(erased.erase_personal_data(T0), Ok(true));
+        assert!(erased.holds_personal_data(), "kept until delivered");
+        assert_eq!(erased.erase_personal_data(T0), Ok(false), "once");
+        let delivered_at = T0.plus(Duration::from_secs(3600));
+        erased.fulfil(delivered_at).unwrap();
+        assert_eq!(
+            erased.due_at(),
+            Some(delivered_at),
+            "erased: due when it ends"
+        );
+        order.fulfil(delivered_at).unwrap();
+        assert_eq!(
+            order.due_at(),
+            Some(delivered_at.plus(Duration::from_secs(30 * 86_400))),
+            "the retention after it ends"
+        );
+        let version = order.version;
+        assert_eq!(order.redact(delivered_at), Ok(true));
+        let kept = order.delivery.clone().unwrap();
+        assert_eq!(kept.recipient_name, crate::delivery::REDACTED);
+        assert_eq!(kept.recipient_phone, crate::delivery::REDACTED);
+        assert_eq!(kept.address.street, crate::delivery::REDACTED);
+        assert_eq!(
+            kept.card_message.as_deref(),
+            Some(crate::delivery::REDACTED)
+        );
+        assert_eq!(
+            (kept.date.as_str(), kept.address.city.as_str()),
+            ("2026-12-03", "Paris")
+        );
+        assert_eq!(order.version, version + 1);
+        assert_eq!(order.due_at(), None, "redacted: out of the index");
+        assert_eq!(order.redact(delivered_at), Ok(false), "once");
+        let text = serde_json::to_string(&order).unwrap();
+        assert!(!text.contains("Camille") && !text.contains("+336") && !text.contains("Fleurs"));
+    }
+
     fn customer() -> CustomerId {
         CustomerId::parse("customer-1").unwrap()
     }
@@ -554,7 +752,7 @@ mod tests {
             (FulfilmentStep::Reject, Accepted, Rejected),
         ];
         let b = bouquet(VendorId::generate(), 100, T0);
-        let reserved = Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap();
+        let reserved = with_delivery(Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap());
         for step in FulfilmentStep::ALL {
             for from in OrderStatus::ALL {
                 let expected = allowed
@@ -608,7 +806,7 @@ mod tests {
     #[test]
     fn is_due_for_the_sweeper_at_its_deadline_or_when_a_payment_attempt_lapses() {
         let b = bouquet(VendorId::generate(), 100, T0);
-        let reserved = Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap();
+        let reserved = with_delivery(Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap());
         assert_eq!(reserved.due_at(), Some(reserved.reserved_until));
         let at = T0.plus(Duration::from_secs(30));
         let mut paying = reserved.clone();
@@ -643,7 +841,11 @@ mod tests {
             "rejected: its refund is due at once"
         );
         paid.refund_confirmed(later).unwrap();
-        assert_eq!(paid.due_at(), None, "refunded: out of the index");
+        assert_eq!(
+            paid.due_at(),
+            Some(later.plus(Duration::from_secs(30 * 86_400))),
+            "refunded: due again only for its personal data's redaction"
+        );
         assert_eq!(
             paid.lifecycle_event(),
             None,
@@ -655,7 +857,7 @@ mod tests {
     #[test]
     fn authentication_holds_the_bouquets_for_its_window_bounded_past_the_reservation() {
         let b = bouquet(VendorId::generate(), 100, T0);
-        let reserved = Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap();
+        let reserved = with_delivery(Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap());
         let deadline = reserved.reserved_until;
         let minutes = |m: u64| Duration::from_secs(m * 60);
         // (when the gateway asks, until when the hold lasts)
@@ -698,7 +900,7 @@ mod tests {
     #[test]
     fn payment_needs_a_live_hold_and_is_idempotent_once_paid() {
         let b = bouquet(VendorId::generate(), 100, T0);
-        let mut order = Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap();
+        let mut order = with_delivery(Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap());
         let late = T0.plus(DEFAULT_HOLD).plus(Duration::from_millis(1));
         assert_eq!(
             order.clone().begin_payment(late),
@@ -725,7 +927,7 @@ mod tests {
     #[test]
     fn expiry_waits_for_the_deadline() {
         let b = bouquet(VendorId::generate(), 100, T0);
-        let mut order = Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap();
+        let mut order = with_delivery(Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap());
         assert!(order.expire(T0.plus(DEFAULT_HOLD)).is_err());
         order
             .expire(T0.plus(DEFAULT_HOLD).plus(Duration::from_millis(1)))

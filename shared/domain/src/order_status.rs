@@ -63,6 +63,18 @@ impl OrderStatus {
         )
     }
 
+    /// Whether nothing more happens to the order: the clock of its personal data's retention
+    /// starts here.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            OrderStatus::Fulfilled
+                | OrderStatus::Rejected
+                | OrderStatus::Cancelled
+                | OrderStatus::Expired
+        )
+    }
+
     /// Whether the order still holds its bouquets.
     pub fn holds_bouquets(self) -> bool {
         matches!(self, OrderStatus::Reserved | OrderStatus::PaymentPending)

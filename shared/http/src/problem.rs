@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use bouquet_app::bouquets::BouquetError;
 use bouquet_app::cart::CartViewError;
 use bouquet_app::checkout::CheckoutError;
+use bouquet_app::delivery::DeliveryError;
 use bouquet_app::directory::DirectoryError;
 use bouquet_app::listing::ListingError;
 use bouquet_app::members::MembershipError;
@@ -48,6 +49,8 @@ pub enum ApiError {
     OrderInvalidState(OrderStatus),
     #[error("a payment for this order is in progress; retry shortly")]
     PaymentInProgress,
+    #[error("the order needs its delivery details (PUT /v1/orders/{{orderId}}/delivery) before it can be paid")]
+    DeliveryRequired,
     #[error("the payment was declined")]
     PaymentDeclined,
     #[error("the payment gateway gave no answer; retry with the same Idempotency-Key, you will be charged at most once")]
@@ -108,6 +111,7 @@ impl From<DomainError> for ApiError {
             DomainError::CartVendorMismatch => ApiError::CartVendorMismatch,
             DomainError::CartFull => ApiError::CartFull(bouquet_domain::cart::MAX_CART_ITEMS),
             DomainError::CartEmpty => ApiError::CartEmpty,
+            DomainError::DeliveryRequired => ApiError::DeliveryRequired,
         }
     }
 }
@@ -143,6 +147,23 @@ impl From<CheckoutError> for ApiError {
             CheckoutError::Changed => ApiError::Busy,
             CheckoutError::Gateway(_) => ApiError::PaymentUnavailable,
             CheckoutError::UnknownOrder(_) => ApiError::NotFound("order"),
+        }
+    }
+}
+
+impl From<DeliveryError> for ApiError {
+    fn from(error: DeliveryError) -> Self {
+        match error {
+            DeliveryError::NotFound(what) => ApiError::NotFound(what),
+            DeliveryError::Forbidden(_) => ApiError::Forbidden,
+            DeliveryError::Invalid(errors) => ApiError::Invalid(errors),
+            DeliveryError::VersionRequired => ApiError::PreconditionRequired,
+            DeliveryError::Changed => {
+                ApiError::PreconditionFailed("it has changed since that version; fetch it again")
+            }
+            DeliveryError::Domain(error) => error.into(),
+            DeliveryError::Store(error) => error.into(),
+            DeliveryError::Checkout(error) => error.into(),
         }
     }
 }
@@ -231,6 +252,7 @@ impl From<QueryError> for ApiError {
         match error {
             QueryError::NotFound(what) => ApiError::NotFound(what),
             QueryError::Forbidden(_) => ApiError::Forbidden,
+            QueryError::Invalid(errors) => ApiError::Invalid(errors),
             QueryError::Store(error) => error.into(),
         }
     }
@@ -325,6 +347,11 @@ impl ApiError {
             ApiError::PaymentInProgress => {
                 (S::CONFLICT, "order.invalid_state", "Payment in progress")
             }
+            ApiError::DeliveryRequired => (
+                S::CONFLICT,
+                "order.delivery_required",
+                "Delivery details required",
+            ),
             ApiError::PaymentDeclined => {
                 (S::PAYMENT_REQUIRED, "payment.declined", "Payment declined")
             }
@@ -462,9 +489,10 @@ mod tests {
             ApiError::MemberOfOtherVendor(_) => 27,
             ApiError::NotImplemented(_) => 28,
             ApiError::MemberUnverified => 29,
+            ApiError::DeliveryRequired => 30,
         }
     }
-    const VARIANTS: usize = 30;
+    const VARIANTS: usize = 31;
 
     #[test]
     fn every_error_has_a_stable_code_and_status() {
@@ -536,6 +564,7 @@ mod tests {
             (ApiError::Busy, 503, "service.busy"),
             (ApiError::ReservationLimit(5), 409, "reservation.limit"),
             (ApiError::VaseInUse(id), 409, "vase.in_use"),
+            (ApiError::DeliveryRequired, 409, "order.delivery_required"),
         ];
         let covered: std::collections::BTreeSet<usize> =
             cases.iter().map(|(error, _, _)| variant(error)).collect();

@@ -11,6 +11,8 @@ use bouquet_domain::{
     OrderStatus, Timestamp, VaseId, Vendor, VendorId,
 };
 
+use bouquet_domain::delivery::Delivery;
+
 use crate::error::StoreError;
 use crate::keys;
 
@@ -180,6 +182,10 @@ impl BouquetItem {
     }
 }
 
+fn default_personal_data_days() -> u16 {
+    bouquet_domain::order::DEFAULT_PERSONAL_DATA_DAYS
+}
+
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OrderLineItem {
@@ -215,9 +221,23 @@ pub struct OrderItem {
     pub rejection_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refunded_at: Option<i64>,
+    /// Absent on orders written before delivery details (issue 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
+    #[serde(default = "default_personal_data_days")]
+    pub personal_data_days: u16,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted_at: Option<i64>,
     pub version: u64,
     pub created_at: i64,
     pub updated_at: i64,
+    /// `VendorStatusIndex`: a vendor's orders in one state, by delivery date, slot and id
+    /// (`2026-12-05#1#01J...`). Absent on orders not written since issue 30 until their next
+    /// change.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub vendor_status_key: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub vendor_status_sort: String,
     pub customer_key: String,
     pub customer_sort: String,
     pub vendor_key: String,
@@ -258,9 +278,14 @@ impl OrderItem {
             authenticating_until: o.authenticating_until.map(Timestamp::as_millis),
             rejection_reason: o.rejection_reason.clone(),
             refunded_at: o.refunded_at.map(Timestamp::as_millis),
+            delivery: o.delivery.clone(),
+            personal_data_days: o.personal_data_days,
+            redacted_at: o.redacted_at.map(Timestamp::as_millis),
             version: o.version,
             created_at: o.created_at.as_millis(),
             updated_at: o.updated_at.as_millis(),
+            vendor_status_key: keys::vendor_status_key(&o.vendor_id.to_string(), o.status.name()),
+            vendor_status_sort: keys::status_sort(o.delivery.as_ref(), &id),
             customer_key: keys::customer_orders_key(o.customer_id.as_str()),
             customer_sort: id.clone(),
             vendor_key: keys::vendor_orders_key(&o.vendor_id.to_string()),
@@ -298,6 +323,9 @@ impl OrderItem {
             authenticating_until: self.authenticating_until.map(Timestamp::from_millis),
             rejection_reason: self.rejection_reason,
             refunded_at: self.refunded_at.map(Timestamp::from_millis),
+            delivery: self.delivery,
+            personal_data_days: self.personal_data_days,
+            redacted_at: self.redacted_at.map(Timestamp::from_millis),
             version: self.version,
             created_at: Timestamp::from_millis(self.created_at),
             updated_at: Timestamp::from_millis(self.updated_at),

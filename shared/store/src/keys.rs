@@ -19,6 +19,7 @@ pub const INDEX_VENDOR: &str = "VendorIndex";
 pub const INDEX_CUSTOMER: &str = "CustomerIndex";
 pub const INDEX_EXPIRY: &str = "OrderDueIndex";
 pub const INDEX_HEARTBEAT: &str = "VaseHeartbeatIndex";
+pub const INDEX_VENDOR_STATUS: &str = "VendorStatusIndex";
 
 pub type Key = HashMap<String, AttributeValue>;
 
@@ -60,6 +61,38 @@ pub fn vendor_bouquets_key(vendor_id: &str) -> String {
 pub fn vendor_orders_key(vendor_id: &str) -> String {
     format!("VENDOR#{vendor_id}#ORDER")
 }
+
+/// A vendor's orders in one state (`VendorStatusIndex`).
+pub fn vendor_status_key(vendor_id: &str, status: &str) -> String {
+    format!("VENDOR#{vendor_id}#ORDER#{status}")
+}
+
+/// An order's place among its vendor's orders in one state (`VendorStatusIndex`): by delivery
+/// date, then slot (morning, afternoon, evening, then any time), then id; orders without
+/// delivery details first (`0000-00-00`). Every value has the same shape, so "after this
+/// one" is any value greater than it.
+pub fn status_sort(
+    delivery: Option<&bouquet_domain::delivery::Delivery>,
+    order_id: &str,
+) -> String {
+    use bouquet_domain::delivery::Slot;
+    let (date, rank) = match delivery {
+        None => ("0000-00-00", 0),
+        Some(d) => (
+            d.date.as_str(),
+            match d.slot {
+                Some(Slot::Morning) => 1,
+                Some(Slot::Afternoon) => 2,
+                Some(Slot::Evening) => 3,
+                None => 4,
+            },
+        ),
+    };
+    format!("{date}#{rank}#{order_id}")
+}
+
+/// The vendor's delivery settings: one item beside the vendor's.
+pub const DELIVERY_SETTINGS_SK: &str = "DELIVERY";
 
 pub fn customer_orders_key(customer_id: &str) -> String {
     format!("CUSTOMER#{customer_id}#ORDER")

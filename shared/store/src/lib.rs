@@ -43,7 +43,7 @@ pub use keys::CATALOGUE_SHARDS;
 pub use orders::{BouquetEffect, DueCursor, OrderWrite, Reservation, ReservationRead};
 pub use processed::{Processed, PROCESSED_RETENTION};
 pub use vases::{BouquetScore, ReadingWrite, HEARTBEAT_SHARDS, READING_RETENTION};
-pub use vendors::MemberClaim;
+pub use vendors::{MemberClaim, VersionedSettings};
 
 /// The marketplace table, and the table of live connections. Cheap to clone: the SDK client
 /// is reference-counted.

@@ -4,7 +4,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use bouquet_domain::events::DomainEvent;
 use bouquet_domain::{
-    Bouquet, BouquetId, BouquetStatus, Cart, CustomerId, Order, OrderId, Timestamp, VendorId,
+    Bouquet, BouquetId, BouquetStatus, Cart, CustomerId, Order, OrderId, OrderStatus, Timestamp,
+    VendorId,
 };
 
 use crate::bouquets::{available_at_version, bouquet_key, decode_bouquet, decode_id_cursor};
@@ -404,6 +405,73 @@ impl Store {
         .await
     }
 
+    /// A vendor's orders in any of `statuses` whose delivery date is within `from..=to`
+    /// (`YYYY-MM-DD`; `None`: any, orders without details included), in delivery order (date,
+    /// slot, id), `limit` at most, after the cursor. One `Query` per state on
+    /// `VendorStatusIndex`, side by side, merged: the day's deliveries are the sold states
+    /// on one day. The cursor is the last sort value, which every state's query resumes after.
+    pub async fn vendor_orders_by_state(
+        &self,
+        vendor_id: VendorId,
+        statuses: &[OrderStatus],
+        dates: Option<(&str, &str)>,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<Order>, StoreError> {
+        let after: Option<String> = cursor.map(cursor::decode).transpose()?;
+        let (mut low, high) = match dates {
+            Some((from, to)) => (from.to_owned(), format!("{to}~")),
+            None => (String::new(), "~".to_owned()),
+        };
+        if let Some(after) = &after {
+            // Past the cursor: every sort value has one shape, so this is the next one.
+            low = low.max(format!("{after}\u{1}"));
+        }
+        let vendor = vendor_id.to_string();
+        let queries = statuses.iter().map(|status| {
+            self.query_index(
+                IndexQuery {
+                    index: keys::INDEX_VENDOR_STATUS,
+                    partition_attr: "vendorStatusKey",
+                    partition: keys::vendor_status_key(&vendor, status.name()),
+                    sort_attr: "vendorStatusSort",
+                    filter: None,
+                    newest_first: false,
+                    after: None,
+                    sort_between: Some((low.clone(), high.clone())),
+                    limit,
+                },
+                |_| unreachable!("no exclusive start key: the range starts past the cursor"),
+            )
+        });
+        let pages = futures::future::try_join_all(queries).await?;
+        let mut more = false;
+        let mut items: Vec<(String, Item)> = Vec::new();
+        for page in pages {
+            more |= page.resume_after.is_some();
+            for item in page.items {
+                let sort = match item.get("vendorStatusSort") {
+                    Some(AttributeValue::S(s)) => s.clone(),
+                    _ => String::new(),
+                };
+                items.push((sort, item));
+            }
+        }
+        items.sort_by(|a, b| a.0.cmp(&b.0));
+        more |= items.len() > limit;
+        items.truncate(limit);
+        let next_cursor = more
+            .then(|| items.last().map(|(sort, _)| cursor::encode(sort)))
+            .flatten();
+        Ok(Page {
+            items: items
+                .into_iter()
+                .map(|(_, item)| decode_order(item))
+                .collect::<Result<_, _>>()?,
+            next_cursor,
+        })
+    }
+
     async fn orders_by(
         &self,
         index: &'static str,
@@ -424,20 +492,25 @@ impl Store {
                     filter: None,
                     newest_first: true,
                     after: after.as_deref(),
+                    sort_between: None,
                     limit,
                 },
                 |id| keys::key(keys::order_pk(id), keys::ORDER_SK),
             )
             .await?;
-        Ok(Page {
-            items: page
-                .items
-                .into_iter()
-                .map(decode_order)
-                .collect::<Result<_, _>>()?,
-            next_cursor: page.resume_after.map(|id| cursor::encode(&id)),
-        })
+        decode_page(page)
     }
+}
+
+fn decode_page(page: crate::query::QueryPage) -> Result<Page<Order>, StoreError> {
+    Ok(Page {
+        items: page
+            .items
+            .into_iter()
+            .map(decode_order)
+            .collect::<Result<_, _>>()?,
+        next_cursor: page.resume_after.map(|sort| cursor::encode(&sort)),
+    })
 }
 
 fn order_key(order_id: OrderId) -> Item {

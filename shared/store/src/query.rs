@@ -26,6 +26,8 @@ pub struct IndexQuery<'a> {
     pub newest_first: bool,
     /// Resume after this sort key value (exclusive).
     pub after: Option<&'a str>,
+    /// Only sort key values between these two (inclusive), in the key condition.
+    pub sort_between: Option<(String, String)>,
     pub limit: usize,
 }
 
@@ -56,6 +58,14 @@ impl Store {
             key.insert(q.sort_attr.to_owned(), AttributeValue::S(sort.to_owned()));
             key
         };
+        let mut key_condition = "#pk = :pk".to_owned();
+        if let Some((low, high)) = &q.sort_between {
+            key_condition.push_str(" AND #sk BETWEEN :low AND :high");
+            filter = filter
+                .name("#sk", q.sort_attr)
+                .s(":low", low.clone())
+                .s(":high", high.clone());
+        }
         let mut start: Option<HashMap<String, AttributeValue>> = q.after.map(start_key);
         let mut items = Vec::new();
         for _ in 0..MAX_READS_PER_PAGE {
@@ -64,7 +74,7 @@ impl Store {
                 .query()
                 .table_name(&self.table)
                 .index_name(q.index)
-                .key_condition_expression("#pk = :pk")
+                .key_condition_expression(&key_condition)
                 .set_filter_expression((!filter.text.is_empty()).then(|| filter.text.clone()))
                 .set_expression_attribute_names(Some(filter.names.clone()))
                 .set_expression_attribute_values(Some(filter.values.clone()))

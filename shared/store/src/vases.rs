@@ -301,6 +301,7 @@ impl Store {
                     filter: None,
                     newest_first: false,
                     after: after.as_deref(),
+                    sort_between: None,
                     limit,
                 },
                 |id| keys::key(keys::vase_pk(id), keys::VASE_SK),

@@ -1,14 +1,44 @@
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use bouquet_domain::delivery::DeliverySettings;
 use bouquet_domain::events::DomainEvent;
 use bouquet_domain::{Timestamp, Vendor, VendorId};
+use serde::{Deserialize, Serialize};
 
 use crate::error::{StoreError, Target};
 use crate::idempotency::IdempotencyPut;
-use crate::items::{to_item, VendorItem};
+use crate::items::{from_item, to_item, VendorItem};
 use crate::keys;
 use crate::tx::{Expr, Tx};
 use crate::Store;
+
+/// A vendor's delivery settings as stored: one item beside the vendor's.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DeliverySettingsItem {
+    pk: String,
+    sk: String,
+    entity: String,
+    vendor_id: String,
+    #[serde(flatten)]
+    settings: DeliverySettings,
+    version: u64,
+    updated_at: i64,
+}
+
+/// A vendor's delivery settings with their version (what `If-Match` names).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VersionedSettings {
+    pub settings: DeliverySettings,
+    pub version: u64,
+}
+
+fn delivery_settings_key(vendor_id: VendorId) -> crate::items::Item {
+    keys::key(
+        keys::vendor_pk(&vendor_id.to_string()),
+        keys::DELIVERY_SETTINGS_SK,
+    )
+}
 
 /// The outcome of [`Store::claim_member`].
 #[derive(Debug, PartialEq, Eq)]
@@ -89,5 +119,61 @@ impl Store {
     pub async fn vendor_exists(&self, vendor_id: VendorId) -> Result<bool, StoreError> {
         let key = keys::key(keys::vendor_pk(&vendor_id.to_string()), keys::VENDOR_SK);
         Ok(self.get_item(key, false).await?.is_some())
+    }
+
+    /// The vendor's delivery settings, if it ever set them.
+    pub async fn delivery_settings(
+        &self,
+        vendor_id: VendorId,
+        consistent: bool,
+    ) -> Result<Option<VersionedSettings>, StoreError> {
+        let Some(item) = self
+            .get_item(delivery_settings_key(vendor_id), consistent)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let item: DeliverySettingsItem = from_item(item)?;
+        Ok(Some(VersionedSettings {
+            settings: item.settings,
+            version: item.version,
+        }))
+    }
+
+    /// Puts the vendor's delivery settings at `saved.version` if the stored ones are still at
+    /// `read_version` (0: none yet), with their event: one transaction.
+    pub async fn save_delivery_settings(
+        &self,
+        vendor_id: VendorId,
+        saved: &VersionedSettings,
+        read_version: u64,
+        event: &DomainEvent,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let key = delivery_settings_key(vendor_id);
+        let item = to_item(&DeliverySettingsItem {
+            pk: keys::vendor_pk(&vendor_id.to_string()),
+            sk: keys::DELIVERY_SETTINGS_SK.into(),
+            entity: "deliverySettings".into(),
+            vendor_id: vendor_id.to_string(),
+            settings: saved.settings.clone(),
+            version: saved.version,
+            updated_at: now.as_millis(),
+        })?;
+        debug_assert_eq!(item.get("pk"), key.get("pk"));
+        let condition = if read_version == 0 {
+            Expr::new("attribute_not_exists(pk)")
+        } else {
+            Expr::new("version = :readVersion").n(":readVersion", read_version)
+        };
+        let mut tx = Tx::new();
+        tx.put(
+            Target::Vendor(vendor_id),
+            &self.table,
+            item,
+            Some(condition),
+        )?;
+        tx.event(&self.table, event)?;
+        tx.commit(self).await
     }
 }

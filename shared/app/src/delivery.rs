@@ -1,0 +1,242 @@
+//! Delivery (issue 30): a vendor's delivery settings, the customer's delivery details on an
+//! order (checked against those settings, required before payment, changeable until the
+//! vendor accepts), and the customer's erasure of their personal data.
+//!
+//! DynamoDB calls: the settings are one `GetItem`; giving the details is a consistent
+//! `GetItem` of the order, one `GetItem` of its vendor's settings and one
+//! `TransactWriteItems` (the order at the version read, `OrderDeliveryChanged`, the
+//! idempotency record).
+
+use bouquet_domain::delivery::{DeliveryRequest, DeliverySettings};
+use bouquet_domain::events::{DomainEvent, EventData};
+use bouquet_domain::identity::{Identity, NotAllowed, Role};
+use bouquet_domain::{DomainError, FieldError, Order, OrderId, Timestamp, VendorId};
+use bouquet_store::{StoreError, VersionedSettings};
+use serde::Serialize;
+
+use crate::checkout::{self, CheckoutError};
+use crate::idempotency::{self, Idempotency, Replayable};
+use crate::App;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeliveryError {
+    #[error("no such {0}")]
+    NotFound(&'static str),
+    #[error("the caller may not do this")]
+    Forbidden(#[from] NotAllowed),
+    #[error("the request is invalid")]
+    Invalid(Vec<FieldError>),
+    /// A change of something that exists needs the version the caller saw.
+    #[error("this change needs the version it was made to")]
+    VersionRequired,
+    #[error("it has changed since that version")]
+    Changed,
+    #[error(transparent)]
+    Domain(#[from] DomainError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Checkout(CheckoutError),
+}
+
+impl From<CheckoutError> for DeliveryError {
+    fn from(error: CheckoutError) -> Self {
+        match error {
+            CheckoutError::Changed => DeliveryError::Changed,
+            other => DeliveryError::Checkout(other),
+        }
+    }
+}
+
+/// A vendor's delivery settings: what it saved, or (version 0) what a shop that never set
+/// them takes ([`DeliverySettings::unset`]).
+pub async fn settings(app: &App, vendor_id: VendorId) -> Result<VersionedSettings, DeliveryError> {
+    let (settings, exists) = tokio::join!(
+        app.store.delivery_settings(vendor_id, false),
+        app.store.vendor_exists(vendor_id)
+    );
+    if !exists? {
+        return Err(DeliveryError::NotFound("vendor"));
+    }
+    Ok(settings?.unwrap_or(VersionedSettings {
+        settings: DeliverySettings::unset(),
+        version: 0,
+    }))
+}
+
+/// Its vendor saves `settings` (validated here). Once saved, a change needs `if_match` (the
+/// version it was made to); the first save takes none or `0`.
+pub async fn change_settings(
+    app: &App,
+    caller: &Identity,
+    vendor_id: VendorId,
+    settings: DeliverySettings,
+    if_match: Option<u64>,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<VersionedSettings, DeliveryError> {
+    caller.require_vendor(vendor_id)?;
+    let settings = settings.validate().map_err(DeliveryError::Invalid)?;
+    let current = app.store.delivery_settings(vendor_id, true).await?;
+    let read_version = current.as_ref().map_or(0, |c| c.version);
+    match if_match {
+        None if read_version > 0 => return Err(DeliveryError::VersionRequired),
+        Some(expected) if expected != read_version => return Err(DeliveryError::Changed),
+        _ => {}
+    }
+    let saved = VersionedSettings {
+        settings,
+        version: read_version + 1,
+    };
+    let event = DomainEvent::new(
+        vendor_id,
+        saved.version,
+        now,
+        correlation_id,
+        EventData::DeliverySettingsChanged {
+            vendor_id,
+            version: saved.version,
+        },
+    );
+    match app
+        .store
+        .save_delivery_settings(vendor_id, &saved, read_version, &event, now)
+        .await
+    {
+        Ok(()) => Ok(saved),
+        Err(StoreError::ConditionFailed(_)) => Err(DeliveryError::Changed),
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// The customer of `order_id` gives or changes its delivery details at the order's version
+/// `if_match` (required): checked against the vendor's settings at `now`, each problem a
+/// field error; refused once the vendor has accepted (`order.invalid_state`). Another's
+/// order is `NotFound`.
+#[allow(clippy::too_many_arguments)]
+pub async fn set_order_delivery(
+    app: &App,
+    caller: &Identity,
+    order_id: OrderId,
+    request: &DeliveryRequest,
+    if_match: Option<u64>,
+    key: Option<Idempotency<'_, Order>>,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Replayable<Order>, DeliveryError> {
+    let store = &app.store;
+    let key_hash = key.as_ref().map(|k| k.key_hash);
+    let (order, record) = store.read_order_for_change(order_id, key_hash, now).await?;
+    if let Some(record) = record {
+        return Ok(Replayable::Replayed(record));
+    }
+    let order = order
+        .filter(|o| o.customer_id == caller.subject)
+        .ok_or(DeliveryError::NotFound("order"))?;
+    let if_match = if_match.ok_or(DeliveryError::VersionRequired)?;
+    if if_match != order.version {
+        return Err(DeliveryError::Changed);
+    }
+    let settings = settings(app, order.vendor_id).await?.settings;
+    let delivery = settings
+        .check(request, now)
+        .map_err(DeliveryError::Invalid)?;
+    let mut changed = order.clone();
+    changed.set_delivery(delivery, now)?;
+    let record = idempotency::record(key.as_ref(), &changed);
+    let event = changed.delivery_event();
+    checkout::write_with_event(
+        store,
+        &order,
+        &changed,
+        &[],
+        event,
+        correlation_id,
+        record.as_ref(),
+        now,
+    )
+    .await?;
+    Ok(Replayable::Done(changed))
+}
+
+/// What an erasure did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Erasure {
+    /// Ended orders whose delivery details were redacted now.
+    pub redacted: usize,
+    /// Open orders (the vendor still delivers them): redacted by the sweeper as each ends.
+    pub when_ended: usize,
+}
+
+/// The signed-in customer asks for their personal data to be erased: every one of their
+/// orders is redacted now, or, while the vendor still has to deliver it, as soon as it ends.
+/// The orders stay (the vendor's books). Repeating it changes nothing more.
+pub async fn erase(
+    app: &App,
+    caller: &Identity,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Erasure, DeliveryError> {
+    caller.require(Role::Customer)?;
+    let mut erasure = Erasure::default();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = app
+            .store
+            .customer_orders(&caller.subject, cursor.as_deref(), 100)
+            .await?;
+        for order in page.items {
+            erase_one(app, order, correlation_id, now, &mut erasure).await?;
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(erasure),
+        }
+    }
+}
+
+/// Erases one order, reading it again if it changed under the write.
+async fn erase_one(
+    app: &App,
+    mut order: Order,
+    correlation_id: &str,
+    now: Timestamp,
+    erasure: &mut Erasure,
+) -> Result<(), DeliveryError> {
+    let mut retry = bouquet_store::retry::Retry::optimistic();
+    loop {
+        let mut erased = order.clone();
+        if !erased.erase_personal_data(now)? {
+            return Ok(());
+        }
+        match checkout::write_with_event(
+            &app.store,
+            &order,
+            &erased,
+            &[],
+            None,
+            correlation_id,
+            None,
+            now,
+        )
+        .await
+        {
+            Ok(()) => {
+                if erased.status.is_final() {
+                    erasure.redacted += 1;
+                } else {
+                    erasure.when_ended += 1;
+                }
+                return Ok(());
+            }
+            Err(CheckoutError::Changed) if retry.wait().await => {
+                match app.store.order(order.order_id).await? {
+                    Some(current) => order = current,
+                    None => return Ok(()),
+                }
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+}
