@@ -138,6 +138,18 @@ fn day_name(day: Weekday) -> &'static str {
         .unwrap_or("that day")
 }
 
+/// The date `days` days after `now` in `time_zone` (`YYYY-MM-DD`); `None` for an unknown zone.
+pub fn date_after(now: Timestamp, days: u16, time_zone: &str) -> Option<String> {
+    let zone = TimeZone::get(time_zone).ok()?;
+    let date = jiff::Timestamp::from_millisecond(now.as_millis())
+        .ok()?
+        .to_zoned_datetime(zone)
+        .date()
+        .checked_add(jiff::Span::new().days(i64::from(days)))
+        .ok()?;
+    Some(date.to_string())
+}
+
 /// A calendar date `YYYY-MM-DD`, as written back; `None` unless it is one.
 pub fn parse_date(text: &str) -> Option<String> {
     text.parse::<Date>()

@@ -8,6 +8,7 @@
 mod body;
 mod caller;
 mod ctx;
+mod delivery;
 mod idempotency;
 pub mod owned;
 pub mod problem;
@@ -16,6 +17,7 @@ mod runner;
 
 pub use caller::{Caller, Role};
 pub use ctx::{run, Ctx, KeyedRequest, Route};
+pub use delivery::delivery_settings_reply;
 pub use idempotency::IdempotencyIntent;
 pub use problem::ApiError;
 pub use reply::Reply;

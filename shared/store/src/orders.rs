@@ -421,7 +421,9 @@ impl Store {
         let after: Option<String> = cursor.map(cursor::decode).transpose()?;
         let (mut low, high) = match dates {
             Some((from, to)) => (from.to_owned(), format!("{to}~")),
-            None => (String::new(), "~".to_owned()),
+            // Every sort value starts with a date, `0000-00-00` at the least; a key condition
+            // takes no empty string.
+            None => ("0".to_owned(), "~".to_owned()),
         };
         if let Some(after) = &after {
             // Past the cursor: every sort value has one shape, so this is the next one.

@@ -5,6 +5,7 @@
 
 mod bouquets;
 mod cart;
+mod delivery;
 mod listing;
 mod live;
 mod members;

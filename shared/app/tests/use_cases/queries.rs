@@ -32,22 +32,40 @@ async fn lists_are_the_callers_own() {
     let vendor = world.vendor().await;
     let bouquet = world.bouquet_of(&vendor).await;
     world.reserved(&customer("ana"), &[&bouquet]).await;
-    let mine = queries::orders(&world.app, &customer_caller("ana"), None, 10)
-        .await
-        .unwrap();
-    let theirs = queries::orders(&world.app, &customer_caller("ben"), None, 10)
-        .await
-        .unwrap();
-    let shop = queries::orders(&world.app, &vendor_caller(&vendor), None, 10)
-        .await
-        .unwrap();
+    let mine = queries::orders(
+        &world.app,
+        &customer_caller("ana"),
+        &Default::default(),
+        None,
+        10,
+    )
+    .await
+    .unwrap();
+    let theirs = queries::orders(
+        &world.app,
+        &customer_caller("ben"),
+        &Default::default(),
+        None,
+        10,
+    )
+    .await
+    .unwrap();
+    let shop = queries::orders(
+        &world.app,
+        &vendor_caller(&vendor),
+        &Default::default(),
+        None,
+        10,
+    )
+    .await
+    .unwrap();
     assert_eq!(
         (mine.items.len(), theirs.items.len(), shop.items.len()),
         (1, 0, 1)
     );
     let admin = admin_caller();
     assert!(matches!(
-        queries::orders(&world.app, &admin, None, 10).await,
+        queries::orders(&world.app, &admin, &Default::default(), None, 10).await,
         Err(QueryError::Forbidden(_))
     ));
 

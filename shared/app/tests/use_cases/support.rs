@@ -122,6 +122,38 @@ impl World {
             .expect("the bouquet exists")
     }
 
+    /// The names of the outbox events in the table, with the details' text (a scan: tests
+    /// only).
+    pub async fn events(&self) -> Vec<(String, String)> {
+        let mut found = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .dynamodb
+                .scan()
+                .table_name(&self.table)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .expect("scan");
+            for item in page.items() {
+                let text = |name: &str| {
+                    item.get(name)
+                        .and_then(|v| v.as_s().ok())
+                        .cloned()
+                        .unwrap_or_default()
+                };
+                if item.contains_key("eventName") {
+                    found.push((text("eventName"), text("detail")));
+                }
+            }
+            match page.last_evaluated_key {
+                Some(key) => start = Some(key),
+                None => return found,
+            }
+        }
+    }
+
     pub async fn order_now(&self, id: OrderId) -> Order {
         self.app
             .store
@@ -131,8 +163,19 @@ impl World {
             .expect("the order exists")
     }
 
-    /// A reservation of `bouquets` by `customer`.
+    /// A reservation of `bouquets` by `customer`, with its delivery details given (as the
+    /// checkout does before paying).
     pub async fn reserved(&self, customer: &CustomerId, bouquets: &[&Bouquet]) -> Order {
+        let order = self.reserved_without_delivery(customer, bouquets).await;
+        self.give_delivery(customer, &order).await
+    }
+
+    /// A reservation of `bouquets` by `customer`, nothing more.
+    pub async fn reserved_without_delivery(
+        &self,
+        customer: &CustomerId,
+        bouquets: &[&Bouquet],
+    ) -> Order {
         let ids = bouquets.iter().map(|b| b.bouquet_id).collect();
         let order = bouquet_app::reservation::reserve(
             &self.app,
@@ -146,6 +189,40 @@ impl World {
         .expect("reserved");
         done(order)
     }
+
+    /// `customer` gives `order` its delivery details (tomorrow, to Camille in Paris).
+    pub async fn give_delivery(&self, customer: &CustomerId, order: &Order) -> Order {
+        let identity = Identity {
+            subject: customer.clone(),
+            role: Role::Customer,
+            vendor_id: None,
+        };
+        let given = bouquet_app::delivery::set_order_delivery(
+            &self.app,
+            &identity,
+            order.order_id,
+            &delivery_request(self.now()),
+            Some(order.version),
+            None,
+            CORRELATION,
+            self.now(),
+        )
+        .await
+        .expect("delivery details given");
+        done(given)
+    }
+}
+
+/// Delivery details a shop without settings takes at `now`: tomorrow, in Paris.
+pub fn delivery_request(now: Timestamp) -> bouquet_app::domain::delivery::DeliveryRequest {
+    serde_json::from_value(serde_json::json!({
+        "recipient": { "name": "Camille Martin", "phone": "+33 6 12 34 56 78" },
+        "address": { "street": "12 rue des Fleurs", "postcode": "75011", "city": "Paris", "country": "FR" },
+        "date": bouquet_app::domain::delivery::date_after(now, 1, "UTC").expect("a date"),
+        "slot": "morning",
+        "cardMessage": "Happy birthday",
+    }))
+    .expect("a delivery request")
 }
 
 impl World {

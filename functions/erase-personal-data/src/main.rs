@@ -1,0 +1,1 @@
+bouquet_http::main!(handler = erase_personal_data::handler);

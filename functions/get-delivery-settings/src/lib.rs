@@ -1,0 +1,22 @@
+//! `GET /v1/vendors/{vendorId}/delivery-settings`: where, on which days and how far ahead a
+//! shop delivers, and its same-day cut-off: public, so the checkout shows them before the
+//! customer types. A shop that never set them has the defaults at version 0.
+
+use bouquet_app::delivery;
+use bouquet_app::domain::VendorId;
+use bouquet_app::App;
+use bouquet_http::lambda_http::{Body, Error, Request, Response};
+use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+
+pub const ROUTE: Route = Route::new("GET", "/v1/vendors/{vendorId}/delivery-settings");
+
+pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, handle).await
+}
+
+async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
+    let vendor_id = ctx.path("vendorId", VendorId::parse)?;
+    let saved = delivery::settings(&ctx.app, vendor_id).await?;
+    bouquet_http::delivery_settings_reply(vendor_id, &saved)
+        .map(|reply| reply.header("cache-control", "public, max-age=60"))
+}

@@ -1,0 +1,41 @@
+//! `PUT /v1/orders/{orderId}/delivery`: its customer gives or changes the delivery details
+//! (recipient, address, date, slot, card message) while the order is reserved, or paid and not
+//! yet accepted. Requires `If-Match` with the order's version; each problem is a field error
+//! ([`bouquet_app::delivery::set_order_delivery`]).
+
+use bouquet_app::delivery;
+use bouquet_app::domain::delivery::DeliveryRequest;
+use bouquet_app::domain::{Order, OrderId};
+use bouquet_app::App;
+use bouquet_http::lambda_http::{Body, Error, Request, Response};
+use bouquet_http::{run, ApiError, Ctx, KeyedRequest, Reply, Role, Route};
+
+pub const ROUTE: Route = Route::new("PUT", "/v1/orders/{orderId}/delivery");
+
+pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, handle).await
+}
+
+async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
+    let caller = ctx.caller()?.require(Role::Customer)?;
+    let order_id = ctx.path("orderId", OrderId::parse)?;
+    let if_match = ctx.if_match()?;
+    let request: DeliveryRequest = ctx.json()?;
+    let key = ctx.idempotency(reply);
+    let outcome = delivery::set_order_delivery(
+        &ctx.app,
+        caller,
+        order_id,
+        &request,
+        if_match,
+        key.as_ref().map(KeyedRequest::key),
+        &ctx.correlation_id,
+        ctx.now,
+    )
+    .await?;
+    Reply::from_outcome(outcome, reply)
+}
+
+fn reply(order: &Order) -> Result<Reply, ApiError> {
+    Ok(Reply::ok(order)?.header("etag", format!("\"{}\"", order.version)))
+}
