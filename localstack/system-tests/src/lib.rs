@@ -225,7 +225,31 @@ impl TestCloud {
         app
     }
 
-    /// Pays `order_id` as `customer` with `token` (no idempotency key unless given).
+    /// Gives `order_id` of `customer` its delivery details (tomorrow, by this test's clock) at
+    /// the version it is at, as the checkout does before paying.
+    pub async fn give_delivery(&self, customer: &str, order_id: &str) -> ApiResponse {
+        let order = self
+            .call(
+                "get-order",
+                ApiRequest::fixture("get-order")
+                    .customer(customer)
+                    .path("orderId", order_id),
+            )
+            .await;
+        let version = order.body["version"].as_u64().unwrap_or(0);
+        let tomorrow =
+            bouquet_app::domain::delivery::date_after(self.app.clock.now(), 1, "UTC").unwrap();
+        let request = ApiRequest::fixture("put-order-delivery")
+            .customer(customer)
+            .path("orderId", order_id)
+            .header("if-match", &format!("\"{version}\""))
+            .json(delivery_details(&tomorrow))
+            .no_idempotency_key();
+        self.call("put-order-delivery", request).await
+    }
+
+    /// Pays `order_id` as `customer` with `token` (no idempotency key unless given), giving it
+    /// delivery details first if it has none.
     pub async fn pay(
         &self,
         customer: &str,
@@ -233,6 +257,7 @@ impl TestCloud {
         token: &str,
         key: Option<&str>,
     ) -> ApiResponse {
+        self.give_delivery_if_missing(customer, order_id).await;
         let mut request = ApiRequest::fixture("pay-order")
             .customer(customer)
             .path("orderId", order_id)
@@ -242,6 +267,19 @@ impl TestCloud {
             request = request.idempotency_key(key);
         }
         self.call("pay-order", request).await
+    }
+
+    /// [`Self::give_delivery`] unless the order (read from the table) has details already.
+    pub async fn give_delivery_if_missing(&self, customer: &str, order_id: &str) {
+        let Ok(id) = bouquet_app::domain::OrderId::parse(order_id) else {
+            return;
+        };
+        let stored = self.app.store.order(id).await;
+        if let Ok(Some(order)) = stored {
+            if order.delivery.is_none() && order.customer_id.as_str() == customer {
+                self.give_delivery(customer, order_id).await;
+            }
+        }
     }
 
     /// The stored status of order `order_id`.

@@ -25,7 +25,7 @@ pub enum Slot {
 
 /// A vendor's delivery settings, as it edits them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeliverySettings {
     /// ISO 3166-1 alpha-2 codes, upper case.
     pub countries: Vec<String>,
@@ -350,6 +350,17 @@ impl DeliverySettings {
         })
     }
 
+    /// The first date the shop takes a delivery for at `now` (today before the cut-off, else
+    /// the next day it delivers within its horizon): what a checkout offers first.
+    pub fn first_date(&self, now: Timestamp) -> Option<String> {
+        (0..=self.horizon_days)
+            .filter_map(|days| date_after(now, days, &self.time_zone))
+            .find(|text| {
+                text.parse::<Date>()
+                    .is_ok_and(|date| self.check_date(date, now).is_ok())
+            })
+    }
+
     /// A delivery date is the shop's: not before its today, within its horizon, on a day it
     /// delivers, and today only before its cut-off.
     fn check_date(&self, date: Date, now: Timestamp) -> Result<(), String> {
@@ -450,6 +461,22 @@ mod tests {
             .into_iter()
             .map(|e| (e.field, e.message))
             .collect()
+    }
+
+    #[test]
+    fn the_first_date_is_today_before_the_cutoff_else_the_next_delivery_day() {
+        let s = settings();
+        // Wednesday 2 December, Paris.
+        assert_eq!(s.first_date(paris(9, 0)).as_deref(), Some("2026-12-02"));
+        assert_eq!(s.first_date(paris(11, 0)).as_deref(), Some("2026-12-03"));
+        let mut weekend = s.clone();
+        weekend.days = vec!["sunday".into()];
+        assert_eq!(
+            weekend.first_date(paris(9, 0)).as_deref(),
+            Some("2026-12-06")
+        );
+        weekend.horizon_days = 3;
+        assert_eq!(weekend.first_date(paris(9, 0)), None, "beyond the horizon");
     }
 
     #[test]

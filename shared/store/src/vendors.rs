@@ -20,7 +20,6 @@ struct DeliverySettingsItem {
     sk: String,
     entity: String,
     vendor_id: String,
-    #[serde(flatten)]
     settings: DeliverySettings,
     version: u64,
     updated_at: i64,

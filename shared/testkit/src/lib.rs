@@ -289,3 +289,15 @@ impl From<lambda_http::Response<Body>> for ApiResponse {
         }
     }
 }
+
+/// Delivery details any shop without settings takes for `date` (`YYYY-MM-DD`): Camille, in
+/// Paris, in the morning, with a card.
+pub fn delivery_details(date: &str) -> Value {
+    serde_json::json!({
+        "recipient": { "name": "Camille Martin", "phone": "+33 6 12 34 56 78" },
+        "address": { "street": "12 rue des Fleurs", "postcode": "75011", "city": "Paris", "country": "FR" },
+        "date": date,
+        "slot": "morning",
+        "cardMessage": "Happy birthday",
+    })
+}

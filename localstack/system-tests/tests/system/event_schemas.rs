@@ -84,6 +84,15 @@ async fn every_detail_the_system_writes_validates_against_its_schema() {
             "{step}"
         );
     }
+    let settings = cloud
+        .call(
+            "put-delivery-settings",
+            ApiRequest::fixture("put-delivery-settings")
+                .vendor(&vendor)
+                .path("vendorId", &vendor),
+        )
+        .await;
+    assert_eq!(settings.status, 200, "{}", settings.body);
     let rejected_bouquet = cloud.bouquet(&vendor, "7.00").await;
     let rejected = cloud.reserve("customer-4", &[&rejected_bouquet]).await.body["orderId"]
         .as_str()

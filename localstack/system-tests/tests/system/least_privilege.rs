@@ -33,7 +33,7 @@ use system_tests::iam::{
 };
 use system_tests::in_process::{run_event_function, run_websocket_function};
 use system_tests::vases::{heartbeat, reading, sqs_records};
-use system_tests::{repository_root, ApiRequest, ApiResponse, TestCloud, T0};
+use system_tests::{delivery_details, repository_root, ApiRequest, ApiResponse, TestCloud, T0};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -68,6 +68,15 @@ impl Observed {
         assert_eq!(response.status, status, "{binary}: {}", response.body);
         response
     }
+}
+
+/// The first day the fixture's shop (Paris, Tuesday to Saturday) delivers, by the cloud's clock.
+fn paris_day(cloud: &TestCloud) -> String {
+    let fixture = ApiRequest::fixture("put-delivery-settings");
+    let body: Value = serde_json::from_str(fixture.event()["body"].as_str().unwrap()).unwrap();
+    let settings: bouquet_app::domain::delivery::DeliverySettings =
+        serde_json::from_value(body).unwrap();
+    settings.first_date(cloud.app.clock.now()).unwrap()
 }
 
 fn id(response: &ApiResponse, field: &str) -> String {
@@ -470,10 +479,50 @@ async fn every_function_flow() {
     .await;
     seen.http(
         &cloud,
+        "put-delivery-settings",
+        ApiRequest::fixture("put-delivery-settings")
+            .vendor(&vendor)
+            .path("vendorId", &vendor),
+        200,
+    )
+    .await;
+    seen.http(
+        &cloud,
+        "get-delivery-settings",
+        ApiRequest::fixture("get-delivery-settings").path("vendorId", &vendor),
+        200,
+    )
+    .await;
+    let in_paris = paris_day(&cloud);
+    let mut details = delivery_details(&in_paris);
+    details["address"]["postcode"] = "75011".into();
+    seen.http(
+        &cloud,
+        "put-order-delivery",
+        ApiRequest::fixture("put-order-delivery")
+            .customer("c1")
+            .path("orderId", &paid_order)
+            .header("if-match", "\"1\"")
+            .json(details.clone()),
+        200,
+    )
+    .await;
+    seen.http(
+        &cloud,
         "pay-order",
         ApiRequest::fixture("pay-order")
             .customer("c1")
             .path("orderId", &paid_order),
+        200,
+    )
+    .await;
+    seen.http(
+        &cloud,
+        "list-orders",
+        ApiRequest::fixture("list-orders")
+            .vendor(&vendor)
+            .query("deliveryFrom", &in_paris)
+            .query("status", "paid"),
         200,
     )
     .await;
@@ -510,6 +559,17 @@ async fn every_function_flow() {
         )
         .await;
     let to_reject = id(&to_reject, "orderId");
+    seen.http(
+        &cloud,
+        "put-order-delivery",
+        ApiRequest::fixture("put-order-delivery")
+            .customer("c3")
+            .path("orderId", &to_reject)
+            .header("if-match", "\"1\"")
+            .json(details.clone()),
+        200,
+    )
+    .await;
     seen.http(
         &cloud,
         "pay-order",
@@ -553,6 +613,17 @@ async fn every_function_flow() {
         (Some(1), Some(1)),
         "{swept}"
     );
+
+    // c1 asks for erasure: the delivered order is redacted at once.
+    let erased = seen
+        .http(
+            &cloud,
+            "erase-personal-data",
+            ApiRequest::fixture("erase-personal-data").customer("c1"),
+            200,
+        )
+        .await;
+    assert_eq!(erased.body["redacted"], 1, "{}", erased.body);
 
     // Stripe's webhook settles an attempt that got no answer: payment_pending → paid.
     let fifth = cloud.bouquet(&vendor, "14.00").await;

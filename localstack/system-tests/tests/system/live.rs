@@ -253,7 +253,11 @@ async fn subscribers_get_what_they_may_read_and_nothing_else() {
         200
     );
     let reports = live.broadcast_new(&cloud, &mut seen).await;
-    assert_eq!(reports.len(), 2, "OrderReserved and OrderPaid: {reports:?}");
+    assert_eq!(
+        reports.len(),
+        3,
+        "OrderReserved, OrderDeliveryChanged and OrderPaid: {reports:?}"
+    );
 
     // Public channels are pushed by the fan-out workers, a unit per shard, in any order.
     let public = drain(&mut anonymous, QUIET).await;
@@ -267,6 +271,16 @@ async fn subscribers_get_what_they_may_read_and_nothing_else() {
     ];
     expected.sort();
     assert_eq!(got, expected);
+    // The delivery details are personal data: no frame on any channel carries them.
+    let no_personal_data = |frames: &[Value]| {
+        for frame in frames {
+            let text = frame.to_string();
+            for personal in ["Camille", "Fleurs", "+336", "Happy birthday", "75011"] {
+                assert!(!text.contains(personal), "{personal} in {frame}");
+            }
+        }
+    };
+    no_personal_data(&public);
     for frame in &public {
         let data = &frame["event"]["data"];
         assert!(
@@ -277,26 +291,34 @@ async fn subscribers_get_what_they_may_read_and_nothing_else() {
         );
     }
     let own = drain(&mut buyer, QUIET).await;
+    no_personal_data(&own);
     assert_eq!(
         events(&own),
         vec![
             ("orders".to_owned(), "OrderReserved".to_owned()),
+            ("orders".to_owned(), "OrderDeliveryChanged".to_owned()),
             ("orders".to_owned(), "OrderPaid".to_owned()),
         ]
     );
-    assert_eq!(own[1]["event"]["data"]["customerId"], "customer-1");
+    assert_eq!(own[2]["event"]["data"]["customerId"], "customer-1");
     assert!(
-        own[0]["event"]["aggregateVersion"].as_u64() < own[1]["event"]["aggregateVersion"].as_u64()
+        own[0]["event"]["aggregateVersion"].as_u64() < own[2]["event"]["aggregateVersion"].as_u64()
     );
     assert_eq!(
         drain(&mut bystander, QUIET).await,
         Vec::<Value>::new(),
         "another customer's orders never reach them"
     );
+    let sellers = drain(&mut seller, QUIET).await;
+    no_personal_data(&sellers);
     assert_eq!(
-        events(&drain(&mut seller, QUIET).await),
+        events(&sellers),
         vec![
             (format!("vendor:{vendor}"), "OrderReserved".to_owned()),
+            (
+                format!("vendor:{vendor}"),
+                "OrderDeliveryChanged".to_owned()
+            ),
             (format!("vendor:{vendor}"), "OrderPaid".to_owned()),
         ]
     );

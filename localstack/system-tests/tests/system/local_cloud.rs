@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use devstack::lambda::Resolver;
 use devstack::runtime_api::{http_response, FunctionProcess};
 use system_tests::http_client::send;
-use system_tests::{function_binary, token, ApiRequest, TestCloud};
+use system_tests::{delivery_details, function_binary, token, ApiRequest, TestCloud};
 
 #[tokio::test]
 async fn browse_cart_reserve_pay_fulfil_and_reserve_expire_over_http() {
@@ -72,6 +72,36 @@ async fn browse_cart_reserve_pay_fulfil_and_reserve_expire_over_http() {
         order.body
     );
     let order_id = order.body["orderId"].as_str().unwrap().to_owned();
+    let unpaid = send(
+        api,
+        "POST",
+        &format!("/v1/orders/{order_id}/payment"),
+        &[("authorization", &alice), ("idempotency-key", "pay-0")],
+        Some(&json!({ "paymentToken": "tok_visa" })),
+    )
+    .await;
+    assert_eq!(
+        (unpaid.status, unpaid.body["code"].as_str()),
+        (409, Some("order.delivery_required")),
+        "no payment without the delivery details: {:?}",
+        unpaid.body
+    );
+    let tomorrow =
+        bouquet_app::domain::delivery::date_after(cloud.app.clock.now(), 1, "UTC").unwrap();
+    let given = send(
+        api,
+        "PUT",
+        &format!("/v1/orders/{order_id}/delivery"),
+        &[("authorization", &alice), ("if-match", "\"1\"")],
+        Some(&delivery_details(&tomorrow)),
+    )
+    .await;
+    assert_eq!(
+        (given.status, given.headers.get("etag").map(String::as_str)),
+        (200, Some("\"2\"")),
+        "{:?}",
+        given.body
+    );
     let paid = send(
         api,
         "POST",

@@ -6,6 +6,7 @@ mod bad_input;
 mod bouquets;
 mod cart;
 mod catalogue;
+mod delivery;
 mod event_schemas;
 mod fixtures;
 mod hardening;

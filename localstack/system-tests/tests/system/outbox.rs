@@ -465,6 +465,7 @@ async fn every_event_reaches_the_bus_once_and_in_order_per_aggregate() {
                 "VendorOnboarded",
                 "BouquetListed",
                 "OrderReserved",
+                "OrderDeliveryChanged",
                 "OrderPaid"
             ]
             .contains(&name),

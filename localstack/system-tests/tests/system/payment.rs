@@ -10,14 +10,16 @@ use serde_json::json;
 use bouquet_app::payments::{
     ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway, SimulatedGateway,
 };
-use system_tests::{ApiRequest, TestCloud};
+use system_tests::{delivery_details, ApiRequest, TestCloud};
 
 async fn reserved_order(cloud: &TestCloud, customer: &str) -> (String, String) {
     let vendor = cloud.vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "24.50").await;
     let order = cloud.reserve(customer, &[&bouquet]).await;
     assert_eq!(order.status, 201);
-    (order.body["orderId"].as_str().unwrap().to_owned(), bouquet)
+    let order_id = order.body["orderId"].as_str().unwrap().to_owned();
+    assert_eq!(cloud.give_delivery(customer, &order_id).await.status, 200);
+    (order_id, bouquet)
 }
 
 #[tokio::test]
@@ -451,13 +453,42 @@ async fn dynamodb_calls_per_operation() {
     let order_id = order.body["orderId"].as_str().unwrap().to_owned();
 
     cloud.calls.reset();
+    let tomorrow =
+        bouquet_app::domain::delivery::date_after(cloud.app.clock.now(), 1, "UTC").unwrap();
+    let given = cloud
+        .call(
+            "put-order-delivery",
+            ApiRequest::fixture("put-order-delivery")
+                .customer("c")
+                .path("orderId", &order_id)
+                .header("if-match", "\"1\"")
+                .json(delivery_details(&tomorrow))
+                .idempotency_key("d"),
+        )
+        .await;
+    assert_eq!(given.status, 200, "{}", given.body);
     assert_eq!(
-        cloud
-            .pay("c", &order_id, "tok_visa", Some("p"))
-            .await
-            .status,
-        200
+        cloud.calls.by_operation(),
+        calls(&[
+            ("BatchGetItem", 1),
+            ("GetItem", 2),
+            ("TransactWriteItems", 1)
+        ]),
+        "delivery details: read the order and the key, the shop's settings and that it exists, write"
     );
+
+    cloud.calls.reset();
+    let paid = cloud
+        .call(
+            "pay-order",
+            ApiRequest::fixture("pay-order")
+                .customer("c")
+                .path("orderId", &order_id)
+                .json(json!({ "paymentToken": "tok_visa" }))
+                .idempotency_key("p"),
+        )
+        .await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
     assert_eq!(
         cloud.calls.by_operation(),
         calls(&[
@@ -471,7 +502,14 @@ async fn dynamodb_calls_per_operation() {
     cloud.calls.reset();
     assert_eq!(
         cloud
-            .pay("c", &order_id, "tok_visa", Some("p"))
+            .call(
+                "pay-order",
+                ApiRequest::fixture("pay-order")
+                    .customer("c")
+                    .path("orderId", &order_id)
+                    .json(json!({ "paymentToken": "tok_visa" }))
+                    .idempotency_key("p"),
+            )
             .await
             .header("idempotent-replayed"),
         Some("true")

@@ -1,0 +1,158 @@
+//! Delivery details through the function binaries' handlers: who may read them (API), that
+//! the sweeper redacts them, and that analytics never receive them.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use system_tests::{ApiRequest, TestCloud};
+
+/// An order of `customer` with delivery details, paid.
+async fn paid_order(cloud: &TestCloud, vendor: &str, customer: &str) -> String {
+    let bouquet = cloud.bouquet(vendor, "30.00").await;
+    let order = cloud.reserve(customer, &[&bouquet]).await;
+    let order_id = order.body["orderId"].as_str().unwrap().to_owned();
+    assert_eq!(
+        cloud
+            .pay(customer, &order_id, "tok_visa", None)
+            .await
+            .status,
+        200
+    );
+    order_id
+}
+
+fn carries_details(body: &Value) -> bool {
+    let text = body.to_string();
+    ["Camille", "+336", "Fleurs", "Happy birthday"]
+        .iter()
+        .any(|personal| text.contains(personal))
+}
+
+#[tokio::test]
+async fn only_the_customer_the_orders_vendor_and_an_admin_read_the_delivery_details() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Fleur").await;
+    let other_vendor = cloud.vendor("Other").await;
+    let order = paid_order(&cloud, &vendor, "ana").await;
+    for (who, request, status) in [
+        (
+            "the customer",
+            ApiRequest::fixture("get-order").customer("ana"),
+            200,
+        ),
+        (
+            "its vendor",
+            ApiRequest::fixture("get-order").vendor(&vendor),
+            200,
+        ),
+        ("an admin", ApiRequest::fixture("get-order").admin(), 200),
+        (
+            "another customer",
+            ApiRequest::fixture("get-order").customer("ben"),
+            404,
+        ),
+        (
+            "another vendor",
+            ApiRequest::fixture("get-order").vendor(&other_vendor),
+            404,
+        ),
+        ("anyone", ApiRequest::fixture("get-order").anonymous(), 401),
+    ] {
+        let answer = cloud
+            .call("get-order", request.path("orderId", &order))
+            .await;
+        assert_eq!(answer.status, status, "{who}: {}", answer.body);
+        assert_eq!(
+            carries_details(&answer.body),
+            status == 200,
+            "{who}: {}",
+            answer.body
+        );
+    }
+    for (who, request) in [
+        (
+            "another customer",
+            ApiRequest::fixture("list-orders").customer("ben"),
+        ),
+        (
+            "another vendor",
+            ApiRequest::fixture("list-orders").vendor(&other_vendor),
+        ),
+        (
+            "the catalogue",
+            ApiRequest::fixture("list-bouquets").anonymous(),
+        ),
+    ] {
+        let binary = if who == "the catalogue" {
+            "list-bouquets"
+        } else {
+            "list-orders"
+        };
+        let answer = cloud.call(binary, request).await;
+        assert_eq!(answer.status, 200, "{who}: {}", answer.body);
+        assert!(!carries_details(&answer.body), "{who}: {}", answer.body);
+    }
+    let shop = cloud
+        .call(
+            "list-orders",
+            ApiRequest::fixture("list-orders").vendor(&vendor),
+        )
+        .await;
+    assert!(
+        carries_details(&shop.body),
+        "its vendor delivers it: {}",
+        shop.body
+    );
+    // Analytics and the outbox: every event detail is free of them.
+    for item in cloud.items_of("event").await {
+        let detail = item["detail"].as_s().unwrap();
+        assert!(!carries_details(&Value::String(detail.clone())), "{detail}");
+    }
+}
+
+#[tokio::test]
+async fn the_sweeper_redacts_the_details_the_configured_days_after_delivery() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Fleur").await;
+    let order = paid_order(&cloud, &vendor, "ana").await;
+    let delivered = cloud
+        .call(
+            "fulfil-order",
+            ApiRequest::fixture("fulfil-order")
+                .vendor(&vendor)
+                .path("orderId", &order),
+        )
+        .await;
+    assert_eq!(delivered.status, 200, "{}", delivered.body);
+    cloud.clock.advance(Duration::from_secs(29 * 86_400));
+    let early = cloud.run_scheduled("expire-reservations").await;
+    assert_eq!(early["redacted"], 0, "{early}");
+    cloud.clock.advance(Duration::from_secs(86_400 + 60));
+    let report = cloud.run_scheduled("expire-reservations").await;
+    assert_eq!(report["redacted"], 1, "{report}");
+    let read = cloud
+        .call(
+            "get-order",
+            ApiRequest::fixture("get-order")
+                .vendor(&vendor)
+                .path("orderId", &order),
+        )
+        .await;
+    assert!(!carries_details(&read.body), "{}", read.body);
+    assert_eq!(read.body["delivery"]["recipientName"], "[redacted]");
+    assert_eq!(read.body["delivery"]["address"]["city"], "Paris");
+    assert!(read.body["redactedAt"].is_string());
+    let erased = cloud
+        .call(
+            "erase-personal-data",
+            ApiRequest::fixture("erase-personal-data").customer("ana"),
+        )
+        .await;
+    assert_eq!(
+        (erased.status, erased.body["redacted"].as_u64()),
+        (200, Some(0)),
+        "already redacted: {}",
+        erased.body
+    );
+}
