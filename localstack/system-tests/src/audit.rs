@@ -50,6 +50,7 @@ pub const INVARIANTS: &[Invariant] = &[
     pending_payments_resolved,
     vases_keep_their_newest_heartbeat,
     rejected_orders_refunded_once,
+    delivery_details_stay_with_their_readers,
 ];
 
 /// How long after its lease (or after the gateway left it unanswered) a payment may stay
@@ -568,6 +569,60 @@ pub fn rejected_orders_refunded_once(evidence: &Evidence) -> Check {
     }
 }
 
+/// Every sold order has its delivery details (no payment without them), and no personal field
+/// of any order's details (recipient, phone, street, card message) appears in an outbox
+/// event, a frame any customer received, or a failure destination's message.
+pub fn delivery_details_stay_with_their_readers(evidence: &Evidence) -> Check {
+    let mut violations = Vec::new();
+    let mut personal = Vec::new();
+    let all_orders = orders(evidence);
+    for order in &all_orders {
+        let id = s(order, "orderId");
+        let delivery = &order["delivery"];
+        if (paid(order) || s(order, "status") == "rejected") && !delivery.is_object() {
+            violations.push(format!("order {id} was paid without delivery details"));
+        }
+        for field in [
+            &delivery["recipientName"],
+            &delivery["recipientPhone"],
+            &delivery["address"]["street"],
+            &delivery["cardMessage"],
+        ] {
+            if let Some(text) = field
+                .as_str()
+                .filter(|t| t.len() >= 4 && *t != "[redacted]")
+            {
+                personal.push((id, text));
+            }
+        }
+    }
+    let mut leaked = |place: String, text: &str| {
+        for (id, value) in &personal {
+            if text.contains(value) {
+                violations.push(format!("{place} carries order {id}'s {value:?}"));
+            }
+        }
+    };
+    for event in with_prefix(&evidence.items, "OUTBOX#") {
+        leaked(format!("event {}", s(event, "eventId")), &event.to_string());
+    }
+    for (customer, frames) in &evidence.journal.frames {
+        for frame in frames {
+            leaked(format!("a frame to {customer}"), frame);
+        }
+    }
+    for (queue, (_, bodies)) in &evidence.queues {
+        for body in bodies {
+            leaked(format!("a message in {queue}"), body);
+        }
+    }
+    Check {
+        name: "every sold order has delivery details, and none of them is in an event, a frame or a parked message",
+        checked: all_orders.len(),
+        violations,
+    }
+}
+
 /// Runs every invariant and prints each with its counts; returns how many violations.
 pub fn audit(evidence: &Evidence) -> (usize, Vec<Value>) {
     let mut total = 0;
@@ -662,7 +717,11 @@ mod tests {
         let items = vec![
             json!({"pk": "ORDER#o1", "sk": "ORDER", "orderId": "o1", "customerId": "alice",
                    "vendorId": "v1", "status": "paid", "chargeId": "ch_1", "totalMinor": 1250,
-                   "lines": [{"bouquetId": "b1"}]}),
+                   "lines": [{"bouquetId": "b1"}],
+                   "delivery": {"recipientName": "Ada Lovelace", "recipientPhone": "+441234567890",
+                                "address": {"street": "1 Main Street", "postcode": "N1",
+                                            "city": "London", "country": "GB"},
+                                "date": "2026-12-06"}}),
             json!({"pk": "BOUQUET#b1", "sk": "BOUQUET", "bouquetId": "b1", "status": "sold",
                    "orderId": "o1"}),
             json!({"pk": "SIMPAY#o1-0", "sk": "CHARGE", "outcome": "approved", "chargeId": "ch_1"}),
@@ -717,6 +776,47 @@ mod tests {
     #[test]
     fn a_consistent_system_passes_every_invariant() {
         assert_eq!(violations(&clean()), vec![]);
+    }
+
+    #[test]
+    fn delivery_details_paid_without_or_seen_outside_their_readers_are_caught() {
+        let name = "every sold order has delivery details, and none of them is in an event, a frame or a parked message";
+        let mut without = clean();
+        without.items[0].as_object_mut().unwrap().remove("delivery");
+        assert_eq!(failing(&without), vec![name]);
+        let mut in_a_frame = clean();
+        in_a_frame
+            .journal
+            .frames
+            .get_mut("alice")
+            .unwrap()
+            .push(r#"{"type":"event","recipient":"Ada Lovelace"}"#.into());
+        assert_eq!(failing(&in_a_frame), vec![name]);
+        let mut in_an_event = clean();
+        in_an_event
+            .items
+            .push(json!({"pk": "OUTBOX#o1", "sk": "EVENT#2",
+            "eventName": "OrderDeliveryChanged", "detail": "{\"phone\":\"+441234567890\"}"}));
+        assert!(failing(&in_an_event).contains(&name));
+        let mut parked = clean();
+        parked.queues.insert(
+            "s-EmailFailureQueue".into(),
+            (1, vec!["to 1 Main Street".into()]),
+        );
+        assert!(failing(&parked).contains(&name));
+        let mut redacted = clean();
+        redacted.items[0]["delivery"]["recipientName"] = json!("[redacted]");
+        redacted
+            .journal
+            .frames
+            .get_mut("alice")
+            .unwrap()
+            .push(r#"{"name":"[redacted]"}"#.into());
+        assert_eq!(
+            violations(&redacted),
+            vec![],
+            "a redacted field is no one's"
+        );
     }
 
     #[test]

@@ -355,7 +355,46 @@ async fn customer_actor(
     Ok(())
 }
 
+/// The checkout's delivery details, each customer's own (the auditor looks for them where
+/// they must not be); now and then a customer first tries to pay without them and is refused.
+async fn give_delivery(api: &Api, token: &str, order: &str, rng: &mut StdRng, journal: &Shared) {
+    if rng.random_bool(0.05) {
+        let (refused, tries) = api
+            .post(
+                &format!("/v1/orders/{order}/payment"),
+                Some(token),
+                None,
+                Some(&json!({ "paymentToken": "tok_visa" })),
+            )
+            .await;
+        record(journal, "pay without delivery details", &refused, tries);
+    }
+    let tomorrow = bouquet_app::domain::delivery::date_after(
+        bouquet_app::domain::Clock::now(&bouquet_app::domain::SystemClock),
+        1,
+        "UTC",
+    )
+    .unwrap_or_default();
+    let mut details = bouquet_testkit::delivery_details(&tomorrow);
+    let who = rng.random_range(100_000..999_999);
+    details["recipient"]["name"] = json!(format!("Recipient {who}"));
+    details["recipient"]["phone"] = json!(format!("+3361{who}"));
+    details["address"]["street"] = json!(format!("{who} rue du Soak"));
+    let key = blackbox::key();
+    let (given, tries) = api
+        .send_retried(
+            "PUT",
+            &format!("/v1/orders/{order}/delivery"),
+            Some(token),
+            &[("if-match", "\"1\""), ("idempotency-key", &key)],
+            Some(&details),
+        )
+        .await;
+    record(journal, "delivery details", &given, tries);
+}
+
 async fn pay(api: &Api, token: &str, order: &str, rng: &mut StdRng, journal: &Shared) {
+    give_delivery(api, token, order, rng, journal).await;
     let card = match rng.random_range(0..100) {
         0..55 => "tok_visa",
         55..67 => "tok_decline",
