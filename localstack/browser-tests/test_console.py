@@ -134,6 +134,13 @@ class Shop:
             body["vaseId"] = vase_id
         return call("POST", f"/v1/vendors/{self.vendor_id}/bouquets", self.token, body, 201)
 
+    def deliver_in_paris(self):
+        """Delivery settings: France, Paris and its inner suburbs, every day, two weeks ahead."""
+        settings = {"countries": ["FR"], "postcodePrefixes": ["75", "92"],
+                    "days": ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"],
+                    "horizonDays": 14, "sameDayCutoff": "11:00", "timeZone": "Europe/Paris"}
+        return call("PUT", f"/v1/vendors/{self.vendor_id}/delivery-settings", self.token, settings, 200)
+
     def vase(self):
         registered = call("POST", f"/v1/vendors/{self.vendor_id}/vases", self.token, None, 201)
         # What the vase connects with, kept beside what the console shows of it.
@@ -180,6 +187,16 @@ class Console(unittest.TestCase):
         page.get_by_role("button", name="Sign in (demo)").click()
         page.wait_for_function(f"document.body.dataset.role === '{role}'")
 
+    def fill_delivery(self, page, name="Camille Martin", postcode="75011"):
+        """The checkout's delivery details; the date is the shop's first, already filled in."""
+        page.get_by_label("Recipient's name").fill(name)
+        page.get_by_label("Recipient's phone").fill("+33 6 12 34 56 78")
+        page.get_by_label("Street").fill("12 rue des Fleurs")
+        page.get_by_label("Postcode").fill(postcode)
+        page.get_by_label("City").fill("Paris")
+        page.get_by_label("Country").fill("FR")
+        page.get_by_label("Note for the recipient").fill("Happy birthday!")
+
     def subscribed(self, page, channel):
         page.wait_for_function(
             "channel => (document.body.dataset.subscribed || '').split(' ').includes(channel)", arg=channel)
@@ -194,6 +211,7 @@ class Console(unittest.TestCase):
 
     def test_a_customer_buys_and_the_vendor_accepts_dispatches_and_fulfils_live(self):
         shop = Shop()
+        shop.deliver_in_paris()
         bouquet = shop.bouquet("Peonies", "24.50")
         bouquet_id = bouquet["bouquetId"]
 
@@ -218,15 +236,27 @@ class Console(unittest.TestCase):
         expect(customer.locator("#countdown")).to_have_text(re.compile(r"^1[45]:\d\d left to pay$"))
         self.subscribed(customer, "orders")
 
-        # The reservation reaches the vendor's console by itself.
-        row = vendor.locator(f'tr[data-order="{order_id}"]')
-        expect(row).to_have_attribute("data-status", "reserved")
-
+        # The shop's delivery settings are shown before the customer types; a postcode outside
+        # its area is refused beside the form's other answers, and nothing is charged.
+        expect(customer.locator("#delivery-settings")).to_contain_text("Delivers to FR (postcodes starting 75, 92)")
+        self.fill_delivery(customer, postcode="69001")
         customer.get_by_label("Card").select_option("tok_visa")
         customer.locator("#pay").click()
+        expect(customer.locator("#notice")).to_contain_text("outside the shop's delivery area")
+        expect(customer.get_by_label("Recipient's name")).to_have_value("Camille Martin")
+        customer.get_by_label("Postcode").fill("75011")
+        customer.locator("#pay").click()
         expect(customer.locator('#order-status [data-status="paid"]')).to_be_visible()
+        details = customer.locator("#delivery-details")
+        expect(details).to_contain_text("Camille Martin, +33612345678")
+        expect(details).to_contain_text("12 rue des Fleurs, 75011 Paris, FR")
+        expect(customer.locator("#timeline [aria-current=step]")).to_have_text("Paid")
 
+        # The paid order reaches the florist's deliveries by itself, with where and to whom.
+        row = vendor.locator(f'tr[data-order="{order_id}"]')
         expect(row).to_have_attribute("data-status", "paid")
+        expect(row.locator('[data-field="deliver-to"]')).to_contain_text("Camille Martin")
+        expect(row.locator('[data-field="deliver-to"]')).to_contain_text("Happy birthday!")
         self.no_reload(vendor)
         # The florist's steps, each on the customer's page by itself.
         row.get_by_role("button", name=re.compile("^Accept")).click()
@@ -239,6 +269,7 @@ class Console(unittest.TestCase):
         row.get_by_role("button", name=re.compile("^Fulfil")).click()
 
         expect(customer.locator('#order-status [data-status="fulfilled"]')).to_be_visible()
+        expect(customer.locator("#timeline [aria-current=step]")).to_have_text("Delivered")
         self.no_reload(customer)
         self.assertEqual(call("GET", f"/v1/orders/{order_id}", shop.token, expect_status=200)["status"], "fulfilled")
 
@@ -268,6 +299,7 @@ class Console(unittest.TestCase):
         page.locator("#reserve").click()
         page.wait_for_url("**/#/orders/*")
         page.wait_for_function("document.body.dataset.ready === 'yes'")
+        self.fill_delivery(page)
         page.get_by_label("Card").select_option("tok_visa")
         page.locator("#pay").click()
         expect(page.locator('#order-status [data-status="paid"]')).to_be_visible()
@@ -344,6 +376,8 @@ class Console(unittest.TestCase):
         self.open(customer, "/cart")
         customer.locator("#reserve").click()
         customer.wait_for_url("**/#/orders/*")
+        customer.wait_for_function("document.body.dataset.ready === 'yes'")
+        self.fill_delivery(customer, name="Dora Bell")
         customer.get_by_label("Card").select_option("tok_decline")
         customer.locator("#pay").click()
         notice = customer.locator("#notice")
@@ -351,8 +385,10 @@ class Console(unittest.TestCase):
         self.assertNotIn("{", notice.inner_text(), "no raw JSON")
         expect(customer.locator('#order-status [data-status="reserved"]')).to_be_visible()
         expect(customer.locator("#pay")).to_be_enabled()
-        # The page re-rendered after the refusal; the customer's choice of card is still there.
+        # The page re-rendered after the refusal; the customer's choice of card and the
+        # delivery details are still there.
         expect(customer.get_by_label("Card")).to_have_value("tok_decline")
+        expect(customer.get_by_label("Recipient's name")).to_have_value("Dora Bell")
 
     def test_a_card_that_needs_3d_secure_is_confirmed_at_the_bank_and_paid_live(self):
         shop = Shop()
@@ -367,6 +403,7 @@ class Console(unittest.TestCase):
         customer.wait_for_function("document.body.dataset.ready === 'yes'")
         customer.evaluate("window.__sameDocument = true")
         self.subscribed(customer, "orders")
+        self.fill_delivery(customer)
         customer.get_by_label("Card").select_option("tok_3ds")
         customer.locator("#pay").click()
         expect(customer.locator('#order-status [data-status="payment_pending"]')).to_be_visible()

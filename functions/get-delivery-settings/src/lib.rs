@@ -17,6 +17,6 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let vendor_id = ctx.path("vendorId", VendorId::parse)?;
     let saved = delivery::settings(&ctx.app, vendor_id).await?;
-    bouquet_http::delivery_settings_reply(vendor_id, &saved)
+    bouquet_http::delivery_settings_reply(vendor_id, &saved, ctx.now)
         .map(|reply| reply.header("cache-control", "public, max-age=60"))
 }

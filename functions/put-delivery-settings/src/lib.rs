@@ -32,5 +32,5 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         ctx.now,
     )
     .await?;
-    bouquet_http::delivery_settings_reply(vendor_id, &saved)
+    bouquet_http::delivery_settings_reply(vendor_id, &saved, ctx.now)
 }

@@ -10,7 +10,42 @@ export function ordersChannel() {
 }
 
 const ORDER_EVENTS = new Set(["OrderReserved", "OrderPaid", "OrderCancelled", "ReservationExpired", "OrderAccepted",
-  "OrderOutForDelivery", "OrderFulfilled", "OrderRejected"]);
+  "OrderOutForDelivery", "OrderFulfilled", "OrderRejected", "OrderDeliveryChanged"]);
+
+const SLOTS = [["", "Any time of day"], ["morning", "Morning"], ["afternoon", "Afternoon"], ["evening", "Evening"]];
+
+/** The shop's delivery settings in one sentence, shown before the customer types. */
+export function describeSettings(s) {
+  const where = s.countries.length ? s.countries.join(", ") : "any country";
+  const area = s.postcodePrefixes.length ? ` (postcodes starting ${s.postcodePrefixes.join(", ")})` : "";
+  const days = s.days.length === 7 ? "every day" : s.days.map((d) => d.slice(0, 3)).join(", ");
+  return `Delivers to ${where}${area}, ${days}, up to ${s.horizonDays} days ahead; same-day orders until ${s.sameDayCutoff} (${s.timeZone}).`;
+}
+
+/** Where, when and to whom: the lines a florist and a customer read. */
+export function deliveryLines(d) {
+  if (!d) return [];
+  const slot = d.slot ? ` (${d.slot})` : "";
+  return [
+    h("dt", {}, "Deliver on"), h("dd", { "data-field": "date" }, `${d.date}${slot}`),
+    h("dt", {}, "To"), h("dd", { "data-field": "recipient" }, `${d.recipientName}, ${d.recipientPhone}`),
+    h("dt", {}, "Address"), h("dd", { "data-field": "address" }, `${d.address.street}, ${d.address.postcode} ${d.address.city}, ${d.address.country}`),
+    d.cardMessage ? [h("dt", {}, "Card"), h("dd", { "data-field": "card" }, `“${d.cardMessage}”`)] : null,
+  ];
+}
+
+const STEPS = [["reserved", "Reserved"], ["paid", "Paid"], ["accepted", "Accepted"], ["out_for_delivery", "Out for delivery"], ["fulfilled", "Delivered"]];
+
+/** The order's way so far: every step up to its state, the current one marked. */
+function timeline(status) {
+  const reached = STEPS.findIndex(([s]) => s === (status === "payment_pending" ? "reserved" : status));
+  if (reached < 0) return null;
+  return h("ol", { class: "timeline", id: "timeline", "aria-label": "Progress" },
+    STEPS.map(([s, label], i) => h("li", {
+      class: i < reached ? "done" : i === reached ? "current" : "todo",
+      "aria-current": i === reached ? "step" : undefined, "data-step": s,
+    }, label)));
+}
 
 /** Calls `changed(orderId)` when one of the caller's orders moves. */
 export function followOrders(changed) {
@@ -112,6 +147,10 @@ export async function orderPage(id) {
       countdown.textContent = "Your hold has run out: the bouquets are back on sale.";
     }
   };
+  // The shop's delivery settings: shown before the customer types, and the date's bounds.
+  const settings = await api("GET", `/vendors/${order.vendorId}/delivery-settings`).catch(() => null);
+  // What the customer typed outlives a re-render (a live update must not wipe it).
+  let draft = null;
   // Paying again with the same attempt (e.g. after "gateway down") reuses its key: charged once.
   let payKey = null;
   // The chosen test card outlives a re-render (a live update must not reset the customer's choice).
@@ -126,12 +165,40 @@ export async function orderPage(id) {
       tick();
       const stripeMode = config.paymentProvider === "stripe";
       const cardSlot = h("div", { id: "card-element", class: "card", style: "max-width:420px" });
+      const given = order.delivery;
+      const value = (name, fallback = "") => draft?.[name] ?? fallback;
+      const details = h("fieldset", { id: "delivery" },
+        h("legend", {}, "Delivery"),
+        settings ? h("p", { class: "muted", id: "delivery-settings" }, describeSettings(settings)) : null,
+        field("Recipient's name", { name: "recipientName", required: true, maxlength: 100, autocomplete: "name", value: value("recipientName", given?.recipientName) }),
+        field("Recipient's phone", { name: "recipientPhone", required: true, type: "tel", autocomplete: "tel", value: value("recipientPhone", given?.recipientPhone) }, "international, e.g. +33 6 12 34 56 78"),
+        field("Street", { name: "street", required: true, maxlength: 200, autocomplete: "street-address", value: value("street", given?.address.street) }),
+        h("div", { class: "row" },
+          field("Postcode", { name: "postcode", required: true, maxlength: 10, autocomplete: "postal-code", value: value("postcode", given?.address.postcode) }),
+          field("City", { name: "city", required: true, maxlength: 100, value: value("city", given?.address.city) }),
+          field("Country", { name: "country", required: true, maxlength: 2, size: 3, autocomplete: "country", value: value("country", given?.address.country ?? settings?.countries[0] ?? "") }, "2 letters")),
+        h("div", { class: "row" },
+          field("Delivery date", { name: "date", type: "date", required: true, min: settings?.firstDate ?? undefined, value: value("date", given?.date ?? settings?.firstDate ?? "") }),
+          field("Time of day", { tag: "select", name: "slot", options: SLOTS })),
+        field("Note for the recipient", { tag: "textarea", name: "cardMessage", maxlength: 200, rows: 2 }, "optional, up to 200 characters, written on the card"));
       const form = h("form", {
+        oninput: () => { draft = Object.fromEntries(new FormData(form)); },
         onsubmit: (e) => {
           e.preventDefault();
           payKey ??= crypto.randomUUID();
           attempt(async () => {
             try {
+              const typed = Object.fromEntries(new FormData(form));
+              const request = {
+                recipient: { name: typed.recipientName, phone: typed.recipientPhone },
+                address: { street: typed.street, postcode: typed.postcode, city: typed.city, country: typed.country },
+                date: typed.date,
+                ...(typed.slot ? { slot: typed.slot } : {}),
+                ...(typed.cardMessage ? { cardMessage: typed.cardMessage } : {}),
+              };
+              // The details first (at the version shown), then the payment.
+              order = await api("PUT", `/orders/${id}/delivery`, { body: request, headers: { "if-match": `"${order.version}"` } });
+              draft = null;
               const token = stripeMode
                 ? await stripeToken()
                 : new FormData(form).get("paymentToken");
@@ -173,6 +240,9 @@ export async function orderPage(id) {
           type: "button", class: "secondary",
           onclick: () => attempt(async () => { order = await api("POST", `/orders/${id}/cancel`); render(); }),
         }, "Cancel the order")));
+      form.prepend(details);
+      form.elements.slot.value = value("slot", given?.slot ?? "");
+      form.elements.cardMessage.value = value("cardMessage", given?.cardMessage ?? "");
       if (stripeMode) attempt(() => mountCard(cardSlot));
       else form.elements.paymentToken.value = testCard;
       actions.push(countdown, form);
@@ -193,11 +263,14 @@ export async function orderPage(id) {
       rejected: `The florist could not take it${order.rejectionReason ? `: "${order.rejectionReason}"` : ""}. ${order.refundedAt ? "You have been refunded." : "A refund follows."}`,
       cancelled: "Cancelled. The bouquets went back on sale.", expired: "The hold ran out before payment; the bouquets went back on sale.",
     };
+    const showDetails = order.delivery && !(customer && order.status === "reserved");
     section.replaceChildren(
       h("h1", {}, "Order"),
       h("p", { class: "row" }, h("span", { id: "order-status" }, statusBadge(order.status)), words[order.status] ?? ""),
+      timeline(order.status),
       h("ul", {}, order.lines.map((l) => h("li", {}, `${l.name}: ${money(l.price)}`))),
       h("p", {}, h("strong", {}, `Total ${money(order.total)}`)),
+      showDetails ? h("dl", { class: "delivery", id: "delivery-details" }, deliveryLines(order.delivery)) : null,
       ...actions);
   };
   render();

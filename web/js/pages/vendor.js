@@ -125,8 +125,10 @@ function vasesSection(vendorId) {
 function ordersSection() {
   const body = h("tbody", { id: "vendor-orders" });
   const load = async () => {
-    const page = await api("GET", "/orders?limit=50");
-    const open = page.items.filter((o) => ["paid", "accepted", "out_for_delivery", "reserved", "payment_pending"].includes(o.status));
+    // Sold and not yet delivered, in delivery order (date, slot), from the shop's history index.
+    const page = await api("GET", "/orders?status=paid,accepted,out_for_delivery&limit=50");
+    const open = page.items;
+    const today = new Date().toISOString().slice(0, 10);
     // One button per step the order may take next (the API refuses any other).
     const step = (o, route, label) => h("button", {
       type: "button", class: route === "reject" ? "secondary" : "", "aria-label": `${label} order ${o.orderId}`,
@@ -145,18 +147,67 @@ function ordersSection() {
       paid: [step(o, "accept", "Accept"), step(o, "fulfil", "Fulfil"), step(o, "reject", "Reject")],
       accepted: [step(o, "dispatch", "Out for delivery"), step(o, "fulfil", "Fulfil"), step(o, "reject", "Reject")],
       out_for_delivery: [step(o, "fulfil", "Fulfil")],
-    })[o.status] ?? ["waiting for payment"];
+    })[o.status] ?? [];
+    const dueOn = (d) => d ? h("span", {}, d.date <= today ? h("strong", { class: "badge", "data-today": "" }, d.date < today ? "late" : "today") : d.date,
+      d.slot ? ` ${d.slot}` : "") : "–";
     body.replaceChildren(...open.map((o) => h("tr", { "data-order": o.orderId, "data-status": o.status },
-      h("td", {}, h("a", { href: `#/orders/${o.orderId}` }, o.lines.map((l) => l.name).join(", "))),
-      h("td", {}, money(o.total)), h("td", {}, statusBadge(o.status)),
+      h("td", {}, dueOn(o.delivery)),
+      h("td", {}, h("a", { href: `#/orders/${o.orderId}` }, o.lines.map((l) => l.name).join(", ")), " ", money(o.total)),
+      h("td", { "data-field": "deliver-to" }, o.delivery
+        ? [h("div", {}, `${o.delivery.recipientName}, ${o.delivery.recipientPhone}`),
+          h("div", { class: "muted" }, `${o.delivery.address.street}, ${o.delivery.address.postcode} ${o.delivery.address.city}`),
+          o.delivery.cardMessage ? h("div", { class: "muted" }, `Card: “${o.delivery.cardMessage}”`) : null]
+        : "–"),
+      h("td", {}, statusBadge(o.status)),
       h("td", { class: "row" }, ...steps(o)))));
-    if (!open.length) body.append(h("tr", {}, h("td", { colspan: 4, class: "muted" }, "No open orders.")));
+    if (!open.length) body.append(h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No orders to deliver.")));
   };
   return {
-    section: h("section", {}, h("h2", {}, "Orders to fulfil"), h("div", { class: "table-wrap" }, h("table", {},
-      h("thead", {}, h("tr", {}, ...["Bouquets", "Total", "Status", ""].map((t) => h("th", {}, t)))), body))),
+    section: h("section", {}, h("h2", {}, "Deliveries"), h("div", { class: "table-wrap" }, h("table", {},
+      h("thead", {}, h("tr", {}, ...["When", "Bouquets", "Deliver to", "Status", ""].map((t) => h("th", {}, t)))), body))),
     load,
   };
+}
+
+const WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"];
+
+/** Where, when and how far ahead the shop delivers: what the checkout holds customers to. */
+function deliverySettingsSection(vendorId) {
+  const slot = h("div", {});
+  const load = async () => {
+    const current = await api("GET", `/vendors/${vendorId}/delivery-settings`);
+    const form = h("form", {
+      id: "delivery-settings",
+      onsubmit: (e) => {
+        e.preventDefault();
+        attempt(async () => {
+          const data = new FormData(form);
+          const list = (name) => String(data.get(name) ?? "").split(",").map((t) => t.trim()).filter(Boolean);
+          const body = {
+            countries: list("countries"), postcodePrefixes: list("postcodePrefixes"),
+            days: WEEKDAYS.filter((d) => data.get(`day-${d}`)),
+            horizonDays: Number(data.get("horizonDays")), sameDayCutoff: data.get("sameDayCutoff"), timeZone: data.get("timeZone"),
+          };
+          const headers = current.version ? { "if-match": `"${current.version}"` } : {};
+          await api("PUT", `/vendors/${vendorId}/delivery-settings`, { body, headers });
+          notify("Delivery settings saved.", "ok");
+          await load();
+        });
+      },
+    },
+    field("Countries", { name: "countries", value: current.countries.join(", "), required: true }, "ISO codes, comma-separated"),
+    field("Postcodes starting with", { name: "postcodePrefixes", value: current.postcodePrefixes.join(", ") }, "comma-separated; empty: all"),
+    h("fieldset", {}, h("legend", {}, "Delivery days"),
+      h("div", { class: "row" }, WEEKDAYS.map((d) => h("label", { style: "font-weight:400" },
+        h("input", { type: "checkbox", name: `day-${d}`, checked: current.days.includes(d), style: "width:auto" }), ` ${d.slice(0, 3)}`)))),
+    h("div", { class: "row" },
+      field("Days ahead", { name: "horizonDays", type: "number", min: 0, max: 90, value: current.horizonDays, required: true }),
+      field("Same-day until", { name: "sameDayCutoff", type: "time", value: current.sameDayCutoff, required: true }),
+      field("Time zone", { name: "timeZone", value: current.timeZone, required: true })),
+    h("button", { type: "submit" }, "Save delivery settings"));
+    slot.replaceChildren(form);
+  };
+  return { section: h("section", {}, h("h2", {}, "Delivery settings"), slot), load };
 }
 
 function analyticsSection(vendorId) {
@@ -188,8 +239,9 @@ export async function vendorPage() {
   const vases = vasesSection(vendorId);
   const orders = ordersSection();
   const analytics = analyticsSection(vendorId);
-  show(h("h1", {}, "Vendor console"), orders.section, vases.section, bouquets.section, analytics.section);
-  const all = () => Promise.all([orders.load(), vases.load(), bouquets.load(), analytics.load()]);
+  const delivery = deliverySettingsSection(vendorId);
+  show(h("h1", {}, "Vendor console"), orders.section, vases.section, bouquets.section, delivery.section, analytics.section);
+  const all = () => Promise.all([orders.load(), vases.load(), bouquets.load(), delivery.load(), analytics.load()]);
   await all();
   live.onReconnect.add(() => attempt(all));
   const stopOrders = followOrders(() => attempt(orders.load));
