@@ -53,6 +53,16 @@ def call(method, path, token=None, body=None, expect_status=None):
     return json.loads(text) if text else None
 
 
+def put(path, token, body, if_match):
+    """A PUT with `If-Match`, which must succeed."""
+    request = urllib.request.Request(f"{BASE}{path}", data=json.dumps(body).encode(), method="PUT")
+    request.add_header("content-type", "application/json")
+    request.add_header("authorization", f"Bearer {token}")
+    request.add_header("if-match", if_match)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
 def mint(role, sub, vendor_id=None):
     return call("POST", "/local/token", body={"role": role, "sub": sub, "vendorId": vendor_id}, expect_status=200)["token"]
 
@@ -466,6 +476,10 @@ class Console(unittest.TestCase):
             ("telemetry", reading(water=90 - 15 * i, temperature=17 + i, offset_seconds=i - 6)) for i in range(6)])
         buyer = mint("customer", unique("frank"))
         order = call("POST", "/v1/orders", buyer, {"bouquetIds": [sold]}, 201)
+        first = call("GET", f"/v1/vendors/{shop.vendor_id}/delivery-settings", expect_status=200)["firstDate"]
+        details = {"recipient": {"name": "Frank Ocean", "phone": "+33 6 12 34 56 78"}, "date": first,
+                   "address": {"street": "3 quai des Fleurs", "postcode": "75004", "city": "Paris", "country": "FR"}}
+        put(f"/v1/orders/{order['orderId']}/delivery", buyer, details, '"1"')
         call("POST", f"/v1/orders/{order['orderId']}/payment", buyer, {"paymentToken": "tok_visa"}, 200)
         eventually(lambda: call("GET", f"/v1/vendors/{shop.vendor_id}/analytics", shop.token, expect_status=200)["days"],
                    "the sale is in the vendor's analytics")

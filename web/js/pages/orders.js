@@ -180,7 +180,7 @@ export async function orderPage(id) {
         h("div", { class: "row" },
           field("Delivery date", { name: "date", type: "date", required: true, min: settings?.firstDate ?? undefined, value: value("date", given?.date ?? settings?.firstDate ?? "") }),
           field("Time of day", { tag: "select", name: "slot", options: SLOTS })),
-        field("Note for the recipient", { tag: "textarea", name: "cardMessage", maxlength: 200, rows: 2 }, "optional, up to 200 characters, written on the card"));
+        field("Note for the recipient", { tag: "textarea", name: "cardMessage", maxlength: 200, rows: 2 }, "optional, up to 200 characters"));
       const form = h("form", {
         oninput: () => { draft = Object.fromEntries(new FormData(form)); },
         onsubmit: (e) => {
