@@ -566,8 +566,44 @@ class IotBrokerSync:
         return answer
 
 
+class SentMail:
+    """`GET /_aws/ses`: the messages SES accepted, as LocalStack lists them (moto keeps them in
+    its SES backends; nothing is delivered). `?email=` keeps those from one sender."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        if environ.get("PATH_INFO") != "/_aws/ses" or environ.get("REQUEST_METHOD") != "GET":
+            return self.app(environ, start_response)
+        from urllib.parse import parse_qs
+
+        from moto.ses.models import ses_backends
+
+        sender = parse_qs(environ.get("QUERY_STRING", "")).get("email", [None])[0]
+        messages = []
+        for account, regions in ses_backends.items():
+            for region, backend in regions.items():
+                for message in backend.sent_messages:
+                    source = getattr(message, "source", None)
+                    if sender and source != sender:
+                        continue
+                    body = getattr(message, "body", None) or getattr(message, "raw_data", "")
+                    messages.append({
+                        "Id": message.id,
+                        "Region": region,
+                        "Source": source,
+                        "Destination": getattr(message, "destinations", None),
+                        "Subject": getattr(message, "subject", None),
+                        "Body": {"html_part": body},
+                    })
+        answer = json.dumps({"messages": messages}).encode()
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))])
+        return [answer]
+
+
 def wsgi_app():
-    app = DomainDispatcherApplication(create_backend_app)
+    app = SentMail(DomainDispatcherApplication(create_backend_app))
     if os.environ.get("BOUQUET_IOT_DIR"):
         app = IotBrokerSync(app, install_iot_ca(os.environ["BOUQUET_IOT_DIR"]))
     return SerialDynamoDB(app)

@@ -26,6 +26,8 @@ pub struct Console {
     ledger: Option<bouquet_app::payments::TableLedger>,
     /// What the distribution's response headers policy adds to every console answer.
     security_headers: Vec<(hyper::header::HeaderName, hyper::header::HeaderValue)>,
+    /// The emulator, whose SES keeps the mail the stack sent (`GET /local/mail`).
+    emulator: Option<hyper::Uri>,
 }
 
 /// The headers the template's `ConsoleSecurityHeadersPolicy` makes CloudFront add, with the
@@ -104,6 +106,39 @@ impl Console {
             jwt_secret,
             ledger: None,
             security_headers: Vec::new(),
+            emulator: None,
+        }
+    }
+
+    /// Lets `GET /local/mail` show what the stack sent through the emulator's SES at `endpoint`.
+    pub fn with_sent_mail(mut self, endpoint: &str) -> Self {
+        self.emulator = endpoint.trim_end_matches('/').parse().ok();
+        self
+    }
+
+    /// `GET /local/mail`: the emails the stack sent (the emulator's `/_aws/ses`), newest last,
+    /// for a developer to read; nothing is delivered.
+    async fn sent_mail(&self) -> Response<Full<Bytes>> {
+        let Some(emulator) = &self.emulator else {
+            return message(StatusCode::NOT_FOUND, "no emulator to read sent mail from");
+        };
+        let client: hyper_util::client::legacy::Client<_, Full<Bytes>> =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http();
+        let uri = format!("{emulator}/_aws/ses");
+        let Ok(uri) = uri.parse::<hyper::Uri>() else {
+            return message(StatusCode::INTERNAL_SERVER_ERROR, "the emulator's address");
+        };
+        match client.get(uri).await {
+            Ok(answer) => match answer.into_body().collect().await {
+                Ok(body) => respond(
+                    StatusCode::OK,
+                    "application/json",
+                    String::from_utf8_lossy(&body.to_bytes()).into_owned(),
+                ),
+                Err(error) => message(StatusCode::BAD_GATEWAY, &error.to_string()),
+            },
+            Err(error) => message(StatusCode::BAD_GATEWAY, &error.to_string()),
         }
     }
 
@@ -212,6 +247,7 @@ impl Console {
     async fn route(&self, request: Request<Bytes>) -> Response<Full<Bytes>> {
         match (request.method(), request.uri().path()) {
             (&Method::POST, "/local/token") => self.token(request.body()),
+            (&Method::GET, "/local/mail") => self.sent_mail().await,
             (&Method::GET, "/config.json") => {
                 respond(StatusCode::OK, "application/json", self.config.to_string())
             }

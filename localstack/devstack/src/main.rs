@@ -425,6 +425,11 @@ async fn main() -> Result<(), DevError> {
                     aws_sdk_dynamodb::Client::new(&sdk),
                     table,
                 ))
+                .with_sent_mail(
+                    std::env::var("AWS_ENDPOINT_URL")
+                        .as_deref()
+                        .unwrap_or("http://127.0.0.1:4566"),
+                )
                 .with_security_headers(devstack::console::security_headers(
                     &template,
                     &format!("ws://127.0.0.1:{ws_port}"),

@@ -226,6 +226,30 @@ pub async fn table_names(
     Ok(())
 }
 
+/// The stack's email sender, verified as an operator verifies it in SES: the emulator, as SES
+/// does, refuses mail from an identity that is not. Idempotent.
+pub async fn verify_sender(
+    client: &aws_sdk_sesv2::Client,
+    sender: &str,
+) -> Result<(), ProvisionError> {
+    match client
+        .create_email_identity()
+        .email_identity(sender)
+        .send()
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(error)
+            if error
+                .as_service_error()
+                .is_some_and(|e| e.is_already_exists_exception()) =>
+        {
+            Ok(())
+        }
+        Err(error) => Err(crate::provisioned::aws(error)),
+    }
+}
+
 /// Every resource of the template the emulator serves: the user pool, tables, queues, buses.
 /// Idempotent.
 pub async fn provision_resources(
@@ -244,6 +268,9 @@ pub async fn provision_resources(
         &mut names,
     )
     .await?;
+    if let Some(sender) = template.parameter_default("EmailSender") {
+        verify_sender(&aws_sdk_sesv2::Client::new(sdk), &sender).await?;
+    }
     let mut resources: Vec<(String, Value)> = template
         .resources()
         .map(|(id, r)| (id.to_owned(), r.clone()))

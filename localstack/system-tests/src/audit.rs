@@ -340,6 +340,8 @@ pub fn queue_policy(queue: &str) -> QueuePolicy {
         "OutboxFailureQueue"
         | "AnalyticsDeadLetterQueue"
         | "AnalyticsFailureQueue"
+        | "EmailDeadLetterQueue"
+        | "EmailFailureQueue"
         | "VaseMessagesDeadLetterQueue" => QueuePolicy::WaitsForAPerson,
         _ => QueuePolicy::Drains,
     }
@@ -587,6 +589,7 @@ pub fn delivery_details_stay_with_their_readers(evidence: &Evidence) -> Check {
             &delivery["recipientPhone"],
             &delivery["address"]["street"],
             &delivery["cardMessage"],
+            &delivery["contactEmail"],
         ] {
             if let Some(text) = field
                 .as_str()

@@ -85,7 +85,11 @@ pub const SCHEDULED_FUNCTIONS: &[&str] = &[
 ];
 
 /// The functions an EventBridge rule triggers.
-pub const EVENT_FUNCTIONS: &[&str] = &["project-vendor-analytics", "broadcast-events"];
+pub const EVENT_FUNCTIONS: &[&str] = &[
+    "project-vendor-analytics",
+    "broadcast-events",
+    "send-order-emails",
+];
 
 /// The functions an SQS queue triggers that the tests run in process.
 pub const QUEUE_FUNCTIONS: &[&str] = &["push-frames"];
@@ -129,6 +133,15 @@ pub async fn run_event_function(
             reconcile_vase_things::handler(app, &functions.registrar, event).await?,
         )?,
         "project-vendor-analytics" => project_vendor_analytics::handler(app, event).await?,
+        "send-order-emails" => {
+            send_order_emails::SendOrderEmails {
+                app: app.clone(),
+                mailer: functions.mailer.clone(),
+                marketplace: "Bouquet".into(),
+            }
+            .handle(event)
+            .await?
+        }
         "redrive-outbox" => {
             functions
                 .redrive
@@ -195,6 +208,8 @@ pub struct InProcess {
     pub redrive: Option<Arc<redrive_outbox::Redrive>>,
     /// The user directory `add-vendor-member` changes.
     pub directory: Arc<dyn bouquet_app::directory::UserDirectory>,
+    /// Where `send-order-emails` sends: the emulator's SES, from this test's sender.
+    pub mailer: Arc<dyn bouquet_app::mail::Mailer>,
 }
 
 impl InProcess {

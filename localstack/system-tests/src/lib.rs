@@ -67,6 +67,11 @@ pub struct TestCloud {
     pub clock: Arc<ManualClock>,
     /// `add-vendor-member`'s directory: one in memory unless a test puts moto's pool in.
     pub directory: Arc<dyn bouquet_app::directory::UserDirectory>,
+    /// `send-order-emails`' mailer: the emulator's SES from [`TestCloud::mail_sender`] (which
+    /// [`TestCloud::verify_sender`] verifies), unless a test puts another in.
+    pub mailer: Arc<dyn bouquet_app::mail::Mailer>,
+    /// This test's own sender, so it reads only its own mail from the emulator.
+    pub mail_sender: String,
     pub client: aws_sdk_dynamodb::Client,
     pub table: String,
     /// The test's `LiveTable` (connections and subscriptions).
@@ -122,10 +127,21 @@ impl TestCloud {
             bouquet_app::payments::SimulatedGateway::with_ledger(ledger),
         ));
         calls.reset();
+        let mail_sender = format!(
+            "orders-{}@bouquet.example",
+            ulid::Ulid::new().to_string().to_lowercase()
+        );
+        let mailer = Arc::new(bouquet_mail::ses::SesMailer::new(
+            &sdk,
+            mail_sender.clone(),
+            None,
+        ));
         Self {
             app,
             registrar,
             clock,
+            mailer,
+            mail_sender,
             directory: Arc::new(bouquet_app::directory::MemoryDirectory::default()),
             client,
             table,
@@ -155,6 +171,7 @@ impl TestCloud {
             queue: None,
             redrive: None,
             directory: self.directory.clone(),
+            mailer: self.mailer.clone(),
         }
     }
 
@@ -169,6 +186,8 @@ impl TestCloud {
             registrar: self.registrar.clone(),
             clock: self.clock.clone(),
             directory: self.directory.clone(),
+            mailer: self.mailer.clone(),
+            mail_sender: self.mail_sender.clone(),
             client: self.client.clone(),
             table: self.table.clone(),
             live_table: self.live_table.clone(),
@@ -280,6 +299,37 @@ impl TestCloud {
                 self.give_delivery(customer, order_id).await;
             }
         }
+    }
+
+    /// Verifies this test's sender in the emulator's SES, as an operator does in SES.
+    pub async fn verify_sender(&self) {
+        let sdk = emulator_sdk_config().await;
+        devstack::provision::verify_sender(&aws_sdk_sesv2::Client::new(&sdk), &self.mail_sender)
+            .await
+            .expect("the sender identity is created");
+    }
+
+    /// The mail this test's sender sent, as the emulator's SES keeps it (`/_aws/ses`).
+    pub async fn sent_mail(&self) -> Vec<Value> {
+        let endpoint = endpoint();
+        let address: std::net::SocketAddr = endpoint
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .parse()
+            .expect("the emulator's address is host:port");
+        let answer = http_client::send(
+            address,
+            "GET",
+            &format!("/_aws/ses?email={}", self.mail_sender),
+            &[],
+            None,
+        )
+        .await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        answer.body["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// The stored status of order `order_id`.

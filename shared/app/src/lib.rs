@@ -15,6 +15,7 @@ pub mod idempotency;
 pub mod listing;
 pub mod live;
 pub mod members;
+pub mod notifications;
 pub mod orders;
 pub mod payment;
 pub mod queries;
@@ -49,6 +50,7 @@ pub use bouquet_directory as directory;
 pub use bouquet_domain as domain;
 #[cfg(feature = "iot")]
 pub use bouquet_iot as iot;
+pub use bouquet_mail as mail;
 pub use bouquet_metrics as metrics;
 pub use bouquet_payments as payments;
 pub use bouquet_realtime as realtime;

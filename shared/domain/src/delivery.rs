@@ -39,6 +39,9 @@ pub struct DeliverySettings {
     pub same_day_cutoff: String,
     /// The shop's IANA time zone (`Europe/Paris`).
     pub time_zone: String,
+    /// Where the shop is told of new paid orders (customers may write to it too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contact_email: Option<String>,
 }
 
 /// What the customer sends.
@@ -56,6 +59,9 @@ pub struct DeliveryRequest {
     pub slot: Option<Slot>,
     #[serde(default)]
     pub card_message: Option<String>,
+    /// Where the customer is told how the order goes (receipt, each step).
+    #[serde(default)]
+    pub contact_email: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,6 +102,9 @@ pub struct Delivery {
     pub slot: Option<Slot>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub card_message: Option<String>,
+    /// The customer's address for the order's emails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contact_email: Option<String>,
 }
 
 /// What replaces a redacted personal field.
@@ -117,6 +126,7 @@ impl Delivery {
             date: self.date.clone(),
             slot: self.slot,
             card_message: self.card_message.as_ref().map(|_| REDACTED.into()),
+            contact_email: self.contact_email.as_ref().map(|_| REDACTED.into()),
         }
     }
 }
@@ -195,6 +205,7 @@ impl DeliverySettings {
             horizon_days: 14,
             same_day_cutoff: "12:00".into(),
             time_zone: "UTC".into(),
+            contact_email: None,
         }
     }
 
@@ -238,6 +249,9 @@ impl DeliverySettings {
         }
         if TimeZone::get(&self.time_zone).is_err() {
             v.add("timeZone", "must be an IANA time zone such as Europe/Paris");
+        }
+        if let Some(address) = self.contact_email.take() {
+            self.contact_email = v.check("contactEmail", text::email(&address));
         }
         v.finish(|| self)
     }
@@ -324,6 +338,12 @@ impl DeliverySettings {
                 )
                 .filter(|m| !m.is_empty()),
         };
+        let contact_email = match &request.contact_email {
+            Some(address) if !address.trim().is_empty() => {
+                v.check("delivery.contactEmail", text::email(address))
+            }
+            _ => None,
+        };
         let address = Address {
             street: street.clone().unwrap_or_default(),
             postcode: request.address.postcode.trim().to_owned(),
@@ -347,6 +367,7 @@ impl DeliverySettings {
             date: date.map(|d| d.to_string()).unwrap_or_default(),
             slot: request.slot,
             card_message,
+            contact_email,
         })
     }
 
@@ -421,6 +442,7 @@ mod tests {
             horizon_days: 14,
             same_day_cutoff: "11:00".into(),
             time_zone: "Europe/Paris".into(),
+            contact_email: Some("shop@example.com".into()),
         }
         .validate()
         .unwrap()
@@ -451,6 +473,7 @@ mod tests {
             date: date.into(),
             slot: Some(Slot::Morning),
             card_message: Some("Happy birthday!".into()),
+            contact_email: Some("ana@example.com".into()),
         }
     }
 
@@ -600,6 +623,7 @@ mod tests {
             horizon_days: 365,
             same_day_cutoff: "25:00".into(),
             time_zone: "Mars/Olympus".into(),
+            contact_email: Some("shop@".into()),
         };
         let named: Vec<String> = bad
             .validate()
@@ -615,7 +639,8 @@ mod tests {
                 "days",
                 "horizonDays",
                 "sameDayCutoff",
-                "timeZone"
+                "timeZone",
+                "contactEmail"
             ]
         );
     }

@@ -607,6 +607,7 @@ mod tests {
             date: "2026-12-03".into(),
             slot: None,
             card_message: Some("Happy birthday".into()),
+            contact_email: Some("ana@example.com".into()),
         }
     }
 
@@ -700,7 +701,12 @@ mod tests {
         assert_eq!(order.due_at(), None, "redacted: out of the index");
         assert_eq!(order.redact(delivered_at), Ok(false), "once");
         let text = serde_json::to_string(&order).unwrap();
-        assert!(!text.contains("Camille") && !text.contains("+336") && !text.contains("Fleurs"));
+        assert!(
+            !text.contains("Camille")
+                && !text.contains("+336")
+                && !text.contains("Fleurs")
+                && !text.contains("ana@")
+        );
     }
 
     fn customer() -> CustomerId {

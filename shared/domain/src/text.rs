@@ -28,6 +28,20 @@ pub fn clean(text: &str, min: usize, max: usize, multiline: bool) -> Result<Stri
     Ok(trimmed.to_owned())
 }
 
+/// An email address as SES takes one (RFC 5321 shape, a dotted domain, at most 254
+/// characters), trimmed; the domain lowercased.
+pub fn email(text: &str) -> Result<String, &'static str> {
+    let trimmed = text.trim();
+    let parsed: email_address::EmailAddress = trimmed
+        .parse()
+        .map_err(|_| "must be an email address such as name@example.com")?;
+    let domain = parsed.domain().to_ascii_lowercase();
+    if trimmed.len() > 254 || !domain.contains('.') || domain.starts_with('[') {
+        return Err("must be an email address such as name@example.com");
+    }
+    Ok(format!("{}@{domain}", parsed.local_part()))
+}
+
 pub const NAME_MAX: usize = 120;
 pub const DESCRIPTION_MAX: usize = 2_000;
 
@@ -42,6 +56,22 @@ pub fn description(text: &str) -> Result<String, TextError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn email_addresses_are_checked_and_their_domain_lowercased() {
+        assert_eq!(email(" Ana@Example.COM ").unwrap(), "Ana@example.com");
+        for bad in [
+            "",
+            "ana",
+            "ana@",
+            "@example.com",
+            "ana@localhost",
+            "a b@example.com",
+            "ana@[10.0.0.1]",
+        ] {
+            assert!(email(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn names_are_trimmed_and_bounded() {

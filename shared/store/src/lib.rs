@@ -42,6 +42,7 @@ pub use idempotency::{IdempotencyPut, IdempotencyRecord};
 pub use keys::CATALOGUE_SHARDS;
 pub use orders::{BouquetEffect, DueCursor, OrderWrite, Reservation, ReservationRead};
 pub use processed::{Processed, PROCESSED_RETENTION};
+pub use tx::Tx;
 pub use vases::{BouquetScore, ReadingWrite, HEARTBEAT_SHARDS, READING_RETENTION};
 pub use vendors::{MemberClaim, VersionedSettings};
 

@@ -27,7 +27,26 @@ pub enum Processed {
     Duplicate,
 }
 
+fn processed_key(consumer: &str, event_id: &str) -> HashMap<String, AttributeValue> {
+    HashMap::from([
+        (
+            "pk".to_owned(),
+            AttributeValue::S(format!("PROCESSED#{consumer}#{event_id}")),
+        ),
+        ("sk".to_owned(), AttributeValue::S("PROCESSED".into())),
+    ])
+}
+
 impl Store {
+    /// Whether `consumer` recorded `event_id` as processed (a consistent read): for effects
+    /// outside the table (an email), checked before and recorded after.
+    pub async fn was_processed(&self, consumer: &str, event_id: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .get_item(processed_key(consumer, event_id), true)
+            .await?
+            .is_some())
+    }
+
     /// Commits `tx` together with the dedupe record of (`consumer`, `event_id`).
     pub async fn commit_once(
         &self,
@@ -36,12 +55,8 @@ impl Store {
         mut tx: Tx,
         now: Timestamp,
     ) -> Result<Processed, StoreError> {
-        let record = HashMap::from([
-            (
-                "pk".to_owned(),
-                AttributeValue::S(format!("PROCESSED#{consumer}#{event_id}")),
-            ),
-            ("sk".to_owned(), AttributeValue::S("PROCESSED".into())),
+        let mut record = processed_key(consumer, event_id);
+        record.extend([
             ("entity".to_owned(), AttributeValue::S("processed".into())),
             (
                 "expiresAt".to_owned(),

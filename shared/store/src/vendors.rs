@@ -114,6 +114,15 @@ impl Store {
         }
     }
 
+    /// The vendor's name, if it exists.
+    pub async fn vendor_name(&self, vendor_id: VendorId) -> Result<Option<String>, StoreError> {
+        let key = keys::key(keys::vendor_pk(&vendor_id.to_string()), keys::VENDOR_SK);
+        Ok(self
+            .get_item(key, false)
+            .await?
+            .and_then(|item| item.get("name").and_then(|n| n.as_s().ok()).cloned()))
+    }
+
     /// Whether the vendor exists (a cheap check before work outside DynamoDB).
     pub async fn vendor_exists(&self, vendor_id: VendorId) -> Result<bool, StoreError> {
         let key = keys::key(keys::vendor_pk(&vendor_id.to_string()), keys::VENDOR_SK);

@@ -659,12 +659,14 @@ mod tests {
             .map(|r| format!("{} {}", r.method, r.path))
             .collect();
         public.sort();
-        // Stripe signs its webhook instead of sending a JWT.
+        // Stripe signs its webhook instead of sending a JWT; a shop's delivery settings are
+        // shown at checkout.
         assert_eq!(
             public,
             [
                 "GET /v1/bouquets",
                 "GET /v1/bouquets/{bouquetId}",
+                "GET /v1/vendors/{vendorId}/delivery-settings",
                 "POST /v1/payments/webhook"
             ]
         );

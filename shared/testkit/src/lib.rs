@@ -299,5 +299,6 @@ pub fn delivery_details(date: &str) -> Value {
         "date": date,
         "slot": "morning",
         "cardMessage": "Happy birthday",
+        "contactEmail": "ana@example.com",
     })
 }

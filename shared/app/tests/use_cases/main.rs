@@ -9,6 +9,7 @@ mod delivery;
 mod listing;
 mod live;
 mod members;
+mod notifications;
 mod orders;
 mod payment;
 mod queries;

@@ -221,6 +221,7 @@ pub fn delivery_request(now: Timestamp) -> bouquet_app::domain::delivery::Delive
         "date": bouquet_app::domain::delivery::date_after(now, 1, "UTC").expect("a date"),
         "slot": "morning",
         "cardMessage": "Happy birthday",
+        "contactEmail": "ana@example.com",
     }))
     .expect("a delivery request")
 }

@@ -1,0 +1,1 @@
+bouquet_runtime::main!(function = send_order_emails::SendOrderEmails);

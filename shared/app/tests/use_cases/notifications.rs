@@ -1,0 +1,207 @@
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use bouquet_app::delivery;
+use bouquet_app::domain::delivery::DeliverySettings;
+use bouquet_app::domain::Order;
+use bouquet_app::mail::{MailError, MemoryMailer};
+use bouquet_app::notifications::{notify, Notified, NotifyError};
+use bouquet_app::orders::{transition, Action};
+
+use crate::support::*;
+
+/// The EventBridge event the bus delivers for `name` of `order`, from its outbox item.
+async fn bus_event(world: &World, name: &str, order: &Order) -> Value {
+    let (_, detail) = world
+        .events()
+        .await
+        .into_iter()
+        .rev()
+        .find(|(n, detail)| n == name && detail.contains(&order.order_id.to_string()))
+        .unwrap_or_else(|| panic!("no {name} of {}", order.order_id));
+    json!({ "detail-type": name, "source": "bouquet.marketplace", "detail": serde_json::from_str::<Value>(&detail).unwrap() })
+}
+
+async fn shop_with_contact(world: &World) -> bouquet_app::domain::Vendor {
+    let vendor = world.vendor().await;
+    let mut settings = DeliverySettings::unset();
+    settings.countries = vec!["FR".into()];
+    settings.contact_email = Some("shop@example.com".into());
+    delivery::change_settings(
+        &world.app,
+        &vendor_caller(&vendor),
+        vendor.vendor_id,
+        settings,
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    vendor
+}
+
+#[tokio::test]
+async fn a_paid_order_mails_the_customer_and_the_shop_once_and_each_step_the_customer() {
+    let world = World::new().await;
+    let vendor = shop_with_contact(&world).await;
+    let bouquet = world.bouquet_of(&vendor).await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    world.pay("ana", order.order_id, "tok_visa").await.unwrap();
+    let mailer = MemoryMailer::default();
+    let paid = bus_event(&world, "OrderPaid", &order).await;
+    let first = notify(&world.app, &mailer, "Bouquet", &paid).await.unwrap();
+    assert_eq!(
+        first,
+        Notified {
+            sent: 2,
+            duplicates: 0,
+            no_address: 0
+        }
+    );
+    let again = notify(&world.app, &mailer, "Bouquet", &paid).await.unwrap();
+    assert_eq!(
+        again,
+        Notified {
+            sent: 0,
+            duplicates: 2,
+            no_address: 0
+        },
+        "redelivered: nothing twice"
+    );
+    let sent = mailer.sent();
+    let to: Vec<&str> = sent.iter().map(|e| e.to.as_str()).collect();
+    assert_eq!(to, ["ana@example.com", "shop@example.com"]);
+    assert!(sent[0].subject.contains("is paid"), "{}", sent[0].subject);
+    assert!(
+        sent[1].text.contains("Camille Martin") && sent[1].text.contains("+33612345678"),
+        "the florist learns where and to whom"
+    );
+    assert!(sent[0].html.starts_with("<!doctype html>"));
+
+    transition(
+        &world.app,
+        &vendor_caller(&vendor),
+        order.order_id,
+        Action::Accept,
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    let accepted = bus_event(&world, "OrderAccepted", &order).await;
+    assert_eq!(
+        notify(&world.app, &mailer, "Bouquet", &accepted)
+            .await
+            .unwrap()
+            .sent,
+        1
+    );
+    assert_eq!(mailer.sent().len(), 3);
+    // Events no email is for: nothing, not an error.
+    let reserved = bus_event(&world, "OrderReserved", &order).await;
+    assert_eq!(
+        notify(&world.app, &mailer, "Bouquet", &reserved)
+            .await
+            .unwrap(),
+        Notified::default()
+    );
+}
+
+#[tokio::test]
+async fn a_refused_address_fails_its_event_only_and_a_redacted_one_is_not_written_to() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let mailer = MemoryMailer::refusing(&["bounce@example.com"]);
+    let mut orders = Vec::new();
+    for (who, address) in [("bea", "bounce@example.com"), ("cy", "cy@example.com")] {
+        let bouquet = world.bouquet_of(&vendor).await;
+        let order = world
+            .reserved_without_delivery(&customer(who), &[&bouquet])
+            .await;
+        let mut request = delivery_request(world.now());
+        request.contact_email = Some(address.into());
+        delivery::set_order_delivery(
+            &world.app,
+            &customer_caller(who),
+            order.order_id,
+            &request,
+            Some(order.version),
+            None,
+            CORRELATION,
+            world.now(),
+        )
+        .await
+        .unwrap();
+        world.pay(who, order.order_id, "tok_visa").await.unwrap();
+        orders.push(order);
+    }
+    let refused = notify(
+        &world.app,
+        &mailer,
+        "Bouquet",
+        &bus_event(&world, "OrderPaid", &orders[0]).await,
+    )
+    .await;
+    assert!(
+        matches!(refused, Err(NotifyError::Mail(MailError::Rejected(_)))),
+        "{refused:?}"
+    );
+    let other = notify(
+        &world.app,
+        &mailer,
+        "Bouquet",
+        &bus_event(&world, "OrderPaid", &orders[1]).await,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        other,
+        Notified {
+            sent: 1,
+            duplicates: 0,
+            no_address: 1
+        },
+        "the shop has no contact address"
+    );
+    assert_eq!(mailer.sent().len(), 1);
+
+    // Delivered, then redacted: the customer's address is gone, and nothing is sent to it.
+    transition(
+        &world.app,
+        &vendor_caller(&vendor),
+        orders[1].order_id,
+        Action::Fulfil,
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    world.advance(Duration::from_secs(31 * 86_400));
+    bouquet_app::expiry::sweep(
+        &world.app,
+        CORRELATION,
+        tokio::time::Instant::now() + Duration::from_secs(20),
+    )
+    .await
+    .unwrap();
+    let late = notify(
+        &world.app,
+        &mailer,
+        "Bouquet",
+        &bus_event(&world, "OrderFulfilled", &orders[1]).await,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        late,
+        Notified {
+            sent: 0,
+            duplicates: 0,
+            no_address: 1
+        }
+    );
+}
