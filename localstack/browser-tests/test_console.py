@@ -146,9 +146,11 @@ class Shop:
 
     def deliver_in_paris(self):
         """Delivery settings: France, Paris and its inner suburbs, every day, two weeks ahead."""
+        self.email = f"{unique('shop')}@example.com"
         settings = {"countries": ["FR"], "postcodePrefixes": ["75", "92"],
                     "days": ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"],
-                    "horizonDays": 14, "sameDayCutoff": "11:00", "timeZone": "Europe/Paris"}
+                    "horizonDays": 14, "sameDayCutoff": "11:00", "timeZone": "Europe/Paris",
+                    "contactEmail": self.email}
         return call("PUT", f"/v1/vendors/{self.vendor_id}/delivery-settings", self.token, settings, 200)
 
     def vase(self):
@@ -197,7 +199,7 @@ class Console(unittest.TestCase):
         page.get_by_role("button", name="Sign in (demo)").click()
         page.wait_for_function(f"document.body.dataset.role === '{role}'")
 
-    def fill_delivery(self, page, name="Camille Martin", postcode="75011"):
+    def fill_delivery(self, page, name="Camille Martin", postcode="75011", email=None):
         """The checkout's delivery details; the date is the shop's first, already filled in."""
         page.get_by_label("Recipient's name").fill(name)
         page.get_by_label("Recipient's phone").fill("+33 6 12 34 56 78")
@@ -206,6 +208,8 @@ class Console(unittest.TestCase):
         page.get_by_label("City").fill("Paris")
         page.get_by_label("Country").fill("FR")
         page.get_by_label("Note for the recipient").fill("Happy birthday!")
+        if email:
+            page.get_by_label("Your email").fill(email)
 
     def subscribed(self, page, channel):
         page.wait_for_function(
@@ -249,7 +253,8 @@ class Console(unittest.TestCase):
         # The shop's delivery settings are shown before the customer types; a postcode outside
         # its area is refused beside the form's other answers, and nothing is charged.
         expect(customer.locator("#delivery-settings")).to_contain_text("Delivers to FR (postcodes starting 75, 92)")
-        self.fill_delivery(customer, postcode="69001")
+        buyer_email = f"{unique('alice')}@example.com"
+        self.fill_delivery(customer, postcode="69001", email=buyer_email)
         customer.get_by_label("Card").select_option("tok_visa")
         customer.locator("#pay").click()
         expect(customer.locator("#notice")).to_contain_text("outside the shop's delivery area")
@@ -281,6 +286,15 @@ class Console(unittest.TestCase):
         expect(customer.locator('#order-status [data-status="fulfilled"]')).to_be_visible()
         expect(customer.locator("#timeline [aria-current=step]")).to_have_text("Delivered")
         self.no_reload(customer)
+        # One email per step to the customer, the new order to the shop: the dev stack's SES.
+        def mail():
+            sent = call("GET", "/local/mail", expect_status=200)["messages"]
+            return [(m["Destination"]["ToAddresses"][0], m["Subject"]) for m in sent
+                    if order_id in (m["Body"]["html_part"] or "")]
+        sent = eventually(lambda: (lambda got: got if len(got) >= 5 else None)(mail()), "five order emails")
+        self.assertEqual(sorted(to for to, _ in sent), sorted([buyer_email] * 4 + [shop.email]), sent)
+        self.assertTrue(any("is paid" in subject for to, subject in sent if to == buyer_email), sent)
+        self.assertTrue(any("New order" in subject for to, subject in sent if to == shop.email), sent)
         self.assertEqual(call("GET", f"/v1/orders/{order_id}", shop.token, expect_status=200)["status"], "fulfilled")
 
     def test_a_customer_signs_up_buys_and_is_made_a_vendor_through_the_user_pool(self):

@@ -60,6 +60,10 @@ export const session = {
     const claims = this.claims();
     return claims?.email ?? claims?.sub ?? null;
   },
+  /** The signed-in user's email (Cognito ID tokens carry it), if any. */
+  email() {
+    return this.claims()?.email ?? null;
+  },
   set(token) {
     sessionStorage.setItem(TOKEN, token);
   },

@@ -43,6 +43,7 @@ pub fn resolve(
         match name {
             "AWS::Region" => std::env::var("AWS_REGION").unwrap_or_else(|_| "eu-west-1".into()),
             "AWS::AccountId" => "123456789012".into(),
+            "AWS::Partition" => "aws".into(),
             "AWS::StackName" => "bouquet-local".into(),
             _ => names
                 .get(name)

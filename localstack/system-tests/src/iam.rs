@@ -160,6 +160,15 @@ impl AccessRecorder {
         )
     }
 
+    pub async fn ses(&self) -> aws_sdk_sesv2::Client {
+        let sdk = emulator_sdk_config().await;
+        aws_sdk_sesv2::Client::from_conf(
+            aws_sdk_sesv2::config::Builder::from(&sdk)
+                .interceptor(self.clone())
+                .build(),
+        )
+    }
+
     pub async fn eventbridge(&self) -> aws_sdk_eventbridge::Client {
         let sdk = emulator_sdk_config().await;
         aws_sdk_eventbridge::Client::from_conf(
@@ -213,6 +222,27 @@ pub fn accesses(input: &Input) -> Option<Vec<Access>> {
         .or_else(|| connections(input))
         .or_else(|| eventbridge(input))
         .or_else(|| cognito(input))
+        .or_else(|| ses(input))
+}
+
+/// SES v2's `SendEmail`: authorized on the sender's identity (and its configuration set).
+fn ses(input: &Input) -> Option<Vec<Access>> {
+    use aws_sdk_sesv2::operation::send_email::SendEmailInput;
+    let i = input.downcast_ref::<SendEmailInput>()?;
+    let mut accesses = vec![Access::new(
+        "ses:SendEmail",
+        arn(
+            "ses",
+            &format!("identity/{}", i.from_email_address().unwrap_or_default()),
+        ),
+    )];
+    if let Some(set) = i.configuration_set_name() {
+        accesses.push(Access::new(
+            "ses:SendEmail",
+            arn("ses", &format!("configuration-set/{set}")),
+        ));
+    }
+    Some(accesses)
 }
 
 /// The user pool's Admin API: every action on `userpool/<id>`.

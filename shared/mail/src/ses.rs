@@ -19,8 +19,13 @@ impl SesMailer {
         from: String,
         configuration_set: Option<String>,
     ) -> Self {
+        Self::with_client(Client::new(sdk), from, configuration_set)
+    }
+
+    /// Over a client configured elsewhere (a test's, with its interceptors).
+    pub fn with_client(client: Client, from: String, configuration_set: Option<String>) -> Self {
         Self {
-            client: Client::new(sdk),
+            client,
             from,
             configuration_set: configuration_set.filter(|c| !c.is_empty()),
         }

@@ -180,7 +180,8 @@ export async function orderPage(id) {
         h("div", { class: "row" },
           field("Delivery date", { name: "date", type: "date", required: true, min: settings?.firstDate ?? undefined, value: value("date", given?.date ?? settings?.firstDate ?? "") }),
           field("Time of day", { tag: "select", name: "slot", options: SLOTS })),
-        field("Note for the recipient", { tag: "textarea", name: "cardMessage", maxlength: 200, rows: 2 }, "optional, up to 200 characters"));
+        field("Note for the recipient", { tag: "textarea", name: "cardMessage", maxlength: 200, rows: 2 }, "optional, up to 200 characters"),
+        field("Your email", { name: "contactEmail", type: "email", autocomplete: "email", maxlength: 254, value: value("contactEmail", given?.contactEmail ?? session.email() ?? "") }, "for the receipt and each step of the delivery"));
       const form = h("form", {
         oninput: () => { draft = Object.fromEntries(new FormData(form)); },
         onsubmit: (e) => {
@@ -195,6 +196,7 @@ export async function orderPage(id) {
                 date: typed.date,
                 ...(typed.slot ? { slot: typed.slot } : {}),
                 ...(typed.cardMessage ? { cardMessage: typed.cardMessage } : {}),
+                ...(typed.contactEmail ? { contactEmail: typed.contactEmail } : {}),
               };
               // The details first (at the version shown), then the payment.
               order = await api("PUT", `/orders/${id}/delivery`, { body: request, headers: { "if-match": `"${order.version}"` } });

@@ -187,6 +187,7 @@ function deliverySettingsSection(vendorId) {
             countries: list("countries"), postcodePrefixes: list("postcodePrefixes"),
             days: WEEKDAYS.filter((d) => data.get(`day-${d}`)),
             horizonDays: Number(data.get("horizonDays")), sameDayCutoff: data.get("sameDayCutoff"), timeZone: data.get("timeZone"),
+            ...(data.get("contactEmail") ? { contactEmail: data.get("contactEmail") } : {}),
           };
           const headers = current.version ? { "if-match": `"${current.version}"` } : {};
           await api("PUT", `/vendors/${vendorId}/delivery-settings`, { body, headers });
@@ -204,6 +205,7 @@ function deliverySettingsSection(vendorId) {
       field("Days ahead", { name: "horizonDays", type: "number", min: 0, max: 90, value: current.horizonDays, required: true }),
       field("Same-day until", { name: "sameDayCutoff", type: "time", value: current.sameDayCutoff, required: true }),
       field("Time zone", { name: "timeZone", value: current.timeZone, required: true })),
+    field("Contact email", { name: "contactEmail", type: "email", value: current.contactEmail ?? "" }, "new paid orders are sent here; customers see it"),
     h("button", { type: "submit" }, "Save delivery settings"));
     slot.replaceChildren(form);
   };

@@ -147,6 +147,21 @@ fn report(
     text
 }
 
+/// The bus event of `order`'s `OrderPaid`, from its outbox item.
+async fn paid_event_of(cloud: &TestCloud, order: &str) -> Value {
+    let item = cloud
+        .items_of("event")
+        .await
+        .into_iter()
+        .find(|i| {
+            i["eventName"].as_s().unwrap() == "OrderPaid"
+                && i["detail"].as_s().unwrap().contains(order)
+        })
+        .expect("the order's OrderPaid");
+    let detail: Value = serde_json::from_str(item["detail"].as_s().unwrap()).unwrap();
+    json!({ "source": "bouquet.marketplace", "detail-type": "OrderPaid", "detail": detail })
+}
+
 fn paid_event(vendor: &str, bouquet_ids: &[&str]) -> Value {
     let text =
         std::fs::read_to_string(repository_root().join("events/project-vendor-analytics.json"))
@@ -188,6 +203,7 @@ async fn every_function_flow() {
 
     // This test's resources under the template's logical ids.
     let sqs = recorder.sqs().await;
+    let recorder_ses = recorder.ses().await;
     let dlq_name = format!("{}-vase-dlq", cloud.table);
     let dlq_url = sqs
         .create_queue()
@@ -671,6 +687,34 @@ async fn every_function_flow() {
         200,
     )
     .await;
+
+    // Order emails through SES, from the stack's sender (verified, as an operator does).
+    let env = environment(&template, "send-order-emails", &names);
+    let sender = env["EMAIL_SENDER"].clone();
+    devstack::provision::verify_sender(
+        &aws_sdk_sesv2::Client::new(&system_tests::emulator_sdk_config().await),
+        &sender,
+    )
+    .await
+    .unwrap();
+    let mut emailing = cloud.in_process(cloud.app.clone());
+    emailing.mailer = Arc::new(bouquet_mail::ses::SesMailer::with_client(
+        recorder_ses.clone(),
+        sender,
+        None,
+    ));
+    let sent = seen
+        .of(
+            "send-order-emails",
+            run_event_function(
+                "send-order-emails",
+                &emailing,
+                paid_event_of(&cloud, &to_reject).await,
+            ),
+        )
+        .await
+        .expect("the emails are sent");
+    assert_eq!(sent["sent"], 1, "the customer's receipt: {sent}");
 
     // Vases: messages (one malformed, to the dead-letter queue), routes, the offline sweep.
     let env = environment(&template, "ingest-vase-messages", &names);

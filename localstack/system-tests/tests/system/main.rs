@@ -7,6 +7,7 @@ mod bouquets;
 mod cart;
 mod catalogue;
 mod delivery;
+mod emails;
 mod event_schemas;
 mod fixtures;
 mod hardening;
