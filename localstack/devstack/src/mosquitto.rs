@@ -104,7 +104,12 @@ impl Mosquitto {
             ))
         })?;
         std::fs::create_dir_all(files.path("brokers"))?;
+        std::fs::create_dir_all(files.path("brokers-starting"))?;
+        // The emulator sends SIGHUP (reload the CRL) to every broker in `brokers/`; one that
+        // has not yet installed its handler dies of it (seen in CI). So the broker writes its pid
+        // aside, and it joins `brokers/` once it listens.
         let pid_file = files.path(&format!("brokers/{stack}.pid"));
+        let starting_pid_file = files.path(&format!("brokers-starting/{stack}.pid"));
         let log = files.path(&format!("mosquitto-{stack}.log"));
         let config_path = files.path(&format!("mosquitto-{stack}.conf"));
         let path = |name: &str| files.path(name).display().to_string();
@@ -115,7 +120,7 @@ impl Mosquitto {
              allow_anonymous false\nacl_file {acl}\n\
              listener {port} {ip}\ncafile {ca}\ncertfile {cert}\nkeyfile {key}\ncrlfile {crl}\n\
              require_certificate true\nuse_identity_as_username true\nuse_username_as_clientid true\n",
-            pid = pid_file.display(),
+            pid = starting_pid_file.display(),
             log = log.display(),
             acl = path("acl"),
             ip = address.ip(),
@@ -152,6 +157,13 @@ impl Mosquitto {
             })?;
         for _ in 0..100 {
             if tokio::net::TcpStream::connect(address).await.is_ok() {
+                std::fs::rename(&starting_pid_file, &pid_file)?;
+                // A certificate the emulator changed meanwhile: reload once now that the
+                // broker's handler is in place.
+                if let Some(pid) = process.id() {
+                    // SAFETY: kill sends a signal to our own child; no memory is touched.
+                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGHUP) };
+                }
                 return Ok(Self {
                     address,
                     _process: process,
