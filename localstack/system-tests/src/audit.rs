@@ -688,25 +688,13 @@ fn value_json(value: &AttributeValue) -> Value {
     }
 }
 
-/// Every item of `table`.
+/// Every item of `table`, as JSON.
 pub async fn scan(client: &aws_sdk_dynamodb::Client, table: &str) -> Result<Vec<Value>, String> {
-    let mut items = Vec::new();
-    let mut start = None;
-    loop {
-        let page = client
-            .scan()
-            .table_name(table)
-            .set_exclusive_start_key(start)
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| format!("scanning {table}: {}", bouquet_app::store::describe(&e)))?;
-        items.extend(page.items().iter().map(item_json));
-        match page.last_evaluated_key {
-            Some(key) if !key.is_empty() => start = Some(key),
-            _ => return Ok(items),
-        }
-    }
+    Ok(crate::scan_all(client, table)
+        .await?
+        .iter()
+        .map(item_json)
+        .collect())
 }
 
 #[cfg(test)]

@@ -35,6 +35,31 @@ pub const JWT_SECRET: &str = "testkit-secret";
 
 /// A built function binary (`target/<profile>/<name>`). `./localstack/test.sh` builds the
 /// ones the tests start; a missing one fails the test with how to build it.
+/// Every item of `table`, page by page, read consistently (tests and the soak's auditor only:
+/// a Scan).
+pub async fn scan_all(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+) -> Result<Vec<HashMap<String, AttributeValue>>, String> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let page = client
+            .scan()
+            .table_name(table)
+            .set_exclusive_start_key(start)
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| format!("scanning {table}: {}", bouquet_app::store::describe(&e)))?;
+        items.extend(page.items.unwrap_or_default());
+        match page.last_evaluated_key {
+            Some(key) if !key.is_empty() => start = Some(key),
+            _ => return Ok(items),
+        }
+    }
+}
+
 pub fn function_binary(name: &str) -> PathBuf {
     let target = std::env::var("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -438,23 +463,7 @@ impl TestCloud {
     pub async fn items(&self) -> Vec<HashMap<String, AttributeValue>> {
         let mut items = Vec::new();
         for table in [&self.table, &self.live_table] {
-            let mut start = None;
-            loop {
-                let page = self
-                    .client
-                    .scan()
-                    .table_name(table)
-                    .set_exclusive_start_key(start)
-                    .consistent_read(true)
-                    .send()
-                    .await
-                    .expect("scan");
-                items.extend(page.items.unwrap_or_default());
-                start = page.last_evaluated_key;
-                if start.is_none() {
-                    break;
-                }
-            }
+            items.extend(scan_all(&self.client, table).await.expect("scan"));
         }
         let key =
             |i: &HashMap<String, AttributeValue>| format!("{:?}{:?}", i.get("pk"), i.get("sk"));

@@ -62,6 +62,14 @@ impl Transition {
         let ids: Vec<BouquetId> = order.bouquet_ids().collect();
         Self::on(order, ids, effect)
     }
+
+    /// A move of the order alone: its bouquets stay as they are.
+    fn order_only(order: Order) -> Self {
+        Self {
+            order,
+            effects: Vec::new(),
+        }
+    }
 }
 
 /// The order's bouquets that it still holds, of those read (a lapsed hold may be taken).
@@ -121,7 +129,7 @@ pub fn refunded(
 pub fn interrupted(order: &Order, now: Timestamp) -> Result<Transition, DomainError> {
     let mut pending = order.clone();
     pending.payment_interrupted(now)?;
-    Ok(Transition::on(pending, [], BouquetEffect::Release))
+    Ok(Transition::order_only(pending))
 }
 
 /// The gateway asks the customer to authenticate: still `payment_pending`, the bouquets held
@@ -159,7 +167,7 @@ pub fn cancelled(order: &Order, now: Timestamp) -> Result<Transition, DomainErro
 pub fn fulfilled(order: &Order, now: Timestamp) -> Result<Transition, DomainError> {
     let mut fulfilled = order.clone();
     fulfilled.fulfil(now)?;
-    Ok(Transition::on(fulfilled, [], BouquetEffect::Release))
+    Ok(Transition::order_only(fulfilled))
 }
 
 /// A vendor's step on a paid order that leaves its bouquets as they are (accept, dispatch).
@@ -170,7 +178,7 @@ pub fn stepped(
 ) -> Result<Transition, DomainError> {
     let mut next = order.clone();
     next.step(step, now)?;
-    Ok(Transition::on(next, [], BouquetEffect::Release))
+    Ok(Transition::order_only(next))
 }
 
 /// The vendor rejects a paid order: its bouquets go back on sale (the refund is the
