@@ -313,6 +313,32 @@ impl TestCloud {
         self.call("pay-order", request).await
     }
 
+    /// A paid order of one new bouquet of `vendor` for `customer`, its delivery details giving
+    /// `contact` as the customer's email.
+    pub async fn paid_order(&self, vendor: &str, customer: &str, contact: &str) -> String {
+        let bouquet = self.bouquet(vendor, "30.00").await;
+        let order = self.reserve(customer, &[&bouquet]).await;
+        let order_id = order.body["orderId"].as_str().expect("reserved").to_owned();
+        let tomorrow =
+            bouquet_app::domain::delivery::date_after(self.app.clock.now(), 1, "UTC").unwrap();
+        let mut details = delivery_details(&tomorrow);
+        details["contactEmail"] = json!(contact);
+        let given = self
+            .call(
+                "put-order-delivery",
+                ApiRequest::fixture("put-order-delivery")
+                    .customer(customer)
+                    .path("orderId", &order_id)
+                    .header("if-match", "\"1\"")
+                    .json(details),
+            )
+            .await;
+        assert_eq!(given.status, 200, "{}", given.body);
+        let paid = self.pay(customer, &order_id, "tok_visa", None).await;
+        assert_eq!(paid.status, 200, "{}", paid.body);
+        order_id
+    }
+
     /// [`Self::give_delivery`] unless the order (read from the table) has details already.
     pub async fn give_delivery_if_missing(&self, customer: &str, order_id: &str) {
         let Ok(id) = bouquet_app::domain::OrderId::parse(order_id) else {

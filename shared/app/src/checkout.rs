@@ -62,6 +62,18 @@ pub async fn write(
     .await
 }
 
+/// A change of the order alone that no one is told of (its personal data redacted or marked
+/// for erasure): no bouquet effect, no event, no idempotency record.
+pub async fn write_unannounced(
+    store: &Store,
+    before: &Order,
+    order: &Order,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<(), CheckoutError> {
+    write_with_event(store, before, order, &[], None, correlation_id, None, now).await
+}
+
 /// [`write`] with the event given: a change that is not a move of state (the delivery
 /// details) announces its own, a redaction none.
 #[allow(clippy::too_many_arguments)]
@@ -444,18 +456,9 @@ pub async fn sweep_one(
         {
             let mut redacted = order.clone();
             redacted.redact(now)?;
-            write_with_event(
-                store,
-                &order,
-                &redacted,
-                &[],
-                None,
-                correlation_id,
-                None,
-                now,
-            )
-            .await
-            .map(|()| Swept::Redacted)
+            write_unannounced(store, &order, &redacted, correlation_id, now)
+                .await
+                .map(|()| Swept::Redacted)
         }
         _ => Ok(Swept::Skipped),
     };

@@ -210,18 +210,7 @@ async fn erase_one(
         if !erased.erase_personal_data(now)? {
             return Ok(());
         }
-        match checkout::write_with_event(
-            &app.store,
-            &order,
-            &erased,
-            &[],
-            None,
-            correlation_id,
-            None,
-            now,
-        )
-        .await
-        {
+        match checkout::write_unannounced(&app.store, &order, &erased, correlation_id, now).await {
             Ok(()) => {
                 if erased.status.is_final() {
                     erasure.redacted += 1;

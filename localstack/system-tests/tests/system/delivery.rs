@@ -7,21 +7,6 @@ use serde_json::Value;
 
 use system_tests::{ApiRequest, TestCloud};
 
-/// An order of `customer` with delivery details, paid.
-async fn paid_order(cloud: &TestCloud, vendor: &str, customer: &str) -> String {
-    let bouquet = cloud.bouquet(vendor, "30.00").await;
-    let order = cloud.reserve(customer, &[&bouquet]).await;
-    let order_id = order.body["orderId"].as_str().unwrap().to_owned();
-    assert_eq!(
-        cloud
-            .pay(customer, &order_id, "tok_visa", None)
-            .await
-            .status,
-        200
-    );
-    order_id
-}
-
 fn carries_details(body: &Value) -> bool {
     let text = body.to_string();
     ["Camille", "+336", "Fleurs", "Happy birthday"]
@@ -34,7 +19,7 @@ async fn only_the_customer_the_orders_vendor_and_an_admin_read_the_delivery_deta
     let cloud = TestCloud::new().await;
     let vendor = cloud.vendor("Fleur").await;
     let other_vendor = cloud.vendor("Other").await;
-    let order = paid_order(&cloud, &vendor, "ana").await;
+    let order = cloud.paid_order(&vendor, "ana", "ana@example.com").await;
     for (who, request, status) in [
         (
             "the customer",
@@ -115,7 +100,7 @@ async fn only_the_customer_the_orders_vendor_and_an_admin_read_the_delivery_deta
 async fn the_sweeper_redacts_the_details_the_configured_days_after_delivery() {
     let cloud = TestCloud::new().await;
     let vendor = cloud.vendor("Fleur").await;
-    let order = paid_order(&cloud, &vendor, "ana").await;
+    let order = cloud.paid_order(&vendor, "ana", "ana@example.com").await;
     let delivered = cloud
         .call(
             "fulfil-order",

@@ -2,44 +2,11 @@
 //! sends only from a verified identity) and the rule's failure destination.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use bouquet_app::mail::MemoryMailer;
-use bouquet_template::Template;
-use devstack::lambda::Resolver;
-use system_tests::{delivery_details, emulator_sdk_config, ApiRequest, TestCloud};
-
-/// A shop with a contact address, and a paid order of `customer` who gave `contact`.
-async fn paid_order(cloud: &TestCloud, vendor: &str, customer: &str, contact: &str) -> String {
-    let bouquet = cloud.bouquet(vendor, "30.00").await;
-    let order = cloud.reserve(customer, &[&bouquet]).await;
-    let order_id = order.body["orderId"].as_str().unwrap().to_owned();
-    let tomorrow =
-        bouquet_app::domain::delivery::date_after(cloud.app.clock.now(), 1, "UTC").unwrap();
-    let mut details = delivery_details(&tomorrow);
-    details["contactEmail"] = json!(contact);
-    let given = cloud
-        .call(
-            "put-order-delivery",
-            ApiRequest::fixture("put-order-delivery")
-                .customer(customer)
-                .path("orderId", &order_id)
-                .header("if-match", "\"1\"")
-                .json(details),
-        )
-        .await;
-    assert_eq!(given.status, 200, "{}", given.body);
-    assert_eq!(
-        cloud
-            .pay(customer, &order_id, "tok_visa", None)
-            .await
-            .status,
-        200
-    );
-    order_id
-}
+use system_tests::{emulator_sdk_config, ApiRequest, TestCloud};
 
 async fn shop(cloud: &TestCloud) -> String {
     let vendor = cloud.vendor("Fleur").await;
@@ -80,7 +47,7 @@ async fn a_paid_order_is_mailed_to_the_customer_and_the_shop_through_ses_once() 
     let cloud = TestCloud::new().await;
     cloud.verify_sender().await;
     let vendor = shop(&cloud).await;
-    let order = paid_order(&cloud, &vendor, "ana", "ana@example.com").await;
+    let order = cloud.paid_order(&vendor, "ana", "ana@example.com").await;
     let paid = bus_event(&cloud, "OrderPaid", &order).await;
     let first = cloud
         .run_event_function("send-order-emails", paid.clone())
@@ -142,7 +109,7 @@ async fn a_paid_order_is_mailed_to_the_customer_and_the_shop_through_ses_once() 
 async fn an_unverified_sender_is_refused_by_ses_and_nothing_is_recorded_as_sent() {
     let cloud = TestCloud::new().await;
     let vendor = shop(&cloud).await;
-    let order = paid_order(&cloud, &vendor, "ana", "ana@example.com").await;
+    let order = cloud.paid_order(&vendor, "ana", "ana@example.com").await;
     let paid = bus_event(&cloud, "OrderPaid", &order).await;
     let functions = cloud.in_process(cloud.app.clone());
     let refused =
@@ -167,42 +134,18 @@ async fn a_refused_address_lands_its_event_whole_in_the_failure_queue_and_others
     let mailer = Arc::new(MemoryMailer::refusing(&["bounce@example.com"]));
     cloud.mailer = mailer.clone();
     let outbox = crate::outbox::outbox(&cloud, None).await;
-    let template = Template::repository().unwrap();
     let sdk = emulator_sdk_config().await;
-    let mut names = devstack::provision::Names::new();
-    names.insert("MarketEventBus".into(), outbox.bus.clone());
-    devstack::provision::create_queue(
-        &outbox.sqs,
-        &template,
-        "EmailFailureQueue",
-        &devstack::provision::local_name(&outbox.stack, "EmailFailureQueue"),
-        &mut names,
-    )
-    .await
-    .unwrap();
     let vendor = shop(&cloud).await;
-    let bounced = paid_order(&cloud, &vendor, "bea", "bounce@example.com").await;
-    let fine = paid_order(&cloud, &vendor, "cy", "cy@example.com").await;
+    let bounced = cloud.paid_order(&vendor, "bea", "bounce@example.com").await;
+    let fine = cloud.paid_order(&vendor, "cy", "cy@example.com").await;
     let functions = cloud.in_process(cloud.app.clone());
-    let (function, rule) = template
-        .events_of_type("EventBridgeRule")
-        .unwrap()
-        .into_iter()
-        .find(|(f, _)| f.binary == "send-order-emails")
-        .unwrap();
-    let mut target = devstack::rules::RuleTarget::create(
-        &template,
-        &names,
-        &outbox.stack,
-        &function.logical_id,
-        &function.binary,
-        &rule,
-        functions.require("send-order-emails").unwrap(),
-        &sdk,
+    let (target, names) = crate::outbox::rule_target(
+        &outbox,
+        &functions,
+        "send-order-emails",
+        "EmailFailureQueue",
     )
-    .await
-    .unwrap();
-    target.retry_after = Duration::ZERO;
+    .await;
     assert_eq!(target.on_failure.max_attempts, 3, "Lambda's two retries");
     let events = aws_sdk_eventbridge::Client::new(&sdk);
     for order in [&bounced, &fine] {

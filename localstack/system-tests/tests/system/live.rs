@@ -19,7 +19,6 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use bouquet_app::domain::channels::{Channel, Viewer};
 use bouquet_app::domain::VendorId;
 use bouquet_app::realtime::{ApiGatewayPusher, PushError, Pusher};
-use bouquet_template::Template;
 use system_tests::in_process::run_event_function;
 use system_tests::{emulator_sdk_config, TestCloud};
 
@@ -731,19 +730,7 @@ async fn a_reading_over_mqtt_and_a_sale_reach_the_browsers_through_the_whole_cha
 async fn a_broadcast_that_fails_keeps_its_event_in_the_failure_queue() {
     let cloud = TestCloud::new().await;
     let outbox = crate::outbox::outbox(&cloud, None).await;
-    let template = Template::repository().unwrap();
     let sdk = emulator_sdk_config().await;
-    let mut names = devstack::provision::Names::new();
-    names.insert("MarketEventBus".into(), outbox.bus.clone());
-    devstack::provision::create_queue(
-        &outbox.sqs,
-        &template,
-        "LiveFailureQueue",
-        &devstack::provision::local_name(&outbox.stack, "LiveFailureQueue"),
-        &mut names,
-    )
-    .await
-    .unwrap();
     let mut broken = cloud.app.clone();
     broken.store = bouquet_app::store::Store::new(
         cloud.client.clone(),
@@ -751,26 +738,9 @@ async fn a_broadcast_that_fails_keeps_its_event_in_the_failure_queue() {
     );
     let mut functions = cloud.in_process(broken);
     functions.pusher = Some(Arc::new(ApiGatewayPusher::new(&sdk, "http://127.0.0.1:9")));
-    let (function, rule) = template
-        .events_of_type("EventBridgeRule")
-        .unwrap()
-        .into_iter()
-        .find(|(f, _)| f.binary == "broadcast-events")
-        .unwrap();
-    use devstack::lambda::Resolver;
-    let mut target = devstack::rules::RuleTarget::create(
-        &template,
-        &names,
-        &outbox.stack,
-        &function.logical_id,
-        &function.binary,
-        &rule,
-        functions.require("broadcast-events").unwrap(),
-        &sdk,
-    )
-    .await
-    .unwrap();
-    target.retry_after = Duration::ZERO;
+    let (target, names) =
+        crate::outbox::rule_target(&outbox, &functions, "broadcast-events", "LiveFailureQueue")
+            .await;
     assert_eq!(target.on_failure.max_attempts, 1, "not retried");
 
     let mut fixture: Value = serde_json::from_str(

@@ -30,6 +30,52 @@ pub(crate) async fn outbox(cloud: &TestCloud, invoke: Option<Invoke>) -> Outbox 
     outbox_with(cloud, |publisher| invoke.unwrap_or(publisher)).await
 }
 
+/// The template's EventBridge rule of `binary` as the dev stack runs it, on this test's bus,
+/// invoking `functions`' handler, with the function's failure destination `failure_queue`
+/// created from the template; retried without waiting. Returns the target and the queues'
+/// local names.
+pub(crate) async fn rule_target(
+    outbox: &Outbox,
+    functions: &system_tests::InProcess,
+    binary: &str,
+    failure_queue: &str,
+) -> (devstack::rules::RuleTarget, devstack::provision::Names) {
+    use devstack::lambda::Resolver;
+    let template = Template::repository().unwrap();
+    let sdk = emulator_sdk_config().await;
+    let mut names = devstack::provision::Names::new();
+    names.insert("MarketEventBus".into(), outbox.bus.clone());
+    devstack::provision::create_queue(
+        &outbox.sqs,
+        &template,
+        failure_queue,
+        &devstack::provision::local_name(&outbox.stack, failure_queue),
+        &mut names,
+    )
+    .await
+    .unwrap();
+    let (function, rule) = template
+        .events_of_type("EventBridgeRule")
+        .unwrap()
+        .into_iter()
+        .find(|(f, _)| f.binary == binary)
+        .unwrap();
+    let mut target = devstack::rules::RuleTarget::create(
+        &template,
+        &names,
+        &outbox.stack,
+        &function.logical_id,
+        &function.binary,
+        &rule,
+        functions.require(binary).unwrap(),
+        &sdk,
+    )
+    .await
+    .unwrap();
+    target.retry_after = Duration::ZERO;
+    (target, names)
+}
+
 /// The publisher's function environment, resolved for this test's resources.
 type PublisherEnv = HashMap<String, String>;
 
