@@ -1,4 +1,4 @@
-//! `POST /v1/orders/{orderId}/reject`: its vendor rejects a `paid` or `accepted` order `{reason}`: `rejected` (event `OrderRejected`), its bouquets back on sale, the charge refunded through the gateway.
+//! `POST /v1/orders/{orderId}/reject`: its vendor rejects a `paid` or `accepted` order `{reason}`: `rejected` (event `OrderRejected`), its bouquets back on sale (or withdrawn, `withdrawBouquets`), the charge refunded through the gateway.
 
 use bouquet_app::domain::OrderId;
 use bouquet_app::orders::Action;
@@ -22,14 +22,18 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         order_id,
         Action::Reject {
             reason: &rejection.reason,
+            withdraw: rejection.withdraw_bouquets,
         },
     )
     .await
 }
 
-/// The body: why the order is rejected (1 to 200 characters; the customer reads it).
+/// The body: why the order is rejected (1 to 200 characters; the customer reads it), and
+/// whether its bouquets are withdrawn instead of going back on sale.
 #[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Rejection {
     reason: String,
+    #[serde(default)]
+    withdraw_bouquets: bool,
 }

@@ -556,9 +556,13 @@ async fn florist_step(api: &Api, token: &str, rng: &mut StdRng, journal: &Shared
     let (order, status) = &movable[rng.random_range(0..movable.len())];
     let rejecting = status != "out_for_delivery" && rng.random_bool(0.1);
     let (route, body) = match status.as_str() {
+        // Half the rejections take the bouquets off sale.
         _ if rejecting => (
             "reject",
-            Some(json!({ "reason": "Out of peonies this week" })),
+            Some(json!({
+                "reason": "Out of peonies this week",
+                "withdrawBouquets": rng.random_bool(0.5),
+            })),
         ),
         "paid" => ("accept", None),
         "accepted" => ("dispatch", None),

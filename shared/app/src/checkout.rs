@@ -312,19 +312,28 @@ pub async fn advance(
     Ok(next.order)
 }
 
-/// Its vendor rejects a paid order: `rejected` (bouquets back on sale, `OrderRejected`) in
+/// Why a vendor rejects an order, and whether its bouquets are withdrawn instead of going back
+/// on sale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rejection<'a> {
+    pub reason: &'a str,
+    pub withdraw: bool,
+}
+
+/// Its vendor rejects a paid order: `rejected` (bouquets back on sale or withdrawn,
+/// `OrderRejected`) in
 /// one transaction, then the refund ([`refund_rejected`]). A crash or a gateway failure in
 /// between leaves the order due for the sweeper, which refunds it.
 pub async fn reject(
     store: &Store,
     payments: &dyn PaymentGateway,
     order: &Order,
-    reason: &str,
+    rejection: Rejection<'_>,
     correlation_id: &str,
     record_for: RecordFor<'_>,
     now: Timestamp,
 ) -> Result<Order, CheckoutError> {
-    let rejected = decide::rejected(order, reason, now)?;
+    let rejected = decide::rejected(order, rejection.reason, rejection.withdraw, now)?;
     let record = record_for(&rejected.order);
     commit(
         store,

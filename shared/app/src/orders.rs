@@ -22,8 +22,9 @@ pub enum Action<'a> {
     Accept,
     /// Its vendor sends an accepted order out for delivery.
     Dispatch,
-    /// Its vendor rejects a paid or accepted order, saying why: the customer is refunded.
-    Reject { reason: &'a str },
+    /// Its vendor rejects a paid or accepted order, saying why: the customer is refunded; the
+    /// bouquets go back on sale, or are withdrawn when `withdraw`.
+    Reject { reason: &'a str, withdraw: bool },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -90,12 +91,12 @@ pub async fn transition(
                 };
                 checkout::advance(store, &order, step, correlation_id, &record_for, now).await
             }
-            Action::Reject { reason } => {
+            Action::Reject { reason, withdraw } => {
                 checkout::reject(
                     store,
                     app.payments.as_ref(),
                     &order,
-                    reason,
+                    checkout::Rejection { reason, withdraw },
                     correlation_id,
                     &record_for,
                     now,

@@ -260,6 +260,19 @@ impl Bouquet {
         }
     }
 
+    /// Sold to `order_id`, taken off sale for good (the vendor rejected the order and will not
+    /// sell the bouquet again). `false`, and no change, when it is not that order's.
+    pub fn withdraw_sold(&mut self, order_id: OrderId, now: Timestamp) -> bool {
+        match self.status {
+            BouquetStatus::Sold { order_id: buyer } if buyer == order_id => {
+                self.status = BouquetStatus::Withdrawn;
+                self.touch(now);
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn touch(&mut self, now: Timestamp) {
         self.version += 1;
         self.updated_at = now;

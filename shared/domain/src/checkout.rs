@@ -19,9 +19,11 @@ pub enum BouquetEffect {
     },
     Sell,
     Release,
-    /// Sold to the order, back on sale (a rejected order): the one effect whose condition is
-    /// the bouquet `sold` to the order, not held by it.
+    /// Sold to the order, back on sale (a rejected order): with `Withdraw`, the effects whose
+    /// condition is the bouquet `sold` to the order, not held by it.
     Return,
+    /// Sold to the order, withdrawn (a rejected order whose vendor will not sell it again).
+    Withdraw,
 }
 
 impl BouquetEffect {
@@ -29,8 +31,10 @@ impl BouquetEffect {
     /// bouquet is `reserved` by `order_id`, whatever its hold's end): `false`, and no change,
     /// when it is not.
     pub fn apply(self, bouquet: &mut Bouquet, order_id: OrderId, now: Timestamp) -> bool {
-        if self == BouquetEffect::Return {
-            return bouquet.return_to_sale(order_id, now);
+        match self {
+            BouquetEffect::Return => return bouquet.return_to_sale(order_id, now),
+            BouquetEffect::Withdraw => return bouquet.withdraw_sold(order_id, now),
+            _ => {}
         }
         if !matches!(bouquet.status, BouquetStatus::Reserved { order_id: holder, .. } if holder == order_id)
         {
@@ -40,7 +44,7 @@ impl BouquetEffect {
             BouquetEffect::Hold { until } => bouquet.hold(order_id, until, now),
             BouquetEffect::Sell => bouquet.sell(order_id, now).is_ok(),
             BouquetEffect::Release => bouquet.release(order_id, now),
-            BouquetEffect::Return => false,
+            BouquetEffect::Return | BouquetEffect::Withdraw => false,
         }
     }
 }
@@ -181,12 +185,22 @@ pub fn stepped(
     Ok(Transition::order_only(next))
 }
 
-/// The vendor rejects a paid order: its bouquets go back on sale (the refund is the
-/// caller's, before this is written).
-pub fn rejected(order: &Order, reason: &str, now: Timestamp) -> Result<Transition, DomainError> {
+/// The vendor rejects a paid order: its bouquets go back on sale, or are withdrawn when the
+/// vendor says so (the refund is the caller's, after this is written).
+pub fn rejected(
+    order: &Order,
+    reason: &str,
+    withdraw: bool,
+    now: Timestamp,
+) -> Result<Transition, DomainError> {
     let mut rejected = order.clone();
-    rejected.reject(reason, now)?;
-    Ok(Transition::on_all(rejected, BouquetEffect::Return))
+    rejected.reject(reason, withdraw, now)?;
+    let effect = if withdraw {
+        BouquetEffect::Withdraw
+    } else {
+        BouquetEffect::Return
+    };
+    Ok(Transition::on_all(rejected, effect))
 }
 
 /// A lapsed reservation expires, releasing only the bouquets it still holds.

@@ -99,6 +99,8 @@ pub enum EventData {
         bouquet_ids: Vec<BouquetId>,
         refund: Money,
         reason: String,
+        /// The bouquets were withdrawn, not put back on sale.
+        bouquets_withdrawn: bool,
     },
     VaseRegistered {
         vase_id: VaseId,

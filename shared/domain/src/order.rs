@@ -66,6 +66,10 @@ pub struct Order {
     /// Why the vendor rejected the order (`rejected` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rejection_reason: Option<String>,
+    /// The vendor withdrew the bouquets of the rejected order instead of putting them back on
+    /// sale.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub bouquets_withdrawn: bool,
     /// When the gateway confirmed the refund of a rejected order; until then the order is due
     /// for the sweeper, which refunds it ([`Order::due_at`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -220,6 +224,7 @@ impl Order {
             payment_attempt: 0,
             charge_id: None,
             rejection_reason: None,
+            bouquets_withdrawn: false,
             refunded_at: None,
             delivery: None,
             personal_data_days: DEFAULT_PERSONAL_DATA_DAYS,
@@ -499,12 +504,18 @@ impl Order {
 
     /// The vendor turns the paid order down, saying why (1 to 200 characters): the customer
     /// is refunded and the bouquets released.
-    pub fn reject(&mut self, reason: &str, now: Timestamp) -> Result<(), DomainError> {
+    pub fn reject(
+        &mut self,
+        reason: &str,
+        withdraw: bool,
+        now: Timestamp,
+    ) -> Result<(), DomainError> {
         let reason = crate::text::clean(reason, 1, REJECTION_REASON_MAX, false).map_err(|e| {
             DomainError::Invalid(vec![crate::validation::FieldError::new("reason", e)])
         })?;
         self.step(FulfilmentStep::Reject, now)?;
         self.rejection_reason = Some(reason);
+        self.bouquets_withdrawn = withdraw;
         Ok(())
     }
 
@@ -566,6 +577,7 @@ impl Order {
                 bouquet_ids,
                 refund: self.total,
                 reason: self.rejection_reason.clone().unwrap_or_default(),
+                bouquets_withdrawn: self.bouquets_withdrawn,
             }),
             OrderStatus::Reserved | OrderStatus::PaymentPending | OrderStatus::Rejected => None,
         }
@@ -770,7 +782,7 @@ mod tests {
                     ..reserved.clone()
                 };
                 let result = if step == FulfilmentStep::Reject {
-                    order.reject("No peonies left", T0)
+                    order.reject("No peonies left", false, T0)
                 } else {
                     order.step(step, T0)
                 };
@@ -796,16 +808,19 @@ mod tests {
             status: Paid,
             ..reserved
         };
-        assert!(matches!(paid.reject(" ", T0), Err(DomainError::Invalid(_))));
         assert!(matches!(
-            paid.reject(&"x".repeat(201), T0),
+            paid.reject(" ", false, T0),
+            Err(DomainError::Invalid(_))
+        ));
+        assert!(matches!(
+            paid.reject(&"x".repeat(201), false, T0),
             Err(DomainError::Invalid(_))
         ));
         assert_eq!(
             paid.status, Paid,
             "a rejection without a reason moves nothing"
         );
-        paid.reject("The shop is closed", T0).unwrap();
+        paid.reject("The shop is closed", false, T0).unwrap();
         assert_eq!(paid.rejection_reason.as_deref(), Some("The shop is closed"));
     }
 
@@ -840,7 +855,7 @@ mod tests {
         paid.payment_succeeded("ch_1".into(), at).unwrap();
         assert_eq!(paid.due_at(), None, "holds nothing: out of the index");
         let later = at.plus(Duration::from_secs(3600));
-        paid.reject("Out of stock", later).unwrap();
+        paid.reject("Out of stock", false, later).unwrap();
         assert_eq!(
             paid.due_at(),
             Some(later),

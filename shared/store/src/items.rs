@@ -219,6 +219,8 @@ pub struct OrderItem {
     /// Absent on orders written before vendors could reject (issue 30): read as none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejection_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bouquets_withdrawn: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refunded_at: Option<i64>,
     /// Absent on orders written before delivery details (issue 30).
@@ -277,6 +279,7 @@ impl OrderItem {
             charge_id: o.charge_id.clone(),
             authenticating_until: o.authenticating_until.map(Timestamp::as_millis),
             rejection_reason: o.rejection_reason.clone(),
+            bouquets_withdrawn: o.bouquets_withdrawn,
             refunded_at: o.refunded_at.map(Timestamp::as_millis),
             delivery: o.delivery.clone(),
             personal_data_days: o.personal_data_days,
@@ -322,6 +325,7 @@ impl OrderItem {
             charge_id: self.charge_id,
             authenticating_until: self.authenticating_until.map(Timestamp::from_millis),
             rejection_reason: self.rejection_reason,
+            bouquets_withdrawn: self.bouquets_withdrawn,
             refunded_at: self.refunded_at.map(Timestamp::from_millis),
             delivery: self.delivery,
             personal_data_days: self.personal_data_days,

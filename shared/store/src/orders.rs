@@ -273,6 +273,7 @@ impl Store {
                 BouquetEffect::Sell => Expr::new("SET #status = :sold, updatedAt = :now REMOVE reservedUntil, catalogueShard, catalogueSort ADD version :one").s(":sold", "sold"),
                 BouquetEffect::Release => Expr::new("SET #status = :available, updatedAt = :now REMOVE reservedUntil, orderId ADD version :one").s(":available", "available"),
                 // Back in the catalogue, where a listed bouquet is indexed.
+                BouquetEffect::Withdraw => Expr::new("SET #status = :withdrawn, updatedAt = :now REMOVE orderId ADD version :one").s(":withdrawn", "withdrawn"),
                 BouquetEffect::Return => Expr::new("SET #status = :available, updatedAt = :now, catalogueShard = :shard, catalogueSort = :sort REMOVE orderId ADD version :one")
                     .s(":available", "available")
                     .s(":shard", crate::keys::catalogue_shard(&bouquet_id.to_string()))
@@ -281,10 +282,12 @@ impl Store {
             .n(":now", now.as_millis())
             .n(":one", 1);
             let condition = match effect {
-                BouquetEffect::Return => Expr::new("orderId = :orderId AND #status = :soldStatus")
-                    .name("#status", "status")
-                    .s(":orderId", order.order_id.to_string())
-                    .s(":soldStatus", "sold"),
+                BouquetEffect::Return | BouquetEffect::Withdraw => {
+                    Expr::new("orderId = :orderId AND #status = :soldStatus")
+                        .name("#status", "status")
+                        .s(":orderId", order.order_id.to_string())
+                        .s(":soldStatus", "sold")
+                }
                 _ => held_by_order.clone(),
             };
             tx.update(

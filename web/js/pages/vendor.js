@@ -137,7 +137,8 @@ function ordersSection() {
         if (route === "reject") {
           const reason = window.prompt("Why? The customer reads this, and is refunded.");
           if (!reason || !reason.trim()) return;
-          options = { body: { reason: reason.trim() } };
+          const withdraw = window.confirm("Take the bouquets off sale too? (Cancel puts them back on sale.)");
+          options = { body: { reason: reason.trim(), withdrawBouquets: withdraw } };
         }
         await api("POST", `/orders/${o.orderId}/${route}`, options);
         await load();

@@ -2,6 +2,7 @@
 //! Run them with `./localstack/test.sh`, which starts the emulator.
 
 mod analytics;
+mod auditor;
 mod bad_input;
 mod bouquets;
 mod cart;

@@ -184,7 +184,16 @@ async fn a_florist_accepts_dispatches_and_delivers_a_paid_order_step_by_step() {
         let moved = act(&world, &order, action, true).await.expect("moved");
         assert_eq!(moved.status, status);
     }
-    let late = act(&world, &order, Action::Reject { reason: "Too late" }, true).await;
+    let late = act(
+        &world,
+        &order,
+        Action::Reject {
+            reason: "Too late",
+            withdraw: false,
+        },
+        true,
+    )
+    .await;
     assert!(late.is_err(), "a delivered order is not rejected: {late:?}");
 }
 
@@ -199,13 +208,23 @@ async fn a_rejection_refunds_the_charge_once_and_puts_the_bouquets_back_on_sale(
         .expect("paid");
     let accepted = act(&world, &order, Action::Accept, true).await.unwrap();
     assert_eq!(accepted.status, OrderStatus::Accepted);
-    let blank = act(&world, &order, Action::Reject { reason: "  " }, true).await;
+    let blank = act(
+        &world,
+        &order,
+        Action::Reject {
+            reason: "  ",
+            withdraw: false,
+        },
+        true,
+    )
+    .await;
     assert!(blank.is_err(), "a rejection says why: {blank:?}");
     let rejected = act(
         &world,
         &order,
         Action::Reject {
             reason: "No peonies left this week",
+            withdraw: false,
         },
         true,
     )
@@ -214,11 +233,105 @@ async fn a_rejection_refunds_the_charge_once_and_puts_the_bouquets_back_on_sale(
     assert_eq!(rejected.status, OrderStatus::Rejected);
     assert!(rejected.refunded_at.is_some(), "refunded at once");
     assert_eq!(world.gateway.refunds(), vec![order.gateway_key()]);
-    let again = act(&world, &order, Action::Reject { reason: "Again" }, true).await;
+    let again = act(
+        &world,
+        &order,
+        Action::Reject {
+            reason: "Again",
+            withdraw: false,
+        },
+        true,
+    )
+    .await;
     assert!(again.is_err(), "rejected once: {again:?}");
     assert_eq!(world.gateway.refunds().len(), 1, "refunded once");
     let back = world.bouquet_now(bouquet.bouquet_id).await;
     assert!(back.is_available(world.now()), "{:?}", back.status);
     // On sale again: another customer reserves it.
     world.reserved(&customer("bea"), &[&back]).await;
+}
+
+#[tokio::test]
+async fn a_rejection_may_withdraw_the_bouquets_instead() {
+    let world = World::new().await;
+    let bouquet = world.bouquet().await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    world
+        .pay("ana", order.order_id, "tok_visa")
+        .await
+        .expect("paid");
+    let rejected = act(
+        &world,
+        &order,
+        Action::Reject {
+            reason: "The peonies wilted",
+            withdraw: true,
+        },
+        true,
+    )
+    .await
+    .expect("rejected");
+    assert!(rejected.bouquets_withdrawn && rejected.refunded_at.is_some());
+    let gone = world.bouquet_now(bouquet.bouquet_id).await;
+    assert_eq!(gone.status, bouquet_app::domain::BouquetStatus::Withdrawn);
+    assert!(!gone.is_available(world.now()), "not on sale again");
+}
+
+/// A paid order written before issue 30 (no delivery details, no retention, no history keys)
+/// reads with the defaults and moves on; its first change lists it by state.
+#[tokio::test]
+async fn an_order_in_the_shape_before_delivery_details_reads_and_moves_on() {
+    let world = World::new().await;
+    let bouquet = world.bouquet().await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    world
+        .pay("ana", order.order_id, "tok_visa")
+        .await
+        .expect("paid");
+    world
+        .dynamodb
+        .update_item()
+        .table_name(&world.table)
+        .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(format!("ORDER#{}", order.order_id)))
+        .key("sk", aws_sdk_dynamodb::types::AttributeValue::S("ORDER".into()))
+        .update_expression(
+            "REMOVE delivery, personalDataDays, redactedAt, vendorStatusKey, vendorStatusSort, rejectionReason, refundedAt",
+        )
+        .send()
+        .await
+        .expect("the item in the old shape");
+    let old = world.order_now(order.order_id).await;
+    assert_eq!((old.delivery.as_ref(), old.personal_data_days), (None, 30));
+    assert_eq!(old.status, OrderStatus::Paid);
+    let by_state = |status: &'static str| {
+        let app = world.app.clone();
+        let caller = shop_caller(order.vendor_id);
+        async move {
+            bouquet_app::queries::orders(
+                &app,
+                &caller,
+                &bouquet_app::queries::OrderFilter::parse(Some(status), None, None).unwrap(),
+                None,
+                10,
+            )
+            .await
+            .unwrap()
+            .items
+            .len()
+        }
+    };
+    assert_eq!(
+        by_state("paid").await,
+        0,
+        "not in the history until it changes"
+    );
+    let accepted = act(&world, &old, Action::Accept, true)
+        .await
+        .expect("accepted");
+    assert_eq!(accepted.status, OrderStatus::Accepted);
+    assert_eq!(by_state("accepted").await, 1);
+    let delivered = act(&world, &accepted, Action::Fulfil, true)
+        .await
+        .expect("delivered");
+    assert_eq!(delivered.due_at(), None, "no details: nothing to redact");
 }

@@ -156,3 +156,57 @@ async fn an_unknown_order_is_reported_not_settled() {
         "{result:?}"
     );
 }
+
+#[tokio::test]
+async fn a_success_redelivered_after_the_vendor_rejected_the_order_neither_pays_nor_refunds_again()
+{
+    let world = World::new().await;
+    let bouquet = world.bouquet().await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    world
+        .pay("ana", order.order_id, "tok_visa")
+        .await
+        .expect("paid");
+    // The PSP's own event of that charge, first delivered while the order was paid.
+    let charge_id = world.order_now(order.order_id).await.charge_id.unwrap();
+    let success = Settlement::Succeeded {
+        charge_id,
+        attempt_key: order.gateway_key(),
+    };
+    assert_eq!(
+        deliver(&world, order.order_id, &success, "evt_1")
+            .await
+            .expect("settled"),
+        Settled::AlreadySettled
+    );
+    let rejected = bouquet_app::orders::transition(
+        &world.app,
+        &shop_caller(order.vendor_id),
+        order.order_id,
+        bouquet_app::orders::Action::Reject {
+            reason: "Closed today",
+            withdraw: false,
+        },
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .expect("rejected");
+    let Replayable::Done(rejected) = rejected else {
+        panic!("{rejected:?}")
+    };
+    assert_eq!(world.gateway.refunds().len(), 1);
+    // Redelivered after the rejection, and a second event of the same charge.
+    for event in ["evt_1", "evt_2"] {
+        assert_eq!(
+            deliver(&world, order.order_id, &success, event)
+                .await
+                .expect("settled"),
+            Settled::AlreadySettled,
+            "{event}"
+        );
+    }
+    assert_eq!(world.order_now(order.order_id).await, rejected, "unchanged");
+    assert_eq!(world.gateway.refunds().len(), 1, "refunded once");
+}
