@@ -1,6 +1,7 @@
 //! Paying a reserved order: claim before charge.
 //!
-//! 1. Read the order and the idempotency record (one `BatchGetItem`).
+//! 1. Read the order and the idempotency record (one `BatchGetItem`), and the shop's delivery
+//!    settings (one `GetItem`): the details' date must still be taken.
 //! 2. Claim: `reserved` → `payment_pending` with the bouquets' hold extended over the attempt
 //!    (one `TransactWriteItems`, conditioned on the version read; an expired hold is
 //!    `ReservationExpired` and nothing is charged).
@@ -13,7 +14,8 @@
 //! ended. Paying a paid order returns it. [`crate::checkout`] says what happens when the
 //! process dies between 3 and 4.
 
-use bouquet_domain::{CustomerId, DomainError, FieldError, Order, OrderId, Timestamp};
+use bouquet_domain::delivery::DeliverySettings;
+use bouquet_domain::{CustomerId, DomainError, FieldError, Order, OrderId, OrderStatus, Timestamp};
 use bouquet_payments::{valid_token, ChargeOutcome, GatewayError};
 use bouquet_store::retry::Retry;
 use bouquet_store::StoreError;
@@ -96,6 +98,18 @@ pub async fn pay(
         })?;
         if order.status.is_sold() {
             return Ok(Replayable::Done(Paid::Paid(order)));
+        }
+        // The date the details name may have lapsed since they were given (the day, or the
+        // same-day cut-off, passed): refused before anything is charged.
+        if let (OrderStatus::Reserved, Some(delivery)) = (order.status, &order.delivery) {
+            let settings = store
+                .delivery_settings(order.vendor_id, false)
+                .await?
+                .map(|saved| saved.settings)
+                .unwrap_or_else(DeliverySettings::unset);
+            settings
+                .still_takes(&delivery.date, now)
+                .map_err(DomainError::DeliveryDateLapsed)?;
         }
         let mut claimed = order.clone();
         match checkout::claim(store, &mut claimed, correlation_id, now).await {

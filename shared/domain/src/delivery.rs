@@ -371,6 +371,16 @@ impl DeliverySettings {
         })
     }
 
+    /// Whether the shop still takes a delivery on `date` (`YYYY-MM-DD`) at `now`: checked again
+    /// at payment, as the cut-off or the day itself may have passed since the details were
+    /// given.
+    pub fn still_takes(&self, date: &str, now: Timestamp) -> Result<(), String> {
+        let date: Date = date
+            .parse()
+            .map_err(|_| format!("{date:?} is not a date"))?;
+        self.check_date(date, now)
+    }
+
     /// The first date the shop takes a delivery for at `now` (today before the cut-off, else
     /// the next day it delivers within its horizon): what a checkout offers first.
     pub fn first_date(&self, now: Timestamp) -> Option<String> {
@@ -484,6 +494,20 @@ mod tests {
             .into_iter()
             .map(|e| (e.field, e.message))
             .collect()
+    }
+
+    #[test]
+    fn a_date_given_before_the_cutoff_is_refused_after_it() {
+        let s = settings();
+        assert_eq!(s.still_takes("2026-12-02", paris(10, 59)), Ok(()));
+        assert!(s
+            .still_takes("2026-12-02", paris(11, 0))
+            .unwrap_err()
+            .contains("same-day delivery closes at 11:00"));
+        assert!(
+            s.still_takes("2026-12-01", paris(9, 0)).is_err(),
+            "the past"
+        );
     }
 
     #[test]

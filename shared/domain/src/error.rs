@@ -32,6 +32,9 @@ pub enum DomainError {
     CartEmpty,
     #[error("the order needs its delivery details before it can be paid")]
     DeliveryRequired,
+    /// The details' date is no longer taken (its day or the same-day cut-off passed).
+    #[error("the delivery date is no longer available: {0}; give another date")]
+    DeliveryDateLapsed(String),
     #[error("the order is {0} and cannot do that")]
     OrderInvalidState(OrderStatus),
 }

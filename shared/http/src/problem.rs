@@ -49,8 +49,8 @@ pub enum ApiError {
     OrderInvalidState(OrderStatus),
     #[error("a payment for this order is in progress; retry shortly")]
     PaymentInProgress,
-    #[error("the order needs its delivery details (PUT /v1/orders/{{orderId}}/delivery) before it can be paid")]
-    DeliveryRequired,
+    #[error("{}", delivery_required(.0.as_deref()))]
+    DeliveryRequired(Option<String>),
     #[error("the payment was declined")]
     PaymentDeclined,
     #[error("the payment gateway gave no answer; retry with the same Idempotency-Key, you will be charged at most once")]
@@ -87,6 +87,16 @@ pub enum ApiError {
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
+/// What a payment without usable delivery details is told.
+fn delivery_required(lapsed: Option<&str>) -> String {
+    match lapsed {
+        None => "the order needs its delivery details (PUT /v1/orders/{orderId}/delivery) before it can be paid".into(),
+        Some(why) => format!(
+            "the delivery date is no longer available ({why}): give another (PUT /v1/orders/{{orderId}}/delivery), then pay"
+        ),
+    }
+}
+
 impl ApiError {
     /// An internal error from anything that is one (a typed error keeps its type).
     pub fn internal(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
@@ -111,7 +121,8 @@ impl From<DomainError> for ApiError {
             DomainError::CartVendorMismatch => ApiError::CartVendorMismatch,
             DomainError::CartFull => ApiError::CartFull(bouquet_domain::cart::MAX_CART_ITEMS),
             DomainError::CartEmpty => ApiError::CartEmpty,
-            DomainError::DeliveryRequired => ApiError::DeliveryRequired,
+            DomainError::DeliveryRequired => ApiError::DeliveryRequired(None),
+            DomainError::DeliveryDateLapsed(why) => ApiError::DeliveryRequired(Some(why)),
         }
     }
 }
@@ -347,7 +358,7 @@ impl ApiError {
             ApiError::PaymentInProgress => {
                 (S::CONFLICT, "order.invalid_state", "Payment in progress")
             }
-            ApiError::DeliveryRequired => (
+            ApiError::DeliveryRequired(_) => (
                 S::CONFLICT,
                 "order.delivery_required",
                 "Delivery details required",
@@ -489,7 +500,7 @@ mod tests {
             ApiError::MemberOfOtherVendor(_) => 27,
             ApiError::NotImplemented(_) => 28,
             ApiError::MemberUnverified => 29,
-            ApiError::DeliveryRequired => 30,
+            ApiError::DeliveryRequired(_) => 30,
         }
     }
     const VARIANTS: usize = 31;
@@ -564,7 +575,11 @@ mod tests {
             (ApiError::Busy, 503, "service.busy"),
             (ApiError::ReservationLimit(5), 409, "reservation.limit"),
             (ApiError::VaseInUse(id), 409, "vase.in_use"),
-            (ApiError::DeliveryRequired, 409, "order.delivery_required"),
+            (
+                ApiError::DeliveryRequired(None),
+                409,
+                "order.delivery_required",
+            ),
         ];
         let covered: std::collections::BTreeSet<usize> =
             cases.iter().map(|(error, _, _)| variant(error)).collect();

@@ -89,11 +89,43 @@ async fn only_the_customer_the_orders_vendor_and_an_admin_read_the_delivery_deta
         "its vendor delivers it: {}",
         shop.body
     );
-    // Analytics and the outbox: every event detail is free of them.
+    // The outbox: every event detail is free of them; so, then, is what analytics keep.
     for item in cloud.items_of("event").await {
         let detail = item["detail"].as_s().unwrap();
         assert!(!carries_details(&Value::String(detail.clone())), "{detail}");
+        if item["eventName"].as_s().unwrap() == "OrderPaid" {
+            let event = serde_json::json!({
+                "source": "bouquet.marketplace", "detail-type": "OrderPaid",
+                "detail": serde_json::from_str::<Value>(detail).unwrap(),
+            });
+            let projected = cloud
+                .run_event_function("project-vendor-analytics", event)
+                .await;
+            assert_eq!(projected["applied"], true, "{projected}");
+        }
     }
+    let analytics = cloud
+        .call(
+            "get-vendor-analytics",
+            ApiRequest::fixture("get-vendor-analytics")
+                .vendor(&vendor)
+                .path("vendorId", &vendor),
+        )
+        .await;
+    assert_eq!(analytics.body["days"][0]["sales"], 1, "{}", analytics.body);
+    let kept: Vec<String> = cloud
+        .items()
+        .await
+        .iter()
+        .filter(|i| i["pk"].as_s().is_ok_and(|pk| pk.starts_with("ANALYTICS#")))
+        .map(|i| format!("{i:?}"))
+        .collect();
+    assert!(!kept.is_empty());
+    assert!(
+        kept.iter()
+            .all(|i| !carries_details(&Value::String(i.clone()))),
+        "{kept:?}"
+    );
 }
 
 #[tokio::test]

@@ -493,10 +493,11 @@ async fn dynamodb_calls_per_operation() {
         cloud.calls.by_operation(),
         calls(&[
             ("BatchGetItem", 1),
+            ("GetItem", 1),
             ("TransactWriteItems", 2),
             ("PutItem", 1)
         ]),
-        "pay: read, claim, the simulated gateway's charge (its ledger's item), commit"
+        "pay: read, the shop's settings (the delivery date still taken), claim, the simulated gateway's charge (its ledger's item), commit"
     );
 
     cloud.calls.reset();

@@ -451,3 +451,53 @@ async fn delivery_details_are_redacted_their_retention_after_the_order_ends_and_
     assert_eq!(swept.redacted, 1, "{swept:?}");
     assert!(!world.order_now(open.order_id).await.holds_personal_data());
 }
+
+#[tokio::test]
+async fn a_date_whose_same_day_cutoff_passed_before_payment_is_refused_and_nothing_charged() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    // 2026-12-02 16:16 UTC now: same-day orders until 16:20.
+    let mut settings = DeliverySettings::unset();
+    settings.countries = vec!["FR".into()];
+    settings.same_day_cutoff = "16:20".into();
+    delivery::change_settings(
+        &world.app,
+        &vendor_caller(&vendor),
+        vendor.vendor_id,
+        settings,
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    let bouquet = world.bouquet_of(&vendor).await;
+    let order = world
+        .reserved_without_delivery(&customer("ana"), &[&bouquet])
+        .await;
+    let mut today = request(&world);
+    today["date"] = "2026-12-02".into();
+    let given = set(&world, "ana", &order, today, Some(order.version))
+        .await
+        .expect("today, before the cut-off");
+    world.advance(Duration::from_secs(5 * 60));
+    let refused = world.pay("ana", order.order_id, "tok_visa").await;
+    assert!(
+        matches!(
+            refused,
+            Err(PayError::Checkout(CheckoutError::Domain(
+                DomainError::DeliveryDateLapsed(ref why)
+            ))) if why.contains("same-day delivery closes at 16:20")
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(world.gateway.charges_made(), 0, "nothing charged");
+    let tomorrow = request(&world);
+    set(&world, "ana", &given, tomorrow, Some(given.version))
+        .await
+        .expect("another date");
+    world
+        .pay("ana", order.order_id, "tok_visa")
+        .await
+        .expect("paid for tomorrow");
+}
