@@ -240,6 +240,8 @@ class Console(unittest.TestCase):
         card = customer.locator(f'[data-bouquet="{bouquet_id}"]')
         card.get_by_role("button", name=re.compile(r"^Add .+ to cart$")).click()
         expect(customer.locator("#notice")).to_contain_text("is in your cart")
+        expect(card.get_by_role("status")).to_have_text("In your cart.")
+        expect(customer.locator("#cart-count")).to_have_text("1")
         self.open(customer, "/cart")
         expect(customer.locator(f'tr[data-bouquet="{bouquet_id}"]')).to_be_visible()
         customer.locator("#reserve").click()
@@ -257,11 +259,18 @@ class Console(unittest.TestCase):
         self.fill_delivery(customer, postcode="69001", email=buyer_email)
         customer.get_by_label("Card").select_option("tok_visa")
         customer.locator("#pay").click()
-        expect(customer.locator("#notice")).to_contain_text("outside the shop's delivery area")
+        # Said beside the field, in view, with the field marked for assistive technology.
+        postcode_error = customer.locator("#f-postcode-error")
+        expect(postcode_error).to_contain_text("outside the shop's delivery area")
+        expect(postcode_error).to_be_in_viewport()
+        expect(customer.locator("#f-postcode")).to_have_attribute("aria-describedby", "f-postcode-error")
         expect(customer.get_by_label("Recipient's name")).to_have_value("Camille Martin")
         customer.get_by_label("Postcode").fill("75011")
         customer.locator("#pay").click()
         expect(customer.locator('#order-status [data-status="paid"]')).to_be_visible()
+        # The confirmation outlives the live refreshes the payment's own events cause.
+        customer.wait_for_timeout(1500)
+        expect(customer.locator("#notice")).to_contain_text("Paid. The vendor has been told.")
         details = customer.locator("#delivery-details")
         expect(details).to_contain_text("Camille Martin, +33612345678")
         expect(details).to_contain_text("12 rue des Fleurs, 75011 Paris, FR")
@@ -296,6 +305,82 @@ class Console(unittest.TestCase):
         self.assertTrue(any("is paid" in subject for to, subject in sent if to == buyer_email), sent)
         self.assertTrue(any("New order" in subject for to, subject in sent if to == shop.email), sent)
         self.assertEqual(call("GET", f"/v1/orders/{order_id}", shop.token, expect_status=200)["status"], "fulfilled")
+
+    def test_an_edit_survives_a_live_update_and_a_stale_save_is_refused_visibly(self):
+        shop = Shop()
+        peonies = shop.bouquet("Peonies", "24.50")
+        vendor = self.page()
+        self.sign_in(vendor, "vendor", "vendor-eve", shop.vendor_id)
+        self.open(vendor, "/vendor")
+        self.subscribed(vendor, f"vendor:{shop.vendor_id}")
+        price = vendor.locator(f"#price-{peonies['bouquetId']}")
+        price.fill("31.00")
+        # Another bouquet is listed meanwhile: the list follows, the typed price stays.
+        tulips = shop.bouquet("Tulips", "12.00")
+        expect(vendor.locator(f'[data-bouquet="{tulips["bouquetId"]}"]')).to_be_visible()
+        expect(price).to_have_value("31.00")
+        # The bouquet itself changes underneath (another tab): said beside the form, edit kept.
+        current = call("GET", f"/v1/bouquets/{peonies['bouquetId']}", expect_status=200)
+        put_patch = urllib.request.Request(f"{BASE}/v1/bouquets/{peonies['bouquetId']}", method="PATCH",
+                                           data=json.dumps({"price": {"amount": "27.00", "currency": "EUR"}}).encode())
+        put_patch.add_header("content-type", "application/json")
+        put_patch.add_header("authorization", f"Bearer {shop.token}")
+        put_patch.add_header("if-match", f'"{current["version"]}"')
+        urllib.request.urlopen(put_patch, timeout=30).read()
+        row = vendor.locator(f'[data-bouquet="{peonies["bouquetId"]}"]')
+        expect(row.locator(".form-message")).to_contain_text("Changed since you opened it")
+        expect(price).to_have_value("31.00")
+        # Saving the stale form is refused, visibly, with both values; nothing is overwritten.
+        row.get_by_role("button", name="Save").click()
+        expect(row.locator(".form-message")).to_contain_text("27.00")
+        expect(row.locator(".form-message")).to_contain_text("31.00")
+        self.assertEqual(call("GET", f"/v1/bouquets/{peonies['bouquetId']}", expect_status=200)["price"]["amount"], "27.00")
+        # Choosing to keep it: the second save is at the version now shown.
+        row.get_by_role("button", name="Save").click()
+        expect(row.locator(".form-message")).to_have_text("Saved.")
+        self.assertEqual(call("GET", f"/v1/bouquets/{peonies['bouquetId']}", expect_status=200)["price"]["amount"], "31.00")
+        self.no_reload(vendor)
+
+    def test_the_vendors_list_shows_a_sold_bouquet_as_sold_without_a_reload(self):
+        shop = Shop()
+        sold = shop.bouquet("Dahlias", "18.00")
+        vendor = self.page()
+        self.sign_in(vendor, "vendor", "vendor-fay", shop.vendor_id)
+        self.open(vendor, "/vendor")
+        self.subscribed(vendor, f"vendor:{shop.vendor_id}")
+        row = vendor.locator(f'[data-bouquet="{sold["bouquetId"]}"]')
+        expect(row).to_have_attribute("data-status", "available")
+        buyer = mint("customer", unique("gus"))
+        order = call("POST", "/v1/orders", buyer, {"bouquetIds": [sold["bouquetId"]]}, 201)
+        expect(row).to_have_attribute("data-status", "reserved")
+        first = call("GET", f"/v1/vendors/{shop.vendor_id}/delivery-settings", expect_status=200)["firstDate"]
+        put(f"/v1/orders/{order['orderId']}/delivery", buyer, {
+            "recipient": {"name": "Gus Grey", "phone": "+33 6 12 34 56 78"}, "date": first,
+            "address": {"street": "1 rue Haute", "postcode": "75001", "city": "Paris", "country": "FR"}}, '"1"')
+        call("POST", f"/v1/orders/{order['orderId']}/payment", buyer, {"paymentToken": "tok_visa"}, 200)
+        expect(row).to_have_attribute("data-status", "sold")
+        expect(row.get_by_role("button", name="Save")).to_be_disabled()
+        expect(row.get_by_role("button", name="Withdraw")).to_be_hidden()
+        self.no_reload(vendor)
+
+    def test_a_refused_listing_is_said_beside_its_field_in_view(self):
+        shop = Shop()
+        vendor = self.page(width=390)
+        self.sign_in(vendor, "vendor", "vendor-gil", shop.vendor_id)
+        self.open(vendor, "/vendor")
+        form = vendor.locator("#list-bouquet form")
+        form.get_by_label("Name").fill("Lilies")
+        form.get_by_label("Price").fill("-3")
+        form.get_by_role("button", name="List bouquet").click()
+        error = vendor.locator("#f-price-error")
+        expect(error).to_be_in_viewport()
+        expect(error).to_contain_text("Price")
+        self.assertNotIn("price.amount", error.inner_text())
+        expect(form.get_by_label("Price")).to_have_attribute("aria-invalid", "true")
+        summary = form.locator(".form-message")
+        expect(summary).to_be_focused()
+        expect(summary).to_contain_text("Please correct the highlighted fields")
+        self.assertEqual(call("GET", f"/v1/bouquets?vendorId={shop.vendor_id}", expect_status=200)["items"], [], "nothing listed")
 
     def test_a_customer_signs_up_buys_and_is_made_a_vendor_through_the_user_pool(self):
         """The deployed sign-in path: Cognito's API (the emulator's pool) and its ID tokens."""

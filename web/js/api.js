@@ -1,5 +1,6 @@
 // The HTTP API client: bearer token, Idempotency-Key on every POST, problem+json in words.
 import { session } from "./session.js";
+import { human } from "./ui.js";
 
 /** A problem+json answer (RFC 9457) as an Error whose message a person can read. */
 export class Problem extends Error {
@@ -11,25 +12,32 @@ export class Problem extends Error {
   }
 }
 
-// Words for the codes a shopper or vendor meets; the server's own title and detail follow.
+// Words for the codes a shopper or vendor meets; where the server's detail adds something (why
+// the delivery date lapsed, which state the order is in), it follows.
 const ADVICE = {
   "bouquet.unavailable": "Someone else has just reserved or bought this bouquet.",
   "cart.vendor_mismatch": "Your cart holds bouquets from another vendor; one order comes from one vendor.",
+  "cart.full": "Your cart is full.",
   "reservation.expired": "Your 15-minute hold ran out, so the bouquets went back on sale.",
+  "reservation.limit": "You already hold bouquets in several orders: pay, cancel or let one expire first.",
   "payment.declined": "Your card was declined; nothing was charged. Try another card.",
+  "payment.unavailable": "The payment service did not answer; you were not charged twice. Try again in a moment.",
   "precondition.failed": "It changed after you opened it; reload to see the change.",
   "order.delivery_required": "Give the delivery details before paying.",
   "auth.unauthenticated": "Please sign in again.",
   "auth.forbidden": "Your account may not do this.",
   "service.busy": "The shop is busy; try again in a moment.",
 };
+const WITH_DETAIL = new Set(["order.delivery_required", "order.invalid_state"]);
 
 function describe(status, body) {
-  if (body && typeof body === "object" && body.title) {
+  if (body && typeof body === "object" && body.code) {
     const advice = ADVICE[body.code];
-    const detail = body.detail ? `: ${body.detail}` : "";
-    const fields = (body.errors ?? []).map((e) => `${e.field ?? e.name ?? ""} ${e.message ?? e.detail ?? ""}`.trim());
-    return [advice, `${body.title}${detail}`, fields.join("; ")].filter(Boolean).join(" ");
+    if (advice) return WITH_DETAIL.has(body.code) && body.detail ? `${advice} (${body.detail})` : advice;
+    if (body.errors?.length) {
+      return `Please correct: ${body.errors.map((e) => `${human(e.field)} ${e.message}`).join("; ")}.`;
+    }
+    return body.detail ? body.detail[0].toUpperCase() + body.detail.slice(1) + "." : body.title;
   }
   if (status === 401) return "Please sign in (your session is missing or has expired).";
   return `The request failed (HTTP ${status}).`;

@@ -2,6 +2,7 @@
 import { loadConfig, session } from "./session.js";
 import { live } from "./live.js";
 import { notify } from "./ui.js";
+import { showCartCount } from "./cart-count.js";
 import { catalogue } from "./pages/catalogue.js";
 import { bouquetPage } from "./pages/bouquet.js";
 import { cartPage } from "./pages/cart.js";
@@ -29,6 +30,7 @@ function navigation() {
   const link = document.getElementById("session-link");
   link.textContent = role ? `Signed in as ${session.user()} (${role})` : "Sign in";
   document.body.dataset.role = role ?? "anonymous";
+  showCartCount().catch(() => {});
 }
 
 async function route() {

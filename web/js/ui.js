@@ -66,7 +66,7 @@ export function clearNotice() {
   document.getElementById("notice").hidden = true;
 }
 
-/** Runs `action`, showing a failure in words; returns its result or undefined. */
+/** Runs `action`, a person's, showing a failure in words; returns its result or undefined. */
 export async function attempt(action) {
   try {
     clearNotice();
@@ -75,6 +75,92 @@ export async function attempt(action) {
     notify(error.message ?? String(error));
     return undefined;
   }
+}
+
+/** Runs `action`, a live refresh: a failure is shown, but what the person was told stays. */
+export async function refresh(action) {
+  try {
+    return await action();
+  } catch (error) {
+    notify(error.message ?? String(error));
+    return undefined;
+  }
+}
+
+/** A message beside a form (`role=status`, or `alert` for an error), where the eye is, that
+ *  live refreshes leave alone: `say(form, "Saved.")`; `say(form, "")` clears it. */
+export function say(form, text, kind = "ok") {
+  let box = form.querySelector(":scope > .form-message");
+  if (!box) {
+    box = h("p", { class: "form-message", tabindex: "-1" });
+    form.prepend(box);
+  }
+  box.textContent = text;
+  box.className = `form-message ${kind}`;
+  box.setAttribute("role", kind === "ok" ? "status" : "alert");
+  box.hidden = !text;
+  return box;
+}
+
+/** The input of `form` a field error names (`price.amount` → `price`,
+ *  `delivery.recipient.name` → `recipientName`, `delivery.address.postcode` → `postcode`). */
+function inputFor(form, field) {
+  const parts = field.split(/[./]/).filter(Boolean);
+  const last = parts.at(-1) ?? "";
+  const pair = parts.length > 1 ? parts.at(-2) + last[0].toUpperCase() + last.slice(1) : "";
+  for (const name of [field, pair, last, parts[0]]) {
+    const input = name && form.elements.namedItem(name);
+    if (input && input.tagName) return input;
+  }
+  return null;
+}
+
+/** Clears what `showErrors` put on `form`. */
+export function clearErrors(form) {
+  for (const hint of form.querySelectorAll(".field-error")) hint.remove();
+  for (const input of form.querySelectorAll("[aria-invalid]")) {
+    input.removeAttribute("aria-invalid");
+    input.removeAttribute("aria-describedby");
+  }
+  say(form, "");
+}
+
+/** Shows a refusal on `form`: each field error beside its field (`aria-invalid`,
+ *  `aria-describedby`), and a summary at the form's top, scrolled into view and focused. */
+export function showErrors(form, error) {
+  clearErrors(form);
+  const unplaced = [];
+  for (const { field, message } of error.body?.errors ?? []) {
+    const input = inputFor(form, field ?? "");
+    if (!input) {
+      unplaced.push(`${human(field)} ${message}`);
+      continue;
+    }
+    const id = `${input.id || input.name}-error`;
+    input.setAttribute("aria-invalid", "true");
+    input.setAttribute("aria-describedby", id);
+    input.closest("div")?.append(h("p", { class: "field-error", id }, `${labelOf(input)} ${message}.`));
+  }
+  const summary = error.body?.errors?.length
+    ? ["Please correct the highlighted fields.", ...unplaced].join(" ")
+    : error.message ?? String(error);
+  const box = say(form, summary, "error");
+  box.scrollIntoView({ block: "center" });
+  box.focus({ preventScroll: true });
+}
+
+function labelOf(input) {
+  const label = input.labels?.[0];
+  const text = label ? [...label.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.textContent).join("").trim() : "";
+  return text || human(input.name);
+}
+
+/** `delivery.address.postcode` → "Postcode"; `price.amount` → "Price". */
+export function human(field = "") {
+  const parts = field.split(/[./]/).filter((p) => p && !/^\d+$/.test(p) && p !== "delivery" && p !== "amount");
+  const last = parts.at(-1) ?? "";
+  const words = last.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase();
+  return words ? words[0].toUpperCase() + words.slice(1) : "The request";
 }
 
 /** A labelled input: `field("Name", {name: "name", required: true})`. */

@@ -1,6 +1,7 @@
 // The customer's cart: one vendor's bouquets, then a 15-minute reservation.
 import { api } from "../api.js";
 import { session } from "../session.js";
+import { showCartCount } from "../cart-count.js";
 import { attempt, freshnessBadge, h, money, show, statusBadge } from "../ui.js";
 
 export async function cartPage() {
@@ -9,6 +10,7 @@ export async function cartPage() {
     return;
   }
   const render = (cart) => {
+    showCartCount(cart);
     const rows = cart.items.map((b) => h("tr", { "data-bouquet": b.bouquetId },
       h("td", {}, h("a", { href: `#/bouquets/${b.bouquetId}` }, b.name)),
       h("td", {}, money(b.price)),
@@ -32,6 +34,7 @@ export async function cartPage() {
                 e.target.disabled = true;
                 try {
                   const order = await api("POST", "/orders");
+                  showCartCount().catch(() => {});
                   location.hash = `#/orders/${order.orderId}`;
                 } finally {
                   e.target.disabled = false;

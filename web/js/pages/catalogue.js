@@ -2,22 +2,28 @@
 import { api } from "../api.js";
 import { live } from "../live.js";
 import { session } from "../session.js";
-import { attempt, freshnessBadge, h, money, notify, show, statusBadge } from "../ui.js";
+import { showCartCount } from "../cart-count.js";
+import { attempt, freshnessBadge, h, money, notify, refresh, show, statusBadge } from "../ui.js";
 
 /** "Add to cart" for a customer; a sign-in link for everyone else. */
 export function addToCart(bouquet) {
   if (session.role() !== "customer") {
     return h("a", { href: "#/signin", class: "muted" }, "Sign in as a customer to buy");
   }
-  return h("button", {
+  // Said beside the button, where the eye is, as well as at the top.
+  const said = h("span", { class: "muted added", role: "status" });
+  const button = h("button", {
     type: "button",
     "aria-label": `Add ${bouquet.name} to cart`,
     disabled: bouquet.status !== "available",
     onclick: () => attempt(async () => {
-      await api("PUT", `/cart/items/${bouquet.bouquetId}`);
+      const cart = await api("PUT", `/cart/items/${bouquet.bouquetId}`);
+      said.textContent = "In your cart.";
       notify(`${bouquet.name} is in your cart.`, "ok");
+      await showCartCount(cart);
     }),
   }, "Add to cart");
+  return h("span", { class: "row" }, button, said);
 }
 
 function card(bouquet) {
@@ -32,7 +38,7 @@ function card(bouquet) {
 /** Follows one bouquet's changes: `render(bouquet)` with the bouquet as it is now. */
 export function follow(channel, bouquetOf, render) {
   const versions = new Map();
-  const refresh = async (id) => {
+  const reread = async (id) => {
     try {
       const bouquet = await api("GET", `/bouquets/${id}`);
       if ((versions.get(id) ?? 0) > bouquet.version) return;
@@ -51,7 +57,7 @@ export function follow(channel, bouquetOf, render) {
       return;
     }
     const ids = event.data.bouquetIds ?? [event.data.bouquetId ?? event.aggregateId];
-    for (const id of ids) refresh(id);
+    for (const id of ids) reread(id);
   });
 }
 
@@ -80,7 +86,7 @@ export async function catalogue() {
   more.addEventListener("click", () => attempt(load));
   show(h("h1", {}, "Fresh bouquets"), grid, more);
   const stop = follow("catalogue", (id, render) => known.has(id) && render(known.get(id)), put);
-  live.onReconnect.add(() => { cursor = null; grid.replaceChildren(); attempt(load); });
+  live.onReconnect.add(() => { cursor = null; grid.replaceChildren(); refresh(load); });
   await load();
   if (!known.size) grid.append(h("p", { class: "muted" }, "No bouquets on sale right now."));
   return stop;

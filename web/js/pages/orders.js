@@ -2,7 +2,7 @@
 import { api } from "../api.js";
 import { live } from "../live.js";
 import { loadConfig, session } from "../session.js";
-import { attempt, field, h, money, notify, show, statusBadge, when } from "../ui.js";
+import { attempt, field, h, money, notify, refresh, show, showErrors, statusBadge, when } from "../ui.js";
 
 /** The channel that carries the caller's orders. */
 export function ordersChannel() {
@@ -75,8 +75,8 @@ export async function ordersPage() {
   show(h("h1", {}, "My orders"), h("div", { class: "table-wrap" }, h("table", {},
     h("thead", {}, h("tr", {}, h("th", {}, "Bouquets"), h("th", {}, "Total"), h("th", {}, "Status"), h("th", {}, "Ordered"))), body)));
   await load();
-  live.onReconnect.add(() => attempt(load));
-  return followOrders(() => attempt(load));
+  live.onReconnect.add(() => refresh(load));
+  return followOrders(() => refresh(load));
 }
 
 const TEST_CARDS = [
@@ -183,24 +183,34 @@ export async function orderPage(id) {
         field("Note for the recipient", { tag: "textarea", name: "cardMessage", maxlength: 200, rows: 2 }, "optional, up to 200 characters"),
         field("Your email", { name: "contactEmail", type: "email", autocomplete: "email", maxlength: 254, value: value("contactEmail", given?.contactEmail ?? session.email() ?? "") }, "for the receipt and each step of the delivery"));
       const form = h("form", {
+        novalidate: true,
         oninput: () => { draft = Object.fromEntries(new FormData(form)); },
         onsubmit: (e) => {
           e.preventDefault();
           payKey ??= crypto.randomUUID();
           attempt(async () => {
+            const typed = Object.fromEntries(new FormData(form));
+            const request = {
+              recipient: { name: typed.recipientName, phone: typed.recipientPhone },
+              address: { street: typed.street, postcode: typed.postcode, city: typed.city, country: typed.country },
+              date: typed.date,
+              ...(typed.slot ? { slot: typed.slot } : {}),
+              ...(typed.cardMessage ? { cardMessage: typed.cardMessage } : {}),
+              ...(typed.contactEmail ? { contactEmail: typed.contactEmail } : {}),
+            };
+            // The details first (at the version shown), then the payment. A refused detail is
+            // shown beside its field, the form as the customer left it.
             try {
-              const typed = Object.fromEntries(new FormData(form));
-              const request = {
-                recipient: { name: typed.recipientName, phone: typed.recipientPhone },
-                address: { street: typed.street, postcode: typed.postcode, city: typed.city, country: typed.country },
-                date: typed.date,
-                ...(typed.slot ? { slot: typed.slot } : {}),
-                ...(typed.cardMessage ? { cardMessage: typed.cardMessage } : {}),
-                ...(typed.contactEmail ? { contactEmail: typed.contactEmail } : {}),
-              };
-              // The details first (at the version shown), then the payment.
               order = await api("PUT", `/orders/${id}/delivery`, { body: request, headers: { "if-match": `"${order.version}"` } });
               draft = null;
+            } catch (error) {
+              if (error.status === 400) {
+                showErrors(form, error);
+                return;
+              }
+              throw error;
+            }
+            try {
               const token = stripeMode
                 ? await stripeToken()
                 : new FormData(form).get("paymentToken");
@@ -277,7 +287,7 @@ export async function orderPage(id) {
   };
   render();
   show(h("p", {}, h("a", { href: session.role() === "vendor" ? "#/vendor" : "#/orders" }, "← Orders")), section);
-  const refresh = async () => {
+  const reread = async () => {
     const latest = await api("GET", `/orders/${id}`);
     // Only a newer order re-renders: the event of a change this page already shows changes nothing.
     if (latest.version > order.version) {
@@ -285,7 +295,7 @@ export async function orderPage(id) {
       render();
     }
   };
-  live.onReconnect.add(() => attempt(refresh));
-  const stop = followOrders((orderId) => orderId === id && attempt(refresh));
+  live.onReconnect.add(() => refresh(reread));
+  const stop = followOrders((orderId) => orderId === id && refresh(reread));
   return () => { clearInterval(timer); stop(); };
 }

@@ -4,7 +4,7 @@ import { api } from "../api.js";
 import { chart } from "../chart.js";
 import { live } from "../live.js";
 import { session } from "../session.js";
-import { attempt, field, freshnessBadge, h, money, notify, show, statusBadge, when } from "../ui.js";
+import { attempt, clearErrors, field, freshnessBadge, h, money, notify, refresh, say, show, showErrors, statusBadge, when } from "../ui.js";
 import { followOrders } from "./orders.js";
 
 function formJson(form) {
@@ -13,63 +13,159 @@ function formJson(form) {
 
 function bouquetsSection(vendorId) {
   const list = h("div", { class: "grid", id: "vendor-bouquets" });
+  const empty = h("p", { class: "muted" }, "Nothing listed yet.");
+  // One row per bouquet, kept across refreshes: a refresh updates a row in place and never
+  // replaces a form being edited.
+  const rows = new Map();
   const load = async () => {
     const page = await api("GET", `/bouquets?vendorId=${vendorId}&limit=100`);
-    list.replaceChildren(...page.items.map((b) => editable(b, load)));
-    if (!page.items.length) list.append(h("p", { class: "muted" }, "Nothing listed yet."));
+    const listed = new Set(page.items.map((b) => b.bouquetId));
+    for (const bouquet of page.items) {
+      let row = rows.get(bouquet.bouquetId);
+      if (!row) {
+        row = bouquetRow(bouquet, load);
+        rows.set(bouquet.bouquetId, row);
+        list.append(row.element);
+      }
+      row.update(bouquet);
+    }
+    // Reserved, sold or withdrawn since: off the catalogue, shown with its status and no
+    // controls (one read each, of the rows on screen only).
+    for (const [id, row] of rows) {
+      if (!listed.has(id)) row.update(await api("GET", `/bouquets/${id}`));
+    }
+    empty.hidden = rows.size > 0;
   };
   const form = h("form", {
+    novalidate: true,
     onsubmit: (e) => {
       e.preventDefault();
       const data = formJson(form);
       attempt(async () => {
-        await api("POST", `/vendors/${vendorId}/bouquets`, {
-          body: { name: data.name, description: data.description ?? "", price: { amount: data.price, currency: data.currency ?? "EUR" }, vaseId: data.vaseId },
-        });
+        clearErrors(form);
+        try {
+          await api("POST", `/vendors/${vendorId}/bouquets`, {
+            body: { name: data.name ?? "", description: data.description ?? "", price: { amount: data.price ?? "", currency: data.currency ?? "EUR" }, vaseId: data.vaseId },
+          });
+        } catch (error) {
+          showErrors(form, error);
+          return;
+        }
         form.reset();
-        notify(`${data.name} is listed.`, "ok");
+        say(form, `${data.name} is listed.`);
         await load();
       });
     },
   },
   field("Name", { name: "name", required: true }),
   field("Description", { tag: "textarea", name: "description", rows: 2 }),
-  field("Price", { name: "price", required: true, inputmode: "decimal", pattern: "\\d+(\\.\\d{1,2})?" }, "e.g. 24.50, EUR"),
+  field("Price", { name: "price", required: true, inputmode: "decimal" }, "e.g. 24.50, EUR"),
   field("Vase id", { name: "vaseId" }, "optional: the vase it stands in"),
   h("p", {}, h("button", { type: "submit" }, "List bouquet")));
-  return { section: h("section", {}, h("h2", {}, "Bouquets"), list, h("h3", {}, "List a bouquet"), form), load };
+  return {
+    section: h("section", {}, h("h2", {}, "Bouquets"), list, empty, h("h3", {}, "List a bouquet"), h("div", { id: "list-bouquet" }, form)),
+    load,
+  };
 }
 
-function editable(bouquet, reload) {
+/** One of the vendor's bouquets: its badges follow every change; its form keeps what the
+ *  vendor typed, says so when the bouquet changed underneath, and saves at the version it was
+ *  loaded from (a stale save is refused with both values shown). */
+function bouquetRow(initial, reload) {
+  let shown = initial; // what the form was loaded from
+  let latest = initial;
+  const id = initial.bouquetId;
+  const badges = h("p", { class: "row" });
+  const name = h("input", { name: "name", id: `name-${id}`, required: true });
+  const price = h("input", { name: "price", id: `price-${id}`, required: true, inputmode: "decimal" });
+  const fill = (b) => {
+    shown = b;
+    name.value = b.name;
+    price.value = b.price.amount;
+  };
+  const edited = () => name.value !== shown.name || price.value !== shown.price.amount;
+  const controls = h("div", { class: "row", style: "margin-top:8px" });
   const form = h("form", {
+    novalidate: true,
     onsubmit: (e) => {
       e.preventDefault();
-      const data = formJson(form);
       attempt(async () => {
-        await api("PATCH", `/bouquets/${bouquet.bouquetId}`, {
-          headers: { "if-match": `"${bouquet.version}"` },
-          body: { name: data.name, price: { amount: data.price, currency: bouquet.price.currency } },
-        });
-        notify("Saved.", "ok");
-        await reload();
+        clearErrors(form);
+        try {
+          latest = await api("PATCH", `/bouquets/${id}`, {
+            headers: { "if-match": `"${shown.version}"` },
+            body: { name: name.value, price: { amount: price.value, currency: shown.price.currency } },
+          });
+        } catch (error) {
+          if (error.status === 412) {
+            const current = await api("GET", `/bouquets/${id}`);
+            latest = current;
+            say(form, `Changed since you opened it: it is now "${current.name}" at ${money(current.price)}; yours is "${name.value}" at ${price.value}. Save again to keep yours, or reload it.`, "error");
+            shown = { ...current, name: shown.name, price: shown.price };
+            shown.version = current.version;
+            controls.querySelector("[data-reload]").hidden = false;
+            render(latest);
+            return;
+          }
+          showErrors(form, error);
+          return;
+        }
+        fill(latest);
+        render(latest);
+        say(form, "Saved.");
       });
     },
   },
-  field("Name", { name: "name", value: bouquet.name, required: true, id: `name-${bouquet.bouquetId}` }),
-  field("Price", { name: "price", value: bouquet.price.amount, required: true, inputmode: "decimal", id: `price-${bouquet.bouquetId}` }),
-  h("div", { class: "row", style: "margin-top:8px" },
+  h("div", {}, h("label", { for: `name-${id}` }, "Name"), name),
+  h("div", {}, h("label", { for: `price-${id}` }, "Price"), price),
+  controls);
+  controls.append(
     h("button", { type: "submit", class: "secondary" }, "Save"),
+    h("button", {
+      type: "button", class: "secondary", "data-reload": "", hidden: true,
+      onclick: () => { fill(latest); say(form, ""); controls.querySelector("[data-reload]").hidden = true; },
+    }, "Reload it"),
     h("button", {
       type: "button", class: "secondary",
       onclick: () => attempt(async () => {
-        await api("DELETE", `/bouquets/${bouquet.bouquetId}`);
-        notify(`${bouquet.name} is withdrawn.`, "ok");
+        try {
+          latest = await api("DELETE", `/bouquets/${id}`, { headers: { "if-match": `"${latest.version}"` } });
+        } catch (error) {
+          showErrors(form, error);
+          return;
+        }
+        say(form, `${shown.name} is withdrawn.`);
+        render(latest);
         await reload();
       }),
-    }, "Withdraw")));
-  return h("article", { class: "card", "data-bouquet": bouquet.bouquetId },
-    h("p", { class: "row" }, statusBadge(bouquet.status), freshnessBadge(bouquet.freshness, Boolean(bouquet.vaseId)), h("span", { class: "muted" }, `v${bouquet.version}`)),
-    form);
+    }, "Withdraw"));
+  const element = h("article", { class: "card", "data-bouquet": id }, badges, form);
+  const render = (b) => {
+    element.dataset.status = b.status;
+    badges.replaceChildren(statusBadge(b.status), freshnessBadge(b.freshness, Boolean(b.vaseId)), h("span", { class: "muted" }, `v${b.version}`));
+    const open = b.status === "available";
+    for (const control of form.querySelectorAll("input, button[type=submit]")) control.disabled = !open;
+    controls.querySelector("button[type=button]:last-child").hidden = !open;
+  };
+  fill(initial);
+  return {
+    element,
+    update(b) {
+      const changed = b.version !== latest.version;
+      latest = b;
+      render(b);
+      if (!changed) return;
+      if (!edited() && b.status === "available") {
+        fill(b);
+      } else if (b.status === "available" && (b.name !== shown.name || b.price.amount !== shown.price.amount)) {
+        // The vendor is typing: keep it, and say what changed underneath.
+        say(form, `Changed since you opened it: now "${b.name}" at ${money(b.price)}. Your edit is kept; saving it is refused until you choose.`, "error");
+        controls.querySelector("[data-reload]").hidden = false;
+      } else if (b.status !== "available") {
+        say(form, `Now ${b.status.replaceAll("_", " ")}: it can no longer be changed.`, "error");
+      }
+    },
+  };
 }
 
 function vasesSection(vendorId) {
@@ -246,12 +342,14 @@ export async function vendorPage() {
   show(h("h1", {}, "Vendor console"), orders.section, vases.section, bouquets.section, delivery.section, analytics.section);
   const all = () => Promise.all([orders.load(), vases.load(), bouquets.load(), delivery.load(), analytics.load()]);
   await all();
-  live.onReconnect.add(() => attempt(all));
-  const stopOrders = followOrders(() => attempt(orders.load));
+  live.onReconnect.add(() => refresh(all));
+  const stopOrders = followOrders(() => refresh(orders.load));
+  // Order events move bouquets too (reserved, sold, released, back on sale).
+  const MOVES_BOUQUETS = new Set(["OrderReserved", "OrderPaid", "OrderCancelled", "ReservationExpired", "OrderRejected"]);
   const stopVendor = live.subscribe(`vendor:${vendorId}`, (event) => {
-    if (event.name.startsWith("Vase") || event.name === "BouquetFreshnessChanged") attempt(vases.load);
-    if (event.name.startsWith("Bouquet")) attempt(bouquets.load);
-    if (event.name === "OrderPaid" || event.name === "OrderFulfilled" || event.name === "OrderRejected") attempt(analytics.load);
+    if (event.name.startsWith("Vase") || event.name === "BouquetFreshnessChanged") refresh(vases.load);
+    if (event.name.startsWith("Bouquet") || MOVES_BOUQUETS.has(event.name)) refresh(bouquets.load);
+    if (event.name === "OrderPaid" || event.name === "OrderFulfilled" || event.name === "OrderRejected") refresh(analytics.load);
   });
   return () => { stopOrders(); stopVendor(); };
 }
