@@ -194,8 +194,13 @@ class Console(unittest.TestCase):
     def sign_in(self, page, role, user, vendor_id=None):
         self.open(page, "/signin")
         page.get_by_label("Role").select_option(role)
+        # The default name follows the role; the shop's field is there for vendors only.
+        expect(page.get_by_label("User")).to_have_value(f"{role}-demo")
+        if role == "vendor":
+            page.get_by_label("Vendor id").fill(vendor_id or "")
+        else:
+            expect(page.get_by_label("Vendor id")).to_be_hidden()
         page.get_by_label("User").fill(user)
-        page.get_by_label("Vendor id").fill(vendor_id or "")
         page.get_by_role("button", name="Sign in (demo)").click()
         page.wait_for_function(f"document.body.dataset.role === '{role}'")
 
@@ -381,6 +386,25 @@ class Console(unittest.TestCase):
         expect(summary).to_be_focused()
         expect(summary).to_contain_text("Please correct the highlighted fields")
         self.assertEqual(call("GET", f"/v1/bouquets?vendorId={shop.vendor_id}", expect_status=200)["items"], [], "nothing listed")
+
+    def test_the_storefront_never_shows_empty_when_its_live_connection_opens(self):
+        shop = Shop()
+        shop.bouquet("Anemones", "14.00")
+        for _ in range(4):
+            page = self.page()
+            page.goto(f"{BASE}/#/")
+            page.wait_for_function("document.querySelectorAll('#catalogue [data-bouquet]').length > 0")
+            # From the first card on, count the cards at every change of the grid.
+            page.evaluate("""() => {
+                window.__fewest = document.querySelectorAll('#catalogue [data-bouquet]').length;
+                new MutationObserver(() => {
+                    window.__fewest = Math.min(window.__fewest,
+                        document.querySelectorAll('#catalogue [data-bouquet]').length);
+                }).observe(document.getElementById('catalogue'), { childList: true });
+            }""")
+            page.wait_for_function("document.body.dataset.live === 'on'")
+            page.wait_for_timeout(500)
+            self.assertGreater(page.evaluate("window.__fewest"), 0, "the grid went empty")
 
     def test_a_customer_signs_up_buys_and_is_made_a_vendor_through_the_user_pool(self):
         """The deployed sign-in path: Cognito's API (the emulator's pool) and its ID tokens."""

@@ -74,6 +74,8 @@ export async function catalogue() {
       return;
     }
     known.set(bouquet.bouquetId, bouquet);
+    // An unchanged card stays as it is (with what it told the customer).
+    if (existing && existing.dataset.version === String(bouquet.version)) return;
     if (existing) existing.replaceWith(card(bouquet));
     else grid.append(card(bouquet));
   };
@@ -86,7 +88,25 @@ export async function catalogue() {
   more.addEventListener("click", () => attempt(load));
   show(h("h1", {}, "Fresh bouquets"), grid, more);
   const stop = follow("catalogue", (id, render) => known.has(id) && render(known.get(id)), put);
-  live.onReconnect.add(() => { cursor = null; grid.replaceChildren(); refresh(load); });
+  // After a (re)connection, what was missed is read again: the first page replaces the grid in
+  // one step once it has arrived, so the storefront never shows empty meanwhile (the socket's
+  // first open comes right after the first load).
+  const reload = async () => {
+    const page = await api("GET", "/bouquets?limit=24");
+    const onSale = new Set(page.items.map((b) => b.bouquetId));
+    for (const stale of grid.querySelectorAll("[data-bouquet]")) {
+      if (!onSale.has(stale.dataset.bouquet)) {
+        known.delete(stale.dataset.bouquet);
+        stale.remove();
+      }
+    }
+    page.items.forEach(put);
+    grid.querySelector(":scope > p.muted")?.remove();
+    if (!page.items.length) grid.append(h("p", { class: "muted" }, "No bouquets on sale right now."));
+    cursor = page.nextCursor ?? null;
+    more.hidden = !cursor;
+  };
+  live.onReconnect.add(() => refresh(reload));
   await load();
   if (!known.size) grid.append(h("p", { class: "muted" }, "No bouquets on sale right now."));
   return stop;

@@ -30,7 +30,7 @@ export function deliveryLines(d) {
     h("dt", {}, "Deliver on"), h("dd", { "data-field": "date" }, `${d.date}${slot}`),
     h("dt", {}, "To"), h("dd", { "data-field": "recipient" }, `${d.recipientName}, ${d.recipientPhone}`),
     h("dt", {}, "Address"), h("dd", { "data-field": "address" }, `${d.address.street}, ${d.address.postcode} ${d.address.city}, ${d.address.country}`),
-    d.cardMessage ? [h("dt", {}, "Card"), h("dd", { "data-field": "card" }, `“${d.cardMessage}”`)] : null,
+    ...(d.cardMessage ? [h("dt", {}, "Card"), h("dd", { "data-field": "card" }, `“${d.cardMessage}”`)] : []),
   ];
 }
 

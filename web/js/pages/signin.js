@@ -91,14 +91,25 @@ function accountForms(area) {
 }
 
 function demoForm(config) {
-  return form("Demo sign-in", [
-    field("Role", { tag: "select", name: "role", options: [["customer", "Customer"], ["vendor", "Vendor"], ["admin", "Administrator"]] }),
+  const vendorField = field("Vendor id", { name: "vendorId", value: config.demoVendorId ?? "" }, "the shop you act for");
+  vendorField.hidden = true;
+  const demo = form("Demo sign-in", [
+    field("Role", {
+      tag: "select", name: "role", options: [["customer", "Customer"], ["vendor", "Vendor"], ["admin", "Administrator"]],
+      // The default name follows the role (unless one was typed); the shop only for vendors.
+      onchange: (e) => {
+        const user = demo.elements.namedItem("user");
+        if (/^(customer|vendor|admin)-demo$/.test(user.value)) user.value = `${e.target.value}-demo`;
+        vendorField.hidden = e.target.value !== "vendor";
+      },
+    }),
     field("User", { name: "user", value: "customer-demo", required: true }, "any name; it becomes the token's subject"),
-    field("Vendor id", { name: "vendorId", value: config.demoVendorId ?? "" }, "vendors only"),
+    vendorField,
   ], "Sign in (demo)", async (data) => {
     await signInLocally(data.get("role"), data.get("user"), data.get("role") === "vendor" ? data.get("vendorId") : "");
     signedIn();
   });
+  return demo;
 }
 
 export async function signInPage() {
