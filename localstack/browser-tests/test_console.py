@@ -406,6 +406,31 @@ class Console(unittest.TestCase):
             page.wait_for_timeout(500)
             self.assertGreater(page.evaluate("window.__fewest"), 0, "the grid went empty")
 
+    def test_the_storefront_filters_by_price_and_keeps_to_it_live(self):
+        shop = Shop()
+        wanted = shop.bouquet("Proteas", "777.00")["bouquetId"]
+        dearer = shop.bouquet("Orchids", "888.00")["bouquetId"]
+        page = self.page()
+        self.open(page, "/")
+        filters = page.get_by_role("form", name="Filter the bouquets")
+        filters.get_by_label("From").fill("776")
+        filters.get_by_label("To").fill("778")
+        filters.get_by_role("button", name="Show").click()
+        expect(page.locator(f'[data-bouquet="{wanted}"]')).to_be_visible()
+        expect(page.locator(f'[data-bouquet="{dearer}"]')).to_have_count(0)
+        # A bouquet listed now outside the range does not appear; one inside does.
+        page.wait_for_function("document.body.dataset.live === 'on'")
+        self.subscribed(page, "catalogue")
+        outside = shop.bouquet("Lilies", "999.00")["bouquetId"]
+        inside = shop.bouquet("Roses", "777.50")["bouquetId"]
+        expect(page.locator(f'[data-bouquet="{inside}"]')).to_be_visible()
+        expect(page.locator(f'[data-bouquet="{outside}"]')).to_have_count(0)
+        # A range that makes no sense is said beside its field.
+        filters.get_by_label("From").fill("20")
+        filters.get_by_label("To").fill("10")
+        filters.get_by_role("button", name="Show").click()
+        expect(page.locator("#f-maxPrice-error")).to_contain_text("must not be below minPrice")
+
     def test_a_customer_signs_up_buys_and_is_made_a_vendor_through_the_user_pool(self):
         """The deployed sign-in path: Cognito's API (the emulator's pool) and its ID tokens."""
         shop = Shop()

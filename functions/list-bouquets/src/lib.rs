@@ -1,5 +1,6 @@
 //! `GET /v1/bouquets`: the public catalogue of bouquets available now, newest first,
-//! optionally one vendor's (`?vendorId=`). Paginated with `?limit=` and `?cursor=`.
+//! optionally one vendor's (`?vendorId=`), in a price range (`?minPrice=&maxPrice=`) or at
+//! least this fresh (`?minFreshness=`). Paginated with `?limit=` and `?cursor=`.
 
 use bouquet_app::bouquets;
 use bouquet_app::domain::{FieldError, VendorId};
@@ -23,7 +24,12 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         ),
         None => None,
     };
-    let page = bouquets::catalogue(&ctx.app, vendor, ctx.cursor(), limit, ctx.now).await?;
+    let filter = bouquets::parse_filter(
+        ctx.query("minPrice"),
+        ctx.query("maxPrice"),
+        ctx.query("minFreshness"),
+    )?;
+    let page = bouquets::catalogue(&ctx.app, vendor, &filter, ctx.cursor(), limit, ctx.now).await?;
     let items: Vec<_> = page.items.iter().map(|b| b.view(ctx.now)).collect();
     // Shared caches (CloudFront in front of the API) may hold an anonymous page briefly;
     // availability is re-checked at reservation. A signed-in caller (a vendor managing its

@@ -346,7 +346,18 @@ mod tests {
             .expect("the catalogue is cached");
         assert_eq!(
             list.query,
-            QueryKey::Only(vec!["vendorId".into(), "limit".into(), "cursor".into()])
+            QueryKey::Only(
+                [
+                    "vendorId",
+                    "limit",
+                    "cursor",
+                    "minPrice",
+                    "maxPrice",
+                    "minFreshness"
+                ]
+                .map(String::from)
+                .to_vec()
+            )
         );
         assert_eq!(list.headers, vec!["authorization".to_owned()]);
         assert!(list.max <= Duration::from_secs(10));

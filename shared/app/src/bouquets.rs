@@ -5,9 +5,9 @@
 use bouquet_domain::bouquet::BouquetChange;
 use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::identity::{Identity, NotAllowed};
-use bouquet_domain::{Bouquet, BouquetId, DomainError, Timestamp, VendorId};
+use bouquet_domain::{Bouquet, BouquetId, DomainError, FieldError, Timestamp, VendorId};
 use bouquet_store::retry::Retry;
-use bouquet_store::{Page, StoreError};
+use bouquet_store::{CatalogueFilter, Page, StoreError};
 
 use crate::App;
 
@@ -50,10 +50,12 @@ pub async fn bouquet(app: &App, bouquet_id: BouquetId) -> Result<Bouquet, Bouque
         .ok_or(BouquetError::NotFound)
 }
 
-/// A page of the available catalogue, or of one vendor's bouquets.
+/// A page of the available catalogue, or of one vendor's bouquets, newest first, narrowed by
+/// `filter`.
 pub async fn catalogue(
     app: &App,
     vendor_id: Option<VendorId>,
+    filter: &CatalogueFilter,
     cursor: Option<&str>,
     limit: usize,
     now: Timestamp,
@@ -61,10 +63,65 @@ pub async fn catalogue(
     match vendor_id {
         Some(vendor_id) => {
             app.store
-                .vendor_catalogue(vendor_id, cursor, limit, now)
+                .vendor_catalogue(vendor_id, filter, cursor, limit, now)
                 .await
         }
-        None => app.store.catalogue(cursor, limit, now).await,
+        None => app.store.catalogue(filter, cursor, limit, now).await,
+    }
+}
+
+/// Reads the catalogue's filters (`minPrice`, `maxPrice`: amounts such as `12.50`;
+/// `minFreshness`: 0 to 100), each problem a field error named by its parameter.
+pub fn parse_filter(
+    min_price: Option<&str>,
+    max_price: Option<&str>,
+    min_freshness: Option<&str>,
+) -> Result<CatalogueFilter, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let mut price = |name: &str, text: Option<&str>| {
+        let text = text?;
+        match bouquet_domain::Money::parse_amount(text, "EUR") {
+            Ok(money) if money.minor() >= 0 => Some(money.minor()),
+            _ => {
+                errors.push(FieldError::new(
+                    format!("query/{name}"),
+                    "must be an amount such as 12.50",
+                ));
+                None
+            }
+        }
+    };
+    let min_price_minor = price("minPrice", min_price);
+    let max_price_minor = price("maxPrice", max_price);
+    let min_freshness = match min_freshness {
+        None => None,
+        Some(text) => match text.parse::<u8>() {
+            Ok(n) if n <= 100 => Some(n),
+            _ => {
+                errors.push(FieldError::new(
+                    "query/minFreshness",
+                    "must be a whole number from 0 to 100",
+                ));
+                None
+            }
+        },
+    };
+    if let (Some(min), Some(max)) = (min_price_minor, max_price_minor) {
+        if min > max {
+            errors.push(FieldError::new(
+                "query/maxPrice",
+                "must not be below minPrice",
+            ));
+        }
+    }
+    if errors.is_empty() {
+        Ok(CatalogueFilter {
+            min_price_minor,
+            max_price_minor,
+            min_freshness,
+        })
+    } else {
+        Err(errors)
     }
 }
 

@@ -19,6 +19,37 @@ pub(crate) fn available_at(now: Timestamp) -> Expr {
         .n(":now", now.as_millis())
 }
 
+/// What a catalogue read keeps beyond "available now" (a `FilterExpression` on the index: no
+/// Scan; DynamoDB reads the filtered-out items too, so a narrow filter costs more reads per
+/// page).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CatalogueFilter {
+    /// Prices in minor units, inclusive.
+    pub min_price_minor: Option<i64>,
+    pub max_price_minor: Option<i64>,
+    /// Only scored bouquets at least this fresh.
+    pub min_freshness: Option<u8>,
+}
+
+impl CatalogueFilter {
+    fn expr(&self, now: Timestamp) -> Expr {
+        let mut expr = available_at(now);
+        if let Some(min) = self.min_price_minor {
+            expr.text.push_str(" AND priceMinor >= :minPrice");
+            expr = expr.n(":minPrice", min);
+        }
+        if let Some(max) = self.max_price_minor {
+            expr.text.push_str(" AND priceMinor <= :maxPrice");
+            expr = expr.n(":maxPrice", max);
+        }
+        if let Some(min) = self.min_freshness {
+            expr.text.push_str(" AND freshness >= :minFreshness");
+            expr = expr.n(":minFreshness", min);
+        }
+        expr
+    }
+}
+
 /// Available (as above) and still at the version that was read.
 pub(crate) fn available_at_version(version: u64, now: Timestamp) -> Expr {
     let available = available_at(now);
@@ -160,6 +191,7 @@ impl Store {
     /// parallel and merges them. The cursor keeps each shard's position.
     pub async fn catalogue(
         &self,
+        filter: &CatalogueFilter,
         cursor: Option<&str>,
         limit: usize,
         now: Timestamp,
@@ -192,7 +224,7 @@ impl Store {
                             partition_attr: "catalogueShard",
                             partition: shard_key.clone(),
                             sort_attr: "catalogueSort",
-                            filter: Some(available_at(now)),
+                            filter: Some(filter.expr(now)),
                             newest_first: true,
                             after,
                             sort_between: None,
@@ -246,6 +278,7 @@ impl Store {
     pub async fn vendor_catalogue(
         &self,
         vendor_id: VendorId,
+        filter: &CatalogueFilter,
         cursor: Option<&str>,
         limit: usize,
         now: Timestamp,
@@ -259,7 +292,7 @@ impl Store {
                     partition_attr: "vendorKey",
                     partition: vendor_key.clone(),
                     sort_attr: "vendorSort",
-                    filter: Some(available_at(now)),
+                    filter: Some(filter.expr(now)),
                     newest_first: true,
                     after: after.as_deref(),
                     sort_between: None,

@@ -3,7 +3,7 @@ import { api } from "../api.js";
 import { live } from "../live.js";
 import { session } from "../session.js";
 import { showCartCount } from "../cart-count.js";
-import { attempt, freshnessBadge, h, money, notify, refresh, show, statusBadge } from "../ui.js";
+import { attempt, clearErrors, field, freshnessBadge, h, money, notify, refresh, show, showErrors, statusBadge } from "../ui.js";
 
 /** "Add to cart" for a customer; a sign-in link for everyone else. */
 export function addToCart(bouquet) {
@@ -66,9 +66,17 @@ export async function catalogue() {
   const more = h("button", { type: "button", class: "secondary", hidden: true }, "Show more");
   const known = new Map();
   let cursor = null;
+  // The filters, as the API takes them (no Scan: a filter on the catalogue's index).
+  let filters = {};
+  const matches = (b) =>
+    (!filters.vendorId || b.vendorId === filters.vendorId)
+    && (!filters.minPrice || Number(b.price.amount) >= Number(filters.minPrice))
+    && (!filters.maxPrice || Number(b.price.amount) <= Number(filters.maxPrice))
+    && (!filters.minFreshness || (b.freshness ?? -1) >= Number(filters.minFreshness));
+  const query = () => Object.entries(filters).filter(([, v]) => v).map(([k, v]) => `&${k}=${encodeURIComponent(v)}`).join("");
   const put = (bouquet) => {
     const existing = grid.querySelector(`[data-bouquet="${bouquet.bouquetId}"]`);
-    if (bouquet.gone || bouquet.status === "withdrawn") {
+    if (bouquet.gone || bouquet.status === "withdrawn" || !matches(bouquet)) {
       existing?.remove();
       known.delete(bouquet.bouquetId);
       return;
@@ -80,19 +88,41 @@ export async function catalogue() {
     else grid.append(card(bouquet));
   };
   const load = async () => {
-    const page = await api("GET", `/bouquets?limit=24${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    const page = await api("GET", `/bouquets?limit=24${query()}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
     page.items.forEach(put);
     cursor = page.nextCursor ?? null;
     more.hidden = !cursor;
   };
+  const filterForm = h("form", {
+    class: "filters", id: "filters", "aria-label": "Filter the bouquets", novalidate: true,
+    onsubmit: (e) => {
+      e.preventDefault();
+      const data = Object.fromEntries(new FormData(filterForm));
+      filters = { ...filters, minPrice: data.minPrice, maxPrice: data.maxPrice, minFreshness: data.minFreshness };
+      clearErrors(filterForm);
+      attempt(async () => {
+        try {
+          await reload();
+        } catch (error) {
+          showErrors(filterForm, error);
+        }
+      });
+    },
+  },
+  h("div", { class: "row" },
+    field("From", { name: "minPrice", inputmode: "decimal", size: 6 }, "€"),
+    field("To", { name: "maxPrice", inputmode: "decimal", size: 6 }, "€"),
+    field("Freshness", { tag: "select", name: "minFreshness", options: [["", "any"], ["40", "40 or more"], ["70", "70 or more"]] }),
+    h("p", {}, h("button", { type: "submit", class: "secondary" }, "Show"))),
+  h("p", { class: "muted" }, "Newest first."));
   more.addEventListener("click", () => attempt(load));
-  show(h("h1", {}, "Fresh bouquets"), grid, more);
+  show(h("h1", {}, "Fresh bouquets"), filterForm, grid, more);
   const stop = follow("catalogue", (id, render) => known.has(id) && render(known.get(id)), put);
   // After a (re)connection, what was missed is read again: the first page replaces the grid in
   // one step once it has arrived, so the storefront never shows empty meanwhile (the socket's
   // first open comes right after the first load).
   const reload = async () => {
-    const page = await api("GET", "/bouquets?limit=24");
+    const page = await api("GET", `/bouquets?limit=24${query()}`);
     const onSale = new Set(page.items.map((b) => b.bouquetId));
     for (const stale of grid.querySelectorAll("[data-bouquet]")) {
       if (!onSale.has(stale.dataset.bouquet)) {

@@ -157,3 +157,25 @@ async fn a_crowd_reading_the_catalogue_through_the_edge_costs_one_page_read() {
     }
     assert_eq!(api.invocations(), 4);
 }
+
+#[tokio::test]
+async fn the_catalogue_refuses_filters_it_cannot_read() {
+    let cloud = TestCloud::new().await;
+    for (query, field) in [
+        (("minPrice", "abc"), "query/minPrice"),
+        (("minFreshness", "101"), "query/minFreshness"),
+    ] {
+        let answer = cloud
+            .call(
+                "list-bouquets",
+                ApiRequest::fixture("list-bouquets").query(query.0, query.1),
+            )
+            .await;
+        assert_eq!(
+            (answer.status, answer.body["errors"][0]["field"].as_str()),
+            (400, Some(field)),
+            "{}",
+            answer.body
+        );
+    }
+}

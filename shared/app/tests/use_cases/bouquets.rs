@@ -149,21 +149,113 @@ async fn a_withdrawn_bouquet_leaves_the_catalogue() {
     let world = World::new().await;
     let vendor = world.vendor().await;
     let bouquet = world.bouquet_of(&vendor).await;
-    let listed = bouquets::catalogue(&world.app, Some(vendor.vendor_id), None, 10, world.now())
-        .await
-        .unwrap();
+    let listed = bouquets::catalogue(
+        &world.app,
+        Some(vendor.vendor_id),
+        &Default::default(),
+        None,
+        10,
+        world.now(),
+    )
+    .await
+    .unwrap();
     assert_eq!(listed.items.len(), 1);
     let withdrawn = withdraw(&world, &vendor_caller(&vendor), bouquet.bouquet_id, None)
         .await
         .expect("withdrawn");
     assert_eq!(withdrawn.status, BouquetStatus::Withdrawn);
-    let listed = bouquets::catalogue(&world.app, Some(vendor.vendor_id), None, 10, world.now())
-        .await
-        .unwrap();
+    let listed = bouquets::catalogue(
+        &world.app,
+        Some(vendor.vendor_id),
+        &Default::default(),
+        None,
+        10,
+        world.now(),
+    )
+    .await
+    .unwrap();
     assert!(listed.items.is_empty(), "{:?}", listed.items);
     let unknown = bouquets::bouquet(&world.app, bouquet_app::domain::BouquetId::generate()).await;
     assert!(
         matches!(unknown, Err(BouquetError::NotFound)),
         "{unknown:?}"
     );
+}
+
+#[tokio::test]
+async fn the_catalogue_filters_by_price_and_freshness_on_its_index_for_all_shops_or_one() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let mut ids = Vec::new();
+    for amount in ["9.00", "19.50", "30.00"] {
+        let new = bouquet_app::domain::bouquet::NewBouquet::validate(
+            "Tulips",
+            None,
+            (amount, "EUR"),
+            None,
+        )
+        .unwrap();
+        let listed = bouquet_app::listing::list_bouquet(
+            &world.app,
+            vendor.vendor_id,
+            new,
+            None,
+            CORRELATION,
+            world.now(),
+        )
+        .await
+        .unwrap();
+        ids.push(done(listed).bouquet_id);
+    }
+    // The middle one is scored 80 by its vase (as ingest leaves it).
+    world
+        .dynamodb
+        .update_item()
+        .table_name(&world.table)
+        .key(
+            "pk",
+            aws_sdk_dynamodb::types::AttributeValue::S(format!("BOUQUET#{}", ids[1])),
+        )
+        .key(
+            "sk",
+            aws_sdk_dynamodb::types::AttributeValue::S("BOUQUET".into()),
+        )
+        .update_expression("SET freshness = :f")
+        .expression_attribute_values(
+            ":f",
+            aws_sdk_dynamodb::types::AttributeValue::N("80".into()),
+        )
+        .send()
+        .await
+        .unwrap();
+    let names = |filter: bouquet_app::store::CatalogueFilter, vendor_id| {
+        let app = world.app.clone();
+        let now = world.now();
+        async move {
+            let mut found: Vec<_> = bouquets::catalogue(&app, vendor_id, &filter, None, 10, now)
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .map(|b| b.bouquet_id)
+                .collect();
+            found.sort();
+            found
+        }
+    };
+    let between = bouquets::parse_filter(Some("10"), Some("30.00"), None).unwrap();
+    for shop in [None, Some(vendor.vendor_id)] {
+        assert_eq!(names(between, shop).await, vec![ids[1], ids[2]], "{shop:?}");
+    }
+    let fresh = bouquets::parse_filter(None, None, Some("70")).unwrap();
+    assert_eq!(
+        names(fresh, None).await,
+        vec![ids[1]],
+        "only scored ones count"
+    );
+    let refused = bouquets::parse_filter(Some("-1"), Some("5"), Some("101")).unwrap_err();
+    let fields: Vec<&str> = refused.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(fields, ["query/minPrice", "query/minFreshness"]);
+    let crossed = bouquets::parse_filter(Some("20"), Some("10"), None).unwrap_err();
+    assert_eq!(crossed[0].field, "query/maxPrice");
 }
