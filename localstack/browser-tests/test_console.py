@@ -135,7 +135,8 @@ class Shop:
 
     def __init__(self):
         admin = mint("admin", "admin-browser")
-        self.vendor_id = call("POST", "/v1/vendors", admin, {"name": unique("Bloom")}, 201)["vendorId"]
+        self.name = unique("Bloom")
+        self.vendor_id = call("POST", "/v1/vendors", admin, {"name": self.name}, 201)["vendorId"]
         self.token = mint("vendor", unique("vendor"), self.vendor_id)
 
     def bouquet(self, name, price="12.50", vase_id=None):
@@ -417,6 +418,7 @@ class Console(unittest.TestCase):
         filters.get_by_label("To").fill("778")
         filters.get_by_role("button", name="Show").click()
         expect(page.locator(f'[data-bouquet="{wanted}"]')).to_be_visible()
+        expect(page.locator(f'[data-bouquet="{wanted}"] .shop')).to_have_text(f"from {shop.name}")
         expect(page.locator(f'[data-bouquet="{dearer}"]')).to_have_count(0)
         # A bouquet listed now outside the range does not appear; one inside does.
         page.wait_for_function("document.body.dataset.live === 'on'")

@@ -30,7 +30,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         ctx.query("minFreshness"),
     )?;
     let page = bouquets::catalogue(&ctx.app, vendor, &filter, ctx.cursor(), limit, ctx.now).await?;
-    let items: Vec<_> = page.items.iter().map(|b| b.view(ctx.now)).collect();
+    let items = bouquets::with_shop_names(&ctx.app, &page.items, ctx.now).await?;
     // Shared caches (CloudFront in front of the API) may hold an anonymous page briefly;
     // availability is re-checked at reservation. A signed-in caller (a vendor managing its
     // shop) always reads fresh: its answer is never kept.

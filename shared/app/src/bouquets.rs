@@ -70,6 +70,25 @@ pub async fn catalogue(
     }
 }
 
+/// The catalogue page's bouquets as readers see them, each with its shop's name (one
+/// `BatchGetItem` for the page's shops).
+pub async fn with_shop_names(
+    app: &App,
+    bouquets: &[Bouquet],
+    now: Timestamp,
+) -> Result<Vec<bouquet_domain::bouquet::BouquetView>, StoreError> {
+    let vendors: Vec<VendorId> = bouquets.iter().map(|b| b.vendor_id).collect();
+    let names = app.store.vendor_names(&vendors).await?;
+    Ok(bouquets
+        .iter()
+        .map(|b| {
+            let mut view = b.view(now);
+            view.vendor_name = names.get(&b.vendor_id).cloned();
+            view
+        })
+        .collect())
+}
+
 /// Reads the catalogue's filters (`minPrice`, `maxPrice`: amounts such as `12.50`;
 /// `minFreshness`: 0 to 100), each problem a field error named by its parameter.
 pub fn parse_filter(

@@ -295,6 +295,7 @@ impl Bouquet {
             },
             freshness: self.freshness,
             version: self.version,
+            vendor_name: None,
             listed_at: self.listed_at,
             updated_at: self.updated_at,
         }
@@ -317,6 +318,9 @@ pub struct BouquetView {
     pub version: u64,
     pub listed_at: Timestamp,
     pub updated_at: Timestamp,
+    /// The shop's name, where the reader joined it (the catalogue's pages).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vendor_name: Option<String>,
 }
 
 #[cfg(test)]

@@ -114,6 +114,32 @@ impl Store {
         }
     }
 
+    /// The names of `vendors` (one `BatchGetItem`; an unknown vendor is left out): what the
+    /// catalogue shows on each card.
+    pub async fn vendor_names(
+        &self,
+        vendors: &[VendorId],
+    ) -> Result<std::collections::HashMap<VendorId, String>, StoreError> {
+        let mut unique: Vec<VendorId> = vendors.to_vec();
+        unique.sort();
+        unique.dedup();
+        if unique.is_empty() {
+            return Ok(Default::default());
+        }
+        let keys = unique
+            .iter()
+            .map(|v| keys::key(keys::vendor_pk(&v.to_string()), keys::VENDOR_SK))
+            .collect();
+        let found = self.batch_get(keys).await?;
+        Ok(unique
+            .into_iter()
+            .filter_map(|v| {
+                let item = found.get(&keys::vendor_pk(&v.to_string()))?;
+                Some((v, item.get("name")?.as_s().ok()?.clone()))
+            })
+            .collect())
+    }
+
     /// The vendor's name, if it exists.
     pub async fn vendor_name(&self, vendor_id: VendorId) -> Result<Option<String>, StoreError> {
         let key = keys::key(keys::vendor_pk(&vendor_id.to_string()), keys::VENDOR_SK);

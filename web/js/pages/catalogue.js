@@ -29,6 +29,7 @@ export function addToCart(bouquet) {
 function card(bouquet) {
   return h("article", { class: "card", "data-bouquet": bouquet.bouquetId, "data-version": bouquet.version },
     h("h3", {}, h("a", { href: `#/bouquets/${bouquet.bouquetId}` }, bouquet.name)),
+    bouquet.vendorName ? h("p", { class: "muted shop", "data-shop": bouquet.vendorId }, `from ${bouquet.vendorName}`) : null,
     h("p", { class: "muted" }, bouquet.description || ""),
     h("div", { class: "row spread" }, h("strong", {}, money(bouquet.price)),
       h("span", { class: "row" }, statusBadge(bouquet.status), freshnessBadge(bouquet.freshness, Boolean(bouquet.vaseId)))),
@@ -74,7 +75,9 @@ export async function catalogue() {
     && (!filters.maxPrice || Number(b.price.amount) <= Number(filters.maxPrice))
     && (!filters.minFreshness || (b.freshness ?? -1) >= Number(filters.minFreshness));
   const query = () => Object.entries(filters).filter(([, v]) => v).map(([k, v]) => `&${k}=${encodeURIComponent(v)}`).join("");
-  const put = (bouquet) => {
+  const put = (update) => {
+    // A single bouquet's read carries no shop name: keep the one the page gave.
+    const bouquet = { vendorName: known.get(update.bouquetId)?.vendorName, ...update };
     const existing = grid.querySelector(`[data-bouquet="${bouquet.bouquetId}"]`);
     if (bouquet.gone || bouquet.status === "withdrawn" || !matches(bouquet)) {
       existing?.remove();

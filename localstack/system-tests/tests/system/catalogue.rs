@@ -132,16 +132,27 @@ async fn a_crowd_reading_the_catalogue_through_the_edge_costs_one_page_read() {
     assert_eq!(pages.len(), 1, "everyone got the same page");
     let page: Value = serde_json::from_slice(pages.first().unwrap()).unwrap();
     assert_eq!(page["items"].as_array().unwrap().len(), 3);
+    assert!(
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|b| b["vendorName"].as_str().is_some_and(|n| !n.is_empty())),
+        "each card names its shop: {page}"
+    );
     let edge = api.edge_cache().unwrap();
     assert_eq!((edge.misses(), edge.hits()), (1, 299));
     assert_eq!(api.invocations(), 1, "one origin request");
     assert_eq!(
         cloud.calls.by_operation(),
-        std::collections::HashMap::from([(
-            "Query".to_owned(),
-            bouquet_app::store::CATALOGUE_SHARDS as usize
-        )]),
-        "one page read: a Query per catalogue shard"
+        std::collections::HashMap::from([
+            (
+                "Query".to_owned(),
+                bouquet_app::store::CATALOGUE_SHARDS as usize
+            ),
+            ("BatchGetItem".to_owned(), 1)
+        ]),
+        "one page read: a Query per catalogue shard, and the page's shop names"
     );
     // Another page is another key.
     api.handle(get("limit=5", None)).await;
