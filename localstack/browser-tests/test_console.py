@@ -685,7 +685,7 @@ class Console(unittest.TestCase):
             "[...document.querySelectorAll('input, select, textarea')].filter(e => !e.labels.length).map(e => e.name)")
         self.assertEqual(unlabelled, [], "every form control has a label")
 
-    def test_the_storefront_first_load_is_under_200_kb(self):
+    def test_the_storefront_first_load_is_under_100_kib(self):
         Shop().bouquet("Dahlias")
         page = self.page()
         sizes = []
@@ -696,7 +696,8 @@ class Console(unittest.TestCase):
         transferred = sum(s["responseBodySize"] + s["responseHeadersSize"] for _, s in sizes)
         print(f"\nstorefront first load: {len(sizes)} requests, {transferred / 1024:.1f} KiB transferred", flush=True)
         self.assertGreater(len(sizes), 3, "the page, its script modules and the catalogue were loaded")
-        self.assertLess(transferred, 200 * 1024)
+        # Compressed as CloudFront compresses (Compress: true), photos aside (issue 31's budget).
+        self.assertLess(transferred, 100 * 1024)
 
 
 if __name__ == "__main__":

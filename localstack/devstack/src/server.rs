@@ -170,6 +170,26 @@ impl LocalApi {
     }
 
     async fn answer(&self, request: Request<HyperBody>, peer: SocketAddr) -> Response<Full<Bytes>> {
+        // With the console on, this is the distribution, which compresses (`Compress: true`).
+        let gzip = self.console.is_some()
+            && request
+                .headers()
+                .get_all(hyper::header::ACCEPT_ENCODING)
+                .iter()
+                .any(|v| v.to_str().is_ok_and(|v| v.contains("gzip")));
+        let response = self.answer_plain(request, peer).await;
+        if gzip {
+            compressed(response).await
+        } else {
+            response
+        }
+    }
+
+    async fn answer_plain(
+        &self,
+        request: Request<HyperBody>,
+        peer: SocketAddr,
+    ) -> Response<Full<Bytes>> {
         let (parts, body) = request.into_parts();
         let body = match Limited::new(body, MAX_PAYLOAD).collect().await {
             Ok(collected) => collected.to_bytes().to_vec(),
@@ -231,6 +251,46 @@ impl LocalApi {
         };
         to_hyper(self.handle(incoming).await)
     }
+}
+
+/// Gzips an answer as CloudFront does with `Compress: true`: text, JavaScript, JSON, YAML and
+/// SVG bodies of 1,000 bytes to 10 MB not already encoded.
+async fn compressed(response: Response<Full<Bytes>>) -> Response<Full<Bytes>> {
+    use std::io::Write;
+    let (mut parts, body) = response.into_parts();
+    let kind = parts
+        .headers
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let compressible = kind.starts_with("text/")
+        || ["javascript", "json", "yaml", "svg"]
+            .iter()
+            .any(|k| kind.contains(k));
+    let bytes = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(never) => match never {},
+    };
+    if !compressible
+        || parts.headers.contains_key(hyper::header::CONTENT_ENCODING)
+        || !(1_000..=10_000_000).contains(&bytes.len())
+    {
+        return Response::from_parts(parts, Full::new(bytes));
+    }
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let Ok(gzipped) = encoder.write_all(&bytes).and_then(|()| encoder.finish()) else {
+        return Response::from_parts(parts, Full::new(bytes));
+    };
+    parts.headers.remove(hyper::header::CONTENT_LENGTH);
+    parts.headers.insert(
+        hyper::header::CONTENT_ENCODING,
+        hyper::header::HeaderValue::from_static("gzip"),
+    );
+    parts.headers.append(
+        hyper::header::VARY,
+        hyper::header::HeaderValue::from_static("accept-encoding"),
+    );
+    Response::from_parts(parts, Full::new(Bytes::from(gzipped)))
 }
 
 fn message(status: StatusCode, text: &str) -> (StatusCode, Vec<(String, String)>, Vec<u8>) {

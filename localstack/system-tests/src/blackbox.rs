@@ -163,16 +163,25 @@ pub async fn subscribe(
     let (mut socket, _) = tokio_tungstenite::connect_async(url)
         .await
         .map_err(|e| format!("connect: {e}"))?;
-    socket
-        .send(Message::text(
-            serde_json::json!({"action": "subscribe", "channels": channels}).to_string(),
-        ))
-        .await
-        .map_err(|e| format!("subscribe: {e}"))?;
-    match tokio::time::timeout(Duration::from_secs(15), socket.next()).await {
-        Ok(Some(Ok(Message::Text(text)))) if !text.contains("\"error\"") => Ok(socket),
-        other => Err(format!("the subscription was not confirmed: {other:?}")),
+    // As a client must: subscribe again until confirmed. A route whose function failed answers
+    // API Gateway's `{"message":"Internal server error",...}`, which is no confirmation (the
+    // chaos soak kills a subscribe now and then).
+    let mut last = String::new();
+    for _ in 0..5 {
+        socket
+            .send(Message::text(
+                serde_json::json!({"action": "subscribe", "channels": channels}).to_string(),
+            ))
+            .await
+            .map_err(|e| format!("subscribe: {e}"))?;
+        match tokio::time::timeout(Duration::from_secs(15), socket.next()).await {
+            Ok(Some(Ok(Message::Text(text)))) if text.contains("\"subscribed\"") => {
+                return Ok(socket)
+            }
+            other => last = format!("{other:?}"),
+        }
     }
+    Err(format!("the subscription was not confirmed: {last}"))
 }
 
 /// A new idempotency key.
