@@ -108,6 +108,14 @@ class Live {
       console.warn("live update refused", frame);
       return;
     }
+    // API Gateway's answer when a route's function failed (`{"message":"Internal server
+    // error",...}`): the subscription may not stand, so subscribe again to what is not yet
+    // confirmed (a subscription is idempotent), after a moment.
+    if (!frame.type && frame.message) {
+      const pending = [...this.handlers.keys()].filter((c) => !this.confirmed.has(c));
+      if (pending.length) setTimeout(() => this.send({ action: "subscribe", channels: pending }), 1000);
+      return;
+    }
     // A crowded channel sends a digest: the window's events in one frame, in order.
     const events = frame.type === "event" ? [frame.event] : frame.type === "events" ? frame.events : [];
     for (const event of events) this.deliver(frame.channel, event);
