@@ -3,7 +3,7 @@
 //! vendor accepts), and the customer's erasure of their personal data.
 //!
 //! DynamoDB calls: the settings are one `GetItem`; giving the details is a consistent
-//! `GetItem` of the order, one `GetItem` of its vendor's settings and one
+//! `BatchGetItem` of the order and the key, one `GetItem` of its vendor's settings and one
 //! `TransactWriteItems` (the order at the version read, `OrderDeliveryChanged`, the
 //! idempotency record).
 
@@ -62,6 +62,16 @@ pub async fn settings(app: &App, vendor_id: VendorId) -> Result<VersionedSetting
         settings: DeliverySettings::unset(),
         version: 0,
     }))
+}
+
+/// The settings a shop known to exist delivers by: its own, or the defaults (one `GetItem`).
+pub async fn shop_settings(app: &App, vendor_id: VendorId) -> Result<DeliverySettings, StoreError> {
+    Ok(app
+        .store
+        .delivery_settings(vendor_id, false)
+        .await?
+        .map(|saved| saved.settings)
+        .unwrap_or_else(DeliverySettings::unset))
 }
 
 /// Its vendor saves `settings` (validated here). Once saved, a change needs `if_match` (the
@@ -137,7 +147,8 @@ pub async fn set_order_delivery(
     if if_match != order.version {
         return Err(DeliveryError::Changed);
     }
-    let settings = settings(app, order.vendor_id).await?.settings;
+    // The order names its shop: it exists, only its settings are read.
+    let settings = shop_settings(app, order.vendor_id).await?;
     let delivery = settings
         .check(request, now)
         .map_err(DeliveryError::Invalid)?;

@@ -14,7 +14,6 @@
 //! ended. Paying a paid order returns it. [`crate::checkout`] says what happens when the
 //! process dies between 3 and 4.
 
-use bouquet_domain::delivery::DeliverySettings;
 use bouquet_domain::{CustomerId, DomainError, FieldError, Order, OrderId, OrderStatus, Timestamp};
 use bouquet_payments::{valid_token, ChargeOutcome, GatewayError};
 use bouquet_store::retry::Retry;
@@ -102,12 +101,8 @@ pub async fn pay(
         // The date the details name may have lapsed since they were given (the day, or the
         // same-day cut-off, passed): refused before anything is charged.
         if let (OrderStatus::Reserved, Some(delivery)) = (order.status, &order.delivery) {
-            let settings = store
-                .delivery_settings(order.vendor_id, false)
+            crate::delivery::shop_settings(app, order.vendor_id)
                 .await?
-                .map(|saved| saved.settings)
-                .unwrap_or_else(DeliverySettings::unset);
-            settings
                 .still_takes(&delivery.date, now)
                 .map_err(DomainError::DeliveryDateLapsed)?;
         }
