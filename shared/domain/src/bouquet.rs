@@ -11,6 +11,7 @@ use crate::clock::Timestamp;
 use crate::error::DomainError;
 use crate::ids::{BouquetId, OrderId, VaseId, VendorId};
 use crate::money::Money;
+use crate::photo::Photo;
 use crate::text;
 use crate::validation::{FieldError, Validation};
 
@@ -46,6 +47,8 @@ pub struct Bouquet {
     pub version: u64,
     /// 0..=100 once the bouquet's vase has reported; `None` before.
     pub freshness: Option<u8>,
+    /// The vendor's photo, once one was uploaded and processed.
+    pub photo: Option<Photo>,
     pub listed_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -138,6 +141,7 @@ impl Bouquet {
             status: BouquetStatus::Available,
             version: 1,
             freshness: None,
+            photo: None,
             listed_at: now,
             updated_at: now,
         }
@@ -273,6 +277,18 @@ impl Bouquet {
         }
     }
 
+    /// Shows `photo` from now on, whatever the bouquet's status (a photo is not a change of
+    /// what was sold). `false`, and no change, when the bouquet already shows this upload or a
+    /// later one.
+    pub fn set_photo(&mut self, photo: Photo, now: Timestamp) -> bool {
+        if !photo.replaces(self.photo.as_ref()) {
+            return false;
+        }
+        self.photo = Some(photo);
+        self.touch(now);
+        true
+    }
+
     fn touch(&mut self, now: Timestamp) {
         self.version += 1;
         self.updated_at = now;
@@ -294,6 +310,7 @@ impl Bouquet {
                 _ => None,
             },
             freshness: self.freshness,
+            photo: self.photo.clone(),
             version: self.version,
             vendor_name: None,
             listed_at: self.listed_at,
@@ -315,6 +332,7 @@ pub struct BouquetView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reserved_until: Option<Timestamp>,
     pub freshness: Option<u8>,
+    pub photo: Option<Photo>,
     pub version: u64,
     pub listed_at: Timestamp,
     pub updated_at: Timestamp,

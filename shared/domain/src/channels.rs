@@ -129,12 +129,14 @@ pub fn route(name: &str, ids: &EventIds) -> Vec<Channel> {
     let orders = ids.customer_id.clone().map(Channel::Orders);
     let each_bouquet = ids.bouquet_ids.iter().copied().map(Channel::Bouquet);
     let channels: Vec<Channel> = match name {
-        "BouquetListed" | "BouquetChanged" | "BouquetWithdrawn" | "BouquetFreshnessChanged" => {
-            [Some(Channel::Catalogue), bouquet, vendor]
-                .into_iter()
-                .flatten()
-                .collect()
-        }
+        "BouquetListed"
+        | "BouquetChanged"
+        | "BouquetWithdrawn"
+        | "BouquetPhotoChanged"
+        | "BouquetFreshnessChanged" => [Some(Channel::Catalogue), bouquet, vendor]
+            .into_iter()
+            .flatten()
+            .collect(),
         // The bouquets' status moves (reserved, sold, released): public channels see it too.
         "OrderReserved" | "OrderPaid" | "OrderCancelled" | "ReservationExpired"
         | "OrderRejected" => [orders, vendor, Some(Channel::Catalogue)]

@@ -6,6 +6,7 @@ use serde::Serialize;
 use crate::clock::Timestamp;
 use crate::ids::{BouquetId, CustomerId, EventId, OrderId, VaseId, VendorId};
 use crate::money::Money;
+use crate::photo::Photo;
 
 /// The payload of each event, by name (API.md, Events).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -38,6 +39,12 @@ pub enum EventData {
     BouquetWithdrawn {
         bouquet_id: BouquetId,
         vendor_id: VendorId,
+    },
+    /// The bouquet shows a new photo (its sizes, served from the edge).
+    BouquetPhotoChanged {
+        bouquet_id: BouquetId,
+        vendor_id: VendorId,
+        photo: Photo,
     },
     OrderReserved {
         order_id: OrderId,
@@ -138,12 +145,13 @@ pub enum EventData {
 
 impl EventData {
     /// Every event name (the EventBridge detail-types); `infra/events/{name}.json` is its schema.
-    pub const NAMES: [&'static str; 20] = [
+    pub const NAMES: [&'static str; 21] = [
         "VendorOnboarded",
         "DeliverySettingsChanged",
         "BouquetListed",
         "BouquetChanged",
         "BouquetWithdrawn",
+        "BouquetPhotoChanged",
         "OrderReserved",
         "OrderPaid",
         "OrderCancelled",
@@ -168,6 +176,7 @@ impl EventData {
             EventData::BouquetListed { .. } => "BouquetListed",
             EventData::BouquetChanged { .. } => "BouquetChanged",
             EventData::BouquetWithdrawn { .. } => "BouquetWithdrawn",
+            EventData::BouquetPhotoChanged { .. } => "BouquetPhotoChanged",
             EventData::OrderReserved { .. } => "OrderReserved",
             EventData::OrderPaid { .. } => "OrderPaid",
             EventData::OrderCancelled { .. } => "OrderCancelled",

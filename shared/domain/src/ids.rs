@@ -76,6 +76,11 @@ ulid_id!(
     /// A domain event; stable across redeliveries so consumers can dedupe.
     EventId
 );
+ulid_id!(
+    /// One photo upload a vendor was allowed (its object key in the upload bucket); later
+    /// uploads sort after earlier ones, which decides which photo a bouquet keeps.
+    UploadId
+);
 
 /// The authenticated caller's subject (`sub` claim). Opaque, chosen by the identity provider.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

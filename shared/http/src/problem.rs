@@ -13,6 +13,7 @@ use bouquet_app::listing::ListingError;
 use bouquet_app::members::MembershipError;
 use bouquet_app::orders::TransitionError;
 use bouquet_app::payment::PayError;
+use bouquet_app::photos::PhotoError;
 use bouquet_app::queries::QueryError;
 use bouquet_app::reservation::ReserveError;
 use bouquet_domain::identity::NotAllowed;
@@ -254,6 +255,22 @@ impl From<BouquetError> for ApiError {
             BouquetError::Busy => ApiError::Busy,
             BouquetError::Domain(error) => error.into(),
             BouquetError::Store(error) => error.into(),
+        }
+    }
+}
+
+impl From<PhotoError> for ApiError {
+    fn from(error: PhotoError) -> Self {
+        match error {
+            PhotoError::NotFound => ApiError::NotFound("bouquet"),
+            PhotoError::UnknownUpload => ApiError::NotFound("photo upload"),
+            PhotoError::Forbidden(_) => ApiError::Forbidden,
+            PhotoError::Busy => ApiError::Busy,
+            PhotoError::Bouquet(error) => error.into(),
+            PhotoError::Store(error) => error.into(),
+            other @ (PhotoError::FileMissing(_) | PhotoError::Storage(_)) => {
+                ApiError::internal(other)
+            }
         }
     }
 }

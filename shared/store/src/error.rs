@@ -21,6 +21,8 @@ pub enum Target {
     Reading,
     /// A consumer's dedupe record.
     Processed,
+    /// A vendor's photo upload.
+    PhotoUpload,
     Event,
     /// A live-update (WebSocket) connection.
     Connection,

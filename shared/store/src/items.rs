@@ -84,6 +84,9 @@ pub struct BouquetItem {
     pub version: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freshness: Option<u8>,
+    /// The photo's sizes (a map); absent until one was processed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub photo: Option<bouquet_domain::photo::Photo>,
     pub listed_at: i64,
     pub updated_at: i64,
     /// Present while listed (available or held), so the catalogue index holds only those.
@@ -103,6 +106,7 @@ impl BouquetItem {
         "reservedUntil",
         "catalogueShard",
         "catalogueSort",
+        "photo",
     ];
 
     pub fn from_domain(b: &Bouquet) -> Self {
@@ -133,6 +137,7 @@ impl BouquetItem {
             reserved_until,
             version: b.version,
             freshness: b.freshness,
+            photo: b.photo.clone(),
             listed_at: b.listed_at.as_millis(),
             updated_at: b.updated_at.as_millis(),
             catalogue_shard: listed.then(|| keys::catalogue_shard(&id)),
@@ -176,6 +181,7 @@ impl BouquetItem {
             status,
             version: self.version,
             freshness: self.freshness,
+            photo: self.photo,
             listed_at: Timestamp::from_millis(self.listed_at),
             updated_at: Timestamp::from_millis(self.updated_at),
         })

@@ -34,6 +34,12 @@ pub fn vendor_pk(vendor_id: &str) -> String {
     format!("VENDOR#{vendor_id}")
 }
 
+pub fn photo_upload_pk(upload_id: &str) -> String {
+    format!("PHOTO_UPLOAD#{upload_id}")
+}
+
+pub const PHOTO_UPLOAD_SK: &str = "PHOTO_UPLOAD";
+
 pub fn bouquet_pk(bouquet_id: &str) -> String {
     format!("BOUQUET#{bouquet_id}")
 }

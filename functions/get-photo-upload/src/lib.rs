@@ -1,0 +1,41 @@
+//! `GET /v1/bouquets/{bouquetId}/photo-uploads/{uploadId}`: how its vendor's upload stands:
+//! `pending` until the photo function has run, then `ready` (the bouquet shows it),
+//! `rejected` with the refusal's code and message (the bouquet keeps its photo), or
+//! `superseded` (a later upload was shown first) ([`bouquet_app::photos::upload_status`]).
+
+use bouquet_app::domain::photo::UploadStatus;
+use bouquet_app::domain::{BouquetId, UploadId};
+use bouquet_app::photos;
+use bouquet_app::App;
+use bouquet_http::lambda_http::{Body, Error, Request, Response};
+use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use serde_json::json;
+
+pub const ROUTE: Route = Route::new("GET", "/v1/bouquets/{bouquetId}/photo-uploads/{uploadId}");
+
+pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, handle).await
+}
+
+async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
+    let bouquet_id = ctx.path("bouquetId", BouquetId::parse)?;
+    let upload_id = ctx.path("uploadId", UploadId::parse)?;
+    let caller = ctx.caller()?;
+    let upload = photos::upload_status(&ctx.app, caller, bouquet_id, upload_id).await?;
+    let refusal = match &upload.status {
+        UploadStatus::Rejected { refusal } => {
+            Some(json!({"code": refusal.code(), "message": refusal.to_string()}))
+        }
+        _ => None,
+    };
+    let mut body = json!({
+        "uploadId": upload.upload_id,
+        "bouquetId": upload.bouquet_id,
+        "status": upload.status.name(),
+        "requestedAt": upload.requested_at,
+    });
+    if let Some(refusal) = refusal {
+        body["refusal"] = refusal;
+    }
+    Ok(Reply::ok(&body)?.header("cache-control", "no-store"))
+}

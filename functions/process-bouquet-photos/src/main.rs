@@ -1,0 +1,1 @@
+bouquet_runtime::main!(function = process_bouquet_photos::ProcessPhotos);

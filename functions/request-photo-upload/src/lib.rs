@@ -1,0 +1,70 @@
+//! `POST /v1/bouquets/{bouquetId}/photo-uploads` `{contentType}`: the bouquet's vendor may
+//! upload one JPEG, PNG or WebP photo (up to 5 MiB, within 10 minutes) straight to the upload
+//! bucket: 201 with the form's URL and fields (a POST policy signed by this function's role;
+//! no S3 call). The photo function takes it from there
+//! ([`bouquet_app::photos::request_upload`]).
+
+use bouquet_app::domain::photo::ImageType;
+use bouquet_app::domain::{BouquetId, FieldError};
+use bouquet_app::photo_storage::PostPolicySigner;
+use bouquet_app::photos;
+use bouquet_app::App;
+use bouquet_http::lambda_http::{Body, Error, Request, Response};
+use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use serde::Deserialize;
+use serde_json::json;
+
+pub const ROUTE: Route = Route::new("POST", "/v1/bouquets/{bouquetId}/photo-uploads");
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct NewUpload {
+    content_type: String,
+}
+
+/// The signer of the upload bucket (`PHOTO_UPLOAD_BUCKET`), whose form posts to
+/// `PHOTO_UPLOAD_URL` (the bucket's regional endpoint; the dev stack's locally).
+pub fn signer(sdk: &bouquet_app::aws::SdkConfig) -> Result<PostPolicySigner, Error> {
+    let bucket =
+        std::env::var("PHOTO_UPLOAD_BUCKET").map_err(|_| "PHOTO_UPLOAD_BUCKET is not set")?;
+    let url = std::env::var("PHOTO_UPLOAD_URL").map_err(|_| "PHOTO_UPLOAD_URL is not set")?;
+    Ok(PostPolicySigner::from_sdk(sdk, bucket, url)?)
+}
+
+pub async fn handler(
+    app: &App,
+    signer: &PostPolicySigner,
+    request: Request,
+) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, async |ctx: &Ctx| {
+        handle(ctx, signer).await
+    })
+    .await
+}
+
+async fn handle(ctx: &Ctx, signer: &PostPolicySigner) -> Result<Reply, ApiError> {
+    let bouquet_id = ctx.path("bouquetId", BouquetId::parse)?;
+    let caller = ctx.caller()?;
+    let body: NewUpload = ctx.json()?;
+    let content_type = ImageType::parse(&body.content_type)
+        .map_err(|e| ApiError::Invalid(vec![FieldError::new("contentType", e)]))?;
+    let ticket =
+        photos::request_upload(&ctx.app, signer, caller, bouquet_id, content_type, ctx.now).await?;
+    let upload = &ticket.upload;
+    let location = format!(
+        "/v1/bouquets/{bouquet_id}/photo-uploads/{}",
+        upload.upload_id
+    );
+    Reply::created(
+        &json!({
+            "uploadId": upload.upload_id,
+            "status": upload.status.name(),
+            "url": ticket.post.url,
+            "fields": ticket.post.fields,
+            "maxBytes": ticket.max_bytes,
+            "contentType": content_type.mime(),
+            "expiresAt": upload.deadline(),
+        }),
+        location,
+    )
+}

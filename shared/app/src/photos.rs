@@ -1,0 +1,260 @@
+//! A bouquet's photo (issue 31): the vendor asks for an upload and gets a signed POST policy;
+//! the browser sends the file straight to the upload bucket; S3's event (through a queue)
+//! reaches [`process_upload`], which makes the sizes and shows them on the bouquet with
+//! `BouquetPhotoChanged`, or records why the file was refused. The bouquet keeps its photo
+//! until a later upload succeeds.
+
+use bouquet_domain::events::{DomainEvent, EventData};
+use bouquet_domain::identity::{Identity, NotAllowed};
+use bouquet_domain::photo::{
+    ImageType, Photo, PhotoUpload, Refusal, UploadStatus, MAX_UPLOAD_BYTES,
+};
+use bouquet_domain::{BouquetId, Timestamp, UploadId};
+use bouquet_photos::{
+    Fetched, PhotoObjects, PostPolicySigner, PresignedPost, Renderer, StorageError,
+};
+use bouquet_store::retry::Retry;
+use bouquet_store::{PhotoShown, StoreError, Target};
+
+use crate::bouquets::{self, BouquetError};
+use crate::App;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PhotoError {
+    #[error("no such bouquet")]
+    NotFound,
+    #[error("no such upload for this bouquet")]
+    UnknownUpload,
+    #[error("the bouquet is another vendor's")]
+    Forbidden(#[from] NotAllowed),
+    /// The upload's record is pending but its file is not in the bucket: S3 said it was
+    /// created, so this is retried (and parked if it persists).
+    #[error("the uploaded file {0} is not in the upload bucket")]
+    FileMissing(String),
+    #[error("the bouquet kept changing; retry shortly")]
+    Busy,
+    #[error(transparent)]
+    Bouquet(BouquetError),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<BouquetError> for PhotoError {
+    fn from(error: BouquetError) -> Self {
+        match error {
+            BouquetError::NotFound => PhotoError::NotFound,
+            BouquetError::Forbidden(not_allowed) => PhotoError::Forbidden(not_allowed),
+            BouquetError::Store(error) => PhotoError::Store(error),
+            other => PhotoError::Bouquet(other),
+        }
+    }
+}
+
+/// What the browser needs to send one file.
+#[derive(Debug)]
+pub struct UploadTicket {
+    pub upload: PhotoUpload,
+    pub post: PresignedPost,
+    pub max_bytes: u64,
+}
+
+/// The bouquet's vendor may upload one photo of `content_type` within the upload window.
+pub async fn request_upload(
+    app: &App,
+    signer: &PostPolicySigner,
+    caller: &Identity,
+    bouquet_id: BouquetId,
+    content_type: ImageType,
+    now: Timestamp,
+) -> Result<UploadTicket, PhotoError> {
+    let bouquet = bouquets::editable(app, caller, bouquet_id).await?;
+    let upload = PhotoUpload::new(bouquet_id, bouquet.vendor_id, content_type, now);
+    app.store.put_photo_upload(&upload).await?;
+    let post = signer
+        .sign(
+            &upload.object_key(),
+            content_type.mime(),
+            MAX_UPLOAD_BYTES,
+            now,
+            upload.deadline(),
+        )
+        .await?;
+    Ok(UploadTicket {
+        upload,
+        post,
+        max_bytes: MAX_UPLOAD_BYTES,
+    })
+}
+
+/// How the vendor's upload `upload_id` of `bouquet_id` stands (the console asks until it
+/// ends). Another vendor's is refused before anything of it is shown.
+pub async fn upload_status(
+    app: &App,
+    caller: &Identity,
+    bouquet_id: BouquetId,
+    upload_id: UploadId,
+) -> Result<PhotoUpload, PhotoError> {
+    let upload = app
+        .store
+        .photo_upload(upload_id, false)
+        .await?
+        .filter(|u| u.bouquet_id == bouquet_id)
+        .ok_or(PhotoError::UnknownUpload)?;
+    caller.require_vendor(upload.vendor_id)?;
+    Ok(upload)
+}
+
+/// How one S3 event ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Processed {
+    /// The bouquet shows the photo.
+    Shown(Photo),
+    /// The file was not taken; the bouquet keeps the photo it had.
+    Rejected(Refusal),
+    /// A later upload of the bouquet was shown first.
+    Superseded,
+    /// This upload had already ended (a redelivered event).
+    Duplicate,
+    /// A key no upload was allowed for (not one of ours, or its record expired).
+    Unknown,
+}
+
+/// Processes the file S3 says arrived under `key` of the upload bucket. Safe to run twice on
+/// one key, concurrently too: the sizes' keys name their content, and only one run ends the
+/// upload (the others answer [`Processed::Duplicate`]). A failure of storage or table is an
+/// error, for the queue to retry and then park.
+pub async fn process_upload(
+    app: &App,
+    objects: &dyn PhotoObjects,
+    renderer: &dyn Renderer,
+    key: &str,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Processed, PhotoError> {
+    let Some(upload_id) = PhotoUpload::id_of_key(key) else {
+        tracing::warn!(
+            key,
+            "an object no upload was allowed for; left to the bucket's expiry"
+        );
+        return Ok(Processed::Unknown);
+    };
+    let Some(upload) = app.store.photo_upload(upload_id, true).await? else {
+        tracing::warn!(key, "an upload without a record; deleted");
+        objects.delete_upload(key).await?;
+        return Ok(Processed::Unknown);
+    };
+    if !upload.is_pending() {
+        objects.delete_upload(key).await?;
+        return Ok(Processed::Duplicate);
+    }
+    let rendered = match objects.upload(key, MAX_UPLOAD_BYTES).await? {
+        Fetched::Missing => return Err(PhotoError::FileMissing(key.to_owned())),
+        Fetched::TooLarge(_) => Err(Refusal::TooLarge {
+            limit: MAX_UPLOAD_BYTES,
+        }),
+        Fetched::Bytes(bytes) => renderer.render(&bytes),
+    };
+    let rendered = match rendered {
+        Ok(rendered) => rendered,
+        Err(refusal) => {
+            let rejected = PhotoUpload {
+                status: UploadStatus::Rejected {
+                    refusal: refusal.clone(),
+                },
+                ..upload
+            };
+            return match app.store.finish_photo_upload(&rejected, None, now).await {
+                Ok(()) => {
+                    objects.delete_upload(key).await?;
+                    Ok(Processed::Rejected(refusal))
+                }
+                Err(StoreError::ConditionFailed(_)) => Ok(Processed::Duplicate),
+                Err(other) => Err(other.into()),
+            };
+        }
+    };
+    futures::future::try_join_all(
+        rendered
+            .variants
+            .iter()
+            .map(|v| objects.put_variant(&v.key, &v.bytes)),
+    )
+    .await?;
+    let photo = Photo {
+        upload_id,
+        width: rendered.width,
+        height: rendered.height,
+        variants: rendered.variants.into_iter().map(|v| v.variant).collect(),
+    };
+    let processed = show(app, upload, photo, correlation_id, now).await?;
+    objects.delete_upload(key).await?;
+    Ok(processed)
+}
+
+/// Puts `photo` on the upload's bouquet at the version read (read again after a concurrent
+/// change), ending the upload in the same transaction.
+async fn show(
+    app: &App,
+    upload: PhotoUpload,
+    photo: Photo,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Processed, PhotoError> {
+    let mut retry = Retry::optimistic();
+    while retry.next().await {
+        let read = app.store.bouquet(upload.bouquet_id, true).await?;
+        let mut changed = match read.clone() {
+            Some(bouquet) => bouquet,
+            None => return Err(PhotoError::NotFound),
+        };
+        let read_version = changed.version;
+        if !changed.set_photo(photo.clone(), now) {
+            let superseded = PhotoUpload {
+                status: UploadStatus::Superseded,
+                ..upload
+            };
+            return match app.store.finish_photo_upload(&superseded, None, now).await {
+                Ok(()) => Ok(Processed::Superseded),
+                Err(StoreError::ConditionFailed(_)) => Ok(Processed::Duplicate),
+                Err(other) => Err(other.into()),
+            };
+        }
+        let event = DomainEvent::new(
+            changed.bouquet_id,
+            changed.version,
+            now,
+            correlation_id,
+            EventData::BouquetPhotoChanged {
+                bouquet_id: changed.bouquet_id,
+                vendor_id: changed.vendor_id,
+                photo: photo.clone(),
+            },
+        );
+        let ready = PhotoUpload {
+            status: UploadStatus::Ready,
+            ..upload.clone()
+        };
+        let shown = PhotoShown {
+            read_version,
+            changed: &changed,
+            event: &event,
+        };
+        match app
+            .store
+            .finish_photo_upload(&ready, Some(shown), now)
+            .await
+        {
+            Ok(()) => return Ok(Processed::Shown(photo)),
+            Err(StoreError::ConditionFailed(conflicts)) => {
+                if conflicts.iter().any(|c| c.target == Target::PhotoUpload) {
+                    return Ok(Processed::Duplicate);
+                }
+                // The bouquet moved on (a sale, an edit, a reading): read it again.
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(PhotoError::Busy)
+}

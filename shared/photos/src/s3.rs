@@ -1,0 +1,111 @@
+//! The two buckets on Amazon S3: uploads are read (`HeadObject`'s size first, through
+//! `GetObject`'s `Content-Length`) and deleted; sizes are written with a year's cache lifetime.
+
+use aws_sdk_s3::error::SdkError;
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::Client;
+use futures::future::BoxFuture;
+
+use crate::{Fetched, PhotoObjects, StorageError, VARIANT_CACHE_CONTROL};
+
+pub struct S3Objects {
+    client: Client,
+    upload_bucket: String,
+    photo_bucket: String,
+}
+
+impl S3Objects {
+    pub fn new(
+        sdk: &bouquet_aws::SdkConfig,
+        upload_bucket: impl Into<String>,
+        photo_bucket: impl Into<String>,
+    ) -> Self {
+        Self::with_client(
+            bouquet_aws::client!(aws_sdk_s3, sdk),
+            upload_bucket,
+            photo_bucket,
+        )
+    }
+
+    /// Over a client configured elsewhere (a test's).
+    pub fn with_client(
+        client: Client,
+        upload_bucket: impl Into<String>,
+        photo_bucket: impl Into<String>,
+    ) -> Self {
+        Self {
+            client,
+            upload_bucket: upload_bucket.into(),
+            photo_bucket: photo_bucket.into(),
+        }
+    }
+}
+
+fn unavailable(error: impl std::error::Error + Send + Sync + 'static) -> StorageError {
+    StorageError::Unavailable(Box::new(error))
+}
+
+impl PhotoObjects for S3Objects {
+    fn upload<'a>(
+        &'a self,
+        key: &'a str,
+        max_bytes: u64,
+    ) -> BoxFuture<'a, Result<Fetched, StorageError>> {
+        Box::pin(async move {
+            let object = match self
+                .client
+                .get_object()
+                .bucket(&self.upload_bucket)
+                .key(key)
+                .send()
+                .await
+            {
+                Ok(object) => object,
+                Err(SdkError::ServiceError(e)) if e.err().is_no_such_key() => {
+                    return Ok(Fetched::Missing)
+                }
+                Err(error) => return Err(unavailable(error)),
+            };
+            let size = object.content_length().unwrap_or(0).max(0) as u64;
+            if size > max_bytes {
+                // The body is dropped unread: the connection closes.
+                return Ok(Fetched::TooLarge(size));
+            }
+            let bytes = object.body.collect().await.map_err(unavailable)?;
+            Ok(Fetched::Bytes(bytes.into_bytes().to_vec()))
+        })
+    }
+
+    fn put_variant<'a>(
+        &'a self,
+        key: &'a str,
+        bytes: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), StorageError>> {
+        Box::pin(async move {
+            self.client
+                .put_object()
+                .bucket(&self.photo_bucket)
+                .key(key)
+                .content_type("image/jpeg")
+                .cache_control(VARIANT_CACHE_CONTROL)
+                .body(ByteStream::from(bytes.to_vec()))
+                .send()
+                .await
+                .map_err(unavailable)?;
+            Ok(())
+        })
+    }
+
+    fn delete_upload<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StorageError>> {
+        Box::pin(async move {
+            self.client
+                .delete_object()
+                .bucket(&self.upload_bucket)
+                .key(key)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            Ok(())
+        })
+    }
+}

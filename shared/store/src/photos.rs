@@ -1,0 +1,173 @@
+//! Photo uploads: the record of an upload a vendor was allowed, and its end (the bouquet's new
+//! photo with its event, or a refusal), each a conditional write on the upload still pending.
+
+use serde::{Deserialize, Serialize};
+
+use bouquet_domain::events::DomainEvent;
+use bouquet_domain::photo::{ImageType, PhotoUpload, Refusal, UploadStatus, UPLOAD_RECORD_DAYS};
+use bouquet_domain::{Bouquet, BouquetId, Timestamp, UploadId, VendorId};
+
+use crate::bouquets::bouquet_key;
+use crate::error::{StoreError, Target};
+use crate::items::{from_item, to_item};
+use crate::keys;
+use crate::tx::{Expr, Tx};
+use crate::Store;
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PhotoUploadItem {
+    pk: String,
+    sk: String,
+    entity: String,
+    upload_id: String,
+    bouquet_id: String,
+    vendor_id: String,
+    content_type: ImageType,
+    /// `pending`, `ready`, `rejected`, `superseded`.
+    status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    refusal: Option<Refusal>,
+    requested_at: i64,
+    /// TTL (epoch seconds): the record outlives the upload window by a day or two, for the
+    /// console to read how its upload ended.
+    expires_at: i64,
+}
+
+fn upload_key(upload_id: UploadId) -> crate::items::Item {
+    keys::key(
+        keys::photo_upload_pk(&upload_id.to_string()),
+        keys::PHOTO_UPLOAD_SK,
+    )
+}
+
+fn expires_at(upload: &PhotoUpload) -> i64 {
+    upload.requested_at.as_millis() / 1000 + (UPLOAD_RECORD_DAYS * 86_400) as i64
+}
+
+impl PhotoUploadItem {
+    fn from_domain(upload: &PhotoUpload) -> Self {
+        let id = upload.upload_id.to_string();
+        Self {
+            pk: keys::photo_upload_pk(&id),
+            sk: keys::PHOTO_UPLOAD_SK.into(),
+            entity: "photoUpload".into(),
+            upload_id: id,
+            bouquet_id: upload.bouquet_id.to_string(),
+            vendor_id: upload.vendor_id.to_string(),
+            content_type: upload.content_type,
+            status: upload.status.name().into(),
+            refusal: match &upload.status {
+                UploadStatus::Rejected { refusal } => Some(refusal.clone()),
+                _ => None,
+            },
+            requested_at: upload.requested_at.as_millis(),
+            expires_at: expires_at(upload),
+        }
+    }
+
+    fn into_domain(self) -> Result<PhotoUpload, StoreError> {
+        let status = match (self.status.as_str(), self.refusal) {
+            ("pending", _) => UploadStatus::Pending,
+            ("ready", _) => UploadStatus::Ready,
+            ("superseded", _) => UploadStatus::Superseded,
+            ("rejected", Some(refusal)) => UploadStatus::Rejected { refusal },
+            (other, _) => {
+                return Err(StoreError::corrupt(format!(
+                    "photo upload status {other:?}"
+                )))
+            }
+        };
+        Ok(PhotoUpload {
+            upload_id: UploadId::parse(&self.upload_id).map_err(StoreError::corrupt)?,
+            bouquet_id: BouquetId::parse(&self.bouquet_id).map_err(StoreError::corrupt)?,
+            vendor_id: VendorId::parse(&self.vendor_id).map_err(StoreError::corrupt)?,
+            content_type: self.content_type,
+            status,
+            requested_at: Timestamp::from_millis(self.requested_at),
+        })
+    }
+}
+
+/// The bouquet's side of a finished upload: the bouquet as read and as it is with the photo.
+pub struct PhotoShown<'a> {
+    pub read_version: u64,
+    pub changed: &'a Bouquet,
+    pub event: &'a DomainEvent,
+}
+
+impl Store {
+    /// Records an upload the vendor was allowed (pending).
+    pub async fn put_photo_upload(&self, upload: &PhotoUpload) -> Result<(), StoreError> {
+        let mut tx = Tx::new();
+        tx.put(
+            Target::PhotoUpload,
+            &self.table,
+            to_item(&PhotoUploadItem::from_domain(upload))?,
+            Some(Expr::new("attribute_not_exists(pk)")),
+        )?;
+        tx.commit(self).await
+    }
+
+    /// One upload's record; `consistent` when a conditional write will follow.
+    pub async fn photo_upload(
+        &self,
+        upload_id: UploadId,
+        consistent: bool,
+    ) -> Result<Option<PhotoUpload>, StoreError> {
+        self.get_item(upload_key(upload_id), consistent)
+            .await?
+            .map(|item| from_item::<PhotoUploadItem>(item)?.into_domain())
+            .transpose()
+    }
+
+    /// Ends a pending upload as `finished` says; with `shown`, the bouquet takes the photo (on
+    /// the version read) and its event is put, all in one transaction. A condition failure
+    /// names the upload (already finished: a duplicate) or the bouquet (changed since read).
+    pub async fn finish_photo_upload(
+        &self,
+        finished: &PhotoUpload,
+        shown: Option<PhotoShown<'_>>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let mut tx = Tx::new();
+        let item = PhotoUploadItem::from_domain(finished);
+        let refusal = item
+            .refusal
+            .as_ref()
+            .map(serde_dynamo::to_attribute_value)
+            .transpose()
+            .map_err(StoreError::corrupt)?;
+        let update = match refusal {
+            Some(refusal) => {
+                Expr::new("SET #status = :status, refusal = :refusal").value(":refusal", refusal)
+            }
+            None => Expr::new("SET #status = :status"),
+        }
+        .name("#status", "status")
+        .s(":status", item.status);
+        tx.update(
+            Target::PhotoUpload,
+            &self.table,
+            upload_key(finished.upload_id),
+            update,
+            Expr::new("#status = :pending").s(":pending", "pending"),
+        )?;
+        if let Some(shown) = shown {
+            let photo = serde_dynamo::to_attribute_value(&shown.changed.photo)
+                .map_err(StoreError::corrupt)?;
+            tx.update(
+                Target::Bouquet(shown.changed.bouquet_id),
+                &self.table,
+                bouquet_key(&shown.changed.bouquet_id.to_string()),
+                Expr::new("SET photo = :photo, version = :version, updatedAt = :now")
+                    .value(":photo", photo)
+                    .n(":version", shown.changed.version)
+                    .n(":now", now.as_millis()),
+                Expr::new("version = :readVersion").n(":readVersion", shown.read_version),
+            )?;
+            tx.event(&self.table, shown.event)?;
+        }
+        tx.commit(self).await
+    }
+}
