@@ -34,6 +34,12 @@ Cognito marks it email_verified=true; moto confirms the user but leaves the emai
 A sixth is DynamoDB's idempotent TransactWriteItems (ClientRequestToken, see SerialDynamoDB),
 which moto ignores: a retried transaction whose first attempt committed is not cancelled.
 
+A seventh is S3's POST policy (browser uploads, `POST /{bucket}` with a form), which moto
+stores without reading: S3 checks the policy's SigV4 signature, its expiration, that every
+form field is covered by a condition and that each condition holds, and refuses a file
+outside `content-length-range` with EntityTooLarge or EntityTooSmall. The marketplace's photo
+uploads rely on those refusals (type and size), so the checks are added here.
+
 Last, IoT certificates for Eclipse Mosquitto, the dev stack's broker, when BOUQUET_IOT_DIR
 names a directory. moto signs each certificate with its own key, which no TLS server can
 verify, and in CreateCertificateFromCsr with a fresh key, not the requester's. Here a local
@@ -600,6 +606,103 @@ class SentMail:
         answer = json.dumps({"messages": messages}).encode()
         start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))])
         return [answer]
+
+
+# S3's POST policy (https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-HTTPPOSTConstructPolicy.html).
+from moto.s3.responses import S3Response  # noqa: E402
+
+_original_bucket_response_post = S3Response._bucket_response_post
+# Fields S3 does not require a condition for.
+_POST_FIELDS_WITHOUT_CONDITION = {"policy", "x-amz-signature", "file", "submit"}
+
+
+def _s3_error(status, code, message):
+    body = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f"<Error><Code>{code}</Code><Message>{message}</Message>"
+        f"<RequestId>{secrets.token_hex(8).upper()}</RequestId></Error>"
+    )
+    return status, {"Content-Type": "application/xml"}, body
+
+
+def _hmac(key, text):
+    import hmac
+
+    return hmac.new(key, text.encode(), "sha256").digest()
+
+
+def post_policy_refusal(bucket, fields, size, now=None):
+    """Why S3 would refuse a form upload to `bucket` with `fields` (the form's fields but the
+    file, names as sent) and a file of `size` bytes; None when it would take it."""
+    import hmac
+
+    lower = {name.lower(): value for name, value in fields.items()}
+    try:
+        policy_text = base64.b64decode(lower["policy"]).decode()
+        policy = json.loads(policy_text)
+    except (KeyError, ValueError):
+        return _s3_error(400, "InvalidPolicyDocument", "Invalid Policy: Invalid JSON.")
+    # The signature: SigV4's key for the credential's date, region and service, over the
+    # policy as sent (base64).
+    credential = lower.get("x-amz-credential", "").split("/")
+    if lower.get("x-amz-algorithm") != "AWS4-HMAC-SHA256" or len(credential) != 5:
+        return _s3_error(400, "InvalidArgument", "POST requires x-amz-algorithm AWS4-HMAC-SHA256 and x-amz-credential")
+    _, date, region, service, _ = credential
+    secret = os.environ.get("AWS_SECRET_ACCESS_KEY", "test")
+    key = _hmac(("AWS4" + secret).encode(), date)
+    for part in (region, service, "aws4_request"):
+        key = _hmac(key, part)
+    expected = hmac.new(key, lower["policy"].encode(), "sha256").hexdigest()
+    if not hmac.compare_digest(expected, lower.get("x-amz-signature", "")):
+        return _s3_error(403, "SignatureDoesNotMatch", "The request signature we calculated does not match the signature you provided. Check your key and signing method.")
+    expiration = datetime.datetime.fromisoformat(policy.get("expiration", "").replace("Z", "+00:00"))
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    if expiration < now:
+        return _s3_error(403, "AccessDenied", "Invalid according to Policy: Policy expired.")
+    covered = set()
+    for condition in policy.get("conditions", []):
+        if isinstance(condition, dict):
+            ((name, value),) = condition.items()
+            condition = ["eq", "$" + name, value]
+        operator = str(condition[0]).lower()
+        if operator == "content-length-range":
+            low, high = int(condition[1]), int(condition[2])
+            if size > high:
+                return _s3_error(400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed size")
+            if size < low:
+                return _s3_error(400, "EntityTooSmall", "Your proposed upload is smaller than the minimum allowed size")
+            continue
+        name = str(condition[1]).lstrip("$").lower()
+        covered.add(name)
+        actual = bucket if name == "bucket" else lower.get(name)
+        holds = actual is not None and (
+            actual == condition[2] if operator == "eq" else actual.startswith(condition[2])
+        )
+        if not holds:
+            shown = json.dumps([operator, "$" + name, condition[2]])
+            return _s3_error(403, "AccessDenied", f"Invalid according to Policy: Policy Condition failed: {shown}")
+    extra = [
+        name for name in lower
+        if name not in covered and name not in _POST_FIELDS_WITHOUT_CONDITION
+        and not name.startswith("x-ignore-") and name not in ("x-amz-algorithm", "x-amz-credential", "x-amz-date")
+    ]
+    if extra:
+        return _s3_error(403, "AccessDenied", f"Invalid according to Policy: Extra input fields: {extra[0]}")
+    return None
+
+
+def _bucket_response_post(self, request, bucket_name):
+    # The form's own fields (moto adds its own names to `querystring`).
+    fields = {name: value for name, value in (self.form_data or {}).items()}
+    if any(name.lower() == "policy" for name in fields):
+        body = self.body if isinstance(self.body, (bytes, bytearray)) else str(self.body or "").encode()
+        refusal = post_policy_refusal(bucket_name, fields, len(body))
+        if refusal:
+            return refusal
+    return _original_bucket_response_post(self, request, bucket_name)
+
+
+S3Response._bucket_response_post = _bucket_response_post
 
 
 def wsgi_app():

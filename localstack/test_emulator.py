@@ -287,6 +287,92 @@ def public_der(key):
     return key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
+
+class S3PostPolicy(unittest.TestCase):
+    """Browser uploads with a POST policy, signed by boto3's own presigner, through the
+    emulator's WSGI app: S3's refusals, which moto does not make."""
+
+    def setUp(self):
+        import botocore.config
+
+        self.mock = mock_aws()
+        self.mock.start()
+        self.addCleanup(self.mock.stop)
+        werkzeug_log = logging.getLogger("werkzeug")
+        self.addCleanup(werkzeug_log.setLevel, werkzeug_log.level)
+        werkzeug_log.setLevel(logging.WARNING)
+        server = make_server("127.0.0.1", 0, emulator.wsgi_app(), threaded=True,
+                             request_handler=MotoRequestHandler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.shutdown)
+        self.s3 = boto3.client("s3", region_name="eu-west-1",
+                               endpoint_url=f"http://127.0.0.1:{server.port}",
+                               config=botocore.config.Config(signature_version="s3v4", s3={"addressing_style": "path"}))
+        self.s3.create_bucket(Bucket="uploads",
+                              CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+
+    def presigned(self, expires=60):
+        return self.s3.generate_presigned_post(
+            "uploads", "uploads/a", Fields={"Content-Type": "image/png"},
+            Conditions=[{"Content-Type": "image/png"}, ["content-length-range", 1, 10]],
+            ExpiresIn=expires)
+
+    def post(self, post, data, **changes):
+        import urllib.error
+        import urllib.request
+
+        fields = {**post["fields"], **changes}
+        boundary = "----bouquet-test-boundary"
+        body = b""
+        for name, value in fields.items():
+            body += (f"--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n"
+                     f"{value}\r\n").encode()
+        body += (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.png\"\r\n"
+                 "Content-Type: image/png\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
+        request = urllib.request.Request(post["url"], data=body, method="POST", headers={
+            "Content-Type": f"multipart/form-data; boundary={boundary}"})
+        try:
+            with urllib.request.urlopen(request) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    def test_a_file_within_the_policy_is_stored(self):
+        status, body = self.post(self.presigned(), b"0123456789")
+        self.assertEqual(status, 204, body)
+        self.assertEqual(self.s3.get_object(Bucket="uploads", Key="uploads/a")["Body"].read(), b"0123456789")
+
+    def test_a_file_outside_the_size_range_is_refused(self):
+        status, body = self.post(self.presigned(), b"01234567890")
+        self.assertEqual((status, "<Code>EntityTooLarge</Code>" in body), (400, True), body)
+        status, body = self.post(self.presigned(), b"")
+        self.assertEqual((status, "<Code>EntityTooSmall</Code>" in body), (400, True), body)
+        with self.assertRaises(self.s3.exceptions.NoSuchKey):
+            self.s3.get_object(Bucket="uploads", Key="uploads/a")
+
+    def test_a_changed_field_a_forged_signature_and_an_extra_field_are_refused(self):
+        post = self.presigned()
+        status, body = self.post(post, b"x", **{"Content-Type": "text/html"})
+        self.assertEqual(status, 403)
+        self.assertIn("Policy Condition failed", body)
+        status, body = self.post(post, b"x", key="uploads/other")
+        self.assertEqual(status, 403, body)
+        status, body = self.post(post, b"x", **{"x-amz-signature": "0" * 64})
+        self.assertEqual((status, "SignatureDoesNotMatch" in body), (403, True), body)
+        status, body = self.post(post, b"x", acl="public-read")
+        self.assertEqual((status, "Extra input fields: acl" in body), (403, True), body)
+
+    def test_an_expired_policy_is_refused(self):
+        import datetime
+
+        fields = dict(self.presigned()["fields"], file="x")
+        later = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=5)
+        status, _, body = emulator.post_policy_refusal("uploads", fields, 1, now=later)
+        self.assertEqual(status, 403)
+        self.assertIn("Policy expired", body)
+        self.assertIsNone(emulator.post_policy_refusal("uploads", fields, 1))
+
+
 class IotCertificatesForMosquitto(unittest.TestCase):
     """With BOUQUET_IOT_DIR, IoT certificates come from the local CA, and crl.pem and acl
     follow moto's IoT state after each request."""

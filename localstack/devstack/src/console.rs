@@ -28,6 +28,16 @@ pub struct Console {
     security_headers: Vec<(hyper::header::HeaderName, hyper::header::HeaderValue)>,
     /// The emulator, whose SES keeps the mail the stack sent (`GET /local/mail`).
     emulator: Option<hyper::Uri>,
+    /// The photo buckets on the emulator's S3: uploads posted to `/local/s3/{upload bucket}`,
+    /// sizes served at `/photos/*`, as the bucket's endpoint and the distribution do deployed.
+    photo_buckets: Option<PhotoBuckets>,
+}
+
+/// The template's `PhotoUploadBucket` and `PhotoBucket`, by their local names.
+#[derive(Clone, Debug)]
+pub struct PhotoBuckets {
+    pub uploads: String,
+    pub photos: String,
 }
 
 /// The headers the template's `ConsoleSecurityHeadersPolicy` makes CloudFront add, with the
@@ -51,6 +61,11 @@ pub fn security_headers(
             csp.replace(
                 "wss://${WebSocketApi}.execute-api.${AWS::Region}.amazonaws.com",
                 websocket_origin,
+            )
+            // Uploads go to the dev stack's own origin (`/local/s3`).
+            .replace(
+                " https://bouquet-${Stage}-photo-uploads-${AWS::AccountId}-${AWS::Region}.s3.${AWS::Region}.amazonaws.com",
+                "",
             )
             .replace(
                 "https://cognito-idp.${AWS::Region}.amazonaws.com",
@@ -107,6 +122,7 @@ impl Console {
             ledger: None,
             security_headers: Vec::new(),
             emulator: None,
+            photo_buckets: None,
         }
     }
 
@@ -114,6 +130,61 @@ impl Console {
     pub fn with_sent_mail(mut self, endpoint: &str) -> Self {
         self.emulator = endpoint.trim_end_matches('/').parse().ok();
         self
+    }
+
+    /// Serves the photo buckets on the emulator at `endpoint` (see [`PhotoBuckets`]).
+    pub fn with_photos(mut self, endpoint: &str, buckets: PhotoBuckets) -> Self {
+        if self.emulator.is_none() {
+            self.emulator = endpoint.trim_end_matches('/').parse().ok();
+        }
+        self.photo_buckets = Some(buckets);
+        self
+    }
+
+    /// Passes `request` to the emulator at `path` and its answer back: the S3 endpoint's
+    /// status, type, cache lifetime and body (an S3 error is S3's XML, as the browser gets it).
+    async fn forward(&self, request: Request<Bytes>, path: &str) -> Response<Full<Bytes>> {
+        let Some(emulator) = &self.emulator else {
+            return message(StatusCode::NOT_FOUND, "no emulator");
+        };
+        let Ok(uri) = format!("{emulator}{path}").parse::<hyper::Uri>() else {
+            return message(StatusCode::BAD_REQUEST, "not a path");
+        };
+        let (parts, body) = request.into_parts();
+        let mut outgoing = Request::builder().method(parts.method).uri(uri);
+        for name in [hyper::header::CONTENT_TYPE, hyper::header::CONTENT_LENGTH] {
+            if let Some(value) = parts.headers.get(&name) {
+                outgoing = outgoing.header(name, value);
+            }
+        }
+        let Ok(outgoing) = outgoing.body(Full::new(body)) else {
+            return message(StatusCode::BAD_REQUEST, "not a request");
+        };
+        let client: hyper_util::client::legacy::Client<_, Full<Bytes>> =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http();
+        match client.request(outgoing).await {
+            Ok(answer) => {
+                let (parts, body) = answer.into_parts();
+                let bytes = match body.collect().await {
+                    Ok(body) => body.to_bytes(),
+                    Err(error) => return message(StatusCode::BAD_GATEWAY, &error.to_string()),
+                };
+                let mut response = Response::new(Full::new(bytes));
+                *response.status_mut() = parts.status;
+                for name in [
+                    hyper::header::CONTENT_TYPE,
+                    hyper::header::CACHE_CONTROL,
+                    hyper::header::ETAG,
+                ] {
+                    if let Some(value) = parts.headers.get(&name) {
+                        response.headers_mut().insert(name, value.clone());
+                    }
+                }
+                response
+            }
+            Err(error) => message(StatusCode::BAD_GATEWAY, &error.to_string()),
+        }
     }
 
     /// `GET /local/mail`: the emails the stack sent (the emulator's `/_aws/ses`), newest last,
@@ -248,6 +319,23 @@ impl Console {
         match (request.method(), request.uri().path()) {
             (&Method::POST, "/local/token") => self.token(request.body()),
             (&Method::GET, "/local/mail") => self.sent_mail().await,
+            (&Method::POST, path) if path.starts_with("/local/s3/") => {
+                let bucket = path.trim_start_matches("/local/s3/").trim_end_matches('/');
+                match &self.photo_buckets {
+                    Some(buckets) if buckets.uploads == bucket => {
+                        let target = format!("/{bucket}");
+                        self.forward(request, &target).await
+                    }
+                    _ => message(StatusCode::NOT_FOUND, "no such bucket"),
+                }
+            }
+            (&Method::GET | &Method::HEAD, path)
+                if path.starts_with("/photos/") && self.photo_buckets.is_some() =>
+            {
+                let bucket = self.photo_buckets.as_ref().map(|b| b.photos.clone());
+                let target = format!("/{}{path}", bucket.unwrap_or_default());
+                self.forward(request, &target).await
+            }
             (&Method::GET, "/config.json") => {
                 respond(StatusCode::OK, "application/json", self.config.to_string())
             }

@@ -190,6 +190,10 @@ pub struct LocalSettings {
     pub websocket_management_url: String,
     /// The functions' `AWS_ENDPOINT_URL` when it is not the dev stack's own (the fault proxy).
     pub aws_endpoint_url: Option<String>,
+    /// Where the browser posts photo uploads: the dev stack's `/local/s3` (e.g.
+    /// `http://127.0.0.1:3000/local/s3`), which hands them to the emulator's S3 as the bucket's
+    /// regional endpoint would take them.
+    pub photo_upload_url: Option<String>,
 }
 
 impl Default for LocalSettings {
@@ -198,6 +202,7 @@ impl Default for LocalSettings {
             jwt_secret: crate::jwt::secret_from_env(),
             websocket_management_url: "http://127.0.0.1:3001".into(),
             aws_endpoint_url: None,
+            photo_upload_url: None,
         }
     }
 }
@@ -226,6 +231,17 @@ impl LocalSettings {
         for (key, value) in env.iter_mut() {
             if key == "WEBSOCKET_MANAGEMENT_URL" {
                 value.clone_from(&self.websocket_management_url);
+            }
+        }
+        let upload_bucket = env
+            .iter()
+            .find(|(k, _)| k == "PHOTO_UPLOAD_BUCKET")
+            .map(|(_, v)| v.clone());
+        if let (Some(base), Some(bucket)) = (&self.photo_upload_url, upload_bucket) {
+            for (key, value) in env.iter_mut() {
+                if key == "PHOTO_UPLOAD_URL" {
+                    *value = format!("{}/{bucket}", base.trim_end_matches('/'));
+                }
             }
         }
         if let Some(endpoint) = &self.aws_endpoint_url {

@@ -307,6 +307,7 @@ async fn main() -> Result<(), DevError> {
                 jwt_secret: secret.clone(),
                 websocket_management_url: format!("http://127.0.0.1:{ws_port}"),
                 aws_endpoint_url: fault_proxy,
+                photo_upload_url: Some(format!("http://127.0.0.1:{port}/local/s3")),
             };
             let functions =
                 Functions::from_template(&template, &names, &default_binaries_dir(), &local)?;
@@ -429,6 +430,15 @@ async fn main() -> Result<(), DevError> {
                     std::env::var("AWS_ENDPOINT_URL")
                         .as_deref()
                         .unwrap_or("http://127.0.0.1:4566"),
+                )
+                .with_photos(
+                    std::env::var("AWS_ENDPOINT_URL")
+                        .as_deref()
+                        .unwrap_or("http://127.0.0.1:4566"),
+                    devstack::console::PhotoBuckets {
+                        uploads: names.get("PhotoUploadBucket").cloned().unwrap_or_default(),
+                        photos: names.get("PhotoBucket").cloned().unwrap_or_default(),
+                    },
                 )
                 .with_security_headers(devstack::console::security_headers(
                     &template,

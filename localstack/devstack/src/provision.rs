@@ -178,6 +178,83 @@ pub async fn create_queue(
     Ok(())
 }
 
+/// Creates an `AWS::S3::Bucket`, named `name` in lower case (idempotent: an existing bucket
+/// of ours is kept).
+pub async fn create_bucket(
+    client: &aws_sdk_s3::Client,
+    logical_id: &str,
+    name: &str,
+    names: &mut Names,
+) -> Result<(), ProvisionError> {
+    let bucket = name.to_ascii_lowercase();
+    match client.create_bucket().bucket(&bucket).send().await {
+        Ok(_) => {}
+        Err(error)
+            if error.as_service_error().is_some_and(|e| {
+                e.is_bucket_already_owned_by_you() || e.is_bucket_already_exists()
+            }) => {}
+        Err(error) => return Err(aws(error)),
+    }
+    names.insert(logical_id.into(), bucket.clone());
+    names.insert(format!("{logical_id}.Arn"), format!("arn:aws:s3:::{bucket}"));
+    Ok(())
+}
+
+/// Sends a bucket's `ObjectCreated` events to the queues its `NotificationConfiguration`
+/// names, with their key filters, as S3 does once the stack is deployed.
+pub async fn configure_bucket_notifications(
+    client: &aws_sdk_s3::Client,
+    template: &Template,
+    logical_id: &str,
+    names: &Names,
+) -> Result<(), ProvisionError> {
+    use aws_sdk_s3::types::{
+        Event, FilterRule, FilterRuleName, NotificationConfiguration,
+        NotificationConfigurationFilter, QueueConfiguration, S3KeyFilter,
+    };
+    let properties = &template
+        .resource(logical_id)
+        .ok_or_else(|| ProvisionError::Missing(logical_id.into()))?["Properties"];
+    let Some(queues) = properties["NotificationConfiguration"]["QueueConfigurations"].as_array()
+    else {
+        return Ok(());
+    };
+    let mut configuration = NotificationConfiguration::builder();
+    for queue in queues {
+        let rules = queue["Filter"]["S3Key"]["Rules"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|rule| {
+                FilterRule::builder()
+                    .name(FilterRuleName::from(
+                        rule["Name"].as_str().unwrap_or_default(),
+                    ))
+                    .value(resolve(template, &rule["Value"], names))
+                    .build()
+            });
+        let filter = NotificationConfigurationFilter::builder()
+            .key(S3KeyFilter::builder().set_filter_rules(Some(rules.collect())).build())
+            .build();
+        configuration = configuration.queue_configurations(
+            QueueConfiguration::builder()
+                .queue_arn(resolve(template, &queue["Queue"], names))
+                .events(Event::from(queue["Event"].as_str().unwrap_or_default()))
+                .filter(filter)
+                .build()
+                .map_err(|e| ProvisionError::Shape(e.to_string()))?,
+        );
+    }
+    client
+        .put_bucket_notification_configuration()
+        .bucket(names.get(logical_id).cloned().unwrap_or_default())
+        .notification_configuration(configuration.build())
+        .send()
+        .await
+        .map_err(aws)?;
+    Ok(())
+}
+
 /// Creates an `AWS::Events::EventBus` (idempotent).
 pub async fn create_event_bus(
     client: &aws_sdk_eventbridge::Client,
@@ -261,6 +338,7 @@ pub async fn provision_resources(
     let dynamodb = Client::new(sdk);
     let sqs = aws_sdk_sqs::Client::new(sdk);
     let events = aws_sdk_eventbridge::Client::new(sdk);
+    let s3 = bouquet_photos::s3::client(sdk);
     let mut names = Names::new();
     crate::cognito::create_user_pool(
         &aws_sdk_cognitoidentityprovider::Client::new(sdk),
@@ -289,7 +367,14 @@ pub async fn provision_resources(
             Some("AWS::Events::EventBus") => {
                 create_event_bus(&events, id, &name, &mut names).await?
             }
+            Some("AWS::S3::Bucket") => create_bucket(&s3, id, &name, &mut names).await?,
             _ => {}
+        }
+    }
+    // Once the queues exist, the buckets' events go to them.
+    for (id, resource) in &resources {
+        if resource["Type"] == "AWS::S3::Bucket" {
+            configure_bucket_notifications(&s3, template, id, &names).await?;
         }
     }
     Ok(names)

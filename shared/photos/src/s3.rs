@@ -20,11 +20,7 @@ impl S3Objects {
         upload_bucket: impl Into<String>,
         photo_bucket: impl Into<String>,
     ) -> Self {
-        Self::with_client(
-            bouquet_aws::client!(aws_sdk_s3, sdk),
-            upload_bucket,
-            photo_bucket,
-        )
+        Self::with_client(client(sdk), upload_bucket, photo_bucket)
     }
 
     /// Over a client configured elsewhere (a test's).
@@ -39,6 +35,17 @@ impl S3Objects {
             photo_bucket: photo_bucket.into(),
         }
     }
+}
+
+/// An S3 client on `sdk`, each operation an X-Ray subsegment. With an endpoint URL (the local
+/// emulator) buckets are addressed by path: `http://127.0.0.1:4566/{bucket}/{key}`.
+pub fn client(sdk: &bouquet_aws::SdkConfig) -> Client {
+    Client::from_conf(
+        aws_sdk_s3::config::Builder::from(sdk)
+            .interceptor(bouquet_aws::XRaySubsegments)
+            .force_path_style(sdk.endpoint_url().is_some())
+            .build(),
+    )
 }
 
 fn unavailable(error: impl std::error::Error + Send + Sync + 'static) -> StorageError {
