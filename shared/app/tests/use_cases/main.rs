@@ -12,6 +12,7 @@ mod members;
 mod notifications;
 mod orders;
 mod payment;
+mod photos;
 mod queries;
 mod reservation;
 mod settlement;
