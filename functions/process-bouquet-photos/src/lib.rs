@@ -12,10 +12,9 @@
 //! content. Messages run one after another: each decodes an image of up to 24 megapixels,
 //! and one at a time bounds the function's memory.
 
-use aws_lambda_events::event::s3::S3Event;
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
 use lambda_runtime::{Error, LambdaEvent};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use bouquet_app::photos::{self, PhotoError, Processed};
 use bouquet_app::App;
@@ -23,9 +22,35 @@ use bouquet_photos::render::ImageRenderer;
 use bouquet_photos::s3::S3Objects;
 use bouquet_photos::PhotoObjects;
 
+/// What is read of an S3 event notification: each record's event name and object key. The
+/// rest (identities, request ids, sequencers) is not needed, and not every sender fills it.
+#[derive(Deserialize)]
+struct S3Notification {
+    #[serde(rename = "Records", default)]
+    records: Vec<S3Record>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct S3Record {
+    #[serde(default)]
+    event_name: String,
+    s3: S3Entity,
+}
+
+#[derive(Deserialize)]
+struct S3Entity {
+    object: S3Object,
+}
+
+#[derive(Deserialize)]
+struct S3Object {
+    key: String,
+}
+
 pub struct ProcessPhotos {
     pub app: App,
-    pub objects: Box<dyn PhotoObjects>,
+    pub objects: std::sync::Arc<dyn PhotoObjects>,
 }
 
 /// One batch, counted (logged as one line).
@@ -52,7 +77,7 @@ impl ProcessPhotos {
         let photo_bucket = std::env::var("PHOTO_BUCKET").map_err(|_| "PHOTO_BUCKET is not set")?;
         Ok(Self {
             app,
-            objects: Box::new(S3Objects::new(&sdk, upload_bucket, photo_bucket)),
+            objects: std::sync::Arc::new(S3Objects::new(&sdk, upload_bucket, photo_bucket)),
         })
     }
 
@@ -105,16 +130,13 @@ impl ProcessPhotos {
             report.ignored += 1;
             return Ok(());
         }
-        let event: S3Event = serde_json::from_value(value)?;
+        let event: S3Notification = serde_json::from_value(value)?;
         for record in event.records {
-            let created = record
-                .event_name
-                .as_deref()
-                .is_some_and(|name| name.starts_with("ObjectCreated"));
-            let Some(key) = record.s3.object.key.as_deref().filter(|_| created) else {
+            if !record.event_name.starts_with("ObjectCreated") {
                 report.ignored += 1;
                 continue;
-            };
+            }
+            let key = record.s3.object.key;
             // Keys in S3 events are URL-encoded, spaces as `+`.
             let key = key.replace('+', " ");
             let key = percent_encoding::percent_decode_str(&key).decode_utf8()?;

@@ -187,7 +187,19 @@ pub async fn create_bucket(
     names: &mut Names,
 ) -> Result<(), ProvisionError> {
     let bucket = name.to_ascii_lowercase();
-    match client.create_bucket().bucket(&bucket).send().await {
+    let mut request = client.create_bucket().bucket(&bucket);
+    // As on AWS, a bucket outside us-east-1 names its region.
+    let region = client.config().region().map(|r| r.to_string());
+    if let Some(region) = region.filter(|r| r != "us-east-1") {
+        request = request.create_bucket_configuration(
+            aws_sdk_s3::types::CreateBucketConfiguration::builder()
+                .location_constraint(aws_sdk_s3::types::BucketLocationConstraint::from(
+                    region.as_str(),
+                ))
+                .build(),
+        );
+    }
+    match request.send().await {
         Ok(_) => {}
         Err(error)
             if error.as_service_error().is_some_and(|e| {
@@ -196,7 +208,10 @@ pub async fn create_bucket(
         Err(error) => return Err(aws(error)),
     }
     names.insert(logical_id.into(), bucket.clone());
-    names.insert(format!("{logical_id}.Arn"), format!("arn:aws:s3:::{bucket}"));
+    names.insert(
+        format!("{logical_id}.Arn"),
+        format!("arn:aws:s3:::{bucket}"),
+    );
     Ok(())
 }
 
@@ -234,7 +249,11 @@ pub async fn configure_bucket_notifications(
                     .build()
             });
         let filter = NotificationConfigurationFilter::builder()
-            .key(S3KeyFilter::builder().set_filter_rules(Some(rules.collect())).build())
+            .key(
+                S3KeyFilter::builder()
+                    .set_filter_rules(Some(rules.collect()))
+                    .build(),
+            )
             .build();
         configuration = configuration.queue_configurations(
             QueueConfiguration::builder()

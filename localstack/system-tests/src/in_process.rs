@@ -37,6 +37,12 @@ macro_rules! http_functions {
                     add_vendor_member::handler(&f.app, Some(f.directory.as_ref()), request).await
                 })
             }),
+            // Upload policies signed for the test's own upload bucket.
+            ("request-photo-upload", request_photo_upload::ROUTE, |f, request| {
+                Box::pin(async move {
+                    request_photo_upload::handler(&f.app, &f.photo_signer, request).await
+                })
+            }),
             // Stripe's webhook checks signatures with the tests' signing secret.
             ("payment-webhook", payment_webhook::ROUTE, |f, request| {
                 Box::pin(async move {
@@ -74,6 +80,7 @@ http_functions! {
     "get-vendor-analytics" => get_vendor_analytics,
     "list-vases" => list_vases,
     "get-vase-telemetry" => get_vase_telemetry,
+    "get-photo-upload" => get_photo_upload,
 }
 
 /// The functions an EventBridge schedule triggers.
@@ -92,7 +99,7 @@ pub const EVENT_FUNCTIONS: &[&str] = &[
 ];
 
 /// The functions an SQS queue triggers that the tests run in process.
-pub const QUEUE_FUNCTIONS: &[&str] = &["push-frames"];
+pub const QUEUE_FUNCTIONS: &[&str] = &["push-frames", "process-bouquet-photos"];
 
 /// The WebSocket API's functions (its routes and its `$connect` authorizer).
 pub const WEBSOCKET_FUNCTIONS: &[&str] = &[
@@ -153,6 +160,14 @@ pub async fn run_event_function(
         "broadcast-events" => {
             serde_json::to_value(broadcast_events::handler(app, &functions.ports()?, event).await?)?
         }
+        "process-bouquet-photos" => serde_json::to_value(
+            process_bouquet_photos::ProcessPhotos {
+                app: app.clone(),
+                objects: functions.photo_objects.clone(),
+            }
+            .handle(typed(event)?)
+            .await?,
+        )?,
         "push-frames" => serde_json::to_value(
             push_frames::handler(app, &functions.ports()?, typed(event)?).await?,
         )?,
@@ -210,6 +225,10 @@ pub struct InProcess {
     pub directory: Arc<dyn bouquet_app::directory::UserDirectory>,
     /// Where `send-order-emails` sends: the emulator's SES, from this test's sender.
     pub mailer: Arc<dyn bouquet_app::mail::Mailer>,
+    /// `request-photo-upload`'s signer, for this test's upload bucket on the emulator.
+    pub photo_signer: Arc<bouquet_photos::PostPolicySigner>,
+    /// `process-bouquet-photos`' buckets: this test's, on the emulator.
+    pub photo_objects: Arc<dyn bouquet_photos::PhotoObjects>,
 }
 
 impl InProcess {

@@ -97,6 +97,10 @@ pub struct TestCloud {
     pub mailer: Arc<dyn bouquet_app::mail::Mailer>,
     /// This test's own sender, so it reads only its own mail from the emulator.
     pub mail_sender: String,
+    /// This test's photo buckets on the emulator (the template's `PhotoUploadBucket` and
+    /// `PhotoBucket`), made at the first [`TestCloud::photos`].
+    pub photo_buckets: devstack::console::PhotoBuckets,
+    pub s3: aws_sdk_s3::Client,
     pub client: aws_sdk_dynamodb::Client,
     pub table: String,
     /// The test's `LiveTable` (connections and subscriptions).
@@ -161,12 +165,19 @@ impl TestCloud {
             mail_sender.clone(),
             None,
         ));
+        let s3 = bouquet_photos::s3::client(&sdk);
+        let photo_buckets = devstack::console::PhotoBuckets {
+            uploads: format!("{table}-uploads"),
+            photos: format!("{table}-photos"),
+        };
         Self {
             app,
             registrar,
             clock,
             mailer,
             mail_sender,
+            photo_buckets,
+            s3,
             directory: Arc::new(bouquet_app::directory::MemoryDirectory::default()),
             client,
             table,
@@ -197,7 +208,36 @@ impl TestCloud {
             redrive: None,
             directory: self.directory.clone(),
             mailer: self.mailer.clone(),
+            photo_signer: Arc::new(bouquet_photos::PostPolicySigner::with_credentials(
+                aws_credential_types::Credentials::new("test", "test", None, None, "tests"),
+                "eu-west-1",
+                &self.photo_buckets.uploads,
+                format!(
+                    "{}/{}",
+                    endpoint().trim_end_matches('/'),
+                    self.photo_buckets.uploads
+                ),
+            )),
+            photo_objects: Arc::new(bouquet_photos::s3::S3Objects::with_client(
+                self.s3.clone(),
+                &self.photo_buckets.uploads,
+                &self.photo_buckets.photos,
+            )),
         }
+    }
+
+    /// Makes this test's photo buckets on the emulator (idempotent).
+    pub async fn photos(&self) -> &devstack::console::PhotoBuckets {
+        let mut names = devstack::provision::Names::new();
+        for (id, bucket) in [
+            ("PhotoUploadBucket", &self.photo_buckets.uploads),
+            ("PhotoBucket", &self.photo_buckets.photos),
+        ] {
+            devstack::provision::create_bucket(&self.s3, id, bucket, &mut names)
+                .await
+                .expect("the emulator makes a bucket");
+        }
+        &self.photo_buckets
     }
 
     /// Replaces the payment gateway (e.g. one that fails in a given way).
@@ -213,6 +253,8 @@ impl TestCloud {
             directory: self.directory.clone(),
             mailer: self.mailer.clone(),
             mail_sender: self.mail_sender.clone(),
+            photo_buckets: self.photo_buckets.clone(),
+            s3: self.s3.clone(),
             client: self.client.clone(),
             table: self.table.clone(),
             live_table: self.live_table.clone(),

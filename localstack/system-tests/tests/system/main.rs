@@ -20,6 +20,7 @@ mod local_cloud;
 mod orders;
 mod outbox;
 mod payment;
+mod photos;
 mod pipeline;
 mod reservation;
 mod schedules;

@@ -32,7 +32,12 @@ fn png(width: u32, height: u32, seed: u8) -> Vec<u8> {
 }
 
 /// The vendor asks for an upload of `bouquet` and "sends" `bytes` under its key.
-async fn uploaded(world: &World, bouquet: &Bouquet, objects: &MemoryObjects, bytes: Vec<u8>) -> PhotoUpload {
+async fn uploaded(
+    world: &World,
+    bouquet: &Bouquet,
+    objects: &MemoryObjects,
+    bytes: Vec<u8>,
+) -> PhotoUpload {
     let ticket = photos::request_upload(
         &world.app,
         &signer(),
@@ -49,7 +54,11 @@ async fn uploaded(world: &World, bouquet: &Bouquet, objects: &MemoryObjects, byt
     ticket.upload
 }
 
-async fn process(world: &World, objects: &MemoryObjects, upload: &PhotoUpload) -> Result<Processed, PhotoError> {
+async fn process(
+    world: &World,
+    objects: &MemoryObjects,
+    upload: &PhotoUpload,
+) -> Result<Processed, PhotoError> {
     photos::process_upload(
         &world.app,
         objects,
@@ -62,14 +71,22 @@ async fn process(world: &World, objects: &MemoryObjects, upload: &PhotoUpload) -
 }
 
 async fn status(world: &World, bouquet: &Bouquet, upload: &PhotoUpload) -> UploadStatus {
-    photos::upload_status(&world.app, &shop_caller(bouquet.vendor_id), bouquet.bouquet_id, upload.upload_id)
-        .await
-        .expect("the vendor reads its upload")
-        .status
+    photos::upload_status(
+        &world.app,
+        &shop_caller(bouquet.vendor_id),
+        bouquet.bouquet_id,
+        upload.upload_id,
+    )
+    .await
+    .expect("the vendor reads its upload")
+    .status
 }
 
 fn photo_events(events: &[(String, String)]) -> usize {
-    events.iter().filter(|(name, _)| name == "BouquetPhotoChanged").count()
+    events
+        .iter()
+        .filter(|(name, _)| name == "BouquetPhotoChanged")
+        .count()
 }
 
 #[tokio::test]
@@ -86,7 +103,10 @@ async fn only_the_bouquets_vendor_may_upload_and_read_an_upload() {
         world.now(),
     )
     .await;
-    assert!(matches!(refused, Err(PhotoError::Forbidden(_))), "{refused:?}");
+    assert!(
+        matches!(refused, Err(PhotoError::Forbidden(_))),
+        "{refused:?}"
+    );
     let missing = photos::request_upload(
         &world.app,
         &signer(),
@@ -100,8 +120,17 @@ async fn only_the_bouquets_vendor_may_upload_and_read_an_upload() {
 
     let objects = MemoryObjects::default();
     let upload = uploaded(&world, &bouquet, &objects, png(8, 8, 1)).await;
-    assert_eq!(status(&world, &bouquet, &upload).await, UploadStatus::Pending);
-    let read = photos::upload_status(&world.app, &vendor_caller(&other), bouquet.bouquet_id, upload.upload_id).await;
+    assert_eq!(
+        status(&world, &bouquet, &upload).await,
+        UploadStatus::Pending
+    );
+    let read = photos::upload_status(
+        &world.app,
+        &vendor_caller(&other),
+        bouquet.bouquet_id,
+        upload.upload_id,
+    )
+    .await;
     assert!(matches!(read, Err(PhotoError::Forbidden(_))), "{read:?}");
     let wrong_bouquet = photos::upload_status(
         &world.app,
@@ -110,7 +139,10 @@ async fn only_the_bouquets_vendor_may_upload_and_read_an_upload() {
         upload.upload_id,
     )
     .await;
-    assert!(matches!(wrong_bouquet, Err(PhotoError::UnknownUpload)), "{wrong_bouquet:?}");
+    assert!(
+        matches!(wrong_bouquet, Err(PhotoError::UnknownUpload)),
+        "{wrong_bouquet:?}"
+    );
 }
 
 #[tokio::test]
@@ -123,8 +155,14 @@ async fn an_upload_becomes_the_bouquets_photo_once_whatever_the_redeliveries() {
     // S3 delivers an event at least once: eight copies of it at the same time.
     let runs = (0..8).map(|_| process(&world, &objects, &upload));
     let outcomes = futures::future::join_all(runs).await;
-    let shown = outcomes.iter().filter(|o| matches!(o, Ok(Processed::Shown(_)))).count();
-    let duplicates = outcomes.iter().filter(|o| matches!(o, Ok(Processed::Duplicate))).count();
+    let shown = outcomes
+        .iter()
+        .filter(|o| matches!(o, Ok(Processed::Shown(_))))
+        .count();
+    let duplicates = outcomes
+        .iter()
+        .filter(|o| matches!(o, Ok(Processed::Duplicate)))
+        .count();
     assert_eq!((shown, duplicates), (1, 7), "{outcomes:?}");
 
     let now = world.bouquet_now(bouquet.bouquet_id).await;
@@ -141,11 +179,17 @@ async fn an_upload_becomes_the_bouquets_photo_once_whatever_the_redeliveries() {
     }
     assert_eq!(now.version, bouquet.version + 1);
     assert_eq!(status(&world, &bouquet, &upload).await, UploadStatus::Ready);
-    assert!(!objects.has_upload(&upload.object_key()), "the upload is deleted");
+    assert!(
+        !objects.has_upload(&upload.object_key()),
+        "the upload is deleted"
+    );
     assert_eq!(photo_events(&world.events().await), 1, "one event");
 
     // A redelivery after the upload was deleted changes nothing either.
-    assert_eq!(process(&world, &objects, &upload).await.unwrap(), Processed::Duplicate);
+    assert_eq!(
+        process(&world, &objects, &upload).await.unwrap(),
+        Processed::Duplicate
+    );
     assert_eq!(photo_events(&world.events().await), 1);
 }
 
@@ -155,7 +199,10 @@ async fn a_refused_file_is_recorded_with_why_and_the_old_photo_stays() {
     let bouquet = world.bouquet().await;
     let objects = MemoryObjects::default();
     let first = uploaded(&world, &bouquet, &objects, png(400, 400, 3)).await;
-    assert!(matches!(process(&world, &objects, &first).await, Ok(Processed::Shown(_))));
+    assert!(matches!(
+        process(&world, &objects, &first).await,
+        Ok(Processed::Shown(_))
+    ));
     let shown = world.bouquet_now(bouquet.bouquet_id).await.photo;
 
     let not_an_image = uploaded(&world, &bouquet, &objects, b"%PDF-1.7 a brochure".to_vec()).await;
@@ -163,17 +210,31 @@ async fn a_refused_file_is_recorded_with_why_and_the_old_photo_stays() {
         process(&world, &objects, &not_an_image).await.unwrap(),
         Processed::Rejected(Refusal::NotAnImage)
     );
-    let oversized = uploaded(&world, &bouquet, &objects, vec![0xFF; MAX_UPLOAD_BYTES as usize + 1]).await;
+    let oversized = uploaded(
+        &world,
+        &bouquet,
+        &objects,
+        vec![0xFF; MAX_UPLOAD_BYTES as usize + 1],
+    )
+    .await;
     assert_eq!(
         process(&world, &objects, &oversized).await.unwrap(),
-        Processed::Rejected(Refusal::TooLarge { limit: MAX_UPLOAD_BYTES })
+        Processed::Rejected(Refusal::TooLarge {
+            limit: MAX_UPLOAD_BYTES
+        })
     );
     assert_eq!(
         status(&world, &bouquet, &not_an_image).await,
-        UploadStatus::Rejected { refusal: Refusal::NotAnImage }
+        UploadStatus::Rejected {
+            refusal: Refusal::NotAnImage
+        }
     );
     assert!(!objects.has_upload(&not_an_image.object_key()));
-    assert_eq!(world.bouquet_now(bouquet.bouquet_id).await.photo, shown, "the old photo stays");
+    assert_eq!(
+        world.bouquet_now(bouquet.bouquet_id).await.photo,
+        shown,
+        "the old photo stays"
+    );
     assert_eq!(photo_events(&world.events().await), 1);
 }
 
@@ -184,11 +245,20 @@ async fn a_later_upload_wins_whichever_is_processed_first() {
     let objects = MemoryObjects::default();
     let earlier = uploaded(&world, &bouquet, &objects, png(320, 320, 4)).await;
     let later = uploaded(&world, &bouquet, &objects, png(320, 320, 5)).await;
-    assert!(matches!(process(&world, &objects, &later).await, Ok(Processed::Shown(_))));
-    assert_eq!(process(&world, &objects, &earlier).await.unwrap(), Processed::Superseded);
+    assert!(matches!(
+        process(&world, &objects, &later).await,
+        Ok(Processed::Shown(_))
+    ));
+    assert_eq!(
+        process(&world, &objects, &earlier).await.unwrap(),
+        Processed::Superseded
+    );
     let photo = world.bouquet_now(bouquet.bouquet_id).await.photo.unwrap();
     assert_eq!(photo.upload_id, later.upload_id);
-    assert_eq!(status(&world, &bouquet, &earlier).await, UploadStatus::Superseded);
+    assert_eq!(
+        status(&world, &bouquet, &earlier).await,
+        UploadStatus::Superseded
+    );
 }
 
 #[tokio::test]
@@ -200,10 +270,16 @@ async fn a_storage_failure_leaves_the_upload_pending_for_the_retry() {
     objects.fail_writes(true);
     let failed = process(&world, &objects, &upload).await;
     assert!(matches!(failed, Err(PhotoError::Storage(_))), "{failed:?}");
-    assert_eq!(status(&world, &bouquet, &upload).await, UploadStatus::Pending);
+    assert_eq!(
+        status(&world, &bouquet, &upload).await,
+        UploadStatus::Pending
+    );
     assert_eq!(world.bouquet_now(bouquet.bouquet_id).await.photo, None);
     objects.fail_writes(false);
-    assert!(matches!(process(&world, &objects, &upload).await, Ok(Processed::Shown(_))));
+    assert!(matches!(
+        process(&world, &objects, &upload).await,
+        Ok(Processed::Shown(_))
+    ));
     assert_eq!(photo_events(&world.events().await), 1);
 }
 
@@ -215,7 +291,10 @@ async fn a_photo_lands_on_a_bouquet_that_changed_meanwhile_without_undoing_the_c
     let upload = uploaded(&world, &bouquet, &objects, png(320, 240, 7)).await;
     // Reserved while the photo was on its way: the hold stays, the photo shows.
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
-    assert!(matches!(process(&world, &objects, &upload).await, Ok(Processed::Shown(_))));
+    assert!(matches!(
+        process(&world, &objects, &upload).await,
+        Ok(Processed::Shown(_))
+    ));
     let now = world.bouquet_now(bouquet.bouquet_id).await;
     assert!(now.photo.is_some());
     assert!(matches!(
@@ -223,9 +302,16 @@ async fn a_photo_lands_on_a_bouquet_that_changed_meanwhile_without_undoing_the_c
         bouquet_app::domain::BouquetStatus::Reserved { order_id, .. } if order_id == order.order_id
     ));
     assert_eq!(
-        photos::process_upload(&world.app, &objects, &ImageRenderer, "uploads/not-ours", CORRELATION, world.now())
-            .await
-            .unwrap(),
+        photos::process_upload(
+            &world.app,
+            &objects,
+            &ImageRenderer,
+            "uploads/not-ours",
+            CORRELATION,
+            world.now()
+        )
+        .await
+        .unwrap(),
         Processed::Unknown
     );
 }
