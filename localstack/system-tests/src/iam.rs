@@ -169,6 +169,17 @@ impl AccessRecorder {
         )
     }
 
+    /// S3, addressed by path as the functions address the emulator.
+    pub async fn s3(&self) -> aws_sdk_s3::Client {
+        let sdk = emulator_sdk_config().await;
+        aws_sdk_s3::Client::from_conf(
+            aws_sdk_s3::config::Builder::from(&sdk)
+                .force_path_style(true)
+                .interceptor(self.clone())
+                .build(),
+        )
+    }
+
     pub async fn eventbridge(&self) -> aws_sdk_eventbridge::Client {
         let sdk = emulator_sdk_config().await;
         aws_sdk_eventbridge::Client::from_conf(
@@ -223,6 +234,32 @@ pub fn accesses(input: &Input) -> Option<Vec<Access>> {
         .or_else(|| eventbridge(input))
         .or_else(|| cognito(input))
         .or_else(|| ses(input))
+        .or_else(|| s3(input))
+}
+
+/// S3's object operations: authorized on the object's ARN.
+fn s3(input: &Input) -> Option<Vec<Access>> {
+    use aws_sdk_s3::operation::delete_object::DeleteObjectInput;
+    use aws_sdk_s3::operation::get_object::GetObjectInput;
+    use aws_sdk_s3::operation::put_object::PutObjectInput;
+    let object = |action: &str, bucket: Option<&str>, key: Option<&str>| {
+        Some(vec![Access::new(
+            action,
+            format!(
+                "arn:aws:s3:::{}/{}",
+                bucket.unwrap_or_default(),
+                key.unwrap_or_default()
+            ),
+        )])
+    };
+    if let Some(i) = input.downcast_ref::<GetObjectInput>() {
+        return object("s3:GetObject", i.bucket(), i.key());
+    }
+    if let Some(i) = input.downcast_ref::<PutObjectInput>() {
+        return object("s3:PutObject", i.bucket(), i.key());
+    }
+    let i = input.downcast_ref::<DeleteObjectInput>()?;
+    object("s3:DeleteObject", i.bucket(), i.key())
 }
 
 /// SES v2's `SendEmail`: authorized on the sender's identity (and its configuration set).

@@ -163,6 +163,52 @@ async fn every_detail_the_system_writes_validates_against_its_schema() {
         assert_eq!(response.status, status, "{binary}: {}", response.body);
     }
 
+    // A photo: the upload through the test's buckets, processed by the photo function.
+    cloud.photos().await;
+    let functions = cloud.in_process(cloud.app.clone());
+    let ticket = cloud
+        .call(
+            "request-photo-upload",
+            ApiRequest::fixture("request-photo-upload")
+                .vendor(&vendor)
+                .path("bouquetId", &a)
+                .json(serde_json::json!({ "contentType": "image/png" })),
+        )
+        .await;
+    let key = ticket.body["fields"]["key"].as_str().unwrap().to_owned();
+    let mut png = Vec::new();
+    image::ImageEncoder::write_image(
+        image::codecs::png::PngEncoder::new(&mut png),
+        &[90u8; 300],
+        10,
+        10,
+        image::ExtendedColorType::Rgb8,
+    )
+    .unwrap();
+    cloud
+        .s3
+        .put_object()
+        .bucket(&cloud.photo_buckets.uploads)
+        .key(&key)
+        .body(aws_sdk_s3::primitives::ByteStream::from(png))
+        .send()
+        .await
+        .unwrap();
+    let processed = bouquet_app::photos::process_upload(
+        &cloud.app,
+        functions.photo_objects.as_ref(),
+        &bouquet_photos::render::ImageRenderer,
+        &key,
+        "event-schemas",
+        cloud.app.clock.now(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(processed, bouquet_app::photos::Processed::Shown(_)),
+        "{processed:?}"
+    );
+
     let schemas = schemas();
     let mut seen = BTreeSet::new();
     for item in cloud.items_of("event").await {

@@ -70,6 +70,16 @@ impl Observed {
     }
 }
 
+/// A 2 × 2 PNG.
+fn tiny_png() -> Vec<u8> {
+    use image::ImageEncoder;
+    let mut out = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut out)
+        .write_image(&[200u8; 12], 2, 2, image::ExtendedColorType::Rgb8)
+        .unwrap();
+    out
+}
+
 /// The first day the fixture's shop (Paris, Tuesday to Saturday) delivers, by the cloud's clock.
 fn paris_day(cloud: &TestCloud) -> String {
     let fixture = ApiRequest::fixture("put-delivery-settings");
@@ -266,6 +276,16 @@ async fn every_function_flow() {
             format!("{}-parked", cloud.table),
         ),
         ("MarketEventBus", bus.clone()),
+        ("PhotoUploadBucket", cloud.photo_buckets.uploads.clone()),
+        (
+            "PhotoUploadBucket.Arn",
+            format!("arn:aws:s3:::{}", cloud.photo_buckets.uploads),
+        ),
+        ("PhotoBucket", cloud.photo_buckets.photos.clone()),
+        (
+            "PhotoBucket.Arn",
+            format!("arn:aws:s3:::{}", cloud.photo_buckets.photos),
+        ),
         // The dev stack's WebSocket API id (its @connections ARNs).
         ("WebSocketApi", "local-ws".to_owned()),
         // Its own: the reconciliation sweep below is scoped by it.
@@ -684,6 +704,69 @@ async fn every_function_flow() {
         ApiRequest::fixture("get-vendor-analytics")
             .vendor(&vendor)
             .path("vendorId", &vendor),
+        200,
+    )
+    .await;
+
+    // Photos: the upload policy, whose S3 PutObject is authorized by request-photo-upload's
+    // role when the browser posts the form (recorded here as that access), then the photo
+    // function reading and deleting the upload and writing the sizes, and the status route.
+    let buckets = cloud.photos().await.clone();
+    let ticket = seen
+        .http(
+            &cloud,
+            "request-photo-upload",
+            ApiRequest::fixture("request-photo-upload")
+                .vendor(&vendor)
+                .path("bouquetId", &bouquet)
+                .json(json!({ "contentType": "image/png" })),
+            201,
+        )
+        .await;
+    let upload_key = ticket.body["fields"]["key"].as_str().unwrap().to_owned();
+    seen.by_function
+        .entry("request-photo-upload".into())
+        .or_default()
+        .insert(Access::new(
+            "s3:PutObject",
+            format!("arn:aws:s3:::{}/{upload_key}", buckets.uploads),
+        ));
+    cloud
+        .s3
+        .put_object()
+        .bucket(&buckets.uploads)
+        .key(&upload_key)
+        .body(aws_sdk_s3::primitives::ByteStream::from(tiny_png()))
+        .send()
+        .await
+        .unwrap();
+    let mut photographing = cloud.in_process(cloud.app.clone());
+    photographing.photo_objects = Arc::new(bouquet_photos::s3::S3Objects::with_client(
+        recorder.s3().await,
+        &buckets.uploads,
+        &buckets.photos,
+    ));
+    let s3_event = json!({"Records": [{"eventName": "ObjectCreated:Post",
+        "s3": {"bucket": {"name": buckets.uploads}, "object": {"key": upload_key}}}]});
+    let processed = seen
+        .of(
+            "process-bouquet-photos",
+            run_event_function(
+                "process-bouquet-photos",
+                &photographing,
+                json!({ "Records": sqs_records(&[s3_event.to_string()]) }),
+            ),
+        )
+        .await
+        .expect("the photo is processed");
+    assert_eq!(processed["batchItemFailures"], json!([]), "{processed}");
+    seen.http(
+        &cloud,
+        "get-photo-upload",
+        ApiRequest::fixture("get-photo-upload")
+            .vendor(&vendor)
+            .path("bouquetId", &bouquet)
+            .path("uploadId", ticket.body["uploadId"].as_str().unwrap()),
         200,
     )
     .await;
