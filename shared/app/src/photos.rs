@@ -17,6 +17,7 @@ use bouquet_store::retry::Retry;
 use bouquet_store::{PhotoShown, StoreError, Target};
 
 use crate::bouquets::{self, BouquetError};
+use crate::idempotency::{self, Idempotency, Replayable};
 use crate::App;
 
 #[derive(Debug, thiserror::Error)]
@@ -60,18 +61,19 @@ pub struct UploadTicket {
     pub max_bytes: u64,
 }
 
-/// The bouquet's vendor may upload one photo of `content_type` within the upload window.
+/// The bouquet's vendor may upload one photo of `content_type` within the upload window. A
+/// request retried with its `Idempotency-Key` gets the same upload back.
 pub async fn request_upload(
     app: &App,
     signer: &PostPolicySigner,
     caller: &Identity,
     bouquet_id: BouquetId,
     content_type: ImageType,
+    key: Option<Idempotency<'_, UploadTicket>>,
     now: Timestamp,
-) -> Result<UploadTicket, PhotoError> {
+) -> Result<Replayable<UploadTicket>, PhotoError> {
     let bouquet = bouquets::editable(app, caller, bouquet_id).await?;
     let upload = PhotoUpload::new(bouquet_id, bouquet.vendor_id, content_type, now);
-    app.store.put_photo_upload(&upload).await?;
     let post = signer
         .sign(
             &upload.object_key(),
@@ -81,11 +83,21 @@ pub async fn request_upload(
             upload.deadline(),
         )
         .await?;
-    Ok(UploadTicket {
+    let ticket = UploadTicket {
         upload,
         post,
         max_bytes: MAX_UPLOAD_BYTES,
-    })
+    };
+    let record = idempotency::record(key.as_ref(), &ticket);
+    match app
+        .store
+        .put_photo_upload(&ticket.upload, record.as_ref(), now)
+        .await
+    {
+        Ok(()) => Ok(Replayable::Done(ticket)),
+        Err(StoreError::IdempotencyReplay(record)) => Ok(Replayable::Replayed(*record)),
+        Err(other) => Err(other.into()),
+    }
 }
 
 /// How the vendor's upload `upload_id` of `bouquet_id` stands (the console asks until it

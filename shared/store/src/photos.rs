@@ -9,6 +9,7 @@ use bouquet_domain::{Bouquet, BouquetId, Timestamp, UploadId, VendorId};
 
 use crate::bouquets::bouquet_key;
 use crate::error::{StoreError, Target};
+use crate::idempotency::IdempotencyPut;
 use crate::items::{from_item, to_item};
 use crate::keys;
 use crate::tx::{Expr, Tx};
@@ -97,9 +98,16 @@ pub struct PhotoShown<'a> {
 }
 
 impl Store {
-    /// Records an upload the vendor was allowed (pending).
-    pub async fn put_photo_upload(&self, upload: &PhotoUpload) -> Result<(), StoreError> {
+    /// Records an upload the vendor was allowed (pending), with the request's idempotency
+    /// record.
+    pub async fn put_photo_upload(
+        &self,
+        upload: &PhotoUpload,
+        idempotency: Option<&IdempotencyPut>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
         let mut tx = Tx::new();
+        tx.idempotency(&self.table, idempotency, now)?;
         tx.put(
             Target::PhotoUpload,
             &self.table,

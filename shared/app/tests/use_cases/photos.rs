@@ -44,9 +44,11 @@ async fn uploaded(
         &shop_caller(bouquet.vendor_id),
         bouquet.bouquet_id,
         bouquet_app::domain::photo::ImageType::Png,
+        None,
         world.now(),
     )
     .await
+    .map(done)
     .expect("an upload is allowed");
     assert_eq!(ticket.post.fields["key"], ticket.upload.object_key());
     assert_eq!(ticket.post.fields["Content-Type"], "image/png");
@@ -100,6 +102,7 @@ async fn only_the_bouquets_vendor_may_upload_and_read_an_upload() {
         &vendor_caller(&other),
         bouquet.bouquet_id,
         bouquet_app::domain::photo::ImageType::Jpeg,
+        None,
         world.now(),
     )
     .await;
@@ -113,6 +116,7 @@ async fn only_the_bouquets_vendor_may_upload_and_read_an_upload() {
         &vendor_caller(&other),
         BouquetId::generate(),
         bouquet_app::domain::photo::ImageType::Jpeg,
+        None,
         world.now(),
     )
     .await;
