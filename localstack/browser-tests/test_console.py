@@ -130,6 +130,22 @@ def unique(name):
     return f"{name}-{uuid.uuid4().hex[:8]}"
 
 
+def png(width, height, seed=0):
+    """A PNG photo of `width` x `height` (a colour gradient), made with the standard library."""
+    import struct
+    import zlib
+
+    rows = b"".join(
+        b"\x00" + b"".join(bytes(((x * 255) // width, ((y * 255) // height + seed) % 256, 120)) for x in range(width))
+        for y in range(height))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
 class Shop:
     """A vendor of this test's own, with a token."""
 
@@ -368,6 +384,57 @@ class Console(unittest.TestCase):
         expect(row.get_by_role("button", name="Save")).to_be_disabled()
         expect(row.get_by_role("button", name="Withdraw")).to_be_hidden()
         self.no_reload(vendor)
+
+    def test_a_photo_upload_shows_on_the_storefront_and_bad_files_are_refused_in_words(self):
+        shop = Shop()
+        bouquet = shop.bouquet("Ranunculus", "16.00")["bouquetId"]
+        storefront = self.page()
+        self.open(storefront, "/")
+        card = storefront.locator(f'#catalogue [data-bouquet="{bouquet}"]')
+        expect(card.locator(".photo.empty")).to_be_visible()
+        self.subscribed(storefront, "catalogue")
+
+        vendor = self.page()
+        self.sign_in(vendor, "vendor", "vendor-ida", shop.vendor_id)
+        self.open(vendor, "/vendor")
+        row = vendor.locator(f'[data-bouquet="{bouquet}"]')
+        row.get_by_label("Photo").set_input_files(
+            {"name": "ranunculus.png", "mimeType": "image/png", "buffer": png(800, 600)})
+        row.get_by_role("button", name="Upload photo").click()
+        expect(row.locator(".form-message")).to_have_text("Photo updated.")
+        expect(row.locator("img.photo")).to_be_visible()
+        shown = row.locator("img.photo").get_attribute("src")
+
+        # The storefront shows it live, in its sizes, loaded from /photos/ (no reload).
+        image = card.locator("img.photo")
+        expect(image).to_be_visible()
+        srcset = image.get_attribute("srcset")
+        self.assertIn("320w", srcset)
+        self.assertIn("640w", srcset)
+        self.assertEqual(image.get_attribute("loading"), "lazy")
+        storefront.wait_for_function(
+            "id => { const i = document.querySelector(`#catalogue [data-bouquet='${id}'] img.photo`); return i && i.complete && i.naturalWidth > 0; }",
+            arg=bouquet)
+        box = image.bounding_box()
+        self.assertAlmostEqual(box["width"] / box["height"], 4 / 3, delta=0.02)
+        self.no_reload(storefront)
+
+        # A file that is not a photo (named like one) is refused by the photo function, in
+        # words; the photo stays.
+        row.get_by_label("Photo").set_input_files(
+            {"name": "brochure.jpg", "mimeType": "image/jpeg", "buffer": b"%PDF-1.7 a brochure, not a photo"})
+        row.get_by_role("button", name="Upload photo").click()
+        expect(row.locator(".form-message")).to_contain_text("not a JPEG, PNG or WebP image")
+        expect(row.locator(".form-message")).to_contain_text("The photo it had stays.")
+        self.assertEqual(row.locator("img.photo").get_attribute("src"), shown)
+        # One over 5 MB is refused before it is sent.
+        row.get_by_label("Photo").set_input_files(
+            {"name": "huge.png", "mimeType": "image/png", "buffer": b"\x89PNG" + b"\x00" * (6 * 1024 * 1024)})
+        row.get_by_role("button", name="Upload photo").click()
+        expect(row.locator(".form-message")).to_contain_text("photos up to 5 MB are taken")
+        self.assertEqual(row.locator("img.photo").get_attribute("src"), shown)
+        self.assertEqual(card.locator("img.photo").get_attribute("src"), shown)
+        self.shot(storefront, "storefront-photo")
 
     def test_a_refused_listing_is_said_beside_its_field_in_view(self):
         shop = Shop()

@@ -3,6 +3,7 @@ import { api } from "../api.js";
 import { chart } from "../chart.js";
 import { freshnessBadge, h, money, show, statusBadge, when } from "../ui.js";
 import { addToCart, follow } from "./catalogue.js";
+import { picture } from "../photo.js";
 
 export async function bouquetPage(id) {
   let current = await api("GET", `/bouquets/${id}`);
@@ -19,6 +20,7 @@ export async function bouquetPage(id) {
     }
     body.replaceChildren(
       h("h1", {}, bouquet.name),
+      h("div", { class: "hero" }, picture(bouquet, { sizes: "(max-width: 680px) 100vw, 640px", eager: true })),
       h("p", {}, bouquet.description || ""),
       h("p", { class: "row" }, h("strong", {}, money(bouquet.price)), statusBadge(bouquet.status), freshnessBadge(bouquet.freshness, Boolean(bouquet.vaseId))),
       bouquet.reservedUntil ? h("p", { class: "muted" }, `Held until ${when(bouquet.reservedUntil)}`) : null,

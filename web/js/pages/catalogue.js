@@ -3,6 +3,7 @@ import { api } from "../api.js";
 import { live } from "../live.js";
 import { session } from "../session.js";
 import { showCartCount } from "../cart-count.js";
+import { picture } from "../photo.js";
 import { attempt, clearErrors, field, freshnessBadge, h, money, notify, refresh, show, showErrors, statusBadge } from "../ui.js";
 
 /** "Add to cart" for a customer; a sign-in link for everyone else. */
@@ -28,6 +29,7 @@ export function addToCart(bouquet) {
 
 function card(bouquet) {
   return h("article", { class: "card", "data-bouquet": bouquet.bouquetId, "data-version": bouquet.version },
+    picture(bouquet),
     h("h3", {}, h("a", { href: `#/bouquets/${bouquet.bouquetId}` }, bouquet.name)),
     bouquet.vendorName ? h("p", { class: "muted shop", "data-shop": bouquet.vendorId }, `from ${bouquet.vendorName}`) : null,
     h("p", { class: "muted" }, bouquet.description || ""),

@@ -6,6 +6,7 @@ import { live } from "../live.js";
 import { session } from "../session.js";
 import { attempt, clearErrors, field, freshnessBadge, h, money, notify, refresh, say, show, showErrors, statusBadge, when } from "../ui.js";
 import { followOrders } from "./orders.js";
+import { picture, uploadPhoto } from "../photo.js";
 
 function formJson(form) {
   return Object.fromEntries([...new FormData(form)].filter(([, v]) => v !== ""));
@@ -139,9 +140,42 @@ function bouquetRow(initial, reload) {
         await reload();
       }),
     }, "Withdraw"));
-  const element = h("article", { class: "card", "data-bouquet": id }, badges, form);
+  // The photo: shown as the storefront shows it; a new one uploaded straight to S3.
+  const photoBox = h("div", { class: "photo-slot" });
+  const file = h("input", { type: "file", name: "photo", id: `photo-${id}`, accept: "image/jpeg,image/png,image/webp" });
+  const photoForm = h("form", {
+    class: "photo-form",
+    novalidate: true,
+    onsubmit: (e) => {
+      e.preventDefault();
+      const chosen = file.files[0];
+      if (!chosen) {
+        say(photoForm, "Choose a photo first.", "error");
+        return;
+      }
+      attempt(async () => {
+        clearErrors(photoForm);
+        say(photoForm, "Uploading…");
+        let told;
+        try {
+          told = await uploadPhoto(id, chosen);
+        } catch (error) {
+          showErrors(photoForm, error);
+          return;
+        }
+        const box = say(photoForm, told.text, told.ok ? "ok" : "error");
+        if (!told.ok) box.focus({ preventScroll: false });
+        file.value = "";
+        if (told.ok) render(await api("GET", `/bouquets/${id}`));
+      });
+    },
+  },
+  h("div", {}, h("label", { for: `photo-${id}` }, "Photo", h("span", { class: "hint muted" }, " (JPEG, PNG or WebP, up to 5 MB)")), file),
+  h("p", {}, h("button", { type: "submit", class: "secondary" }, "Upload photo")));
+  const element = h("article", { class: "card", "data-bouquet": id }, photoBox, badges, form, photoForm);
   const render = (b) => {
     element.dataset.status = b.status;
+    photoBox.replaceChildren(picture(b));
     badges.replaceChildren(statusBadge(b.status), freshnessBadge(b.freshness, Boolean(b.vaseId)), h("span", { class: "muted" }, `v${b.version}`));
     const open = b.status === "available";
     for (const control of form.querySelectorAll("input, button[type=submit]")) control.disabled = !open;

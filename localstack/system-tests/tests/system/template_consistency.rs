@@ -415,3 +415,31 @@ fn the_live_fan_out_and_the_catalogue_cache_are_wired_as_designed() {
         serde_json::json!({ "Ref": "CatalogueCachePolicy" })
     );
 }
+
+#[test]
+fn the_broadcasters_rule_takes_every_event_that_has_a_live_channel() {
+    use bouquet_app::domain::channels::{route, EventIds};
+    use bouquet_app::domain::events::EventData;
+    let template = Template::repository().unwrap();
+    let function = template.resource("BroadcastEventsFunction").unwrap();
+    let taken: std::collections::BTreeSet<String> = function["Properties"]["Events"]["LiveEvents"]
+        ["Properties"]["Pattern"]["detail-type"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    let ids: EventIds = serde_json::from_value(serde_json::json!({
+        "bouquetId": "01JF3W8K2M4N6P8Q0R2S4T6V8W",
+        "vendorId": "01JF3W6Q5V7Y8Z9A0B1C2D3E4F",
+        "customerId": "c-1",
+        "bouquetIds": ["01JF3W8K2M4N6P8Q0R2S4T6V8W"],
+    }))
+    .unwrap();
+    let routed: std::collections::BTreeSet<String> = EventData::NAMES
+        .iter()
+        .filter(|name| !route(name, &ids).is_empty())
+        .map(|name| (*name).to_owned())
+        .collect();
+    assert_eq!(taken, routed, "the rule's detail-types are the events with a live channel");
+}
