@@ -31,6 +31,8 @@ pub struct Console {
     /// The photo buckets on the emulator's S3: uploads posted to `/local/s3/{upload bucket}`,
     /// sizes served at `/photos/*`, as the bucket's endpoint and the distribution do deployed.
     photo_buckets: Option<PhotoBuckets>,
+    /// Reads the photo bucket as the distribution's origin access control does (signed).
+    photo_reader: Option<aws_sdk_s3::Client>,
 }
 
 /// The template's `PhotoUploadBucket` and `PhotoBucket`, by their local names.
@@ -123,6 +125,7 @@ impl Console {
             security_headers: Vec::new(),
             emulator: None,
             photo_buckets: None,
+            photo_reader: None,
         }
     }
 
@@ -133,12 +136,58 @@ impl Console {
     }
 
     /// Serves the photo buckets on the emulator at `endpoint` (see [`PhotoBuckets`]).
-    pub fn with_photos(mut self, endpoint: &str, buckets: PhotoBuckets) -> Self {
+    pub fn with_photos(
+        mut self,
+        endpoint: &str,
+        buckets: PhotoBuckets,
+        reader: aws_sdk_s3::Client,
+    ) -> Self {
         if self.emulator.is_none() {
             self.emulator = endpoint.trim_end_matches('/').parse().ok();
         }
         self.photo_buckets = Some(buckets);
+        self.photo_reader = Some(reader);
         self
+    }
+
+    /// `GET /photos/{digest}/{width}.jpg`: the object of the photo bucket under that key, with
+    /// its type and cache lifetime, as the distribution's `/photos/*` behaviour serves it.
+    async fn photo(&self, path: &str) -> Response<Full<Bytes>> {
+        let (Some(reader), Some(buckets)) = (&self.photo_reader, &self.photo_buckets) else {
+            return message(StatusCode::NOT_FOUND, "no photos here");
+        };
+        let key = path.trim_start_matches('/');
+        match reader
+            .get_object()
+            .bucket(&buckets.photos)
+            .key(key)
+            .send()
+            .await
+        {
+            Ok(object) => {
+                let content_type = object.content_type().unwrap_or("application/octet-stream").to_owned();
+                let cache = object.cache_control().map(str::to_owned);
+                let bytes = match object.body.collect().await {
+                    Ok(bytes) => bytes.into_bytes(),
+                    Err(error) => return message(StatusCode::BAD_GATEWAY, &error.to_string()),
+                };
+                let mut response = Response::new(Full::new(bytes));
+                if let Ok(value) = content_type.parse() {
+                    response.headers_mut().insert(hyper::header::CONTENT_TYPE, value);
+                }
+                if let Some(value) = cache.and_then(|c| c.parse().ok()) {
+                    response.headers_mut().insert(hyper::header::CACHE_CONTROL, value);
+                }
+                response
+            }
+            Err(error) if error.as_service_error().is_some_and(|e| e.is_no_such_key()) => {
+                message(StatusCode::NOT_FOUND, "Not Found")
+            }
+            Err(error) => message(
+                StatusCode::BAD_GATEWAY,
+                &bouquet_app::store::describe(&error),
+            ),
+        }
     }
 
     /// Passes `request` to the emulator at `path` and its answer back: the S3 endpoint's
@@ -332,9 +381,7 @@ impl Console {
             (&Method::GET | &Method::HEAD, path)
                 if path.starts_with("/photos/") && self.photo_buckets.is_some() =>
             {
-                let bucket = self.photo_buckets.as_ref().map(|b| b.photos.clone());
-                let target = format!("/{}{path}", bucket.unwrap_or_default());
-                self.forward(request, &target).await
+                self.photo(path).await
             }
             (&Method::GET, "/config.json") => {
                 respond(StatusCode::OK, "application/json", self.config.to_string())

@@ -439,6 +439,7 @@ async fn main() -> Result<(), DevError> {
                         uploads: names.get("PhotoUploadBucket").cloned().unwrap_or_default(),
                         photos: names.get("PhotoBucket").cloned().unwrap_or_default(),
                     },
+                    bouquet_photos::s3::client(&sdk),
                 )
                 .with_security_headers(devstack::console::security_headers(
                     &template,
