@@ -60,7 +60,10 @@ async fn handle(ctx: &Ctx, signer: &PostPolicySigner) -> Result<Reply, ApiError>
                 "contentType": upload.content_type.mime(),
                 "expiresAt": upload.deadline(),
             }),
-            format!("/v1/bouquets/{bouquet_id}/photo-uploads/{}", upload.upload_id),
+            format!(
+                "/v1/bouquets/{bouquet_id}/photo-uploads/{}",
+                upload.upload_id
+            ),
         )
     };
     let key = ctx.idempotency(reply);

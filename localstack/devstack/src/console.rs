@@ -165,7 +165,10 @@ impl Console {
             .await
         {
             Ok(object) => {
-                let content_type = object.content_type().unwrap_or("application/octet-stream").to_owned();
+                let content_type = object
+                    .content_type()
+                    .unwrap_or("application/octet-stream")
+                    .to_owned();
                 let cache = object.cache_control().map(str::to_owned);
                 let bytes = match object.body.collect().await {
                     Ok(bytes) => bytes.into_bytes(),
@@ -173,10 +176,14 @@ impl Console {
                 };
                 let mut response = Response::new(Full::new(bytes));
                 if let Ok(value) = content_type.parse() {
-                    response.headers_mut().insert(hyper::header::CONTENT_TYPE, value);
+                    response
+                        .headers_mut()
+                        .insert(hyper::header::CONTENT_TYPE, value);
                 }
                 if let Some(value) = cache.and_then(|c| c.parse().ok()) {
-                    response.headers_mut().insert(hyper::header::CACHE_CONTROL, value);
+                    response
+                        .headers_mut()
+                        .insert(hyper::header::CACHE_CONTROL, value);
                 }
                 response
             }

@@ -324,7 +324,13 @@ async fn main() -> Result<(), DevError> {
             .with_edge_cache(&template);
             let mut demo_vendor = None;
             if !no_seed {
-                let seeded = seed::seed(&api, &secret).await?;
+                let ports = seed::SeedPorts {
+                    emulator: std::env::var("AWS_ENDPOINT_URL")
+                        .unwrap_or_else(|_| "http://127.0.0.1:4566".into()),
+                    sqs: aws_sdk_sqs::Client::new(&sdk),
+                    vase_queue_url: names.get("VaseMessagesQueue").cloned(),
+                };
+                let seeded = seed::seed(&api, &secret, &ports).await?;
                 demo_vendor = Some(seeded.vendor_id.clone());
                 eprintln!(
                     "demo vendor {} with bouquets {}",

@@ -441,5 +441,8 @@ fn the_broadcasters_rule_takes_every_event_that_has_a_live_channel() {
         .filter(|name| !route(name, &ids).is_empty())
         .map(|name| (*name).to_owned())
         .collect();
-    assert_eq!(taken, routed, "the rule's detail-types are the events with a live channel");
+    assert_eq!(
+        taken, routed,
+        "the rule's detail-types are the events with a live channel"
+    );
 }
