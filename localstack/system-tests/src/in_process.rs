@@ -81,6 +81,9 @@ http_functions! {
     "list-vases" => list_vases,
     "get-vase-telemetry" => get_vase_telemetry,
     "get-photo-upload" => get_photo_upload,
+    "list-vendors" => list_vendors,
+    "suspend-vendor" => suspend_vendor,
+    "reinstate-vendor" => reinstate_vendor,
 }
 
 /// The functions an EventBridge schedule triggers.

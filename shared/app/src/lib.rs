@@ -24,6 +24,7 @@ pub mod reservation;
 mod root;
 mod runner;
 pub mod scheduled;
+pub mod shops;
 #[cfg(feature = "iot")]
 pub mod vase_saga;
 pub mod vases;

@@ -15,6 +15,8 @@ pub enum ListingError {
     Invalid(Vec<FieldError>),
     #[error("no such vendor")]
     UnknownVendor,
+    #[error("the shop is suspended")]
+    VendorSuspended,
     #[error("the listing was refused on {0:?}, which it does not write")]
     UnexpectedConflict(Target),
     #[error(transparent)]
@@ -90,12 +92,12 @@ pub async fn list_bouquet(
     {
         Ok(()) => Ok(Replayable::Done(bouquet)),
         Err(StoreError::ConditionFailed(conflicts)) => {
-            let target = conflicts
-                .into_iter()
-                .next()
-                .map(|c| c.target)
-                .unwrap_or(Target::Event);
+            let conflict = conflicts.into_iter().next();
+            // The shop's item came back with the failed check: it exists, so it is suspended.
+            let vendor_found = conflict.as_ref().is_some_and(|c| c.item.is_some());
+            let target = conflict.map(|c| c.target).unwrap_or(Target::Event);
             Err(match target {
+                Target::Vendor(_) if vendor_found => ListingError::VendorSuspended,
                 Target::Vendor(_) => ListingError::UnknownVendor,
                 Target::Vase(_) => ListingError::Invalid(vec![FieldError::new(
                     "vaseId",

@@ -49,6 +49,8 @@ pub struct Bouquet {
     pub freshness: Option<u8>,
     /// The vendor's photo, once one was uploaded and processed.
     pub photo: Option<Photo>,
+    /// Its shop is suspended: off the catalogue, not for sale, whatever its status.
+    pub suspended: bool,
     pub listed_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -142,13 +144,18 @@ impl Bouquet {
             version: 1,
             freshness: None,
             photo: None,
+            suspended: false,
             listed_at: now,
             updated_at: now,
         }
     }
 
-    /// Available, or held by a reservation whose deadline has passed.
+    /// Available, or held by a reservation whose deadline has passed, and its shop not
+    /// suspended.
     pub fn is_available(&self, now: Timestamp) -> bool {
+        if self.suspended {
+            return false;
+        }
         match self.status {
             BouquetStatus::Available => true,
             BouquetStatus::Reserved { until, .. } => until < now,
@@ -277,6 +284,17 @@ impl Bouquet {
         }
     }
 
+    /// Takes the bouquet off sale with its suspended shop (`true`), or puts it back
+    /// (`false`). `false`, and no change, when it already is so.
+    pub fn set_suspended(&mut self, suspended: bool, now: Timestamp) -> bool {
+        if self.suspended == suspended {
+            return false;
+        }
+        self.suspended = suspended;
+        self.touch(now);
+        true
+    }
+
     /// Shows `photo` from now on, whatever the bouquet's status (a photo is not a change of
     /// what was sold). `false`, and no change, when the bouquet already shows this upload or a
     /// later one.
@@ -311,6 +329,7 @@ impl Bouquet {
             },
             freshness: self.freshness,
             photo: self.photo.clone(),
+            suspended: self.suspended,
             version: self.version,
             vendor_name: None,
             listed_at: self.listed_at,
@@ -333,6 +352,8 @@ pub struct BouquetView {
     pub reserved_until: Option<Timestamp>,
     pub freshness: Option<u8>,
     pub photo: Option<Photo>,
+    /// Its shop is suspended: not for sale.
+    pub suspended: bool,
     pub version: u64,
     pub listed_at: Timestamp,
     pub updated_at: Timestamp,

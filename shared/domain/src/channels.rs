@@ -144,6 +144,14 @@ pub fn route(name: &str, ids: &EventIds) -> Vec<Channel> {
             .flatten()
             .chain(each_bouquet)
             .collect(),
+        // A shop opened, suspended or reinstated: the storefront and the administrators' page
+        // follow the catalogue; the shop's own console its channel.
+        "VendorOnboarded" | "VendorSuspended" | "VendorReinstated" => {
+            [Some(Channel::Catalogue), vendor]
+                .into_iter()
+                .flatten()
+                .collect()
+        }
         "OrderDeliveryChanged" | "OrderAccepted" | "OrderOutForDelivery" | "OrderFulfilled" => {
             [orders, vendor].into_iter().flatten().collect()
         }
@@ -436,12 +444,16 @@ mod tests {
             vendor_id: vendor,
             name: "Bloom".into(),
         });
-        assert_eq!(route("VendorOnboarded", &ids_of(&onboarded)), vec![]);
+        // A new shop shows on the administrators' page (the catalogue channel) and its own.
+        assert_eq!(
+            route("VendorOnboarded", &ids_of(&onboarded)),
+            vec![Channel::Catalogue, Channel::Vendor(vendor)]
+        );
         assert_eq!(route("SomethingNew", &EventIds::default()), vec![]);
     }
 
     #[test]
-    fn every_event_name_routes_somewhere_but_the_vendors_onboarding() {
+    fn every_event_name_routes_somewhere() {
         let ids = EventIds {
             bouquet_id: Some(BouquetId::generate()),
             vendor_id: Some(VendorId::generate()),
@@ -450,7 +462,7 @@ mod tests {
         };
         for name in EventData::NAMES {
             let routed = route(name, &ids);
-            assert_eq!(routed.is_empty(), name == "VendorOnboarded", "{name}");
+            assert!(!routed.is_empty(), "{name}");
             // A customer's orders channel only ever gets order events.
             if routed.iter().any(|c| matches!(c, Channel::Orders(_))) {
                 assert!(

@@ -16,6 +16,14 @@ pub enum EventData {
         vendor_id: VendorId,
         name: String,
     },
+    /// An administrator suspended the shop: its bouquets left the catalogue.
+    VendorSuspended {
+        vendor_id: VendorId,
+    },
+    /// The shop is back: its bouquets on sale again.
+    VendorReinstated {
+        vendor_id: VendorId,
+    },
     /// The vendor changed where, when and how far ahead it delivers (the settings are
     /// public: the checkout shows them).
     DeliverySettingsChanged {
@@ -145,8 +153,10 @@ pub enum EventData {
 
 impl EventData {
     /// Every event name (the EventBridge detail-types); `infra/events/{name}.json` is its schema.
-    pub const NAMES: [&'static str; 21] = [
+    pub const NAMES: [&'static str; 23] = [
         "VendorOnboarded",
+        "VendorSuspended",
+        "VendorReinstated",
         "DeliverySettingsChanged",
         "BouquetListed",
         "BouquetChanged",
@@ -172,6 +182,8 @@ impl EventData {
     pub fn name(&self) -> &'static str {
         match self {
             EventData::VendorOnboarded { .. } => "VendorOnboarded",
+            EventData::VendorSuspended { .. } => "VendorSuspended",
+            EventData::VendorReinstated { .. } => "VendorReinstated",
             EventData::DeliverySettingsChanged { .. } => "DeliverySettingsChanged",
             EventData::BouquetListed { .. } => "BouquetListed",
             EventData::BouquetChanged { .. } => "BouquetChanged",

@@ -14,6 +14,9 @@ pub struct Vendor {
     pub name: String,
     pub version: u64,
     pub created_at: Timestamp,
+    /// Set while an administrator has suspended the shop: its bouquets are off the catalogue
+    /// and cannot be reserved or listed; its open orders go on.
+    pub suspended_at: Option<Timestamp>,
 }
 
 impl Vendor {
@@ -26,6 +29,49 @@ impl Vendor {
             name: name.unwrap_or_default(),
             version: 1,
             created_at: now,
+            suspended_at: None,
         })
+    }
+
+    pub fn is_suspended(&self) -> bool {
+        self.suspended_at.is_some()
+    }
+
+    /// Suspends the shop; `false`, and no change, when it already is.
+    pub fn suspend(&mut self, now: Timestamp) -> bool {
+        if self.is_suspended() {
+            return false;
+        }
+        self.suspended_at = Some(now);
+        self.version += 1;
+        true
+    }
+
+    /// Reinstates the shop; `false`, and no change, when it is not suspended.
+    pub fn reinstate(&mut self) -> bool {
+        if !self.is_suspended() {
+            return false;
+        }
+        self.suspended_at = None;
+        self.version += 1;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suspending_and_reinstating_happen_once_each() {
+        let now = Timestamp::from_millis(1_000);
+        let mut shop = Vendor::onboard("Fleur", now).unwrap();
+        assert!(!shop.is_suspended());
+        assert!(!shop.reinstate(), "nothing to reinstate");
+        assert!(shop.suspend(now));
+        assert!(!shop.suspend(now), "already suspended");
+        assert_eq!((shop.suspended_at, shop.version), (Some(now), 2));
+        assert!(shop.reinstate());
+        assert_eq!((shop.suspended_at, shop.version), (None, 3));
     }
 }

@@ -16,6 +16,7 @@ use bouquet_app::payment::PayError;
 use bouquet_app::photos::PhotoError;
 use bouquet_app::queries::QueryError;
 use bouquet_app::reservation::ReserveError;
+use bouquet_app::shops::ShopError;
 use bouquet_domain::identity::NotAllowed;
 use bouquet_domain::{BouquetId, DomainError, FieldError, OrderStatus};
 use bouquet_store::StoreError;
@@ -82,6 +83,8 @@ pub enum ApiError {
     MemberUnverified,
     #[error("{0}")]
     NotImplemented(&'static str),
+    #[error("the shop is suspended: it cannot list bouquets until an administrator reinstates it")]
+    VendorSuspended,
     /// Something went wrong on our side: the error kept whole (its kind and source chain) for
     /// the one log line; the client is told nothing of it.
     #[error("internal error")]
@@ -307,8 +310,20 @@ impl From<ListingError> for ApiError {
         match error {
             ListingError::Invalid(errors) => ApiError::Invalid(errors),
             ListingError::UnknownVendor => ApiError::NotFound("vendor"),
+            ListingError::VendorSuspended => ApiError::VendorSuspended,
             ListingError::Store(error) => error.into(),
             error @ ListingError::UnexpectedConflict(_) => ApiError::internal(error),
+        }
+    }
+}
+
+impl From<ShopError> for ApiError {
+    fn from(error: ShopError) -> Self {
+        match error {
+            ShopError::NotFound => ApiError::NotFound("vendor"),
+            ShopError::Forbidden(_) => ApiError::Forbidden,
+            ShopError::Busy => ApiError::Busy,
+            ShopError::Store(error) => error.into(),
         }
     }
 }
@@ -421,6 +436,7 @@ impl ApiError {
                 "Member of another vendor",
             ),
             ApiError::MemberUnverified => (S::CONFLICT, "member.unverified", "Member unverified"),
+            ApiError::VendorSuspended => (S::CONFLICT, "vendor.suspended", "Shop suspended"),
             ApiError::NotImplemented(_) => {
                 (S::NOT_IMPLEMENTED, "not_implemented", "Not implemented")
             }
@@ -518,9 +534,10 @@ mod tests {
             ApiError::NotImplemented(_) => 28,
             ApiError::MemberUnverified => 29,
             ApiError::DeliveryRequired(_) => 30,
+            ApiError::VendorSuspended => 31,
         }
     }
-    const VARIANTS: usize = 31;
+    const VARIANTS: usize = 32;
 
     #[test]
     fn every_error_has_a_stable_code_and_status() {
@@ -546,6 +563,7 @@ mod tests {
             ),
             (ApiError::NotImplemented("no"), 501, "not_implemented"),
             (ApiError::MemberUnverified, 409, "member.unverified"),
+            (ApiError::VendorSuspended, 409, "vendor.suspended"),
             (ApiError::NotFound("order"), 404, "not_found"),
             (
                 ApiError::BouquetUnavailable(vec![id]),

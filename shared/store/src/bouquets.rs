@@ -10,9 +10,10 @@ use crate::query::IndexQuery;
 use crate::tx::{Expr, Tx};
 use crate::Store;
 
-/// DynamoDB's statement of `Bouquet::is_available`: available, or held past its deadline.
+/// DynamoDB's statement of `Bouquet::is_available`: available, or held past its deadline, and
+/// its shop not suspended.
 pub(crate) fn available_at(now: Timestamp) -> Expr {
-    Expr::new("(#status = :available OR (#status = :reserved AND reservedUntil < :now))")
+    Expr::new("((#status = :available OR (#status = :reserved AND reservedUntil < :now)) AND attribute_not_exists(suspended))")
         .name("#status", "status")
         .s(":available", "available")
         .s(":reserved", "reserved")
@@ -120,11 +121,12 @@ impl Store {
         let mut tx = Tx::new();
         tx.idempotency(&self.table, idempotency, now)?;
         let vendor = bouquet.vendor_id.to_string();
+        // The shop exists and is not suspended.
         tx.check(
             Target::Vendor(bouquet.vendor_id),
             &self.table,
             keys::key(keys::vendor_pk(&vendor), keys::VENDOR_SK),
-            Expr::new("attribute_exists(pk)"),
+            Expr::new("attribute_exists(pk) AND attribute_not_exists(suspendedAt)"),
         )?;
         if let Some(vase_id) = bouquet.vase_id {
             // Linking: the vase now scores this bouquet (its previous bouquet's score goes).
@@ -185,6 +187,59 @@ impl Store {
         )?;
         tx.event(&self.table, event)?;
         tx.commit(self).await
+    }
+
+    /// Replaces a bouquet read at `read_version` with `changed` whatever its status (a shop's
+    /// suspension moving it off or back on sale), keeping the score as the vase left it.
+    pub async fn save_bouquet_as_read(
+        &self,
+        changed: &Bouquet,
+        read_version: u64,
+    ) -> Result<(), StoreError> {
+        let mut tx = Tx::new();
+        let item = to_item(&BouquetItem::from_domain(changed))?;
+        tx.update(
+            Target::Bouquet(changed.bouquet_id),
+            &self.table,
+            bouquet_key(&changed.bouquet_id.to_string()),
+            replace_all_but(item, &["freshness", "freshnessAt"], BouquetItem::OPTIONAL),
+            Expr::new("version = :readVersion").n(":readVersion", read_version),
+        )?;
+        tx.commit(self).await
+    }
+
+    /// A page of all of one vendor's bouquets, whatever their status, oldest first.
+    pub async fn vendor_bouquets(
+        &self,
+        vendor_id: VendorId,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<Bouquet>, StoreError> {
+        let after = decode_id_cursor(cursor)?;
+        let page = self
+            .query_index(
+                IndexQuery {
+                    index: keys::INDEX_VENDOR,
+                    partition_attr: "vendorKey",
+                    partition: keys::vendor_bouquets_key(&vendor_id.to_string()),
+                    sort_attr: "vendorSort",
+                    filter: None,
+                    newest_first: false,
+                    after: after.as_deref(),
+                    sort_between: None,
+                    limit,
+                },
+                bouquet_key,
+            )
+            .await?;
+        Ok(Page {
+            items: page
+                .items
+                .into_iter()
+                .map(decode_bouquet)
+                .collect::<Result<_, _>>()?,
+            next_cursor: page.resume_after.map(|id| cursor::encode(&id)),
+        })
     }
 
     /// The public catalogue, newest first: reads every shard of the catalogue index in

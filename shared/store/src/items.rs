@@ -43,6 +43,14 @@ pub struct VendorItem {
     pub name: String,
     pub version: u64,
     pub created_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended_at: Option<i64>,
+    /// `VendorIndex`'s list of every shop: `VENDORS`, by id (absent on shops created before
+    /// it, until their next change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor_sort: Option<String>,
 }
 
 impl VendorItem {
@@ -52,11 +60,24 @@ impl VendorItem {
             pk: keys::vendor_pk(&id),
             sk: keys::VENDOR_SK.into(),
             entity: "vendor".into(),
+            vendor_key: Some(keys::ALL_VENDORS_KEY.into()),
+            vendor_sort: Some(id.clone()),
             vendor_id: id,
             name: v.name.clone(),
             version: v.version,
             created_at: v.created_at.as_millis(),
+            suspended_at: v.suspended_at.map(Timestamp::as_millis),
         }
+    }
+
+    pub fn into_domain(self) -> Result<Vendor, StoreError> {
+        Ok(Vendor {
+            vendor_id: VendorId::parse(&self.vendor_id).map_err(StoreError::corrupt)?,
+            name: self.name,
+            version: self.version,
+            created_at: Timestamp::from_millis(self.created_at),
+            suspended_at: self.suspended_at.map(Timestamp::from_millis),
+        })
     }
 }
 
@@ -84,6 +105,9 @@ pub struct BouquetItem {
     pub version: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freshness: Option<u8>,
+    /// `true` while the shop is suspended (absent otherwise): off the catalogue index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended: Option<bool>,
     /// The photo's sizes (a map); absent until one was processed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub photo: Option<bouquet_domain::photo::Photo>,
@@ -107,14 +131,16 @@ impl BouquetItem {
         "catalogueShard",
         "catalogueSort",
         "photo",
+        "suspended",
     ];
 
     pub fn from_domain(b: &Bouquet) -> Self {
         let id = b.bouquet_id.to_string();
-        let listed = matches!(
-            b.status,
-            BouquetStatus::Available | BouquetStatus::Reserved { .. }
-        );
+        let listed = !b.suspended
+            && matches!(
+                b.status,
+                BouquetStatus::Available | BouquetStatus::Reserved { .. }
+            );
         let (order_id, reserved_until) = match b.status {
             BouquetStatus::Reserved { order_id, until } => {
                 (Some(order_id.to_string()), Some(until.as_millis()))
@@ -138,6 +164,7 @@ impl BouquetItem {
             version: b.version,
             freshness: b.freshness,
             photo: b.photo.clone(),
+            suspended: b.suspended.then_some(true),
             listed_at: b.listed_at.as_millis(),
             updated_at: b.updated_at.as_millis(),
             catalogue_shard: listed.then(|| keys::catalogue_shard(&id)),
@@ -182,6 +209,7 @@ impl BouquetItem {
             version: self.version,
             freshness: self.freshness,
             photo: self.photo,
+            suspended: self.suspended.unwrap_or(false),
             listed_at: Timestamp::from_millis(self.listed_at),
             updated_at: Timestamp::from_millis(self.updated_at),
         })

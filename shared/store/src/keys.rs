@@ -34,6 +34,9 @@ pub fn vendor_pk(vendor_id: &str) -> String {
     format!("VENDOR#{vendor_id}")
 }
 
+/// The partition of `VendorIndex` that lists every shop (the administrators' page).
+pub const ALL_VENDORS_KEY: &str = "VENDORS";
+
 pub fn photo_upload_pk(upload_id: &str) -> String {
     format!("PHOTO_UPLOAD#{upload_id}")
 }

@@ -5,10 +5,12 @@ use bouquet_domain::events::DomainEvent;
 use bouquet_domain::{Timestamp, Vendor, VendorId};
 use serde::{Deserialize, Serialize};
 
+use crate::cursor::Page;
 use crate::error::{StoreError, Target};
 use crate::idempotency::IdempotencyPut;
 use crate::items::{from_item, to_item, VendorItem};
 use crate::keys;
+use crate::query::IndexQuery;
 use crate::tx::{Expr, Tx};
 use crate::Store;
 
@@ -138,6 +140,70 @@ impl Store {
                 Some((v, item.get("name")?.as_s().ok()?.clone()))
             })
             .collect())
+    }
+
+    /// One shop; `consistent` when a conditional write will follow.
+    pub async fn vendor(
+        &self,
+        vendor_id: VendorId,
+        consistent: bool,
+    ) -> Result<Option<Vendor>, StoreError> {
+        let key = keys::key(keys::vendor_pk(&vendor_id.to_string()), keys::VENDOR_SK);
+        self.get_item(key, consistent)
+            .await?
+            .map(|item| from_item::<VendorItem>(item)?.into_domain())
+            .transpose()
+    }
+
+    /// Replaces a shop read at `read_version` with `changed`, with its event.
+    pub async fn save_vendor(
+        &self,
+        changed: &Vendor,
+        read_version: u64,
+        event: &DomainEvent,
+    ) -> Result<(), StoreError> {
+        let mut tx = Tx::new();
+        tx.put(
+            Target::Vendor(changed.vendor_id),
+            &self.table,
+            to_item(&VendorItem::from_domain(changed))?,
+            Some(Expr::new("version = :readVersion").n(":readVersion", read_version)),
+        )?;
+        tx.event(&self.table, event)?;
+        tx.commit(self).await
+    }
+
+    /// A page of every shop, oldest first (`VendorIndex`, partition `VENDORS`: no Scan).
+    pub async fn vendors(
+        &self,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<Vendor>, StoreError> {
+        let after = crate::bouquets::decode_id_cursor(cursor)?;
+        let page = self
+            .query_index(
+                IndexQuery {
+                    index: keys::INDEX_VENDOR,
+                    partition_attr: "vendorKey",
+                    partition: keys::ALL_VENDORS_KEY.into(),
+                    sort_attr: "vendorSort",
+                    filter: None,
+                    newest_first: false,
+                    after: after.as_deref(),
+                    sort_between: None,
+                    limit,
+                },
+                |id| keys::key(keys::vendor_pk(id), keys::VENDOR_SK),
+            )
+            .await?;
+        Ok(Page {
+            items: page
+                .items
+                .into_iter()
+                .map(|item| from_item::<VendorItem>(item)?.into_domain())
+                .collect::<Result<_, _>>()?,
+            next_cursor: page.resume_after.map(|id| crate::cursor::encode(&id)),
+        })
     }
 
     /// The vendor's name, if it exists.

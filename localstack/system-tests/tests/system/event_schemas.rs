@@ -209,6 +209,19 @@ async fn every_detail_the_system_writes_validates_against_its_schema() {
         "{processed:?}"
     );
 
+    // The shop suspended and reinstated.
+    for binary in ["suspend-vendor", "reinstate-vendor"] {
+        let response = cloud
+            .call(
+                binary,
+                ApiRequest::fixture(binary)
+                    .admin()
+                    .path("vendorId", &vendor),
+            )
+            .await;
+        assert_eq!(response.status, 200, "{binary}: {}", response.body);
+    }
+
     let schemas = schemas();
     let mut seen = BTreeSet::new();
     for item in cloud.items_of("event").await {

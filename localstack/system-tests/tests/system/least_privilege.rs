@@ -771,6 +771,26 @@ async fn every_function_flow() {
     )
     .await;
 
+    // Shops: the administrators' list, a suspension and a reinstatement of the flow's shop.
+    seen.http(
+        &cloud,
+        "list-vendors",
+        ApiRequest::fixture("list-vendors").admin(),
+        200,
+    )
+    .await;
+    for binary in ["suspend-vendor", "reinstate-vendor"] {
+        seen.http(
+            &cloud,
+            binary,
+            ApiRequest::fixture(binary)
+                .admin()
+                .path("vendorId", &vendor),
+            200,
+        )
+        .await;
+    }
+
     // Order emails through SES, from the stack's sender (verified, as an operator does).
     let env = environment(&template, "send-order-emails", &names);
     let sender = env["EMAIL_SENDER"].clone();

@@ -24,6 +24,7 @@ mod photos;
 mod pipeline;
 mod reservation;
 mod schedules;
+mod shops;
 mod template_consistency;
 mod use_case_properties;
 mod vase_credentials;

@@ -1,0 +1,24 @@
+//! `DELETE /v1/vendors/{vendorId}/suspension`: an administrator reinstates the shop
+//! (`VendorReinstated`): its bouquets that were on sale are on the catalogue again. Idempotent
+//! ([`bouquet_app::shops::reinstate`]).
+
+use bouquet_app::domain::VendorId;
+use bouquet_app::shops;
+use bouquet_app::App;
+use bouquet_http::lambda_http::{Body, Error, Request, Response};
+use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use serde_json::json;
+
+pub const ROUTE: Route = Route::new("DELETE", "/v1/vendors/{vendorId}/suspension");
+
+pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, handle).await
+}
+
+async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
+    let vendor_id = ctx.path("vendorId", VendorId::parse)?;
+    let caller = ctx.caller()?;
+    let changed =
+        shops::reinstate(&ctx.app, caller, vendor_id, &ctx.correlation_id, ctx.now).await?;
+    Reply::ok(&json!({ "vendor": changed.vendor, "bouquetsMoved": changed.bouquets_moved }))
+}

@@ -1,0 +1,1 @@
+bouquet_http::main!(handler = suspend_vendor::handler);

@@ -1,0 +1,187 @@
+//! The administrators' shops (issue 31): every shop listed without a Scan, and a suspension
+//! that takes a shop's bouquets off the catalogue and off sale while its open orders go on,
+//! undone by a reinstatement; both idempotent, both announced.
+
+use serde_json::json;
+
+use system_tests::{ApiRequest, TestCloud};
+
+async fn in_catalogue(cloud: &TestCloud, vendor: &str) -> Vec<String> {
+    let page = cloud
+        .call(
+            "list-bouquets",
+            ApiRequest::fixture("list-bouquets").query("vendorId", vendor),
+        )
+        .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    page.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["bouquetId"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn set_suspended(
+    cloud: &TestCloud,
+    vendor: &str,
+    suspended: bool,
+) -> system_tests::ApiResponse {
+    let binary = if suspended {
+        "suspend-vendor"
+    } else {
+        "reinstate-vendor"
+    };
+    cloud
+        .call(
+            binary,
+            ApiRequest::fixture(binary).admin().path("vendorId", vendor),
+        )
+        .await
+}
+
+#[tokio::test]
+async fn a_suspended_shop_leaves_the_catalogue_and_its_open_orders_go_on() {
+    let cloud = TestCloud::new().await;
+    let shop = cloud.vendor("Bloom").await;
+    let other = cloud.vendor("Thorn").await;
+    let (kept, held, spare) = (
+        cloud.bouquet(&shop, "10.00").await,
+        cloud.bouquet(&shop, "12.00").await,
+        cloud.bouquet(&shop, "14.00").await,
+    );
+    let elsewhere = cloud.bouquet(&other, "9.00").await;
+    // An order placed before the suspension.
+    let order = cloud.reserve("ana", &[&held]).await;
+    assert_eq!(order.status, 201, "{}", order.body);
+    let order_id = order.body["orderId"].as_str().unwrap().to_owned();
+
+    // Only an administrator suspends.
+    let vendor_try = cloud
+        .call(
+            "suspend-vendor",
+            ApiRequest::fixture("suspend-vendor")
+                .vendor(&shop)
+                .path("vendorId", &shop),
+        )
+        .await;
+    assert_eq!(vendor_try.status, 403);
+    let suspended = set_suspended(&cloud, &shop, true).await;
+    assert_eq!(suspended.status, 200, "{}", suspended.body);
+    assert!(suspended.body["vendor"]["suspendedAt"].is_string());
+    assert_eq!(
+        suspended.body["bouquetsMoved"], 3,
+        "every bouquet of the shop"
+    );
+
+    assert_eq!(in_catalogue(&cloud, &shop).await, Vec::<String>::new());
+    let everyone = cloud
+        .call(
+            "list-bouquets",
+            ApiRequest::fixture("list-bouquets").query("limit", "100"),
+        )
+        .await;
+    let listed = everyone.body["items"].to_string();
+    assert!(
+        !listed.contains(&kept) && !listed.contains(&spare),
+        "off the catalogue"
+    );
+    assert!(listed.contains(&elsewhere), "other shops are not touched");
+    // Not for sale, not changeable, nothing new listed.
+    let refused = cloud.reserve("ben", &[&kept]).await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (409, Some("bouquet.unavailable"))
+    );
+    let one = cloud
+        .call(
+            "get-bouquet",
+            ApiRequest::fixture("get-bouquet").path("bouquetId", &kept),
+        )
+        .await;
+    assert_eq!(one.body["suspended"], true);
+    let listing = cloud
+        .call(
+            "create-bouquet",
+            ApiRequest::fixture("create-bouquet")
+                .vendor(&shop)
+                .path("vendorId", &shop)
+                .json(json!({"name": "Irises", "price": {"amount": "8.00", "currency": "EUR"}})),
+        )
+        .await;
+    assert_eq!(
+        (listing.status, listing.code()),
+        (409, Some("vendor.suspended"))
+    );
+    // The order placed before goes on: it is paid, and its bouquet sold.
+    let paid = cloud.pay("ana", &order_id, "tok_visa", None).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    assert_eq!(cloud.bouquet_status(&held).await.as_deref(), Some("sold"));
+
+    // Again: nothing more to do, no second event.
+    let again = set_suspended(&cloud, &shop, true).await;
+    assert_eq!(
+        (again.status, again.body["bouquetsMoved"].as_u64()),
+        (200, Some(0))
+    );
+    let names = cloud.event_names().await;
+    assert_eq!(names.iter().filter(|n| *n == "VendorSuspended").count(), 1);
+
+    // Reinstated: what was on sale is on sale again; the sold one stays sold.
+    let back = set_suspended(&cloud, &shop, false).await;
+    assert_eq!(back.status, 200, "{}", back.body);
+    assert!(back.body["vendor"]["suspendedAt"].is_null());
+    let mut listed_again = in_catalogue(&cloud, &shop).await;
+    listed_again.sort();
+    let mut expected = vec![kept.clone(), spare.clone()];
+    expected.sort();
+    assert_eq!(listed_again, expected);
+    assert_eq!(cloud.bouquet_status(&held).await.as_deref(), Some("sold"));
+    let reserved = cloud.reserve("ben", &[&kept]).await;
+    assert_eq!(reserved.status, 201, "{}", reserved.body);
+    let names = cloud.event_names().await;
+    assert_eq!(names.iter().filter(|n| *n == "VendorReinstated").count(), 1);
+}
+
+#[tokio::test]
+async fn administrators_list_every_shop_with_its_suspension() {
+    let cloud = TestCloud::new().await;
+    let first = cloud.vendor("Aster").await;
+    let second = cloud.vendor("Briar").await;
+    set_suspended(&cloud, &second, true).await;
+    let page = cloud
+        .call(
+            "list-vendors",
+            ApiRequest::fixture("list-vendors")
+                .admin()
+                .query("limit", "1"),
+        )
+        .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert_eq!(page.body["items"][0]["vendorId"], first.as_str());
+    assert!(page.body["items"][0]["suspendedAt"].is_null());
+    let cursor = page.body["nextCursor"].as_str().unwrap().to_owned();
+    let next = cloud
+        .call(
+            "list-vendors",
+            ApiRequest::fixture("list-vendors")
+                .admin()
+                .query("limit", "1")
+                .query("cursor", &cursor),
+        )
+        .await;
+    assert_eq!(next.body["items"][0]["vendorId"], second.as_str());
+    assert!(next.body["items"][0]["suspendedAt"].is_string());
+    for caller in [
+        ApiRequest::fixture("list-vendors").vendor(&first),
+        ApiRequest::fixture("list-vendors").customer("ana"),
+    ] {
+        assert_eq!(cloud.call("list-vendors", caller).await.status, 403);
+    }
+    assert_eq!(
+        set_suspended(&cloud, "01JF0000000000000000000000", true)
+            .await
+            .status,
+        404
+    );
+}

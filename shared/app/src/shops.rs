@@ -1,0 +1,172 @@
+//! Shops as administrators see them (issue 31): every shop listed, and a shop suspended or
+//! reinstated. A suspended shop's bouquets leave the catalogue and cannot be reserved or
+//! changed, and it cannot list new ones; orders already placed go on (their bouquets are
+//! held or sold, which a suspension does not undo).
+//!
+//! Suspending is two steps: the shop's item (with `VendorSuspended`, which the storefront
+//! follows live), then each of its bouquets, taken off the catalogue index on the version
+//! read. The request is idempotent as a whole: if it fails between the steps the administrator
+//! sends it again, and the bouquets still listed are taken off then.
+
+use bouquet_domain::events::{DomainEvent, EventData};
+use bouquet_domain::identity::{Identity, NotAllowed, Role};
+use bouquet_domain::{BouquetId, Timestamp, Vendor, VendorId};
+use bouquet_store::retry::Retry;
+use bouquet_store::{Page, StoreError};
+
+use crate::App;
+
+/// How many of a shop's bouquets are read per page while suspending or reinstating it.
+const SWEEP_PAGE: usize = 100;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ShopError {
+    #[error("no such shop")]
+    NotFound,
+    #[error("only an administrator may do this")]
+    Forbidden(#[from] NotAllowed),
+    #[error("the shop kept changing; retry shortly")]
+    Busy,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A page of every shop, oldest first (administrators only).
+pub async fn list(
+    app: &App,
+    caller: &Identity,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<Page<Vendor>, ShopError> {
+    caller.require(Role::Admin)?;
+    Ok(app.store.vendors(cursor, limit).await?)
+}
+
+/// What a suspension or a reinstatement did.
+#[derive(Debug)]
+pub struct ShopChange {
+    pub vendor: Vendor,
+    /// Bouquets taken off or put back on sale by this request.
+    pub bouquets_moved: usize,
+}
+
+/// Suspends the shop (`VendorSuspended`) and takes its bouquets off sale. Suspending a
+/// suspended shop changes nothing more than the bouquets still listed (a retry).
+pub async fn suspend(
+    app: &App,
+    caller: &Identity,
+    vendor_id: VendorId,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<ShopChange, ShopError> {
+    set_suspended(app, caller, vendor_id, true, correlation_id, now).await
+}
+
+/// Reinstates the shop (`VendorReinstated`) and puts its bouquets back on sale.
+pub async fn reinstate(
+    app: &App,
+    caller: &Identity,
+    vendor_id: VendorId,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<ShopChange, ShopError> {
+    set_suspended(app, caller, vendor_id, false, correlation_id, now).await
+}
+
+async fn set_suspended(
+    app: &App,
+    caller: &Identity,
+    vendor_id: VendorId,
+    suspended: bool,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<ShopChange, ShopError> {
+    caller.require(Role::Admin)?;
+    let vendor = mark_shop(app, vendor_id, suspended, correlation_id, now).await?;
+    let mut bouquets_moved = 0;
+    let mut cursor = None;
+    loop {
+        let page = app
+            .store
+            .vendor_bouquets(vendor_id, cursor.as_deref(), SWEEP_PAGE)
+            .await?;
+        for bouquet in page.items {
+            if mark_bouquet(app, bouquet.bouquet_id, suspended, now).await? {
+                bouquets_moved += 1;
+            }
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    Ok(ShopChange {
+        vendor,
+        bouquets_moved,
+    })
+}
+
+/// The shop's own item, with its event when it changed.
+async fn mark_shop(
+    app: &App,
+    vendor_id: VendorId,
+    suspended: bool,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Vendor, ShopError> {
+    let mut retry = Retry::optimistic();
+    while retry.next().await {
+        let read = app
+            .store
+            .vendor(vendor_id, true)
+            .await?
+            .ok_or(ShopError::NotFound)?;
+        let mut changed = read.clone();
+        let moved = if suspended {
+            changed.suspend(now)
+        } else {
+            changed.reinstate()
+        };
+        if !moved {
+            return Ok(read);
+        }
+        let data = if suspended {
+            EventData::VendorSuspended { vendor_id }
+        } else {
+            EventData::VendorReinstated { vendor_id }
+        };
+        let event = DomainEvent::new(vendor_id, changed.version, now, correlation_id, data);
+        match app.store.save_vendor(&changed, read.version, &event).await {
+            Ok(()) => return Ok(changed),
+            Err(StoreError::ConditionFailed(_)) => continue,
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(ShopError::Busy)
+}
+
+/// One bouquet off or back on sale, on the version read; `false` when it already was.
+async fn mark_bouquet(
+    app: &App,
+    bouquet_id: BouquetId,
+    suspended: bool,
+    now: Timestamp,
+) -> Result<bool, ShopError> {
+    let mut retry = Retry::optimistic();
+    while retry.next().await {
+        let Some(read) = app.store.bouquet(bouquet_id, true).await? else {
+            return Ok(false);
+        };
+        let mut changed = read.clone();
+        if !changed.set_suspended(suspended, now) {
+            return Ok(false);
+        }
+        match app.store.save_bouquet_as_read(&changed, read.version).await {
+            Ok(()) => return Ok(true),
+            // A sale, an edit or a reading moved it meanwhile: read it again.
+            Err(StoreError::ConditionFailed(_)) => continue,
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(ShopError::Busy)
+}
