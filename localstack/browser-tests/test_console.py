@@ -436,6 +436,35 @@ class Console(unittest.TestCase):
         self.assertEqual(card.locator("img.photo").get_attribute("src"), shown)
         self.shot(storefront, "storefront-photo")
 
+    def test_an_administrator_suspends_a_shop_and_its_bouquets_leave_the_storefront_live(self):
+        shop = Shop()
+        bouquet = shop.bouquet("Anemones", "21.00")["bouquetId"]
+        storefront = self.page()
+        self.open(storefront, "/")
+        card = storefront.locator(f'#catalogue [data-bouquet="{bouquet}"]')
+        expect(card).to_be_visible()
+        self.subscribed(storefront, "catalogue")
+
+        admin = self.page()
+        self.sign_in(admin, "admin", "admin-ada")
+        admin.get_by_role("link", name="Shops").click()
+        admin.wait_for_function("document.body.dataset.ready === 'yes'")
+        # A shop opened here appears in the list.
+        opened = unique("Fern")
+        admin.get_by_label("Shop name").fill(opened)
+        admin.get_by_role("button", name="Open shop").click()
+        expect(admin.locator("#shops tbody")).to_contain_text(opened)
+
+        row = admin.locator(f'#shops tr[data-shop="{shop.vendor_id}"]')
+        row.get_by_role("button", name=f"Suspend {shop.name}").click()
+        expect(row).to_have_attribute("data-suspended", "yes")
+        expect(card).to_have_count(0)
+        row.get_by_role("button", name=f"Reinstate {shop.name}").click()
+        expect(row).to_have_attribute("data-suspended", "no")
+        expect(card).to_be_visible()
+        self.no_reload(storefront)
+        self.shot(admin, "admin")
+
     def test_a_refused_listing_is_said_beside_its_field_in_view(self):
         shop = Shop()
         vendor = self.page(width=390)

@@ -9,6 +9,7 @@ import { cartPage } from "./pages/cart.js";
 import { orderPage, ordersPage } from "./pages/orders.js";
 import { vendorPage } from "./pages/vendor.js";
 import { signInPage } from "./pages/signin.js";
+import { adminPage } from "./pages/admin.js";
 
 const ROUTES = [
   [/^#?\/?$/, catalogue],
@@ -18,6 +19,7 @@ const ROUTES = [
   [/^#\/orders\/([^/]+)$/, orderPage],
   [/^#\/vendor$/, vendorPage],
   [/^#\/signin$/, signInPage],
+  [/^#\/admin$/, adminPage],
 ];
 
 let leave = null;

@@ -16,7 +16,7 @@ export function addToCart(bouquet) {
   const button = h("button", {
     type: "button",
     "aria-label": `Add ${bouquet.name} to cart`,
-    disabled: bouquet.status !== "available",
+    disabled: bouquet.status !== "available" || bouquet.suspended,
     onclick: () => attempt(async () => {
       const cart = await api("PUT", `/cart/items/${bouquet.bouquetId}`);
       said.textContent = "In your cart.";
@@ -28,7 +28,7 @@ export function addToCart(bouquet) {
 }
 
 function card(bouquet) {
-  return h("article", { class: "card", "data-bouquet": bouquet.bouquetId, "data-version": bouquet.version },
+  return h("article", { class: "card", "data-bouquet": bouquet.bouquetId, "data-vendor": bouquet.vendorId, "data-version": bouquet.version },
     picture(bouquet),
     h("h3", {}, h("a", { href: `#/bouquets/${bouquet.bouquetId}` }, bouquet.name)),
     bouquet.vendorName ? h("p", { class: "muted shop", "data-shop": bouquet.vendorId }, `from ${bouquet.vendorName}`) : null,
@@ -39,7 +39,7 @@ function card(bouquet) {
 }
 
 /** Follows one bouquet's changes: `render(bouquet)` with the bouquet as it is now. */
-export function follow(channel, bouquetOf, render) {
+export function follow(channel, bouquetOf, render, onShop) {
   const versions = new Map();
   const reread = async (id) => {
     try {
@@ -52,6 +52,12 @@ export function follow(channel, bouquetOf, render) {
     }
   };
   return live.subscribe(channel, (event) => {
+    // A shop suspended or reinstated: its bouquets leave or come back (read the page again).
+    if (event.name === "VendorSuspended" || event.name === "VendorReinstated") {
+      onShop?.(event.name, event.data.vendorId);
+      return;
+    }
+    if (event.name === "VendorOnboarded") return;
     if (event.name === "BouquetFreshnessChanged") {
       const id = event.data.bouquetId;
       if ((versions.get(id) ?? 0) >= event.aggregateVersion) return;
@@ -81,7 +87,7 @@ export async function catalogue() {
     // A single bouquet's read carries no shop name: keep the one the page gave.
     const bouquet = { vendorName: known.get(update.bouquetId)?.vendorName, ...update };
     const existing = grid.querySelector(`[data-bouquet="${bouquet.bouquetId}"]`);
-    if (bouquet.gone || bouquet.status === "withdrawn" || !matches(bouquet)) {
+    if (bouquet.gone || bouquet.status === "withdrawn" || bouquet.suspended || !matches(bouquet)) {
       existing?.remove();
       known.delete(bouquet.bouquetId);
       return;
@@ -122,7 +128,26 @@ export async function catalogue() {
   h("p", { class: "muted" }, "Newest first."));
   more.addEventListener("click", () => attempt(load));
   show(h("h1", {}, "Fresh bouquets"), filterForm, grid, more);
-  const stop = follow("catalogue", (id, render) => known.has(id) && render(known.get(id)), put);
+  // A suspended shop's cards leave at once; reinstated, they are read again one by one (the
+  // catalogue page may come from the edge's 5-second cache), then the page after that window.
+  const withheld = new Map();
+  const onShop = (name, vendorId) => {
+    if (name === "VendorSuspended") {
+      for (const card of grid.querySelectorAll(`[data-vendor="${vendorId}"]`)) {
+        withheld.set(card.dataset.bouquet, vendorId);
+        known.delete(card.dataset.bouquet);
+        card.remove();
+      }
+      return;
+    }
+    for (const [id, vendor] of withheld) {
+      if (vendor !== vendorId) continue;
+      withheld.delete(id);
+      api("GET", `/bouquets/${id}`).then(put).catch(() => {});
+    }
+    setTimeout(() => refresh(reload), 6000);
+  };
+  const stop = follow("catalogue", (id, render) => known.has(id) && render(known.get(id)), put, onShop);
   // After a (re)connection, what was missed is read again: the first page replaces the grid in
   // one step once it has arrived, so the storefront never shows empty meanwhile (the socket's
   // first open comes right after the first load).

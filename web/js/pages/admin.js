@@ -1,0 +1,100 @@
+// The administrators' page: open a shop, make someone its member, and suspend or reinstate
+// shops (a suspended shop's bouquets leave the storefront at once). The list follows the
+// catalogue channel, where shops opening, suspended and reinstated are announced.
+import { api } from "../api.js";
+import { live } from "../live.js";
+import { session } from "../session.js";
+import { attempt, clearErrors, field, h, refresh, say, show, showErrors, when } from "../ui.js";
+
+function shopRow(shop, reload) {
+  const suspended = Boolean(shop.suspendedAt);
+  const toggle = h("button", {
+    type: "button",
+    class: "secondary",
+    "aria-label": `${suspended ? "Reinstate" : "Suspend"} ${shop.name}`,
+    onclick: () => attempt(async () => {
+      await api(suspended ? "DELETE" : "PUT", `/vendors/${shop.vendorId}/suspension`);
+      await reload();
+    }),
+  }, suspended ? "Reinstate" : "Suspend");
+  return h("tr", { "data-shop": shop.vendorId, "data-suspended": suspended ? "yes" : "no" },
+    h("td", {}, shop.name),
+    h("td", {}, h("code", {}, shop.vendorId)),
+    h("td", {}, suspended
+      ? h("span", { class: "badge status-rejected" }, `suspended ${when(shop.suspendedAt)}`)
+      : h("span", { class: "badge status-available" }, "trading")),
+    h("td", {}, toggle));
+}
+
+export async function adminPage() {
+  if (session.role() !== "admin") {
+    show(h("h1", {}, "Shops"), h("p", {}, h("a", { href: "#/signin" }, "Sign in as an administrator"), " to manage shops."));
+    return;
+  }
+  const body = h("tbody", {});
+  const load = async () => {
+    const rows = [];
+    let cursor = null;
+    do {
+      const page = await api("GET", `/vendors?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+      rows.push(...page.items);
+      cursor = page.nextCursor;
+    } while (cursor);
+    body.replaceChildren(...rows.map((shop) => shopRow(shop, load)));
+  };
+  const create = h("form", {
+    novalidate: true,
+    "aria-label": "Open a shop",
+    onsubmit: (e) => {
+      e.preventDefault();
+      attempt(async () => {
+        clearErrors(create);
+        const name = create.elements.namedItem("name").value;
+        try {
+          const shop = await api("POST", "/vendors", { body: { name } });
+          create.reset();
+          say(create, `${shop.name} is open: its id is ${shop.vendorId}.`);
+        } catch (error) {
+          showErrors(create, error);
+          return;
+        }
+        await load();
+      });
+    },
+  }, field("Shop name", { name: "name", id: "shop-name", required: true }),
+  h("p", {}, h("button", { type: "submit" }, "Open shop")));
+  const invite = h("form", {
+    novalidate: true,
+    "aria-label": "Add a member",
+    onsubmit: (e) => {
+      e.preventDefault();
+      attempt(async () => {
+        clearErrors(invite);
+        const vendorId = invite.elements.namedItem("vendorId").value.trim();
+        const email = invite.elements.namedItem("email").value.trim();
+        try {
+          await api("POST", `/vendors/${encodeURIComponent(vendorId)}/members`, { body: { email } });
+        } catch (error) {
+          showErrors(invite, error);
+          return;
+        }
+        invite.reset();
+        say(invite, `${email} is a member of the shop; they sign in with that address.`);
+      });
+    },
+  }, field("Shop id", { name: "vendorId", id: "member-shop", required: true }),
+  field("Email", { name: "email", id: "member-email", type: "email", required: true }),
+  h("p", {}, h("button", { type: "submit" }, "Add member")));
+  show(h("h1", {}, "Shops"),
+    h("section", {}, h("h2", {}, "Every shop"),
+      h("div", { class: "table-wrap" }, h("table", { id: "shops" },
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Id"), h("th", { scope: "col" }, "State"), h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Action")))),
+        body))),
+    h("section", {}, h("h2", {}, "Open a shop"), create),
+    h("section", {}, h("h2", {}, "Add a member"), invite));
+  await load();
+  live.onReconnect.add(() => refresh(load));
+  return live.subscribe("catalogue", (event) => {
+    if (event.name.startsWith("Vendor")) refresh(load);
+  });
+}
