@@ -101,6 +101,37 @@ ensure_browser_venv() {
   ensure_pinned_venv "$BROWSER_VENV" browser-requirements.txt python "the pinned browser-test tools"
 }
 
+# axe-core, the accessibility checker the browser tests inject into each page: the npm
+# registry's tarball of a pinned version, checked against its published integrity (as npm's
+# lockfile does), unpacked under localstack/.axe. Never shipped with the console.
+AXE_VERSION=4.14.1
+AXE_INTEGRITY=sha512-FHfa+lmNjQZfJz1q8wKqIDwC6DExcHt/pkjNQb09a3NPjCKg2rhu5qb2S4r76ASyFNNtuFooJpZe37OgudVGtQ==
+AXE_DIR="$LOCALSTACK_DIR/.axe/axe-core-$AXE_VERSION"
+ensure_axe() {
+  if [[ -f "$AXE_DIR/axe.min.js" ]]; then
+    export AXE_JS="$AXE_DIR/axe.min.js"
+    return
+  fi
+  log "fetching axe-core $AXE_VERSION from the npm registry"
+  python3 - "$AXE_VERSION" "$AXE_INTEGRITY" "$AXE_DIR" <<'PY'
+import base64, hashlib, io, sys, tarfile, urllib.request
+version, integrity, target = sys.argv[1:]
+url = f"https://registry.npmjs.org/axe-core/-/axe-core-{version}.tgz"
+data = urllib.request.urlopen(url, timeout=60).read()
+algorithm, expected = integrity.split("-", 1)
+actual = base64.b64encode(hashlib.new(algorithm, data).digest()).decode()
+if actual != expected:
+    sys.exit(f"axe-core {version}: integrity {algorithm}-{actual} is not the pinned {integrity}")
+import os
+os.makedirs(target, exist_ok=True)
+with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+    member = archive.getmember("package/axe.min.js")
+    with open(os.path.join(target, "axe.min.js"), "wb") as out:
+        out.write(archive.extractfile(member).read())
+PY
+  export AXE_JS="$AXE_DIR/axe.min.js"
+}
+
 # The contract tests' tools: schemathesis and boto3 (contract-requirements.txt).
 CONTRACT_VENV="$LOCALSTACK_DIR/.venv-contract"
 ensure_contract_venv() {

@@ -11,6 +11,7 @@ trap stop_devstack_and_emulator EXIT
 
 ensure_debian_packages chromium mosquitto
 ensure_browser_venv
+ensure_axe
 start_emulator
 build_workspace
 

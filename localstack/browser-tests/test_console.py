@@ -25,6 +25,8 @@ BASE = os.environ.get("CONSOLE_URL", "http://127.0.0.1:3100")
 MQTT_PORT = int(os.environ.get("CONSOLE_MQTT_PORT", "1893"))
 SHOTS = Path(os.environ.get("SCREENSHOT_DIR", Path(__file__).resolve().parents[1] / ".artifacts" / "screenshots"))
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+# axe-core's script (run.sh fetches the pinned version: lib.sh, ensure_axe).
+AXE_JS = os.environ.get("AXE_JS", "")
 # Chromium as the machine allows it: no sandbox as root, no calls home (refused here anyway).
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -260,7 +262,7 @@ class Console(unittest.TestCase):
         self.sign_in(customer, "customer", unique("alice"))
         self.open(customer, "/")
         card = customer.locator(f'[data-bouquet="{bouquet_id}"]')
-        card.get_by_role("button", name=re.compile(r"^Add .+ to cart$")).click()
+        card.get_by_role("button", name=re.compile(r"^Add to cart: .+$")).click()
         expect(customer.locator("#notice")).to_contain_text("is in your cart")
         expect(card.get_by_role("status")).to_have_text("In your cart.")
         expect(customer.locator("#cart-count")).to_have_text("1")
@@ -465,6 +467,47 @@ class Console(unittest.TestCase):
         self.no_reload(storefront)
         self.shot(admin, "admin")
 
+    def axe(self, page, name):
+        """axe-core's serious and critical violations on the page as it is now (none allowed)."""
+        page.add_script_tag(path=AXE_JS)
+        violations = page.evaluate("""async () => (await axe.run(document, { resultTypes: ['violations'] }))
+            .violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+            .map((v) => ({ id: v.id, impact: v.impact, help: v.help,
+                           nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) }))""")
+        self.assertEqual(violations, [], f"{name}: {json.dumps(violations, indent=1)}")
+        return name
+
+    def test_axe_core_finds_no_serious_or_critical_violation_on_any_page(self):
+        shop = Shop()
+        shop.deliver_in_paris()
+        bouquet = shop.bouquet("Freesias", "19.00")["bouquetId"]
+        checked = []
+        anonymous = self.page()
+        self.open(anonymous, "/signin")
+        checked.append(self.axe(anonymous, "sign-in"))
+        customer = self.page()
+        self.sign_in(customer, "customer", "customer-axe")
+        for route, name in [("/", "storefront"), (f"/bouquets/{bouquet}", "bouquet")]:
+            self.open(customer, route)
+            checked.append(self.axe(customer, name))
+        token = mint("customer", "customer-axe")
+        call("PUT", f"/v1/cart/items/{bouquet}", token, None, 200)
+        self.open(customer, "/cart")
+        checked.append(self.axe(customer, "cart"))
+        order = call("POST", "/v1/orders", token, {"bouquetIds": [bouquet]}, 201)["orderId"]
+        for route, name in [(f"/orders/{order}", "order and checkout"), ("/orders", "my orders")]:
+            self.open(customer, route)
+            checked.append(self.axe(customer, name))
+        vendor = self.page()
+        self.sign_in(vendor, "vendor", "vendor-axe", shop.vendor_id)
+        self.open(vendor, "/vendor")
+        checked.append(self.axe(vendor, "vendor console"))
+        admin = self.page()
+        self.sign_in(admin, "admin", "admin-axe")
+        self.open(admin, "/admin")
+        checked.append(self.axe(admin, "shops"))
+        self.assertEqual(len(checked), 8)
+
     def test_a_refused_listing_is_said_beside_its_field_in_view(self):
         shop = Shop()
         vendor = self.page(width=390)
@@ -549,7 +592,7 @@ class Console(unittest.TestCase):
         self.assertEqual((claims["token_use"], claims["email"]), ("id", email))
 
         self.open(page, "/")
-        page.locator(f'[data-bouquet="{bouquet_id}"]').get_by_role("button", name=re.compile(r"^Add .+ to cart$")).click()
+        page.locator(f'[data-bouquet="{bouquet_id}"]').get_by_role("button", name=re.compile(r"^Add to cart: .+$")).click()
         expect(page.locator("#notice")).to_contain_text("is in your cart")
         self.open(page, "/cart")
         page.locator("#reserve").click()

@@ -15,7 +15,7 @@ export function addToCart(bouquet) {
   const said = h("span", { class: "muted added", role: "status" });
   const button = h("button", {
     type: "button",
-    "aria-label": `Add ${bouquet.name} to cart`,
+    "aria-label": `Add to cart: ${bouquet.name}`,
     disabled: bouquet.status !== "available" || bouquet.suspended,
     onclick: () => attempt(async () => {
       const cart = await api("PUT", `/cart/items/${bouquet.bouquetId}`);
