@@ -508,6 +508,49 @@ class Console(unittest.TestCase):
         checked.append(self.axe(admin, "shops"))
         self.assertEqual(len(checked), 8)
 
+    def tab_to(self, page, selector, limit=120):
+        """Presses Tab until the element `selector` has the focus (fails after `limit` presses):
+        it is reachable with the keyboard, in the page's order."""
+        for _ in range(limit):
+            page.keyboard.press("Tab")
+            if page.evaluate("s => document.activeElement && document.activeElement.matches(s)", selector):
+                return
+        self.fail(f"{selector} never took the focus from the keyboard")
+
+    def test_a_customer_buys_and_the_florist_works_the_board_with_the_keyboard_only(self):
+        shop = Shop()
+        shop.deliver_in_paris()
+        bouquet = shop.bouquet("Lisianthus", "27.00")["bouquetId"]
+        customer = self.page()
+        self.sign_in(customer, "customer", unique("kim"))
+        self.open(customer, "/")
+        self.tab_to(customer, f'[data-bouquet="{bouquet}"] button')
+        customer.keyboard.press("Enter")
+        expect(customer.locator(f'[data-bouquet="{bouquet}"]').get_by_role("status")).to_have_text("In your cart.")
+        self.tab_to(customer, 'nav a[href="#/cart"]')
+        customer.keyboard.press("Enter")
+        customer.wait_for_function("document.body.dataset.page === 'cartPage' && document.body.dataset.ready === 'yes'")
+        self.tab_to(customer, "#reserve")
+        customer.keyboard.press("Enter")
+        customer.wait_for_url("**/#/orders/*")
+        customer.wait_for_function("document.body.dataset.ready === 'yes'")
+        for label, text in [("Recipient's name", "Noor Haddad"), ("Recipient's phone", "+33 6 98 76 54 32"),
+                            ("Street", "3 quai des Roses"), ("Postcode", "75004"), ("City", "Paris"),
+                            ("Country", "FR")]:
+            self.tab_to(customer, f'[id="{customer.get_by_label(label).get_attribute("id")}"]')
+            customer.keyboard.type(text)
+        self.tab_to(customer, "#pay")
+        customer.keyboard.press("Enter")
+        expect(customer.locator('#order-status [data-status="paid"]')).to_be_visible()
+
+        florist = self.page()
+        self.sign_in(florist, "vendor", "vendor-kim", shop.vendor_id)
+        self.open(florist, "/vendor")
+        for step, status in [("Accept", "accepted"), ("Out for delivery", "out_for_delivery"), ("Fulfil", "fulfilled")]:
+            self.tab_to(florist, f'#vendor-orders button[aria-label^="{step} order"]')
+            florist.keyboard.press("Enter")
+            expect(customer.locator(f'#order-status [data-status="{status}"]')).to_be_visible()
+
     def test_a_refused_listing_is_said_beside_its_field_in_view(self):
         shop = Shop()
         vendor = self.page(width=390)
