@@ -172,6 +172,22 @@ class Shop:
                     "contactEmail": self.email}
         return call("PUT", f"/v1/vendors/{self.vendor_id}/delivery-settings", self.token, settings, 200)
 
+    def photo(self, bouquet_id, image):
+        """Uploads `image` (PNG bytes) as the bouquet's photo, as the console does, and waits
+        until the photo function has shown it."""
+        ticket = call("POST", f"/v1/bouquets/{bouquet_id}/photo-uploads", self.token, {"contentType": "image/png"}, 201)
+        boundary = f"photo-{uuid.uuid4().hex}"
+        body = b"".join(f"--{boundary}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n".encode()
+                        for k, v in ticket["fields"].items())
+        body += (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"photo.png\"\r\n"
+                 "Content-Type: image/png\r\n\r\n").encode() + image + f"\r\n--{boundary}--\r\n".encode()
+        request = urllib.request.Request(ticket["url"], data=body, method="POST",
+                                         headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        with urllib.request.urlopen(request) as answer:
+            assert answer.status == 204, answer.status
+        path = f"/v1/bouquets/{bouquet_id}/photo-uploads/{ticket['uploadId']}"
+        eventually(lambda: call("GET", path, self.token, None, 200)["status"] == "ready", "the photo is processed")
+
     def vase(self):
         registered = call("POST", f"/v1/vendors/{self.vendor_id}/vases", self.token, None, 201)
         # What the vase connects with, kept beside what the console shows of it.
@@ -867,20 +883,45 @@ class Console(unittest.TestCase):
             "[...document.querySelectorAll('input, select, textarea')].filter(e => !e.labels.length).map(e => e.name)")
         self.assertEqual(unlabelled, [], "every form control has a label")
 
-    def test_the_storefront_first_load_is_under_100_kib(self):
-        Shop().bouquet("Dahlias")
+    def test_the_storefront_first_load_meets_its_budgets(self):
+        """Issue 31's budgets at 1280 x 900: the page without photos under 100 KiB, the first
+        card on screen within 500 ms, the photos of the first viewport under 150 KiB."""
+        shop = Shop()
+        for n in range(8):
+            shop.photo(shop.bouquet(f"Dahlias{n}")["bouquetId"], png(1200, 900, seed=n * 30))
+        time.sleep(1)  # the uploads' live frames go out before the page is timed
+        # The page is timed, not the catalogue function's first start in this stack (its cold
+        # start is the benchmark's: docs/performance.md).
+        call("GET", "/v1/bouquets?limit=24", expect_status=200)
         page = self.page()
+        # When the first card enters the grid, by the page's own clock (0 = navigation start).
+        page.add_init_script("""new MutationObserver((_, observer) => {
+            if (document.querySelector('#catalogue [data-bouquet]')) {
+                window.__firstCard = performance.now();
+                observer.disconnect();
+            }
+        }).observe(document, { childList: true, subtree: true });""")
         sizes = []
         page.on("requestfinished", lambda request: sizes.append((request.url, request.sizes())))
         page.goto(f"{BASE}/")
         page.wait_for_function("document.body.dataset.ready === 'yes'")
         page.wait_for_load_state("networkidle")
-        transferred = sum(s["responseBodySize"] + s["responseHeadersSize"] for _, s in sizes)
-        print(f"\nstorefront first load: {len(sizes)} requests, {transferred / 1024:.1f} KiB transferred", flush=True)
-        self.assertGreater(len(sizes), 3, "the page, its script modules and the catalogue were loaded")
-        # Compressed as CloudFront compresses (Compress: true), photos aside (issue 31's budget).
-        self.assertLess(transferred, 100 * 1024)
-
+        first_card = page.evaluate("window.__firstCard")
+        size = lambda s: s["responseBodySize"] + s["responseHeadersSize"]
+        photos = [(u, s) for u, s in sizes if "/photos/" in u]
+        rest = [(u, s) for u, s in sizes if "/photos/" not in u]
+        page_bytes = sum(size(s) for _, s in rest)
+        photo_bytes = sum(size(s) for _, s in photos)
+        print(f"\nstorefront first load: {len(rest)} requests, {page_bytes / 1024:.1f} KiB without photos; "
+              f"{len(photos)} photos in the first viewport, {photo_bytes / 1024:.1f} KiB; "
+              f"first card after {first_card:.0f} ms", flush=True)
+        self.assertGreater(len(rest), 3, "the page, its script modules and the catalogue were loaded")
+        # Compressed as CloudFront compresses (Compress: true).
+        self.assertLess(page_bytes, 100 * 1024)
+        self.assertLess(first_card, 500)
+        self.assertGreater(len(photos), 0, "the first viewport shows photos")
+        self.assertLess(len(photos), 8 + 1, "lazy: only those in view are fetched")
+        self.assertLess(photo_bytes, 150 * 1024)
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
