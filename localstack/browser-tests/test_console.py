@@ -258,9 +258,9 @@ class Console(unittest.TestCase):
     def no_reload(self, page):
         self.assertTrue(page.evaluate("window.__sameDocument === true"), "the page was reloaded")
 
-    def shot(self, page, name):
+    def shot(self, page, name, full_page=True):
         path = SHOTS / f"{name}-{page.viewport_size['width']}.png"
-        page.screenshot(path=str(path), full_page=True)
+        page.screenshot(path=str(path), full_page=full_page)
         return path
 
     def test_a_customer_buys_and_the_vendor_accepts_dispatches_and_fulfils_live(self):
@@ -817,7 +817,13 @@ class Console(unittest.TestCase):
     def test_every_page_fits_390_px_and_is_captured_at_1280_and_390(self):
         shop = Shop()
         vase = shop.vase()
+        # A shop with photos (the demo's drawings: localstack/devstack/demo-photos).
+        drawings = Path(__file__).resolve().parents[1] / "devstack" / "demo-photos"
+        for name, price, drawing in [("Sunday Tulips", "24.50", "tulips"), ("Wild Meadow", "29.00", "meadow"),
+                                     ("Red Roses", "49.00", "roses")]:
+            shop.photo(shop.bouquet(name, price)["bouquetId"], (drawings / f"{drawing}.png").read_bytes())
         bouquet_id = shop.bouquet("Anemones", "19.90", vase["vaseId"])["bouquetId"]
+        shop.photo(bouquet_id, (drawings / "peonies.png").read_bytes())
         sold = shop.bouquet("Ranunculus", "27.00")["bouquetId"]
         # Readings for the vase's chart and a sale for the analytics chart.
         publish(vase, [("heartbeat", {"sentAt": now_rfc3339()})] + [
@@ -842,8 +848,9 @@ class Console(unittest.TestCase):
             pages = [("storefront", "/"), ("bouquet", f"/bouquets/{bouquet_id}"), ("cart", "/cart"), ("orders", "/orders")]
             for name, route in pages:
                 self.open(customer, route)
+                customer.wait_for_load_state("networkidle")  # the photos in view have loaded
                 self.fits(customer, width, name)
-                self.shot(customer, name)
+                self.shot(customer, name, full_page=name != "storefront")
             self.open(customer, "/signin")
             self.labelled(customer)
             self.shot(customer, "signin")
