@@ -51,6 +51,8 @@ pub const INVARIANTS: &[Invariant] = &[
     vases_keep_their_newest_heartbeat,
     rejected_orders_refunded_once,
     delivery_details_stay_with_their_readers,
+    suspended_shops_sell_nothing,
+    bouquets_show_their_latest_photo,
 ];
 
 /// How long after its lease (or after the gateway left it unanswered) a payment may stay
@@ -344,7 +346,9 @@ pub fn queue_policy(queue: &str) -> QueuePolicy {
         "OutboxFailureQueue"
         | "AnalyticsDeadLetterQueue"
         | "AnalyticsFailureQueue"
-        | "VaseMessagesDeadLetterQueue" => QueuePolicy::WaitsForAPerson,
+        | "VaseMessagesDeadLetterQueue"
+        // A photo's event that failed three times: redriven once S3 or DynamoDB is back.
+        | "PhotoDeadLetterQueue" => QueuePolicy::WaitsForAPerson,
         _ => QueuePolicy::Drains,
     }
 }
@@ -703,4 +707,84 @@ pub async fn scan(client: &aws_sdk_dynamodb::Client, table: &str) -> Result<Vec<
         .iter()
         .map(item_json)
         .collect())
+}
+
+/// A suspended shop's bouquets are all off sale (flagged, out of the catalogue index, held by
+/// no hold taken after the suspension), and a bouquet is off sale only while its shop is
+/// suspended.
+pub fn suspended_shops_sell_nothing(evidence: &Evidence) -> Check {
+    let mut violations = Vec::new();
+    let suspended_since: HashMap<&str, i64> = with_prefix(&evidence.items, "VENDOR#")
+        .filter(|v| s(v, "sk") == "VENDOR" && v["suspendedAt"].is_number())
+        .map(|v| (s(v, "vendorId"), n(v, "suspendedAt")))
+        .collect();
+    let bouquets: Vec<&Value> = with_prefix(&evidence.items, "BOUQUET#")
+        .filter(|b| s(b, "sk") == "BOUQUET")
+        .collect();
+    for bouquet in &bouquets {
+        let id = s(bouquet, "bouquetId");
+        let flagged = bouquet["suspended"] == true;
+        match suspended_since.get(s(bouquet, "vendorId")) {
+            Some(since) => {
+                if !flagged {
+                    violations.push(format!("bouquet {id} of a suspended shop is on sale"));
+                }
+                if bouquet.get("catalogueShard").is_some() {
+                    violations.push(format!(
+                        "bouquet {id} of a suspended shop is in the catalogue"
+                    ));
+                }
+                let held_at = n(bouquet, "reservedUntil") - 15 * 60 * 1000;
+                if s(bouquet, "status") == "reserved" && held_at > *since {
+                    violations.push(format!(
+                        "bouquet {id} was reserved after its shop's suspension"
+                    ));
+                }
+            }
+            None if flagged => {
+                violations.push(format!("bouquet {id} is off sale though its shop trades"))
+            }
+            None => {}
+        }
+    }
+    Check {
+        name: "a suspended shop's bouquets are off sale, and only those",
+        checked: bouquets.len(),
+        violations,
+    }
+}
+
+/// Each bouquet shows its latest processed photo: no upload that ended `ready` is newer than
+/// the photo its bouquet shows (uploads ids are ULIDs, ordered as they were allowed).
+pub fn bouquets_show_their_latest_photo(evidence: &Evidence) -> Check {
+    let mut violations = Vec::new();
+    let shown: HashMap<&str, &str> = with_prefix(&evidence.items, "BOUQUET#")
+        .filter(|b| s(b, "sk") == "BOUQUET")
+        .map(|b| {
+            (
+                s(b, "bouquetId"),
+                b["photo"]["uploadId"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let ready: Vec<&Value> = with_prefix(&evidence.items, "PHOTO_UPLOAD#")
+        .filter(|u| s(u, "status") == "ready")
+        .collect();
+    for upload in &ready {
+        let (id, bouquet) = (s(upload, "uploadId"), s(upload, "bouquetId"));
+        match shown.get(bouquet) {
+            Some(photo) if *photo >= id => {}
+            Some(photo) => violations.push(format!(
+                "bouquet {bouquet} shows photo {photo:?}, older than its ready upload {id}"
+            )),
+            None => violations.push(format!(
+                "upload {id} is ready for a bouquet {bouquet} that is gone"
+            )),
+        }
+    }
+    Check {
+        name: "every bouquet shows its latest processed photo",
+        checked: ready.len(),
+        violations,
+    }
 }

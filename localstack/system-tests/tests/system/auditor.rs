@@ -118,6 +118,68 @@ fn delivery_details_paid_without_or_seen_outside_their_readers_are_caught() {
 }
 
 #[test]
+fn a_suspended_shop_on_sale_and_an_older_photo_shown_are_caught() {
+    let with_suspended_shop = || {
+        let mut evidence = clean();
+        evidence
+            .items
+            .push(json!({"pk": "VENDOR#v2", "sk": "VENDOR", "vendorId": "v2",
+            "suspendedAt": NOW - 60_000}));
+        evidence.items.push(
+            json!({"pk": "BOUQUET#b2", "sk": "BOUQUET", "bouquetId": "b2",
+            "vendorId": "v2", "status": "available", "suspended": true}),
+        );
+        evidence
+    };
+    assert_eq!(
+        violations(&with_suspended_shop()),
+        vec![],
+        "off sale with its shop"
+    );
+    let mut on_sale = with_suspended_shop();
+    on_sale
+        .items
+        .last_mut()
+        .unwrap()
+        .as_object_mut()
+        .unwrap()
+        .remove("suspended");
+    on_sale.items.last_mut().unwrap()["catalogueShard"] = json!("CATALOGUE#1");
+    assert_eq!(
+        violations(&on_sale),
+        vec![(
+            "a suspended shop's bouquets are off sale, and only those",
+            vec![
+                "bouquet b2 of a suspended shop is on sale".to_owned(),
+                "bouquet b2 of a suspended shop is in the catalogue".to_owned()
+            ]
+        )]
+    );
+    let mut stuck = clean();
+    stuck.items[1]["suspended"] = json!(true);
+    assert_eq!(
+        failing(&stuck),
+        ["a suspended shop's bouquets are off sale, and only those"]
+    );
+
+    let mut photos = clean();
+    photos.items[1]["photo"] = json!({"uploadId": "01B"});
+    photos.items.push(
+        json!({"pk": "PHOTO_UPLOAD#01A", "sk": "PHOTO_UPLOAD", "uploadId": "01A",
+        "bouquetId": "b1", "status": "ready"}),
+    );
+    assert_eq!(violations(&photos), vec![], "a later upload shows");
+    photos.items.push(
+        json!({"pk": "PHOTO_UPLOAD#01C", "sk": "PHOTO_UPLOAD", "uploadId": "01C",
+        "bouquetId": "b1", "status": "ready"}),
+    );
+    assert_eq!(
+        failing(&photos),
+        ["every bouquet shows its latest processed photo"]
+    );
+}
+
+#[test]
 fn each_planted_fault_is_caught_by_its_invariant() {
     let mut sold_twice = clean();
     sold_twice
