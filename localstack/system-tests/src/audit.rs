@@ -709,9 +709,9 @@ pub async fn scan(client: &aws_sdk_dynamodb::Client, table: &str) -> Result<Vec<
         .collect())
 }
 
-/// A suspended shop's bouquets are all off sale (flagged, out of the catalogue index, held by
-/// no hold taken after the suspension), and a bouquet is off sale only while its shop is
-/// suspended.
+/// A suspended shop's bouquets are all off sale (flagged, out of the catalogue index, in no
+/// order placed after the suspension if they were listed before it), and a bouquet is off sale
+/// only while its shop is suspended.
 pub fn suspended_shops_sell_nothing(evidence: &Evidence) -> Check {
     let mut violations = Vec::new();
     let suspended_since: HashMap<&str, i64> = with_prefix(&evidence.items, "VENDOR#")
@@ -734,8 +734,13 @@ pub fn suspended_shops_sell_nothing(evidence: &Evidence) -> Check {
                         "bouquet {id} of a suspended shop is in the catalogue"
                     ));
                 }
-                let held_at = n(bouquet, "reservedUntil") - 15 * 60 * 1000;
-                if s(bouquet, "status") == "reserved" && held_at > *since {
+                // Listed before the suspension, it cannot be in an order placed after it (the
+                // suspension takes the shop's bouquets off sale before it marks the shop).
+                let listed_before = n(bouquet, "listedAt") < *since;
+                let ordered_after = orders(evidence)
+                    .into_iter()
+                    .any(|o| n(o, "createdAt") > *since && order_bouquets(o).contains(&id));
+                if listed_before && ordered_after {
                     violations.push(format!(
                         "bouquet {id} was reserved after its shop's suspension"
                     ));

@@ -197,10 +197,67 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
             journal.clone(),
         )));
     }
+    // An administrator suspends the first shop for a while and reinstates it, and suspends
+    // the last one for good near the end: the auditor then checks that the one's bouquets are
+    // all back on sale and the other's all off.
+    let shops = journal.lock().unwrap().vendors.clone();
+    if shops.len() >= 2 {
+        let start = Instant::now();
+        let at = |fraction: f64| start + plan.duration.mul_f64(fraction);
+        let plan_of = vec![
+            (at(0.3), shops[0].clone(), "PUT"),
+            (at(0.6), shops[0].clone(), "DELETE"),
+            (at(0.8), shops[shops.len() - 1].clone(), "PUT"),
+        ];
+        actors.push(tokio::spawn(admin_actor(
+            api.clone(),
+            admin.clone(),
+            plan_of,
+            journal.clone(),
+        )));
+    }
     for actor in actors {
         actor.await.map_err(|e| format!("an actor failed: {e}"))??;
     }
     Ok(Running { journal, sockets })
+}
+
+/// Suspends (`PUT`) or reinstates (`DELETE`) each shop at its time, sending the request again
+/// (it is idempotent) until it is answered 200: the faults may kill it part-way.
+async fn admin_actor(
+    api: Api,
+    token: String,
+    steps: Vec<(Instant, String, &'static str)>,
+    journal: Shared,
+) -> Result<(), String> {
+    for (when, vendor, method) in steps {
+        tokio::time::sleep_until(when.into()).await;
+        let route = if method == "PUT" {
+            "suspend"
+        } else {
+            "reinstate"
+        };
+        for attempt in 0.. {
+            let (answer, tries) = api
+                .send_retried(
+                    method,
+                    &format!("/v1/vendors/{vendor}/suspension"),
+                    Some(&token),
+                    &[],
+                    None,
+                )
+                .await;
+            record(&journal, route, &answer, tries);
+            if answer.status == 200 {
+                break;
+            }
+            if attempt == 20 {
+                return Err(format!("{route} {vendor} never succeeded: {answer:?}"));
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+    Ok(())
 }
 
 /// Each vendor's bouquets, newest last: vendors restock, customers race for the newest.

@@ -3,10 +3,12 @@
 //! changed, and it cannot list new ones; orders already placed go on (their bouquets are
 //! held or sold, which a suspension does not undo).
 //!
-//! Suspending is two steps: the shop's item (with `VendorSuspended`, which the storefront
-//! follows live), then each of its bouquets, taken off the catalogue index on the version
-//! read. The request is idempotent as a whole: if it fails between the steps the administrator
-//! sends it again, and the bouquets still listed are taken off then.
+//! Suspending takes the shop's bouquets off sale (each off the catalogue index, on the version
+//! read), then marks the shop (with `VendorSuspended`, which the storefront follows live: from
+//! then on it cannot list), then takes off what was listed meanwhile: so no bouquet listed
+//! before the suspension can be reserved after it. Reinstating marks the shop, then puts its
+//! bouquets back. The request is idempotent as a whole: if it fails part-way the administrator
+//! sends it again, and what the first attempt left is done then.
 
 use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::identity::{Identity, NotAllowed, Role};
@@ -82,8 +84,29 @@ async fn set_suspended(
     now: Timestamp,
 ) -> Result<ShopChange, ShopError> {
     caller.require(Role::Admin)?;
-    let vendor = mark_shop(app, vendor_id, suspended, correlation_id, now).await?;
+    if app.store.vendor(vendor_id, false).await?.is_none() {
+        return Err(ShopError::NotFound);
+    }
     let mut bouquets_moved = 0;
+    if suspended {
+        bouquets_moved += mark_bouquets(app, vendor_id, true, now).await?;
+    }
+    let vendor = mark_shop(app, vendor_id, suspended, correlation_id, now).await?;
+    bouquets_moved += mark_bouquets(app, vendor_id, suspended, now).await?;
+    Ok(ShopChange {
+        vendor,
+        bouquets_moved,
+    })
+}
+
+/// Every bouquet of the shop off sale (or back on); how many moved.
+async fn mark_bouquets(
+    app: &App,
+    vendor_id: VendorId,
+    suspended: bool,
+    now: Timestamp,
+) -> Result<usize, ShopError> {
+    let mut moved = 0;
     let mut cursor = None;
     loop {
         let page = app
@@ -92,18 +115,14 @@ async fn set_suspended(
             .await?;
         for bouquet in page.items {
             if mark_bouquet(app, bouquet.bouquet_id, suspended, now).await? {
-                bouquets_moved += 1;
+                moved += 1;
             }
         }
         match page.next_cursor {
             Some(next) => cursor = Some(next),
-            None => break,
+            None => return Ok(moved),
         }
     }
-    Ok(ShopChange {
-        vendor,
-        bouquets_moved,
-    })
 }
 
 /// The shop's own item, with its event when it changed.

@@ -155,6 +155,19 @@ fn a_suspended_shop_on_sale_and_an_older_photo_shown_are_caught() {
             ]
         )]
     );
+    let mut reserved_after = with_suspended_shop();
+    reserved_after.items.last_mut().unwrap()["listedAt"] = json!(NOW - 120_000);
+    reserved_after
+        .items
+        .push(json!({"pk": "ORDER#o9", "sk": "ORDER", "orderId": "o9",
+        "customerId": "alice", "vendorId": "v2", "status": "cancelled", "createdAt": NOW,
+        "lines": [{"bouquetId": "b2"}]}));
+    assert!(
+        violations(&reserved_after)
+            .iter()
+            .any(|(_, v)| v
+                == &vec!["bouquet b2 was reserved after its shop's suspension".to_owned()])
+    );
     let mut stuck = clean();
     stuck.items[1]["suspended"] = json!(true);
     assert_eq!(
