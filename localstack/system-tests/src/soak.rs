@@ -544,6 +544,12 @@ async fn vendor_actor(
                 catalogue.lock().unwrap()[index].push(id.to_owned());
             }
         }
+        // Now and then a new photo of one of its bouquets, sent as the console sends it.
+        if rng.random_bool(0.1) {
+            let fresh = newest(&catalogue, index);
+            let bouquet = &fresh[rng.random_range(0..fresh.len())];
+            upload_photo(&api, &vendor.token, bouquet, &journal).await;
+        }
         // The florist's steps on its paid orders; now and then a rejection.
         if rng.random_bool(0.4) {
             florist_step(&api, &vendor.token, &mut rng, &journal).await;
@@ -587,6 +593,33 @@ async fn vendor_actor(
         tokio::time::sleep(Duration::from_millis(rng.random_range(200..800))).await;
     }
     Ok(())
+}
+
+/// The demo's drawing of peonies (7 KB PNG): the photo the soak's florists upload.
+const PHOTO: &[u8] = include_bytes!("../../devstack/demo-photos/peonies.png");
+
+/// Asks for an upload of `bouquet`'s photo and posts the file to the policy's URL; the photo
+/// function does the rest (the auditor checks that each bouquet shows its latest).
+async fn upload_photo(api: &Api, token: &str, bouquet: &str, journal: &Shared) {
+    let (ticket, tries) = api
+        .post(
+            &format!("/v1/bouquets/{bouquet}/photo-uploads"),
+            Some(token),
+            None,
+            Some(&json!({ "contentType": "image/png" })),
+        )
+        .await;
+    record(journal, "photo", &ticket, tries);
+    let Some(url) = ticket.body["url"].as_str() else {
+        return;
+    };
+    let status = api.post_form(url, &ticket.body["fields"], PHOTO).await;
+    *journal
+        .lock()
+        .unwrap()
+        .outcomes
+        .entry(format!("photo file {status}"))
+        .or_default() += 1;
 }
 
 /// Moves one of the vendor's orders a step on: accept a paid one, dispatch an accepted one,
