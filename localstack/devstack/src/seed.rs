@@ -90,6 +90,29 @@ pub async fn post(
     Ok(json)
 }
 
+/// A browser's form upload of `file` under an S3 POST policy's `fields` (a JSON object of
+/// strings): its `Content-Type` and body (`multipart/form-data`, the fields first, the file
+/// last as S3 requires).
+pub fn form_upload(fields: &Value, file: &[u8]) -> (String, Vec<u8>) {
+    let boundary = format!("bouquet-form-{}", ulid::Ulid::new());
+    let mut body = Vec::new();
+    for (name, value) in fields.as_object().into_iter().flatten() {
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{}\r\n",
+                value.as_str().unwrap_or_default()
+            )
+            .as_bytes(),
+        );
+    }
+    body.extend_from_slice(
+        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"photo\"\r\nContent-Type: application/octet-stream\r\n\r\n").as_bytes(),
+    );
+    body.extend_from_slice(file);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
 /// GETs `path` through the local API as the holder of `token`.
 async fn get(api: &LocalApi, token: &str, path: &str) -> Result<Value, DevError> {
     let incoming = Incoming {
@@ -137,28 +160,10 @@ async fn upload_photo(
         .as_str()
         .and_then(|url| url.rsplit('/').next())
         .unwrap_or_default();
-    let boundary = "bouquet-seed";
-    let mut body = Vec::new();
-    for (name, value) in ticket["fields"].as_object().into_iter().flatten() {
-        body.extend_from_slice(
-            format!(
-                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{}\r\n",
-                value.as_str().unwrap_or_default()
-            )
-            .as_bytes(),
-        );
-    }
-    body.extend_from_slice(
-        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"photo.png\"\r\nContent-Type: image/png\r\n\r\n").as_bytes(),
-    );
-    body.extend_from_slice(photo);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let (content_type, body) = form_upload(&ticket["fields"], photo);
     let request =
         hyper::Request::post(format!("{}/{bucket}", ports.emulator.trim_end_matches('/')))
-            .header(
-                "content-type",
-                format!("multipart/form-data; boundary={boundary}"),
-            )
+            .header("content-type", content_type)
             .body(http_body_util::Full::new(hyper::body::Bytes::from(body)))
             .map_err(|e| DevError::Unexpected(e.to_string()))?;
     let client: hyper_util::client::legacy::Client<_, http_body_util::Full<hyper::body::Bytes>> =

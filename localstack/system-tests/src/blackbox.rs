@@ -110,25 +110,9 @@ impl Api {
     /// `multipart/form-data` to the absolute `url` (an S3 POST policy's). The answer's status (0
     /// when it could not be sent).
     pub async fn post_form(&self, url: &str, fields: &Value, file: &[u8]) -> u16 {
-        let boundary = "soak-form-boundary";
-        let mut body = Vec::new();
-        for (name, value) in fields.as_object().into_iter().flatten() {
-            body.extend_from_slice(
-                format!(
-                    "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{}\r\n",
-                    value.as_str().unwrap_or_default()
-                )
-                .as_bytes(),
-            );
-        }
-        body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"photo\"\r\nContent-Type: application/octet-stream\r\n\r\n").as_bytes());
-        body.extend_from_slice(file);
-        body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+        let (content_type, body) = devstack::seed::form_upload(fields, file);
         let request = hyper::Request::post(url)
-            .header(
-                "content-type",
-                format!("multipart/form-data; boundary={boundary}"),
-            )
+            .header("content-type", content_type)
             .body(Full::new(Bytes::from(body)));
         let Ok(request) = request else { return 0 };
         match tokio::time::timeout(Duration::from_secs(35), self.client.request(request)).await {

@@ -215,6 +215,19 @@ impl Store {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<Page<Bouquet>, StoreError> {
+        self.vendor_bouquet_page(vendor_id, None, false, cursor, limit)
+            .await
+    }
+
+    /// A page of one vendor's bouquets from `VendorIndex`, kept by `filter` when given.
+    async fn vendor_bouquet_page(
+        &self,
+        vendor_id: VendorId,
+        filter: Option<Expr>,
+        newest_first: bool,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<Bouquet>, StoreError> {
         let after = decode_id_cursor(cursor)?;
         let page = self
             .query_index(
@@ -223,8 +236,8 @@ impl Store {
                     partition_attr: "vendorKey",
                     partition: keys::vendor_bouquets_key(&vendor_id.to_string()),
                     sort_attr: "vendorSort",
-                    filter: None,
-                    newest_first: false,
+                    filter,
+                    newest_first,
                     after: after.as_deref(),
                     sort_between: None,
                     limit,
@@ -338,32 +351,8 @@ impl Store {
         limit: usize,
         now: Timestamp,
     ) -> Result<Page<Bouquet>, StoreError> {
-        let after = decode_id_cursor(cursor)?;
-        let vendor_key = keys::vendor_bouquets_key(&vendor_id.to_string());
-        let page = self
-            .query_index(
-                IndexQuery {
-                    index: keys::INDEX_VENDOR,
-                    partition_attr: "vendorKey",
-                    partition: vendor_key.clone(),
-                    sort_attr: "vendorSort",
-                    filter: Some(filter.expr(now)),
-                    newest_first: true,
-                    after: after.as_deref(),
-                    sort_between: None,
-                    limit,
-                },
-                bouquet_key,
-            )
-            .await?;
-        Ok(Page {
-            items: page
-                .items
-                .into_iter()
-                .map(decode_bouquet)
-                .collect::<Result<_, _>>()?,
-            next_cursor: page.resume_after.map(|id| cursor::encode(&id)),
-        })
+        self.vendor_bouquet_page(vendor_id, Some(filter.expr(now)), true, cursor, limit)
+            .await
     }
 }
 

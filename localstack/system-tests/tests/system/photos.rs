@@ -162,36 +162,16 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 /// Posts `file` as a browser form would: the ticket's fields (with `changes`), then the file.
 async fn post_form(ticket: &Value, file: &[u8], changes: &[(&str, &str)]) -> (u16, String) {
     use http_body_util::BodyExt;
-    let boundary = "bouquet-system-test";
-    let mut body = Vec::new();
-    let mut fields: Vec<(String, String)> = ticket["fields"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
-        .collect();
+    let mut fields = ticket["fields"].clone();
     for (name, value) in changes {
-        fields.retain(|(k, _)| k != name);
-        fields.push(((*name).to_owned(), (*value).to_owned()));
+        fields[*name] = json!(value);
     }
-    for (name, value) in fields {
-        body.extend_from_slice(
-            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
-        );
-    }
-    body.extend_from_slice(
-        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"photo\"\r\nContent-Type: application/octet-stream\r\n\r\n").as_bytes(),
-    );
-    body.extend_from_slice(file);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let (content_type, body) = devstack::seed::form_upload(&fields, file);
     let client: hyper_util::client::legacy::Client<_, http_body_util::Full<bytes_of::Bytes>> =
         hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
             .build_http();
     let request = hyper::Request::post(ticket["url"].as_str().unwrap())
-        .header(
-            "content-type",
-            format!("multipart/form-data; boundary={boundary}"),
-        )
+        .header("content-type", content_type)
         .body(http_body_util::Full::new(bytes_of::Bytes::from(body)))
         .unwrap();
     let answer = client.request(request).await.unwrap();
