@@ -148,6 +148,13 @@ def png(width, height, seed=0):
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
 
 
+def on_the_storefront(*bouquet_ids):
+    """Waits until the anonymous catalogue page lists the bouquets: the edge caches it for 5 s
+    (CatalogueCachePolicy), so a page loaded just after a listing may not have it yet."""
+    eventually(lambda: all(b in json.dumps(call("GET", "/v1/bouquets?limit=24", expect_status=200))
+                           for b in bouquet_ids), "the catalogue lists the new bouquets")
+
+
 class Shop:
     """A vendor of this test's own, with a token."""
 
@@ -406,6 +413,7 @@ class Console(unittest.TestCase):
     def test_a_photo_upload_shows_on_the_storefront_and_bad_files_are_refused_in_words(self):
         shop = Shop()
         bouquet = shop.bouquet("Ranunculus", "16.00")["bouquetId"]
+        on_the_storefront(bouquet)
         storefront = self.page()
         self.open(storefront, "/")
         card = storefront.locator(f'#catalogue [data-bouquet="{bouquet}"]')
@@ -457,6 +465,7 @@ class Console(unittest.TestCase):
     def test_an_administrator_suspends_a_shop_and_its_bouquets_leave_the_storefront_live(self):
         shop = Shop()
         bouquet = shop.bouquet("Anemones", "21.00")["bouquetId"]
+        on_the_storefront(bouquet)
         storefront = self.page()
         self.open(storefront, "/")
         card = storefront.locator(f'#catalogue [data-bouquet="{bouquet}"]')
