@@ -760,7 +760,8 @@ pub fn suspended_shops_sell_nothing(evidence: &Evidence) -> Check {
 }
 
 /// Each bouquet shows its latest processed photo: no upload that ended `ready` is newer than
-/// the photo its bouquet shows (uploads ids are ULIDs, ordered as they were allowed).
+/// the photo its bouquet shows (uploads ids are ULIDs, ordered as they were allowed); and every
+/// upload whose file S3 took has ended (shown, refused or superseded), none lost on the way.
 pub fn bouquets_show_their_latest_photo(evidence: &Evidence) -> Check {
     let mut violations = Vec::new();
     let shown: HashMap<&str, &str> = with_prefix(&evidence.items, "BOUQUET#")
@@ -787,9 +788,21 @@ pub fn bouquets_show_their_latest_photo(evidence: &Evidence) -> Check {
             )),
         }
     }
+    let status: HashMap<&str, &str> = with_prefix(&evidence.items, "PHOTO_UPLOAD#")
+        .map(|u| (s(u, "uploadId"), s(u, "status")))
+        .collect();
+    for upload in &evidence.journal.photo_uploads {
+        match status.get(upload.as_str()) {
+            Some(&"ready" | &"rejected" | &"superseded") => {}
+            other => violations.push(format!(
+                "upload {upload}, whose file S3 took, has not ended ({})",
+                other.unwrap_or(&"no record")
+            )),
+        }
+    }
     Check {
         name: "every bouquet shows its latest processed photo",
-        checked: ready.len(),
+        checked: ready.len() + evidence.journal.photo_uploads.len(),
         violations,
     }
 }

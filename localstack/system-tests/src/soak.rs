@@ -56,6 +56,8 @@ pub struct Journal {
     pub newest_heartbeat: HashMap<String, i64>,
     pub vendors: Vec<String>,
     pub customers: Vec<String>,
+    /// Photo uploads whose file S3 took (204): each must end, shown or refused.
+    pub photo_uploads: Vec<String>,
 }
 
 type Shared = Arc<Mutex<Journal>>;
@@ -614,12 +616,14 @@ async fn upload_photo(api: &Api, token: &str, bouquet: &str, journal: &Shared) {
         return;
     };
     let status = api.post_form(url, &ticket.body["fields"], PHOTO).await;
+    let mut journal = journal.lock().unwrap();
     *journal
-        .lock()
-        .unwrap()
         .outcomes
         .entry(format!("photo file {status}"))
         .or_default() += 1;
+    if let (204, Some(upload)) = (status, ticket.body["uploadId"].as_str()) {
+        journal.photo_uploads.push(upload.to_owned());
+    }
 }
 
 /// Moves one of the vendor's orders a step on: accept a paid one, dispatch an accepted one,
