@@ -16,6 +16,7 @@ mod photos;
 mod queries;
 mod reservation;
 mod settlement;
+mod shops;
 mod support;
 mod sweep;
 mod vase_saga;

@@ -1,0 +1,159 @@
+use bouquet_app::domain::bouquet::NewBouquet;
+use bouquet_app::domain::BouquetStatus;
+use bouquet_app::listing::{self, ListingError};
+use bouquet_app::reservation::{self, ReserveFrom};
+use bouquet_app::shops::{self, ShopError};
+use bouquet_app::store::CatalogueFilter;
+
+use crate::support::*;
+
+fn events_named(events: &[(String, String)], name: &str) -> usize {
+    events.iter().filter(|(n, _)| n == name).count()
+}
+
+#[tokio::test]
+async fn a_suspension_takes_the_shops_bouquets_off_sale_once_and_a_reinstatement_brings_them_back()
+{
+    let world = World::new().await;
+    let shop = world.vendor().await;
+    let (kept, held) = (world.bouquet_of(&shop).await, world.bouquet_of(&shop).await);
+    let order = world.reserved(&customer("ana"), &[&held]).await;
+
+    let refused = shops::suspend(
+        &world.app,
+        &vendor_caller(&shop),
+        shop.vendor_id,
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    assert!(
+        matches!(refused, Err(ShopError::Forbidden(_))),
+        "{refused:?}"
+    );
+    let suspended = shops::suspend(
+        &world.app,
+        &admin_caller(),
+        shop.vendor_id,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    assert!(suspended.vendor.is_suspended());
+    assert_eq!(suspended.bouquets_moved, 2, "both, the held one too");
+    assert!(world.bouquet_now(kept.bouquet_id).await.suspended);
+
+    let page = world
+        .app
+        .store
+        .catalogue(&CatalogueFilter::default(), None, 50, world.now())
+        .await
+        .unwrap();
+    assert!(page.items.is_empty(), "off the catalogue");
+    let reserve = reservation::reserve(
+        &world.app,
+        &customer("ben"),
+        &ReserveFrom::Bouquets(vec![kept.bouquet_id]),
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    assert!(reserve.is_err(), "not for sale");
+    let new = NewBouquet::validate("Irises", None, ("8.00", "EUR"), None).unwrap();
+    let listing = listing::list_bouquet(
+        &world.app,
+        shop.vendor_id,
+        new,
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    assert!(
+        matches!(listing, Err(ListingError::VendorSuspended)),
+        "{listing:?}"
+    );
+    // The order placed before goes on.
+    world
+        .pay("ana", order.order_id, "tok_visa")
+        .await
+        .expect("paid");
+    assert!(matches!(
+        world.bouquet_now(held.bouquet_id).await.status,
+        BouquetStatus::Sold { .. }
+    ));
+
+    let again = shops::suspend(
+        &world.app,
+        &admin_caller(),
+        shop.vendor_id,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.bouquets_moved, 0);
+    assert_eq!(events_named(&world.events().await, "VendorSuspended"), 1);
+
+    let back = shops::reinstate(
+        &world.app,
+        &admin_caller(),
+        shop.vendor_id,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    assert!(!back.vendor.is_suspended());
+    assert_eq!(back.bouquets_moved, 2);
+    let page = world
+        .app
+        .store
+        .catalogue(&CatalogueFilter::default(), None, 50, world.now())
+        .await
+        .unwrap();
+    let listed: Vec<_> = page.items.iter().map(|b| b.bouquet_id).collect();
+    assert_eq!(listed, vec![kept.bouquet_id], "the sold one stays sold");
+    assert_eq!(events_named(&world.events().await, "VendorReinstated"), 1);
+}
+
+#[tokio::test]
+async fn only_administrators_list_every_shop() {
+    let world = World::new().await;
+    let first = world.vendor().await;
+    let second = world.vendor().await;
+    shops::suspend(
+        &world.app,
+        &admin_caller(),
+        second.vendor_id,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    let page = shops::list(&world.app, &admin_caller(), None, 10)
+        .await
+        .unwrap();
+    let shops: Vec<_> = page
+        .items
+        .iter()
+        .map(|v| (v.vendor_id, v.is_suspended()))
+        .collect();
+    assert_eq!(shops, [(first.vendor_id, false), (second.vendor_id, true)]);
+    let refused = shops::list(&world.app, &vendor_caller(&first), None, 10).await;
+    assert!(
+        matches!(refused, Err(ShopError::Forbidden(_))),
+        "{refused:?}"
+    );
+    let missing = shops::suspend(
+        &world.app,
+        &admin_caller(),
+        bouquet_app::domain::VendorId::generate(),
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    assert!(matches!(missing, Err(ShopError::NotFound)), "{missing:?}");
+}
