@@ -571,10 +571,17 @@ class Console(unittest.TestCase):
         florist = self.page()
         self.sign_in(florist, "vendor", "vendor-kim", shop.vendor_id)
         self.open(florist, "/vendor")
+        previous = None
         for step, status in [("Accept", "accepted"), ("Out for delivery", "out_for_delivery"), ("Fulfil", "fulfilled")]:
+            # The board redraws on each step's live event: wait for it, so Enter reaches a
+            # button that stays.
+            if previous:
+                expect(florist.locator(f'#vendor-orders button[aria-label^="{previous} order"]')).to_have_count(0)
+            expect(florist.locator(f'#vendor-orders button[aria-label^="{step} order"]')).to_be_visible()
             self.tab_to(florist, f'#vendor-orders button[aria-label^="{step} order"]')
             florist.keyboard.press("Enter")
             expect(customer.locator(f'#order-status [data-status="{status}"]')).to_be_visible()
+            previous = step
 
     def test_a_refused_listing_is_said_beside_its_field_in_view(self):
         shop = Shop()
