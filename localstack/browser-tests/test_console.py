@@ -916,20 +916,26 @@ class Console(unittest.TestCase):
         # The page is timed, not the catalogue function's first start in this stack (its cold
         # start is the benchmark's: docs/performance.md).
         call("GET", "/v1/bouquets?limit=24", expect_status=200)
-        page = self.page()
-        # When the first card enters the grid, by the page's own clock (0 = navigation start).
-        page.add_init_script("""new MutationObserver((_, observer) => {
-            if (document.querySelector('#catalogue [data-bouquet]')) {
-                window.__firstCard = performance.now();
-                observer.disconnect();
-            }
-        }).observe(document, { childList: true, subtree: true });""")
-        sizes = []
-        page.on("requestfinished", lambda request: sizes.append((request.url, request.sizes())))
-        page.goto(f"{BASE}/")
-        page.wait_for_function("document.body.dataset.ready === 'yes'")
-        page.wait_for_load_state("networkidle")
-        first_card = page.evaluate("window.__firstCard")
+        # Three cold loads, each in a new browser context; the budget holds for their median
+        # (one load on two cores busy with CI's cross-compile measured 501 ms once).
+        loads = []
+        for _ in range(3):
+            page = self.page()
+            # When the first card enters the grid, by the page's own clock (0 = navigation start).
+            page.add_init_script("""new MutationObserver((_, observer) => {
+                if (document.querySelector('#catalogue [data-bouquet]')) {
+                    window.__firstCard = performance.now();
+                    observer.disconnect();
+                }
+            }).observe(document, { childList: true, subtree: true });""")
+            sizes = []
+            page.on("requestfinished", lambda request, sizes=sizes: sizes.append((request.url, request.sizes())))
+            page.goto(f"{BASE}/")
+            page.wait_for_function("document.body.dataset.ready === 'yes'")
+            page.wait_for_load_state("networkidle")
+            loads.append((page.evaluate("window.__firstCard"), sizes))
+        first_card = sorted(t for t, _ in loads)[1]
+        sizes = loads[0][1]
         size = lambda s: s["responseBodySize"] + s["responseHeadersSize"]
         photos = [(u, s) for u, s in sizes if "/photos/" in u]
         rest = [(u, s) for u, s in sizes if "/photos/" not in u]
@@ -937,7 +943,7 @@ class Console(unittest.TestCase):
         photo_bytes = sum(size(s) for _, s in photos)
         print(f"\nstorefront first load: {len(rest)} requests, {page_bytes / 1024:.1f} KiB without photos; "
               f"{len(photos)} photos in or near the first viewport, {photo_bytes / 1024:.1f} KiB; "
-              f"first card after {first_card:.0f} ms", flush=True)
+              f"first card after {first_card:.0f} ms (median of three cold loads)", flush=True)
         self.assertGreater(len(rest), 3, "the page, its script modules and the catalogue were loaded")
         # Compressed as CloudFront compresses (Compress: true).
         self.assertLess(page_bytes, 100 * 1024)
