@@ -647,6 +647,29 @@ class Console(unittest.TestCase):
         filters.get_by_role("button", name="Show").click()
         expect(page.locator("#f-maxPrice-error")).to_contain_text("must not be below minPrice")
 
+    def test_the_storefront_sorts_the_whole_catalogue_freshest_first(self):
+        shop = Shop()
+        vase = shop.vase()
+        fresh = shop.bouquet("Dahlias", "612.00", vase["vaseId"])["bouquetId"]
+        publish(vase, [("telemetry", reading(water=100))])
+        eventually(lambda: call("GET", f"/v1/bouquets/{fresh}", expect_status=200)["freshness"] is not None,
+                   "the reading gave the bouquet a score")
+        unscored = shop.bouquet("Asters", "612.50")["bouquetId"]
+        page = self.page()
+        self.open(page, "/")
+        filters = page.get_by_role("form", name="Filter the bouquets")
+        # A price range only this shop's bouquets are in, so the order is theirs alone.
+        filters.get_by_label("From").fill("611")
+        filters.get_by_label("To").fill("613")
+        order = "() => [...document.querySelectorAll('#catalogue [data-bouquet]')].map((c) => c.dataset.bouquet)"
+        for sort, expected in [("newest first", [unscored, fresh]), ("freshest first", [fresh, unscored]),
+                               ("newest first", [unscored, fresh])]:
+            filters.get_by_label("Sort").select_option(label=sort)
+            filters.get_by_role("button", name="Show").click()
+            page.wait_for_function(f"JSON.stringify(({order})()) === {json.dumps(json.dumps(expected))}",
+                                   timeout=10_000)
+        self.no_reload(page)
+
     def test_a_customer_signs_up_buys_and_is_made_a_vendor_through_the_user_pool(self):
         """The deployed sign-in path: Cognito's API (the emulator's pool) and its ID tokens."""
         shop = Shop()

@@ -1,9 +1,9 @@
-//! `GET /v1/bouquets`: the public catalogue of bouquets available now, newest first,
-//! optionally one vendor's (`?vendorId=`), in a price range (`?minPrice=&maxPrice=`) or at
-//! least this fresh (`?minFreshness=`). Paginated with `?limit=` and `?cursor=`.
+//! `GET /v1/bouquets`: the public catalogue of bouquets available now, newest first or
+//! freshest first (`?sort=freshness`), or one vendor's newest first (`?vendorId=`), in a
+//! price range (`?minPrice=&maxPrice=`) or at least this fresh (`?minFreshness=`).
+//! Paginated with `?limit=` and `?cursor=`.
 
 use bouquet_app::bouquets;
-use bouquet_app::domain::{FieldError, VendorId};
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, Reply, Route};
@@ -17,19 +17,14 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let limit = ctx.limit()?;
-    let vendor = match ctx.query("vendorId") {
-        Some(raw) => Some(
-            VendorId::parse(raw)
-                .map_err(|e| ApiError::Invalid(vec![FieldError::new("query/vendorId", e)]))?,
-        ),
-        None => None,
-    };
-    let filter = bouquets::parse_filter(
+    let (scope, filter) = bouquets::parse_browse(
+        ctx.query("vendorId"),
+        ctx.query("sort"),
         ctx.query("minPrice"),
         ctx.query("maxPrice"),
         ctx.query("minFreshness"),
     )?;
-    let page = bouquets::catalogue(&ctx.app, vendor, &filter, ctx.cursor(), limit, ctx.now).await?;
+    let page = bouquets::catalogue(&ctx.app, scope, &filter, ctx.cursor(), limit, ctx.now).await?;
     let items = bouquets::with_shop_names(&ctx.app, &page.items, ctx.now).await?;
     // Shared caches (CloudFront in front of the API) may hold an anonymous page briefly;
     // availability is re-checked at reservation. A signed-in caller (a vendor managing its

@@ -349,6 +349,7 @@ mod tests {
             QueryKey::Only(
                 [
                     "vendorId",
+                    "sort",
                     "limit",
                     "cursor",
                     "minPrice",

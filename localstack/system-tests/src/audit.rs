@@ -53,6 +53,7 @@ pub const INVARIANTS: &[Invariant] = &[
     delivery_details_stay_with_their_readers,
     suspended_shops_sell_nothing,
     bouquets_show_their_latest_photo,
+    catalogue_indexes_hold_the_listed_bouquets_at_their_score,
 ];
 
 /// How long after its lease (or after the gateway left it unanswered) a payment may stay
@@ -709,9 +710,9 @@ pub async fn scan(client: &aws_sdk_dynamodb::Client, table: &str) -> Result<Vec<
         .collect())
 }
 
-/// A suspended shop's bouquets are all off sale (flagged, out of the catalogue index, in no
-/// order placed after the suspension if they were listed before it), and a bouquet is off sale
-/// only while its shop is suspended.
+/// A suspended shop's bouquets are all off sale (flagged with the time, out of the catalogue
+/// index, in no order created after that time or the shop's), and a bouquet is off sale only
+/// while its shop is suspended.
 pub fn suspended_shops_sell_nothing(evidence: &Evidence) -> Check {
     let mut violations = Vec::new();
     let suspended_since: HashMap<&str, i64> = with_prefix(&evidence.items, "VENDOR#")
@@ -734,15 +735,19 @@ pub fn suspended_shops_sell_nothing(evidence: &Evidence) -> Check {
                         "bouquet {id} of a suspended shop is in the catalogue"
                     ));
                 }
-                // Listed before the suspension, it cannot be in an order placed after it (the
-                // suspension takes the shop's bouquets off sale before it marks the shop).
-                let listed_before = n(bouquet, "listedAt") < *since;
+                // Taken off sale at `suspendedAt` (stamped after the read its write was
+                // conditioned on), it is in no order created after that.
+                let off_sale_at = bouquet["suspendedAt"].as_i64();
+                let since_flag = off_sale_at.unwrap_or(*since);
+                if flagged && off_sale_at.is_none() {
+                    violations.push(format!("bouquet {id} is off sale without a time"));
+                }
                 let ordered_after = orders(evidence)
                     .into_iter()
-                    .any(|o| n(o, "createdAt") > *since && order_bouquets(o).contains(&id));
-                if listed_before && ordered_after {
+                    .any(|o| n(o, "createdAt") > since_flag && order_bouquets(o).contains(&id));
+                if ordered_after {
                     violations.push(format!(
-                        "bouquet {id} was reserved after its shop's suspension"
+                        "bouquet {id} was reserved after its shop's suspension took it off sale"
                     ));
                 }
             }
@@ -803,6 +808,47 @@ pub fn bouquets_show_their_latest_photo(evidence: &Evidence) -> Check {
     Check {
         name: "every bouquet shows its latest processed photo",
         checked: ready.len() + evidence.journal.photo_uploads.len(),
+        violations,
+    }
+}
+
+/// Every bouquet is in the catalogue's indexes exactly while it is listed (available or held,
+/// its shop trading: `catalogueShard`), by its id (`catalogueSort`) and by the score its vase
+/// last gave it (`freshnessSort`, which every write of the score moves with it).
+pub fn catalogue_indexes_hold_the_listed_bouquets_at_their_score(evidence: &Evidence) -> Check {
+    let mut violations = Vec::new();
+    let bouquets: Vec<&Value> = with_prefix(&evidence.items, "BOUQUET#")
+        .filter(|b| s(b, "sk") == "BOUQUET")
+        .collect();
+    for bouquet in &bouquets {
+        let id = s(bouquet, "bouquetId");
+        let listed = matches!(s(bouquet, "status"), "available" | "reserved")
+            && bouquet["suspended"] != true;
+        let indexed = bouquet.get("catalogueShard").is_some();
+        if listed != indexed {
+            violations.push(format!(
+                "bouquet {id} ({}) is {}in the catalogue",
+                s(bouquet, "status"),
+                if indexed { "" } else { "not " }
+            ));
+        }
+        if indexed && s(bouquet, "catalogueSort") != id {
+            violations.push(format!("bouquet {id} is out of place in the newest order"));
+        }
+        let at_score = match bouquet["freshness"].as_u64() {
+            Some(score) => format!("{score:03}#{id}"),
+            None => format!("-#{id}"),
+        };
+        if s(bouquet, "freshnessSort") != at_score {
+            violations.push(format!(
+                "bouquet {id} sits at {:?} in the freshness order, not {at_score:?}",
+                s(bouquet, "freshnessSort")
+            ));
+        }
+    }
+    Check {
+        name: "the catalogue's indexes hold the listed bouquets, each at its score",
+        checked: bouquets.len(),
         violations,
     }
 }

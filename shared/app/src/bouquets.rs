@@ -7,7 +7,7 @@ use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::identity::{Identity, NotAllowed};
 use bouquet_domain::{Bouquet, BouquetId, DomainError, FieldError, Timestamp, VendorId};
 use bouquet_store::retry::Retry;
-use bouquet_store::{CatalogueFilter, Page, StoreError};
+use bouquet_store::{CatalogueFilter, CatalogueSort, Page, StoreError};
 
 use crate::App;
 
@@ -50,23 +50,77 @@ pub async fn bouquet(app: &App, bouquet_id: BouquetId) -> Result<Bouquet, Bouque
         .ok_or(BouquetError::NotFound)
 }
 
-/// A page of the available catalogue, or of one vendor's bouquets, newest first, narrowed by
-/// `filter`.
+/// Which bouquets a catalogue page reads, in which order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CatalogueScope {
+    /// Every shop's, in one of the orders an index serves.
+    All(CatalogueSort),
+    /// One shop's, newest first (its own partition of `VendorIndex`; no other order is
+    /// offered for it).
+    Shop(VendorId),
+}
+
+/// A page of the available catalogue, narrowed by `filter`.
 pub async fn catalogue(
     app: &App,
-    vendor_id: Option<VendorId>,
+    scope: CatalogueScope,
     filter: &CatalogueFilter,
     cursor: Option<&str>,
     limit: usize,
     now: Timestamp,
 ) -> Result<Page<Bouquet>, StoreError> {
-    match vendor_id {
-        Some(vendor_id) => {
+    match scope {
+        CatalogueScope::Shop(vendor_id) => {
             app.store
                 .vendor_catalogue(vendor_id, filter, cursor, limit, now)
                 .await
         }
-        None => app.store.catalogue(filter, cursor, limit, now).await,
+        CatalogueScope::All(sort) => app.store.catalogue(filter, sort, cursor, limit, now).await,
+    }
+}
+
+/// Reads a catalogue request's query: `vendorId`, `sort` (`newest`, the default, or
+/// `freshness`) and the filters (`parse_filter`); every problem a field error named by its
+/// parameter.
+pub fn parse_browse(
+    vendor_id: Option<&str>,
+    sort: Option<&str>,
+    min_price: Option<&str>,
+    max_price: Option<&str>,
+    min_freshness: Option<&str>,
+) -> Result<(CatalogueScope, CatalogueFilter), Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let vendor_id = vendor_id.and_then(|raw| {
+        VendorId::parse(raw)
+            .map_err(|e| errors.push(FieldError::new("query/vendorId", e)))
+            .ok()
+    });
+    let sort = match sort {
+        None | Some("newest") => Some(CatalogueSort::Newest),
+        Some("freshness") => Some(CatalogueSort::Freshness),
+        Some(_) => {
+            errors.push(FieldError::new("query/sort", "must be newest or freshness"));
+            None
+        }
+    };
+    let scope = match (vendor_id, sort) {
+        (Some(vendor_id), Some(CatalogueSort::Newest)) => Some(CatalogueScope::Shop(vendor_id)),
+        (Some(_), Some(_)) => {
+            errors.push(FieldError::new(
+                "query/sort",
+                "one shop's bouquets are listed newest first only",
+            ));
+            None
+        }
+        (None, Some(sort)) => Some(CatalogueScope::All(sort)),
+        (_, None) => None,
+    };
+    let filter = parse_filter(min_price, max_price, min_freshness)
+        .map_err(|more| errors.extend(more))
+        .ok();
+    match (scope, filter) {
+        (Some(scope), Some(filter)) if errors.is_empty() => Ok((scope, filter)),
+        _ => Err(errors),
     }
 }
 

@@ -177,6 +177,10 @@ async fn mark_bouquet(
             return Ok(false);
         };
         let mut changed = read.clone();
+        // Stamped after the read, not at the request's start: every order holding the
+        // bouquet committed before this read (else the write below fails and reads again),
+        // so no order created after `suspendedAt` can hold it (the auditor checks this).
+        let now = now.max(app.clock.now());
         if !changed.set_suspended(suspended, now) {
             return Ok(false);
         }

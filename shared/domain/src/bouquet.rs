@@ -49,8 +49,9 @@ pub struct Bouquet {
     pub freshness: Option<u8>,
     /// The vendor's photo, once one was uploaded and processed.
     pub photo: Option<Photo>,
-    /// Its shop is suspended: off the catalogue, not for sale, whatever its status.
-    pub suspended: bool,
+    /// When it was taken off sale with its suspended shop (`None` while the shop trades):
+    /// off the catalogue, not for sale, whatever its status.
+    pub suspended_at: Option<Timestamp>,
     pub listed_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -144,7 +145,7 @@ impl Bouquet {
             version: 1,
             freshness: None,
             photo: None,
-            suspended: false,
+            suspended_at: None,
             listed_at: now,
             updated_at: now,
         }
@@ -153,7 +154,7 @@ impl Bouquet {
     /// Available, or held by a reservation whose deadline has passed, and its shop not
     /// suspended.
     pub fn is_available(&self, now: Timestamp) -> bool {
-        if self.suspended {
+        if self.is_suspended() {
             return false;
         }
         match self.status {
@@ -284,13 +285,18 @@ impl Bouquet {
         }
     }
 
+    /// Its shop is suspended: off the catalogue, not for sale.
+    pub fn is_suspended(&self) -> bool {
+        self.suspended_at.is_some()
+    }
+
     /// Takes the bouquet off sale with its suspended shop (`true`), or puts it back
     /// (`false`). `false`, and no change, when it already is so.
     pub fn set_suspended(&mut self, suspended: bool, now: Timestamp) -> bool {
-        if self.suspended == suspended {
+        if self.is_suspended() == suspended {
             return false;
         }
-        self.suspended = suspended;
+        self.suspended_at = suspended.then_some(now);
         self.touch(now);
         true
     }
@@ -329,7 +335,7 @@ impl Bouquet {
             },
             freshness: self.freshness,
             photo: self.photo.clone(),
-            suspended: self.suspended,
+            suspended: self.is_suspended(),
             version: self.version,
             vendor_name: None,
             listed_at: self.listed_at,

@@ -1,6 +1,8 @@
 use bouquet_domain::events::DomainEvent;
 use bouquet_domain::{Bouquet, BouquetId, Timestamp, VendorId};
 
+use aws_sdk_dynamodb::types::AttributeValue;
+
 use crate::cursor::{self, Page};
 use crate::error::{Conflict, StoreError, Target};
 use crate::idempotency::IdempotencyPut;
@@ -51,6 +53,76 @@ impl CatalogueFilter {
     }
 }
 
+/// The orders the whole catalogue can be read in, each served by its own sparse index over
+/// the listed bouquets (`infra/data-model.md`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CatalogueSort {
+    /// `CatalogueIndex`, by id (a ULID): the newest listing first.
+    #[default]
+    Newest,
+    /// `CatalogueFreshnessIndex`, by `keys::freshness_sort`: the freshest first, unscored last.
+    Freshness,
+}
+
+impl CatalogueSort {
+    fn index(self) -> &'static str {
+        match self {
+            Self::Newest => keys::INDEX_CATALOGUE,
+            Self::Freshness => keys::INDEX_CATALOGUE_FRESHNESS,
+        }
+    }
+
+    fn attribute(self) -> &'static str {
+        match self {
+            Self::Newest => "catalogueSort",
+            Self::Freshness => "freshnessSort",
+        }
+    }
+
+    /// The newest order's cursor is the shards' positions alone (as before the other
+    /// orders); another order's names it, so that no cursor continues a different order.
+    fn encode_cursor(self, shards: Vec<ShardPosition>) -> String {
+        match self {
+            Self::Newest => cursor::encode(&shards),
+            Self::Freshness => cursor::encode(&SortedCursor {
+                order: self.name().to_owned(),
+                shards,
+            }),
+        }
+    }
+
+    fn decode_cursor(self, text: &str) -> Result<Vec<ShardPosition>, StoreError> {
+        match self {
+            Self::Newest => cursor::decode(text),
+            Self::Freshness => {
+                let sorted: SortedCursor = cursor::decode(text)?;
+                if sorted.order == self.name() {
+                    Ok(sorted.shards)
+                } else {
+                    Err(StoreError::InvalidCursor)
+                }
+            }
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Newest => "newest",
+            Self::Freshness => "freshness",
+        }
+    }
+
+    /// The bouquet id in one of this index's sort values; `None` when the value is not one
+    /// (a cursor made for another sort, or forged).
+    fn bouquet_id(self, value: &str) -> Option<&str> {
+        let id = match self {
+            Self::Newest => value,
+            Self::Freshness => keys::freshness_sort_id(value)?,
+        };
+        BouquetId::parse(id).is_ok().then_some(id)
+    }
+}
+
 /// Available (as above) and still at the version that was read.
 pub(crate) fn available_at_version(version: u64, now: Timestamp) -> Expr {
     let available = available_at(now);
@@ -95,6 +167,15 @@ fn replace_all_but(item: Item, keep: &[&str], optional: &[&str]) -> Expr {
 
 pub(crate) fn bouquet_key(id: &str) -> Item {
     keys::key(keys::bouquet_pk(id), keys::BOUQUET_SK)
+}
+
+/// A cursor of an order other than the newest.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SortedCursor {
+    #[serde(rename = "o")]
+    order: String,
+    #[serde(rename = "s")]
+    shards: Vec<ShardPosition>,
 }
 
 /// Where one catalogue shard's reading stands in a cursor.
@@ -182,7 +263,7 @@ impl Store {
             Target::Bouquet(changed.bouquet_id),
             &self.table,
             bouquet_key(&changed.bouquet_id.to_string()),
-            replace_all_but(item, &["freshness", "freshnessAt"], BouquetItem::OPTIONAL),
+            replace_all_but(item, BouquetItem::SCORE, BouquetItem::OPTIONAL),
             available_at_version(read_version, now),
         )?;
         tx.event(&self.table, event)?;
@@ -202,7 +283,7 @@ impl Store {
             Target::Bouquet(changed.bouquet_id),
             &self.table,
             bouquet_key(&changed.bouquet_id.to_string()),
-            replace_all_but(item, &["freshness", "freshnessAt"], BouquetItem::OPTIONAL),
+            replace_all_but(item, BouquetItem::SCORE, BouquetItem::OPTIONAL),
             Expr::new("version = :readVersion").n(":readVersion", read_version),
         )?;
         tx.commit(self).await
@@ -255,23 +336,24 @@ impl Store {
         })
     }
 
-    /// The public catalogue, newest first: reads every shard of the catalogue index in
+    /// The public catalogue in `sort`'s order: reads every shard of that sort's index in
     /// parallel and merges them. The cursor keeps each shard's position.
     pub async fn catalogue(
         &self,
         filter: &CatalogueFilter,
+        sort: CatalogueSort,
         cursor: Option<&str>,
         limit: usize,
         now: Timestamp,
     ) -> Result<Page<Bouquet>, StoreError> {
         let positions: Vec<ShardPosition> = match cursor {
-            Some(text) => cursor::decode(text)?,
+            Some(text) => sort.decode_cursor(text)?,
             None => vec![ShardPosition::Start; CATALOGUE_SHARDS as usize],
         };
         if positions.len() != CATALOGUE_SHARDS as usize
-            || positions
-                .iter()
-                .any(|p| matches!(p, ShardPosition::After(id) if BouquetId::parse(id).is_err()))
+            || positions.iter().any(
+                |p| matches!(p, ShardPosition::After(value) if sort.bouquet_id(value).is_none()),
+            )
         {
             return Err(StoreError::InvalidCursor);
         }
@@ -282,63 +364,74 @@ impl Store {
                 let after = match position {
                     ShardPosition::Done => return Ok::<_, StoreError>(None),
                     ShardPosition::Start => None,
-                    ShardPosition::After(id) => Some(id.as_str()),
+                    ShardPosition::After(value) => Some(value.as_str()),
                 };
-                let shard_key = keys::catalogue_shard_key(shard as u32);
                 let page = self
                     .query_index(
                         IndexQuery {
-                            index: keys::INDEX_CATALOGUE,
+                            index: sort.index(),
                             partition_attr: "catalogueShard",
-                            partition: shard_key.clone(),
-                            sort_attr: "catalogueSort",
+                            partition: keys::catalogue_shard_key(shard as u32),
+                            sort_attr: sort.attribute(),
                             filter: Some(filter.expr(now)),
                             newest_first: true,
                             after,
                             sort_between: None,
                             limit,
                         },
-                        bouquet_key,
+                        |value| bouquet_key(sort.bouquet_id(value).unwrap_or_default()),
                     )
                     .await?;
                 let bouquets = page
                     .items
                     .into_iter()
-                    .map(decode_bouquet)
+                    .map(|item| {
+                        // Merged by the index's own value, as DynamoDB ordered the shard.
+                        let place = match item.get(sort.attribute()) {
+                            Some(AttributeValue::S(value)) => value.clone(),
+                            _ => {
+                                return Err(StoreError::corrupt(
+                                    "an index entry without its sort key",
+                                ))
+                            }
+                        };
+                        Ok((place, decode_bouquet(item)?))
+                    })
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(Some((bouquets, page.resume_after.is_some())))
             });
         let shards = futures::future::try_join_all(reads).await?;
 
-        // Merge newest first and take `limit`; each shard resumes after its last item taken.
-        let mut merged: Vec<(usize, Bouquet)> = shards
+        // Merge in descending index order and take `limit`; each shard resumes after its last
+        // item taken.
+        let mut merged: Vec<(usize, &String, &Bouquet)> = shards
             .iter()
             .enumerate()
             .flat_map(|(s, page)| {
                 page.iter()
-                    .flat_map(move |(items, _)| items.iter().map(move |b| (s, b.clone())))
+                    .flat_map(move |(items, _)| items.iter().map(move |(place, b)| (s, place, b)))
             })
             .collect();
-        merged.sort_by_key(|(_, b)| std::cmp::Reverse(b.bouquet_id));
+        merged.sort_by(|a, b| b.1.cmp(a.1));
         merged.truncate(limit);
         let mut next = positions.clone();
         for (shard, page) in shards.iter().enumerate() {
             let Some((items, more)) = page else { continue };
-            let taken: Vec<&Bouquet> = merged
+            let taken: Vec<&String> = merged
                 .iter()
-                .filter(|(s, _)| *s == shard)
-                .map(|(_, b)| b)
+                .filter(|(s, _, _)| *s == shard)
+                .map(|(_, place, _)| *place)
                 .collect();
             next[shard] = match taken.last() {
                 _ if taken.len() == items.len() && !more => ShardPosition::Done,
-                Some(last) => ShardPosition::After(last.bouquet_id.to_string()),
+                Some(last) => ShardPosition::After((*last).clone()),
                 None => positions[shard].clone(),
             };
         }
         let finished = next.iter().all(|p| *p == ShardPosition::Done);
         Ok(Page {
-            items: merged.into_iter().map(|(_, b)| b).collect(),
-            next_cursor: (!finished).then(|| cursor::encode(&next)),
+            items: merged.into_iter().map(|(_, _, b)| b.clone()).collect(),
+            next_cursor: (!finished).then(|| sort.encode_cursor(next)),
         })
     }
 

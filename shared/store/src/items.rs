@@ -108,6 +108,9 @@ pub struct BouquetItem {
     /// `true` while the shop is suspended (absent otherwise): off the catalogue index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspended: Option<bool>,
+    /// When the bouquet was taken off sale with its shop (absent while the shop trades).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended_at: Option<i64>,
     /// The photo's sizes (a map); absent until one was processed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub photo: Option<bouquet_domain::photo::Photo>,
@@ -118,11 +121,19 @@ pub struct BouquetItem {
     pub catalogue_shard: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catalogue_sort: Option<String>,
+    /// Always present (`keys::freshness_sort`), moved with every score: the bouquet is in
+    /// `CatalogueFreshnessIndex` exactly while `catalogueShard` is, i.e. while listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freshness_sort: Option<String>,
     pub vendor_key: String,
     pub vendor_sort: String,
 }
 
 impl BouquetItem {
+    /// The attributes the bouquet's vase writes (`Store::save_reading`): a vendor's or an
+    /// administrator's write leaves them as they are.
+    pub const SCORE: &'static [&'static str] = &["freshness", "freshnessAt", "freshnessSort"];
+
     /// Attributes a bouquet item carries only in some states.
     pub const OPTIONAL: &'static [&'static str] = &[
         "vaseId",
@@ -132,11 +143,12 @@ impl BouquetItem {
         "catalogueSort",
         "photo",
         "suspended",
+        "suspendedAt",
     ];
 
     pub fn from_domain(b: &Bouquet) -> Self {
         let id = b.bouquet_id.to_string();
-        let listed = !b.suspended
+        let listed = !b.is_suspended()
             && matches!(
                 b.status,
                 BouquetStatus::Available | BouquetStatus::Reserved { .. }
@@ -164,11 +176,13 @@ impl BouquetItem {
             version: b.version,
             freshness: b.freshness,
             photo: b.photo.clone(),
-            suspended: b.suspended.then_some(true),
+            suspended: b.is_suspended().then_some(true),
+            suspended_at: b.suspended_at.map(Timestamp::as_millis),
             listed_at: b.listed_at.as_millis(),
             updated_at: b.updated_at.as_millis(),
             catalogue_shard: listed.then(|| keys::catalogue_shard(&id)),
             catalogue_sort: listed.then(|| id.clone()),
+            freshness_sort: Some(keys::freshness_sort(b.freshness, &id)),
             vendor_key: keys::vendor_bouquets_key(&b.vendor_id.to_string()),
             vendor_sort: id.clone(),
             bouquet_id: id,
@@ -209,7 +223,12 @@ impl BouquetItem {
             version: self.version,
             freshness: self.freshness,
             photo: self.photo,
-            suspended: self.suspended.unwrap_or(false),
+            // Items flagged before `suspendedAt` was written: since their last change.
+            suspended_at: match (self.suspended, self.suspended_at) {
+                (_, Some(at)) => Some(Timestamp::from_millis(at)),
+                (Some(true), None) => Some(Timestamp::from_millis(self.updated_at)),
+                _ => None,
+            },
             listed_at: Timestamp::from_millis(self.listed_at),
             updated_at: Timestamp::from_millis(self.updated_at),
         })

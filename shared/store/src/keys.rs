@@ -15,6 +15,7 @@ pub const CATALOGUE_SHARDS: u32 = 4;
 pub const EXPIRY_SHARDS: u32 = 4;
 
 pub const INDEX_CATALOGUE: &str = "CatalogueIndex";
+pub const INDEX_CATALOGUE_FRESHNESS: &str = "CatalogueFreshnessIndex";
 pub const INDEX_VENDOR: &str = "VendorIndex";
 pub const INDEX_CUSTOMER: &str = "CustomerIndex";
 pub const INDEX_EXPIRY: &str = "OrderDueIndex";
@@ -123,6 +124,24 @@ pub fn catalogue_shard_key(shard: u32) -> String {
 
 pub fn catalogue_shard(bouquet_id: &str) -> String {
     catalogue_shard_key(shard_of(bouquet_id, CATALOGUE_SHARDS))
+}
+
+/// A bouquet's place in `CatalogueFreshnessIndex`: the score zero-padded, then the id, so
+/// a descending read gives the freshest first, the newest first among equal scores, and the
+/// bouquets no vase has scored yet last (`-` sorts below every digit).
+pub fn freshness_sort(freshness: Option<u8>, bouquet_id: &str) -> String {
+    match freshness {
+        Some(score) => format!("{score:03}#{bouquet_id}"),
+        None => format!("-#{bouquet_id}"),
+    }
+}
+
+/// The bouquet id in a `freshness_sort` value, when the value has that shape.
+pub fn freshness_sort_id(value: &str) -> Option<&str> {
+    let (score, id) = value.split_once('#')?;
+    let score_ok =
+        score == "-" || (score.len() == 3 && score.parse::<u8>().is_ok_and(|s| s <= 100));
+    score_ok.then_some(id)
 }
 
 pub fn expiry_shard_key(shard: u32) -> String {

@@ -31,7 +31,7 @@ pub use analytics::{CounterDelta, DayCounters};
 pub use bouquet_aws::describe;
 /// The one retry policy, re-exported for the store's callers.
 pub use bouquet_retry as retry;
-pub use bouquets::CatalogueFilter;
+pub use bouquets::{CatalogueFilter, CatalogueSort};
 pub use carts::CartRefusal;
 pub use connections::{
     initial_shards, Admitted, ConnectionLimit, Digested, LiveConnection, Subscribed,

@@ -236,6 +236,54 @@ impl Store {
         transition: &OrderWrite<'_>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
+        // A bouquet returned to sale while its shop is suspended is available but stays off
+        // the catalogue's indexes (the suspension's sweep may have passed it while it was
+        // sold). Which ones are is learnt from the failed condition, so the common case
+        // costs no read; the flag may move meanwhile, hence a few rounds.
+        let mut off_sale = std::collections::HashSet::new();
+        for _ in 0..3 {
+            match self.transition_order_once(transition, &off_sale, now).await {
+                Err(StoreError::ConditionFailed(conflicts)) => {
+                    let mut moved = false;
+                    for conflict in &conflicts {
+                        let Target::Bouquet(id) = conflict.target else {
+                            continue;
+                        };
+                        let returned = transition
+                            .effects
+                            .iter()
+                            .any(|(b, e)| *b == id && *e == BouquetEffect::Return);
+                        let Some(bouquet) = conflict.bouquet().filter(|_| returned) else {
+                            continue;
+                        };
+                        let sold_to_order = matches!(bouquet.status, bouquet_domain::BouquetStatus::Sold { order_id } if order_id == transition.order.order_id);
+                        if sold_to_order && bouquet.is_suspended() != off_sale.contains(&id) {
+                            moved = true;
+                            if bouquet.is_suspended() {
+                                off_sale.insert(id);
+                            } else {
+                                off_sale.remove(&id);
+                            }
+                        }
+                    }
+                    if !moved {
+                        return Err(StoreError::ConditionFailed(conflicts));
+                    }
+                }
+                other => return other,
+            }
+        }
+        Err(StoreError::Contention(vec![Target::Order(
+            transition.order.order_id,
+        )]))
+    }
+
+    async fn transition_order_once(
+        &self,
+        transition: &OrderWrite<'_>,
+        off_sale: &std::collections::HashSet<BouquetId>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
         let OrderWrite {
             order,
             read_version,
@@ -274,6 +322,8 @@ impl Store {
                 BouquetEffect::Release => Expr::new("SET #status = :available, updatedAt = :now REMOVE reservedUntil, orderId ADD version :one").s(":available", "available"),
                 // Back in the catalogue, where a listed bouquet is indexed.
                 BouquetEffect::Withdraw => Expr::new("SET #status = :withdrawn, updatedAt = :now REMOVE orderId ADD version :one").s(":withdrawn", "withdrawn"),
+                BouquetEffect::Return if off_sale.contains(bouquet_id) => Expr::new("SET #status = :available, updatedAt = :now REMOVE orderId ADD version :one")
+                    .s(":available", "available"),
                 BouquetEffect::Return => Expr::new("SET #status = :available, updatedAt = :now, catalogueShard = :shard, catalogueSort = :sort REMOVE orderId ADD version :one")
                     .s(":available", "available")
                     .s(":shard", crate::keys::catalogue_shard(&bouquet_id.to_string()))
@@ -281,13 +331,26 @@ impl Store {
             }
             .n(":now", now.as_millis())
             .n(":one", 1);
+            let sold_to_order = || {
+                Expr::new("orderId = :orderId AND #status = :soldStatus")
+                    .name("#status", "status")
+                    .s(":orderId", order.order_id.to_string())
+                    .s(":soldStatus", "sold")
+            };
             let condition = match effect {
-                BouquetEffect::Return | BouquetEffect::Withdraw => {
-                    Expr::new("orderId = :orderId AND #status = :soldStatus")
-                        .name("#status", "status")
-                        .s(":orderId", order.order_id.to_string())
-                        .s(":soldStatus", "sold")
+                BouquetEffect::Return => {
+                    let shop = if off_sale.contains(bouquet_id) {
+                        "attribute_exists(suspended)"
+                    } else {
+                        "attribute_not_exists(suspended)"
+                    };
+                    let sold = sold_to_order();
+                    Expr {
+                        text: format!("{} AND {shop}", sold.text),
+                        ..sold
+                    }
                 }
+                BouquetEffect::Withdraw => sold_to_order(),
                 _ => held_by_order.clone(),
             };
             tx.update(

@@ -524,7 +524,7 @@ impl Store {
                 // A score that is news is a new version of the bouquet: its event carries that
                 // version, so consumers order it with the bouquet's other events.
                 Some(version) => (
-                    Expr::new("SET freshness = :score, freshnessAt = :at, version = :next")
+                    Expr::new("SET freshness = :score, freshnessAt = :at, freshnessSort = :sort, version = :next")
                         .n(":next", version + 1),
                     Expr {
                         text: format!("{} AND version = :readVersion", still_in_vase.text),
@@ -535,7 +535,7 @@ impl Store {
                 // A small move is a measurement only: no version, so it fails no concurrent
                 // reservation or edit.
                 None => (
-                    Expr::new("SET freshness = :score, freshnessAt = :at"),
+                    Expr::new("SET freshness = :score, freshnessAt = :at, freshnessSort = :sort"),
                     still_in_vase,
                 ),
             };
@@ -545,6 +545,10 @@ impl Store {
                 crate::bouquets::bouquet_key(&bouquet_id.to_string()),
                 update
                     .n(":score", score)
+                    .s(
+                        ":sort",
+                        keys::freshness_sort(Some(score), &bouquet_id.to_string()),
+                    )
                     .n(":at", reading.sent_at.as_millis()),
                 condition,
             )?;

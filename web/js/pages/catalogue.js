@@ -75,7 +75,8 @@ export async function catalogue() {
   const more = h("button", { type: "button", class: "secondary", hidden: true }, "Show more");
   const known = new Map();
   let cursor = null;
-  // The filters, as the API takes them (no Scan: a filter on the catalogue's index).
+  // The filters and the order, as the API takes them (no Scan: a filter on the index that
+  // serves the order).
   let filters = {};
   const matches = (b) =>
     (!filters.vendorId || b.vendorId === filters.vendorId)
@@ -109,7 +110,7 @@ export async function catalogue() {
     onsubmit: (e) => {
       e.preventDefault();
       const data = Object.fromEntries(new FormData(filterForm));
-      filters = { ...filters, minPrice: data.minPrice, maxPrice: data.maxPrice, minFreshness: data.minFreshness };
+      filters = { ...filters, minPrice: data.minPrice, maxPrice: data.maxPrice, minFreshness: data.minFreshness, sort: data.sort };
       clearErrors(filterForm);
       attempt(async () => {
         try {
@@ -124,8 +125,9 @@ export async function catalogue() {
     field("From", { name: "minPrice", inputmode: "decimal", size: 6 }, "€"),
     field("To", { name: "maxPrice", inputmode: "decimal", size: 6 }, "€"),
     field("Freshness", { tag: "select", name: "minFreshness", options: [["", "any"], ["40", "40 or more"], ["70", "70 or more"]] }),
+    field("Sort", { tag: "select", name: "sort", options: [["", "newest first"], ["freshness", "freshest first"]] }),
     h("p", {}, h("button", { type: "submit", class: "secondary" }, "Show"))),
-  h("p", { class: "muted" }, "Newest first."));
+  h("p", { class: "muted" }, "Scores change live; the order is the one the page was read in."));
   more.addEventListener("click", () => attempt(load));
   show(h("h1", {}, "Fresh bouquets"), filterForm, grid, more);
   // A suspended shop's cards leave at once; reinstated, they are read again one by one (the
@@ -161,6 +163,11 @@ export async function catalogue() {
       }
     }
     page.items.forEach(put);
+    // Cards kept from before move to the page's order (only when it differs: moving a card
+    // would take the keyboard's focus from it).
+    const inOrder = page.items.map((b) => grid.querySelector(`[data-bouquet="${b.bouquetId}"]`)).filter(Boolean);
+    const current = [...grid.querySelectorAll(":scope > [data-bouquet]")];
+    if (inOrder.some((c, i) => current[i] !== c)) grid.append(...inOrder);
     grid.querySelector(":scope > p.muted")?.remove();
     if (!page.items.length) grid.append(h("p", { class: "muted" }, "No bouquets on sale right now."));
     cursor = page.nextCursor ?? null;

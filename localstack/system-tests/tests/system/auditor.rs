@@ -21,7 +21,7 @@ fn clean() -> Evidence {
                                         "city": "London", "country": "GB"},
                             "date": "2026-12-06"}}),
         json!({"pk": "BOUQUET#b1", "sk": "BOUQUET", "bouquetId": "b1", "status": "sold",
-               "orderId": "o1"}),
+               "orderId": "o1", "freshness": 7, "freshnessSort": "007#b1"}),
         json!({"pk": "SIMPAY#o1-0", "sk": "CHARGE", "outcome": "approved", "chargeId": "ch_1"}),
         json!({"pk": "OUTBOX#o1", "sk": "EVENT#1", "eventName": "OrderPaid", "eventId": "e1",
                "aggregateId": "o1", "occurredAt": NOW}),
@@ -127,7 +127,8 @@ fn a_suspended_shop_on_sale_and_an_older_photo_shown_are_caught() {
             "suspendedAt": NOW - 60_000}));
         evidence.items.push(
             json!({"pk": "BOUQUET#b2", "sk": "BOUQUET", "bouquetId": "b2",
-            "vendorId": "v2", "status": "available", "suspended": true}),
+            "vendorId": "v2", "status": "available", "suspended": true,
+            "suspendedAt": NOW - 30_000, "freshnessSort": "-#b2"}),
         );
         evidence
     };
@@ -145,6 +146,7 @@ fn a_suspended_shop_on_sale_and_an_older_photo_shown_are_caught() {
         .unwrap()
         .remove("suspended");
     on_sale.items.last_mut().unwrap()["catalogueShard"] = json!("CATALOGUE#1");
+    on_sale.items.last_mut().unwrap()["catalogueSort"] = json!("b2");
     assert_eq!(
         violations(&on_sale),
         vec![(
@@ -155,21 +157,28 @@ fn a_suspended_shop_on_sale_and_an_older_photo_shown_are_caught() {
             ]
         )]
     );
-    let mut reserved_after = with_suspended_shop();
-    reserved_after.items.last_mut().unwrap()["listedAt"] = json!(NOW - 120_000);
-    reserved_after
-        .items
-        .push(json!({"pk": "ORDER#o9", "sk": "ORDER", "orderId": "o9",
-        "customerId": "alice", "vendorId": "v2", "status": "cancelled", "createdAt": NOW,
-        "lines": [{"bouquetId": "b2"}]}));
-    assert!(
-        violations(&reserved_after)
-            .iter()
-            .any(|(_, v)| v
-                == &vec!["bouquet b2 was reserved after its shop's suspension".to_owned()])
+    // An order made while the suspension's sweep had not reached the bouquet yet (after the
+    // request began, before the bouquet was taken off sale) is a sale before it.
+    let order_at = |created_at: i64| {
+        let mut evidence = with_suspended_shop();
+        evidence
+            .items
+            .push(json!({"pk": "ORDER#o9", "sk": "ORDER", "orderId": "o9",
+            "customerId": "alice", "vendorId": "v2", "status": "cancelled",
+            "createdAt": created_at, "lines": [{"bouquetId": "b2"}]}));
+        evidence
+    };
+    assert_eq!(violations(&order_at(NOW - 45_000)), vec![]);
+    assert_eq!(
+        violations(&order_at(NOW)),
+        vec![(
+            "a suspended shop's bouquets are off sale, and only those",
+            vec!["bouquet b2 was reserved after its shop's suspension took it off sale".to_owned()]
+        )]
     );
     let mut stuck = clean();
     stuck.items[1]["suspended"] = json!(true);
+    stuck.items[1]["suspendedAt"] = json!(NOW);
     assert_eq!(
         failing(&stuck),
         ["a suspended shop's bouquets are off sale, and only those"]
@@ -284,7 +293,8 @@ fn each_planted_fault_is_caught_by_its_invariant() {
     let mut unrefunded_rejection = clean();
     unrefunded_rejection.items[0]["status"] = json!("rejected");
     unrefunded_rejection.items[1] = json!({"pk": "BOUQUET#b1", "sk": "BOUQUET",
-        "bouquetId": "b1", "status": "available"});
+        "bouquetId": "b1", "status": "available", "catalogueShard": "CATALOGUE#2",
+        "catalogueSort": "b1", "freshnessSort": "-#b1"});
     unrefunded_rejection.journal.frames.clear();
     let failures = violations(&unrefunded_rejection);
     let names: Vec<&str> = failures.iter().map(|(n, _)| *n).collect();
@@ -309,6 +319,10 @@ fn each_planted_fault_is_caught_by_its_invariant() {
         "withdrawn by the florist, yet on sale"
     );
     said_withdrawn.items[1]["status"] = json!("withdrawn");
+    said_withdrawn.items[1]
+        .as_object_mut()
+        .unwrap()
+        .retain(|name, _| !name.starts_with("catalogue"));
     assert_eq!(violations(&said_withdrawn), vec![]);
 
     let mut stuck = clean();
@@ -327,5 +341,32 @@ fn each_planted_fault_is_caught_by_its_invariant() {
         violations(&stuck),
         vec![],
         "its customer may still be authenticating"
+    );
+}
+
+#[test]
+fn a_bouquet_out_of_the_catalogue_or_at_an_old_score_is_caught() {
+    let name = "the catalogue's indexes hold the listed bouquets, each at its score";
+    let mut sold_but_listed = clean();
+    sold_but_listed.items[1]["catalogueShard"] = json!("CATALOGUE#2");
+    sold_but_listed.items[1]["catalogueSort"] = json!("b1");
+    assert_eq!(
+        violations(&sold_but_listed),
+        vec![(
+            name,
+            vec!["bouquet b1 (sold) is in the catalogue".to_owned()]
+        )]
+    );
+    let mut on_sale_unlisted = clean();
+    on_sale_unlisted.items[1]["status"] = json!("available");
+    assert!(failing(&on_sale_unlisted).contains(&name));
+    let mut old_score = clean();
+    old_score.items[1]["freshness"] = json!(64);
+    assert_eq!(
+        violations(&old_score),
+        vec![(
+            name,
+            vec!["bouquet b1 sits at \"007#b1\" in the freshness order, not \"064#b1\"".to_owned()]
+        )]
     );
 }

@@ -175,6 +175,7 @@ async fn the_catalogue_refuses_filters_it_cannot_read() {
     for (query, field) in [
         (("minPrice", "abc"), "query/minPrice"),
         (("minFreshness", "101"), "query/minFreshness"),
+        (("sort", "price"), "query/sort"),
     ] {
         let answer = cloud
             .call(
@@ -189,4 +190,84 @@ async fn the_catalogue_refuses_filters_it_cannot_read() {
             answer.body
         );
     }
+}
+
+#[tokio::test]
+async fn the_catalogue_reads_freshest_first_as_the_vases_scored_it() {
+    use system_tests::vases::reading;
+    use system_tests::T0;
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let (vase_a, vase_b) = (cloud.vase(&vendor).await, cloud.vase(&vendor).await);
+    let (a, b) = (
+        cloud.bouquet_in_vase(&vendor, &vase_a).await,
+        cloud.bouquet_in_vase(&vendor, &vase_b).await,
+    );
+    let unscored = cloud.bouquet(&vendor, "5.00").await;
+    // Through the ingest function: 85 (water 20 %) and 100.
+    cloud
+        .send_vase_messages(&[
+            reading(&vase_a, T0, 20.0, 18.0),
+            reading(&vase_b, T0, 80.0, 18.0),
+        ])
+        .await;
+    let read = |sort: &'static str, limit: &'static str, cursor: Option<String>| {
+        let mut request = ApiRequest::fixture("list-bouquets")
+            .query("sort", sort)
+            .query("limit", limit);
+        if let Some(cursor) = cursor {
+            request = request.query("cursor", &cursor);
+        }
+        cloud.call("list-bouquets", request)
+    };
+    let first = read("freshness", "2", None).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    let ids = |page: &Value| -> Vec<String> {
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["bouquetId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let scores: Vec<Value> = first.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["freshness"].clone())
+        .collect();
+    assert_eq!(scores, [100, 85]);
+    assert_eq!(ids(&first.body), [b.clone(), a.clone()]);
+    let cursor = first.body["nextCursor"].as_str().unwrap().to_owned();
+    let second = read("freshness", "2", Some(cursor.clone())).await;
+    assert_eq!(
+        ids(&second.body),
+        std::slice::from_ref(&unscored),
+        "the unscored last"
+    );
+    assert!(second.body["nextCursor"].is_null());
+    // Newest first by default; a cursor of one order is refused by the other.
+    let newest = read("newest", "5", None).await;
+    assert_eq!(ids(&newest.body), [unscored, b, a]);
+    let crossed = read("newest", "2", Some(cursor)).await;
+    assert_eq!(
+        (crossed.status, crossed.body["errors"][0]["field"].as_str()),
+        (400, Some("cursor"))
+    );
+    // One shop's page is newest first only.
+    let shop_sorted = cloud
+        .call(
+            "list-bouquets",
+            ApiRequest::fixture("list-bouquets")
+                .query("vendorId", &vendor)
+                .query("sort", "freshness"),
+        )
+        .await;
+    assert_eq!(
+        (
+            shop_sorted.status,
+            shop_sorted.body["errors"][0]["field"].as_str()
+        ),
+        (400, Some("query/sort"))
+    );
 }

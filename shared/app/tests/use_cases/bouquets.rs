@@ -1,7 +1,8 @@
-use bouquet_app::bouquets::{self, BouquetError};
+use bouquet_app::bouquets::{self, BouquetError, CatalogueScope};
 use bouquet_app::domain::bouquet::BouquetChange;
 use bouquet_app::domain::identity::Identity;
-use bouquet_app::domain::{Bouquet, BouquetId, BouquetStatus};
+use bouquet_app::domain::{Bouquet, BouquetId, BouquetStatus, Vendor};
+use bouquet_app::store::CatalogueSort;
 
 use crate::support::*;
 
@@ -151,7 +152,7 @@ async fn a_withdrawn_bouquet_leaves_the_catalogue() {
     let bouquet = world.bouquet_of(&vendor).await;
     let listed = bouquets::catalogue(
         &world.app,
-        Some(vendor.vendor_id),
+        CatalogueScope::Shop(vendor.vendor_id),
         &Default::default(),
         None,
         10,
@@ -166,7 +167,7 @@ async fn a_withdrawn_bouquet_leaves_the_catalogue() {
     assert_eq!(withdrawn.status, BouquetStatus::Withdrawn);
     let listed = bouquets::catalogue(
         &world.app,
-        Some(vendor.vendor_id),
+        CatalogueScope::Shop(vendor.vendor_id),
         &Default::default(),
         None,
         10,
@@ -244,12 +245,15 @@ async fn the_catalogue_filters_by_price_and_freshness_on_its_index_for_all_shops
         }
     };
     let between = bouquets::parse_filter(Some("10"), Some("30.00"), None).unwrap();
-    for shop in [None, Some(vendor.vendor_id)] {
+    for shop in [
+        CatalogueScope::All(CatalogueSort::Newest),
+        CatalogueScope::Shop(vendor.vendor_id),
+    ] {
         assert_eq!(names(between, shop).await, vec![ids[1], ids[2]], "{shop:?}");
     }
     let fresh = bouquets::parse_filter(None, None, Some("70")).unwrap();
     assert_eq!(
-        names(fresh, None).await,
+        names(fresh, CatalogueScope::All(CatalogueSort::Newest)).await,
         vec![ids[1]],
         "only scored ones count"
     );
@@ -258,4 +262,171 @@ async fn the_catalogue_filters_by_price_and_freshness_on_its_index_for_all_shops
     assert_eq!(fields, ["query/minPrice", "query/minFreshness"]);
     let crossed = bouquets::parse_filter(Some("20"), Some("10"), None).unwrap_err();
     assert_eq!(crossed[0].field, "query/maxPrice");
+}
+
+/// A bouquet in a vase of its own, scored by one reading at `water_level_pct`.
+async fn scored_bouquet(world: &World, vendor: &Vendor, water_level_pct: f64) -> Bouquet {
+    use bouquet_app::domain::{Reading, VaseMessage};
+    let vase = world.vase_of(vendor).await;
+    let vase_text = vase.vase_id.to_string();
+    let new = bouquet_app::domain::bouquet::NewBouquet::validate(
+        "Peonies",
+        None,
+        ("25.00", "EUR"),
+        Some(&vase_text),
+    )
+    .unwrap();
+    let listed = bouquet_app::listing::list_bouquet(
+        &world.app,
+        vendor.vendor_id,
+        new,
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    let bouquet = done(listed);
+    let reading = VaseMessage::Telemetry {
+        vase_id: vase.vase_id,
+        reading: Reading {
+            sent_at: world.now(),
+            water_level_pct,
+            temperature_c: 18.0,
+            humidity_pct: 60.0,
+            light_lux: 500.0,
+        },
+        received_at: world.now(),
+    };
+    bouquet_app::vases::apply(&world.app, &reading, CORRELATION)
+        .await
+        .unwrap();
+    world.bouquet_now(bouquet.bouquet_id).await
+}
+
+#[tokio::test]
+async fn the_whole_catalogue_reads_freshest_first_across_its_shards_page_by_page() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let mut expected = Vec::new();
+    for level in [95.0, 20.0, 60.0, 60.0, 35.0, 80.0, 5.0] {
+        expected.push(scored_bouquet(&world, &vendor, level).await);
+    }
+    for _ in 0..2 {
+        expected.push(world.bouquet_of(&vendor).await);
+    }
+    let scored: Vec<_> = expected.iter().filter_map(|b| b.freshness).collect();
+    assert!(
+        scored.len() == 7 && scored.windows(2).any(|w| w[0] != w[1]),
+        "the readings gave several scores: {scored:?}"
+    );
+    // Freshest first, the newest first among equal scores, the unscored last.
+    expected.sort_by_key(|b| {
+        (
+            std::cmp::Reverse(b.freshness.map(i16::from).unwrap_or(-1)),
+            std::cmp::Reverse(b.bouquet_id),
+        )
+    });
+    let everything = CatalogueScope::All(CatalogueSort::Freshness);
+
+    let mut read = Vec::new();
+    let mut cursor = None;
+    let mut pages = 0;
+    loop {
+        let page = bouquets::catalogue(
+            &world.app,
+            everything,
+            &Default::default(),
+            cursor.as_deref(),
+            2,
+            world.now(),
+        )
+        .await
+        .unwrap();
+        assert!(page.items.len() <= 2);
+        read.extend(page.items.iter().map(|b| b.bouquet_id));
+        pages += 1;
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    let expected_ids: Vec<_> = expected.iter().map(|b| b.bouquet_id).collect();
+    assert_eq!(
+        read, expected_ids,
+        "in order, each once, over {pages} pages"
+    );
+
+    // A vendor's edit keeps the bouquet's place (the vase's score is not the vendor's);
+    // a minimum freshness narrows the sorted read; a sale takes it out.
+    let freshest = expected[0].clone();
+    change(
+        &world,
+        &vendor_caller(&vendor),
+        freshest.bouquet_id,
+        Some(freshest.version),
+        BouquetChange::validate(Some("Peonies, renamed"), None, None).unwrap(),
+    )
+    .await
+    .unwrap();
+    let filter = bouquets::parse_filter(None, None, Some("1")).unwrap();
+    let first = bouquets::catalogue(&world.app, everything, &filter, None, 50, world.now())
+        .await
+        .unwrap();
+    let first_ids: Vec<_> = first.items.iter().map(|b| b.bouquet_id).collect();
+    assert_eq!(first_ids, expected_ids[..7]);
+    assert_eq!(first.items[0].name, "Peonies, renamed");
+    world.reserved(&customer("ana"), &[&freshest]).await;
+    let after_sale = bouquets::catalogue(&world.app, everything, &filter, None, 50, world.now())
+        .await
+        .unwrap();
+    assert_eq!(after_sale.items.len(), 6);
+    assert_ne!(after_sale.items[0].bouquet_id, freshest.bouquet_id);
+
+    // A cursor made for one order is refused by the other.
+    let newest_page = bouquets::catalogue(
+        &world.app,
+        CatalogueScope::All(CatalogueSort::Newest),
+        &Default::default(),
+        None,
+        2,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    let refused = bouquets::catalogue(
+        &world.app,
+        everything,
+        &Default::default(),
+        newest_page.next_cursor.as_deref(),
+        2,
+        world.now(),
+    )
+    .await;
+    assert!(
+        matches!(refused, Err(bouquet_app::store::StoreError::InvalidCursor)),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn a_catalogue_request_names_each_problem_with_its_parameter() {
+    let (scope, _) = bouquets::parse_browse(None, Some("freshness"), None, None, None).unwrap();
+    assert_eq!(scope, CatalogueScope::All(CatalogueSort::Freshness));
+    let (scope, _) = bouquets::parse_browse(None, None, None, None, None).unwrap();
+    assert_eq!(scope, CatalogueScope::All(CatalogueSort::Newest));
+    let shop = bouquet_app::domain::VendorId::generate().to_string();
+    let (scope, _) = bouquets::parse_browse(Some(&shop), Some("newest"), None, None, None).unwrap();
+    assert!(matches!(scope, CatalogueScope::Shop(_)));
+
+    let fields = |errors: Vec<bouquet_app::domain::FieldError>| -> Vec<String> {
+        errors.into_iter().map(|e| e.field).collect()
+    };
+    let refused = bouquets::parse_browse(Some("x"), Some("price"), Some("-1"), None, None);
+    assert_eq!(
+        fields(refused.unwrap_err()),
+        ["query/vendorId", "query/sort", "query/minPrice"]
+    );
+    let shop_sorted = bouquets::parse_browse(Some(&shop), Some("freshness"), None, None, None);
+    assert_eq!(fields(shop_sorted.unwrap_err()), ["query/sort"]);
 }

@@ -1,9 +1,11 @@
+use std::time::Duration;
+
 use bouquet_app::domain::bouquet::NewBouquet;
 use bouquet_app::domain::BouquetStatus;
 use bouquet_app::listing::{self, ListingError};
 use bouquet_app::reservation::{self, ReserveFrom};
 use bouquet_app::shops::{self, ShopError};
-use bouquet_app::store::CatalogueFilter;
+use bouquet_app::store::{CatalogueFilter, CatalogueSort};
 
 use crate::support::*;
 
@@ -31,23 +33,37 @@ async fn a_suspension_takes_the_shops_bouquets_off_sale_once_and_a_reinstatement
         matches!(refused, Err(ShopError::Forbidden(_))),
         "{refused:?}"
     );
+    // The request started a while before its sweep reached the bouquets: each is stamped
+    // when it was taken off sale, so no order created before then is mistaken for a sale
+    // after it.
+    let request_started = world.now();
+    world.advance(Duration::from_secs(3));
     let suspended = shops::suspend(
         &world.app,
         &admin_caller(),
         shop.vendor_id,
         CORRELATION,
-        world.now(),
+        request_started,
     )
     .await
     .unwrap();
     assert!(suspended.vendor.is_suspended());
     assert_eq!(suspended.bouquets_moved, 2, "both, the held one too");
-    assert!(world.bouquet_now(kept.bouquet_id).await.suspended);
+    assert_eq!(
+        world.bouquet_now(kept.bouquet_id).await.suspended_at,
+        Some(world.now())
+    );
 
     let page = world
         .app
         .store
-        .catalogue(&CatalogueFilter::default(), None, 50, world.now())
+        .catalogue(
+            &CatalogueFilter::default(),
+            CatalogueSort::Newest,
+            None,
+            50,
+            world.now(),
+        )
         .await
         .unwrap();
     assert!(page.items.is_empty(), "off the catalogue");
@@ -111,7 +127,13 @@ async fn a_suspension_takes_the_shops_bouquets_off_sale_once_and_a_reinstatement
     let page = world
         .app
         .store
-        .catalogue(&CatalogueFilter::default(), None, 50, world.now())
+        .catalogue(
+            &CatalogueFilter::default(),
+            CatalogueSort::Newest,
+            None,
+            50,
+            world.now(),
+        )
         .await
         .unwrap();
     let listed: Vec<_> = page.items.iter().map(|b| b.bouquet_id).collect();
@@ -156,4 +178,82 @@ async fn only_administrators_list_every_shop() {
     )
     .await;
     assert!(matches!(missing, Err(ShopError::NotFound)), "{missing:?}");
+}
+
+/// The raw item, to see which catalogue indexes it is in.
+async fn in_catalogue_indexes(world: &World, bouquet_id: bouquet_app::domain::BouquetId) -> bool {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let item = world
+        .dynamodb
+        .get_item()
+        .table_name(&world.table)
+        .key("pk", AttributeValue::S(format!("BOUQUET#{bouquet_id}")))
+        .key("sk", AttributeValue::S("BOUQUET".into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap();
+    item.contains_key("catalogueShard")
+}
+
+#[tokio::test]
+async fn a_rejection_while_the_shop_is_suspended_returns_its_bouquet_off_the_catalogue() {
+    use bouquet_app::domain::OrderStatus;
+    use bouquet_app::orders::{transition, Action};
+    let world = World::new().await;
+    let shop = world.vendor().await;
+    let bouquet = world.bouquet_of(&shop).await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    world
+        .pay("ana", order.order_id, "tok_visa")
+        .await
+        .expect("paid");
+    shops::suspend(
+        &world.app,
+        &admin_caller(),
+        shop.vendor_id,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    // Open orders go on: the florist rejects this one, and its bouquet comes back unsold but
+    // not on sale while the shop is suspended.
+    let rejected = transition(
+        &world.app,
+        &shop_caller(shop.vendor_id),
+        order.order_id,
+        Action::Reject {
+            reason: "Closed for now",
+            withdraw: false,
+        },
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .map(done)
+    .expect("rejected");
+    assert_eq!(rejected.status, OrderStatus::Rejected);
+    let returned = world.bouquet_now(bouquet.bouquet_id).await;
+    assert_eq!(returned.status, BouquetStatus::Available);
+    assert!(returned.is_suspended() && !returned.is_available(world.now()));
+    assert!(!in_catalogue_indexes(&world, bouquet.bouquet_id).await);
+
+    shops::reinstate(
+        &world.app,
+        &admin_caller(),
+        shop.vendor_id,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    assert!(world
+        .bouquet_now(bouquet.bouquet_id)
+        .await
+        .is_available(world.now()));
+    assert!(in_catalogue_indexes(&world, bouquet.bouquet_id).await);
 }
