@@ -813,8 +813,9 @@ pub fn bouquets_show_their_latest_photo(evidence: &Evidence) -> Check {
 }
 
 /// Every bouquet is in the catalogue's indexes exactly while it is listed (available or held,
-/// its shop trading: `catalogueShard`), by its id (`catalogueSort`) and by the score its vase
-/// last gave it (`freshnessSort`, which every write of the score moves with it).
+/// its shop trading: `catalogueShard`), by its id (`catalogueSort`), by the score its vase
+/// last gave it (`freshnessSort`, which every write of the score moves with it) and by its
+/// price (`priceSort`, for the next release's index).
 pub fn catalogue_indexes_hold_the_listed_bouquets_at_their_score(evidence: &Evidence) -> Check {
     let mut violations = Vec::new();
     let bouquets: Vec<&Value> = with_prefix(&evidence.items, "BOUQUET#")
@@ -839,6 +840,13 @@ pub fn catalogue_indexes_hold_the_listed_bouquets_at_their_score(evidence: &Evid
             Some(score) => format!("{score:03}#{id}"),
             None => format!("-#{id}"),
         };
+        let at_price = format!("{:012}#{id}", n(bouquet, "priceMinor"));
+        if s(bouquet, "priceSort") != at_price {
+            violations.push(format!(
+                "bouquet {id} sits at {:?} in the price order, not {at_price:?}",
+                s(bouquet, "priceSort")
+            ));
+        }
         if s(bouquet, "freshnessSort") != at_score {
             violations.push(format!(
                 "bouquet {id} sits at {:?} in the freshness order, not {at_score:?}",
@@ -847,7 +855,7 @@ pub fn catalogue_indexes_hold_the_listed_bouquets_at_their_score(evidence: &Evid
         }
     }
     Check {
-        name: "the catalogue's indexes hold the listed bouquets, each at its score",
+        name: "the catalogue's indexes hold the listed bouquets, each at its score and price",
         checked: bouquets.len(),
         violations,
     }

@@ -125,6 +125,9 @@ pub struct BouquetItem {
     /// `CatalogueFreshnessIndex` exactly while `catalogueShard` is, i.e. while listed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freshness_sort: Option<String>,
+    /// Always present (`keys::price_sort`), rewritten with every change of the price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_sort: Option<String>,
     pub vendor_key: String,
     pub vendor_sort: String,
 }
@@ -183,6 +186,7 @@ impl BouquetItem {
             catalogue_shard: listed.then(|| keys::catalogue_shard(&id)),
             catalogue_sort: listed.then(|| id.clone()),
             freshness_sort: Some(keys::freshness_sort(b.freshness, &id)),
+            price_sort: Some(keys::price_sort(b.price.minor(), &id)),
             vendor_key: keys::vendor_bouquets_key(&b.vendor_id.to_string()),
             vendor_sort: id.clone(),
             bouquet_id: id,

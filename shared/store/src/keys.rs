@@ -136,6 +136,13 @@ pub fn freshness_sort(freshness: Option<u8>, bouquet_id: &str) -> String {
     }
 }
 
+/// A bouquet's place in the price order (`CataloguePriceIndex`, the next release's index:
+/// written now so that DynamoDB backfills that index from every bouquet when it is added).
+/// Minor units over 12 digits (prices stop below 10^9 units), then the id.
+pub fn price_sort(price_minor: i64, bouquet_id: &str) -> String {
+    format!("{:012}#{bouquet_id}", price_minor.max(0))
+}
+
 /// The bouquet id in a `freshness_sort` value, when the value has that shape.
 pub fn freshness_sort_id(value: &str) -> Option<&str> {
     let (score, id) = value.split_once('#')?;
@@ -163,5 +170,42 @@ mod tests {
             counts[shard_of(&format!("01JF{i:022}"), CATALOGUE_SHARDS) as usize] += 1;
         }
         assert!(counts.iter().all(|&c| c > 800), "{counts:?}");
+    }
+
+    /// A ULID's text: 26 characters of Crockford's base32, which sort as the ids do.
+    fn ulid() -> impl proptest::strategy::Strategy<Value = String> {
+        "[0-7][0-9A-HJKMNP-TV-Z]{25}"
+    }
+
+    proptest::proptest! {
+        /// DynamoDB orders `S` keys by their bytes: the freshness order is the score's, unscored
+        /// lowest, then the id's, and the id reads back from the key.
+        #[test]
+        fn the_freshness_key_sorts_as_score_then_id(
+            a in (proptest::option::of(0u8..=100), ulid()),
+            b in (proptest::option::of(0u8..=100), ulid()),
+        ) {
+            let key = |(score, id): &(Option<u8>, String)| freshness_sort(*score, id);
+            let rank = |(score, id): &(Option<u8>, String)| (score.map_or(-1, i16::from), id.clone());
+            proptest::prop_assert_eq!(key(&a).cmp(&key(&b)), rank(&a).cmp(&rank(&b)));
+            let written = key(&a);
+            proptest::prop_assert_eq!(freshness_sort_id(&written), Some(a.1.as_str()));
+        }
+
+        #[test]
+        fn the_price_key_sorts_as_price_then_id(
+            a in (0i64..100_000_000_000, ulid()),
+            b in (0i64..100_000_000_000, ulid()),
+        ) {
+            let key = |(minor, id): &(i64, String)| price_sort(*minor, id);
+            proptest::prop_assert_eq!(key(&a).cmp(&key(&b)), a.cmp(&b));
+        }
+    }
+
+    #[test]
+    fn a_value_of_another_shape_names_no_bouquet() {
+        for value in ["01J", "101#01J", "99#01J", "abc#01J", "#01J"] {
+            assert_eq!(freshness_sort_id(value), None, "{value}");
+        }
     }
 }

@@ -21,7 +21,8 @@ fn clean() -> Evidence {
                                         "city": "London", "country": "GB"},
                             "date": "2026-12-06"}}),
         json!({"pk": "BOUQUET#b1", "sk": "BOUQUET", "bouquetId": "b1", "status": "sold",
-               "orderId": "o1", "freshness": 7, "freshnessSort": "007#b1"}),
+               "orderId": "o1", "freshness": 7, "freshnessSort": "007#b1", "priceMinor": 1250,
+               "priceSort": "000000001250#b1"}),
         json!({"pk": "SIMPAY#o1-0", "sk": "CHARGE", "outcome": "approved", "chargeId": "ch_1"}),
         json!({"pk": "OUTBOX#o1", "sk": "EVENT#1", "eventName": "OrderPaid", "eventId": "e1",
                "aggregateId": "o1", "occurredAt": NOW}),
@@ -128,7 +129,8 @@ fn a_suspended_shop_on_sale_and_an_older_photo_shown_are_caught() {
         evidence.items.push(
             json!({"pk": "BOUQUET#b2", "sk": "BOUQUET", "bouquetId": "b2",
             "vendorId": "v2", "status": "available", "suspended": true,
-            "suspendedAt": NOW - 30_000, "freshnessSort": "-#b2"}),
+            "suspendedAt": NOW - 30_000, "freshnessSort": "-#b2", "priceMinor": 900,
+            "priceSort": "000000000900#b2"}),
         );
         evidence
     };
@@ -294,7 +296,8 @@ fn each_planted_fault_is_caught_by_its_invariant() {
     unrefunded_rejection.items[0]["status"] = json!("rejected");
     unrefunded_rejection.items[1] = json!({"pk": "BOUQUET#b1", "sk": "BOUQUET",
         "bouquetId": "b1", "status": "available", "catalogueShard": "CATALOGUE#2",
-        "catalogueSort": "b1", "freshnessSort": "-#b1"});
+        "catalogueSort": "b1", "freshnessSort": "-#b1", "priceMinor": 1250,
+        "priceSort": "000000001250#b1"});
     unrefunded_rejection.journal.frames.clear();
     let failures = violations(&unrefunded_rejection);
     let names: Vec<&str> = failures.iter().map(|(n, _)| *n).collect();
@@ -346,7 +349,7 @@ fn each_planted_fault_is_caught_by_its_invariant() {
 
 #[test]
 fn a_bouquet_out_of_the_catalogue_or_at_an_old_score_is_caught() {
-    let name = "the catalogue's indexes hold the listed bouquets, each at its score";
+    let name = "the catalogue's indexes hold the listed bouquets, each at its score and price";
     let mut sold_but_listed = clean();
     sold_but_listed.items[1]["catalogueShard"] = json!("CATALOGUE#2");
     sold_but_listed.items[1]["catalogueSort"] = json!("b1");
@@ -360,6 +363,9 @@ fn a_bouquet_out_of_the_catalogue_or_at_an_old_score_is_caught() {
     let mut on_sale_unlisted = clean();
     on_sale_unlisted.items[1]["status"] = json!("available");
     assert!(failing(&on_sale_unlisted).contains(&name));
+    let mut old_price = clean();
+    old_price.items[1]["priceMinor"] = json!(1500);
+    assert_eq!(failing(&old_price), [name]);
     let mut old_score = clean();
     old_score.items[1]["freshness"] = json!(64);
     assert_eq!(
