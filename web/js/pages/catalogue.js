@@ -94,8 +94,10 @@ export async function catalogue() {
       return;
     }
     known.set(bouquet.bouquetId, bouquet);
-    // An unchanged card stays as it is (with what it told the customer).
-    if (existing && existing.dataset.version === String(bouquet.version)) return;
+    // An unchanged card stays as it is (with what it told the customer), unless a page now
+    // names the shop that a live read drew it without.
+    const named = !bouquet.vendorName || existing?.querySelector(".shop");
+    if (existing && existing.dataset.version === String(bouquet.version) && named) return;
     if (existing) existing.replaceWith(card(bouquet));
     else grid.append(card(bouquet));
   };
