@@ -647,7 +647,7 @@ class Console(unittest.TestCase):
         filters.get_by_role("button", name="Show").click()
         expect(page.locator("#f-maxPrice-error")).to_contain_text("must not be below minPrice")
 
-    def test_the_storefront_sorts_the_whole_catalogue_freshest_first(self):
+    def test_the_storefront_sorts_the_whole_catalogue_by_freshness_and_by_price(self):
         shop = Shop()
         vase = shop.vase()
         fresh = shop.bouquet("Dahlias", "612.00", vase["vaseId"])["bouquetId"]
@@ -663,7 +663,7 @@ class Console(unittest.TestCase):
         filters.get_by_label("To").fill("613")
         order = "() => [...document.querySelectorAll('#catalogue [data-bouquet]')].map((c) => c.dataset.bouquet)"
         for sort, expected in [("newest first", [unscored, fresh]), ("freshest first", [fresh, unscored]),
-                               ("newest first", [unscored, fresh])]:
+                               ("price, high to low", [unscored, fresh]), ("price, low to high", [fresh, unscored])]:
             filters.get_by_label("Sort").select_option(label=sort)
             filters.get_by_role("button", name="Show").click()
             seen = []

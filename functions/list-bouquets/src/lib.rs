@@ -1,5 +1,6 @@
 //! `GET /v1/bouquets`: the public catalogue of bouquets available now, newest first or
-//! freshest first (`?sort=freshness`), or one vendor's newest first (`?vendorId=`), in a
+//! freshest first (`?sort=freshness`) or by price (`?sort=price`, `?sort=-price`), or one
+//! vendor's newest first (`?vendorId=`), in a
 //! price range (`?minPrice=&maxPrice=`) or at least this fresh (`?minFreshness=`).
 //! Paginated with `?limit=` and `?cursor=`.
 
@@ -23,6 +24,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         ctx.query("minPrice"),
         ctx.query("maxPrice"),
         ctx.query("minFreshness"),
+        ctx.app.config.catalogue_price_index,
     )?;
     let page = bouquets::catalogue(&ctx.app, scope, &filter, ctx.cursor(), limit, ctx.now).await?;
     let items = bouquets::with_shop_names(&ctx.app, &page.items, ctx.now).await?;

@@ -815,7 +815,7 @@ pub fn bouquets_show_their_latest_photo(evidence: &Evidence) -> Check {
 /// Every bouquet is in the catalogue's indexes exactly while it is listed (available or held,
 /// its shop trading: `catalogueShard`), by its id (`catalogueSort`), by the score its vase
 /// last gave it (`freshnessSort`, which every write of the score moves with it) and by its
-/// price (`priceSort`, for the next release's index).
+/// price (`priceSort`).
 pub fn catalogue_indexes_hold_the_listed_bouquets_at_their_score(evidence: &Evidence) -> Check {
     let mut violations = Vec::new();
     let bouquets: Vec<&Value> = with_prefix(&evidence.items, "BOUQUET#")

@@ -79,8 +79,9 @@ pub async fn catalogue(
     }
 }
 
-/// Reads a catalogue request's query: `vendorId`, `sort` (`newest`, the default, or
-/// `freshness`) and the filters (`parse_filter`); every problem a field error named by its
+/// Reads a catalogue request's query: `vendorId`, `sort` (`newest`, the default, `freshness`,
+/// `price` or `-price`; the price orders only where `price_index` says the stack has their
+/// index) and the filters (`parse_filter`); every problem a field error named by its
 /// parameter.
 pub fn parse_browse(
     vendor_id: Option<&str>,
@@ -88,6 +89,7 @@ pub fn parse_browse(
     min_price: Option<&str>,
     max_price: Option<&str>,
     min_freshness: Option<&str>,
+    price_index: bool,
 ) -> Result<(CatalogueScope, CatalogueFilter), Vec<FieldError>> {
     let mut errors = Vec::new();
     let vendor_id = vendor_id.and_then(|raw| {
@@ -95,11 +97,20 @@ pub fn parse_browse(
             .map_err(|e| errors.push(FieldError::new("query/vendorId", e)))
             .ok()
     });
-    let sort = match sort {
-        None | Some("newest") => Some(CatalogueSort::Newest),
-        Some("freshness") => Some(CatalogueSort::Freshness),
-        Some(_) => {
-            errors.push(FieldError::new("query/sort", "must be newest or freshness"));
+    let sort = match CatalogueSort::named(sort.unwrap_or("newest")) {
+        Some(CatalogueSort::PriceLowest | CatalogueSort::PriceHighest) if !price_index => {
+            errors.push(FieldError::new(
+                "query/sort",
+                "is not offered until this stack's price index is added (docs/deploying.md)",
+            ));
+            None
+        }
+        Some(sort) => Some(sort),
+        None => {
+            errors.push(FieldError::new(
+                "query/sort",
+                "must be newest, freshness, price or -price",
+            ));
             None
         }
     };

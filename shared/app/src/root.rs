@@ -35,6 +35,9 @@ pub struct Config {
     /// How many days after an order ends its delivery details are kept before the sweeper
     /// redacts them (`PERSONAL_DATA_DAYS`).
     pub personal_data_days: u16,
+    /// Whether the table has `CataloguePriceIndex` (`CATALOGUE_PRICE_INDEX`: `enabled`, the
+    /// default, or `deferred` during a two-deploy upgrade: docs/deploying.md).
+    pub catalogue_price_index: bool,
 }
 
 /// The default cap on a customer's holding orders.
@@ -58,6 +61,7 @@ impl Default for Config {
             max_live_messages_per_minute: DEFAULT_MAX_LIVE_MESSAGES_PER_MINUTE,
             digest_from_shards: bouquet_store::DIGEST_FROM_SHARDS,
             personal_data_days: bouquet_domain::order::DEFAULT_PERSONAL_DATA_DAYS,
+            catalogue_price_index: true,
         }
     }
 }
@@ -73,6 +77,8 @@ pub enum ConfigError {
     NotSeconds { name: &'static str, value: String },
     #[error("{name}={value:?} is not a positive whole number")]
     NotACount { name: &'static str, value: String },
+    #[error("CATALOGUE_PRICE_INDEX={0:?} is not enabled or deferred")]
+    CataloguePriceIndex(String),
     #[error("PAYMENT_PROVIDER={0:?} is not simulated or stripe")]
     PaymentProvider(String),
     #[error("PAYMENT_PROVIDER=simulated moves no money: it also needs ALLOW_SIMULATED_PAYMENTS=true (the template's AllowSimulatedPayments)")]
@@ -136,6 +142,11 @@ impl Config {
                 name: "PERSONAL_DATA_DAYS",
                 value: "more than 65535".into(),
             })?,
+            catalogue_price_index: match std::env::var("CATALOGUE_PRICE_INDEX").as_deref() {
+                Err(_) | Ok("enabled") => true,
+                Ok("deferred") => false,
+                Ok(other) => return Err(ConfigError::CataloguePriceIndex(other.to_owned())),
+            },
         })
     }
 }

@@ -62,6 +62,10 @@ pub enum CatalogueSort {
     Newest,
     /// `CatalogueFreshnessIndex`, by `keys::freshness_sort`: the freshest first, unscored last.
     Freshness,
+    /// `CataloguePriceIndex`, by `keys::price_sort`, read forwards: the cheapest first.
+    PriceLowest,
+    /// The same index read backwards: the dearest first.
+    PriceHighest,
 }
 
 impl CatalogueSort {
@@ -69,13 +73,20 @@ impl CatalogueSort {
         match self {
             Self::Newest => keys::INDEX_CATALOGUE,
             Self::Freshness => keys::INDEX_CATALOGUE_FRESHNESS,
+            Self::PriceLowest | Self::PriceHighest => keys::INDEX_CATALOGUE_PRICE,
         }
+    }
+
+    /// Whether the index is read from its highest sort value down.
+    fn descending(self) -> bool {
+        self != Self::PriceLowest
     }
 
     fn attribute(self) -> &'static str {
         match self {
             Self::Newest => "catalogueSort",
             Self::Freshness => "freshnessSort",
+            Self::PriceLowest | Self::PriceHighest => "priceSort",
         }
     }
 
@@ -84,17 +95,19 @@ impl CatalogueSort {
     fn encode_cursor(self, shards: Vec<ShardPosition>) -> String {
         match self {
             Self::Newest => cursor::encode(&shards),
-            Self::Freshness => cursor::encode(&SortedCursor {
-                order: self.name().to_owned(),
-                shards,
-            }),
+            Self::Freshness | Self::PriceLowest | Self::PriceHighest => {
+                cursor::encode(&SortedCursor {
+                    order: self.name().to_owned(),
+                    shards,
+                })
+            }
         }
     }
 
     fn decode_cursor(self, text: &str) -> Result<Vec<ShardPosition>, StoreError> {
         match self {
             Self::Newest => cursor::decode(text),
-            Self::Freshness => {
+            Self::Freshness | Self::PriceLowest | Self::PriceHighest => {
                 let sorted: SortedCursor = cursor::decode(text)?;
                 if sorted.order == self.name() {
                     Ok(sorted.shards)
@@ -105,11 +118,26 @@ impl CatalogueSort {
         }
     }
 
-    fn name(self) -> &'static str {
+    /// The order's name in the API (`?sort=`) and in its cursors.
+    pub fn name(self) -> &'static str {
         match self {
             Self::Newest => "newest",
             Self::Freshness => "freshness",
+            Self::PriceLowest => "price",
+            Self::PriceHighest => "-price",
         }
+    }
+
+    /// The order named `name` in the API.
+    pub fn named(name: &str) -> Option<Self> {
+        [
+            Self::Newest,
+            Self::Freshness,
+            Self::PriceLowest,
+            Self::PriceHighest,
+        ]
+        .into_iter()
+        .find(|sort| sort.name() == name)
     }
 
     /// The bouquet id in one of this index's sort values; `None` when the value is not one
@@ -118,6 +146,7 @@ impl CatalogueSort {
         let id = match self {
             Self::Newest => value,
             Self::Freshness => keys::freshness_sort_id(value)?,
+            Self::PriceLowest | Self::PriceHighest => keys::price_sort_id(value)?,
         };
         BouquetId::parse(id).is_ok().then_some(id)
     }
@@ -374,7 +403,7 @@ impl Store {
                             partition: keys::catalogue_shard_key(shard as u32),
                             sort_attr: sort.attribute(),
                             filter: Some(filter.expr(now)),
-                            newest_first: true,
+                            newest_first: sort.descending(),
                             after,
                             sort_between: None,
                             limit,
@@ -402,8 +431,8 @@ impl Store {
             });
         let shards = futures::future::try_join_all(reads).await?;
 
-        // Merge in descending index order and take `limit`; each shard resumes after its last
-        // item taken.
+        // Merge in the index's order and take `limit`; each shard resumes after its last item
+        // taken.
         let mut merged: Vec<(usize, &String, &Bouquet)> = shards
             .iter()
             .enumerate()
@@ -412,7 +441,11 @@ impl Store {
                     .flat_map(move |(items, _)| items.iter().map(move |(place, b)| (s, place, b)))
             })
             .collect();
-        merged.sort_by(|a, b| b.1.cmp(a.1));
+        if sort.descending() {
+            merged.sort_by(|a, b| b.1.cmp(a.1));
+        } else {
+            merged.sort_by(|a, b| a.1.cmp(b.1));
+        }
         merged.truncate(limit);
         let mut next = positions.clone();
         for (shard, page) in shards.iter().enumerate() {

@@ -125,7 +125,8 @@ pub struct BouquetItem {
     /// `CatalogueFreshnessIndex` exactly while `catalogueShard` is, i.e. while listed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freshness_sort: Option<String>,
-    /// Always present (`keys::price_sort`), rewritten with every change of the price.
+    /// Always present (`keys::price_sort`), rewritten with every change of the price: the
+    /// bouquet is in `CataloguePriceIndex` exactly while it has `catalogueShard`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price_sort: Option<String>,
     pub vendor_key: String,

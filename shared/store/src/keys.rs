@@ -16,6 +16,7 @@ pub const EXPIRY_SHARDS: u32 = 4;
 
 pub const INDEX_CATALOGUE: &str = "CatalogueIndex";
 pub const INDEX_CATALOGUE_FRESHNESS: &str = "CatalogueFreshnessIndex";
+pub const INDEX_CATALOGUE_PRICE: &str = "CataloguePriceIndex";
 pub const INDEX_VENDOR: &str = "VendorIndex";
 pub const INDEX_CUSTOMER: &str = "CustomerIndex";
 pub const INDEX_EXPIRY: &str = "OrderDueIndex";
@@ -136,11 +137,17 @@ pub fn freshness_sort(freshness: Option<u8>, bouquet_id: &str) -> String {
     }
 }
 
-/// A bouquet's place in the price order (`CataloguePriceIndex`, the next release's index:
-/// written now so that DynamoDB backfills that index from every bouquet when it is added).
-/// Minor units over 12 digits (prices stop below 10^9 units), then the id.
+/// A bouquet's place in `CataloguePriceIndex`: minor units over 12 digits (prices stop below
+/// 10^9 units), then the id, so the index reads cheapest or dearest first, the newest first
+/// among equal prices when read dearest first.
 pub fn price_sort(price_minor: i64, bouquet_id: &str) -> String {
     format!("{:012}#{bouquet_id}", price_minor.max(0))
+}
+
+/// The bouquet id in a `price_sort` value, when the value has that shape.
+pub fn price_sort_id(value: &str) -> Option<&str> {
+    let (minor, id) = value.split_once('#')?;
+    (minor.len() == 12 && minor.bytes().all(|b| b.is_ascii_digit())).then_some(id)
 }
 
 /// The bouquet id in a `freshness_sort` value, when the value has that shape.
@@ -199,6 +206,8 @@ mod tests {
         ) {
             let key = |(minor, id): &(i64, String)| price_sort(*minor, id);
             proptest::prop_assert_eq!(key(&a).cmp(&key(&b)), a.cmp(&b));
+            let written = key(&a);
+            proptest::prop_assert_eq!(price_sort_id(&written), Some(a.1.as_str()));
         }
     }
 
@@ -206,6 +215,9 @@ mod tests {
     fn a_value_of_another_shape_names_no_bouquet() {
         for value in ["01J", "101#01J", "99#01J", "abc#01J", "#01J"] {
             assert_eq!(freshness_sort_id(value), None, "{value}");
+        }
+        for value in ["01J", "100#01J", "00000000000a#01J", "0000000000001#01J"] {
+            assert_eq!(price_sort_id(value), None, "{value}");
         }
     }
 }

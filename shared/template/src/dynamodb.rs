@@ -24,6 +24,23 @@ fn aws(error: impl std::error::Error + Send + Sync + 'static) -> TableError {
     TableError::Aws(Box::new(error))
 }
 
+/// A list's items as the parameters' defaults choose them: an item behind a condition
+/// (`!If [cond, item, !Ref AWS::NoValue]`) is its branch, or left out.
+fn chosen_items<'a>(template: &Template, list: &'a Value) -> Result<Vec<&'a Value>, TableError> {
+    let mut items = Vec::new();
+    for item in list.as_array().into_iter().flatten() {
+        match item.get("Fn::If") {
+            Some(arguments) => items.extend(
+                template
+                    .if_branch(arguments)
+                    .map_err(|e| TableError::Shape(e.to_string()))?,
+            ),
+            None => items.push(item),
+        }
+    }
+    Ok(items)
+}
+
 fn text<'a>(value: &'a Value, field: &str) -> Result<&'a str, TableError> {
     value[field]
         .as_str()
@@ -76,7 +93,7 @@ pub async fn create_table(
             p["BillingMode"].as_str().unwrap_or("PAY_PER_REQUEST"),
         ))
         .set_key_schema(Some(key_schema(&p["KeySchema"])?));
-    for a in p["AttributeDefinitions"].as_array().into_iter().flatten() {
+    for a in chosen_items(template, &p["AttributeDefinitions"])? {
         request = request.attribute_definitions(
             AttributeDefinition::builder()
                 .attribute_name(text(a, "AttributeName")?)
@@ -85,7 +102,7 @@ pub async fn create_table(
                 .map_err(aws)?,
         );
     }
-    for index in p["GlobalSecondaryIndexes"].as_array().into_iter().flatten() {
+    for index in chosen_items(template, &p["GlobalSecondaryIndexes"])? {
         let projection = &index["Projection"];
         let non_key: Option<Vec<String>> = projection["NonKeyAttributes"].as_array().map(|a| {
             a.iter()

@@ -172,6 +172,15 @@ impl Template {
     /// The branch `Fn::If` `[condition, then, else]` takes with every parameter at its
     /// default (how the dev stack and the tests run); `None` for `!Ref AWS::NoValue`.
     pub fn if_branch<'a>(&self, arguments: &'a Value) -> Result<Option<&'a Value>, TemplateError> {
+        self.if_branch_with(arguments, &HashMap::new())
+    }
+
+    /// The branch `Fn::If` takes for `parameters` (defaults for the rest).
+    pub fn if_branch_with<'a>(
+        &self,
+        arguments: &'a Value,
+        parameters: &HashMap<&str, &str>,
+    ) -> Result<Option<&'a Value>, TemplateError> {
         let Some([Value::String(condition), then, otherwise]) =
             arguments.as_array().map(Vec::as_slice)
         else {
@@ -179,7 +188,7 @@ impl Template {
                 "Fn::If takes [condition, then, else]: {arguments}"
             )));
         };
-        let chosen = if self.condition(condition, &HashMap::new())? {
+        let chosen = if self.condition(condition, parameters)? {
             then
         } else {
             otherwise

@@ -127,7 +127,7 @@ export async function catalogue() {
     field("From", { name: "minPrice", inputmode: "decimal", size: 6 }, "€"),
     field("To", { name: "maxPrice", inputmode: "decimal", size: 6 }, "€"),
     field("Freshness", { tag: "select", name: "minFreshness", options: [["", "any"], ["40", "40 or more"], ["70", "70 or more"]] }),
-    field("Sort", { tag: "select", name: "sort", options: [["", "newest first"], ["freshness", "freshest first"]] }),
+    field("Sort", { tag: "select", name: "sort", options: [["", "newest first"], ["freshness", "freshest first"], ["price", "price, low to high"], ["-price", "price, high to low"]] }),
     h("p", {}, h("button", { type: "submit", class: "secondary" }, "Show"))),
   h("p", { class: "muted" }, "Scores change live; the order is the one the page was read in."));
   more.addEventListener("click", () => attempt(load));

@@ -175,7 +175,7 @@ async fn the_catalogue_refuses_filters_it_cannot_read() {
     for (query, field) in [
         (("minPrice", "abc"), "query/minPrice"),
         (("minFreshness", "101"), "query/minFreshness"),
-        (("sort", "price"), "query/sort"),
+        (("sort", "cheapest"), "query/sort"),
     ] {
         let answer = cloud
             .call(
@@ -193,7 +193,7 @@ async fn the_catalogue_refuses_filters_it_cannot_read() {
 }
 
 #[tokio::test]
-async fn the_catalogue_reads_freshest_first_as_the_vases_scored_it() {
+async fn the_catalogue_reads_freshest_first_as_the_vases_scored_it_and_by_price() {
     use system_tests::vases::reading;
     use system_tests::T0;
     let cloud = TestCloud::new().await;
@@ -254,6 +254,38 @@ async fn the_catalogue_reads_freshest_first_as_the_vases_scored_it() {
         (crossed.status, crossed.body["errors"][0]["field"].as_str()),
         (400, Some("cursor"))
     );
+    // By price, either way (5.00 and the two in vases at their fixture price).
+    let cheapest = read("price", "5", None).await;
+    let dearest = read("-price", "5", None).await;
+    assert_eq!(
+        (cheapest.status, dearest.status),
+        (200, 200),
+        "{}",
+        cheapest.body
+    );
+    let prices = |page: &Value| -> Vec<i64> {
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                (b["price"]["amount"]
+                    .as_str()
+                    .unwrap()
+                    .parse::<f64>()
+                    .unwrap()
+                    * 100.0) as i64
+            })
+            .collect()
+    };
+    let mut ascending = prices(&cheapest.body);
+    assert_eq!(ascending.len(), 3);
+    assert!(ascending.windows(2).all(|w| w[0] <= w[1]), "{ascending:?}");
+    ascending.reverse();
+    assert_eq!(prices(&dearest.body), ascending);
+    let mut backwards = ids(&cheapest.body);
+    backwards.reverse();
+    assert_eq!(ids(&dearest.body), backwards, "one order, read either way");
     // One shop's page is newest first only.
     let shop_sorted = cloud
         .call(

@@ -422,6 +422,15 @@ async fn every_function_flow() {
     .await;
     seen.http(
         &cloud,
+        "list-bouquets",
+        ApiRequest::fixture("list-bouquets")
+            .anonymous()
+            .query("sort", "-price"),
+        200,
+    )
+    .await;
+    seen.http(
+        &cloud,
         "get-bouquet",
         ApiRequest::fixture("get-bouquet")
             .anonymous()

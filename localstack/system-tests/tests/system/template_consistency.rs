@@ -449,3 +449,50 @@ fn the_broadcasters_rule_takes_every_event_that_has_a_live_channel() {
         "the rule's detail-types are the events with a live channel"
     );
 }
+
+/// DynamoDB refuses an attribute definition that no key uses, and a table update that adds
+/// more than one GSI: for each value of `CataloguePriceIndex`, `MarketTable`'s definitions are
+/// exactly its keys' attributes, and `deferred` leaves out one index (the first of an
+/// upgrade's two deploys, docs/deploying.md).
+#[test]
+fn the_market_table_defines_exactly_its_keys_with_the_price_index_or_without() {
+    use std::collections::HashMap;
+    let template = Template::repository().unwrap();
+    let table = &template.resource("MarketTable").unwrap()["Properties"];
+    let chosen = |list: &serde_json::Value, value: &str| -> Vec<serde_json::Value> {
+        let parameters = HashMap::from([("CataloguePriceIndex", value)]);
+        list.as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|item| match item.get("Fn::If") {
+                Some(arguments) => template
+                    .if_branch_with(arguments, &parameters)
+                    .unwrap()
+                    .cloned(),
+                None => Some(item.clone()),
+            })
+            .collect()
+    };
+    let names = |keys: &serde_json::Value| -> Vec<String> {
+        keys.as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["AttributeName"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let mut index_counts = Vec::new();
+    for value in ["enabled", "deferred"] {
+        let defined: BTreeSet<String> = chosen(&table["AttributeDefinitions"], value)
+            .iter()
+            .map(|d| d["AttributeName"].as_str().unwrap().to_owned())
+            .collect();
+        let indexes = chosen(&table["GlobalSecondaryIndexes"], value);
+        let mut keyed: BTreeSet<String> = names(&table["KeySchema"]).into_iter().collect();
+        for index in &indexes {
+            keyed.extend(names(&index["KeySchema"]));
+        }
+        assert_eq!(defined, keyed, "CataloguePriceIndex={value}");
+        index_counts.push((value, indexes.len()));
+    }
+    assert_eq!(index_counts[0].1, index_counts[1].1 + 1, "{index_counts:?}");
+}

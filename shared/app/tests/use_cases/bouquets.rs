@@ -411,22 +411,130 @@ async fn the_whole_catalogue_reads_freshest_first_across_its_shards_page_by_page
 
 #[test]
 fn a_catalogue_request_names_each_problem_with_its_parameter() {
-    let (scope, _) = bouquets::parse_browse(None, Some("freshness"), None, None, None).unwrap();
-    assert_eq!(scope, CatalogueScope::All(CatalogueSort::Freshness));
-    let (scope, _) = bouquets::parse_browse(None, None, None, None, None).unwrap();
-    assert_eq!(scope, CatalogueScope::All(CatalogueSort::Newest));
+    let browse = |vendor: Option<&str>, sort: Option<&str>, min_price: Option<&str>| {
+        bouquets::parse_browse(vendor, sort, min_price, None, None, true)
+    };
+    for (sort, expected) in [
+        (None, CatalogueSort::Newest),
+        (Some("newest"), CatalogueSort::Newest),
+        (Some("freshness"), CatalogueSort::Freshness),
+        (Some("price"), CatalogueSort::PriceLowest),
+        (Some("-price"), CatalogueSort::PriceHighest),
+    ] {
+        let (scope, _) = browse(None, sort, None).unwrap();
+        assert_eq!(scope, CatalogueScope::All(expected), "{sort:?}");
+    }
     let shop = bouquet_app::domain::VendorId::generate().to_string();
-    let (scope, _) = bouquets::parse_browse(Some(&shop), Some("newest"), None, None, None).unwrap();
+    let (scope, _) = browse(Some(&shop), Some("newest"), None).unwrap();
     assert!(matches!(scope, CatalogueScope::Shop(_)));
 
     let fields = |errors: Vec<bouquet_app::domain::FieldError>| -> Vec<String> {
         errors.into_iter().map(|e| e.field).collect()
     };
-    let refused = bouquets::parse_browse(Some("x"), Some("price"), Some("-1"), None, None);
+    let refused = browse(Some("x"), Some("cheapest"), Some("-1"));
     assert_eq!(
         fields(refused.unwrap_err()),
         ["query/vendorId", "query/sort", "query/minPrice"]
     );
-    let shop_sorted = bouquets::parse_browse(Some(&shop), Some("freshness"), None, None, None);
+    let shop_sorted = browse(Some(&shop), Some("freshness"), None);
     assert_eq!(fields(shop_sorted.unwrap_err()), ["query/sort"]);
+    // Between the two deploys of an upgrade the price index is not there yet.
+    let deferred = bouquets::parse_browse(None, Some("-price"), None, None, None, false);
+    assert_eq!(fields(deferred.unwrap_err()), ["query/sort"]);
+}
+
+#[tokio::test]
+async fn the_whole_catalogue_reads_by_price_either_way_page_by_page() {
+    let world = World::new().await;
+    let (bloom, petal) = (world.vendor().await, world.vendor().await);
+    let mut listed = Vec::new();
+    for (i, amount) in ["12.00", "9.50", "30.00", "12.00", "0.99", "150.00", "45.25"]
+        .into_iter()
+        .enumerate()
+    {
+        let new = bouquet_app::domain::bouquet::NewBouquet::validate(
+            "Tulips",
+            None,
+            (amount, "EUR"),
+            None,
+        )
+        .unwrap();
+        let shop = if i % 2 == 0 { &bloom } else { &petal };
+        let bouquet = done(
+            bouquet_app::listing::list_bouquet(
+                &world.app,
+                shop.vendor_id,
+                new,
+                None,
+                CORRELATION,
+                world.now(),
+            )
+            .await
+            .unwrap(),
+        );
+        listed.push((bouquet.price.minor(), bouquet.bouquet_id));
+    }
+    let read_all = |sort: CatalogueSort, filter: bouquet_app::store::CatalogueFilter| {
+        let app = world.app.clone();
+        let now = world.now();
+        async move {
+            let mut read = Vec::new();
+            let mut cursor: Option<String> = None;
+            loop {
+                let page = bouquets::catalogue(
+                    &app,
+                    CatalogueScope::All(sort),
+                    &filter,
+                    cursor.as_deref(),
+                    3,
+                    now,
+                )
+                .await
+                .unwrap();
+                read.extend(page.items.iter().map(|b| (b.price.minor(), b.bouquet_id)));
+                match page.next_cursor {
+                    Some(next) => cursor = Some(next),
+                    None => return read,
+                }
+            }
+        }
+    };
+    let mut cheapest_first = listed.clone();
+    cheapest_first.sort();
+    assert_eq!(
+        read_all(CatalogueSort::PriceLowest, Default::default()).await,
+        cheapest_first
+    );
+    let dearest_first: Vec<_> = cheapest_first.iter().rev().copied().collect();
+    assert_eq!(
+        read_all(CatalogueSort::PriceHighest, Default::default()).await,
+        dearest_first
+    );
+    // A price range narrows the sorted read; a changed price moves the bouquet.
+    let range = bouquets::parse_filter(Some("10"), Some("50"), None).unwrap();
+    let in_range: Vec<_> = cheapest_first
+        .iter()
+        .filter(|(minor, _)| (1000..=5000).contains(minor))
+        .copied()
+        .collect();
+    assert_eq!(read_all(CatalogueSort::PriceLowest, range).await, in_range);
+    let cheapest = cheapest_first[0].1;
+    let read = bouquets::bouquet(&world.app, cheapest).await.unwrap();
+    let owner = if read.vendor_id == bloom.vendor_id {
+        &bloom
+    } else {
+        &petal
+    };
+    change(
+        &world,
+        &vendor_caller(owner),
+        cheapest,
+        Some(read.version),
+        BouquetChange::validate(None, None, Some(("999.00", "EUR"))).unwrap(),
+    )
+    .await
+    .unwrap();
+    let now_dearest = read_all(CatalogueSort::PriceHighest, Default::default()).await;
+    assert_eq!(now_dearest[0], (99_900, cheapest));
+    assert_eq!(now_dearest.len(), listed.len());
 }
