@@ -101,6 +101,9 @@ pub const EVENT_FUNCTIONS: &[&str] = &[
     "send-order-emails",
 ];
 
+/// The functions only an operator invokes (no trigger: docs/deploying.md).
+pub const OPERATOR_FUNCTIONS: &[&str] = &["backfill-index-keys"];
+
 /// The functions an SQS queue triggers that the tests run in process.
 pub const QUEUE_FUNCTIONS: &[&str] = &["push-frames", "process-bouquet-photos"];
 
@@ -143,6 +146,9 @@ pub async fn run_event_function(
             reconcile_vase_things::handler(app, &functions.registrar, event).await?,
         )?,
         "project-vendor-analytics" => project_vendor_analytics::handler(app, event).await?,
+        "backfill-index-keys" => {
+            serde_json::to_value(backfill_index_keys::handler(app, event).await?)?
+        }
         "send-order-emails" => {
             send_order_emails::SendOrderEmails {
                 app: app.clone(),
@@ -318,7 +324,8 @@ impl Resolver for InProcess {
         let is_http = http_handler(binary).is_some();
         let is_event = SCHEDULED_FUNCTIONS.contains(&binary)
             || EVENT_FUNCTIONS.contains(&binary)
-            || QUEUE_FUNCTIONS.contains(&binary);
+            || QUEUE_FUNCTIONS.contains(&binary)
+            || OPERATOR_FUNCTIONS.contains(&binary);
         let is_websocket = WEBSOCKET_FUNCTIONS.contains(&binary);
         if !is_http && !is_event && !is_websocket {
             return None;

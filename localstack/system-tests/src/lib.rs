@@ -288,6 +288,17 @@ impl TestCloud {
             .expect("the scheduled function succeeds")
     }
 
+    /// Runs the function `binary` that an operator invokes, with `payload`.
+    pub async fn run_operator_function(&self, binary: &str, payload: Value) -> Value {
+        assert!(
+            in_process::OPERATOR_FUNCTIONS.contains(&binary),
+            "no operator function {binary}"
+        );
+        in_process::run_event_function(binary, &self.in_process(self.app.clone()), payload)
+            .await
+            .expect("the operator's function succeeds")
+    }
+
     /// Runs the EventBridge-triggered function `binary` with `event`.
     pub async fn run_event_function(&self, binary: &str, event: Value) -> Value {
         assert!(

@@ -14,6 +14,7 @@ pub mod expiry;
 pub mod idempotency;
 pub mod listing;
 pub mod live;
+pub mod maintenance;
 pub mod members;
 pub mod notifications;
 pub mod orders;

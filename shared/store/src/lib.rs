@@ -6,6 +6,7 @@
 //! that happened before the write.
 
 mod analytics;
+mod backfill;
 mod batch;
 mod bouquets;
 mod carts;
@@ -28,6 +29,7 @@ mod vendors;
 use aws_sdk_dynamodb::Client;
 
 pub use analytics::{CounterDelta, DayCounters};
+pub use backfill::BackfillPage;
 pub use bouquet_aws::describe;
 /// The one retry policy, re-exported for the store's callers.
 pub use bouquet_retry as retry;

@@ -596,6 +596,6 @@ fn take_record(
     }
 }
 
-fn decode_order(item: Item) -> Result<Order, StoreError> {
+pub(crate) fn decode_order(item: Item) -> Result<Order, StoreError> {
     from_item::<OrderItem>(item)?.into_domain()
 }

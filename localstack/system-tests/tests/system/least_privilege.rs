@@ -883,6 +883,30 @@ async fn every_function_flow() {
         )
         .await;
     assert_eq!(offline["wentOffline"], 1, "{offline}");
+    // The backfill an operator runs after an upgrade: its Scan and UpdateItem (everything here
+    // was written with its keys, so one item is made to lack them).
+    use aws_sdk_dynamodb::types::AttributeValue;
+    cloud
+        .client
+        .update_item()
+        .table_name(&cloud.table)
+        .key("pk", AttributeValue::S(format!("BOUQUET#{second}")))
+        .key("sk", AttributeValue::S("BOUQUET".into()))
+        .update_expression("REMOVE priceSort")
+        .send()
+        .await
+        .unwrap();
+    let backfilled = seen
+        .of(
+            "backfill-index-keys",
+            cloud.run_operator_function("backfill-index-keys", json!({ "cursor": null })),
+        )
+        .await;
+    assert_eq!(
+        (backfilled["rewritten"].as_u64(), &backfilled["nextCursor"]),
+        (Some(1), &Value::Null),
+        "{backfilled}"
+    );
 
     // A vase's credentials: rotated, then decommissioned; and the sweep removing an orphan.
     let spare = registered_vase(&mut seen, &cloud, &registrar, &vendor).await;

@@ -8,6 +8,7 @@ mod cart;
 mod delivery;
 mod listing;
 mod live;
+mod maintenance;
 mod members;
 mod notifications;
 mod orders;

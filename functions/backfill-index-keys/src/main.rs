@@ -1,0 +1,1 @@
+bouquet_app::main!(handler = backfill_index_keys::handler);
