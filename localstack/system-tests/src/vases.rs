@@ -160,6 +160,25 @@ impl TestCloud {
         .await
     }
 
+    /// A shop "Bloom" with three bouquets: two in vases that the ingest function scored 85
+    /// (water 20 %) and 100 (water 80 %), both at 20.00, and one at 5.00 in no vase. Returns
+    /// `(vendor, scored 85, scored 100, unscored)`.
+    pub async fn scored_shop(&self) -> (String, String, String, String) {
+        let vendor = self.vendor("Bloom").await;
+        let (vase_a, vase_b) = (self.vase(&vendor).await, self.vase(&vendor).await);
+        let (a, b) = (
+            self.bouquet_in_vase(&vendor, &vase_a).await,
+            self.bouquet_in_vase(&vendor, &vase_b).await,
+        );
+        let unscored = self.bouquet(&vendor, "5.00").await;
+        self.send_vase_messages(&[
+            reading(&vase_a, crate::T0, 20.0, 18.0),
+            reading(&vase_b, crate::T0, 80.0, 18.0),
+        ])
+        .await;
+        (vendor, a, b, unscored)
+    }
+
     /// The ingest function on this test's table, with its own dead-letter queue.
     pub async fn ingest(&self) -> Ingest {
         let sqs = aws_sdk_sqs::Client::new(&emulator_sdk_config().await);

@@ -96,23 +96,8 @@ async fn the_projector_applied_twice_gives_the_same_counters() {
 
 #[tokio::test]
 async fn a_sale_adds_the_freshness_of_its_bouquets_to_the_day() {
-    use system_tests::vases::reading;
-    use system_tests::T0;
     let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
-    let (vase_a, vase_b) = (cloud.vase(&vendor).await, cloud.vase(&vendor).await);
-    let (a, b) = (
-        cloud.bouquet_in_vase(&vendor, &vase_a).await,
-        cloud.bouquet_in_vase(&vendor, &vase_b).await,
-    );
-    let unscored = cloud.bouquet(&vendor, "5.00").await;
-    // Scores 85 (water 20 %) and 100.
-    cloud
-        .send_vase_messages(&[
-            reading(&vase_a, T0, 20.0, 18.0),
-            reading(&vase_b, T0, 80.0, 18.0),
-        ])
-        .await;
+    let (vendor, a, b, unscored) = cloud.scored_shop().await;
     let mut paid = order_event("OrderPaid", "sale-1", &vendor, "40.00");
     paid["detail"]["data"]["bouquetIds"] = json!([a, b, unscored]);
     for _ in 0..2 {

@@ -194,23 +194,8 @@ async fn the_catalogue_refuses_filters_it_cannot_read() {
 
 #[tokio::test]
 async fn the_catalogue_reads_freshest_first_as_the_vases_scored_it_and_by_price() {
-    use system_tests::vases::reading;
-    use system_tests::T0;
     let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
-    let (vase_a, vase_b) = (cloud.vase(&vendor).await, cloud.vase(&vendor).await);
-    let (a, b) = (
-        cloud.bouquet_in_vase(&vendor, &vase_a).await,
-        cloud.bouquet_in_vase(&vendor, &vase_b).await,
-    );
-    let unscored = cloud.bouquet(&vendor, "5.00").await;
-    // Through the ingest function: 85 (water 20 %) and 100.
-    cloud
-        .send_vase_messages(&[
-            reading(&vase_a, T0, 20.0, 18.0),
-            reading(&vase_b, T0, 80.0, 18.0),
-        ])
-        .await;
+    let (vendor, a, b, unscored) = cloud.scored_shop().await;
     let read = |sort: &'static str, limit: &'static str, cursor: Option<String>| {
         let mut request = ApiRequest::fixture("list-bouquets")
             .query("sort", sort)

@@ -189,24 +189,7 @@ async fn the_catalogue_filters_by_price_and_freshness_on_its_index_for_all_shops
     let vendor = world.vendor().await;
     let mut ids = Vec::new();
     for amount in ["9.00", "19.50", "30.00"] {
-        let new = bouquet_app::domain::bouquet::NewBouquet::validate(
-            "Tulips",
-            None,
-            (amount, "EUR"),
-            None,
-        )
-        .unwrap();
-        let listed = bouquet_app::listing::list_bouquet(
-            &world.app,
-            vendor.vendor_id,
-            new,
-            None,
-            CORRELATION,
-            world.now(),
-        )
-        .await
-        .unwrap();
-        ids.push(done(listed).bouquet_id);
+        ids.push(world.listed(&vendor, amount, None).await.bouquet_id);
     }
     // The middle one is scored 80 by its vase (as ingest leaves it).
     world
@@ -268,25 +251,7 @@ async fn the_catalogue_filters_by_price_and_freshness_on_its_index_for_all_shops
 async fn scored_bouquet(world: &World, vendor: &Vendor, water_level_pct: f64) -> Bouquet {
     use bouquet_app::domain::{Reading, VaseMessage};
     let vase = world.vase_of(vendor).await;
-    let vase_text = vase.vase_id.to_string();
-    let new = bouquet_app::domain::bouquet::NewBouquet::validate(
-        "Peonies",
-        None,
-        ("25.00", "EUR"),
-        Some(&vase_text),
-    )
-    .unwrap();
-    let listed = bouquet_app::listing::list_bouquet(
-        &world.app,
-        vendor.vendor_id,
-        new,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap();
-    let bouquet = done(listed);
+    let bouquet = world.listed(vendor, "25.00", Some(vase.vase_id)).await;
     let reading = VaseMessage::Telemetry {
         vase_id: vase.vase_id,
         reading: Reading {
@@ -452,26 +417,8 @@ async fn the_whole_catalogue_reads_by_price_either_way_page_by_page() {
         .into_iter()
         .enumerate()
     {
-        let new = bouquet_app::domain::bouquet::NewBouquet::validate(
-            "Tulips",
-            None,
-            (amount, "EUR"),
-            None,
-        )
-        .unwrap();
         let shop = if i % 2 == 0 { &bloom } else { &petal };
-        let bouquet = done(
-            bouquet_app::listing::list_bouquet(
-                &world.app,
-                shop.vendor_id,
-                new,
-                None,
-                CORRELATION,
-                world.now(),
-            )
-            .await
-            .unwrap(),
-        );
+        let bouquet = world.listed(shop, amount, None).await;
         listed.push((bouquet.price.minor(), bouquet.bouquet_id));
     }
     let read_all = |sort: CatalogueSort, filter: bouquet_app::store::CatalogueFilter| {

@@ -9,6 +9,34 @@ use bouquet_app::store::{CatalogueFilter, CatalogueSort};
 
 use crate::support::*;
 
+/// What an administrator's suspension (`true`) or reinstatement of the shop did, now.
+async fn by_an_administrator(
+    world: &World,
+    vendor_id: bouquet_app::domain::VendorId,
+    suspend: bool,
+) -> shops::ShopChange {
+    let change = if suspend {
+        shops::suspend(
+            &world.app,
+            &admin_caller(),
+            vendor_id,
+            CORRELATION,
+            world.now(),
+        )
+        .await
+    } else {
+        shops::reinstate(
+            &world.app,
+            &admin_caller(),
+            vendor_id,
+            CORRELATION,
+            world.now(),
+        )
+        .await
+    };
+    change.expect("an administrator may")
+}
+
 fn events_named(events: &[(String, String)], name: &str) -> usize {
     events.iter().filter(|(n, _)| n == name).count()
 }
@@ -101,27 +129,11 @@ async fn a_suspension_takes_the_shops_bouquets_off_sale_once_and_a_reinstatement
         BouquetStatus::Sold { .. }
     ));
 
-    let again = shops::suspend(
-        &world.app,
-        &admin_caller(),
-        shop.vendor_id,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    let again = by_an_administrator(&world, shop.vendor_id, true).await;
     assert_eq!(again.bouquets_moved, 0);
     assert_eq!(events_named(&world.events().await, "VendorSuspended"), 1);
 
-    let back = shops::reinstate(
-        &world.app,
-        &admin_caller(),
-        shop.vendor_id,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    let back = by_an_administrator(&world, shop.vendor_id, false).await;
     assert!(!back.vendor.is_suspended());
     assert_eq!(back.bouquets_moved, 2);
     let page = world
@@ -210,15 +222,7 @@ async fn a_rejection_while_the_shop_is_suspended_returns_its_bouquet_off_the_cat
         .pay("ana", order.order_id, "tok_visa")
         .await
         .expect("paid");
-    shops::suspend(
-        &world.app,
-        &admin_caller(),
-        shop.vendor_id,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    by_an_administrator(&world, shop.vendor_id, true).await;
     // Open orders go on: the florist rejects this one, and its bouquet comes back unsold but
     // not on sale while the shop is suspended.
     let rejected = transition(
@@ -242,15 +246,7 @@ async fn a_rejection_while_the_shop_is_suspended_returns_its_bouquet_off_the_cat
     assert!(returned.is_suspended() && !returned.is_available(world.now()));
     assert!(!in_catalogue_indexes(&world, bouquet.bouquet_id).await);
 
-    shops::reinstate(
-        &world.app,
-        &admin_caller(),
-        shop.vendor_id,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    by_an_administrator(&world, shop.vendor_id, false).await;
     assert!(world
         .bouquet_now(bouquet.bouquet_id)
         .await

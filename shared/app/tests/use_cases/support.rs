@@ -101,7 +101,13 @@ impl World {
     }
 
     pub async fn bouquet_of(&self, vendor: &Vendor) -> Bouquet {
-        let new = NewBouquet::validate("Peonies", Some("pink"), ("24.50", "EUR"), None)
+        self.listed(vendor, "24.50", None).await
+    }
+
+    /// A bouquet of `vendor` at `amount` euros, in `vase` if one is given.
+    pub async fn listed(&self, vendor: &Vendor, amount: &str, vase: Option<VaseId>) -> Bouquet {
+        let vase = vase.map(|v| v.to_string());
+        let new = NewBouquet::validate("Peonies", Some("pink"), (amount, "EUR"), vase.as_deref())
             .expect("a valid listing");
         let listed = listing::list_bouquet(
             &self.app,
