@@ -647,7 +647,7 @@ class Console(unittest.TestCase):
         filters.get_by_role("button", name="Show").click()
         expect(page.locator("#f-maxPrice-error")).to_contain_text("must not be below minPrice")
 
-    def test_the_storefront_sorts_the_whole_catalogue_by_freshness_and_by_price(self):
+    def test_the_storefront_sorts_by_freshness_and_price_and_narrows_to_one_shop(self):
         shop = Shop()
         vase = shop.vase()
         fresh = shop.bouquet("Dahlias", "612.00", vase["vaseId"])["bouquetId"]
@@ -672,6 +672,23 @@ class Console(unittest.TestCase):
                 page.wait_for_timeout(100)
                 seen = page.evaluate(order)
             self.assertEqual(seen, expected, f"the cards, {sort}")
+        # Every shop's bouquets, then only this shop's: its name on a card narrows the page.
+        rival = Shop().bouquet("Lilies", "33.00")["bouquetId"]
+        on_the_storefront(rival, fresh, unscored)
+        filters.get_by_label("From").fill("")
+        filters.get_by_label("To").fill("")
+        filters.get_by_label("Sort").select_option(label="newest first")
+        filters.get_by_role("button", name="Show").click()
+        others = f'#catalogue [data-bouquet]:not([data-vendor="{shop.vendor_id}"])'
+        expect(page.locator(f'[data-bouquet="{rival}"]')).to_be_visible()
+        page.locator(f'[data-bouquet="{fresh}"]').get_by_role("button", name=f"Only {shop.name}'s bouquets").click()
+        expect(page.locator("#only-shop")).to_contain_text(f"Only {shop.name}'s bouquets")
+        expect(page.locator(others)).to_have_count(0)
+        expect(page.locator(f'[data-bouquet="{unscored}"]')).to_be_visible()
+        expect(filters.get_by_label("Sort")).to_be_disabled()
+        page.locator("#only-shop").get_by_role("button", name="All shops").click()
+        expect(page.locator(f'[data-bouquet="{rival}"]')).to_be_visible()
+        expect(filters.get_by_label("Sort")).to_be_enabled()
         self.no_reload(page)
 
     def test_a_customer_signs_up_buys_and_is_made_a_vendor_through_the_user_pool(self):

@@ -31,7 +31,9 @@ function card(bouquet) {
   return h("article", { class: "card", "data-bouquet": bouquet.bouquetId, "data-vendor": bouquet.vendorId, "data-version": bouquet.version },
     picture(bouquet),
     h("h3", {}, h("a", { href: `#/bouquets/${bouquet.bouquetId}` }, bouquet.name)),
-    bouquet.vendorName ? h("p", { class: "muted shop", "data-shop": bouquet.vendorId }, `from ${bouquet.vendorName}`) : null,
+    bouquet.vendorName ? h("p", { class: "muted shop", "data-shop": bouquet.vendorId }, "from ",
+      h("button", { type: "button", class: "link", "data-only-shop": bouquet.vendorId, "data-shop-name": bouquet.vendorName,
+        "aria-label": `Only ${bouquet.vendorName}'s bouquets` }, bouquet.vendorName)) : null,
     h("p", { class: "muted" }, bouquet.description || ""),
     h("div", { class: "row spread" }, h("strong", {}, money(bouquet.price)),
       h("span", { class: "row" }, statusBadge(bouquet.status), freshnessBadge(bouquet.freshness, Boolean(bouquet.vaseId)))),
@@ -131,7 +133,26 @@ export async function catalogue() {
     h("p", {}, h("button", { type: "submit", class: "secondary" }, "Show"))),
   h("p", { class: "muted" }, "Scores change live; the order is the one the page was read in."));
   more.addEventListener("click", () => attempt(load));
-  show(h("h1", {}, "Fresh bouquets"), filterForm, grid, more);
+  // One shop's bouquets: its name on a card narrows the page to it (newest first: the API
+  // reads one shop's partition in that order only), until "All shops".
+  const sortField = filterForm.querySelector('select[name="sort"]');
+  const onlyShop = h("p", { class: "row", id: "only-shop", hidden: true });
+  const chooseShop = (vendorId, name) => {
+    filters = { ...filters, vendorId, sort: vendorId ? "" : sortField.value };
+    if (vendorId) sortField.value = "";
+    sortField.disabled = Boolean(vendorId);
+    onlyShop.hidden = !vendorId;
+    onlyShop.replaceChildren(...(vendorId ? [
+      h("span", {}, `Only ${name}'s bouquets, newest first.`),
+      h("button", { type: "button", class: "secondary", onclick: () => chooseShop(null) }, "All shops"),
+    ] : []));
+    attempt(reload);
+  };
+  grid.addEventListener("click", (e) => {
+    const shop = e.target.closest("[data-only-shop]");
+    if (shop) chooseShop(shop.dataset.onlyShop, shop.dataset.shopName);
+  });
+  show(h("h1", {}, "Fresh bouquets"), filterForm, onlyShop, grid, more);
   // A suspended shop's cards leave at once; reinstated, they are read again one by one (the
   // catalogue page may come from the edge's 5-second cache), then the page after that window.
   const withheld = new Map();

@@ -205,8 +205,20 @@ async fn the_catalogue_reads_freshest_first_as_the_vases_scored_it_and_by_price(
         }
         cloud.call("list-bouquets", request)
     };
+    cloud.calls.reset();
     let first = read("freshness", "2", None).await;
     assert_eq!(first.status, 200, "{}", first.body);
+    assert_eq!(
+        cloud.calls.by_operation(),
+        std::collections::HashMap::from([
+            (
+                "Query".to_owned(),
+                bouquet_app::store::CATALOGUE_SHARDS as usize
+            ),
+            ("BatchGetItem".to_owned(), 1)
+        ]),
+        "a sorted page costs what the newest does: a Query per shard, and the shop names"
+    );
     let ids = |page: &Value| -> Vec<String> {
         page["items"]
             .as_array()
@@ -240,7 +252,12 @@ async fn the_catalogue_reads_freshest_first_as_the_vases_scored_it_and_by_price(
         (400, Some("cursor"))
     );
     // By price, either way (5.00 and the two in vases at their fixture price).
+    cloud.calls.reset();
     let cheapest = read("price", "5", None).await;
+    assert_eq!(
+        cloud.calls.by_operation().get("Query"),
+        Some(&(bouquet_app::store::CATALOGUE_SHARDS as usize))
+    );
     let dearest = read("-price", "5", None).await;
     assert_eq!(
         (cheapest.status, dearest.status),
