@@ -549,7 +549,7 @@ class Console(unittest.TestCase):
         customer = self.page()
         self.sign_in(customer, "customer", unique("kim"))
         self.open(customer, "/")
-        self.tab_to(customer, f'[data-bouquet="{bouquet}"] button')
+        self.tab_to(customer, f'[data-bouquet="{bouquet}"] button[aria-label^="Add to cart"]')
         customer.keyboard.press("Enter")
         expect(customer.locator(f'[data-bouquet="{bouquet}"]').get_by_role("status")).to_have_text("In your cart.")
         self.tab_to(customer, 'nav a[href="#/cart"]')
