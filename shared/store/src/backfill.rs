@@ -3,6 +3,8 @@
 //! and an item gets them at its next write; these are written now instead. The one Scan in
 //! the store: a maintenance pass, never a request's path.
 
+use std::collections::HashMap;
+
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::bouquets::{bouquet_key, decode_bouquet};
@@ -38,8 +40,7 @@ impl Store {
         cursor: Option<&str>,
         limit: i32,
     ) -> Result<BackfillPage, StoreError> {
-        let start: Option<std::collections::HashMap<String, String>> =
-            cursor.map(cursor::decode).transpose()?;
+        let start: Option<HashMap<String, String>> = cursor.map(cursor::decode).transpose()?;
         let output = self
             .client
             .scan()
@@ -60,7 +61,7 @@ impl Store {
             .map_err(StoreError::backend)?;
         let mut page = BackfillPage {
             next_cursor: output.last_evaluated_key.map(|key| {
-                let key: std::collections::HashMap<String, String> = key
+                let key: HashMap<String, String> = key
                     .into_iter()
                     .filter_map(|(name, value)| value.as_s().ok().map(|s| (name, s.clone())))
                     .collect();

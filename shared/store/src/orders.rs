@@ -1,4 +1,4 @@
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
@@ -240,7 +240,7 @@ impl Store {
         // the catalogue's indexes (the suspension's sweep may have passed it while it was
         // sold). Which ones are is learnt from the failed condition, so the common case
         // costs no read; the flag may move meanwhile, hence a few rounds.
-        let mut off_sale = std::collections::HashSet::new();
+        let mut off_sale = HashSet::new();
         for _ in 0..3 {
             match self.transition_order_once(transition, &off_sale, now).await {
                 Err(StoreError::ConditionFailed(conflicts)) => {
@@ -256,7 +256,7 @@ impl Store {
                         let Some(bouquet) = conflict.bouquet().filter(|_| returned) else {
                             continue;
                         };
-                        let sold_to_order = matches!(bouquet.status, bouquet_domain::BouquetStatus::Sold { order_id } if order_id == transition.order.order_id);
+                        let sold_to_order = matches!(bouquet.status, BouquetStatus::Sold { order_id } if order_id == transition.order.order_id);
                         if sold_to_order && bouquet.is_suspended() != off_sale.contains(&id) {
                             moved = true;
                             if bouquet.is_suspended() {
@@ -281,7 +281,7 @@ impl Store {
     async fn transition_order_once(
         &self,
         transition: &OrderWrite<'_>,
-        off_sale: &std::collections::HashSet<BouquetId>,
+        off_sale: &HashSet<BouquetId>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let OrderWrite {
