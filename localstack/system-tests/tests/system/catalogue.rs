@@ -7,6 +7,18 @@ use std::time::Duration;
 use serde_json::Value;
 use system_tests::{ApiRequest, TestCloud};
 
+/// What one catalogue page costs, whatever its order: a Query per catalogue shard (in
+/// parallel), and one BatchGetItem for the page's shop names.
+fn one_page_read() -> std::collections::HashMap<String, usize> {
+    std::collections::HashMap::from([
+        (
+            "Query".to_owned(),
+            bouquet_app::store::CATALOGUE_SHARDS as usize,
+        ),
+        ("BatchGetItem".to_owned(), 1),
+    ])
+}
+
 async fn all_pages(cloud: &TestCloud, limit: usize, vendor: Option<&str>) -> (Vec<String>, usize) {
     let mut ids = Vec::new();
     let mut cursor: Option<String> = None;
@@ -145,13 +157,7 @@ async fn a_crowd_reading_the_catalogue_through_the_edge_costs_one_page_read() {
     assert_eq!(api.invocations(), 1, "one origin request");
     assert_eq!(
         cloud.calls.by_operation(),
-        std::collections::HashMap::from([
-            (
-                "Query".to_owned(),
-                bouquet_app::store::CATALOGUE_SHARDS as usize
-            ),
-            ("BatchGetItem".to_owned(), 1)
-        ]),
+        one_page_read(),
         "one page read: a Query per catalogue shard, and the page's shop names"
     );
     // Another page is another key.
@@ -210,13 +216,7 @@ async fn the_catalogue_reads_freshest_first_as_the_vases_scored_it_and_by_price(
     assert_eq!(first.status, 200, "{}", first.body);
     assert_eq!(
         cloud.calls.by_operation(),
-        std::collections::HashMap::from([
-            (
-                "Query".to_owned(),
-                bouquet_app::store::CATALOGUE_SHARDS as usize
-            ),
-            ("BatchGetItem".to_owned(), 1)
-        ]),
+        one_page_read(),
         "a sorted page costs what the newest does: a Query per shard, and the shop names"
     );
     let ids = |page: &Value| -> Vec<String> {

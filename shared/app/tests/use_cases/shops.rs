@@ -37,6 +37,23 @@ async fn by_an_administrator(
     change.expect("an administrator may")
 }
 
+/// The catalogue's bouquets, newest first.
+async fn on_sale(world: &World) -> Vec<bouquet_app::domain::BouquetId> {
+    let page = world
+        .app
+        .store
+        .catalogue(
+            &CatalogueFilter::default(),
+            CatalogueSort::Newest,
+            None,
+            50,
+            world.now(),
+        )
+        .await
+        .unwrap();
+    page.items.iter().map(|b| b.bouquet_id).collect()
+}
+
 fn events_named(events: &[(String, String)], name: &str) -> usize {
     events.iter().filter(|(n, _)| n == name).count()
 }
@@ -82,19 +99,7 @@ async fn a_suspension_takes_the_shops_bouquets_off_sale_once_and_a_reinstatement
         Some(world.now())
     );
 
-    let page = world
-        .app
-        .store
-        .catalogue(
-            &CatalogueFilter::default(),
-            CatalogueSort::Newest,
-            None,
-            50,
-            world.now(),
-        )
-        .await
-        .unwrap();
-    assert!(page.items.is_empty(), "off the catalogue");
+    assert!(on_sale(&world).await.is_empty(), "off the catalogue");
     let reserve = reservation::reserve(
         &world.app,
         &customer("ben"),
@@ -136,20 +141,11 @@ async fn a_suspension_takes_the_shops_bouquets_off_sale_once_and_a_reinstatement
     let back = by_an_administrator(&world, shop.vendor_id, false).await;
     assert!(!back.vendor.is_suspended());
     assert_eq!(back.bouquets_moved, 2);
-    let page = world
-        .app
-        .store
-        .catalogue(
-            &CatalogueFilter::default(),
-            CatalogueSort::Newest,
-            None,
-            50,
-            world.now(),
-        )
-        .await
-        .unwrap();
-    let listed: Vec<_> = page.items.iter().map(|b| b.bouquet_id).collect();
-    assert_eq!(listed, vec![kept.bouquet_id], "the sold one stays sold");
+    assert_eq!(
+        on_sale(&world).await,
+        vec![kept.bouquet_id],
+        "the sold one stays sold"
+    );
     assert_eq!(events_named(&world.events().await, "VendorReinstated"), 1);
 }
 
