@@ -7,14 +7,16 @@
 #
 #   ./localstack/soak.sh [--seconds 120] [--seed 7] [--rate 0.05] [--customers 8]
 #                        [--vases-per-vendor 2] [--port-base 3400] [--no-build]
+#                        [--only function.killed_mid_invocation+latency_spike]
 #
+# --only injects those kinds of fault only (the names the report prints), to replay one.
 # The dev stack runs its schedules 5 times faster (the minutely sweeper every 12 s, the
 # outbox redrive every minute), so a soak of minutes sees them run as an hour would.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_DIR"
 
-SECONDS_OF_TRAFFIC=120 SEED=7 RATE=0.05 CUSTOMERS=8 VASES=2 PORT_BASE=3400 BUILD=1
+SECONDS_OF_TRAFFIC=120 SEED=7 RATE=0.05 CUSTOMERS=8 VASES=2 PORT_BASE=3400 BUILD=1 ONLY=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) SECONDS_OF_TRAFFIC="$2"; shift 2 ;;
@@ -24,6 +26,7 @@ while [ $# -gt 0 ]; do
     --vases-per-vendor) VASES="$2"; shift 2 ;;
     --port-base) PORT_BASE="$2"; shift 2 ;;
     --no-build) BUILD=0; shift ;;
+    --only) ONLY=",only=$2"; shift 2 ;;
     *) log "unknown option $1"; exit 2 ;;
   esac
 done
@@ -36,7 +39,7 @@ API_PORT=$PORT_BASE WS_PORT=$((PORT_BASE + 1)) FAULTS_PORT=$((PORT_BASE + 2)) MQ
 
 STACK="soak-$(date +%s)"
 start_devstack "$STACK" "$API_PORT" "$WS_PORT" "$MQTT_PORT" --no-seed --schedule-speedup 5 \
-  --faults "rate=$RATE,seed=$SEED" --faults-port "$FAULTS_PORT"
+  --faults "rate=$RATE,seed=$SEED$ONLY" --faults-port "$FAULTS_PORT"
 
 log "soak: $SECONDS_OF_TRAFFIC s at ${RATE} faults, seed $SEED (stack $STACK)"
 SOAK_REPORT="$RUN_DIR/$STACK-report.json" "${CARGO_TARGET_DIR:-$REPO_DIR/target}/debug/soak" \

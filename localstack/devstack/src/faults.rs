@@ -86,6 +86,10 @@ pub struct Faults {
     /// Requests whose response was lost, by their body: the client's retry of one gets
     /// through (the glitch was the network's, once), so a retried write is never lost forever.
     lost: Mutex<std::collections::HashSet<u64>>,
+    /// Connections API Gateway will never send `$disconnect` for: their `$connect` or
+    /// `$disconnect` function failed (AWS retries neither). Whatever they stored is left to
+    /// the table's TTL, and the soak's auditor allows exactly these.
+    undelivered_disconnects: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Faults {
@@ -114,6 +118,7 @@ impl Faults {
             draws: Mutex::new(StdRng::seed_from_u64(seed)),
             injected: Mutex::default(),
             lost: Mutex::default(),
+            undelivered_disconnects: Mutex::default(),
         })
     }
 
@@ -174,12 +179,18 @@ impl Faults {
 
     pub fn report(&self) -> Value {
         let injected = self.injected.lock().map(|i| i.clone()).unwrap_or_default();
+        let undelivered = self
+            .undelivered_disconnects
+            .lock()
+            .map(|u| u.clone())
+            .unwrap_or_default();
         json!({
             "enabled": self.enabled.load(Ordering::Relaxed),
             "rate": self.rate,
             "seed": self.seed,
             "injected": injected,
             "total": injected.values().sum::<u64>(),
+            "undeliveredDisconnects": undelivered,
         })
     }
 }
@@ -197,6 +208,17 @@ pub fn install(faults: Faults) -> Result<&'static Faults, DevError> {
 /// Whether to inject `fault` now (never when no faults are installed).
 pub fn roll(fault: Fault) -> bool {
     FAULTS.get().is_some_and(|f| f.roll(fault))
+}
+
+/// Notes a connection whose `$disconnect` will never arrive (see
+/// `Faults::undelivered_disconnects`); nothing without faults installed.
+pub fn note_undelivered_disconnect(connection_id: &str) {
+    if let Some(mut undelivered) = FAULTS
+        .get()
+        .and_then(|f| f.undelivered_disconnects.lock().ok())
+    {
+        undelivered.insert(connection_id.to_owned());
+    }
 }
 
 /// When a function process is to be killed during this invocation: after how long.

@@ -37,6 +37,7 @@ use tokio_tungstenite::WebSocketStream;
 use bouquet_template::Template;
 
 use crate::error::DevError;
+use crate::faults;
 use crate::lambda::{Invoke, Resolver};
 
 /// API Gateway's frame limit (128 KB).
@@ -368,6 +369,10 @@ impl LocalWebSocketApi {
                 Ok(answer) => {
                     let status = answer["statusCode"].as_u64().unwrap_or(200) as u16;
                     if !(200..300).contains(&status) {
+                        if status >= 500 {
+                            // It may have stored the connection before failing.
+                            faults::note_undelivered_disconnect(&connection_id);
+                        }
                         return reply(
                             StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN),
                             "",
@@ -376,6 +381,7 @@ impl LocalWebSocketApi {
                 }
                 Err(error) => {
                     tracing::warn!(%error, "$connect failed");
+                    faults::note_undelivered_disconnect(&connection_id);
                     return reply(
                         StatusCode::INTERNAL_SERVER_ERROR,
                         r#"{"message":"Internal server error"}"#,
@@ -423,8 +429,16 @@ impl LocalWebSocketApi {
                     "isBase64Encoded": false,
                     "requestContext": api.request_context("$disconnect", "DISCONNECT", &connection_id, connected_at, &source_ip, &authorizer_context),
                 });
-                if let Err(error) = (route.invoke)(event).await {
-                    tracing::warn!(%error, "$disconnect failed");
+                match (route.invoke)(event).await {
+                    Ok(answer) if answer["statusCode"].as_u64().unwrap_or(200) < 500 => {}
+                    Ok(answer) => {
+                        tracing::warn!(status = %answer["statusCode"], "$disconnect failed");
+                        faults::note_undelivered_disconnect(&connection_id);
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "$disconnect failed");
+                        faults::note_undelivered_disconnect(&connection_id);
+                    }
                 }
             }
         });

@@ -4,7 +4,7 @@
 //! outcome, faults injected by kind, each invariant with its counts, and the seed; exits 1 on
 //! any violation.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -117,6 +117,7 @@ async fn run(args: &Args) -> Result<usize, String> {
     let mut journal = None;
     let mut polls = 0u32;
     let drained = loop {
+        let undelivered = undelivered_disconnects(&control).await;
         let waiting = queue_depths(&sqs, &args.stack).await?;
         let items = audit::scan(&dynamodb, &table).await?;
         let live = audit::scan(&dynamodb, &live_table).await?;
@@ -136,13 +137,12 @@ async fn run(args: &Args) -> Result<usize, String> {
                     || (o["status"] == "rejected" && o["refundedAt"].is_null())
             })
             .count();
+        // A connection whose `$disconnect` will never arrive waits for the TTL (the auditor
+        // checks it has one); only the others are waited for.
         let connections = live
             .iter()
-            .filter(|i| {
-                i["pk"]
-                    .as_str()
-                    .is_some_and(|p| p.starts_with("CONNECTION#"))
-            })
+            .filter_map(|i| i["pk"].as_str()?.strip_prefix("CONNECTION#"))
+            .filter(|id| !undelivered.contains(*id))
             .count();
         if queued == 0 && unresolved == 0 {
             if let Some(running) = running.take() {
@@ -196,6 +196,7 @@ async fn run(args: &Args) -> Result<usize, String> {
         queues: queue_contents(&sqs, &args.stack).await?,
         now_ms: audit::now_ms(),
         journal,
+        undelivered_disconnects: undelivered_disconnects(&control).await,
     };
     println!(
         "drained: {drained} after {:.0} s in all",
@@ -224,6 +225,10 @@ async fn run(args: &Args) -> Result<usize, String> {
         "kept whole, not replayed (docs/operations.md): {:?}",
         audit::kept(&evidence)
     );
+    println!(
+        "connections whose $disconnect AWS would never send, left to the TTL: {}",
+        evidence.undelivered_disconnects.len()
+    );
     println!("invariants:");
     let (violations, report) = audit::audit(&evidence);
     let summary = json!({
@@ -242,6 +247,17 @@ async fn run(args: &Args) -> Result<usize, String> {
         .map_err(|e| format!("{path}: {e}"))?;
     }
     Ok(violations)
+}
+
+/// The connections the dev stack will never send `$disconnect` for (`GET /_faults`).
+async fn undelivered_disconnects(control: &Api) -> BTreeSet<String> {
+    let report = control.send("GET", "/_faults", None, &[], None).await.body;
+    report["undeliveredDisconnects"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|id| id.as_str().map(str::to_owned))
+        .collect()
 }
 
 async fn stack_queues(sqs: &aws_sdk_sqs::Client, stack: &str) -> Result<Vec<String>, String> {

@@ -1,7 +1,7 @@
 //! The soak's auditor, on planted evidence: a consistent system passes every invariant, and each
 //! fault planted is caught by its own invariant (`localstack/system-tests/src/audit.rs`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::json;
 
@@ -52,6 +52,7 @@ fn clean() -> Evidence {
             ),
         ]),
         journal,
+        undelivered_disconnects: BTreeSet::new(),
         now_ms: NOW,
     }
 }
@@ -373,6 +374,71 @@ fn a_bouquet_out_of_the_catalogue_or_at_an_old_score_is_caught() {
         vec![(
             name,
             vec!["bouquet b1 sits at \"007#b1\" in the freshness order, not \"064#b1\"".to_owned()]
+        )]
+    );
+}
+
+/// A connection of alice's, subscribed to her orders, left in the live table with its slot.
+fn connection_left_behind(disconnect_sent: bool) -> Evidence {
+    let retained_until = (NOW - 60_000) / 1000 + 2 * 3600 + 600;
+    let mut evidence = clean();
+    evidence.live_items = vec![
+        json!({"pk": "CONNECTION#c1=", "sk": "CONNECTION", "connectionId": "c1=",
+               "connectedAt": NOW - 60_000, "expiresAt": retained_until,
+               "limitKey": "user:alice", "subscriptions": {"orders": 0}}),
+        json!({"pk": "CHANNEL#orders:alice#0", "sk": "CONNECTION#c1=",
+               "expiresAt": retained_until}),
+        json!({"pk": "LIMIT#user:alice", "sk": "CONNECTIONS", "open": 1,
+               "expiresAt": retained_until}),
+    ];
+    if !disconnect_sent {
+        evidence.undelivered_disconnects.insert("c1=".into());
+    }
+    evidence
+}
+
+#[test]
+fn only_a_disconnect_never_sent_may_leave_a_connection_and_its_slot_until_ttl() {
+    // Its $connect or $disconnect failed: AWS never sends the $disconnect, the TTL removes it.
+    let never_sent = connection_left_behind(false);
+    assert!(
+        failing(&never_sent).is_empty(),
+        "{:?}",
+        violations(&never_sent)
+    );
+
+    // Its $disconnect arrived and left the connection and its subscription behind.
+    let arrived = connection_left_behind(true);
+    let (connection, subscription) = (&arrived.live_items[0], &arrived.live_items[1]);
+    assert_eq!(
+        violations(&arrived),
+        [(
+            "no connection or subscription leaked",
+            vec![
+                format!("CONNECTION#c1= left, though its $disconnect arrived: {connection}"),
+                format!(
+                    "CHANNEL#orders:alice#0 / CONNECTION#c1= subscription left: {subscription}"
+                ),
+            ]
+        )]
+    );
+
+    // Never sent, but kept past the TTL's bound.
+    let mut kept_forever = connection_left_behind(false);
+    kept_forever.live_items[0]["expiresAt"] = json!(0);
+    assert_eq!(
+        failing(&kept_forever),
+        ["no connection or subscription leaked"]
+    );
+
+    // Never sent, but its holder's counter took two slots for it.
+    let mut doubled = connection_left_behind(false);
+    doubled.live_items[2]["open"] = json!(2);
+    assert_eq!(
+        violations(&doubled)[0].1,
+        [format!(
+            "LIMIT#user:alice counts 2 open, 1 connection(s) stored: {}",
+            doubled.live_items[2]
         )]
     );
 }
