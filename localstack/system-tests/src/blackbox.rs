@@ -26,10 +26,13 @@ impl Answer {
         self.body["code"].as_str()
     }
 
-    /// Worth repeating as it was (same idempotency key): throttled, or the way failed.
+    /// Worth repeating as it was (same idempotency key): throttled, the way failed, or the
+    /// key is busy in another transaction (`idempotency.in_progress`, sent with `Retry-After`:
+    /// DynamoDB's `TransactionConflict` on the key's record, which the soak injects too).
     pub fn transient(&self) -> bool {
         matches!(self.status, 0 | 429 | 500 | 502 | 504)
             || (self.status == 503 && self.code() != Some("payment.unavailable"))
+            || (self.status == 409 && self.code() == Some("idempotency.in_progress"))
     }
 }
 
