@@ -896,6 +896,42 @@ class Console(unittest.TestCase):
         self.assertIn("#/cart", loser.url, "the loser stays on the cart")
         self.shot(loser, "race-loser")
 
+    def test_a_busy_key_is_sent_again_with_the_same_key_and_reserves_once(self):
+        shop = Shop()
+        bouquet_id = shop.bouquet("Ranunculus")["bouquetId"]
+        customer = self.page()
+        user = unique("erin")
+        self.sign_in(customer, "customer", user)
+        call("PUT", f"/v1/cart/items/{bouquet_id}", mint("customer", user), None, 200)
+        self.open(customer, "/cart")
+        # The API's answer while another request with the same key runs (or DynamoDB reports a
+        # conflict on the key's record): 409 with Retry-After. The first reserve meets it.
+        keys = []
+
+        def busy_once(route):
+            keys.append(route.request.headers.get("idempotency-key"))
+            if len(keys) > 1:
+                return route.continue_()
+            route.fulfill(
+                status=409,
+                headers={"content-type": "application/problem+json", "retry-after": "1"},
+                body=json.dumps({"type": "https://bouquet.market/problems/idempotency.in_progress",
+                                 "title": "Idempotency key in progress", "status": 409,
+                                 "code": "idempotency.in_progress",
+                                 "detail": "a request with this idempotency key is still in progress"}),
+            )
+
+        customer.route(lambda url: url.endswith("/v1/orders"), busy_once)
+        customer.locator("#reserve").click()
+        customer.wait_for_url("**/#/orders/*")
+        expect(customer.locator('#order-status [data-status="reserved"]')).to_be_visible()
+        self.assertEqual(len(keys), 2, "sent once more after the 409")
+        self.assertIsNotNone(keys[0])
+        self.assertEqual(keys[0], keys[1], "with the same idempotency key")
+        orders = call("GET", "/v1/orders?limit=50", mint("customer", user), None, 200)
+        self.assertEqual([o["orderId"] for o in orders["items"]], [customer.url.rsplit("/", 1)[1]],
+                         "one order, the one shown")
+
     def test_every_page_fits_390_px_and_is_captured_at_1280_and_390(self):
         shop = Shop()
         vase = shop.vase()

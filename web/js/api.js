@@ -27,6 +27,7 @@ const ADVICE = {
   "auth.unauthenticated": "Please sign in again.",
   "auth.forbidden": "Your account may not do this.",
   "service.busy": "The shop is busy; try again in a moment.",
+  "idempotency.in_progress": "Your request is still being handled; try again in a moment.",
 };
 const WITH_DETAIL = new Set(["order.delivery_required", "order.invalid_state"]);
 
@@ -47,6 +48,21 @@ function idempotencyKey() {
   return crypto.randomUUID ? crypto.randomUUID() : `${Date.now()}-${Math.random().toString(16).slice(2)}`;
 }
 
+// Answers that ask for the same request again after `Retry-After`: the key is busy in another
+// request, or the service is. Sent again with the same Idempotency-Key, so it takes effect once.
+const ASKS_AGAIN = new Set(["idempotency.in_progress", "service.busy"]);
+const TRIES = 3;
+const MAX_WAIT_MS = 3000;
+
+function asksAgain(response, body) {
+  return response.status === 429 || (response.status >= 409 && ASKS_AGAIN.has(body?.code));
+}
+
+function retryAfterMs(response) {
+  const seconds = Number(response.headers.get("retry-after"));
+  return Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds * 1000, MAX_WAIT_MS) : 1000;
+}
+
 /**
  * `api("POST", "/orders", {body, headers})`: the parsed JSON body, `null` for 204, or throws a
  * `Problem`. `raw: true` also returns the response's headers.
@@ -61,10 +77,16 @@ export async function api(method, path, { body, headers = {}, raw = false, key }
     request.body = JSON.stringify(body);
   }
   if (method === "POST") request.headers["idempotency-key"] = key ?? idempotencyKey();
-  const response = await fetch(`/v1${path}`, request);
-  const text = await response.text();
-  let parsed = null;
-  try { parsed = text ? JSON.parse(text) : null; } catch { parsed = null; }
-  if (!response.ok) throw new Problem(response.status, parsed);
-  return raw ? { body: parsed, headers: response.headers } : parsed;
+  for (let attempt = 1; ; attempt++) {
+    const response = await fetch(`/v1${path}`, request);
+    const text = await response.text();
+    let parsed = null;
+    try { parsed = text ? JSON.parse(text) : null; } catch { parsed = null; }
+    if (!response.ok && attempt < TRIES && asksAgain(response, parsed)) {
+      await new Promise((resolve) => setTimeout(resolve, retryAfterMs(response)));
+      continue;
+    }
+    if (!response.ok) throw new Problem(response.status, parsed);
+    return raw ? { body: parsed, headers: response.headers } : parsed;
+  }
 }
