@@ -275,6 +275,15 @@ class Console(unittest.TestCase):
         if email:
             page.get_by_label("Your email").fill(email)
 
+    def at_the_cart_with(self, bouquet_id, name):
+        """A new customer `name` signed in, `bouquet_id` in the cart, on the cart page."""
+        user = unique(name)
+        page = self.page()
+        self.sign_in(page, "customer", user)
+        call("PUT", f"/v1/cart/items/{bouquet_id}", mint("customer", user), None, 200)
+        self.open(page, "/cart")
+        return page, user
+
     def subscribed(self, page, channel):
         page.wait_for_function(
             "channel => (document.body.dataset.subscribed || '').split(' ').includes(channel)", arg=channel)
@@ -804,11 +813,7 @@ class Console(unittest.TestCase):
     def test_a_declined_card_is_said_in_words_and_the_order_stays_payable(self):
         shop = Shop()
         bouquet_id = shop.bouquet("Tulips")["bouquetId"]
-        customer = self.page()
-        user = unique("bob")
-        self.sign_in(customer, "customer", user)
-        call("PUT", f"/v1/cart/items/{bouquet_id}", mint("customer", user), None, 200)
-        self.open(customer, "/cart")
+        customer, _ = self.at_the_cart_with(bouquet_id, "bob")
         customer.locator("#reserve").click()
         customer.wait_for_url("**/#/orders/*")
         customer.wait_for_function("document.body.dataset.ready === 'yes'")
@@ -828,11 +833,7 @@ class Console(unittest.TestCase):
     def test_a_card_that_needs_3d_secure_is_confirmed_at_the_bank_and_paid_live(self):
         shop = Shop()
         bouquet_id = shop.bouquet("Freesias")["bouquetId"]
-        customer = self.page()
-        user = unique("gina")
-        self.sign_in(customer, "customer", user)
-        call("PUT", f"/v1/cart/items/{bouquet_id}", mint("customer", user), None, 200)
-        self.open(customer, "/cart")
+        customer, _ = self.at_the_cart_with(bouquet_id, "gina")
         customer.locator("#reserve").click()
         customer.wait_for_url("**/#/orders/*")
         customer.wait_for_function("document.body.dataset.ready === 'yes'")
@@ -878,15 +879,7 @@ class Console(unittest.TestCase):
     def test_the_loser_of_a_race_for_one_bouquet_is_told_why(self):
         shop = Shop()
         bouquet_id = shop.bouquet("Lilies")["bouquetId"]
-        pages = []
-        for name in ("carol", "dave"):
-            user = unique(name)
-            page = self.page()
-            self.sign_in(page, "customer", user)
-            call("PUT", f"/v1/cart/items/{bouquet_id}", mint("customer", user), None, 200)
-            self.open(page, "/cart")
-            pages.append(page)
-        winner, loser = pages
+        (winner, _), (loser, _) = (self.at_the_cart_with(bouquet_id, n) for n in ("carol", "dave"))
         winner.locator("#reserve").click()
         winner.wait_for_url("**/#/orders/*")
         loser.locator("#reserve").click()
@@ -899,11 +892,7 @@ class Console(unittest.TestCase):
     def test_a_busy_key_is_sent_again_with_the_same_key_and_reserves_once(self):
         shop = Shop()
         bouquet_id = shop.bouquet("Ranunculus")["bouquetId"]
-        customer = self.page()
-        user = unique("erin")
-        self.sign_in(customer, "customer", user)
-        call("PUT", f"/v1/cart/items/{bouquet_id}", mint("customer", user), None, 200)
-        self.open(customer, "/cart")
+        customer, user = self.at_the_cart_with(bouquet_id, "erin")
         # The API's answer while another request with the same key runs (or DynamoDB reports a
         # conflict on the key's record): 409 with Retry-After. The first reserve meets it.
         keys = []
