@@ -55,7 +55,7 @@ const TRIES = 3;
 const MAX_WAIT_MS = 3000;
 
 function asksAgain(response, body) {
-  return response.status === 429 || (response.status >= 409 && ASKS_AGAIN.has(body?.code));
+  return response.status === 429 || ASKS_AGAIN.has(body?.code);
 }
 
 function retryAfterMs(response) {

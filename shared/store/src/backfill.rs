@@ -22,7 +22,8 @@ const LACKING_KEYS: &str = "(entity = :bouquet AND (attribute_not_exists(freshne
 /// What one page of the pass did.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct BackfillPage {
-    /// Items the page's Scan read (DynamoDB reads them all; the filter returns the lacking).
+    /// Items the page's Scan returned as lacking a key (it reads every item; the filter
+    /// keeps only those).
     pub lacking: usize,
     /// Items given their keys by this page.
     pub rewritten: usize,
