@@ -1,6 +1,7 @@
 //! `DELETE /v1/vases/{vaseId}`: the vase's vendor decommissions it: 204, the vase item
 //! deleted with its `VaseDecommissioned` event, then its IoT thing and certificates removed.
-//! Refused with 409 `vase.in_use` while a bouquet stands in it. Like every DELETE here it
+//! Refused with 409 `vase.in_use` while the bouquet standing in it is on sale (available or
+//! reserved; a sold or withdrawn one does not keep it). Like every DELETE here it
 //! takes no `Idempotency-Key`: a retry after it succeeded is 404.
 //!
 //! The table first: once the item is gone the vase cannot be used through the API, and

@@ -10,6 +10,7 @@ use bouquet_app::payment::{self, Paid};
 use bouquet_app::App;
 use bouquet_http::lambda_http::http::StatusCode;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
+use bouquet_http::owned::{order_idempotency, order_reply};
 use bouquet_http::{run, ApiError, Ctx, KeyedRequest, Reply, Role, Route};
 use serde::Deserialize;
 
@@ -33,7 +34,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let body: Option<Payment> = ctx.json().ok();
     let provider = ctx.app.payments.provider();
     let paid = |order: &Order| Ok(Reply::ok(order)?.header("payment-provider", provider));
-    let key = ctx.idempotency(paid);
+    let key = order_idempotency(ctx, paid);
     let outcome = payment::pay(
         &ctx.app,
         &caller.subject,
@@ -44,7 +45,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         ctx.now,
     )
     .await?;
-    Reply::from_outcome(outcome, |outcome| match outcome {
+    order_reply(ctx, outcome, |outcome| match outcome {
         Paid::Paid(order) => paid(order),
         Paid::Authenticate {
             order,
@@ -59,4 +60,5 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
             Ok(Reply::json(StatusCode::ACCEPTED, &body)?.header("payment-provider", provider))
         }
     })
+    .await
 }

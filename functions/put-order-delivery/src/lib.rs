@@ -8,6 +8,7 @@ use bouquet_app::domain::delivery::DeliveryRequest;
 use bouquet_app::domain::{Order, OrderId};
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
+use bouquet_http::owned::{order_idempotency, order_reply};
 use bouquet_http::{run, ApiError, Ctx, KeyedRequest, Reply, Role, Route};
 
 pub const ROUTE: Route = Route::new("PUT", "/v1/orders/{orderId}/delivery");
@@ -21,7 +22,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let order_id = ctx.path("orderId", OrderId::parse)?;
     let if_match = ctx.if_match()?;
     let request: DeliveryRequest = ctx.json()?;
-    let key = ctx.idempotency(reply);
+    let key = order_idempotency(ctx, reply);
     let outcome = delivery::set_order_delivery(
         &ctx.app,
         caller,
@@ -33,7 +34,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         ctx.now,
     )
     .await?;
-    Reply::from_outcome(outcome, reply)
+    order_reply(ctx, outcome, reply).await
 }
 
 fn reply(order: &Order) -> Result<Reply, ApiError> {

@@ -1,5 +1,6 @@
 //! `DELETE /v1/bouquets/{bouquetId}`: its vendor withdraws a bouquet while it is available
-//! (409 `bouquet.not_available_for_change` otherwise). `If-Match` is honoured when sent
+//! (409 `bouquet.not_available_for_change` otherwise), taking it out of the vase that still
+//! holds it in the same transaction. `If-Match` is honoured when sent
 //! ([`bouquet_app::bouquets::withdraw`]).
 
 use bouquet_app::bouquets;

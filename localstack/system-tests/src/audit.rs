@@ -654,6 +654,14 @@ pub fn delivery_details_stay_with_their_readers(evidence: &Evidence) -> Check {
     for event in with_prefix(&evidence.items, "OUTBOX#") {
         leaked(format!("event {}", s(event, "eventId")), &event.to_string());
     }
+    // An idempotency record lives 24 h beside the order: it keeps the answer without the
+    // details, so that redaction and erasure, which change the order, leave no copy (issue 38).
+    for record in with_prefix(&evidence.items, "IDEMPOTENCY#") {
+        leaked(
+            format!("idempotency record {}", s(record, "pk")),
+            &record.to_string(),
+        );
+    }
     for (customer, frames) in &evidence.journal.frames {
         for frame in frames {
             leaked(format!("a frame to {customer}"), frame);
@@ -665,7 +673,7 @@ pub fn delivery_details_stay_with_their_readers(evidence: &Evidence) -> Check {
         }
     }
     Check {
-        name: "every sold order has delivery details, and none of them is in an event, a frame or a parked message",
+        name: "every sold order has delivery details, and none of them is in an event, an idempotency record, a frame or a parked message",
         checked: all_orders.len(),
         violations,
     }

@@ -5,9 +5,9 @@
 use bouquet_domain::bouquet::BouquetChange;
 use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::identity::{Identity, NotAllowed};
-use bouquet_domain::{Bouquet, BouquetId, DomainError, FieldError, Timestamp, VendorId};
+use bouquet_domain::{Bouquet, BouquetId, DomainError, FieldError, Timestamp, VaseId, VendorId};
 use bouquet_store::retry::Retry;
-use bouquet_store::{CatalogueFilter, CatalogueSort, Page, StoreError};
+use bouquet_store::{CatalogueFilter, CatalogueSort, Conflict, Page, StoreError, Target};
 
 use crate::App;
 
@@ -27,6 +27,9 @@ pub enum BouquetError {
     NotAvailable,
     #[error("the bouquet kept changing; retry shortly")]
     Busy,
+    /// Its shop is suspended (or gone): it changes nothing.
+    #[error(transparent)]
+    NotTrading(#[from] crate::shops::NotTrading),
     #[error(transparent)]
     Domain(DomainError),
     #[error(transparent)]
@@ -213,7 +216,8 @@ pub fn parse_filter(
 /// given.
 /// The bouquet `caller` may change or withdraw, read consistently: another vendor's is
 /// refused before anything of the request is looked at (so a refusal is 403 or 404 whatever
-/// the body or `If-Match` held).
+/// the body or `If-Match` held); a suspended shop's is refused next
+/// ([`crate::shops::require_trading`]).
 pub async fn editable(
     app: &App,
     caller: &Identity,
@@ -225,6 +229,7 @@ pub async fn editable(
         .await?
         .ok_or(BouquetError::NotFound)?;
     caller.require_vendor(bouquet.vendor_id)?;
+    crate::shops::require_trading(app, bouquet.vendor_id).await?;
     Ok(bouquet)
 }
 
@@ -235,24 +240,38 @@ fn at_version(bouquet: Bouquet, if_match: Option<u64>) -> Result<Bouquet, Bouque
     }
 }
 
-/// Writes `changed` over `read`; a refused write says why (`Ok(false)`: only the version moved,
-/// and the caller named none: read again).
+/// Writes `changed` over `read` (and takes it out of `leaves_vase`, read holding it); a
+/// refused write says why (`Ok(false)`: only the version moved, and the caller named none, or
+/// only the vase moved on: read again).
 async fn save(
     app: &App,
     read: &Bouquet,
     changed: &Bouquet,
     event: &DomainEvent,
+    leaves_vase: Option<VaseId>,
     if_match: Option<u64>,
     now: Timestamp,
 ) -> Result<bool, BouquetError> {
     match app
         .store
-        .save_bouquet(changed, read.version, event, now)
+        .save_bouquet(changed, read.version, event, leaves_vase, now)
         .await
     {
         Ok(()) => Ok(true),
         Err(StoreError::ConditionFailed(conflicts)) => {
-            match conflicts.into_iter().next().and_then(|c| c.bouquet()) {
+            let bouquet = conflicts
+                .iter()
+                .find(|c| matches!(c.target, Target::Bouquet(_)));
+            if bouquet.is_none()
+                && conflicts
+                    .iter()
+                    .any(|c| matches!(c.target, Target::Vase(_)))
+            {
+                // The bouquet's condition held, the vase's did not: another bouquet was listed
+                // in it since the read. Read both again.
+                return Ok(false);
+            }
+            match bouquet.and_then(Conflict::bouquet) {
                 Some(current) if current.is_available(now) && if_match.is_some() => {
                     Err(BouquetError::Changed)
                 }
@@ -295,15 +314,21 @@ pub async fn change(
             price: changed.price,
         },
     );
-    match save(app, &read, &changed, &event, if_match, now).await? {
+    match save(app, &read, &changed, &event, None, if_match, now).await? {
         true => Ok(changed),
         false => Err(BouquetError::Changed),
     }
 }
 
 /// Its vendor withdraws an available bouquet (`read`, from [`editable`]) (`BouquetWithdrawn`);
-/// without `if_match`, a
-/// change of version alone is retried.
+/// without `if_match`, a change of version alone is retried. The bouquet leaves its vase in the
+/// same transaction, if the vase still holds it (one listed in the vase since holds it
+/// instead: that vase is left alone).
+///
+/// The withdrawn bouquet keeps its `vaseId`, as a sold one does: it says where the bouquet
+/// stood and where its last score came from. What stands in a vase now is the vase item's
+/// `bouquetId` alone (the telemetry, the vendor's vase list and decommissioning read that),
+/// so that is the link removed.
 pub async fn withdraw(
     app: &App,
     caller: &Identity,
@@ -324,6 +349,15 @@ pub async fn withdraw(
         let current = at_version(current, if_match)?;
         let mut withdrawn = current.clone();
         withdrawn.withdraw(now)?;
+        let leaves_vase = match current.vase_id {
+            Some(vase_id) => app
+                .store
+                .vase(vase_id, true)
+                .await?
+                .filter(|vase| vase.holds(bouquet_id))
+                .map(|vase| vase.vase_id),
+            None => None,
+        };
         let event = DomainEvent::new(
             bouquet_id,
             withdrawn.version,
@@ -334,7 +368,17 @@ pub async fn withdraw(
                 vendor_id: withdrawn.vendor_id,
             },
         );
-        if save(app, &current, &withdrawn, &event, if_match, now).await? {
+        if save(
+            app,
+            &current,
+            &withdrawn,
+            &event,
+            leaves_vase,
+            if_match,
+            now,
+        )
+        .await?
+        {
             return Ok(withdrawn);
         }
     }

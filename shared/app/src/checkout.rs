@@ -16,7 +16,7 @@
 
 use bouquet_domain::checkout::{self as decide, Transition};
 use bouquet_domain::events::DomainEvent;
-use bouquet_domain::{BouquetId, DomainError, Order, OrderStatus, Timestamp};
+use bouquet_domain::{BouquetId, BouquetStatus, DomainError, Order, OrderStatus, Timestamp};
 use bouquet_metrics as metrics;
 use bouquet_payments::{ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway};
 use bouquet_store::{
@@ -323,7 +323,8 @@ pub struct Rejection<'a> {
 /// Its vendor rejects a paid order: `rejected` (bouquets back on sale or withdrawn,
 /// `OrderRejected`) in
 /// one transaction, then the refund ([`refund_rejected`]). A crash or a gateway failure in
-/// between leaves the order due for the sweeper, which refunds it.
+/// between leaves the order due for the sweeper, which refunds it. Withdrawn bouquets are then
+/// taken out of their vases ([`vacate_vases`]).
 pub async fn reject(
     store: &Store,
     payments: &dyn PaymentGateway,
@@ -344,11 +345,47 @@ pub async fn reject(
         now,
     )
     .await?;
-    match refund_rejected(store, payments, &rejected.order, correlation_id, now).await {
-        Ok(refunded) => Ok(refunded),
+    let refunded = match refund_rejected(store, payments, &rejected.order, correlation_id, now)
+        .await
+    {
+        Ok(refunded) => refunded,
         Err(error) => {
             tracing::warn!(order_id = %order.order_id, error = %bouquet_aws::describe(&error), "rejected; the refund is left to the sweeper");
-            Ok(rejected.order)
+            rejected.order
+        }
+    };
+    if rejection.withdraw {
+        vacate_vases(store, &refunded).await;
+    }
+    Ok(refunded)
+}
+
+/// Takes the withdrawn bouquets of a rejected order out of the vases that still hold them.
+/// After the rejection's transaction, not in it: the order's write already conditions up to
+/// 20 bouquets, and a vase relinked meanwhile would fail the rejection. Best effort: a vase
+/// left naming a withdrawn bouquet (a crash, a failed call; logged) can still be
+/// decommissioned ([`bouquet_domain::vase::Vase::decommission`] reads the bouquet's status),
+/// and the next bouquet listed in it replaces the link.
+async fn vacate_vases(store: &Store, order: &Order) {
+    let ids: Vec<BouquetId> = order.bouquet_ids().collect();
+    let bouquets = match store.bouquets(&ids).await {
+        Ok(bouquets) => bouquets,
+        Err(error) => {
+            tracing::warn!(order_id = %order.order_id, error = %bouquet_aws::describe(&error), "withdrawn bouquets not read; their vases still name them");
+            return;
+        }
+    };
+    let vacated = bouquets
+        .into_iter()
+        .flatten()
+        .filter(|b| b.status == BouquetStatus::Withdrawn)
+        .filter_map(|b| Some((b.vase_id?, b.bouquet_id)))
+        .map(|(vase_id, bouquet_id)| async move {
+            (vase_id, store.vacate_vase(vase_id, bouquet_id).await)
+        });
+    for (vase_id, result) in futures::future::join_all(vacated).await {
+        if let Err(error) = result {
+            tracing::warn!(order_id = %order.order_id, %vase_id, error = %bouquet_aws::describe(&error), "a withdrawn bouquet left in its vase");
         }
     }
 }

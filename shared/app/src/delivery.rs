@@ -33,6 +33,9 @@ pub enum DeliveryError {
     Changed,
     #[error(transparent)]
     Domain(#[from] DomainError),
+    /// The shop is suspended: it changes nothing.
+    #[error(transparent)]
+    NotTrading(#[from] crate::shops::NotTrading),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -86,6 +89,7 @@ pub async fn change_settings(
     now: Timestamp,
 ) -> Result<VersionedSettings, DeliveryError> {
     caller.require_vendor(vendor_id)?;
+    crate::shops::require_trading(app, vendor_id).await?;
     let settings = settings.validate().map_err(DeliveryError::Invalid)?;
     let current = app.store.delivery_settings(vendor_id, true).await?;
     let read_version = current.as_ref().map_or(0, |c| c.version);

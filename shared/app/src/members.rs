@@ -1,6 +1,7 @@
 //! Vendor memberships: an administrator makes a user of the directory a member of a shop
 //! (`POST /v1/vendors/{vendorId}/members`). The role comes only from the `vendor` group.
 
+use crate::shops::NotTrading;
 use crate::App;
 use bouquet_directory::{DirectoryError, DirectoryUser, UserDirectory};
 use bouquet_domain::identity::{Email, VENDOR_GROUP};
@@ -31,6 +32,8 @@ pub enum MembershipError {
     OtherVendor(String),
     #[error("the user has not confirmed this email address")]
     Unverified,
+    #[error("the shop is suspended")]
+    Suspended,
     #[error(transparent)]
     Directory(#[from] DirectoryError),
     #[error(transparent)]
@@ -53,8 +56,11 @@ pub async fn add_vendor_member(
     now: Timestamp,
 ) -> Result<Membership, MembershipError> {
     let store = &app.store;
-    if !store.vendor_exists(vendor_id).await? {
-        return Err(MembershipError::UnknownVendor);
+    match crate::shops::require_trading(app, vendor_id).await {
+        Ok(_) => {}
+        Err(NotTrading::Unknown) => return Err(MembershipError::UnknownVendor),
+        Err(NotTrading::Suspended) => return Err(MembershipError::Suspended),
+        Err(NotTrading::Store(error)) => return Err(error.into()),
     }
     let shop = vendor_id.to_string();
     let existing = directory.find(email.as_str()).await?;

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use bouquet_domain::delivery::{Delivery, REDACTED};
 use bouquet_domain::{Order, OrderId};
-use bouquet_mail::{render, Email, MailError, Mailer, Template, Vars};
+use bouquet_mail::{render, Email, MailError, Mailer, RenderError, Template, Vars};
 use bouquet_store::StoreError;
 
 use crate::App;
@@ -28,6 +28,9 @@ pub enum NotifyError {
     Unreadable(String),
     #[error(transparent)]
     Mail(#[from] MailError),
+    /// A template names a value the order lacks: retrying fails alike.
+    #[error(transparent)]
+    Render(#[from] RenderError),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -178,7 +181,7 @@ pub async fn notify(
             *template,
             &to,
             &vars(marketplace, &shop, &order, delivery, &detail["data"]),
-        );
+        )?;
         mailer.send(&email).await?;
         app.store
             .commit_once(CONSUMER, &key, bouquet_store::Tx::new(), app.clock.now())

@@ -1,23 +1,27 @@
 //! Paying a reserved order: claim before charge.
 //!
-//! 1. Read the order and the idempotency record (one `BatchGetItem`), and the shop's delivery
-//!    settings (one `GetItem`): the details' date must still be taken.
+//! 1. Read the order, the idempotency record and the declines counted against the order and
+//!    the customer (one `BatchGetItem`), and the shop's delivery settings (one `GetItem`): the
+//!    details' date must still be taken; an order or customer that had its declines is
+//!    refused here, before anything is claimed or charged.
 //! 2. Claim: `reserved` → `payment_pending` with the bouquets' hold extended over the attempt
 //!    (one `TransactWriteItems`, conditioned on the version read; an expired hold is
 //!    `ReservationExpired` and nothing is charged).
 //! 3. Charge through the gateway with the attempt's key (`{orderId}-{attempt}`).
 //! 4. Commit `paid` and every bouquet `sold` with `OrderPaid` and the idempotency record
-//!    (one `TransactWriteItems`); declined: back to `reserved`.
+//!    (one `TransactWriteItems`); declined: back to `reserved`, and the decline counted
+//!    against the order and the customer (one `TransactWriteItems`).
 //!
 //! When the card needs 3-D Secure the order stays `payment_pending` and the outcome carries
 //! the PSP's client secret; the PSP's webhook ([`crate::checkout::settle`]) commits how it
 //! ended. Paying a paid order returns it. [`crate::checkout`] says what happens when the
 //! process dies between 3 and 4.
 
+use bouquet_domain::limits::LimitReached;
 use bouquet_domain::{CustomerId, DomainError, FieldError, Order, OrderId, OrderStatus, Timestamp};
 use bouquet_payments::{valid_token, ChargeOutcome, GatewayError};
 use bouquet_store::retry::Retry;
-use bouquet_store::StoreError;
+use bouquet_store::{Counter, StoreError};
 
 use crate::checkout::{self, CheckoutError};
 use crate::idempotency::{self, Idempotency, Replayable};
@@ -48,6 +52,10 @@ pub enum PayError {
     /// The same request (same key) is still running elsewhere.
     #[error("a request with this idempotency key is in progress")]
     InProgress,
+    /// The order, or the customer, had its declines for now (card testing): nothing is
+    /// charged until the window ends.
+    #[error("too many declined payments; try again in {} s", .0.retry_after_secs)]
+    AttemptsExceeded(LimitReached),
     /// The order kept changing under every attempt.
     #[error("the order kept changing; retry shortly")]
     Busy,
@@ -79,9 +87,23 @@ pub async fn pay(
 ) -> Result<Replayable<Paid>, PayError> {
     let store = &app.store;
     let key_hash = key.as_ref().map(|k| k.key_hash);
+    let order_subject = order_id.to_string();
+    let [per_order, per_customer] = app.config.decline_limits();
+    let declines = [
+        Counter {
+            limit: per_order,
+            subject: &order_subject,
+        },
+        Counter {
+            limit: per_customer,
+            subject: customer.as_str(),
+        },
+    ];
     let mut retry = Retry::optimistic();
     while retry.next().await {
-        let (order, record) = store.read_order_for_change(order_id, key_hash, now).await?;
+        let (order, record, declined) = store
+            .read_order_for_payment(order_id, key_hash, &declines, now)
+            .await?;
         if let Some(record) = record {
             return Ok(Replayable::Replayed(record));
         }
@@ -97,6 +119,13 @@ pub async fn pay(
         })?;
         if order.status.is_sold() {
             return Ok(Replayable::Done(Paid::Paid(order)));
+        }
+        // Refused before the claim: a refused attempt changes nothing and charges nothing.
+        for (counter, count) in declines.iter().zip(&declined) {
+            counter
+                .limit
+                .check(*count, now)
+                .map_err(PayError::AttemptsExceeded)?;
         }
         // The date the details name may have lapsed since they were given (the day, or the
         // same-day cut-off, passed): refused before anything is charged.
@@ -167,6 +196,11 @@ pub async fn pay(
             Ok(ChargeOutcome::Declined { reason }) => {
                 tracing::info!(%order_id, %reason, "payment declined");
                 checkout::decline(store, &claimed, correlation_id, None, now).await?;
+                // The decline stands whether or not it is counted: a failed count lets one
+                // more attempt through, it does not undo the answer.
+                if let Err(error) = store.count(&declines, now).await {
+                    tracing::error!(%order_id, error = %bouquet_store::describe(&error), "a declined payment was not counted");
+                }
                 Err(PayError::Declined { reason })
             }
             Err(error) => {

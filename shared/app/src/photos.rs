@@ -101,7 +101,7 @@ pub async fn request_upload(
 }
 
 /// How the vendor's upload `upload_id` of `bouquet_id` stands (the console asks until it
-/// ends). Another vendor's is refused before anything of it is shown.
+/// ends). Another vendor's is unknown to the caller (nothing of it is shown).
 pub async fn upload_status(
     app: &App,
     caller: &Identity,
@@ -114,7 +114,10 @@ pub async fn upload_status(
         .await?
         .filter(|u| u.bouquet_id == bouquet_id)
         .ok_or(PhotoError::UnknownUpload)?;
-    caller.require_vendor(upload.vendor_id)?;
+    // Upload ids are not public: another vendor's is 404, as if it did not exist.
+    caller
+        .require_vendor(upload.vendor_id)
+        .map_err(|_| PhotoError::UnknownUpload)?;
     Ok(upload)
 }
 
@@ -222,6 +225,21 @@ async fn show(
             None => return Err(PhotoError::NotFound),
         };
         let read_version = changed.version;
+        // A file that arrived before its shop's suspension and is processed after: nothing
+        // of a suspended shop is shown (nor broadcast on the public channels).
+        if changed.is_suspended() {
+            let refused = PhotoUpload {
+                status: UploadStatus::Rejected {
+                    refusal: Refusal::ShopSuspended,
+                },
+                ..upload
+            };
+            return match app.store.finish_photo_upload(&refused, None, now).await {
+                Ok(()) => Ok(Processed::Rejected(Refusal::ShopSuspended)),
+                Err(StoreError::ConditionFailed(_)) => Ok(Processed::Duplicate),
+                Err(other) => Err(other.into()),
+            };
+        }
         if !changed.set_photo(photo.clone(), now) {
             let superseded = PhotoUpload {
                 status: UploadStatus::Superseded,

@@ -11,7 +11,7 @@ use bouquet_domain::events::DomainEvent;
 use bouquet_domain::{Bouquet, BouquetId, CustomerId, DomainError, Order, Timestamp};
 use bouquet_metrics as metrics;
 use bouquet_store::retry::Retry;
-use bouquet_store::{Reservation, StoreError, Target};
+use bouquet_store::{Counter, Reservation, StoreError, Target};
 
 use crate::idempotency::{self, Idempotency, Replayable};
 use crate::App;
@@ -36,6 +36,9 @@ pub enum ReserveError {
     /// The customer already holds bouquets with this many orders.
     #[error("the customer holds bouquets with {0} orders already")]
     Limit(u32),
+    /// The customer made its reservations for this minute.
+    #[error("too many reservations; try again in {retry_after_secs} s")]
+    RateLimited { retry_after_secs: u64 },
     /// Lost every optimistic retry to concurrent changes of the cart.
     #[error("the cart kept changing; retry shortly")]
     Busy,
@@ -138,6 +141,10 @@ async fn attempt(
             idempotency: record.as_ref(),
             cart: cart.as_ref(),
             max_holds: app.config.max_holds_per_customer,
+            rate: Counter {
+                limit: app.config.reservation_limit(),
+                subject: customer.as_str(),
+            },
         };
         match store.reserve(&reservation, now).await {
             Ok(()) => return Ok(Replayable::Done(order)),
@@ -154,6 +161,12 @@ async fn attempt(
                         Target::Cart => {}
                         Target::Holds => {
                             return Err(ReserveError::Limit(app.config.max_holds_per_customer))
+                        }
+                        Target::Limit(_) => {
+                            let reached = app.config.reservation_limit().reached(now);
+                            return Err(ReserveError::RateLimited {
+                                retry_after_secs: reached.retry_after_secs,
+                            });
                         }
                         other => return Err(ReserveError::UnexpectedConflict(other)),
                     }

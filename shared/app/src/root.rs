@@ -6,6 +6,7 @@ use std::time::Duration;
 
 pub use bouquet_aws::aws_sdk_config;
 
+use bouquet_domain::limits::{Counted, RateLimit};
 use bouquet_domain::order::DEFAULT_HOLD;
 use bouquet_domain::vase::DEFAULT_OFFLINE_AFTER;
 use bouquet_domain::{Clock, SystemClock};
@@ -38,6 +39,50 @@ pub struct Config {
     /// Whether the table has `CataloguePriceIndex` (`CATALOGUE_PRICE_INDEX`: `enabled`, the
     /// default, or `deferred` during a two-deploy upgrade: docs/deploying.md).
     pub catalogue_price_index: bool,
+    /// Reservations one customer may make a minute (`RESERVATIONS_PER_CUSTOMER_PER_MINUTE`;
+    /// 429 `rate.limited` beyond): holding and releasing bouquets in a loop keeps them from
+    /// everyone else.
+    pub reservations_per_minute: u32,
+    /// Declined payments one order may take in [`DECLINE_WINDOW_PER_ORDER`]
+    /// (`PAYMENT_DECLINES_PER_ORDER`; 429 `payment.attempts_exceeded` beyond): card testing.
+    pub declines_per_order: u32,
+    /// Declined payments one customer may take an hour
+    /// (`PAYMENT_DECLINES_PER_CUSTOMER_PER_HOUR`).
+    pub declines_per_customer_hour: u32,
+}
+
+/// How long an order that reached its declines waits, at most, before the next attempt: less
+/// than a hold, so a customer who mistyped a card can still pay the same order.
+pub const DECLINE_WINDOW_PER_ORDER: Duration = Duration::from_secs(600);
+pub const DEFAULT_RESERVATIONS_PER_MINUTE: u32 = 10;
+pub const DEFAULT_DECLINES_PER_ORDER: u32 = 5;
+pub const DEFAULT_DECLINES_PER_CUSTOMER_HOUR: u32 = 10;
+
+impl Config {
+    /// The customer's reservations a minute.
+    pub fn reservation_limit(&self) -> RateLimit {
+        RateLimit {
+            counted: Counted::ReservationsPerCustomer,
+            max: self.reservations_per_minute,
+            window: Duration::from_secs(60),
+        }
+    }
+
+    /// The declines an order may take, and those a customer may take.
+    pub fn decline_limits(&self) -> [RateLimit; 2] {
+        [
+            RateLimit {
+                counted: Counted::DeclinesPerOrder,
+                max: self.declines_per_order,
+                window: DECLINE_WINDOW_PER_ORDER,
+            },
+            RateLimit {
+                counted: Counted::DeclinesPerCustomer,
+                max: self.declines_per_customer_hour,
+                window: Duration::from_secs(3600),
+            },
+        ]
+    }
 }
 
 /// The default cap on a customer's holding orders.
@@ -62,6 +107,9 @@ impl Default for Config {
             digest_from_shards: bouquet_store::DIGEST_FROM_SHARDS,
             personal_data_days: bouquet_domain::order::DEFAULT_PERSONAL_DATA_DAYS,
             catalogue_price_index: true,
+            reservations_per_minute: DEFAULT_RESERVATIONS_PER_MINUTE,
+            declines_per_order: DEFAULT_DECLINES_PER_ORDER,
+            declines_per_customer_hour: DEFAULT_DECLINES_PER_CUSTOMER_HOUR,
         }
     }
 }
@@ -147,6 +195,18 @@ impl Config {
                 Ok("deferred") => false,
                 Ok(other) => return Err(ConfigError::CataloguePriceIndex(other.to_owned())),
             },
+            reservations_per_minute: count_from_env(
+                "RESERVATIONS_PER_CUSTOMER_PER_MINUTE",
+                DEFAULT_RESERVATIONS_PER_MINUTE,
+            )?,
+            declines_per_order: count_from_env(
+                "PAYMENT_DECLINES_PER_ORDER",
+                DEFAULT_DECLINES_PER_ORDER,
+            )?,
+            declines_per_customer_hour: count_from_env(
+                "PAYMENT_DECLINES_PER_CUSTOMER_PER_HOUR",
+                DEFAULT_DECLINES_PER_CUSTOMER_HOUR,
+            )?,
         })
     }
 }

@@ -33,6 +33,34 @@ pub enum ShopError {
     Store(#[from] StoreError),
 }
 
+/// Why a shop may not write.
+#[derive(Debug, thiserror::Error)]
+pub enum NotTrading {
+    #[error("the shop is suspended")]
+    Suspended,
+    #[error("no such shop")]
+    Unknown,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The one guard of every write a shop makes of its own accord (listing, edits, withdrawals,
+/// photos, vases, delivery settings, members): a suspended shop changes nothing. Its open
+/// orders are not guarded (accepting, dispatching, delivering and rejecting go on). The shop
+/// is read consistently, so a write that starts after the suspension's stamp is refused; a
+/// write that is one transaction also conditions on the shop (listing does).
+pub async fn require_trading(app: &App, vendor_id: VendorId) -> Result<Vendor, NotTrading> {
+    let vendor = app
+        .store
+        .vendor(vendor_id, true)
+        .await?
+        .ok_or(NotTrading::Unknown)?;
+    if vendor.is_suspended() {
+        return Err(NotTrading::Suspended);
+    }
+    Ok(vendor)
+}
+
 /// A page of every shop, oldest first (administrators only).
 pub async fn list(
     app: &App,

@@ -17,6 +17,7 @@ use bouquet_store::retry::Retry;
 use bouquet_store::{StoreError, Target};
 
 use crate::idempotency::{self, Idempotency, Replayable};
+use crate::shops::NotTrading;
 use crate::App;
 
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +32,9 @@ pub enum VaseSagaError {
     /// A bouquet stands in the vase.
     #[error("bouquet {0} stands in this vase")]
     InUse(BouquetId),
+    /// The shop is suspended: it changes nothing.
+    #[error(transparent)]
+    NotTrading(#[from] NotTrading),
     /// The vase kept changing (heartbeats, another rotation): nothing was left behind.
     #[error("the vase kept changing; retry shortly")]
     Busy,
@@ -71,12 +75,14 @@ async fn replay<T>(
 
 /// The caller's vase, read for a change.
 async fn own_vase(app: &App, caller: &Identity, vase_id: VaseId) -> Result<Vase, VaseSagaError> {
+    // Vase ids are not public: another vendor's is as unknown to the caller as a missing one.
     let vase = app
         .store
         .vase(vase_id, true)
         .await?
+        .filter(|vase| caller.require_vendor(vase.vendor_id).is_ok())
         .ok_or(VaseSagaError::NotFound)?;
-    caller.require_vendor(vase.vendor_id)?;
+    crate::shops::require_trading(app, vase.vendor_id).await?;
     Ok(vase)
 }
 
@@ -103,9 +109,10 @@ pub async fn register(
     if let Some(replay) = replay(app, key.as_ref(), now).await? {
         return Ok(replay);
     }
-    if !app.store.vendor_exists(vendor_id).await? {
-        return Err(VaseSagaError::UnknownVendor);
-    }
+    match crate::shops::require_trading(app, vendor_id).await {
+        Err(NotTrading::Unknown) => return Err(VaseSagaError::UnknownVendor),
+        other => other?,
+    };
     let vase = Vase::register(VaseId::generate(), vendor_id, now);
     let (registry, policy) = (registrar.registry.clone(), registrar.policy.clone());
     let (thing, vendor) = (vase.vase_id.to_string(), vendor_id.to_string());
@@ -254,7 +261,9 @@ pub async fn rotate(
 }
 
 /// Its vendor decommissions the vase: the item deleted with `VaseDecommissioned` (refused
-/// while a bouquet stands in it), then its thing and certificates removed. The table first:
+/// while the bouquet standing in it is on sale: available or reserved; a sold or withdrawn one,
+/// which a vase written before withdrawals took bouquets out of may still name, does not keep
+/// it), then its thing and certificates removed. The table first:
 /// once the item is gone the vase cannot be used through the API, and whatever of its IoT
 /// resources could not be removed (logged) has no vase, so the reconciliation sweep removes it.
 pub async fn decommission(
@@ -268,7 +277,12 @@ pub async fn decommission(
     let mut retry = Retry::optimistic();
     loop {
         let vase = own_vase(app, caller, vase_id).await?;
-        vase.decommission().map_err(VaseSagaError::InUse)?;
+        let standing = match vase.bouquet {
+            Some(held) => app.store.bouquet(held.bouquet_id, true).await?,
+            None => None,
+        };
+        vase.decommission(standing.as_ref())
+            .map_err(VaseSagaError::InUse)?;
         let event = DomainEvent::new(
             vase_id,
             vase.next_version().version,
@@ -282,11 +296,11 @@ pub async fn decommission(
         match app.store.decommission_vase(&vase, &event).await {
             Ok(()) => break,
             // Changed since the read (a heartbeat, a bouquet placed, a concurrent
-            // decommission): read and decide again.
+            // decommission, its bouquet back on sale): read and decide again.
             Err(StoreError::ConditionFailed(conflicts))
                 if conflicts
                     .iter()
-                    .any(|c| matches!(c.target, Target::Vase(_))) =>
+                    .any(|c| matches!(c.target, Target::Vase(_) | Target::Bouquet(_))) =>
             {
                 if !retry.wait().await {
                     return Err(VaseSagaError::Busy);

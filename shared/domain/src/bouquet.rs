@@ -24,6 +24,16 @@ pub enum BouquetStatus {
 }
 
 impl BouquetStatus {
+    /// Available or held by a reservation (whatever the hold's end, whatever its shop's
+    /// suspension): still the shop's to sell. A sold or withdrawn bouquet has left sale (a
+    /// rejected order may return a sold one: that is a new move back on sale).
+    pub fn is_on_sale(&self) -> bool {
+        matches!(
+            self,
+            BouquetStatus::Available | BouquetStatus::Reserved { .. }
+        )
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             BouquetStatus::Available => "available",

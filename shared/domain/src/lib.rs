@@ -15,6 +15,7 @@ pub mod events;
 pub mod freshness;
 pub mod identity;
 pub mod ids;
+pub mod limits;
 pub mod money;
 pub mod order;
 mod order_status;

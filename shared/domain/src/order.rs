@@ -324,6 +324,16 @@ impl Order {
         Ok(true)
     }
 
+    /// The order with the personal fields of its delivery details replaced: what a copy kept
+    /// outside the order (an idempotency record) may hold, so that erasure and redaction,
+    /// which change only the order, leave no detail behind.
+    pub fn without_personal_data(&self) -> Order {
+        Order {
+            delivery: self.delivery.as_ref().map(Delivery::redacted),
+            ..self.clone()
+        }
+    }
+
     /// The customer asked for erasure: an ended order is redacted now, an open one as soon
     /// as it ends (the vendor still has to deliver it). `Ok(false)`: nothing changed.
     pub fn erase_personal_data(&mut self, now: Timestamp) -> Result<bool, DomainError> {

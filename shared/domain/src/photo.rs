@@ -75,6 +75,9 @@ pub enum Refusal {
     TooManyPixels { width: u32, height: u32, limit: u64 },
     #[error("the image could not be read: it is damaged or cut short")]
     Unreadable,
+    /// The shop was suspended before the photo was processed: a suspended shop shows nothing.
+    #[error("the shop is suspended: its photos are not taken until it is reinstated")]
+    ShopSuspended,
 }
 
 impl Refusal {
@@ -85,6 +88,7 @@ impl Refusal {
             Refusal::TooLarge { .. } => "photo.too_large",
             Refusal::TooManyPixels { .. } => "photo.too_many_pixels",
             Refusal::Unreadable => "photo.unreadable",
+            Refusal::ShopSuspended => "photo.shop_suspended",
         }
     }
 }

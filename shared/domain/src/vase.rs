@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::bouquet::Bouquet;
 use crate::clock::Timestamp;
 use crate::freshness;
 use crate::ids::{BouquetId, VaseId, VendorId};
@@ -244,12 +245,30 @@ impl Vase {
         }
     }
 
-    /// Decommissioning is refused while a bouquet stands in the vase (its freshness comes
-    /// from the vase): `Err` names the bouquet.
-    pub fn decommission(&self) -> Result<(), BouquetId> {
-        match &self.bouquet {
-            Some(standing) => Err(standing.bouquet_id),
+    /// Whether `bouquet_id` is the bouquet the vase holds now.
+    pub fn holds(&self, bouquet_id: BouquetId) -> bool {
+        self.bouquet.is_some_and(|b| b.bouquet_id == bouquet_id)
+    }
+
+    /// Decommissioning is refused while the bouquet standing in the vase is on sale
+    /// (available or reserved: its freshness comes from the vase): `Err` names the bouquet.
+    /// `standing` is that bouquet as read (`None` when the vase holds none, or its item is
+    /// gone). A sold or withdrawn bouquet does not keep the vase in use: a withdrawal takes
+    /// the bouquet out of its vase, but a vase written before that (or a sold bouquet, which
+    /// keeps its vase until delivery) may still name one that has left sale.
+    pub fn decommission(&self, standing: Option<&Bouquet>) -> Result<(), BouquetId> {
+        let Some(held) = self.bouquet else {
+            return Ok(());
+        };
+        match standing {
+            Some(bouquet)
+                if bouquet.bouquet_id == held.bouquet_id && !bouquet.status.is_on_sale() =>
+            {
+                Ok(())
+            }
+            // Its item is gone: nothing of it is on sale.
             None => Ok(()),
+            _ => Err(held.bouquet_id),
         }
     }
 
@@ -565,6 +584,32 @@ mod tests {
             let error = VaseMessage::parse(&body).expect_err(&body).to_string();
             assert!(error.contains(expected), "{body}: {error}");
         }
+    }
+
+    #[test]
+    fn only_a_bouquet_on_sale_keeps_its_vase_in_use() {
+        let mut bouquet = crate::bouquet::tests::bouquet(VendorId::generate(), 2000, T0);
+        let mut held = vase();
+        assert_eq!(held.decommission(None), Ok(()), "an empty vase");
+        held.bouquet = Some(VaseBouquet {
+            bouquet_id: bouquet.bouquet_id,
+            listed_at: T0,
+            freshness: Some(90),
+        });
+        assert!(held.holds(bouquet.bouquet_id));
+        assert!(!held.holds(BouquetId::generate()));
+        // Available, then reserved (even past its hold's end): on sale, the vase in use.
+        assert_eq!(held.decommission(Some(&bouquet)), Err(bouquet.bouquet_id));
+        let order = crate::ids::OrderId::generate();
+        bouquet.reserve(order, at(15), T0).unwrap();
+        assert_eq!(held.decommission(Some(&bouquet)), Err(bouquet.bouquet_id));
+        // Sold or withdrawn: off sale, the vase may go.
+        bouquet.sell(order, at(1)).unwrap();
+        assert_eq!(held.decommission(Some(&bouquet)), Ok(()));
+        assert!(bouquet.withdraw_sold(order, at(2)));
+        assert_eq!(held.decommission(Some(&bouquet)), Ok(()));
+        // A bouquet whose item is gone keeps nothing on sale.
+        assert_eq!(held.decommission(None), Ok(()));
     }
 
     proptest! {

@@ -302,12 +302,16 @@ where
     let mut response = match result {
         Ok(Reply {
             replay: Some(record),
+            body,
             ..
         }) if Some(&record.fingerprint) == fingerprint.as_ref() => {
+            // A body read again for the replay (an order as the caller may see it now)
+            // stands in for the stored one.
+            let body = body.map_or_else(|| record.body.clone(), |body| body.to_string());
             let mut response = reply::build(
                 lambda_http::http::StatusCode::from_u16(record.status).unwrap_or_default(),
                 "application/json",
-                record.body.clone(),
+                body,
             );
             response
                 .headers_mut()
@@ -337,6 +341,7 @@ where
     if let Ok(value) = HeaderValue::from_str(&correlation_id) {
         response.headers_mut().insert(CORRELATION_HEADER, value);
     }
+    security_headers(response.headers_mut());
     tracing::info!(
         correlation_id = %correlation_id,
         route = %route.key(),
@@ -347,16 +352,34 @@ where
     Ok(response)
 }
 
+/// What every answer carries, whichever way it came (the edge's response headers policy sets
+/// the same on the way out; these cover a call that reached the API directly): no MIME
+/// sniffing, HTTPS only, and nothing kept by a cache unless the route said otherwise (the
+/// public reads say `public, max-age=...`).
+fn security_headers(headers: &mut lambda_http::http::HeaderMap) {
+    headers.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        "strict-transport-security",
+        HeaderValue::from_static("max-age=63072000; includeSubDomains"),
+    );
+    headers
+        .entry("cache-control")
+        .or_insert(HeaderValue::from_static("no-store"));
+}
+
 fn problem_response(error: &ApiError) -> Response<Body> {
     let mut response = reply::build(
         error.status(),
         "application/problem+json",
         error.problem().to_string(),
     );
-    if error.is_retryable() {
+    if let Some(seconds) = error.retry_after() {
         response
             .headers_mut()
-            .insert("retry-after", HeaderValue::from_static("1"));
+            .insert("retry-after", HeaderValue::from(seconds));
     }
     response
 }

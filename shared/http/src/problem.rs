@@ -16,7 +16,7 @@ use bouquet_app::payment::PayError;
 use bouquet_app::photos::PhotoError;
 use bouquet_app::queries::QueryError;
 use bouquet_app::reservation::ReserveError;
-use bouquet_app::shops::ShopError;
+use bouquet_app::shops::{NotTrading, ShopError};
 use bouquet_domain::identity::NotAllowed;
 use bouquet_domain::{BouquetId, DomainError, FieldError, OrderStatus};
 use bouquet_store::StoreError;
@@ -83,7 +83,11 @@ pub enum ApiError {
     MemberUnverified,
     #[error("{0}")]
     NotImplemented(&'static str),
-    #[error("the shop is suspended: it cannot list bouquets until an administrator reinstates it")]
+    #[error("too many requests of this kind; try again in {0} s")]
+    RateLimited(u64),
+    #[error("too many declined payments; no card is tried for this order or customer for {0} s")]
+    PaymentAttemptsExceeded(u64),
+    #[error("the shop is suspended: it changes nothing until an administrator reinstates it (its open orders go on)")]
     VendorSuspended,
     /// Something went wrong on our side: the error kept whole (its kind and source chain) for
     /// the one log line; the client is told nothing of it.
@@ -176,6 +180,7 @@ impl From<DeliveryError> for ApiError {
             DeliveryError::Changed => {
                 ApiError::PreconditionFailed("it has changed since that version; fetch it again")
             }
+            DeliveryError::NotTrading(error) => error.into(),
             DeliveryError::Domain(error) => error.into(),
             DeliveryError::Store(error) => error.into(),
             DeliveryError::Checkout(error) => error.into(),
@@ -210,6 +215,7 @@ impl From<MembershipError> for ApiError {
             MembershipError::UnknownVendor => ApiError::NotFound("vendor"),
             MembershipError::OtherVendor(vendor) => ApiError::MemberOfOtherVendor(vendor),
             MembershipError::Unverified => ApiError::MemberUnverified,
+            MembershipError::Suspended => ApiError::VendorSuspended,
             MembershipError::Directory(DirectoryError::Throttled) => ApiError::Busy,
             error @ MembershipError::Directory(_) => ApiError::internal(error),
             MembershipError::Store(error) => error.into(),
@@ -223,6 +229,9 @@ impl From<ReserveError> for ApiError {
             ReserveError::Domain(error) => error.into(),
             ReserveError::Unavailable(ids) => ApiError::BouquetUnavailable(ids),
             ReserveError::Limit(holds) => ApiError::ReservationLimit(holds),
+            ReserveError::RateLimited { retry_after_secs } => {
+                ApiError::RateLimited(retry_after_secs)
+            }
             ReserveError::Busy => ApiError::Busy,
             ReserveError::Store(error) => error.into(),
             error @ (ReserveError::Unexpected(_) | ReserveError::UnexpectedConflict(_)) => {
@@ -239,6 +248,9 @@ impl From<PayError> for ApiError {
             PayError::Declined { .. } => ApiError::PaymentDeclined,
             PayError::GatewayUnavailable(_) => ApiError::PaymentUnavailable,
             PayError::InProgress => ApiError::IdempotencyInProgress,
+            PayError::AttemptsExceeded(reached) => {
+                ApiError::PaymentAttemptsExceeded(reached.retry_after_secs)
+            }
             PayError::Busy => ApiError::Busy,
             PayError::Checkout(error) => error.into(),
         }
@@ -256,6 +268,7 @@ impl From<BouquetError> for ApiError {
             ),
             BouquetError::NotAvailable => ApiError::BouquetNotAvailableForChange,
             BouquetError::Busy => ApiError::Busy,
+            BouquetError::NotTrading(error) => error.into(),
             BouquetError::Domain(error) => error.into(),
             BouquetError::Store(error) => error.into(),
         }
@@ -298,6 +311,7 @@ impl From<bouquet_app::vase_saga::VaseSagaError> for ApiError {
             E::NotFound => ApiError::NotFound("vase"),
             E::Forbidden(_) => ApiError::Forbidden,
             E::InUse(bouquet_id) => ApiError::VaseInUse(bouquet_id),
+            E::NotTrading(error) => error.into(),
             E::Busy => ApiError::Busy,
             E::Store(error) => error.into(),
             error @ (E::Registration(_) | E::Task(_)) => ApiError::internal(error),
@@ -313,6 +327,16 @@ impl From<ListingError> for ApiError {
             ListingError::VendorSuspended => ApiError::VendorSuspended,
             ListingError::Store(error) => error.into(),
             error @ ListingError::UnexpectedConflict(_) => ApiError::internal(error),
+        }
+    }
+}
+
+impl From<NotTrading> for ApiError {
+    fn from(error: NotTrading) -> Self {
+        match error {
+            NotTrading::Suspended => ApiError::VendorSuspended,
+            NotTrading::Unknown => ApiError::NotFound("vendor"),
+            NotTrading::Store(error) => error.into(),
         }
     }
 }
@@ -437,6 +461,12 @@ impl ApiError {
             ),
             ApiError::MemberUnverified => (S::CONFLICT, "member.unverified", "Member unverified"),
             ApiError::VendorSuspended => (S::CONFLICT, "vendor.suspended", "Shop suspended"),
+            ApiError::RateLimited(_) => (S::TOO_MANY_REQUESTS, "rate.limited", "Too many requests"),
+            ApiError::PaymentAttemptsExceeded(_) => (
+                S::TOO_MANY_REQUESTS,
+                "payment.attempts_exceeded",
+                "Too many payment attempts",
+            ),
             ApiError::NotImplemented(_) => {
                 (S::NOT_IMPLEMENTED, "not_implemented", "Not implemented")
             }
@@ -457,15 +487,18 @@ impl ApiError {
         self.spec().2
     }
 
-    /// Whether the client should retry after a moment (`Retry-After`).
-    pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
+    /// After how many seconds the client should try again (`Retry-After`), if it should.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
             ApiError::Busy
-                | ApiError::IdempotencyInProgress
-                | ApiError::PaymentInProgress
-                | ApiError::PaymentUnavailable
-        )
+            | ApiError::IdempotencyInProgress
+            | ApiError::PaymentInProgress
+            | ApiError::PaymentUnavailable => Some(1),
+            ApiError::RateLimited(seconds) | ApiError::PaymentAttemptsExceeded(seconds) => {
+                Some(*seconds)
+            }
+            _ => None,
+        }
     }
 
     /// The problem document. Internal details are logged, never sent.
@@ -535,9 +568,11 @@ mod tests {
             ApiError::MemberUnverified => 29,
             ApiError::DeliveryRequired(_) => 30,
             ApiError::VendorSuspended => 31,
+            ApiError::RateLimited(_) => 32,
+            ApiError::PaymentAttemptsExceeded(_) => 33,
         }
     }
-    const VARIANTS: usize = 32;
+    const VARIANTS: usize = 34;
 
     #[test]
     fn every_error_has_a_stable_code_and_status() {
@@ -564,6 +599,12 @@ mod tests {
             (ApiError::NotImplemented("no"), 501, "not_implemented"),
             (ApiError::MemberUnverified, 409, "member.unverified"),
             (ApiError::VendorSuspended, 409, "vendor.suspended"),
+            (ApiError::RateLimited(30), 429, "rate.limited"),
+            (
+                ApiError::PaymentAttemptsExceeded(600),
+                429,
+                "payment.attempts_exceeded",
+            ),
             (ApiError::NotFound("order"), 404, "not_found"),
             (
                 ApiError::BouquetUnavailable(vec![id]),

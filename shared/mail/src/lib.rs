@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 pub mod ses;
 mod templates;
 
-pub use templates::{render, Template, Vars};
+pub use templates::{render, RenderError, Template, Vars};
 
 /// One message to one recipient, in both forms.
 #[derive(Clone, Debug, PartialEq, Eq)]

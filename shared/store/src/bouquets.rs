@@ -1,5 +1,5 @@
 use bouquet_domain::events::DomainEvent;
-use bouquet_domain::{Bouquet, BouquetId, Timestamp, VendorId};
+use bouquet_domain::{Bouquet, BouquetId, Timestamp, VaseId, VendorId};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
@@ -194,6 +194,16 @@ fn replace_all_but(item: Item, keep: &[&str], optional: &[&str]) -> Expr {
     expr
 }
 
+/// Takes `bouquet_id` out of the vase holding it: the vase forgets the bouquet, when it was
+/// listed, and the score it last wrote to it (what `create_bouquet` links). The condition: the
+/// vase still holds that bouquet (which also means the vase exists: no Update creates one).
+pub(crate) fn vacate(bouquet_id: BouquetId) -> (Expr, Expr) {
+    (
+        Expr::new("REMOVE bouquetId, bouquetListedAt, freshness"),
+        Expr::new("bouquetId = :leavingBouquet").s(":leavingBouquet", bouquet_id.to_string()),
+    )
+}
+
 pub(crate) fn bouquet_key(id: &str) -> Item {
     keys::key(keys::bouquet_pk(id), keys::BOUQUET_SK)
 }
@@ -277,11 +287,17 @@ impl Store {
 
     /// Replaces a bouquet read at `read_version` with its changed state, if it is still at
     /// that version and still available; puts the event in the same transaction.
+    ///
+    /// `leaves_vase`: the vase the bouquet leaves (a withdrawal), read holding it. The vase
+    /// forgets it in the same transaction ([`vacate`]), on condition that it still holds this
+    /// bouquet: when it holds another by then, the transaction fails on `Target::Vase` and the
+    /// caller reads again.
     pub async fn save_bouquet(
         &self,
         changed: &Bouquet,
         read_version: u64,
         event: &DomainEvent,
+        leaves_vase: Option<VaseId>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let mut tx = Tx::new();
@@ -295,6 +311,16 @@ impl Store {
             replace_all_but(item, BouquetItem::SCORE, BouquetItem::OPTIONAL),
             available_at_version(read_version, now),
         )?;
+        if let Some(vase_id) = leaves_vase {
+            let (update, condition) = vacate(changed.bouquet_id);
+            tx.update(
+                Target::Vase(vase_id),
+                &self.table,
+                keys::key(keys::vase_pk(&vase_id.to_string()), keys::VASE_SK),
+                update,
+                condition,
+            )?;
+        }
         tx.event(&self.table, event)?;
         tx.commit(self).await
     }

@@ -28,6 +28,8 @@ pub enum Target {
     Connection,
     /// The count of live connections one source IP or user holds.
     ConnectionLimit,
+    /// An abuse limit's counter ([`crate::limits`]).
+    Limit(bouquet_domain::limits::Counted),
 }
 
 /// One item whose condition failed, with the item as it was (when it existed). Its typed

@@ -15,6 +15,7 @@ use crate::error::{StoreError, Target};
 use crate::idempotency::{self, IdempotencyPut, IdempotencyRecord};
 use crate::items::{from_item, to_item, Item, OrderItem};
 use crate::keys;
+use crate::limits::Counter;
 use crate::query::IndexQuery;
 use crate::tx::{Expr, Tx};
 use crate::Store;
@@ -56,6 +57,8 @@ pub struct Reservation<'a> {
     pub cart: Option<&'a Cart>,
     /// The cap on the customer's holding orders.
     pub max_holds: u32,
+    /// The customer's reservations in this window ([`Target::Limit`] when it is full).
+    pub rate: Counter<'a>,
 }
 
 /// What an order transition writes, all or nothing.
@@ -139,6 +142,34 @@ impl Store {
         Ok((order, take_record(&mut found, idempotency_key, now)?))
     }
 
+    /// [`Self::read_order_for_change`] with what each of `counters` holds now, in the same
+    /// `BatchGetItem` (a payment's abuse limits cost no round trip of their own).
+    pub async fn read_order_for_payment(
+        &self,
+        order_id: OrderId,
+        idempotency_key: Option<&str>,
+        counters: &[Counter<'_>],
+        now: Timestamp,
+    ) -> Result<(Option<Order>, Option<IdempotencyRecord>, Vec<u32>), StoreError> {
+        let mut keys = vec![order_key(order_id)];
+        keys.extend(idempotency_key.map(idempotency::key));
+        keys.extend(Store::counter_keys(counters, now));
+        let mut found = self.batch_get(keys).await?;
+        let counts = counters
+            .iter()
+            .map(|counter| Store::counter_value(&found, counter, now))
+            .collect();
+        let order = found
+            .remove(&keys::order_pk(&order_id.to_string()))
+            .map(decode_order)
+            .transpose()?;
+        Ok((
+            order,
+            take_record(&mut found, idempotency_key, now)?,
+            counts,
+        ))
+    }
+
     /// Bouquets by id (consistent), in the order asked; `None` where missing.
     pub async fn bouquets(&self, ids: &[BouquetId]) -> Result<Vec<Option<Bouquet>>, StoreError> {
         let mut found = self
@@ -170,9 +201,11 @@ impl Store {
             idempotency,
             cart,
             max_holds,
+            rate,
         } = *reservation;
         let mut tx = Tx::new();
         tx.idempotency(&self.table, idempotency, now)?;
+        tx.count_within(&self.table, rate, now)?;
         // The cap on what one customer holds at once, by condition on its counter (a read
         // before the write would let concurrent reservations through).
         tx.update(

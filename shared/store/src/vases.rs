@@ -254,22 +254,67 @@ impl Store {
     }
 
     /// Deletes a vase with its `VaseDecommissioned` event, if it is still at `read.version`
-    /// and no bouquet stands in it.
+    /// and still holds the bouquet it was read with (none, or that one), and that bouquet is
+    /// off sale (`Vase::decommission`: sold or withdrawn, or its item gone). Of a bouquet
+    /// listed in the vase since the read, or one back on sale, the transaction fails on
+    /// `Target::Vase` or `Target::Bouquet`.
     pub async fn decommission_vase(
         &self,
         read: &Vase,
         event: &DomainEvent,
     ) -> Result<(), StoreError> {
         let mut tx = Tx::new();
+        let held = match read.bouquet {
+            Some(held) => {
+                tx.check(
+                    Target::Bouquet(held.bouquet_id),
+                    &self.table,
+                    crate::bouquets::bouquet_key(&held.bouquet_id.to_string()),
+                    Expr::new("attribute_not_exists(pk) OR #status IN (:sold, :withdrawn)")
+                        .name("#status", "status")
+                        .s(":sold", "sold")
+                        .s(":withdrawn", "withdrawn"),
+                )?;
+                Expr::new("bouquetId = :heldBouquet").s(":heldBouquet", held.bouquet_id.to_string())
+            }
+            None => Expr::new("attribute_not_exists(bouquetId)"),
+        };
         tx.delete(
             Target::Vase(read.vase_id),
             &self.table,
             vase_key(read.vase_id),
-            Expr::new("version = :read AND attribute_not_exists(bouquetId)")
-                .n(":read", read.version),
+            Expr {
+                text: format!("version = :read AND {}", held.text),
+                ..held
+            }
+            .n(":read", read.version),
         )?;
         tx.event(&self.table, event)?;
         tx.commit(self).await
+    }
+
+    /// Takes `bouquet_id` out of `vase_id` if the vase still holds it (one conditional
+    /// `UpdateItem`: nothing else changes with it). `false` when it did not: the vase holds
+    /// another bouquet, none, or is gone.
+    pub async fn vacate_vase(
+        &self,
+        vase_id: VaseId,
+        bouquet_id: BouquetId,
+    ) -> Result<bool, StoreError> {
+        let (update, condition) = crate::bouquets::vacate(bouquet_id);
+        let mut values = update.values;
+        values.extend(condition.values);
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(vase_key(vase_id)))
+            .update_expression(update.text)
+            .condition_expression(condition.text)
+            .set_expression_attribute_values(Some(values))
+            .send()
+            .await;
+        crate::error::applied(result)
     }
 
     pub async fn vase(

@@ -80,7 +80,7 @@ fn a_consistent_system_passes_every_invariant() {
 
 #[test]
 fn delivery_details_paid_without_or_seen_outside_their_readers_are_caught() {
-    let name = "every sold order has delivery details, and none of them is in an event, a frame or a parked message";
+    let name = "every sold order has delivery details, and none of them is in an event, an idempotency record, a frame or a parked message";
     let mut without = clean();
     without.items[0].as_object_mut().unwrap().remove("delivery");
     assert_eq!(failing(&without), vec![name]);
@@ -104,6 +104,16 @@ fn delivery_details_paid_without_or_seen_outside_their_readers_are_caught() {
         (1, vec!["to 1 Main Street".into()]),
     );
     assert!(failing(&parked).contains(&name));
+    let mut replayable = clean();
+    replayable
+        .items
+        .push(json!({"pk": "IDEMPOTENCY#k1", "sk": "IDEMPOTENCY",
+        "status": 200, "body": "{\"delivery\":{\"recipientName\":\"Ada Lovelace\"}}"}));
+    assert_eq!(
+        failing(&replayable),
+        vec![name],
+        "a record keeping a detail"
+    );
     let mut redacted = clean();
     redacted.items[0]["delivery"]["recipientName"] = json!("[redacted]");
     redacted

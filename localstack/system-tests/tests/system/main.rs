@@ -1,6 +1,7 @@
 //! System tests: the real handlers against the AWS emulator, one fresh table per test.
 //! Run them with `./localstack/test.sh`, which starts the emulator.
 
+mod abuse;
 mod analytics;
 mod auditor;
 mod bad_input;

@@ -448,7 +448,8 @@ async fn bad_uploads_are_refused_where_they_arrive_and_the_old_photo_stays() {
                 .path("uploadId", &fake_id),
         )
         .await;
-    assert_eq!(foreign.status, 403);
+    // Upload ids are not public: another vendor is told it does not exist (404), not 403.
+    assert_eq!(foreign.status, 404, "{}", foreign.body);
 }
 
 #[tokio::test]

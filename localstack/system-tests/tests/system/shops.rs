@@ -185,3 +185,85 @@ async fn administrators_list_every_shop_with_its_suspension() {
         404
     );
 }
+
+/// Issue 38: one guard refuses every write a suspended shop makes of its own accord (409
+/// `vendor.suspended`), on every vendor route, while its open orders go on.
+#[tokio::test]
+async fn a_suspended_shop_writes_nothing_on_any_vendor_route_and_its_orders_go_on() {
+    let cloud = TestCloud::new().await;
+    let shop = cloud.vendor("Bloom").await;
+    let vase = cloud.vase(&shop).await;
+    let listed = cloud.bouquet(&shop, "10.00").await;
+    let order = cloud.paid_order(&shop, "ana", "ana@example.com").await;
+    let suspended = set_suspended(&cloud, &shop, true).await;
+    assert_eq!(suspended.status, 200, "{}", suspended.body);
+    let before = cloud.items().await.len();
+
+    let vendor = |binary: &str| ApiRequest::fixture(binary).vendor(&shop);
+    let writes = [
+        (
+            "create-bouquet",
+            vendor("create-bouquet")
+                .path("vendorId", &shop)
+                .json(json!({"name": "Irises", "price": {"amount": "8.00", "currency": "EUR"}})),
+        ),
+        (
+            "update-bouquet",
+            vendor("update-bouquet").path("bouquetId", &listed),
+        ),
+        (
+            "withdraw-bouquet",
+            vendor("withdraw-bouquet").path("bouquetId", &listed),
+        ),
+        (
+            "request-photo-upload",
+            vendor("request-photo-upload").path("bouquetId", &listed),
+        ),
+        (
+            "register-vase",
+            vendor("register-vase")
+                .path("vendorId", &shop)
+                .idempotency_key("suspended-register"),
+        ),
+        (
+            "rotate-vase-certificate",
+            vendor("rotate-vase-certificate")
+                .path("vaseId", &vase)
+                .idempotency_key("suspended-rotate"),
+        ),
+        (
+            "decommission-vase",
+            vendor("decommission-vase")
+                .path("vaseId", &vase)
+                .idempotency_key("suspended-decommission"),
+        ),
+        (
+            "put-delivery-settings",
+            vendor("put-delivery-settings").path("vendorId", &shop),
+        ),
+        (
+            "add-vendor-member",
+            ApiRequest::fixture("add-vendor-member")
+                .admin()
+                .path("vendorId", &shop),
+        ),
+    ];
+    for (binary, request) in writes {
+        let refused = cloud.call(binary, request).await;
+        assert_eq!(
+            (refused.status, refused.code()),
+            (409, Some("vendor.suspended")),
+            "{binary}: {}",
+            refused.body
+        );
+    }
+    assert_eq!(cloud.items().await.len(), before, "nothing was written");
+
+    // Its open order goes on: accepted, out for delivery, delivered.
+    for binary in ["accept-order", "dispatch-order", "fulfil-order"] {
+        let step = cloud
+            .call(binary, vendor(binary).path("orderId", &order))
+            .await;
+        assert_eq!(step.status, 200, "{binary}: {}", step.body);
+    }
+}

@@ -540,6 +540,89 @@ async fn a_vendor_edit_keeps_the_score_a_reading_wrote() {
     assert_eq!(patched.body["freshness"], 79);
 }
 
+/// Finding 9: once a bouquet had stood in a vase and been withdrawn, the vase was 409
+/// `vase.in_use` for ever. A vase's whole life: registered, a bouquet listed in it (refused
+/// while on sale), withdrawn (out of the vase with its score), another listed in it (refused
+/// again), that one withdrawn too, then decommissioned.
+#[tokio::test]
+async fn a_vase_is_decommissioned_once_its_bouquet_is_withdrawn_and_never_while_one_is_on_sale() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let vase = cloud.vase(&vendor).await;
+    let decommission = || {
+        ApiRequest::fixture("decommission-vase")
+            .vendor(&vendor)
+            .path("vaseId", &vase)
+            .no_idempotency_key()
+    };
+    let withdraw = |bouquet: &str| {
+        ApiRequest::fixture("withdraw-bouquet")
+            .vendor(&vendor)
+            .path("bouquetId", bouquet)
+    };
+    let vase_fields = || async {
+        let mut fields = Vec::new();
+        for name in ["bouquetId", "bouquetListedAt", "freshness"] {
+            fields.push(cloud.vase_attribute(&vase, name).await);
+        }
+        fields
+    };
+
+    for (minute, name) in [(1, "first"), (3, "second")] {
+        let bouquet = cloud.bouquet_in_vase(&vendor, &vase).await;
+        // A reading scores it: the vase keeps that score beside the bouquet's id.
+        cloud
+            .send_vase_messages(&[reading(&vase, at(minute), 80.0, 18.0)])
+            .await;
+        let held = vase_fields().await;
+        assert_eq!(held[0].as_deref(), Some(bouquet.as_str()), "{name}");
+        assert!(held[1].is_some() && held[2].is_some(), "{name}: {held:?}");
+
+        // Available: the vase is in use.
+        let refused = cloud.call("decommission-vase", decommission()).await;
+        assert_eq!(
+            (refused.status, refused.code()),
+            (409, Some("vase.in_use")),
+            "{name}: {}",
+            refused.body
+        );
+        assert_eq!(refused.body["bouquetId"], bouquet.as_str(), "{name}");
+
+        // Withdrawn: the vase forgets it (id, listing time, score) in the same write; the
+        // bouquet still names the vase it stood in.
+        let withdrawn = cloud.call("withdraw-bouquet", withdraw(&bouquet)).await;
+        assert_eq!(withdrawn.status, 200, "{name}: {}", withdrawn.body);
+        assert_eq!(withdrawn.body["status"], "withdrawn", "{name}");
+        assert_eq!(withdrawn.body["vaseId"], vase.as_str(), "{name}");
+        assert_eq!(vase_fields().await, [None, None, None], "{name}");
+        // A reading now scores no bouquet.
+        let report = cloud
+            .send_vase_messages(&[reading(&vase, at(minute + 1), 20.0, 30.0)])
+            .await;
+        assert_eq!(report.freshness_events, 0, "{name}");
+        assert_eq!(vase_fields().await, [None, None, None], "{name}");
+    }
+    let vases = cloud
+        .call(
+            "list-vases",
+            ApiRequest::fixture("list-vases")
+                .vendor(&vendor)
+                .path("vendorId", &vendor),
+        )
+        .await;
+    assert_eq!(vases.body["items"][0]["bouquetId"], Value::Null);
+
+    let done = cloud.call("decommission-vase", decommission()).await;
+    assert_eq!(done.status, 204, "{}", done.body);
+    assert!(cloud.items_of("vase").await.is_empty());
+    let events = cloud.event_names().await;
+    assert_eq!(count(&events, "BouquetWithdrawn"), 2);
+    assert_eq!(count(&events, "VaseDecommissioned"), 1);
+    // Gone: a retry is 404.
+    let again = cloud.call("decommission-vase", decommission()).await;
+    assert_eq!(again.status, 404, "{}", again.body);
+}
+
 /// Runs the offline sweeper with the clock at `minutes` after T0.
 async fn sweep(cloud: &TestCloud, minutes: u32) -> Value {
     cloud

@@ -485,3 +485,41 @@ async fn the_whole_catalogue_reads_by_price_either_way_page_by_page() {
     assert_eq!(now_dearest[0], (99_900, cheapest));
     assert_eq!(now_dearest.len(), listed.len());
 }
+
+#[tokio::test]
+async fn a_withdrawal_takes_the_bouquet_out_of_its_vase_and_leaves_a_vase_holding_another_alone() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let caller = vendor_caller(&vendor);
+    let vase = world.vase_of(&vendor).await.vase_id;
+    let first = world.listed(&vendor, "20.00", Some(vase)).await;
+    // A second bouquet listed in the same vase takes its place there.
+    let second = world.listed(&vendor, "22.00", Some(vase)).await;
+    assert!(world.vase_now(vase).await.holds(second.bouquet_id));
+
+    // The first one's vase holds another: the withdrawal leaves it alone (and succeeds).
+    let withdrawn = withdraw(&world, &caller, first.bouquet_id, Some(first.version))
+        .await
+        .expect("withdrawn");
+    assert_eq!(withdrawn.status, BouquetStatus::Withdrawn);
+    assert!(world.vase_now(vase).await.holds(second.bouquet_id));
+
+    // The bouquet standing in it: out of the vase with its score, in the same write; the
+    // withdrawn bouquet keeps naming the vase it stood in.
+    let withdrawn = withdraw(&world, &caller, second.bouquet_id, None)
+        .await
+        .expect("withdrawn");
+    assert_eq!(withdrawn.vase_id, Some(vase));
+    let emptied = world.vase_now(vase).await;
+    assert_eq!(emptied.bouquet, None);
+    assert_eq!(
+        emptied
+            .view(world.now(), std::time::Duration::from_secs(3600))
+            .freshness,
+        None
+    );
+    assert_eq!(
+        world.bouquet_now(second.bouquet_id).await.vase_id,
+        Some(vase)
+    );
+}

@@ -258,3 +258,79 @@ async fn concurrent_payments_of_one_order_charge_once() {
         OrderStatus::Paid
     );
 }
+
+/// Card testing (API.md, "Abuse limits"): the order's declines lock it until their window
+/// ends (no card is tried meanwhile, a good one neither), then it is payable again.
+#[tokio::test]
+async fn declines_past_the_bound_lock_the_order_until_the_window_ends_and_charge_nothing() {
+    let world = World::new().await;
+    let bouquet = world.bouquet().await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let per_order = Config::default().declines_per_order;
+    for attempt in 1..=per_order {
+        let declined = world.pay("ana", order.order_id, "tok_decline").await;
+        assert!(
+            matches!(declined, Err(PayError::Declined { .. })),
+            "attempt {attempt}: {declined:?}"
+        );
+    }
+    for token in ["tok_decline", "tok_visa"] {
+        let refused = world.pay("ana", order.order_id, token).await;
+        let Err(PayError::AttemptsExceeded(reached)) = refused else {
+            panic!("{token}: {refused:?}")
+        };
+        assert!((1..=600).contains(&reached.retry_after_secs), "{reached:?}");
+    }
+    let locked = world.order_now(order.order_id).await;
+    assert_eq!(
+        (locked.status, locked.payment_attempt),
+        (OrderStatus::Reserved, per_order),
+        "the refused attempts reached no gateway"
+    );
+    assert_eq!(world.gateway.charges_made(), 0);
+
+    let retry_after = match world.pay("ana", order.order_id, "tok_visa").await {
+        Err(PayError::AttemptsExceeded(reached)) => reached.retry_after_secs,
+        other => panic!("{other:?}"),
+    };
+    world.advance(Duration::from_secs(retry_after));
+    let paid = world.pay("ana", order.order_id, "tok_visa").await;
+    assert!(
+        matches!(paid, Ok(Replayable::Done(Paid::Paid(ref o))) if o.status == OrderStatus::Paid),
+        "{paid:?}"
+    );
+    assert_eq!(world.gateway.charges_made(), 1);
+}
+
+/// A customer's declines over all its orders are bounded an hour: a new order does not reset
+/// them.
+#[tokio::test]
+async fn a_customers_declines_over_its_orders_lock_the_customer_for_the_hour() {
+    let world = World::with_config(Config {
+        declines_per_customer_hour: 3,
+        ..Config::default()
+    })
+    .await;
+    let vendor = world.vendor().await;
+    for _ in 0..3 {
+        let bouquet = world.bouquet_of(&vendor).await;
+        let order = world.reserved(&customer("mallory"), &[&bouquet]).await;
+        let declined = world.pay("mallory", order.order_id, "tok_decline").await;
+        assert!(
+            matches!(declined, Err(PayError::Declined { .. })),
+            "{declined:?}"
+        );
+    }
+    let bouquet = world.bouquet_of(&vendor).await;
+    let fresh = world.reserved(&customer("mallory"), &[&bouquet]).await;
+    let refused = world.pay("mallory", fresh.order_id, "tok_visa").await;
+    assert!(
+        matches!(refused, Err(PayError::AttemptsExceeded(r)) if r.retry_after_secs <= 3600),
+        "{refused:?}"
+    );
+    // Another customer is not touched.
+    let other = world.bouquet_of(&vendor).await;
+    let theirs = world.reserved(&customer("ana"), &[&other]).await;
+    assert!(world.pay("ana", theirs.order_id, "tok_visa").await.is_ok());
+    assert_eq!(world.gateway.charges_made(), 1);
+}

@@ -135,7 +135,8 @@ async fn only_the_bouquets_vendor_may_upload_and_read_an_upload() {
         upload.upload_id,
     )
     .await;
-    assert!(matches!(read, Err(PhotoError::Forbidden(_))), "{read:?}");
+    // Upload ids are not public: another vendor's is unknown to it (404), not refused (403).
+    assert!(matches!(read, Err(PhotoError::UnknownUpload)), "{read:?}");
     let wrong_bouquet = photos::upload_status(
         &world.app,
         &shop_caller(bouquet.vendor_id),
@@ -317,5 +318,53 @@ async fn a_photo_lands_on_a_bouquet_that_changed_meanwhile_without_undoing_the_c
         .await
         .unwrap(),
         Processed::Unknown
+    );
+}
+
+/// A file that arrived before its shop's suspension and is processed after it is refused:
+/// nothing of a suspended shop is shown or announced.
+#[tokio::test]
+async fn a_photo_processed_after_its_shop_was_suspended_is_refused_and_never_shown() {
+    let world = World::new().await;
+    let bouquet = world.bouquet().await;
+    let objects = MemoryObjects::default();
+    let upload = uploaded(&world, &bouquet, &objects, png(8, 8, 3)).await;
+    bouquet_app::shops::suspend(
+        &world.app,
+        &admin_caller(),
+        bouquet.vendor_id,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .expect("an administrator suspends");
+    let processed = process(&world, &objects, &upload).await;
+    assert!(
+        matches!(processed, Ok(Processed::Rejected(Refusal::ShopSuspended))),
+        "{processed:?}"
+    );
+    assert!(world.bouquet_now(bouquet.bouquet_id).await.photo.is_none());
+    assert_eq!(photo_events(&world.events().await), 0);
+    // And no new upload is allowed while suspended.
+    let refused = photos::request_upload(
+        &world.app,
+        &signer(),
+        &shop_caller(bouquet.vendor_id),
+        bouquet.bouquet_id,
+        bouquet_app::domain::photo::ImageType::Png,
+        None,
+        world.now(),
+    )
+    .await;
+    assert!(
+        matches!(
+            refused,
+            Err(PhotoError::Bouquet(
+                bouquet_app::bouquets::BouquetError::NotTrading(
+                    bouquet_app::shops::NotTrading::Suspended
+                )
+            ))
+        ),
+        "{refused:?}"
     );
 }

@@ -215,3 +215,45 @@ async fn bouquets_of_two_vendors_are_refused() {
         "{result:?}"
     );
 }
+
+/// Holding and releasing bouquets in a loop is bounded per customer and minute (429
+/// `rate.limited`); the refused reservation holds nothing, and the next minute is open.
+#[tokio::test]
+async fn reservations_past_the_minutes_bound_are_refused_and_hold_nothing() {
+    let world = World::with_config(Config {
+        reservations_per_minute: 2,
+        ..Config::default()
+    })
+    .await;
+    let vendor = world.vendor().await;
+    for _ in 0..2 {
+        let bouquet = world.bouquet_of(&vendor).await;
+        world
+            .reserved_without_delivery(&customer("ana"), &[&bouquet])
+            .await;
+    }
+    let third = world.bouquet_of(&vendor).await;
+    let refused = reserve(
+        &world.app,
+        &customer("ana"),
+        &ReserveFrom::Bouquets(vec![third.bouquet_id]),
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    let Err(ReserveError::RateLimited { retry_after_secs }) = refused else {
+        panic!("{refused:?}")
+    };
+    assert!((1..=60).contains(&retry_after_secs));
+    assert!(is_available(&world.bouquet_now(third.bouquet_id).await));
+    // Another customer reserves meanwhile.
+    world
+        .reserved_without_delivery(&customer("ben"), &[&third])
+        .await;
+    world.advance(Duration::from_secs(retry_after_secs));
+    let next = world.bouquet_of(&vendor).await;
+    world
+        .reserved_without_delivery(&customer("ana"), &[&next])
+        .await;
+}

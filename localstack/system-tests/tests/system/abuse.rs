@@ -1,0 +1,309 @@
+//! Closed to abuse and complete in privacy (issue 38), through the function binaries'
+//! handlers: idempotency records keep no personal data and a replay shows the order as it is
+//! now; card testing and reservation churn answer 429 with `Retry-After`; every answer carries
+//! the security headers.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use system_tests::{ApiRequest, TestCloud};
+
+/// The personal fields of `system_tests::delivery_details` and the paid order's contact.
+fn carries_details(text: &str) -> bool {
+    [
+        "Camille",
+        "+33",
+        "Fleurs",
+        "Happy birthday",
+        "ana@example.com",
+    ]
+    .iter()
+    .any(|personal| text.contains(personal))
+}
+
+#[tokio::test]
+async fn idempotency_records_keep_no_personal_data_and_replays_after_erasure_show_none() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Fleur").await;
+    let bouquet = cloud.bouquet(&vendor, "30.00").await;
+    let order = cloud.reserve("ana", &[&bouquet]).await;
+    let order_id = order.body["orderId"].as_str().unwrap().to_owned();
+    let tomorrow =
+        bouquet_app::domain::delivery::date_after(cloud.app.clock.now(), 1, "UTC").unwrap();
+    let details = system_tests::delivery_details(&tomorrow);
+    let give = ApiRequest::fixture("put-order-delivery")
+        .customer("ana")
+        .path("orderId", &order_id)
+        .header("if-match", "\"1\"")
+        .json(details);
+    let given = cloud.call("put-order-delivery", give.clone()).await;
+    assert_eq!(given.status, 200, "{}", given.body);
+    let pay = ApiRequest::fixture("pay-order")
+        .customer("ana")
+        .path("orderId", &order_id)
+        .json(json!({ "paymentToken": "tok_visa" }))
+        .idempotency_key("pay-1");
+    let paid = cloud.call("pay-order", pay.clone()).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    assert!(
+        carries_details(&paid.body.to_string()),
+        "the first answer is whole"
+    );
+    let fulfil = ApiRequest::fixture("fulfil-order")
+        .vendor(&vendor)
+        .path("orderId", &order_id)
+        .idempotency_key("fulfil-1");
+    let delivered = cloud.call("fulfil-order", fulfil.clone()).await;
+    assert_eq!(delivered.status, 200, "{}", delivered.body);
+
+    // Every copy the keys left: none carries a detail.
+    let records = cloud.items_of("idempotency").await;
+    assert_eq!(
+        records.len(),
+        2,
+        "the payment's and the delivery's: {records:?}"
+    );
+    for record in &records {
+        assert!(!carries_details(&format!("{record:?}")), "{record:?}");
+    }
+    // A replay before erasure: the order as the caller may see it now, details included.
+    let replayed = cloud.call("pay-order", pay.clone()).await;
+    assert_eq!(
+        (replayed.status, replayed.header("idempotent-replayed")),
+        (200, Some("true"))
+    );
+    assert_eq!(replayed.body["status"], "fulfilled", "as it is now");
+    assert_eq!(
+        replayed.body["delivery"]["recipientName"], "Camille Martin",
+        "its customer reads its details"
+    );
+
+    let erased = cloud
+        .call(
+            "erase-personal-data",
+            ApiRequest::fixture("erase-personal-data").customer("ana"),
+        )
+        .await;
+    assert_eq!(erased.status, 200, "{}", erased.body);
+    for (who, binary, request) in [
+        ("the customer's payment", "pay-order", pay),
+        ("the vendor's delivery", "fulfil-order", fulfil),
+    ] {
+        let replay = cloud.call(binary, request).await;
+        assert_eq!(
+            (replay.status, replay.header("idempotent-replayed")),
+            (200, Some("true")),
+            "{who}: {}",
+            replay.body
+        );
+        assert!(
+            !carries_details(&replay.body.to_string()),
+            "{who}: {}",
+            replay.body
+        );
+        assert_eq!(
+            replay.body["delivery"]["recipientName"], "[redacted]",
+            "{who}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn details_replaced_after_a_keyed_payment_are_not_kept_by_its_record() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Fleur").await;
+    let bouquet = cloud.bouquet(&vendor, "30.00").await;
+    let order = cloud.reserve("ana", &[&bouquet]).await;
+    let order_id = order.body["orderId"].as_str().unwrap().to_owned();
+    let pay = ApiRequest::fixture("pay-order")
+        .customer("ana")
+        .path("orderId", &order_id)
+        .json(json!({ "paymentToken": "tok_visa" }))
+        .idempotency_key("pay-1");
+    cloud.give_delivery("ana", &order_id).await;
+    assert_eq!(cloud.call("pay-order", pay.clone()).await.status, 200);
+    // Paid, not yet accepted: the customer corrects the recipient.
+    let paid = cloud
+        .call(
+            "get-order",
+            ApiRequest::fixture("get-order")
+                .customer("ana")
+                .path("orderId", &order_id),
+        )
+        .await;
+    let version = paid.body["version"].as_u64().unwrap();
+    let tomorrow =
+        bouquet_app::domain::delivery::date_after(cloud.app.clock.now(), 1, "UTC").unwrap();
+    let mut corrected: Value = system_tests::delivery_details(&tomorrow);
+    corrected["recipient"]["name"] = json!("Dominique Roux");
+    let changed = cloud
+        .call(
+            "put-order-delivery",
+            ApiRequest::fixture("put-order-delivery")
+                .customer("ana")
+                .path("orderId", &order_id)
+                .header("if-match", &format!("\"{version}\""))
+                .json(corrected),
+        )
+        .await;
+    assert_eq!(changed.status, 200, "{}", changed.body);
+    let replay = cloud.call("pay-order", pay).await;
+    assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    assert_eq!(
+        replay.body["delivery"]["recipientName"].as_str(),
+        Some("Dominique Roux"),
+        "the replay shows what the order holds now, not the replaced name: {}",
+        replay.body
+    );
+    for record in cloud.items_of("idempotency").await {
+        assert!(!format!("{record:?}").contains("Camille"), "{record:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_declining_card_past_the_bound_is_429_with_retry_after_and_the_order_pays_once_it_ends() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Fleur").await;
+    let bouquet = cloud.bouquet(&vendor, "30.00").await;
+    let order = cloud.reserve("mallory", &[&bouquet]).await;
+    let order_id = order.body["orderId"].as_str().unwrap().to_owned();
+    let per_order = cloud.app.config.declines_per_order;
+    for attempt in 1..=per_order {
+        let declined = cloud.pay("mallory", &order_id, "tok_decline", None).await;
+        assert_eq!(
+            (declined.status, declined.code()),
+            (402, Some("payment.declined")),
+            "attempt {attempt}"
+        );
+    }
+    let locked = cloud.pay("mallory", &order_id, "tok_visa", None).await;
+    assert_eq!(
+        (locked.status, locked.code()),
+        (429, Some("payment.attempts_exceeded")),
+        "{}",
+        locked.body
+    );
+    let retry_after: u64 = locked
+        .header("retry-after")
+        .and_then(|s| s.parse().ok())
+        .expect("Retry-After in seconds");
+    assert!((1..=600).contains(&retry_after), "{retry_after}");
+    // The refused attempt reached no gateway: the order is as the last decline left it.
+    let read = cloud
+        .call(
+            "get-order",
+            ApiRequest::fixture("get-order")
+                .customer("mallory")
+                .path("orderId", &order_id),
+        )
+        .await;
+    assert_eq!(
+        (
+            read.body["status"].as_str(),
+            read.body["paymentAttempt"].as_u64()
+        ),
+        (Some("reserved"), Some(u64::from(per_order))),
+        "{}",
+        read.body
+    );
+    // Another customer pays meanwhile: the limit is the order's and its customer's.
+    let other = cloud.paid_order(&vendor, "ana", "ana@example.com").await;
+    assert_eq!(cloud.order_status(&other).await.as_deref(), Some("paid"));
+
+    cloud.clock.advance(Duration::from_secs(retry_after));
+    let paid = cloud.pay("mallory", &order_id, "tok_visa", None).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+}
+
+#[tokio::test]
+async fn reservations_past_the_minutes_bound_are_429_rate_limited() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Fleur").await;
+    let per_minute = cloud.app.config.reservations_per_minute;
+    let mut refused = None;
+    for n in 0..=per_minute {
+        let bouquet = cloud.bouquet(&vendor, "5.00").await;
+        let order = cloud.reserve("churner", &[&bouquet]).await;
+        if n < per_minute {
+            assert_eq!(order.status, 201, "reservation {n}: {}", order.body);
+            let id = order.body["orderId"].as_str().unwrap().to_owned();
+            let cancelled = cloud
+                .call(
+                    "cancel-order",
+                    ApiRequest::fixture("cancel-order")
+                        .customer("churner")
+                        .path("orderId", &id),
+                )
+                .await;
+            assert_eq!(cancelled.status, 200, "{}", cancelled.body);
+        } else {
+            refused = Some((order, bouquet));
+        }
+    }
+    let (order, bouquet) = refused.unwrap();
+    assert_eq!(
+        (order.status, order.code()),
+        (429, Some("rate.limited")),
+        "{}",
+        order.body
+    );
+    assert!(order.header("retry-after").is_some());
+    assert_eq!(
+        cloud.bouquet_status(&bouquet).await.as_deref(),
+        Some("available")
+    );
+    let other = cloud.reserve("ana", &[&bouquet]).await;
+    assert_eq!(other.status, 201, "another customer is not limited");
+}
+
+#[tokio::test]
+async fn every_answer_carries_the_security_headers_and_a_cache_policy() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Fleur").await;
+    let order = cloud.paid_order(&vendor, "ana", "ana@example.com").await;
+    for (what, binary, request, cache) in [
+        (
+            "an order",
+            "get-order",
+            ApiRequest::fixture("get-order")
+                .customer("ana")
+                .path("orderId", &order),
+            "no-store",
+        ),
+        (
+            "a problem",
+            "get-order",
+            ApiRequest::fixture("get-order")
+                .customer("ben")
+                .path("orderId", &order),
+            "no-store",
+        ),
+        (
+            "the public catalogue",
+            "list-bouquets",
+            ApiRequest::fixture("list-bouquets").anonymous(),
+            "public",
+        ),
+    ] {
+        let answer = cloud.call(binary, request).await;
+        assert_eq!(
+            answer.header("x-content-type-options"),
+            Some("nosniff"),
+            "{what}"
+        );
+        assert!(
+            answer
+                .header("strict-transport-security")
+                .is_some_and(|h| h.starts_with("max-age=")),
+            "{what}"
+        );
+        assert!(
+            answer
+                .header("cache-control")
+                .is_some_and(|h| h.contains(cache)),
+            "{what}: {:?}",
+            answer.header("cache-control")
+        );
+    }
+}
