@@ -210,6 +210,13 @@ stop_emulator() {
   fi
 }
 
+# Template parameters for a suite whose many clients all come from 127.0.0.1: the edge's
+# per-address limits (EdgeWebAcl) would count a whole crowd as one visitor, so such a suite
+# raises them as a load test on AWS would (the per-route throttles and the per-customer abuse
+# limits stay the template's). The limits themselves are tested by the system tests.
+ONE_ADDRESS_CROWD=(--parameter-override EdgeRequestsPerIpPerMinute=100000000
+  --parameter-override EdgeCheckoutRequestsPerIpPerMinute=100000000)
+
 # A dev stack of a test suite's own, from the built binaries, until stop_devstack:
 # start_devstack STACK PORT WS_PORT MQTT_PORT [up options...] (log: $RUN_DIR/STACK.log).
 DEVSTACK_PID=""

@@ -16,7 +16,7 @@ start_emulator
 build_workspace
 
 # A stack of its own each run: one left on a long-lived emulator keeps its queues' backlog.
-start_devstack "bouquet-browser-$(date +%s)" 3100 3101 1893 --no-seed
+start_devstack "bouquet-browser-$(date +%s)" 3100 3101 1893 --no-seed "${ONE_ADDRESS_CROWD[@]}"
 
 log "browser tests (headless $(chromium --version 2>/dev/null || echo chromium))"
 CONSOLE_URL=http://127.0.0.1:3100 CONSOLE_MQTT_PORT=1893 \

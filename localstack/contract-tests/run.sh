@@ -17,7 +17,7 @@ ensure_contract_venv
 start_emulator
 build_workspace
 STACK="bouquet-contract-$(date +%s)"
-start_devstack "$STACK" 3200 3201 1993
+start_devstack "$STACK" 3200 3201 1993 "${ONE_ADDRESS_CROWD[@]}"
 
 log "schemathesis against the dev stack ($STACK)"
 CONTRACT_API=http://127.0.0.1:3200 CONTRACT_TABLE="$STACK-MarketTable" \

@@ -7,7 +7,7 @@ use bouquet_app::domain::delivery::DeliverySettings;
 use bouquet_app::domain::VendorId;
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use bouquet_http::{run, ApiError, Ctx, Reply, Route, SettingsReader};
 
 pub const ROUTE: Route = Route::new("PUT", "/v1/vendors/{vendorId}/delivery-settings");
 
@@ -32,5 +32,5 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         ctx.now,
     )
     .await?;
-    bouquet_http::delivery_settings_reply(vendor_id, &saved, ctx.now)
+    bouquet_http::delivery_settings_reply(vendor_id, &saved, SettingsReader::Shop, ctx.now)
 }

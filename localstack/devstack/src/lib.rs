@@ -21,6 +21,7 @@ pub mod bench_vases;
 pub mod cognito;
 pub mod console;
 pub mod edge_cache;
+pub mod edge_limits;
 pub mod error;
 pub mod faults;
 pub mod iot_core;

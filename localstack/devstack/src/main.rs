@@ -56,6 +56,11 @@ enum Command {
         /// The fault proxy's port (`GET /_faults` reports, `POST /_faults/off` stops them).
         #[arg(long, default_value_t = 0)]
         faults_port: u16,
+        /// Template parameters as a deployment would override them (`Name=Value`, repeated):
+        /// a load from one address raises `EdgeRequestsPerIpPerMinute`, as a load test on AWS
+        /// would.
+        #[arg(long = "parameter-override")]
+        parameter_overrides: Vec<String>,
     },
     /// Create the template's resources on AWS_ENDPOINT_URL (idempotent).
     Provision,
@@ -272,8 +277,10 @@ async fn main() -> Result<(), DevError> {
             ws_max_age_seconds,
             faults,
             faults_port,
+            parameter_overrides,
         } => {
-            let template = Template::repository()?;
+            let template =
+                Template::repository()?.with_parameter_overrides(&parameter_overrides)?;
             let (_, mut names, sdk) = provision_all(&template, &cli.stack).await?;
             // With faults, the functions (not the dev stack's own triggers, which play AWS)
             // reach the emulator through the fault proxy.
@@ -321,7 +328,11 @@ async fn main() -> Result<(), DevError> {
                 &functions,
                 Arc::new(jwt::verifier(&secret, pool.as_ref())),
             )?
-            .with_edge_cache(&template);
+            .with_edge_cache(&template)
+            .with_edge_limits(devstack::edge_limits::EdgeLimits::from_template(
+                &template,
+                &|v| provision::resolve(&template, v, &names),
+            )?);
             let mut demo_vendor = None;
             if !no_seed {
                 let ports = seed::SeedPorts {

@@ -30,6 +30,8 @@ pub struct LocalApi {
     invocations: std::sync::atomic::AtomicUsize,
     /// The distribution's cache in front of the routes, when on.
     edge: Option<crate::edge_cache::EdgeCache>,
+    /// The edge's web ACL and origin header, and the stage's throttles, when on.
+    limits: Option<crate::edge_limits::EdgeLimits>,
 }
 
 struct Target {
@@ -63,6 +65,7 @@ impl LocalApi {
             verifier,
             invocations: Default::default(),
             edge: None,
+            limits: None,
         })
     }
 
@@ -79,13 +82,28 @@ impl LocalApi {
         self
     }
 
+    /// Enforces the template's limits in front of the routes, as CloudFront's web ACL and
+    /// API Gateway's throttles do on AWS, and adds the edge's origin header.
+    pub fn with_edge_limits(mut self, limits: crate::edge_limits::EdgeLimits) -> Self {
+        self.limits = Some(limits);
+        self
+    }
+
     /// The edge cache, when on.
     pub fn edge_cache(&self) -> Option<&crate::edge_cache::EdgeCache> {
         self.edge.as_ref()
     }
 
     /// Answers one request as CloudFront (with the edge cache on) and API Gateway would.
-    pub async fn handle(&self, incoming: Incoming) -> (StatusCode, Vec<(String, String)>, Vec<u8>) {
+    pub async fn handle(
+        &self,
+        mut incoming: Incoming,
+    ) -> (StatusCode, Vec<(String, String)>, Vec<u8>) {
+        if let Some(limits) = &self.limits {
+            if let Err(refused) = limits.admit(&mut incoming, std::time::Instant::now()) {
+                return refused;
+            }
+        }
         match &self.edge {
             Some(edge) => {
                 let forwarded = edge.forwarded(&incoming);
@@ -102,6 +120,12 @@ impl LocalApi {
         else {
             return message(StatusCode::NOT_FOUND, "Not Found");
         };
+        if let Some(limits) = &self.limits {
+            let route_key = format!("{} {}", pattern.method, pattern.path);
+            if let Err(throttled) = limits.throttle(&route_key, std::time::Instant::now()) {
+                return throttled;
+            }
+        }
         let claims: Option<HashMap<String, String>> = if target.authorized {
             let authorization = incoming
                 .headers

@@ -497,6 +497,30 @@ impl TestCloud {
         )
     }
 
+    /// [`Self::edge_api`] with the template's limits in front (the edge's web ACL per source
+    /// address, the stage's throttles), the template's parameters overridden by `overrides`
+    /// (`Name=Value`) as a deployment may.
+    pub fn limited_edge_api(&self, overrides: &[&str]) -> Arc<devstack::server::LocalApi> {
+        let overrides: Vec<String> = overrides.iter().map(|o| (*o).to_owned()).collect();
+        let template = Template::repository()
+            .and_then(|t| t.with_parameter_overrides(&overrides))
+            .expect("template.yaml with the overrides");
+        let limits = devstack::edge_limits::EdgeLimits::from_template(&template, &|v| {
+            devstack::provision::resolve(&template, v, &HashMap::new())
+        })
+        .expect("the template's limits are supported locally");
+        Arc::new(
+            devstack::server::LocalApi::from_template(
+                &template,
+                &self.in_process(self.app.clone()),
+                Arc::new(devstack::jwt::verifier(JWT_SECRET, None)),
+            )
+            .expect("every route has a handler")
+            .with_edge_cache(&template)
+            .with_edge_limits(limits),
+        )
+    }
+
     /// The environment `binary` gets from the template, resolved to this test's resources,
     /// plus the emulator's endpoint and credentials.
     pub fn function_env(&self, binary: &str) -> Vec<(String, String)> {

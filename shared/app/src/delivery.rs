@@ -90,8 +90,18 @@ pub async fn change_settings(
 ) -> Result<VersionedSettings, DeliveryError> {
     caller.require_vendor(vendor_id)?;
     crate::shops::require_trading(app, vendor_id).await?;
-    let settings = settings.validate().map_err(DeliveryError::Invalid)?;
     let current = app.store.delivery_settings(vendor_id, true).await?;
+    // The contact address is not in the public view, so a console may not have it to send
+    // back: left out, the saved one is kept; an empty one removes it.
+    let mut settings = settings;
+    settings.contact_email = match settings.contact_email.take() {
+        None => current
+            .as_ref()
+            .and_then(|c| c.settings.contact_email.clone()),
+        Some(address) if address.trim().is_empty() => None,
+        given => given,
+    };
+    let settings = settings.validate().map_err(DeliveryError::Invalid)?;
     let read_version = current.as_ref().map_or(0, |c| c.version);
     match if_match {
         None if read_version > 0 => return Err(DeliveryError::VersionRequired),

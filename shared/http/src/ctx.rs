@@ -283,21 +283,27 @@ where
 {
     let started = Instant::now();
     let deadline = deadline(&request);
-    let (result, fingerprint) = match Ctx::new(app, &request, route, correlation_id.clone()) {
-        Ok(ctx) => {
-            let fingerprint = ctx.idempotency.as_ref().map(|i| i.fingerprint.clone());
-            // With no time left, do not start work that could not finish.
-            let result = if deadline <= tokio::time::Instant::now() {
-                Err(ApiError::DeadlineExceeded)
-            } else {
-                match tokio::time::timeout_at(deadline, handler(&ctx)).await {
-                    Ok(result) => result,
-                    Err(_) => Err(ApiError::DeadlineExceeded),
-                }
-            };
-            (result, fingerprint)
+    let (result, fingerprint) = if !from_the_edge(EDGE_SECRET.as_deref(), request.headers()) {
+        // Around the edge (the execute-api endpoint called directly): as if no such route.
+        tracing::warn!(correlation_id = %correlation_id, route = %route.key(), "a request without the edge's header");
+        (Err(ApiError::NotFound("route")), None)
+    } else {
+        match Ctx::new(app, &request, route, correlation_id.clone()) {
+            Ok(ctx) => {
+                let fingerprint = ctx.idempotency.as_ref().map(|i| i.fingerprint.clone());
+                // With no time left, do not start work that could not finish.
+                let result = if deadline <= tokio::time::Instant::now() {
+                    Err(ApiError::DeadlineExceeded)
+                } else {
+                    match tokio::time::timeout_at(deadline, handler(&ctx)).await {
+                        Ok(result) => result,
+                        Err(_) => Err(ApiError::DeadlineExceeded),
+                    }
+                };
+                (result, fingerprint)
+            }
+            Err(error) => (Err(error), None),
         }
-        Err(error) => (Err(error), None),
     };
     let mut response = match result {
         Ok(Reply {
@@ -352,6 +358,27 @@ where
     Ok(response)
 }
 
+/// The header CloudFront adds to every request it sends the API (`ORIGIN_VERIFY`, the
+/// template's `EdgeOriginSecret`); unset, every request is taken (tests, a stack without an
+/// edge).
+static EDGE_SECRET: std::sync::LazyLock<Option<String>> = std::sync::LazyLock::new(|| {
+    std::env::var("ORIGIN_VERIFY")
+        .ok()
+        .filter(|secret| !secret.is_empty())
+});
+
+/// Whether a request came through the edge: it carries the edge's header, compared through
+/// a digest so that the time taken says nothing of the secret.
+fn from_the_edge(secret: Option<&str>, headers: &HeaderMap) -> bool {
+    use sha2::{Digest, Sha256};
+    let Some(secret) = secret else { return true };
+    let given = headers
+        .get("x-origin-verify")
+        .map(HeaderValue::as_bytes)
+        .unwrap_or_default();
+    Sha256::digest(given) == Sha256::digest(secret.as_bytes())
+}
+
 /// What every answer carries, whichever way it came (the edge's response headers policy sets
 /// the same on the way out; these cover a call that reached the API directly): no MIME
 /// sniffing, HTTPS only, and nothing kept by a cache unless the route said otherwise (the
@@ -382,4 +409,44 @@ fn problem_response(error: &ApiError) -> Response<Body> {
             .insert("retry-after", HeaderValue::from(seconds));
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_request_with_the_edges_header_comes_from_the_edge() {
+        let with = |value: Option<&str>| {
+            let mut headers = HeaderMap::new();
+            if let Some(value) = value {
+                headers.insert("x-origin-verify", HeaderValue::from_str(value).unwrap());
+            }
+            headers
+        };
+        assert!(from_the_edge(Some("s3cret"), &with(Some("s3cret"))));
+        for other in [None, Some(""), Some("s3cre"), Some("s3cret ")] {
+            assert!(!from_the_edge(Some("s3cret"), &with(other)), "{other:?}");
+        }
+        assert!(from_the_edge(None, &with(None)), "no edge configured");
+    }
+
+    #[test]
+    fn every_answer_is_nosniff_https_only_and_uncached_unless_the_route_says() {
+        let mut headers = HeaderMap::new();
+        security_headers(&mut headers);
+        assert_eq!(headers["x-content-type-options"], "nosniff");
+        assert!(headers["strict-transport-security"]
+            .to_str()
+            .unwrap()
+            .starts_with("max-age="));
+        assert_eq!(headers["cache-control"], "no-store");
+        let mut public = HeaderMap::new();
+        public.insert(
+            "cache-control",
+            HeaderValue::from_static("public, max-age=5"),
+        );
+        security_headers(&mut public);
+        assert_eq!(public["cache-control"], "public, max-age=5");
+    }
 }

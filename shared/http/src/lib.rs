@@ -17,7 +17,7 @@ mod runner;
 
 pub use caller::{Caller, Role};
 pub use ctx::{run, Ctx, KeyedRequest, Route};
-pub use delivery::delivery_settings_reply;
+pub use delivery::{delivery_settings_reply, SettingsReader};
 pub use idempotency::IdempotencyIntent;
 pub use problem::ApiError;
 pub use reply::Reply;

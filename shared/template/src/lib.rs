@@ -113,6 +113,22 @@ impl Template {
         self.resources().filter(move |(_, r)| r["Type"] == kind)
     }
 
+    /// The template as deployed with `overrides` (`Name=Value`, as `sam deploy
+    /// --parameter-overrides` takes them): each becomes its parameter's default, so every
+    /// reader of the template (the functions' environment, the limits) follows it.
+    pub fn with_parameter_overrides(mut self, overrides: &[String]) -> Result<Self, TemplateError> {
+        for pair in overrides {
+            let (name, value) = pair.split_once('=').ok_or_else(|| {
+                TemplateError::Shape(format!("parameter override {pair:?} is not Name=Value"))
+            })?;
+            let parameter = self.root["Parameters"]
+                .get_mut(name)
+                .ok_or_else(|| TemplateError::Shape(format!("no parameter {name}")))?;
+            parameter["Default"] = Value::String(value.to_owned());
+        }
+        Ok(self)
+    }
+
     /// A parameter's default value, as a string.
     pub fn parameter_default(&self, name: &str) -> Option<String> {
         match &self.root["Parameters"][name]["Default"] {

@@ -307,3 +307,115 @@ async fn every_answer_carries_the_security_headers_and_a_cache_policy() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_shops_contact_address_is_not_in_the_public_settings_and_a_save_without_it_keeps_it() {
+    let cloud = TestCloud::new().await;
+    let shop = cloud.vendor("Fleur").await;
+    let mut settings = json!({"countries": ["FR"], "postcodePrefixes": ["75", "92"],
+        "days": ["tuesday", "wednesday", "thursday", "friday", "saturday"], "horizonDays": 14,
+        "sameDayCutoff": "11:00", "timeZone": "Europe/Paris"});
+    settings["contactEmail"] = json!("orders@fleur.example");
+    let save = |settings: Value, version: u64| {
+        let request = ApiRequest::fixture("put-delivery-settings")
+            .vendor(&shop)
+            .path("vendorId", &shop)
+            .json(settings);
+        if version == 0 {
+            request
+        } else {
+            request.header("if-match", &format!("\"{version}\""))
+        }
+    };
+    let saved = cloud
+        .call("put-delivery-settings", save(settings.clone(), 0))
+        .await;
+    assert_eq!(saved.status, 200, "{}", saved.body);
+    assert_eq!(
+        saved.body["contactEmail"], "orders@fleur.example",
+        "the shop reads its own"
+    );
+    let public = cloud
+        .call(
+            "get-delivery-settings",
+            ApiRequest::fixture("get-delivery-settings")
+                .anonymous()
+                .path("vendorId", &shop),
+        )
+        .await;
+    assert_eq!(public.status, 200, "{}", public.body);
+    assert!(
+        !public.body.to_string().contains("fleur.example"),
+        "{}",
+        public.body
+    );
+    assert_eq!(public.body["contactEmailSet"], true);
+    // The console saves without the address it never read: the saved one stays.
+    settings.as_object_mut().unwrap().remove("contactEmail");
+    let kept = cloud.call("put-delivery-settings", save(settings, 1)).await;
+    assert_eq!(kept.status, 200, "{}", kept.body);
+    assert_eq!(kept.body["contactEmail"], "orders@fleur.example");
+}
+
+/// The edge's web ACL, as the dev stack enforces it from the template: one address past its
+/// rate gets WAF's 429 with Retry-After while another address's requests pass.
+#[tokio::test]
+async fn one_address_past_the_edges_rate_is_429_while_another_address_passes() {
+    let cloud = TestCloud::new().await;
+    let api = cloud.limited_edge_api(&["EdgeRequestsPerIpPerMinute=20"]);
+    let browse = |ip: &str| devstack::apigw::Incoming {
+        method: "GET".into(),
+        path: "/v1/bouquets".into(),
+        source_ip: ip.into(),
+        ..devstack::apigw::Incoming::default()
+    };
+    for n in 0..20 {
+        let (status, _, _) = api.handle(browse("203.0.113.1")).await;
+        assert_eq!(status, 200, "request {n}");
+    }
+    let (status, headers, body) = api.handle(browse("203.0.113.1")).await;
+    assert_eq!(status, 429);
+    assert!(
+        headers.contains(&("retry-after".to_owned(), "60".to_owned())),
+        "{headers:?}"
+    );
+    assert_eq!(body, br#"{"message":"Too Many Requests"}"#);
+    let (other, _, _) = api.handle(browse("198.51.100.2")).await;
+    assert_eq!(other, 200, "another address is not limited");
+}
+
+/// The expensive routes' own throttle (the stage's RouteSettings), for all callers together:
+/// past its burst, API Gateway's 429 before any function runs; other routes pass.
+#[tokio::test]
+async fn the_checkout_routes_have_their_own_throttle() {
+    let cloud = TestCloud::new().await;
+    let api = cloud.limited_edge_api(&["CheckoutRateLimit=1", "CheckoutBurstLimit=2"]);
+    let request = |method: &str, path: &str, ip: &str| devstack::apigw::Incoming {
+        method: method.into(),
+        path: path.into(),
+        source_ip: ip.into(),
+        ..devstack::apigw::Incoming::default()
+    };
+    let before = api.invocations();
+    let statuses: Vec<u16> = futures::future::join_all(
+        (0..4).map(|n| api.handle(request("POST", "/v1/orders", &format!("203.0.113.{n}")))),
+    )
+    .await
+    .into_iter()
+    .map(|(status, _, _)| status.as_u16())
+    .collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 429).count(),
+        2,
+        "a burst of two: {statuses:?}"
+    );
+    let (browse, _, _) = api
+        .handle(request("GET", "/v1/bouquets", "203.0.113.9"))
+        .await;
+    assert_eq!(browse, 200);
+    assert_eq!(
+        api.invocations() - before,
+        1,
+        "the throttled and the unauthorized ran no function"
+    );
+}
