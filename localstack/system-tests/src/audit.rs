@@ -55,6 +55,7 @@ pub const INVARIANTS: &[Invariant] = &[
     rejected_orders_refunded_once,
     delivery_details_stay_with_their_readers,
     suspended_shops_sell_nothing,
+    suspended_shops_write_nothing,
     bouquets_show_their_latest_photo,
     catalogue_indexes_hold_the_listed_bouquets_at_their_score,
 ];
@@ -800,6 +801,84 @@ pub fn suspended_shops_sell_nothing(evidence: &Evidence) -> Check {
     Check {
         name: "a suspended shop's bouquets are off sale, and only those",
         checked: bouquets.len(),
+        violations,
+    }
+}
+
+/// What a shop writes of its own accord, by the events those writes emit (its open orders'
+/// steps are not among them: they go on while it is suspended).
+const SHOP_WRITES: &[&str] = &[
+    "BouquetListed",
+    "BouquetChanged",
+    "BouquetWithdrawn",
+    "BouquetPhotoChanged",
+    "VaseRegistered",
+    "VaseCertificateRotated",
+    "VaseDecommissioned",
+    "DeliverySettingsChanged",
+];
+
+/// Issue 38: nothing written by a suspended shop after its suspension's stamp. Each shop's
+/// suspensions are read from its `VendorSuspended` and `VendorReinstated` events (a shop may
+/// be suspended and reinstated during a run); no event of a shop's own write falls inside one.
+pub fn suspended_shops_write_nothing(evidence: &Evidence) -> Check {
+    let mut changes: HashMap<String, Vec<(i64, bool)>> = HashMap::new();
+    let events: Vec<&Value> = with_prefix(&evidence.items, "OUTBOX#").collect();
+    let detail = |event: &Value| -> Value {
+        serde_json::from_str(event["detail"].as_str().unwrap_or("{}")).unwrap_or(Value::Null)
+    };
+    for event in &events {
+        let suspended = match s(event, "eventName") {
+            "VendorSuspended" => true,
+            "VendorReinstated" => false,
+            _ => continue,
+        };
+        let vendor = detail(event)["vendorId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        changes
+            .entry(vendor)
+            .or_default()
+            .push((n(event, "occurredAt"), suspended));
+    }
+    for history in changes.values_mut() {
+        history.sort();
+    }
+    let suspended_at = |vendor: &str, at: i64| -> Option<i64> {
+        // The last change at or before `at` (a write stamped at its suspension's very
+        // millisecond read the shop before it).
+        changes
+            .get(vendor)?
+            .iter()
+            .take_while(|(when, _)| *when < at)
+            .last()
+            .filter(|(_, suspended)| *suspended)
+            .map(|(when, _)| *when)
+    };
+    let mut violations = Vec::new();
+    let mut checked = 0;
+    for event in events
+        .iter()
+        .filter(|e| SHOP_WRITES.contains(&s(e, "eventName")))
+    {
+        checked += 1;
+        let vendor = detail(event)["vendorId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let at = n(event, "occurredAt");
+        if let Some(since) = suspended_at(&vendor, at) {
+            violations.push(format!(
+                "shop {vendor} wrote {} ({}) at {at}, after its suspension at {since}",
+                s(event, "eventName"),
+                s(event, "aggregateId")
+            ));
+        }
+    }
+    Check {
+        name: "a suspended shop writes nothing after its suspension's stamp",
+        checked,
         violations,
     }
 }

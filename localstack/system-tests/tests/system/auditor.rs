@@ -452,3 +452,45 @@ fn only_a_disconnect_never_sent_may_leave_a_connection_and_its_slot_until_ttl() 
         )]
     );
 }
+
+#[test]
+fn a_write_of_a_shop_inside_its_suspension_is_caught_and_one_around_it_is_not() {
+    let name = "a suspended shop writes nothing after its suspension's stamp";
+    let event = |n: u32, name: &str, at: i64| {
+        json!({"pk": format!("OUTBOX#x{n}"), "sk": format!("EVENT#{n}"), "eventName": name,
+               "eventId": format!("x{n}"), "aggregateId": format!("a{n}"), "occurredAt": at,
+               "detail": "{\"vendorId\":\"v7\",\"bouquetId\":\"b7\"}"})
+    };
+    let suspended_between = |writes: &[(&str, i64)]| {
+        let mut evidence = clean();
+        evidence
+            .items
+            .push(event(90, "VendorSuspended", NOW - 60_000));
+        evidence
+            .items
+            .push(event(91, "VendorReinstated", NOW - 30_000));
+        for (n, (write, at)) in writes.iter().enumerate() {
+            evidence.items.push(event(100 + n as u32, write, *at));
+        }
+        evidence
+    };
+    let around = suspended_between(&[
+        ("BouquetListed", NOW - 90_000),
+        ("BouquetChanged", NOW - 20_000),
+        // Its open order's steps go on.
+        ("OrderAccepted", NOW - 45_000),
+    ]);
+    assert_eq!(
+        violations(&around),
+        vec![],
+        "before and after the suspension"
+    );
+    for write in [
+        "BouquetPhotoChanged",
+        "VaseRegistered",
+        "DeliverySettingsChanged",
+    ] {
+        let inside = suspended_between(&[(write, NOW - 45_000)]);
+        assert_eq!(failing(&inside), vec![name], "{write}");
+    }
+}
