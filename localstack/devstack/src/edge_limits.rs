@@ -1,5 +1,6 @@
 //! The limits in front of the functions, as the template declares them (issue 38): the
-//! edge's web ACL (`EdgeWebAcl`: rate-based rules per source address, WAF's custom 429), the
+//! edge's web ACL (the CLOUDFRONT-scope `EdgeWebAcl`: rate-based rules per source address,
+//! WAF's custom 429; the regional one on the user pool is not enforced locally), the
 //! secret header CloudFront adds to every request it sends the API (`X-Origin-Verify`), and
 //! API Gateway's throttles (the stage's `DefaultRouteSettings` and per-route `RouteSettings`:
 //! a token bucket each, `{"message":"Too Many Requests"}` past it).
@@ -171,6 +172,10 @@ impl EdgeLimits {
         }
         for (_, acl) in template.resources_of_type("AWS::WAFv2::WebACL") {
             let properties = &acl["Properties"];
+            // The distribution's; a regional one guards something else (the user pool).
+            if properties["Scope"] != "CLOUDFRONT" {
+                continue;
+            }
             for rule in properties["Rules"].as_array().into_iter().flatten() {
                 let rate = &rule["Statement"]["RateBasedStatement"];
                 if rate.is_null() || rate["AggregateKeyType"] != "IP" {

@@ -522,8 +522,18 @@ impl TestCloud {
     }
 
     /// The environment `binary` gets from the template, resolved to this test's resources,
-    /// plus the emulator's endpoint and credentials.
+    /// plus the emulator's endpoint and credentials; without the edge's secret
+    /// (`ORIGIN_VERIFY`), as for a stack with no edge in front: these tests send the function
+    /// what API Gateway would, and what the edge adds is tested on its own
+    /// ([`Self::function_env_behind_the_edge`]).
     pub fn function_env(&self, binary: &str) -> Vec<(String, String)> {
+        let mut env = self.function_env_behind_the_edge(binary);
+        env.retain(|(name, _)| name != "ORIGIN_VERIFY");
+        env
+    }
+
+    /// [`Self::function_env`] with the edge's secret, as deployed.
+    pub fn function_env_behind_the_edge(&self, binary: &str) -> Vec<(String, String)> {
         let template = Template::repository().expect("template.yaml");
         let function = template
             .functions()

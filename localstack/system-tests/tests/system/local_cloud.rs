@@ -292,6 +292,50 @@ fn sorted_headers(headers: Vec<(String, String)>) -> Vec<(String, String)> {
     headers
 }
 
+/// No path around the edge (issue 38): the deployed binary, with the template's
+/// `ORIGIN_VERIFY`, answers 404 to a request without the edge's header (the execute-api
+/// endpoint called directly) and serves the same request with it.
+#[tokio::test]
+async fn a_binary_answers_404_to_a_request_that_did_not_come_through_the_edge() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let bouquet = cloud.bouquet(&vendor, "12.00").await;
+    let env = cloud.function_env_behind_the_edge("get-bouquet");
+    let secret = env
+        .iter()
+        .find(|(name, _)| name == "ORIGIN_VERIFY")
+        .map(|(_, value)| value.clone())
+        .expect("the template gives the functions the edge's secret");
+    let process = FunctionProcess::spawn(&function_binary("get-bouquet"), "get-bouquet", &env)
+        .await
+        .expect("spawn");
+    let request = ApiRequest::fixture("get-bouquet").path("bouquetId", &bouquet);
+    for (header, expected) in [
+        (None, 404),
+        (Some("a guess"), 404),
+        (Some(secret.as_str()), 200),
+    ] {
+        let mut sent = request.clone();
+        if let Some(value) = header {
+            sent = sent.header("x-origin-verify", value);
+        }
+        let payload: Value = process
+            .api
+            .invoke(sent.event().clone(), Duration::from_secs(10))
+            .await
+            .expect("invoke");
+        let (status, headers, _) = http_response(&payload);
+        assert_eq!(status.as_u16(), expected, "{header:?}: {payload}");
+        assert!(
+            headers
+                .iter()
+                .any(|(k, v)| k == "x-content-type-options" && v == "nosniff"),
+            "{header:?}: {headers:?}"
+        );
+    }
+    process.stop().await;
+}
+
 #[tokio::test]
 async fn the_real_binaries_answer_exactly_as_the_in_process_handlers() {
     let cloud = TestCloud::new().await;
@@ -528,13 +572,20 @@ async fn a_route_added_to_the_template_runs_its_built_binary_and_a_rebuild_is_pi
             .invoker(binary)
             .or_else(|| binaries.invoker(binary))
     };
+    // The edge in front, as under `devstack up`: its header is what the binary's
+    // environment (the template's ORIGIN_VERIFY) asks for.
+    let limits = devstack::edge_limits::EdgeLimits::from_template(&template, &|v| {
+        devstack::provision::resolve(&template, v, &names)
+    })
+    .unwrap();
     let api = std::sync::Arc::new(
         devstack::server::LocalApi::from_template(
             &template,
             &functions,
             std::sync::Arc::new(devstack::jwt::verifier(system_tests::JWT_SECRET, None)),
         )
-        .unwrap(),
+        .unwrap()
+        .with_edge_limits(limits),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
