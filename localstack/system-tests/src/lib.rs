@@ -486,15 +486,17 @@ impl TestCloud {
     /// served on a port: call `handle`.
     pub fn edge_api(&self) -> Arc<devstack::server::LocalApi> {
         let template = Template::repository().expect("template.yaml");
-        Arc::new(
-            devstack::server::LocalApi::from_template(
-                &template,
-                &self.in_process(self.app.clone()),
-                Arc::new(devstack::jwt::verifier(JWT_SECRET, None)),
-            )
-            .expect("every route has a handler")
-            .with_edge_cache(&template),
+        Arc::new(self.behind_the_edge_cache(&template))
+    }
+
+    fn behind_the_edge_cache(&self, template: &Template) -> devstack::server::LocalApi {
+        devstack::server::LocalApi::from_template(
+            template,
+            &self.in_process(self.app.clone()),
+            Arc::new(devstack::jwt::verifier(JWT_SECRET, None)),
         )
+        .expect("every route has a handler")
+        .with_edge_cache(template)
     }
 
     /// [`Self::edge_api`] with the template's limits in front (the edge's web ACL per source
@@ -510,14 +512,8 @@ impl TestCloud {
         })
         .expect("the template's limits are supported locally");
         Arc::new(
-            devstack::server::LocalApi::from_template(
-                &template,
-                &self.in_process(self.app.clone()),
-                Arc::new(devstack::jwt::verifier(JWT_SECRET, None)),
-            )
-            .expect("every route has a handler")
-            .with_edge_cache(&template)
-            .with_edge_limits(limits),
+            self.behind_the_edge_cache(&template)
+                .with_edge_limits(limits),
         )
     }
 

@@ -22,13 +22,32 @@ fn carries_details(text: &str) -> bool {
     .any(|personal| text.contains(personal))
 }
 
+/// A new shop with one bouquet, reserved by `customer`: the shop and the order.
+async fn reserved_order(cloud: &TestCloud, customer: &str) -> (String, String) {
+    let vendor = cloud.vendor("Fleur").await;
+    let bouquet = cloud.bouquet(&vendor, "30.00").await;
+    let order = cloud.reserve(customer, &[&bouquet]).await;
+    assert_eq!(order.status, 201, "{}", order.body);
+    let order_id = order.body["orderId"].as_str().unwrap().to_owned();
+    (vendor, order_id)
+}
+
+/// `order_id` as `customer` reads it.
+async fn order_of(cloud: &TestCloud, customer: &str, order_id: &str) -> system_tests::ApiResponse {
+    cloud
+        .call(
+            "get-order",
+            ApiRequest::fixture("get-order")
+                .customer(customer)
+                .path("orderId", order_id),
+        )
+        .await
+}
+
 #[tokio::test]
 async fn idempotency_records_keep_no_personal_data_and_replays_after_erasure_show_none() {
     let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Fleur").await;
-    let bouquet = cloud.bouquet(&vendor, "30.00").await;
-    let order = cloud.reserve("ana", &[&bouquet]).await;
-    let order_id = order.body["orderId"].as_str().unwrap().to_owned();
+    let (vendor, order_id) = reserved_order(&cloud, "ana").await;
     let tomorrow =
         bouquet_app::domain::delivery::date_after(cloud.app.clock.now(), 1, "UTC").unwrap();
     let details = system_tests::delivery_details(&tomorrow);
@@ -112,10 +131,7 @@ async fn idempotency_records_keep_no_personal_data_and_replays_after_erasure_sho
 #[tokio::test]
 async fn details_replaced_after_a_keyed_payment_are_not_kept_by_its_record() {
     let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Fleur").await;
-    let bouquet = cloud.bouquet(&vendor, "30.00").await;
-    let order = cloud.reserve("ana", &[&bouquet]).await;
-    let order_id = order.body["orderId"].as_str().unwrap().to_owned();
+    let (_, order_id) = reserved_order(&cloud, "ana").await;
     let pay = ApiRequest::fixture("pay-order")
         .customer("ana")
         .path("orderId", &order_id)
@@ -124,14 +140,7 @@ async fn details_replaced_after_a_keyed_payment_are_not_kept_by_its_record() {
     cloud.give_delivery("ana", &order_id).await;
     assert_eq!(cloud.call("pay-order", pay.clone()).await.status, 200);
     // Paid, not yet accepted: the customer corrects the recipient.
-    let paid = cloud
-        .call(
-            "get-order",
-            ApiRequest::fixture("get-order")
-                .customer("ana")
-                .path("orderId", &order_id),
-        )
-        .await;
+    let paid = order_of(&cloud, "ana", &order_id).await;
     let version = paid.body["version"].as_u64().unwrap();
     let tomorrow =
         bouquet_app::domain::delivery::date_after(cloud.app.clock.now(), 1, "UTC").unwrap();
@@ -164,10 +173,7 @@ async fn details_replaced_after_a_keyed_payment_are_not_kept_by_its_record() {
 #[tokio::test]
 async fn a_declining_card_past_the_bound_is_429_with_retry_after_and_the_order_pays_once_it_ends() {
     let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Fleur").await;
-    let bouquet = cloud.bouquet(&vendor, "30.00").await;
-    let order = cloud.reserve("mallory", &[&bouquet]).await;
-    let order_id = order.body["orderId"].as_str().unwrap().to_owned();
+    let (vendor, order_id) = reserved_order(&cloud, "mallory").await;
     let per_order = cloud.app.config.declines_per_order;
     for attempt in 1..=per_order {
         let declined = cloud.pay("mallory", &order_id, "tok_decline", None).await;
@@ -190,14 +196,7 @@ async fn a_declining_card_past_the_bound_is_429_with_retry_after_and_the_order_p
         .expect("Retry-After in seconds");
     assert!((1..=600).contains(&retry_after), "{retry_after}");
     // The refused attempt reached no gateway: the order is as the last decline left it.
-    let read = cloud
-        .call(
-            "get-order",
-            ApiRequest::fixture("get-order")
-                .customer("mallory")
-                .path("orderId", &order_id),
-        )
-        .await;
+    let read = order_of(&cloud, "mallory", &order_id).await;
     assert_eq!(
         (
             read.body["status"].as_str(),
