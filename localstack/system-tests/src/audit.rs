@@ -824,8 +824,11 @@ const SHOP_WRITES: &[&str] = &[
 pub fn suspended_shops_write_nothing(evidence: &Evidence) -> Check {
     let mut changes: HashMap<String, Vec<(i64, bool)>> = HashMap::new();
     let events: Vec<&Value> = with_prefix(&evidence.items, "OUTBOX#").collect();
-    let detail = |event: &Value| -> Value {
-        serde_json::from_str(event["detail"].as_str().unwrap_or("{}")).unwrap_or(Value::Null)
+    // The detail is the event's envelope; its payload is under `data`.
+    let vendor_of = |event: &Value| -> Option<String> {
+        let detail: Value =
+            serde_json::from_str(event["detail"].as_str().unwrap_or("{}")).unwrap_or(Value::Null);
+        detail["data"]["vendorId"].as_str().map(str::to_owned)
     };
     for event in &events {
         let suspended = match s(event, "eventName") {
@@ -833,10 +836,9 @@ pub fn suspended_shops_write_nothing(evidence: &Evidence) -> Check {
             "VendorReinstated" => false,
             _ => continue,
         };
-        let vendor = detail(event)["vendorId"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let Some(vendor) = vendor_of(event) else {
+            continue;
+        };
         changes
             .entry(vendor)
             .or_default()
@@ -863,10 +865,14 @@ pub fn suspended_shops_write_nothing(evidence: &Evidence) -> Check {
         .filter(|e| SHOP_WRITES.contains(&s(e, "eventName")))
     {
         checked += 1;
-        let vendor = detail(event)["vendorId"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let Some(vendor) = vendor_of(event) else {
+            violations.push(format!(
+                "{} ({}) names no shop",
+                s(event, "eventName"),
+                s(event, "aggregateId")
+            ));
+            continue;
+        };
         let at = n(event, "occurredAt");
         if let Some(since) = suspended_at(&vendor, at) {
             violations.push(format!(

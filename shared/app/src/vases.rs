@@ -156,6 +156,9 @@ async fn telemetry(
         let mut read_version = None;
         if let Some(c) = change.filter(|c| c.is_significant()) {
             match store.bouquet(c.bouquet_id, true).await? {
+                // A suspended shop's bouquet is scored as a measurement, never announced:
+                // nothing of a suspended shop reaches the public channels (issue 38).
+                Some(bouquet) if bouquet.vase_id == Some(vase_id) && bouquet.is_suspended() => {}
                 Some(bouquet) if bouquet.vase_id == Some(vase_id) => {
                     read_version = Some(bouquet.version)
                 }

@@ -459,7 +459,7 @@ fn a_write_of_a_shop_inside_its_suspension_is_caught_and_one_around_it_is_not() 
     let event = |n: u32, name: &str, at: i64| {
         json!({"pk": format!("OUTBOX#x{n}"), "sk": format!("EVENT#{n}"), "eventName": name,
                "eventId": format!("x{n}"), "aggregateId": format!("a{n}"), "occurredAt": at,
-               "detail": "{\"vendorId\":\"v7\",\"bouquetId\":\"b7\"}"})
+               "detail": "{\"eventId\":\"x\",\"data\":{\"vendorId\":\"v7\",\"bouquetId\":\"b7\"}}"})
     };
     let suspended_between = |writes: &[(&str, i64)]| {
         let mut evidence = clean();

@@ -113,6 +113,54 @@ async fn a_reading_scores_the_bouquet_in_the_vase_once() {
     );
 }
 
+/// Issue 38: a suspended shop's bouquet keeps its score, but no `BouquetFreshnessChanged`
+/// goes out on the public channels for it.
+#[tokio::test]
+async fn a_suspended_shops_bouquet_is_scored_without_an_announcement() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let vase = world.vase_of(&vendor).await;
+    let bouquet = world.listed(&vendor, "20.00", Some(vase.vase_id)).await;
+    bouquet_app::shops::suspend(
+        &world.app,
+        &admin_caller(),
+        vendor.vendor_id,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .expect("an administrator suspends");
+    let reading = VaseMessage::Telemetry {
+        vase_id: vase.vase_id,
+        reading: Reading {
+            sent_at: world.now(),
+            water_level_pct: 20.0,
+            temperature_c: 18.0,
+            humidity_pct: 60.0,
+            light_lux: 500.0,
+        },
+        received_at: world.now(),
+    };
+    let applied = vases::apply(&world.app, &reading, CORRELATION)
+        .await
+        .unwrap();
+    assert_eq!(
+        applied,
+        Applied::LatestReading {
+            freshness_event: false
+        }
+    );
+    assert_eq!(
+        world.bouquet_now(bouquet.bouquet_id).await.freshness,
+        Some(85)
+    );
+    assert!(!world
+        .events()
+        .await
+        .iter()
+        .any(|(name, _)| name == "BouquetFreshnessChanged"));
+}
+
 #[tokio::test]
 async fn a_silent_vase_is_taken_offline_once() {
     let world = World::new().await;
