@@ -226,8 +226,15 @@ async fn show(
         };
         let read_version = changed.version;
         // A file that arrived before its shop's suspension and is processed after: nothing
-        // of a suspended shop is shown (nor broadcast on the public channels).
-        if changed.is_suspended() {
+        // of a suspended shop is shown (nor broadcast on the public channels). The shop is
+        // read, not the bouquet's flag: a bouquet listed while the suspension took the others
+        // off sale is flagged only by its last sweep.
+        let suspended = match crate::shops::require_trading(app, changed.vendor_id).await {
+            Ok(_) => false,
+            Err(crate::shops::NotTrading::Store(error)) => return Err(error.into()),
+            Err(_) => true,
+        };
+        if suspended || changed.is_suspended() {
             let refused = PhotoUpload {
                 status: UploadStatus::Rejected {
                     refusal: Refusal::ShopSuspended,

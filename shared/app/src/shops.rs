@@ -168,9 +168,13 @@ async fn mark_shop(
             .vendor(vendor_id, true)
             .await?
             .ok_or(ShopError::NotFound)?;
+        // The stamp is when the mark is decided, not when the request began: a shop keeps
+        // trading while its bouquets are taken off sale, and the auditor holds it to this
+        // stamp (nothing of its own written after it).
+        let stamp = app.clock.now().max(now);
         let mut changed = read.clone();
         let moved = if suspended {
-            changed.suspend(now)
+            changed.suspend(stamp)
         } else {
             changed.reinstate()
         };
@@ -182,7 +186,7 @@ async fn mark_shop(
         } else {
             EventData::VendorReinstated { vendor_id }
         };
-        let event = DomainEvent::new(vendor_id, changed.version, now, correlation_id, data);
+        let event = DomainEvent::new(vendor_id, changed.version, stamp, correlation_id, data);
         match app.store.save_vendor(&changed, read.version, &event).await {
             Ok(()) => return Ok(changed),
             Err(StoreError::ConditionFailed(_)) => continue,

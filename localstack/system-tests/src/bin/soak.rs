@@ -131,6 +131,7 @@ async fn run(args: &Args) -> Result<usize, String> {
         // Payments the gateway left unanswered, and rejections not yet refunded: the sweeper's.
         let unresolved = items
             .iter()
+            .filter(|o| o["entity"] == "order")
             .filter(|o| {
                 (o["status"] == "payment_pending"
                     && o["authenticatingUntil"].as_i64().unwrap_or(0) <= now)

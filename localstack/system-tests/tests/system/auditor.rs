@@ -476,6 +476,8 @@ fn a_write_of_a_shop_inside_its_suspension_is_caught_and_one_around_it_is_not() 
     };
     let around = suspended_between(&[
         ("BouquetListed", NOW - 90_000),
+        // Decided while the mark's transaction was in flight: ordered before it.
+        ("BouquetListed", NOW - 58_000),
         ("BouquetChanged", NOW - 20_000),
         // Its open order's steps go on.
         ("OrderAccepted", NOW - 45_000),
