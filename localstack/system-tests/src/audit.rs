@@ -860,9 +860,9 @@ pub fn suspended_shops_write_nothing(evidence: &Evidence) -> Check {
         changes
             .get(vendor)?
             .iter()
-            .take_while(|(when, _)| *when + MARK_IN_FLIGHT_MS < at)
+            .take_while(|(when, _)| *when < at)
             .last()
-            .filter(|(_, suspended)| *suspended)
+            .filter(|(when, suspended)| *suspended && *when + MARK_IN_FLIGHT_MS < at)
             .map(|(when, _)| *when)
     };
     let mut violations = Vec::new();

@@ -479,6 +479,8 @@ fn a_write_of_a_shop_inside_its_suspension_is_caught_and_one_around_it_is_not() 
         // Decided while the mark's transaction was in flight: ordered before it.
         ("BouquetListed", NOW - 58_000),
         ("BouquetChanged", NOW - 20_000),
+        // Just after its reinstatement.
+        ("BouquetListed", NOW - 29_000),
         // Its open order's steps go on.
         ("OrderAccepted", NOW - 45_000),
     ]);
