@@ -818,10 +818,10 @@ const SHOP_WRITES: &[&str] = &[
     "DeliverySettingsChanged",
 ];
 
-/// How long after its stamp a suspension's mark may land: the stamp is taken before the
-/// transaction is sent, and under the soak's faults one attempt may be held up to 1.5 s by
-/// the proxy and retried by the SDK on a throttle. A write decided in that window saw the
-/// shop trading, and DynamoDB ordered it before the mark.
+/// How long a transaction may be in flight after the stamp it carries: a stamp is taken
+/// before the transaction is sent, and under the soak's faults one attempt may be held up to
+/// 1.5 s by the proxy and retried by the SDK on a throttle. A write decided that close to a
+/// suspension's or a reinstatement's stamp may be ordered on either side of its mark.
 const MARK_IN_FLIGHT_MS: i64 = 5_000;
 
 /// Issue 38: nothing written by a suspended shop after its suspension's stamp. Each shop's
@@ -854,16 +854,17 @@ pub fn suspended_shops_write_nothing(evidence: &Evidence) -> Check {
     for history in changes.values_mut() {
         history.sort();
     }
+    // Inside a suspension, away from both its ends by the in-flight allowance: a write
+    // decided just after the stamp may have been ordered before the mark, and one decided
+    // just before a reinstatement may have landed after it (its transaction then saw the shop
+    // trading).
     let suspended_at = |vendor: &str, at: i64| -> Option<i64> {
-        // The last change at or before `at` (a write stamped at its suspension's very
-        // millisecond read the shop before it).
-        changes
-            .get(vendor)?
-            .iter()
-            .take_while(|(when, _)| *when < at)
-            .last()
-            .filter(|(when, suspended)| *suspended && *when + MARK_IN_FLIGHT_MS < at)
-            .map(|(when, _)| *when)
+        let history = changes.get(vendor)?;
+        let before = history.iter().take_while(|(when, _)| *when < at).count();
+        let (since, suspended) = *history.get(before.checked_sub(1)?)?;
+        let until = history.get(before).map_or(i64::MAX, |(when, _)| *when);
+        (suspended && since + MARK_IN_FLIGHT_MS < at && at + MARK_IN_FLIGHT_MS < until)
+            .then_some(since)
     };
     let mut violations = Vec::new();
     let mut checked = 0;

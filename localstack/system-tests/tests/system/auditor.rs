@@ -479,8 +479,9 @@ fn a_write_of_a_shop_inside_its_suspension_is_caught_and_one_around_it_is_not() 
         // Decided while the mark's transaction was in flight: ordered before it.
         ("BouquetListed", NOW - 58_000),
         ("BouquetChanged", NOW - 20_000),
-        // Just after its reinstatement.
+        // Just after its reinstatement, and just before it (landed after the mark).
         ("BouquetListed", NOW - 29_000),
+        ("BouquetListed", NOW - 31_000),
         // Its open order's steps go on.
         ("OrderAccepted", NOW - 45_000),
     ]);
