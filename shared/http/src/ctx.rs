@@ -283,7 +283,7 @@ where
 {
     let started = Instant::now();
     let deadline = deadline(&request);
-    let (result, fingerprint) = if !from_the_edge(EDGE_SECRET.as_deref(), request.headers()) {
+    let (result, fingerprint) = if !from_the_edge(EDGE_SECRET.as_ref(), request.headers()) {
         // Around the edge (the execute-api endpoint called directly): as if no such route.
         tracing::warn!(correlation_id = %correlation_id, route = %route.key(), "a request without the edge's header");
         (Err(ApiError::NotFound("route")), None)
@@ -358,25 +358,39 @@ where
     Ok(response)
 }
 
-/// The header CloudFront adds to every request it sends the API (`ORIGIN_VERIFY`, the
-/// template's `EdgeOriginSecret`); unset, every request is taken (tests, a stack without an
-/// edge).
-static EDGE_SECRET: std::sync::LazyLock<Option<String>> = std::sync::LazyLock::new(|| {
+/// The digest of the header CloudFront adds to every request it sends the API
+/// (`ORIGIN_VERIFY`, the template's `EdgeOriginSecret`), once per container; unset, every
+/// request is taken (tests, a stack without an edge).
+static EDGE_SECRET: std::sync::LazyLock<Option<EdgeSecret>> = std::sync::LazyLock::new(|| {
     std::env::var("ORIGIN_VERIFY")
         .ok()
         .filter(|secret| !secret.is_empty())
+        .map(|secret| EdgeSecret::new(&secret))
 });
 
-/// Whether a request came through the edge: it carries the edge's header, compared through
-/// a digest so that the time taken says nothing of the secret.
-fn from_the_edge(secret: Option<&str>, headers: &HeaderMap) -> bool {
+/// The edge's secret, kept as its digest: a request's header is compared digest to digest,
+/// so that the time taken says nothing of the secret.
+struct EdgeSecret([u8; 32]);
+
+impl EdgeSecret {
+    fn new(secret: &str) -> Self {
+        Self(digest(secret.as_bytes()))
+    }
+}
+
+fn digest(bytes: &[u8]) -> [u8; 32] {
     use sha2::{Digest, Sha256};
+    Sha256::digest(bytes).into()
+}
+
+/// Whether a request came through the edge: it carries the edge's header.
+fn from_the_edge(secret: Option<&EdgeSecret>, headers: &HeaderMap) -> bool {
     let Some(secret) = secret else { return true };
     let given = headers
         .get("x-origin-verify")
         .map(HeaderValue::as_bytes)
         .unwrap_or_default();
-    Sha256::digest(given) == Sha256::digest(secret.as_bytes())
+    digest(given) == secret.0
 }
 
 /// What every answer carries, whichever way it came (the edge's response headers policy sets
@@ -424,9 +438,10 @@ mod tests {
             }
             headers
         };
-        assert!(from_the_edge(Some("s3cret"), &with(Some("s3cret"))));
+        let secret = EdgeSecret::new("s3cret");
+        assert!(from_the_edge(Some(&secret), &with(Some("s3cret"))));
         for other in [None, Some(""), Some("s3cre"), Some("s3cret ")] {
-            assert!(!from_the_edge(Some("s3cret"), &with(other)), "{other:?}");
+            assert!(!from_the_edge(Some(&secret), &with(other)), "{other:?}");
         }
         assert!(from_the_edge(None, &with(None)), "no edge configured");
     }

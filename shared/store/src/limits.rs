@@ -4,6 +4,8 @@
 //! cannot pass the limit together), or unconditionally where the action has happened already
 //! (a decline) and only the next attempt is refused.
 
+use std::collections::HashMap;
+
 use bouquet_domain::limits::RateLimit;
 use bouquet_domain::Timestamp;
 
@@ -69,26 +71,27 @@ impl Tx {
     }
 }
 
+/// The keys of `counters` in `now`'s window, for the caller's consistent `BatchGetItem`.
+pub(crate) fn keys(counters: &[Counter<'_>], now: Timestamp) -> Vec<Item> {
+    counters.iter().map(|c| c.key(now)).collect()
+}
+
+/// What `counter` holds in `now`'s window among the items `found` (by partition key); 0 for
+/// none.
+pub(crate) fn count_in(
+    found: &HashMap<String, Item>,
+    counter: &Counter<'_>,
+    now: Timestamp,
+) -> u32 {
+    found
+        .get(&counter.pk(now))
+        .and_then(|item| item.get("count"))
+        .and_then(|count| count.as_n().ok())
+        .and_then(|count| count.parse().ok())
+        .unwrap_or(0)
+}
+
 impl Store {
-    /// What each counter holds in `now`'s window (0 for none), read consistently with
-    /// `found`'s other items by the caller's `BatchGetItem`.
-    pub(crate) fn counter_keys(counters: &[Counter<'_>], now: Timestamp) -> Vec<Item> {
-        counters.iter().map(|c| c.key(now)).collect()
-    }
-
-    pub(crate) fn counter_value(
-        found: &std::collections::HashMap<String, Item>,
-        counter: &Counter<'_>,
-        now: Timestamp,
-    ) -> u32 {
-        found
-            .get(&counter.pk(now))
-            .and_then(|item| item.get("count"))
-            .and_then(|count| count.as_n().ok())
-            .and_then(|count| count.parse().ok())
-            .unwrap_or(0)
-    }
-
     /// Counts one action that has happened against each of `counters` (no condition: the
     /// next attempt is the one refused). One `TransactWriteItems`.
     pub async fn count(&self, counters: &[Counter<'_>], now: Timestamp) -> Result<(), StoreError> {

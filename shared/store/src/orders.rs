@@ -15,7 +15,7 @@ use crate::error::{StoreError, Target};
 use crate::idempotency::{self, IdempotencyPut, IdempotencyRecord};
 use crate::items::{from_item, to_item, Item, OrderItem};
 use crate::keys;
-use crate::limits::Counter;
+use crate::limits::{self, Counter};
 use crate::query::IndexQuery;
 use crate::tx::{Expr, Tx};
 use crate::Store;
@@ -153,11 +153,11 @@ impl Store {
     ) -> Result<(Option<Order>, Option<IdempotencyRecord>, Vec<u32>), StoreError> {
         let mut keys = vec![order_key(order_id)];
         keys.extend(idempotency_key.map(idempotency::key));
-        keys.extend(Store::counter_keys(counters, now));
+        keys.extend(limits::keys(counters, now));
         let mut found = self.batch_get(keys).await?;
         let counts = counters
             .iter()
-            .map(|counter| Store::counter_value(&found, counter, now))
+            .map(|counter| limits::count_in(&found, counter, now))
             .collect();
         let order = found
             .remove(&keys::order_pk(&order_id.to_string()))

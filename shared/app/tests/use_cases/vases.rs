@@ -20,6 +20,21 @@ fn heartbeat(
     }
 }
 
+/// A reading sent now with the water at 20 % (a score of 85).
+fn low_water(vase_id: bouquet_app::domain::VaseId, world: &World) -> VaseMessage {
+    VaseMessage::Telemetry {
+        vase_id,
+        reading: Reading {
+            sent_at: world.now(),
+            water_level_pct: 20.0,
+            temperature_c: 18.0,
+            humidity_pct: 60.0,
+            light_lux: 500.0,
+        },
+        received_at: world.now(),
+    }
+}
+
 #[tokio::test]
 async fn heartbeats_bring_a_vase_online_and_never_move_it_backwards() {
     let world = World::new().await;
@@ -80,17 +95,7 @@ async fn a_reading_scores_the_bouquet_in_the_vase_once() {
         bouquet_app::Replayable::Done(b) => b,
         other => panic!("{other:?}"),
     };
-    let reading = VaseMessage::Telemetry {
-        vase_id: vase.vase_id,
-        reading: Reading {
-            sent_at: world.now(),
-            water_level_pct: 20.0,
-            temperature_c: 18.0,
-            humidity_pct: 60.0,
-            light_lux: 500.0,
-        },
-        received_at: world.now(),
-    };
+    let reading = low_water(vase.vase_id, &world);
     let applied = vases::apply(&world.app, &reading, CORRELATION)
         .await
         .unwrap();
@@ -130,17 +135,7 @@ async fn a_suspended_shops_bouquet_is_scored_without_an_announcement() {
     )
     .await
     .expect("an administrator suspends");
-    let reading = VaseMessage::Telemetry {
-        vase_id: vase.vase_id,
-        reading: Reading {
-            sent_at: world.now(),
-            water_level_pct: 20.0,
-            temperature_c: 18.0,
-            humidity_pct: 60.0,
-            light_lux: 500.0,
-        },
-        received_at: world.now(),
-    };
+    let reading = low_water(vase.vase_id, &world);
     let applied = vases::apply(&world.app, &reading, CORRELATION)
         .await
         .unwrap();
