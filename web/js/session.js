@@ -72,12 +72,15 @@ export const session = {
   },
 };
 
-/** Local only: asks the dev stack for a token (the endpoint does not exist when deployed). */
+/** Local only: asks the dev stack for a token (the endpoint does not exist when deployed). The
+ * demo user's verified email is the name if it is an address, else `{name}@example.com`, as a
+ * confirmed sign-up's would be. */
 export async function signInLocally(role, user, vendorId) {
+  const email = user.includes("@") ? user : `${user}@example.com`;
   const response = await fetch("/local/token", {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ role, sub: user, vendorId: vendorId || undefined }),
+    body: JSON.stringify({ role, sub: user, vendorId: vendorId || undefined, email }),
   });
   const body = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error(body.message ?? `Sign-in failed (HTTP ${response.status}).`);

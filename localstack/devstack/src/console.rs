@@ -112,6 +112,8 @@ struct TokenRequest {
     role: String,
     sub: String,
     vendor_id: Option<String>,
+    /// Signed in as verified: mail for this user goes here.
+    email: Option<String>,
 }
 
 impl Console {
@@ -427,7 +429,7 @@ impl Console {
             Err(error) => {
                 return message(
                     StatusCode::BAD_REQUEST,
-                    &format!("expected {{role, sub, vendorId?}}: {error}"),
+                    &format!("expected {{role, sub, vendorId?, email?}}: {error}"),
                 )
             }
         };
@@ -448,11 +450,20 @@ impl Console {
             ("vendor", Some(id)) => Some(id),
             _ => None,
         };
-        match crate::jwt::mint(
+        let email = request
+            .email
+            .as_deref()
+            .map(str::trim)
+            .filter(|e| !e.is_empty());
+        if email.is_some_and(|e| bouquet_app::domain::text::email(e).is_err()) {
+            return message(StatusCode::BAD_REQUEST, "email must be an email address");
+        }
+        match crate::jwt::mint_verified(
             &self.jwt_secret,
             &request.role,
             sub,
             vendor_id,
+            email,
             TOKEN_SECONDS,
         ) {
             Ok(token) => respond(

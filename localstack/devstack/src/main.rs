@@ -108,6 +108,9 @@ enum Command {
         sub: String,
         #[arg(long)]
         vendor_id: Option<String>,
+        /// An address the token carries as verified: the only one mail for this user goes to.
+        #[arg(long)]
+        email: Option<String>,
         /// Lifetime in seconds.
         #[arg(long, default_value_t = 3600)]
         ttl: i64,
@@ -150,15 +153,17 @@ async fn main() -> Result<(), DevError> {
             role,
             sub,
             vendor_id,
+            email,
             ttl,
         } => {
             println!(
                 "{}",
-                jwt::mint(
+                jwt::mint_verified(
                     &jwt::secret_from_env(),
                     &role,
                     &sub,
                     vendor_id.as_deref(),
+                    email.as_deref(),
                     ttl
                 )?
             );
@@ -368,18 +373,26 @@ async fn main() -> Result<(), DevError> {
                 );
                 eprintln!(
                     "vendor token:   {}",
-                    jwt::mint(
+                    jwt::mint_verified(
                         &secret,
                         "vendor",
                         "vendor-demo",
                         Some(&seeded.vendor_id),
+                        Some("vendor-demo@example.com"),
                         86_400
                     )?
                 );
             }
             eprintln!(
                 "customer token: {}",
-                jwt::mint(&secret, "customer", "customer-demo", None, 86_400)?
+                jwt::mint_verified(
+                    &secret,
+                    "customer",
+                    "customer-demo",
+                    None,
+                    Some("customer-demo@example.com"),
+                    86_400
+                )?
             );
             eprintln!(
                 "admin token:    {}",

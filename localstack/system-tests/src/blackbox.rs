@@ -209,11 +209,12 @@ pub fn key() -> String {
 
 /// A token the dev stack accepts (its local signing secret), valid for two hours.
 pub fn local_token(role: &str, sub: &str, vendor_id: Option<&str>) -> String {
-    devstack::jwt::mint(
+    devstack::jwt::mint_verified(
         &devstack::jwt::secret_from_env(),
         role,
         sub,
         vendor_id,
+        Some(&bouquet_testkit::verified_email(sub)),
         7200,
     )
     .expect("mint a local token")

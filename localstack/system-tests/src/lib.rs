@@ -77,7 +77,15 @@ pub fn function_binary(name: &str) -> PathBuf {
 pub fn token(role: &str, sub: &str, vendor_id: Option<&str>) -> String {
     format!(
         "Bearer {}",
-        devstack::jwt::mint(JWT_SECRET, role, sub, vendor_id, 600).expect("mint")
+        devstack::jwt::mint_verified(
+            JWT_SECRET,
+            role,
+            sub,
+            vendor_id,
+            Some(&verified_email(sub)),
+            600
+        )
+        .expect("mint")
     )
 }
 
@@ -367,15 +375,15 @@ impl TestCloud {
     }
 
     /// A paid order of one new bouquet of `vendor` for `customer`, its delivery details giving
-    /// `contact` as the customer's email.
-    pub async fn paid_order(&self, vendor: &str, customer: &str, contact: &str) -> String {
+    /// the customer's verified email for mail.
+    pub async fn paid_order(&self, vendor: &str, customer: &str) -> String {
         let bouquet = self.bouquet(vendor, "30.00").await;
         let order = self.reserve(customer, &[&bouquet]).await;
         let order_id = order.body["orderId"].as_str().expect("reserved").to_owned();
         let tomorrow =
             bouquet_app::domain::delivery::date_after(self.app.clock.now(), 1, "UTC").unwrap();
         let mut details = delivery_details(&tomorrow);
-        details["contactEmail"] = json!(contact);
+        details["contactEmail"] = json!(verified_email(customer));
         let given = self
             .call(
                 "put-order-delivery",

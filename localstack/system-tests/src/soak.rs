@@ -394,7 +394,7 @@ async fn customer_actor(
             .or_default()
             .push(order.clone());
         match rng.random_range(0..100) {
-            0..75 => pay(&api, &token, &order, &mut rng, &journal).await,
+            0..75 => pay(&api, &token, &customer, &order, &mut rng, &journal).await,
             75..92 => {
                 let (cancelled, tries) = api
                     .post(
@@ -416,7 +416,16 @@ async fn customer_actor(
 
 /// The checkout's delivery details, each customer's own (the auditor looks for them where
 /// they must not be); now and then a customer first tries to pay without them and is refused.
-async fn give_delivery(api: &Api, token: &str, order: &str, rng: &mut StdRng, journal: &Shared) {
+/// `customer` (signed in with `token`) gives `order` its delivery details, mail to the address
+/// their sign-in verified.
+async fn give_delivery(
+    api: &Api,
+    token: &str,
+    customer: &str,
+    order: &str,
+    rng: &mut StdRng,
+    journal: &Shared,
+) {
     if rng.random_bool(0.05) {
         let (refused, tries) = api
             .post(
@@ -439,6 +448,7 @@ async fn give_delivery(api: &Api, token: &str, order: &str, rng: &mut StdRng, jo
     details["recipient"]["name"] = json!(format!("Recipient {who}"));
     details["recipient"]["phone"] = json!(format!("+3361{who}"));
     details["address"]["street"] = json!(format!("{who} rue du Soak"));
+    details["contactEmail"] = json!(bouquet_testkit::verified_email(customer));
     let key = blackbox::key();
     let (given, tries) = api
         .send_retried(
@@ -452,8 +462,15 @@ async fn give_delivery(api: &Api, token: &str, order: &str, rng: &mut StdRng, jo
     record(journal, "delivery details", &given, tries);
 }
 
-async fn pay(api: &Api, token: &str, order: &str, rng: &mut StdRng, journal: &Shared) {
-    give_delivery(api, token, order, rng, journal).await;
+async fn pay(
+    api: &Api,
+    token: &str,
+    customer: &str,
+    order: &str,
+    rng: &mut StdRng,
+    journal: &Shared,
+) {
+    give_delivery(api, token, customer, order, rng, journal).await;
     let card = match rng.random_range(0..100) {
         0..55 => "tok_visa",
         55..67 => "tok_decline",

@@ -92,16 +92,31 @@ pub async fn change_settings(
     crate::shops::require_trading(app, vendor_id).await?;
     let current = app.store.delivery_settings(vendor_id, true).await?;
     // The contact address is not in the public view, so a console may not have it to send
-    // back: left out, the saved one is kept; an empty one removes it.
+    // back: left out, the saved one is kept; an empty one removes it. A new one must be the
+    // saving member's verified address: the shop's mail goes to nobody else.
     let mut settings = settings;
+    let mut not_theirs = None;
     settings.contact_email = match settings.contact_email.take() {
         None => current
             .as_ref()
             .and_then(|c| c.settings.contact_email.clone()),
         Some(address) if address.trim().is_empty() => None,
-        given => given,
+        Some(address) => match caller.own_address(&address) {
+            Ok(verified) => Some(verified),
+            Err(message) => {
+                not_theirs = Some(FieldError::new("contactEmail", message));
+                None
+            }
+        },
     };
-    let settings = settings.validate().map_err(DeliveryError::Invalid)?;
+    let settings = match (settings.validate(), not_theirs) {
+        (Ok(settings), None) => settings,
+        (Ok(_), Some(error)) => return Err(DeliveryError::Invalid(vec![error])),
+        (Err(mut errors), error) => {
+            errors.extend(error);
+            return Err(DeliveryError::Invalid(errors));
+        }
+    };
     let read_version = current.as_ref().map_or(0, |c| c.version);
     match if_match {
         None if read_version > 0 => return Err(DeliveryError::VersionRequired),
@@ -164,7 +179,7 @@ pub async fn set_order_delivery(
     // The order names its shop: it exists, only its settings are read.
     let settings = shop_settings(app, order.vendor_id).await?;
     let delivery = settings
-        .check(request, now)
+        .check(request, caller, now)
         .map_err(DeliveryError::Invalid)?;
     let mut changed = order.clone();
     changed.set_delivery(delivery, now)?;

@@ -7,6 +7,7 @@ use jiff::tz::TimeZone;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
+use crate::identity::Identity;
 use crate::text;
 use crate::validation::{FieldError, Validation};
 
@@ -285,11 +286,13 @@ impl DeliverySettings {
         Ok(())
     }
 
-    /// Checks a customer's delivery request against these settings at `now`: each problem a
-    /// field error named as the request names it (`delivery.date`, ...).
+    /// Checks `caller`'s delivery request against these settings at `now`: each problem a
+    /// field error named as the request names it (`delivery.date`, ...). The contact address
+    /// must be the caller's verified one: order mail goes to nobody else.
     pub fn check(
         &self,
         request: &DeliveryRequest,
+        caller: &Identity,
         now: Timestamp,
     ) -> Result<Delivery, Vec<FieldError>> {
         let mut v = Validation::new();
@@ -340,7 +343,7 @@ impl DeliverySettings {
         };
         let contact_email = match &request.contact_email {
             Some(address) if !address.trim().is_empty() => {
-                v.check("delivery.contactEmail", text::email(address))
+                v.check("delivery.contactEmail", caller.own_address(address))
             }
             _ => None,
         };
@@ -487,6 +490,16 @@ mod tests {
         }
     }
 
+    /// The customer the requests are from, signed in with `ana@example.com` verified.
+    fn ana() -> Identity {
+        Identity {
+            subject: crate::ids::CustomerId::parse("ana").unwrap(),
+            role: crate::identity::Role::Customer,
+            vendor_id: None,
+            email: Some("ana@example.com".into()),
+        }
+    }
+
     fn fields(result: Result<Delivery, Vec<FieldError>>) -> Vec<(String, String)> {
         result
             .err()
@@ -529,7 +542,7 @@ mod tests {
     #[test]
     fn a_good_request_is_normalised() {
         let delivery = settings()
-            .check(&request("2026-12-03"), paris(9, 0))
+            .check(&request("2026-12-03"), &ana(), paris(9, 0))
             .unwrap();
         assert_eq!(delivery.recipient_phone, "+33612345678");
         assert_eq!(delivery.address.country, "FR");
@@ -558,6 +571,14 @@ mod tests {
                 "does not deliver on monday",
             ),
             (request("12/03/2026"), "delivery.date", "YYYY-MM-DD"),
+            (
+                DeliveryRequest {
+                    contact_email: Some("someone.else@example.com".into()),
+                    ..request("2026-12-03")
+                },
+                "delivery.contactEmail",
+                "the verified email address you signed in with",
+            ),
             (
                 DeliveryRequest {
                     card_message: Some("x".repeat(201)),
@@ -601,12 +622,12 @@ mod tests {
             ),
         ];
         for (request, field, message) in cases {
-            let errors = fields(s.check(&request, at));
+            let errors = fields(s.check(&request, &ana(), at));
             assert_eq!(errors.len(), 1, "{request:?}: {errors:?}");
             assert_eq!(errors[0].0, field);
             assert!(errors[0].1.contains(message), "{}", errors[0].1);
         }
-        let everything = fields(s.check(&DeliveryRequest::default(), at));
+        let everything = fields(s.check(&DeliveryRequest::default(), &ana(), at));
         let named: Vec<&str> = everything.iter().map(|(f, _)| f.as_str()).collect();
         assert_eq!(
             named,
@@ -625,12 +646,14 @@ mod tests {
     #[test]
     fn today_is_bookable_until_the_shops_cutoff_in_its_own_time_zone() {
         let s = settings();
-        assert!(s.check(&request("2026-12-02"), paris(10, 59)).is_ok());
-        let late = fields(s.check(&request("2026-12-02"), paris(11, 0)));
+        assert!(s
+            .check(&request("2026-12-02"), &ana(), paris(10, 59))
+            .is_ok());
+        let late = fields(s.check(&request("2026-12-02"), &ana(), paris(11, 0)));
         assert_eq!(late[0].0, "delivery.date");
         assert!(late[0].1.contains("closes at 11:00"), "{}", late[0].1);
         // 23:30 UTC on the 1st is already the 2nd in Paris: the 1st is in the past there.
-        let past = fields(s.check(&request("2026-12-01"), paris(0, 30)));
+        let past = fields(s.check(&request("2026-12-01"), &ana(), paris(0, 30)));
         assert!(
             past[0].1.contains("the shop's today is 2026-12-02"),
             "{}",

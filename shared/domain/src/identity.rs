@@ -52,6 +52,9 @@ pub struct Identity {
     pub role: Role,
     /// The shop a vendor acts for; `None` for every other role.
     pub vendor_id: Option<VendorId>,
+    /// The address the identity provider verified (`email` with `email_verified: true`), in
+    /// the form `text::email` gives; the only address mail may be sent to for this caller.
+    pub email: Option<String>,
 }
 
 /// The caller may not do this (403).
@@ -145,11 +148,27 @@ impl Identity {
             ),
             _ => None,
         };
+        // An address nobody proved is theirs is not one: mail would go to a stranger.
+        let email = claim("email")
+            .filter(|_| claim("email_verified") == Some("true"))
+            .and_then(|address| crate::text::email(address).ok());
         Ok(Identity {
             subject,
             role,
             vendor_id,
+            email,
         })
+    }
+
+    /// `text` as an address the marketplace may mail for this caller: well formed and the
+    /// address their sign-in verified (compared without case).
+    pub fn own_address(&self, text: &str) -> Result<String, &'static str> {
+        let address = crate::text::email(text)?;
+        match &self.email {
+            Some(verified) if verified.eq_ignore_ascii_case(&address) => Ok(verified.clone()),
+            Some(_) => Err("must be the verified email address you signed in with"),
+            None => Err("sign in with a verified email address to receive mail"),
+        }
     }
 }
 
@@ -220,6 +239,36 @@ mod tests {
             subject: CustomerId::parse("5b1c").unwrap(),
             role: Role::Vendor,
             vendor_id: Some(VendorId::parse(SHOP).unwrap()),
+            email: None,
+        }
+    }
+
+    #[test]
+    fn only_a_verified_email_is_the_callers_and_only_it_takes_mail() {
+        let verified = read(&[
+            ("sub", "c-1"),
+            ("email", "Ana@Example.COM"),
+            ("email_verified", "true"),
+        ])
+        .unwrap();
+        assert_eq!(verified.email.as_deref(), Some("Ana@example.com"));
+        assert_eq!(
+            verified.own_address(" ana@example.com ").unwrap(),
+            "Ana@example.com"
+        );
+        assert!(verified.own_address("eve@example.com").is_err());
+        assert!(verified.own_address("not an address").is_err());
+        for unproven in [
+            read(&[("sub", "c-1"), ("email", "ana@example.com")]),
+            read(&[
+                ("sub", "c-1"),
+                ("email", "ana@example.com"),
+                ("email_verified", "false"),
+            ]),
+        ] {
+            let unproven = unproven.unwrap();
+            assert_eq!(unproven.email, None);
+            assert!(unproven.own_address("ana@example.com").is_err());
         }
     }
 

@@ -181,7 +181,10 @@ export async function orderPage(id) {
           field("Delivery date", { name: "date", type: "date", required: true, min: settings?.firstDate ?? undefined, value: value("date", given?.date ?? settings?.firstDate ?? "") }),
           field("Time of day", { tag: "select", name: "slot", options: SLOTS })),
         field("Note for the recipient", { tag: "textarea", name: "cardMessage", maxlength: 200, rows: 2 }, "optional, up to 200 characters"),
-        field("Your email", { name: "contactEmail", type: "email", autocomplete: "email", maxlength: 254, value: value("contactEmail", given?.contactEmail ?? session.email() ?? "") }, "for the receipt and each step of the delivery"));
+        // Mail goes only to the address the sign-in verified: it is shown, not typed.
+        session.email()
+          ? field("Your email", { name: "contactEmail", type: "email", readonly: true, value: session.email() }, "the receipt and each step of the delivery go to the address you signed in with")
+          : h("p", { class: "muted" }, "Sign in with an email address to get the receipt and each step of the delivery by email."));
       const form = h("form", {
         novalidate: true,
         oninput: () => { draft = Object.fromEntries(new FormData(form)); },

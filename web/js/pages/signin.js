@@ -103,7 +103,7 @@ function demoForm(config) {
         vendorField.hidden = e.target.value !== "vendor";
       },
     }),
-    field("User", { name: "user", value: "customer-demo", required: true }, "any name; it becomes the token's subject"),
+    field("User", { name: "user", value: "customer-demo", required: true }, "any name; it becomes the token's subject, and name@example.com its verified email"),
     vendorField,
   ], "Sign in (demo)", async (data) => {
     await signInLocally(data.get("role"), data.get("user"), data.get("role") === "vendor" ? data.get("vendorId") : "");

@@ -336,7 +336,7 @@ function deliverySettingsSection(vendorId) {
       field("Days ahead", { name: "horizonDays", type: "number", min: 0, max: 90, value: current.horizonDays, required: true }),
       field("Same-day until", { name: "sameDayCutoff", type: "time", value: current.sameDayCutoff, required: true }),
       field("Time zone", { name: "timeZone", value: current.timeZone, required: true })),
-    field("Contact email", { name: "contactEmail", type: "email", value: current.contactEmail ?? "", placeholder: current.contactEmailSet ? "saved (private); type a new one to change it" : "" }, "new paid orders are sent here; only your shop sees it"),
+    field("Contact email", { name: "contactEmail", type: "email", value: current.contactEmail ?? "", placeholder: current.contactEmailSet ? "saved (private); type a new one to change it" : "" }, `new paid orders are sent here; only your shop sees it. It must be the address you signed in with${session.email() ? ` (${session.email()})` : ""}`),
     h("button", { type: "submit" }, "Save delivery settings"));
     slot.replaceChildren(form);
   };

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use system_tests::{ApiRequest, TestCloud};
+use system_tests::{verified_email, ApiRequest, TestCloud};
 
 /// The personal fields of `system_tests::delivery_details` and the paid order's contact.
 fn carries_details(text: &str) -> bool {
@@ -207,7 +207,7 @@ async fn a_declining_card_past_the_bound_is_429_with_retry_after_and_the_order_p
         read.body
     );
     // Another customer pays meanwhile: the limit is the order's and its customer's.
-    let other = cloud.paid_order(&vendor, "ana", "ana@example.com").await;
+    let other = cloud.paid_order(&vendor, "ana").await;
     assert_eq!(cloud.order_status(&other).await.as_deref(), Some("paid"));
 
     cloud.clock.advance(Duration::from_secs(retry_after));
@@ -260,7 +260,7 @@ async fn reservations_past_the_minutes_bound_are_429_rate_limited() {
 async fn every_answer_carries_the_security_headers_and_a_cache_policy() {
     let cloud = TestCloud::new().await;
     let vendor = cloud.vendor("Fleur").await;
-    let order = cloud.paid_order(&vendor, "ana", "ana@example.com").await;
+    let order = cloud.paid_order(&vendor, "ana").await;
     for (what, binary, request, cache) in [
         (
             "an order",
@@ -307,14 +307,17 @@ async fn every_answer_carries_the_security_headers_and_a_cache_policy() {
     }
 }
 
+/// Mail goes only to addresses a sign-in verified: a shop's contact is its member's, a
+/// customer's is their own; a typed stranger's address is a field error and nothing is saved.
 #[tokio::test]
-async fn a_shops_contact_address_is_not_in_the_public_settings_and_a_save_without_it_keeps_it() {
+async fn a_shops_contact_address_is_its_members_verified_one_private_and_kept_on_a_save_without_it()
+{
     let cloud = TestCloud::new().await;
     let shop = cloud.vendor("Fleur").await;
+    let member = verified_email(&format!("user-of-{shop}"));
     let mut settings = json!({"countries": ["FR"], "postcodePrefixes": ["75", "92"],
         "days": ["tuesday", "wednesday", "thursday", "friday", "saturday"], "horizonDays": 14,
         "sameDayCutoff": "11:00", "timeZone": "Europe/Paris"});
-    settings["contactEmail"] = json!("orders@fleur.example");
     let save = |settings: Value, version: u64| {
         let request = ApiRequest::fixture("put-delivery-settings")
             .vendor(&shop)
@@ -326,12 +329,24 @@ async fn a_shops_contact_address_is_not_in_the_public_settings_and_a_save_withou
             request.header("if-match", &format!("\"{version}\""))
         }
     };
+    settings["contactEmail"] = json!("orders@fleur.example");
+    let stranger = cloud
+        .call("put-delivery-settings", save(settings.clone(), 0))
+        .await;
+    assert_eq!(stranger.status, 400, "{}", stranger.body);
+    assert_eq!(
+        stranger.body["errors"][0]["field"], "contactEmail",
+        "{}",
+        stranger.body
+    );
+    settings["contactEmail"] = json!(member);
     let saved = cloud
         .call("put-delivery-settings", save(settings.clone(), 0))
         .await;
     assert_eq!(saved.status, 200, "{}", saved.body);
     assert_eq!(
-        saved.body["contactEmail"], "orders@fleur.example",
+        saved.body["contactEmail"],
+        member.as_str(),
         "the shop reads its own"
     );
     let public = cloud
@@ -344,7 +359,7 @@ async fn a_shops_contact_address_is_not_in_the_public_settings_and_a_save_withou
         .await;
     assert_eq!(public.status, 200, "{}", public.body);
     assert!(
-        !public.body.to_string().contains("fleur.example"),
+        !public.body.to_string().contains(&member),
         "{}",
         public.body
     );
@@ -353,7 +368,38 @@ async fn a_shops_contact_address_is_not_in_the_public_settings_and_a_save_withou
     settings.as_object_mut().unwrap().remove("contactEmail");
     let kept = cloud.call("put-delivery-settings", save(settings, 1)).await;
     assert_eq!(kept.status, 200, "{}", kept.body);
-    assert_eq!(kept.body["contactEmail"], "orders@fleur.example");
+    assert_eq!(kept.body["contactEmail"], member.as_str());
+
+    // A customer's receipts (at a shop without settings): to another address refused, to
+    // their own taken.
+    let anywhere = cloud.vendor("Anywhere").await;
+    let bouquet = cloud.bouquet(&anywhere, "30.00").await;
+    let order = cloud.reserve("ana", &[&bouquet]).await;
+    let order_id = order.body["orderId"].as_str().expect("reserved");
+    let tomorrow =
+        bouquet_app::domain::delivery::date_after(cloud.app.clock.now(), 1, "UTC").unwrap();
+    let mut details = system_tests::delivery_details(&tomorrow);
+    let give = |details: Value| {
+        ApiRequest::fixture("put-order-delivery")
+            .customer("ana")
+            .path("orderId", order_id)
+            .header("if-match", "\"1\"")
+            .json(details)
+    };
+    details["contactEmail"] = json!("someone@elsewhere.example");
+    let refused = cloud
+        .call("put-order-delivery", give(details.clone()))
+        .await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(
+        refused.body["errors"][0]["field"], "delivery.contactEmail",
+        "{}",
+        refused.body
+    );
+    details["contactEmail"] = json!(verified_email("ana"));
+    let given = cloud.call("put-order-delivery", give(details)).await;
+    assert_eq!(given.status, 200, "{}", given.body);
+    assert_eq!(given.body["delivery"]["contactEmail"], "ana@example.com");
 }
 
 /// The edge's web ACL, as the dev stack enforces it from the template: one address past its

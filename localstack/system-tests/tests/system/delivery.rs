@@ -19,7 +19,7 @@ async fn only_the_customer_the_orders_vendor_and_an_admin_read_the_delivery_deta
     let cloud = TestCloud::new().await;
     let vendor = cloud.vendor("Fleur").await;
     let other_vendor = cloud.vendor("Other").await;
-    let order = cloud.paid_order(&vendor, "ana", "ana@example.com").await;
+    let order = cloud.paid_order(&vendor, "ana").await;
     for (who, request, status) in [
         (
             "the customer",
@@ -132,7 +132,7 @@ async fn only_the_customer_the_orders_vendor_and_an_admin_read_the_delivery_deta
 async fn the_sweeper_redacts_the_details_the_configured_days_after_delivery() {
     let cloud = TestCloud::new().await;
     let vendor = cloud.vendor("Fleur").await;
-    let order = cloud.paid_order(&vendor, "ana", "ana@example.com").await;
+    let order = cloud.paid_order(&vendor, "ana").await;
     let delivered = cloud
         .call(
             "fulfil-order",

@@ -33,7 +33,9 @@ use system_tests::iam::{
 };
 use system_tests::in_process::{run_event_function, run_websocket_function};
 use system_tests::vases::{heartbeat, reading, sqs_records};
-use system_tests::{delivery_details, repository_root, ApiRequest, ApiResponse, TestCloud, T0};
+use system_tests::{
+    delivery_details, repository_root, verified_email, ApiRequest, ApiResponse, TestCloud, T0,
+};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -592,6 +594,8 @@ async fn every_function_flow() {
         )
         .await;
     let to_reject = id(&to_reject, "orderId");
+    let mut mailed_to_c3 = details.clone();
+    mailed_to_c3["contactEmail"] = json!(verified_email("c3"));
     seen.http(
         &cloud,
         "put-order-delivery",
@@ -599,7 +603,7 @@ async fn every_function_flow() {
             .customer("c3")
             .path("orderId", &to_reject)
             .header("if-match", "\"1\"")
-            .json(details.clone()),
+            .json(mailed_to_c3),
         200,
     )
     .await;

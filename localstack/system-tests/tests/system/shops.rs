@@ -194,7 +194,7 @@ async fn a_suspended_shop_writes_nothing_on_any_vendor_route_and_its_orders_go_o
     let shop = cloud.vendor("Bloom").await;
     let vase = cloud.vase(&shop).await;
     let listed = cloud.bouquet(&shop, "10.00").await;
-    let order = cloud.paid_order(&shop, "ana", "ana@example.com").await;
+    let order = cloud.paid_order(&shop, "ana").await;
     let suspended = set_suspended(&cloud, &shop, true).await;
     assert_eq!(suspended.status, 200, "{}", suspended.body);
     let before = cloud.items().await.len();

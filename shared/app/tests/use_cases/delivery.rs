@@ -50,7 +50,7 @@ async fn set(
 }
 
 fn request(world: &World) -> serde_json::Value {
-    serde_json::to_value(delivery_request(world.now())).unwrap()
+    serde_json::to_value(delivery_request("ana", world.now())).unwrap()
 }
 
 #[tokio::test]
@@ -117,13 +117,19 @@ async fn delivery_details_need_the_version_seen_the_owner_and_the_shops_area_unt
     let mut outside = good.clone();
     outside["address"]["postcode"] = "69001".into();
     outside["cardMessage"] = "x".repeat(201).into();
+    // Mail goes only to the address Ana's sign-in verified, not to one she types.
+    outside["contactEmail"] = "ben@example.com".into();
     match set(&world, "ana", &order, outside, Some(order.version)).await {
         Err(DeliveryError::Invalid(errors)) => {
             let mut fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
             fields.sort();
             assert_eq!(
                 fields,
-                ["delivery.address.postcode", "delivery.cardMessage"],
+                [
+                    "delivery.address.postcode",
+                    "delivery.cardMessage",
+                    "delivery.contactEmail"
+                ],
                 "{errors:?}"
             );
         }

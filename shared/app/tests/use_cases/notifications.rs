@@ -27,7 +27,7 @@ async fn shop_with_contact(world: &World) -> bouquet_app::domain::Vendor {
     let vendor = world.vendor().await;
     let mut settings = DeliverySettings::unset();
     settings.countries = vec!["FR".into()];
-    settings.contact_email = Some("shop@example.com".into());
+    settings.contact_email = Some(verified_email("florist"));
     delivery::change_settings(
         &world.app,
         &vendor_caller(&vendor),
@@ -40,6 +40,61 @@ async fn shop_with_contact(world: &World) -> bouquet_app::domain::Vendor {
     .await
     .unwrap();
     vendor
+}
+
+#[tokio::test]
+async fn a_shops_contact_address_is_one_its_member_verified() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let save = |caller: bouquet_app::domain::identity::Identity, address: &str| {
+        let mut settings = DeliverySettings::unset();
+        settings.countries = vec!["FR".into()];
+        settings.contact_email = Some(address.into());
+        let world = &world;
+        async move {
+            delivery::change_settings(
+                &world.app,
+                &caller,
+                vendor.vendor_id,
+                settings,
+                None,
+                CORRELATION,
+                world.now(),
+            )
+            .await
+        }
+    };
+    for (caller, address, why) in [
+        (
+            vendor_caller(&vendor),
+            "orders@elsewhere.example",
+            "another address",
+        ),
+        (
+            bouquet_app::domain::identity::Identity {
+                email: None,
+                ..vendor_caller(&vendor)
+            },
+            "florist@example.com",
+            "a member without a verified address",
+        ),
+    ] {
+        match save(caller, address).await {
+            Err(delivery::DeliveryError::Invalid(errors)) => {
+                assert_eq!(errors.len(), 1, "{why}: {errors:?}");
+                assert_eq!(errors[0].field, "contactEmail", "{why}");
+            }
+            other => panic!("{why}: expected a field error, got {other:?}"),
+        }
+    }
+    let saved = save(vendor_caller(&vendor), "Florist@EXAMPLE.com")
+        .await
+        .expect("the member's own address");
+    assert_eq!(
+        saved.settings.contact_email.as_deref(),
+        Some("florist@example.com"),
+        "kept as verified"
+    );
 }
 
 #[tokio::test]
@@ -72,7 +127,7 @@ async fn a_paid_order_mails_the_customer_and_the_shop_once_and_each_step_the_cus
     );
     let sent = mailer.sent();
     let to: Vec<&str> = sent.iter().map(|e| e.to.as_str()).collect();
-    assert_eq!(to, ["ana@example.com", "shop@example.com"]);
+    assert_eq!(to, ["ana@example.com", "florist@example.com"]);
     assert!(sent[0].subject.contains("is paid"), "{}", sent[0].subject);
     assert!(
         sent[1].text.contains("Camille Martin") && sent[1].text.contains("+33612345678"),
@@ -116,18 +171,16 @@ async fn a_refused_address_fails_its_event_only_and_a_redacted_one_is_not_writte
     let vendor = world.vendor().await;
     let mailer = MemoryMailer::refusing(&["bounce@example.com"]);
     let mut orders = Vec::new();
-    for (who, address) in [("bea", "bounce@example.com"), ("cy", "cy@example.com")] {
+    for who in ["bounce", "cy"] {
         let bouquet = world.bouquet_of(&vendor).await;
         let order = world
             .reserved_without_delivery(&customer(who), &[&bouquet])
             .await;
-        let mut request = delivery_request(world.now());
-        request.contact_email = Some(address.into());
         delivery::set_order_delivery(
             &world.app,
             &customer_caller(who),
             order.order_id,
-            &request,
+            &delivery_request(who, world.now()),
             Some(order.version),
             None,
             CORRELATION,

@@ -198,16 +198,11 @@ impl World {
 
     /// `customer` gives `order` its delivery details (tomorrow, to Camille in Paris).
     pub async fn give_delivery(&self, customer: &CustomerId, order: &Order) -> Order {
-        let identity = Identity {
-            subject: customer.clone(),
-            role: Role::Customer,
-            vendor_id: None,
-        };
         let given = bouquet_app::delivery::set_order_delivery(
             &self.app,
-            &identity,
+            &customer_caller(customer.as_str()),
             order.order_id,
-            &delivery_request(self.now()),
+            &delivery_request(customer.as_str(), self.now()),
             Some(order.version),
             None,
             CORRELATION,
@@ -219,15 +214,19 @@ impl World {
     }
 }
 
-/// Delivery details a shop without settings takes at `now`: tomorrow, in Paris.
-pub fn delivery_request(now: Timestamp) -> bouquet_app::domain::delivery::DeliveryRequest {
+/// Delivery details a shop without settings takes at `now` from `customer` (mail to their
+/// verified address): tomorrow, in Paris.
+pub fn delivery_request(
+    customer: &str,
+    now: Timestamp,
+) -> bouquet_app::domain::delivery::DeliveryRequest {
     serde_json::from_value(serde_json::json!({
         "recipient": { "name": "Camille Martin", "phone": "+33 6 12 34 56 78" },
         "address": { "street": "12 rue des Fleurs", "postcode": "75011", "city": "Paris", "country": "FR" },
         "date": bouquet_app::domain::delivery::date_after(now, 1, "UTC").expect("a date"),
         "slot": "morning",
         "cardMessage": "Happy birthday",
-        "contactEmail": "ana@example.com",
+        "contactEmail": verified_email(customer),
     }))
     .expect("a delivery request")
 }
@@ -297,6 +296,7 @@ pub fn shop_caller(vendor_id: VendorId) -> Identity {
         subject: customer("florist"),
         role: Role::Vendor,
         vendor_id: Some(vendor_id),
+        email: Some(verified_email("florist")),
     }
 }
 
@@ -305,6 +305,7 @@ pub fn admin_caller() -> Identity {
         subject: customer("ops"),
         role: Role::Admin,
         vendor_id: None,
+        email: Some(verified_email("ops")),
     }
 }
 
@@ -313,7 +314,13 @@ pub fn customer_caller(name: &str) -> Identity {
         subject: customer(name),
         role: Role::Customer,
         vendor_id: None,
+        email: Some(verified_email(name)),
     }
+}
+
+/// The address a test caller `name` signed in with and verified.
+pub fn verified_email(name: &str) -> String {
+    format!("{name}@example.com")
 }
 
 pub fn customer(name: &str) -> CustomerId {
