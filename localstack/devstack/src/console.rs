@@ -33,6 +33,8 @@ pub struct Console {
     photo_buckets: Option<PhotoBuckets>,
     /// Reads the photo bucket as the distribution's origin access control does (signed).
     photo_reader: Option<aws_sdk_s3::Client>,
+    /// The stack's functions, whose sandboxes `GET /local/functions` reports.
+    functions: Option<crate::lambda::Functions>,
 }
 
 /// The template's `PhotoUploadBucket` and `PhotoBucket`, by their local names.
@@ -128,6 +130,7 @@ impl Console {
             emulator: None,
             photo_buckets: None,
             photo_reader: None,
+            functions: None,
         }
     }
 
@@ -280,6 +283,12 @@ impl Console {
         self
     }
 
+    /// Lets `GET /local/functions` report each function's sandboxes, throttles and times.
+    pub fn with_functions(mut self, functions: crate::lambda::Functions) -> Self {
+        self.functions = Some(functions);
+        self
+    }
+
     /// Lets `POST /local/authenticate` settle the simulated gateway's `tok_3ds` payments.
     pub fn with_ledger(mut self, ledger: bouquet_app::payments::TableLedger) -> Self {
         self.ledger = Some(ledger);
@@ -377,6 +386,14 @@ impl Console {
         match (request.method(), request.uri().path()) {
             (&Method::POST, "/local/token") => self.token(request.body()),
             (&Method::GET, "/local/mail") => self.sent_mail().await,
+            (&Method::GET, "/local/functions") => match &self.functions {
+                Some(functions) => respond(
+                    StatusCode::OK,
+                    "application/json",
+                    json!(functions.report()).to_string(),
+                ),
+                None => message(StatusCode::NOT_FOUND, "no functions here"),
+            },
             (&Method::POST, path) if path.starts_with("/local/s3/") => {
                 let bucket = path.trim_start_matches("/local/s3/").trim_end_matches('/');
                 match &self.photo_buckets {

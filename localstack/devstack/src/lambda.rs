@@ -1,16 +1,14 @@
 //! The template's functions as Lambda runs them: each one's built binary (the same `main.rs`
-//! that is deployed) as a process under its own local Runtime API, started at its first
-//! invocation and started again when its binary changes, so a rebuilt handler is picked up
+//! that is deployed) in sandboxes, processes under their own local Runtime API, as many as it
+//! has invocations at once, up to its concurrency (see [`crate::sandboxes`]). A sandbox
+//! started after its binary changed runs the new build, so a rebuilt handler is picked up
 //! while the stack runs (as `sam local` and `cargo lambda watch` do). Nothing here links a
 //! function crate: adding a function is its crate plus its entry in `template.yaml`.
-//!
-//! Like one Lambda execution environment, a process handles one event at a time; concurrent
-//! invocations of one function queue at its Runtime API instead of scaling out.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -21,6 +19,7 @@ use crate::cognito::LocalUserPool;
 use crate::provision::{resolve, Names};
 use crate::runtime_api::FunctionProcess;
 pub use crate::runtime_api::InvokeError;
+use crate::sandboxes::{Concurrency, FunctionReport, Sandboxes, Scaling};
 
 /// How a trigger calls a function: the event as JSON in, the function's response as JSON
 /// out. The dev stack's mappings, rules, schedules and HTTP API all call functions through
@@ -31,6 +30,31 @@ pub type Invoke =
 /// How long one invocation may take before the caller gives up (Lambda's timeout).
 pub const INVOKE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long an asynchronous or event-source invoker keeps retrying a throttled invocation
+/// in place before it counts as a failed attempt (Lambda retries throttles for up to six
+/// hours without using a retry attempt; here a minute, then the attempt counts).
+pub const THROTTLE_PATIENCE: Duration = Duration::from_secs(60);
+
+/// Invokes as Lambda's asynchronous invoker does: a throttle is retried with a growing
+/// backoff (100 ms to 2 s) and uses no attempt, for up to `patience`.
+pub async fn invoke_retrying_throttles(
+    invoke: &Invoke,
+    event: Value,
+    patience: Duration,
+) -> Result<Value, InvokeError> {
+    let until = tokio::time::Instant::now() + patience;
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match invoke(event.clone()).await {
+            Err(InvokeError::Throttled) if tokio::time::Instant::now() + backoff < until => {
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
 /// Where `cargo build` puts the function binaries: `$CARGO_TARGET_DIR/debug` or
 /// `target/debug`.
 pub fn default_binaries_dir() -> PathBuf {
@@ -40,26 +64,30 @@ pub fn default_binaries_dir() -> PathBuf {
         .join("debug")
 }
 
-/// One function: its binary and its environment (the template's variables, resolved).
+/// One function: its binary, its environment (the template's variables, resolved) and its
+/// sandboxes.
 pub struct LocalFunction {
     binary: String,
     path: PathBuf,
     env: Vec<(String, String)>,
-    running: tokio::sync::Mutex<Option<Running>>,
-}
-
-struct Running {
-    built_at: SystemTime,
-    process: Arc<FunctionProcess>,
+    sandboxes: Sandboxes,
 }
 
 impl LocalFunction {
-    pub fn new(binary: &str, path: PathBuf, env: Vec<(String, String)>) -> Self {
+    /// A function sharing the stack's `concurrency` (or holding its own reservation), its
+    /// idle sandboxes kept for `idle_lifetime`.
+    pub fn new(
+        binary: &str,
+        path: PathBuf,
+        env: Vec<(String, String)>,
+        concurrency: Concurrency,
+        idle_lifetime: Duration,
+    ) -> Self {
         Self {
+            sandboxes: Sandboxes::new(binary, &path, env.clone(), concurrency, idle_lifetime),
             binary: binary.to_owned(),
             path,
             env,
-            running: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -72,8 +100,12 @@ impl LocalFunction {
         if let Some(after) = crate::faults::kill_after() {
             return self.invoke_and_crash(event, after).await;
         }
-        let process = self.process().await?;
-        process.api.invoke(event, INVOKE_TIMEOUT).await
+        self.sandboxes.invoke(event, INVOKE_TIMEOUT).await
+    }
+
+    /// What its sandboxes did.
+    pub fn report(&self) -> FunctionReport {
+        self.sandboxes.report()
     }
 
     /// A fault: the invocation runs in a sandbox of its own that is killed `after` it got the
@@ -93,34 +125,6 @@ impl LocalFunction {
             killer.crash();
         });
         doomed.api.invoke(event, INVOKE_TIMEOUT).await
-    }
-
-    /// The running process, started (again) when there is none or the binary was rebuilt.
-    async fn process(&self) -> Result<Arc<FunctionProcess>, InvokeError> {
-        let spawn_error = |source| InvokeError::Spawn {
-            binary: self.path.clone(),
-            source,
-        };
-        let built_at = std::fs::metadata(&self.path)
-            .and_then(|m| m.modified())
-            .map_err(spawn_error)?;
-        let mut running = self.running.lock().await;
-        if let Some(current) = running.as_ref().filter(|r| r.built_at == built_at) {
-            return Ok(current.process.clone());
-        }
-        if running.is_some() {
-            tracing::info!(function = %self.binary, "binary rebuilt; restarting the function");
-        }
-        let process = Arc::new(
-            FunctionProcess::spawn(&self.path, &self.binary, &self.env)
-                .await
-                .map_err(spawn_error)?,
-        );
-        *running = Some(Running {
-            built_at,
-            process: process.clone(),
-        });
-        Ok(process)
     }
 
     /// This function as an [`Invoke`].
@@ -150,13 +154,54 @@ impl Functions {
     ) -> Result<Self, bouquet_template::TemplateError> {
         let mut by_binary = HashMap::new();
         let pool = crate::cognito::LocalUserPool::from_names(names);
-        for function in template.functions()? {
+        let functions = template.functions()?;
+        // A reservation is the function's own and leaves the rest to everyone else.
+        let reserved_of = |function: &bouquet_template::Function| {
+            let value = &function.properties["ReservedConcurrentExecutions"];
+            match value {
+                Value::Null => None,
+                value => resolve(template, value, names).parse::<u64>().ok(),
+            }
+        };
+        let reserved: u64 = functions.iter().filter_map(reserved_of).sum();
+        let unreserved = Concurrency::new(
+            (local.scaling.account_concurrency as u64)
+                .saturating_sub(reserved)
+                .max(1) as usize,
+        );
+        for function in functions {
             let mut env = template.environment(&function, &|v| resolve(template, v, names));
             local.apply(&mut env, pool.as_ref());
-            let local = LocalFunction::new(&function.binary, binaries.join(&function.binary), env);
+            let concurrency = match reserved_of(&function) {
+                Some(own) => Concurrency::new(own as usize),
+                None => unreserved.clone(),
+            };
+            let local = LocalFunction::new(
+                &function.binary,
+                binaries.join(&function.binary),
+                env,
+                concurrency,
+                local.scaling.idle_lifetime,
+            );
             by_binary.insert(function.binary.clone(), Arc::new(local));
         }
         Ok(Self { by_binary })
+    }
+
+    /// Each function's report, by binary, sorted.
+    pub fn report(&self) -> std::collections::BTreeMap<String, FunctionReport> {
+        self.by_binary
+            .iter()
+            .map(|(binary, function)| (binary.clone(), function.report()))
+            .collect()
+    }
+
+    /// Retires every idle sandbox past its lifetime; how many.
+    pub fn retire_idle(&self) -> usize {
+        self.by_binary
+            .values()
+            .map(|f| f.sandboxes.retire_idle())
+            .sum()
     }
 
     pub fn get(&self, binary: &str) -> Option<&Arc<LocalFunction>> {
@@ -194,6 +239,8 @@ pub struct LocalSettings {
     /// `http://127.0.0.1:3000/local/s3`), which hands them to the emulator's S3 as the bucket's
     /// regional endpoint would take them.
     pub photo_upload_url: Option<String>,
+    /// The stack's concurrency and the sandboxes' idle lifetime.
+    pub scaling: Scaling,
 }
 
 impl Default for LocalSettings {
@@ -203,6 +250,7 @@ impl Default for LocalSettings {
             websocket_management_url: "http://127.0.0.1:3001".into(),
             aws_endpoint_url: None,
             photo_upload_url: None,
+            scaling: Scaling::default(),
         }
     }
 }

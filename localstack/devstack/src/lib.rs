@@ -34,6 +34,7 @@ pub mod provisioned;
 pub mod queues;
 pub mod rules;
 pub mod runtime_api;
+pub mod sandboxes;
 pub mod schedules;
 pub mod seed;
 pub mod server;

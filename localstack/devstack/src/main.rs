@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -11,6 +12,7 @@ use bouquet_app::{App, Config};
 use bouquet_template::Template;
 use devstack::error::DevError;
 use devstack::lambda::{default_binaries_dir, Functions};
+use devstack::sandboxes::Scaling;
 use devstack::{jwt, provision, seed, server::LocalApi};
 
 #[derive(Parser)]
@@ -61,6 +63,13 @@ enum Command {
         /// would.
         #[arg(long = "parameter-override")]
         parameter_overrides: Vec<String>,
+        /// Sandboxes of all functions at once (Lambda's account concurrency): past it, an
+        /// invocation is throttled as Lambda throttles.
+        #[arg(long, env = "DEVSTACK_CONCURRENCY", default_value_t = Scaling::default().account_concurrency)]
+        concurrency: usize,
+        /// How long an idle sandbox is kept warm before it is retired.
+        #[arg(long, default_value_t = Scaling::default().idle_lifetime.as_secs())]
+        sandbox_idle_seconds: u64,
     },
     /// Create the template's resources on AWS_ENDPOINT_URL (idempotent).
     Provision,
@@ -283,6 +292,8 @@ async fn main() -> Result<(), DevError> {
             faults,
             faults_port,
             parameter_overrides,
+            concurrency,
+            sandbox_idle_seconds,
         } => {
             let template =
                 Template::repository()?.with_parameter_overrides(&parameter_overrides)?;
@@ -320,9 +331,26 @@ async fn main() -> Result<(), DevError> {
                 websocket_management_url: format!("http://127.0.0.1:{ws_port}"),
                 aws_endpoint_url: fault_proxy,
                 photo_upload_url: Some(format!("http://127.0.0.1:{port}/local/s3")),
+                scaling: Scaling {
+                    account_concurrency: concurrency,
+                    idle_lifetime: Duration::from_secs(sandbox_idle_seconds),
+                },
             };
             let functions =
                 Functions::from_template(&template, &names, &default_binaries_dir(), &local)?;
+            eprintln!(
+                "functions: up to {concurrency} sandboxes at once, idle ones retired after {sandbox_idle_seconds} s (GET /local/functions reports them)"
+            );
+            let retiring = functions.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    let retired = retiring.retire_idle();
+                    if retired > 0 {
+                        tracing::info!(retired, "idle sandboxes retired");
+                    }
+                }
+            });
             for missing in functions.missing() {
                 eprintln!("not built yet: {} (cargo build --bins)", missing.display());
             }
@@ -452,6 +480,7 @@ async fn main() -> Result<(), DevError> {
                     ),
                     secret.clone(),
                 )
+                .with_functions(functions.clone())
                 .with_ledger(bouquet_app::payments::TableLedger::new(
                     aws_sdk_dynamodb::Client::new(&sdk),
                     table,

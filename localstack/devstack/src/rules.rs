@@ -154,7 +154,13 @@ impl RuleTarget {
             let Some(handle) = message.receipt_handle() else {
                 continue;
             };
-            match (self.invoke)(event.clone()).await {
+            let outcome = crate::lambda::invoke_retrying_throttles(
+                &self.invoke,
+                event.clone(),
+                crate::lambda::THROTTLE_PATIENCE,
+            )
+            .await;
+            match outcome {
                 Ok(_) => {
                     report.delivered += 1;
                     self.delete(handle).await?;

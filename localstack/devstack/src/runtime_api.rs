@@ -29,6 +29,9 @@ pub enum InvokeError {
     Timeout(Duration),
     #[error("the function process is gone")]
     Gone,
+    /// Past the function's concurrency: Lambda's `TooManyRequestsException` (HTTP 429).
+    #[error("TooManyRequestsException: rate exceeded (the function is at its concurrency)")]
+    Throttled,
     #[error("cannot start {}: {source} (build it with `cargo build --bins`)", binary.display())]
     Spawn {
         binary: std::path::PathBuf,
@@ -47,10 +50,15 @@ struct Invocation {
     trace_header: String,
 }
 
+/// The function's answer (or its error) and when it took the event.
+type Answer = (Result<Value, Value>, Option<Instant>);
+
 #[derive(Default)]
 struct State {
     queue: VecDeque<Invocation>,
-    waiting: HashMap<String, oneshot::Sender<Result<Value, Value>>>,
+    waiting: HashMap<String, oneshot::Sender<Answer>>,
+    /// When the function took each invocation it has not answered yet.
+    taken: HashMap<String, Instant>,
     first_poll: Option<Instant>,
 }
 
@@ -125,8 +133,8 @@ impl RuntimeApi {
     fn fail_all(&self, error: &Value) {
         if let Ok(mut state) = self.state.lock() {
             state.queue.clear();
-            for (_, waiting) in state.waiting.drain() {
-                let _ = waiting.send(Err(error.clone()));
+            for (id, waiting) in state.waiting.drain().collect::<Vec<_>>() {
+                let _ = waiting.send((Err(error.clone()), state.taken.remove(&id)));
             }
         }
     }
@@ -138,6 +146,16 @@ impl RuntimeApi {
             .await
     }
 
+    /// [`Self::invoke`], with when the function took the event (`None` if it never did):
+    /// before it, the invocation waited; after it, the function worked.
+    pub async fn invoke_timed(
+        &self,
+        event: Value,
+        timeout: Duration,
+    ) -> (Result<Value, InvokeError>, Option<Instant>) {
+        self.invoke_at(event, timeout, &new_trace_header()).await
+    }
+
     /// [`Self::invoke`] with the X-Ray trace header Lambda would hand the function.
     pub async fn invoke_traced(
         &self,
@@ -145,6 +163,15 @@ impl RuntimeApi {
         timeout: Duration,
         trace_header: &str,
     ) -> Result<Value, InvokeError> {
+        self.invoke_at(event, timeout, trace_header).await.0
+    }
+
+    async fn invoke_at(
+        &self,
+        event: Value,
+        timeout: Duration,
+        trace_header: &str,
+    ) -> (Result<Value, InvokeError>, Option<Instant>) {
         let id = ulid::Ulid::new().to_string();
         let deadline_ms = (std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -153,10 +180,12 @@ impl RuntimeApi {
             .as_millis() as u64;
         let (sender, receiver) = oneshot::channel();
         {
-            let mut state = self.state.lock().map_err(|_| InvokeError::Gone)?;
+            let Ok(mut state) = self.state.lock() else {
+                return (Err(InvokeError::Gone), None);
+            };
             state.waiting.insert(id.clone(), sender);
             state.queue.push_back(Invocation {
-                id,
+                id: id.clone(),
                 event,
                 deadline_ms,
                 trace_header: trace_header.to_owned(),
@@ -164,10 +193,13 @@ impl RuntimeApi {
         }
         self.work.notify_one();
         match tokio::time::timeout(timeout, receiver).await {
-            Ok(Ok(Ok(value))) => Ok(value),
-            Ok(Ok(Err(error))) => Err(InvokeError::Function(error)),
-            Ok(Err(_)) => Err(InvokeError::Gone),
-            Err(_) => Err(InvokeError::Timeout(timeout)),
+            Ok(Ok((Ok(value), taken))) => (Ok(value), taken),
+            Ok(Ok((Err(error), taken))) => (Err(InvokeError::Function(error)), taken),
+            Ok(Err(_)) => (Err(InvokeError::Gone), None),
+            Err(_) => {
+                let taken = self.state.lock().ok().and_then(|mut s| s.taken.remove(&id));
+                (Err(InvokeError::Timeout(timeout)), taken)
+            }
         }
     }
 
@@ -189,17 +221,17 @@ impl RuntimeApi {
         let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         match parts.as_slice() {
             ["invocation", id, kind @ ("response" | "error")] => {
-                let waiting = self
-                    .state
-                    .lock()
-                    .ok()
-                    .and_then(|mut s| s.waiting.remove(*id));
-                if let Some(sender) = waiting {
-                    let _ = sender.send(if *kind == "response" {
+                let waiting = self.state.lock().ok().and_then(|mut s| {
+                    let taken = s.taken.remove(*id);
+                    s.waiting.remove(*id).map(|sender| (sender, taken))
+                });
+                if let Some((sender, taken)) = waiting {
+                    let result = if *kind == "response" {
                         Ok(value)
                     } else {
                         Err(value)
-                    });
+                    };
+                    let _ = sender.send((result, taken));
                 }
                 reply(
                     StatusCode::ACCEPTED,
@@ -234,6 +266,7 @@ impl RuntimeApi {
                     trace_header,
                 }) = state.queue.pop_front()
                 {
+                    state.taken.insert(id.clone(), Instant::now());
                     let headers = vec![
                         ("lambda-runtime-aws-request-id", id),
                         ("lambda-runtime-deadline-ms", deadline_ms.to_string()),

@@ -90,7 +90,13 @@ impl Schedule {
         });
         let mut attempt = 1;
         loop {
-            match (self.invoke)(event.clone()).await {
+            let outcome = crate::lambda::invoke_retrying_throttles(
+                &self.invoke,
+                event.clone(),
+                crate::lambda::THROTTLE_PATIENCE,
+            )
+            .await;
+            match outcome {
                 Ok(report) => {
                     tracing::info!(function = %self.function, %report, "scheduled run");
                     return Ok(Run::Succeeded { attempts: attempt });

@@ -48,6 +48,8 @@ pub struct PollReport {
     pub failed_batches: usize,
     pub bisected: usize,
     pub sent_to_on_failure: usize,
+    /// Batches throttled: tried again at the next poll, from the same record.
+    pub throttled: usize,
 }
 
 impl StreamMapping {
@@ -169,6 +171,11 @@ impl StreamMapping {
                 };
                 let first = sequence_number(&matching[0]).to_owned();
                 let outcome = (self.invoke)(json!({ "Records": matching })).await;
+                if matches!(outcome, Err(InvokeError::Throttled)) {
+                    // Lambda retries a throttled batch as it is: no attempt used, no split.
+                    report.throttled += 1;
+                    break;
+                }
                 let lowest_failed = match &outcome {
                     Ok(response) => response["batchItemFailures"]
                         .as_array()

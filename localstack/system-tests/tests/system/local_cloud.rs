@@ -894,3 +894,103 @@ async fn the_simulated_gateway_is_refused_at_init_unless_opted_into() {
     let (_, said) = run(env.clone());
     assert!(!said.contains("PAYMENT_PROVIDER"), "{said}");
 }
+
+/// Lambda's scaling in the dev stack: 20 requests at once to one function run in sandboxes of
+/// their own; past the function's `ReservedConcurrentExecutions` the HTTP API answers what
+/// API Gateway answers when Lambda throttles its integration (500, `Internal Server Error`).
+#[tokio::test]
+async fn concurrent_requests_scale_out_to_sandboxes_and_past_the_reservation_are_throttled() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let bouquet = cloud.bouquet(&vendor, "12.00").await;
+    let path = format!("/v1/bouquets/{bouquet}");
+    let crowd = |address| {
+        let path = path.clone();
+        async move {
+            futures::future::join_all((0..20).map(|_| send(address, "GET", &path, &[], None))).await
+        }
+    };
+    let text =
+        std::fs::read_to_string(system_tests::repository_root().join("template.yaml")).unwrap();
+
+    let (address, functions) = binaries_behind_the_edge(&cloud, &text).await;
+    let answers = crowd(address).await;
+    assert!(
+        answers.iter().all(|a| a.status == 200),
+        "{:?}",
+        answers.iter().map(|a| a.status).collect::<Vec<_>>()
+    );
+    let report = functions.get("get-bouquet").unwrap().report();
+    assert_eq!(
+        (report.invocations, report.throttles),
+        (20, 0),
+        "{report:?}"
+    );
+    assert!(
+        report.peak_concurrency > 1 && report.sandboxes > 1 && report.cold_starts > 1,
+        "more than one sandbox: {report:?}"
+    );
+    // A second round reuses the warm sandboxes.
+    crowd(address).await;
+    let again = functions.get("get-bouquet").unwrap().report();
+    assert!(again.cold_starts < 40, "{again:?}");
+
+    let reserved = text.replacen(
+        "        Binary: get-bouquet\n    Properties:\n",
+        "        Binary: get-bouquet\n    Properties:\n      ReservedConcurrentExecutions: 2\n",
+        1,
+    );
+    assert_ne!(reserved, text, "the function's properties were found");
+    let (address, functions) = binaries_behind_the_edge(&cloud, &reserved).await;
+    let answers = crowd(address).await;
+    let served = answers.iter().filter(|a| a.status == 200).count();
+    let throttled: Vec<_> = answers.iter().filter(|a| a.status == 500).collect();
+    assert_eq!(served + throttled.len(), 20, "only 200 or 500");
+    assert!(served >= 1 && !throttled.is_empty(), "{served} served");
+    for answer in &throttled {
+        assert_eq!(answer.body, json!({ "message": "Internal Server Error" }));
+    }
+    let report = functions.get("get-bouquet").unwrap().report();
+    assert_eq!(report.throttles as usize, throttled.len(), "{report:?}");
+    assert!(
+        report.peak_concurrency <= 2 && report.sandboxes <= 2,
+        "{report:?}"
+    );
+}
+
+/// Every route of `template_text` served by its built binary behind the template's edge, as
+/// `devstack up` serves them, on this test's table.
+async fn binaries_behind_the_edge(
+    cloud: &TestCloud,
+    template_text: &str,
+) -> (std::net::SocketAddr, devstack::lambda::Functions) {
+    let template = bouquet_template::Template::parse(template_text).unwrap();
+    let names = std::collections::HashMap::from([("MarketTable".to_owned(), cloud.table.clone())]);
+    let binaries = function_binary("get-bouquet")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let local = devstack::lambda::LocalSettings {
+        jwt_secret: system_tests::JWT_SECRET.into(),
+        ..Default::default()
+    };
+    let functions =
+        devstack::lambda::Functions::from_template(&template, &names, &binaries, &local).unwrap();
+    let limits = devstack::edge_limits::EdgeLimits::from_template(&template, &|v| {
+        devstack::provision::resolve(&template, v, &names)
+    })
+    .unwrap();
+    let api = std::sync::Arc::new(
+        devstack::server::LocalApi::from_template(
+            &template,
+            &functions,
+            std::sync::Arc::new(devstack::jwt::verifier(system_tests::JWT_SECRET, None)),
+        )
+        .unwrap()
+        .with_edge_limits(limits),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(api.clone().serve_on(listener));
+    (address, functions)
+}
