@@ -90,6 +90,9 @@ pub struct Faults {
     /// `$disconnect` function failed (AWS retries neither). Whatever they stored is left to
     /// the table's TTL, and the soak's auditor allows exactly these.
     undelivered_disconnects: Mutex<std::collections::BTreeSet<String>>,
+    /// The emulator's time: calls forwarded and the milliseconds they took, summed (the
+    /// emulator's share of the functions' time).
+    upstream: Mutex<(u64, f64)>,
 }
 
 impl Faults {
@@ -119,6 +122,7 @@ impl Faults {
             injected: Mutex::default(),
             lost: Mutex::default(),
             undelivered_disconnects: Mutex::default(),
+            upstream: Mutex::default(),
         })
     }
 
@@ -177,7 +181,15 @@ impl Faults {
         }
     }
 
+    fn time_upstream(&self, took: Duration) {
+        if let Ok(mut upstream) = self.upstream.lock() {
+            upstream.0 += 1;
+            upstream.1 += took.as_secs_f64() * 1000.0;
+        }
+    }
+
     pub fn report(&self) -> Value {
+        let (calls, ms) = self.upstream.lock().map(|u| *u).unwrap_or_default();
         let injected = self.injected.lock().map(|i| i.clone()).unwrap_or_default();
         let undelivered = self
             .undelivered_disconnects
@@ -191,6 +203,7 @@ impl Faults {
             "injected": injected,
             "total": injected.values().sum::<u64>(),
             "undeliveredDisconnects": undelivered,
+            "emulator": { "calls": calls, "totalMs": ms.round() },
         })
     }
 }
@@ -349,7 +362,7 @@ async fn answer(
         return Ok(control_answer(faults, control));
     }
     let Some(call) = Call::of(&parts) else {
-        return forward(client, upstream, &parts, body).await;
+        return forward(faults, client, upstream, &parts, body).await;
     };
     let fingerprint = {
         use std::hash::{Hash, Hasher};
@@ -362,16 +375,16 @@ async fn answer(
         .lock()
         .is_ok_and(|mut lost| lost.remove(&fingerprint))
     {
-        return forward(client, upstream, &parts, body).await;
+        return forward(faults, client, upstream, &parts, body).await;
     }
     match faults.pick(&call.possible()) {
-        None => forward(client, upstream, &parts, body).await,
+        None => forward(faults, client, upstream, &parts, body).await,
         Some(Fault::LatencySpike) => {
             tokio::time::sleep(Duration::from_millis(faults.between(300, 1500))).await;
-            forward(client, upstream, &parts, body).await
+            forward(faults, client, upstream, &parts, body).await
         }
         Some(Fault::ResponseLost) => {
-            forward(client, upstream, &parts, body).await?;
+            forward(faults, client, upstream, &parts, body).await?;
             if let Ok(mut lost) = faults.lost.lock() {
                 lost.insert(fingerprint);
             }
@@ -418,6 +431,7 @@ fn control_answer(faults: &Faults, control: &str) -> Response<Full<Bytes>> {
 }
 
 async fn forward(
+    faults: &Faults,
     client: &Client<HttpConnector, Full<Bytes>>,
     upstream: &hyper::Uri,
     parts: &http::request::Parts,
@@ -434,6 +448,7 @@ async fn forward(
     let request = request
         .body(Full::new(body))
         .map_err(|e| DevError::Unexpected(format!("the request: {e}")))?;
+    let asked = std::time::Instant::now();
     let response = client
         .request(request)
         .await
@@ -444,6 +459,7 @@ async fn forward(
         .await
         .map_err(|e| DevError::Unexpected(format!("a body: {e}")))?
         .to_bytes();
+    faults.time_upstream(asked.elapsed());
     Ok(Response::from_parts(parts, Full::new(body)))
 }
 
@@ -516,7 +532,7 @@ async fn put_events_partly(
         .map_err(|e| DevError::Unexpected(format!("a PutEvents body: {e}")))?;
     let entries = request["Entries"].as_array().cloned().unwrap_or_default();
     if entries.is_empty() {
-        return forward(client, upstream, parts, body).await;
+        return forward(faults, client, upstream, parts, body).await;
     }
     // At least one entry fails; each other one with even odds.
     let first = faults.between(0, entries.len() as u64 - 1) as usize;
@@ -532,7 +548,14 @@ async fn put_events_partly(
     let mut put = Vec::new();
     if !kept.is_empty() {
         request["Entries"] = Value::Array(kept);
-        let response = forward(client, upstream, parts, Bytes::from(request.to_string())).await?;
+        let response = forward(
+            faults,
+            client,
+            upstream,
+            parts,
+            Bytes::from(request.to_string()),
+        )
+        .await?;
         let answered = response
             .into_body()
             .collect()

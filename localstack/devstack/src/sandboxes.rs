@@ -84,6 +84,8 @@ pub struct Percentiles {
     pub p50: f64,
     pub p99: f64,
     pub max: f64,
+    /// All of it, summed: a share of where the time went.
+    pub total: f64,
 }
 
 impl Percentiles {
@@ -98,12 +100,13 @@ impl Percentiles {
             p50: at(0.5),
             p99: at(0.99),
             max: sorted[sorted.len() - 1],
+            total: sorted.iter().sum(),
         }
     }
 }
 
-/// The most samples kept per figure: the latest ones.
-const SAMPLES: usize = 20_000;
+/// The most samples kept per figure: the latest ones (so `total` is over them too).
+const SAMPLES: usize = 100_000;
 
 #[derive(Default)]
 struct Counters {
@@ -276,7 +279,7 @@ mod tests {
     fn percentiles_are_read_from_the_sorted_samples() {
         let samples: Vec<f64> = (1..=100).rev().map(f64::from).collect();
         let p = Percentiles::of(&samples);
-        assert_eq!((p.p50, p.p99, p.max), (51.0, 99.0, 100.0));
+        assert_eq!((p.p50, p.p99, p.max, p.total), (51.0, 99.0, 100.0, 5050.0));
         assert_eq!(Percentiles::of(&[]), Percentiles::default());
     }
 

@@ -49,6 +49,7 @@ pub const INVARIANTS: &[Invariant] = &[
     outbox_events_reached_analytics_once,
     nothing_left_parked,
     no_connection_or_subscription_leaked,
+    public_subscriptions_sit_in_leased_shards,
     customers_see_their_own_orders_only,
     pending_payments_resolved,
     vases_keep_their_newest_heartbeat,
@@ -453,6 +454,43 @@ pub fn no_connection_or_subscription_leaked(evidence: &Evidence) -> Check {
     Check {
         name: "no connection or subscription leaked",
         checked: evidence.live_items.len(),
+        violations,
+    }
+}
+
+/// Fan-out only where someone listens must never skip a listener: every stored subscription
+/// to a public channel (`catalogue`, `bouquet:{id}`) sits in a shard whose lease
+/// (`OCCUPIED#{key}`, `s{shard}`) runs until its expiry, less the renewal margin a container
+/// may leave (`live::LEASE_RENEWAL`; a connection lives 2 h, its subscription 2 h 10 min).
+pub fn public_subscriptions_sit_in_leased_shards(evidence: &Evidence) -> Check {
+    let margin = bouquet_app::live::LEASE_RENEWAL.as_secs() as i64;
+    let leases: HashMap<&str, &Value> = with_prefix(&evidence.live_items, "OCCUPIED#")
+        .map(|item| (&s(item, "pk")["OCCUPIED#".len()..], item))
+        .collect();
+    let mut violations = Vec::new();
+    let mut checked = 0;
+    for item in with_prefix(&evidence.live_items, "CHANNEL#") {
+        let Some((key, shard)) = s(item, "pk")["CHANNEL#".len()..].rsplit_once('#') else {
+            continue;
+        };
+        let public = key == "catalogue" || key.starts_with("bouquet:");
+        if !public || !s(item, "sk").starts_with("CONNECTION#") {
+            continue;
+        }
+        checked += 1;
+        let lease = leases.get(key).map_or(0, |l| n(l, &format!("s{shard}")));
+        if lease < n(item, "expiresAt") - margin {
+            violations.push(format!(
+                "{} / {} expires at {} but its shard's lease ends at {lease}",
+                s(item, "pk"),
+                s(item, "sk"),
+                n(item, "expiresAt")
+            ));
+        }
+    }
+    Check {
+        name: "every public subscription sits in a leased shard",
+        checked,
         violations,
     }
 }

@@ -19,6 +19,8 @@ pub struct Answer {
     pub status: u16,
     pub etag: Option<String>,
     pub body: Value,
+    /// From sending the request to reading the whole answer.
+    pub took: Duration,
 }
 
 impl Answer {
@@ -76,10 +78,12 @@ impl Api {
             }
             None => Bytes::new(),
         };
+        let sent = std::time::Instant::now();
         let failed = |reason: String| Answer {
             status: 0,
             etag: None,
             body: Value::String(reason),
+            took: sent.elapsed(),
         };
         let request = match request.body(Full::new(payload)) {
             Ok(request) => request,
@@ -106,6 +110,7 @@ impl Api {
             status,
             etag,
             body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+            took: sent.elapsed(),
         }
     }
 

@@ -44,6 +44,8 @@ pub struct Journal {
     pub outcomes: BTreeMap<String, u64>,
     /// Tries beyond the first (the client repeating a transient failure with the same key).
     pub retries: u64,
+    /// Each answer's time at the client (ms), by route, every try.
+    pub latency_ms: BTreeMap<String, Vec<f64>>,
     /// Orders each customer created.
     pub orders: HashMap<String, Vec<String>>,
     /// Orders whose payment answered 503 `payment.unavailable`, and when (last time).
@@ -69,6 +71,11 @@ fn record(journal: &Shared, route: &str, answer: &Answer, tries: u32) {
         .entry(format!("{route} {}", answer.status))
         .or_default() += 1;
     journal.retries += u64::from(tries - 1);
+    journal
+        .latency_ms
+        .entry(route.to_owned())
+        .or_default()
+        .push(answer.took.as_secs_f64() * 1000.0);
 }
 
 /// Sets up vendors, bouquets and vases, runs every actor until the plan's duration is over,

@@ -105,14 +105,63 @@ pub async fn disconnect(app: &App, connection_id: &str) -> Result<(), StoreError
 /// Channels' subscription shard counts, cached per container for [`SHARD_COUNT_TTL`]: every
 /// storefront visitor subscribes to `catalogue`, and one read of its count per visitor would
 /// make that item the hottest key of the table. A stale count is safe for placing a
-/// subscriber (counts only grow); the broadcaster never uses the cache.
+/// subscriber (counts only grow); the broadcaster never uses the cache. Also the shard
+/// leases this container wrote, so that a crowd joining one shard renews its lease once
+/// every [`LEASE_RENEWAL`], not once per visitor.
 #[derive(Clone, Default)]
-pub struct ShardCounts(Arc<Mutex<HashMap<String, (u32, Timestamp)>>>);
+pub struct ShardCounts {
+    counts: Arc<Mutex<HashMap<String, (u32, Timestamp)>>>,
+    leases: Arc<Mutex<HashMap<(String, u32), Timestamp>>>,
+}
 
 /// How long a container trusts a shard count it read.
 pub const SHARD_COUNT_TTL: Duration = Duration::from_secs(30);
 
+/// A shard's lease is renewed when less than a connection's life (2 h) plus this is left:
+/// a subscriber placed now is covered for as long as its connection can live.
+pub const LEASE_RENEWAL: Duration = Duration::from_secs(10 * 60);
+
 impl ShardCounts {
+    /// Leases the shards `connection_id`'s subscriptions to the public `channels` go to, for
+    /// a subscription's retention, unless this container's lease on a shard still covers a
+    /// connection opened now. Before the subscription is written: a lease without its
+    /// subscription costs work, a subscription without a lease would lose frames.
+    async fn occupy(
+        &self,
+        store: &bouquet_store::Store,
+        connection_id: &str,
+        channels: &[Channel],
+        counts: &HashMap<String, u32>,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        let covered = now.plus(bouquet_store::CONNECTION_RETENTION - LEASE_RENEWAL);
+        let until = now.plus(bouquet_store::CONNECTION_RETENTION);
+        for channel in channels.iter().filter(|c| c.is_public()) {
+            let key = channel.key();
+            let count = counts
+                .get(&key)
+                .copied()
+                .unwrap_or_else(|| bouquet_store::initial_shards(&key));
+            let shard = bouquet_store::placement(connection_id, count);
+            let lease = (key, shard);
+            let known = self
+                .leases
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&lease)
+                .copied();
+            if known.is_some_and(|known| known >= covered) {
+                continue;
+            }
+            store.occupy_shard(&lease.0, shard, until).await?;
+            self.leases
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(lease, until);
+        }
+        Ok(())
+    }
+
     async fn of(
         &self,
         store: &bouquet_store::Store,
@@ -122,7 +171,7 @@ impl ShardCounts {
         let mut known = HashMap::new();
         let mut missing = Vec::new();
         {
-            let cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            let cache = self.counts.lock().unwrap_or_else(|e| e.into_inner());
             for key in keys {
                 match cache.get(key) {
                     Some((count, until)) if *until > now => {
@@ -134,7 +183,7 @@ impl ShardCounts {
         }
         if !missing.is_empty() {
             let read = store.subscription_shards(&missing).await?;
-            let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            let mut cache = self.counts.lock().unwrap_or_else(|e| e.into_inner());
             for (key, count) in read {
                 cache.insert(key.clone(), (count, now.plus(SHARD_COUNT_TTL)));
                 known.insert(key, count);
@@ -173,6 +222,9 @@ pub async fn subscribe(
     }
     let keys: Vec<String> = granted.iter().map(Channel::key).collect();
     let shards = app.shard_counts.of(store, &keys, now).await?;
+    app.shard_counts
+        .occupy(store, connection_id, &granted, &shards, now)
+        .await?;
     // Two subscribes of one connection at once: the loser reads the connection again.
     let mut retry = bouquet_store::retry::Retry::optimistic();
     loop {
@@ -374,19 +426,23 @@ pub async fn broadcast(
         routed.iter().partition(|c| c.is_public());
     let planning = async {
         let keys: Vec<String> = public.iter().map(|c| c.key()).collect();
-        // Read fresh: a count grown a moment ago has subscribers in its new shards.
-        let counts = store.subscription_shards(&keys).await?;
+        // Read fresh: a count grown a moment ago has subscribers in its new shards. Only
+        // the shards someone may be in get work.
+        let shards = store.channel_shards(&keys, now).await?;
         let (crowded, frame_by_frame): (Vec<&&Channel>, Vec<&&Channel>) =
             public.iter().partition(|c| {
-                counts.get(&c.key()).copied().unwrap_or(1) >= app.config.digest_from_shards
+                shards.get(&c.key()).map_or(1, |s| s.count) >= app.config.digest_from_shards
             });
         let units: Vec<String> = frame_by_frame
             .iter()
             .flat_map(|channel| {
                 let key = channel.key();
-                let of = counts.get(&key).copied().unwrap_or(1);
+                let (of, occupied) = shards
+                    .get(&key)
+                    .map(|s| (s.count, s.occupied.clone()))
+                    .unwrap_or_default();
                 let frame = unit_frame(channel);
-                (0..of).map(move |index| {
+                occupied.into_iter().map(move |index| {
                     PushUnit {
                         channel: key.clone(),
                         shard: Some(ShardRef { index, of }),
@@ -503,12 +559,16 @@ async fn flush(
         return Ok(0);
     }
     let frame = channels::digest_frame(&flush.digest, &frames);
-    let counts = app
+    let shards = app
         .store
-        .subscription_shards(std::slice::from_ref(&flush.digest))
+        .channel_shards(std::slice::from_ref(&flush.digest), app.clock.now())
         .await?;
-    let of = counts.get(&flush.digest).copied().unwrap_or(1);
-    let units: Vec<String> = (0..of)
+    let (of, occupied) = shards
+        .get(&flush.digest)
+        .map(|s| (s.count, s.occupied.clone()))
+        .unwrap_or_default();
+    let units: Vec<String> = occupied
+        .into_iter()
         .map(|index| {
             PushUnit {
                 channel: flush.digest.clone(),

@@ -11,6 +11,12 @@
 //!   placed sits in a shard below the current count. A channel without the item has its
 //!   initial count ([`initial_shards`]).
 //!
+//! - a public channel's occupancy: `OCCUPIED#{key}` / `OCCUPIED`, per shard (`s{index}`) the
+//!   time until which it may hold a subscriber, a lease each subscriber's placement extends
+//!   (never shortens) to its subscription's expiry. The broadcaster queues work only for the
+//!   shards whose lease runs: an event nobody watches costs no unit. A lease outlives an
+//!   unsubscribe (work for nobody until it lapses, never a subscriber missed).
+//!
 //! Every item but the shard count expires (`expiresAt`, TTL) after API Gateway's 2 h
 //! connection limit plus a margin: a connection that vanished without `$disconnect` (or
 //! whose delete failed) is gone from the table without a sweeper.
@@ -103,6 +109,11 @@ fn connection_key(connection_id: &str) -> HashMap<String, AttributeValue> {
     crate::keys::key(format!("CONNECTION#{connection_id}"), "CONNECTION")
 }
 
+/// The shard a connection's subscription to a channel of `count` shards is placed in.
+pub fn placement(connection_id: &str, count: u32) -> u32 {
+    crate::keys::shard_of(connection_id, count.max(1))
+}
+
 /// The shard count a channel starts with: only the catalogue starts sharded; any channel
 /// grows when it gets crowded.
 pub fn initial_shards(channel_key: &str) -> u32 {
@@ -124,6 +135,17 @@ fn minute_of(now: Timestamp) -> i64 {
 
 fn digest_key(channel_key: &str, window: i64) -> HashMap<String, AttributeValue> {
     crate::keys::key(format!("DIGEST#{channel_key}"), &format!("WINDOW#{window}"))
+}
+
+fn occupancy_key(channel_key: &str) -> HashMap<String, AttributeValue> {
+    crate::keys::key(format!("OCCUPIED#{channel_key}"), "OCCUPIED")
+}
+
+/// A channel's shards: how many there are, and which may hold a subscriber now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChannelShards {
+    pub count: u32,
+    pub occupied: std::collections::BTreeSet<u32>,
 }
 
 fn shards_key(channel_key: &str) -> HashMap<String, AttributeValue> {
@@ -343,6 +365,73 @@ impl Store {
             .collect())
     }
 
+    /// Each channel's shard count and the shards whose lease runs at `now`: one
+    /// `BatchGetItem` (two items a channel), read consistently, for the broadcaster.
+    pub async fn channel_shards(
+        &self,
+        channel_keys: &[String],
+        now: Timestamp,
+    ) -> Result<HashMap<String, ChannelShards>, StoreError> {
+        let keys = channel_keys
+            .iter()
+            .flat_map(|key| [shards_key(key), occupancy_key(key)])
+            .collect();
+        let found = self.batch_get_in(&self.live_table, keys).await?;
+        let now = now.as_epoch_seconds();
+        Ok(channel_keys
+            .iter()
+            .map(|key| {
+                let count = found
+                    .get(&format!("CHANNEL#{key}"))
+                    .and_then(|item| number(item, "shards"))
+                    .and_then(|n| u32::try_from(n).ok())
+                    .unwrap_or_else(|| initial_shards(key))
+                    .max(1);
+                let occupied = found
+                    .get(&format!("OCCUPIED#{key}"))
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|(name, value)| {
+                        let shard = name.strip_prefix('s')?.parse::<u32>().ok()?;
+                        let until = match value {
+                            AttributeValue::N(n) => n.parse::<i64>().ok()?,
+                            _ => return None,
+                        };
+                        (until > now && shard < count).then_some(shard)
+                    })
+                    .collect();
+                (key.clone(), ChannelShards { count, occupied })
+            })
+            .collect())
+    }
+
+    /// Extends the lease of `channel_key`'s shard `shard` to `until` (a lease never
+    /// shortens): the shard may hold a subscriber until then. The item expires with its
+    /// latest lease.
+    pub async fn occupy_shard(
+        &self,
+        channel_key: &str,
+        shard: u32,
+        until: Timestamp,
+    ) -> Result<(), StoreError> {
+        let until = until.as_epoch_seconds();
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.live_table)
+            .set_key(Some(occupancy_key(channel_key)))
+            .update_expression("SET #shard = :until, expiresAt = :expires, entity = :entity")
+            .condition_expression("attribute_not_exists(#shard) OR #shard < :until")
+            .expression_attribute_names("#shard", format!("s{shard}"))
+            .expression_attribute_values(":until", AttributeValue::N(until.to_string()))
+            .expression_attribute_values(":expires", AttributeValue::N((until + 600).to_string()))
+            .expression_attribute_values(":entity", s("channelOccupancy"))
+            .send()
+            .await;
+        // A later lease already there is as good.
+        applied(result).map(|_| ())
+    }
+
     /// Raises a channel's shard count from `from` to `to` (never lowers it). `false` when
     /// another worker moved it first.
     pub async fn grow_subscription_shards(
@@ -419,7 +508,7 @@ impl Store {
                         .get(key)
                         .copied()
                         .unwrap_or_else(|| initial_shards(key));
-                    crate::keys::shard_of(connection_id, count.max(1))
+                    placement(connection_id, count)
                 })
         };
         // Where each channel's subscription goes, recorded on the connection; the condition

@@ -37,8 +37,8 @@ pub use bouquet_retry as retry;
 pub use bouquets::{CatalogueFilter, CatalogueSort};
 pub use carts::CartRefusal;
 pub use connections::{
-    initial_shards, Admitted, ConnectionLimit, Digested, LiveConnection, Subscribed,
-    CATALOGUE_SUBSCRIPTION_SHARDS, CONNECTION_RETENTION, DIGEST_FROM_SHARDS,
+    initial_shards, placement, Admitted, ChannelShards, ConnectionLimit, Digested, LiveConnection,
+    Subscribed, CATALOGUE_SUBSCRIPTION_SHARDS, CONNECTION_RETENTION, DIGEST_FROM_SHARDS,
     MAX_CHANNELS_PER_CONNECTION, MAX_SUBSCRIPTION_SHARDS, SHARD_SUBSCRIBERS,
 };
 pub use cursor::Page;

@@ -95,8 +95,14 @@ async fn run(args: &Args) -> Result<usize, String> {
         control.send("GET", "/_faults", None, &[], None).await.body
     );
     let running = soak::run(&target, plan).await?;
+    let traffic = started.elapsed();
     let faults = control
         .send("POST", "/_faults/off", None, &[], None)
+        .await
+        .body;
+    // What the functions' sandboxes did during the traffic (the dev stack's report).
+    let functions = Api::new(&args.api)
+        .send("GET", "/local/functions", None, &[], None)
         .await
         .body;
     println!(
@@ -218,6 +224,7 @@ async fn run(args: &Args) -> Result<usize, String> {
             .map(Vec::len)
             .sum::<usize>()
     );
+    print_load(&evidence.journal, traffic, &functions, &faults["emulator"]);
     println!("faults injected by kind (total {}):", faults["total"]);
     for (kind, count) in faults["injected"].as_object().into_iter().flatten() {
         println!("  {kind}: {count}");
@@ -333,4 +340,66 @@ async fn queue_contents(
         contents.insert(name, (depth, bodies));
     }
     Ok(contents)
+}
+
+/// The traffic as a load: requests a second, each route's p50 and p99 at the client, and
+/// where the functions' time went: waiting for a sandbox, the function's own time, and of
+/// that the emulator's (the calls the fault proxy forwarded).
+fn print_load(
+    journal: &soak::Journal,
+    traffic: Duration,
+    functions: &serde_json::Value,
+    emulator: &serde_json::Value,
+) {
+    let requests: usize = journal.latency_ms.values().map(Vec::len).sum();
+    println!(
+        "load: {requests} requests in {:.0} s of traffic (setup included): {:.1} a second",
+        traffic.as_secs_f64(),
+        requests as f64 / traffic.as_secs_f64().max(1.0)
+    );
+    println!("  route: answers, p50 ms, p99 ms (at the client)");
+    for (route, samples) in &journal.latency_ms {
+        let mut sorted = samples.clone();
+        sorted.sort_by(f64::total_cmp);
+        let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
+        println!(
+            "  {route}: {}, {:.0}, {:.0}",
+            sorted.len(),
+            at(0.5),
+            at(0.99)
+        );
+    }
+    let (mut waited, mut worked) = (0.0, 0.0);
+    println!("  function: invocations, cold starts, throttles, peak sandboxes, wait p50/p99 ms, duration p50/p99 ms");
+    for (name, f) in functions.as_object().into_iter().flatten() {
+        if f["invocations"].as_u64().unwrap_or(0) == 0 && f["throttles"].as_u64().unwrap_or(0) == 0
+        {
+            continue;
+        }
+        waited += f["waitMs"]["total"].as_f64().unwrap_or(0.0);
+        worked += f["durationMs"]["total"].as_f64().unwrap_or(0.0);
+        println!(
+            "  {name}: {}, {}, {}, {}, {:.0}/{:.0}, {:.0}/{:.0}",
+            f["invocations"],
+            f["coldStarts"],
+            f["throttles"],
+            f["peakConcurrency"],
+            f["waitMs"]["p50"].as_f64().unwrap_or(0.0),
+            f["waitMs"]["p99"].as_f64().unwrap_or(0.0),
+            f["durationMs"]["p50"].as_f64().unwrap_or(0.0),
+            f["durationMs"]["p99"].as_f64().unwrap_or(0.0),
+        );
+    }
+    let emulator_ms = emulator["totalMs"].as_f64().unwrap_or(0.0);
+    let all = (waited + worked).max(1.0);
+    println!(
+        "  where the functions' time went: waiting for a sandbox {:.0} s ({:.0}%), the functions {:.0} s ({:.0}%), of which the emulator {:.0} s over {} calls ({:.0}% of all)",
+        waited / 1000.0,
+        100.0 * waited / all,
+        worked / 1000.0,
+        100.0 * worked / all,
+        emulator_ms / 1000.0,
+        emulator["calls"],
+        100.0 * emulator_ms / all
+    );
 }

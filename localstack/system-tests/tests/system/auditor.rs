@@ -499,3 +499,41 @@ fn a_write_of_a_shop_inside_its_suspension_is_caught_and_one_around_it_is_not() 
         assert_eq!(failing(&inside), vec![name], "{write}");
     }
 }
+
+/// [`connection_left_behind`], subscribed to the catalogue's shard 3 instead, with `lease`
+/// (an `OCCUPIED#catalogue` item) if any.
+fn on_the_catalogue(lease: Option<serde_json::Value>) -> Evidence {
+    let mut evidence = connection_left_behind(false);
+    evidence.live_items[0]["subscriptions"] = json!({"catalogue": 3});
+    evidence.live_items[1] = json!({"pk": "CHANNEL#catalogue#3", "sk": "CONNECTION#c1=",
+                                    "expiresAt": NOW / 1000 + 2 * 3600 + 600});
+    evidence.live_items.extend(lease);
+    evidence
+}
+
+#[test]
+fn a_public_subscription_in_a_shard_without_a_running_lease_is_caught() {
+    let until = NOW / 1000 + 2 * 3600 + 600;
+    // Its subscribe leased the shard: nothing to find.
+    let leased = on_the_catalogue(Some(
+        json!({"pk": "OCCUPIED#catalogue", "sk": "OCCUPIED", "s3": until}),
+    ));
+    assert!(failing(&leased).is_empty(), "{:?}", violations(&leased));
+    // A lease on another shard, or none: the broadcaster would skip this subscriber.
+    for unleased in [
+        on_the_catalogue(None),
+        on_the_catalogue(Some(
+            json!({"pk": "OCCUPIED#catalogue", "sk": "OCCUPIED", "s4": until}),
+        )),
+    ] {
+        assert_eq!(
+            violations(&unleased),
+            [(
+                "every public subscription sits in a leased shard",
+                vec![format!(
+                    "CHANNEL#catalogue#3 / CONNECTION#c1= expires at {until} but its shard's lease ends at 0"
+                )]
+            )]
+        );
+    }
+}

@@ -441,15 +441,38 @@ async fn a_vanished_connection_is_removed_on_the_first_410() {
             .unwrap(),
         bouquet_app::store::Subscribed::Done
     );
+    // Its shard's lease, as its subscribe through the app wrote it.
+    let shards = bouquet_app::store::CATALOGUE_SUBSCRIPTION_SHARDS;
+    let ghost_shard = bouquet_app::store::placement("ghost=", shards);
+    store
+        .occupy_shard(
+            "catalogue",
+            ghost_shard,
+            now.plus(bouquet_app::store::CONNECTION_RETENTION),
+        )
+        .await
+        .unwrap();
     let mut watcher = live.connect(None).await.unwrap();
     subscribe(&mut watcher, &["catalogue"]).await;
     cloud.bouquet(&vendor, "10.00").await;
     let mut seen = cloud.items_of("event").await.len() - 1;
     let reports = live.broadcast_new(&cloud, &mut seen).await;
+    let occupied = cloud
+        .app
+        .store
+        .channel_shards(&["catalogue".to_owned()], cloud.app.clock.now())
+        .await
+        .unwrap()["catalogue"]
+        .occupied
+        .clone();
+    assert!(
+        occupied.contains(&ghost_shard) && (1..=2).contains(&occupied.len()),
+        "{occupied:?}"
+    );
     assert_eq!(
         reports[0]["queued"],
-        bouquet_app::store::CATALOGUE_SUBSCRIPTION_SHARDS + 1,
-        "a unit per catalogue shard and one for the bouquet's channel: {reports:?}"
+        occupied.len(),
+        "a unit per occupied catalogue shard (the ghost's and the watcher's), none for the bouquet's unwatched channel: {reports:?}"
     );
     assert_eq!(
         events(&drain(&mut watcher, QUIET).await),
@@ -920,9 +943,10 @@ async fn live_round_trips() {
         calls(&[
             ("GetItem", 1),
             ("BatchGetItem", 1),
+            ("UpdateItem", 1),
             ("TransactWriteItems", 1)
         ]),
-        "subscribe (a container's first: it reads the shard counts)"
+        "subscribe (a container's first: it reads the shard counts and leases its catalogue shard)"
     );
     live::connect(app, "c-2", &buyer, Some(&limit), now)
         .await
@@ -931,10 +955,17 @@ async fn live_round_trips() {
     live::subscribe(app, "c-2", &buyer, &channels, None, now)
         .await
         .unwrap();
+    let shards = bouquet_app::store::CATALOGUE_SUBSCRIPTION_SHARDS;
+    let same_shard = bouquet_app::store::placement("c-2", shards)
+        == bouquet_app::store::placement("c-1", shards);
+    let mut expected = vec![("GetItem", 1), ("TransactWriteItems", 1)];
+    if !same_shard {
+        expected.push(("UpdateItem", 1));
+    }
     assert_eq!(
         cloud.calls.by_operation(),
-        calls(&[("GetItem", 1), ("TransactWriteItems", 1)]),
-        "subscribe (counts cached)"
+        calls(&expected),
+        "subscribe (counts cached; a lease only for a shard this container has not leased)"
     );
 
     // An order event: the customer's channel pushed at once (its count and its one shard),
@@ -955,7 +986,8 @@ async fn live_round_trips() {
     .unwrap();
     assert_eq!(
         report.queued,
-        bouquet_app::store::CATALOGUE_SUBSCRIPTION_SHARDS as usize + 1
+        if same_shard { 1 } else { 2 },
+        "the catalogue's occupied shards (c-1's and c-2's); nobody watches the bouquet's channel"
     );
     assert_eq!(
         cloud.calls.by_operation(),

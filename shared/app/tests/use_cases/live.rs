@@ -486,10 +486,15 @@ async fn the_planner_queues_a_unit_per_public_shard_and_pushes_private_channels_
     assert_eq!(delivered[0].1["event"]["data"]["customerId"], "ana");
     let units = queue.take();
     assert_eq!(planned.queued, units.len());
+    let shard =
+        bouquet_app::store::placement("c-crowd", bouquet_app::store::CATALOGUE_SUBSCRIPTION_SHARDS);
     assert_eq!(
-        units.len(),
-        bouquet_app::store::CATALOGUE_SUBSCRIPTION_SHARDS as usize + 1,
-        "every catalogue shard and the bouquet's channel"
+        units
+            .iter()
+            .map(|(_, u)| (u.channel.as_str(), u.shard.map(|s| s.index)))
+            .collect::<Vec<_>>(),
+        [("catalogue", Some(shard))],
+        "the catalogue's one occupied shard, of 16; nobody watches the bouquet's channel"
     );
     assert!(units.iter().all(|(_, u)| u.connections.is_empty()
         && u.frames[0].frame["event"].get("aggregateId").is_none()));
@@ -634,12 +639,23 @@ async fn a_crowded_channel_grows_and_its_new_subscribers_land_in_the_new_shards(
     let vendor = world.vendor().await;
     let bouquet = world.bouquet_of(&vendor).await;
     let key = format!("bouquet:{}", bouquet.bouquet_id);
-    // A crowd already in the channel's one shard: one more than a shard should hold.
+    // A crowd already in the channel's one shard: one more than a shard should hold, and
+    // the shard's lease, as their subscribes wrote it.
     let expires = world
         .now()
         .plus(bouquet_app::store::CONNECTION_RETENTION)
         .as_epoch_seconds()
         .to_string();
+    world
+        .app
+        .store
+        .occupy_shard(
+            &key,
+            0,
+            world.now().plus(bouquet_app::store::CONNECTION_RETENTION),
+        )
+        .await
+        .unwrap();
     let crowd: Vec<String> = (0..=bouquet_app::store::SHARD_SUBSCRIBERS)
         .map(|i| format!("crowd-{i}"))
         .collect();
@@ -908,7 +924,10 @@ async fn a_crowded_channel_gets_one_digest_frame_per_window_with_the_last_state_
         vec![("f".into(), flush.clone())],
     )
     .await;
-    assert_eq!(closed.flushed, of as usize, "a unit per catalogue shard");
+    assert_eq!(
+        closed.flushed, 1,
+        "a unit per occupied catalogue shard: c-1's, of {of}"
+    );
     live::fan_out(&world.app, &pusher, &queue, queue.take_work()).await;
     let frames: Vec<serde_json::Value> = pusher
         .delivered
@@ -952,4 +971,57 @@ async fn a_crowded_channel_gets_one_digest_frame_per_window_with_the_last_state_
         panic!("flushes")
     };
     assert_eq!(next.window, first.window + 1);
+}
+
+/// Fan-out only where someone listens: a public event nobody watches queues no unit; a
+/// watcher's subscribe leases its shard (once per container while the lease covers a new
+/// connection), and from then the event queues a unit for that shard alone, until the lease
+/// lapses after the longest a connection lives.
+#[tokio::test]
+async fn a_public_event_queues_units_only_for_the_shards_someone_may_be_in() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let bouquet = world.bouquet_of(&vendor).await;
+    let detail = json!({ "eventId": "e-1", "aggregateId": bouquet.bouquet_id, "aggregateVersion": 2, "data": { "bouquetId": bouquet.bouquet_id, "vendorId": vendor.vendor_id } });
+    let pusher = Throttling::default();
+    let queue = MemoryQueue::default();
+    let unwatched = live::broadcast(&world.app, &pusher, &queue, "BouquetChanged", &detail)
+        .await
+        .unwrap();
+    assert_eq!(
+        (unwatched.queued, queue.take().len()),
+        (0, 0),
+        "nobody watches"
+    );
+
+    for watcher in ["w-1", "w-2", "w-3"] {
+        watching(&world, watcher, &Viewer::Anonymous, &["catalogue"]).await;
+    }
+    let watched = live::broadcast(&world.app, &pusher, &queue, "BouquetChanged", &detail)
+        .await
+        .unwrap();
+    let mut shards: Vec<u32> = queue
+        .take()
+        .iter()
+        .filter(|(_, u)| u.channel == "catalogue")
+        .filter_map(|(_, u)| u.shard.map(|s| s.index))
+        .collect();
+    shards.sort();
+    let mut expected: Vec<u32> = ["w-1", "w-2", "w-3"]
+        .iter()
+        .map(|w| {
+            bouquet_app::store::placement(w, bouquet_app::store::CATALOGUE_SUBSCRIPTION_SHARDS)
+        })
+        .collect();
+    expected.sort();
+    expected.dedup();
+    assert_eq!(shards, expected, "{watched:?}");
+    assert_eq!(watched.queued, expected.len());
+
+    // After the longest a connection lives (and its margin), the leases have lapsed.
+    world.advance(bouquet_app::store::CONNECTION_RETENTION + std::time::Duration::from_secs(1));
+    let lapsed = live::broadcast(&world.app, &pusher, &queue, "BouquetChanged", &detail)
+        .await
+        .unwrap();
+    assert_eq!(lapsed.queued, 0, "{lapsed:?}");
 }
