@@ -30,7 +30,12 @@ struct Claims {
     /// With `email_verified`, as a Cognito ID token carries a confirmed sign-up's address.
     #[serde(skip_serializing_if = "Option::is_none")]
     email: Option<String>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    // Cognito's own name for it, not camelCase.
+    #[serde(
+        rename = "email_verified",
+        skip_serializing_if = "std::ops::Not::not",
+        default
+    )]
     email_verified: bool,
     iss: String,
     aud: String,
@@ -133,6 +138,24 @@ mod tests {
             .unwrap();
         assert_eq!(claims["role"], "vendor");
         assert_eq!(claims["vendorId"], "01JF0000000000000000000000");
+        assert!(!claims.contains_key("email") && !claims.contains_key("email_verified"));
+        let verified = mint_verified(
+            "s3cret",
+            "customer",
+            "ana",
+            None,
+            Some("ana@example.com"),
+            60,
+        )
+        .unwrap();
+        let claims = verify(&verifier, Some(&format!("Bearer {verified}")))
+            .await
+            .unwrap();
+        assert_eq!(
+            (claims["email"].as_str(), claims["email_verified"].as_str()),
+            ("ana@example.com", "true"),
+            "as the authorizer passes a Cognito ID token's: {claims:?}"
+        );
         let other = super::verifier("other", None);
         assert!(
             verify(&other, Some(&format!("Bearer {token}")))

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::App;
 use bouquet_domain::channels::{self, Channel, EventIds, Refusal, Viewer};
-use bouquet_domain::Timestamp;
+use bouquet_domain::{BouquetId, Timestamp};
 use bouquet_realtime::{PushError, Pusher, QueueError, WorkQueue};
 use bouquet_store::retry::Retry;
 pub use bouquet_store::{Admitted, ConnectionLimit};
@@ -349,6 +349,32 @@ pub enum Work {
 /// one frame per window (docs/capacity.md).
 pub const DIGEST_WINDOW: Duration = Duration::from_secs(5);
 
+/// The bouquets a public event changed, as a storefront shows them now (the public view,
+/// with their status and version): the public frames carry them, so a watcher applies them
+/// and reads nothing; one `BatchGetItem` an event instead of a read per watcher. Freshness
+/// moves carry their score already and are the most frequent event: they are not read. A
+/// failed read leaves the frame without them (the console then reads the bouquet itself).
+async fn shown_bouquets(app: &App, name: &str, ids: &EventIds, now: Timestamp) -> Vec<Value> {
+    let mut wanted: Vec<BouquetId> = ids.bouquet_ids.clone();
+    wanted.extend(ids.bouquet_id);
+    wanted.sort();
+    wanted.dedup();
+    if wanted.is_empty() || name == "BouquetFreshnessChanged" {
+        return Vec::new();
+    }
+    match app.store.bouquets(&wanted).await {
+        Ok(found) => found
+            .into_iter()
+            .flatten()
+            .filter_map(|b| serde_json::to_value(b.view(now)).ok())
+            .collect(),
+        Err(error) => {
+            tracing::warn!(event = name, error = %error, "the bouquets could not be read; frames go without them");
+            Vec::new()
+        }
+    }
+}
+
 /// Counts of one broadcast (the planner's share of an event).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -417,13 +443,24 @@ pub async fn broadcast(
     let now = app.clock.now();
     let ids: EventIds = serde_json::from_value(detail["data"].clone()).unwrap_or_default();
     let routed = channels::route(name, &ids);
-    let unit_frame = |channel: &Channel| UnitFrame {
-        frame: channels::frame(channel, name, detail),
-        coalesce: channels::coalescing_key(name, &ids),
-        version: detail["aggregateVersion"].as_u64().unwrap_or_default(),
-    };
     let (public, private): (Vec<&Channel>, Vec<&Channel>) =
         routed.iter().partition(|c| c.is_public());
+    let shown = if public.is_empty() {
+        Vec::new()
+    } else {
+        shown_bouquets(app, name, &ids, now).await
+    };
+    let unit_frame = |channel: &Channel| {
+        let mut frame = channels::frame(channel, name, detail);
+        if channel.is_public() && !shown.is_empty() {
+            frame["event"]["bouquets"] = serde_json::json!(shown);
+        }
+        UnitFrame {
+            frame,
+            coalesce: channels::coalescing_key(name, &ids),
+            version: detail["aggregateVersion"].as_u64().unwrap_or_default(),
+        }
+    };
     let planning = async {
         let keys: Vec<String> = public.iter().map(|c| c.key()).collect();
         // Read fresh: a count grown a moment ago has subscribers in its new shards. Only

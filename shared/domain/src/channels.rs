@@ -264,18 +264,31 @@ pub fn frame(channel: &Channel, name: &str, detail: &Value) -> Value {
     json!({ "type": "event", "channel": channel.name(), "event": event })
 }
 
+/// The most a digest frame may weigh with the bouquets its events carry: API Gateway sends
+/// a WebSocket message of up to 128 KB; past this the events go without them (a client then
+/// reads the bouquets it shows).
+pub const DIGEST_FRAME_BYTES: usize = 96 * 1024;
+
 /// The frame a crowded channel gets once per digest window instead of one per event: the
 /// `event` of each of `frames` ([`frame`]s of that channel), ordered by `eventId` (ULIDs: time
-/// order).
+/// order), within [`DIGEST_FRAME_BYTES`].
 pub fn digest_frame(channel_name: &str, frames: &[Value]) -> Value {
-    let mut events: Vec<&Value> = frames.iter().map(|f| &f["event"]).collect();
+    let mut events: Vec<Value> = frames.iter().map(|f| f["event"].clone()).collect();
     events.sort_by(|a, b| {
         a["eventId"]
             .as_str()
             .unwrap_or_default()
             .cmp(b["eventId"].as_str().unwrap_or_default())
     });
-    json!({ "type": "events", "channel": channel_name, "events": events })
+    let mut digest = json!({ "type": "events", "channel": channel_name, "events": events });
+    if digest.to_string().len() > DIGEST_FRAME_BYTES {
+        for event in digest["events"].as_array_mut().into_iter().flatten() {
+            if let Some(event) = event.as_object_mut() {
+                event.remove("bouquets");
+            }
+        }
+    }
+    digest
 }
 
 /// The events whose aggregate is an order.
@@ -366,6 +379,27 @@ mod tests {
     fn a_digest_carries_its_frames_events_in_event_order() {
         let frame = |id: &str| json!({ "type": "event", "channel": "catalogue", "event": { "eventId": id } });
         let digest = digest_frame("catalogue", &[frame("01B"), frame("01A"), frame("01C")]);
+        // Heavy with the bouquets its events carry, a digest sheds them to stay a message.
+        let heavy = |id: &str| {
+            let mut f = frame(id);
+            f["event"]["bouquets"] = json!([{ "description": "x".repeat(40 * 1024) }]);
+            f
+        };
+        let shed = digest_frame("catalogue", &[heavy("01A"), heavy("01B"), heavy("01C")]);
+        assert!(
+            shed.to_string().len() <= DIGEST_FRAME_BYTES,
+            "within a message"
+        );
+        assert!(shed["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e.get("bouquets").is_none() && e["eventId"].is_string()));
+        let light = digest_frame("catalogue", &[heavy("01A")]);
+        assert!(
+            light["events"][0]["bouquets"].is_array(),
+            "kept when it fits"
+        );
         assert_eq!(digest["type"], "events");
         assert_eq!(digest["channel"], "catalogue");
         let ids: Vec<&str> = digest["events"]

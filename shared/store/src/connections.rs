@@ -137,6 +137,21 @@ fn digest_key(channel_key: &str, window: i64) -> HashMap<String, AttributeValue>
     crate::keys::key(format!("DIGEST#{channel_key}"), &format!("WINDOW#{window}"))
 }
 
+fn digest_entries_pk(channel_key: &str, window: i64) -> String {
+    format!("DIGEST#{channel_key}#{window}")
+}
+
+fn digest_entry_key(
+    channel_key: &str,
+    window: i64,
+    entry: &str,
+) -> HashMap<String, AttributeValue> {
+    crate::keys::key(
+        digest_entries_pk(channel_key, window),
+        &format!("ENTRY#{entry}"),
+    )
+}
+
 fn occupancy_key(channel_key: &str) -> HashMap<String, AttributeValue> {
     crate::keys::key(format!("OCCUPIED#{channel_key}"), "OCCUPIED")
 }
@@ -809,7 +824,12 @@ impl Store {
 impl Store {
     /// Adds `frame` (its JSON) to the digest of `channel_key` for `window`, as `entry`: the
     /// entry's newest version wins (a freshness move's key keeps its last score; an event's
-    /// own id keeps that event). One `UpdateItem`.
+    /// own id keeps that event). Each entry is an item of its own (`DIGEST#{key}#{window}` /
+    /// `ENTRY#{entry}`), beside a small marker of the window (`DIGEST#{key}` /
+    /// `WINDOW#{window}`) that counts them and says when the window is flushed: a write costs
+    /// the frame's size, not the window's. Two writes: the entry, then the marker (so a
+    /// flush that passed in between sends the frame in this window and the next: a frame is
+    /// never lost, and clients drop a repeated event).
     pub async fn add_to_digest(
         &self,
         channel_key: &str,
@@ -819,32 +839,35 @@ impl Store {
         version: u64,
         expires_at: Timestamp,
     ) -> Result<Digested, StoreError> {
+        let expires = AttributeValue::N(expires_at.as_epoch_seconds().to_string());
+        let mut item = digest_entry_key(channel_key, window, entry);
+        item.insert("entity".into(), s("digestEntry"));
+        item.insert("frame".into(), s(frame));
+        item.insert("version".into(), AttributeValue::N(version.to_string()));
+        item.insert("expiresAt".into(), expires.clone());
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.live_table)
+            .set_item(Some(item))
+            // A newer frame of this entry already in stays.
+            .condition_expression("attribute_not_exists(version) OR version <= :version")
+            .expression_attribute_values(":version", AttributeValue::N(version.to_string()))
+            .send()
+            .await;
+        applied(put)?;
         let result = self
             .client
             .update_item()
             .table_name(&self.live_table)
             .set_key(Some(digest_key(channel_key, window)))
-            .update_expression(
-                "SET #frame = :frame, #version = :version, expiresAt = :expires, entity = :entity ADD entries :one",
-            )
+            .update_expression("SET expiresAt = :expires, entity = :entity ADD entries :one")
             // A window being flushed takes nothing more: the frame goes to the next one.
-            .condition_expression(
-                "attribute_not_exists(flushed) AND (attribute_not_exists(#version) OR #version <= :version)",
-            )
-            .expression_attribute_names("#frame", format!("frame:{entry}"))
-            .expression_attribute_names("#version", format!("version:{entry}"))
-            .expression_attribute_values(":frame", s(frame))
-            .expression_attribute_values(":version", AttributeValue::N(version.to_string()))
-            .expression_attribute_values(
-                ":expires",
-                AttributeValue::N(expires_at.as_epoch_seconds().to_string()),
-            )
+            .condition_expression("attribute_not_exists(flushed)")
+            .expression_attribute_values(":expires", expires)
             .expression_attribute_values(":entity", s("digest"))
             .expression_attribute_values(":one", AttributeValue::N("1".into()))
             .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
-            .return_values_on_condition_check_failure(
-                aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
-            )
             .send()
             .await;
         match result {
@@ -858,43 +881,59 @@ impl Store {
             Err(error) => match error.as_service_error() {
                 Some(
                     aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(
-                        failed,
+                        _,
                     ),
-                ) => Ok(if failed.item().is_some_and(|old| old.contains_key("flushed")) {
-                    Digested::Flushed
-                } else {
-                    // A newer frame of this entry is already in.
-                    Digested::Added
-                }),
+                ) => Ok(Digested::Flushed),
                 _ => Err(StoreError::backend(error)),
             },
         }
     }
 
-    /// Closes a digest window and returns its frames (JSON texts), in one `UpdateItem`: a
-    /// frame added after this goes to the next window. Taking it again returns the same.
+    /// Closes a digest window and returns its frames (JSON texts): the marker is flagged in
+    /// one `UpdateItem` (an entry added after this goes to the next window), then the
+    /// window's entries are read with a consistent `Query` (paged). Taking it again returns
+    /// the same.
     pub async fn take_digest(
         &self,
         channel_key: &str,
         window: i64,
     ) -> Result<Vec<String>, StoreError> {
-        let output = self
-            .client
+        self.client
             .update_item()
             .table_name(&self.live_table)
             .set_key(Some(digest_key(channel_key, window)))
             .update_expression("SET flushed = :true")
             .expression_attribute_values(":true", AttributeValue::Bool(true))
-            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
             .send()
             .await
             .map_err(StoreError::backend)?;
-        Ok(output
-            .attributes
-            .unwrap_or_default()
-            .iter()
-            .filter(|(name, _)| name.starts_with("frame:"))
-            .filter_map(|(_, value)| value.as_s().ok().cloned())
-            .collect())
+        let mut frames = Vec::new();
+        let mut start = None;
+        loop {
+            let output = self
+                .client
+                .query()
+                .table_name(&self.live_table)
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", s(digest_entries_pk(channel_key, window)))
+                .consistent_read(true)
+                .projection_expression("#frame")
+                .expression_attribute_names("#frame", "frame")
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(StoreError::backend)?;
+            frames.extend(
+                output
+                    .items
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|item| item.get("frame")?.as_s().ok().cloned()),
+            );
+            start = output.last_evaluated_key;
+            if start.is_none() {
+                return Ok(frames);
+            }
+        }
     }
 }

@@ -67,6 +67,16 @@ export function follow(channel, bouquetOf, render, onShop) {
       bouquetOf(id, (bouquet) => render({ ...bouquet, freshness: event.data.freshness, version: event.aggregateVersion }));
       return;
     }
+    // The frame carries the bouquets as the storefront shows them (the planner read them once
+    // for every watcher): apply them, newest version wins. Without them, read each.
+    if (event.bouquets?.length) {
+      for (const bouquet of event.bouquets) {
+        if ((versions.get(bouquet.bouquetId) ?? 0) > bouquet.version) continue;
+        versions.set(bouquet.bouquetId, bouquet.version);
+        render(bouquet);
+      }
+      return;
+    }
     const ids = event.data.bouquetIds ?? [event.data.bouquetId ?? event.aggregateId];
     for (const id of ids) reread(id);
   });

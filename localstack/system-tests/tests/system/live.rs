@@ -991,8 +991,8 @@ async fn live_round_trips() {
     );
     assert_eq!(
         cloud.calls.by_operation(),
-        calls(&[("BatchGetItem", 1), ("Query", 2)]),
-        "plan: the public channels' counts at once; per private channel (orders, vendor) its one shard"
+        calls(&[("BatchGetItem", 2), ("Query", 2)]),
+        "plan: the bouquets the public frames carry, the public channels' counts and leases at once; per private channel (orders, vendor) its one shard"
     );
     assert_eq!(pusher.sent(), 2, "the buyer's two connections on orders");
 

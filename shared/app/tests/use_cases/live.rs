@@ -498,6 +498,16 @@ async fn the_planner_queues_a_unit_per_public_shard_and_pushes_private_channels_
     );
     assert!(units.iter().all(|(_, u)| u.connections.is_empty()
         && u.frames[0].frame["event"].get("aggregateId").is_none()));
+    // The public frame carries the bouquet as the storefront shows it: nobody reads it again.
+    let shown = &units[0].1.frames[0].frame["event"]["bouquets"];
+    assert_eq!(shown.as_array().map(Vec::len), Some(1), "{shown}");
+    assert_eq!(shown[0]["bouquetId"], bouquet.bouquet_id.to_string());
+    assert_eq!(shown[0]["version"], bouquet.version);
+    assert_eq!(shown[0]["status"], "available");
+    assert!(
+        delivered[0].1["event"].get("bouquets").is_none(),
+        "a private frame is the event as it was"
+    );
     let worked = live::fan_out(&world.app, &pusher, &queue, as_work(units)).await;
     assert_eq!((worked.pushes.delivered, worked.pushes.failed), (1, 0));
     assert_eq!(pusher.delivered.lock().unwrap()[1].0, "c-crowd");
