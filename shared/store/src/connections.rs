@@ -785,37 +785,61 @@ impl Store {
         shard: u32,
         now: Timestamp,
     ) -> Result<Vec<String>, StoreError> {
-        let mut connections = Vec::new();
+        // Past its `expiresAt` a subscription is over, whenever TTL deletes it (that can take
+        // days): time is data.
+        // Eventually consistent: half the read units, and a subscription a moment old may
+        // miss this frame as it would miss one pushed a moment earlier.
+        self.partition_texts(
+            &subscription_pk(channel_key, shard),
+            "connectionId",
+            Some(now),
+            false,
+        )
+        .await
+    }
+
+    /// One text attribute of every item of the live table's partition `pk`, read with a
+    /// `Query` (`consistent` or not), paged; with `live_at`, only the items whose `expiresAt`
+    /// is after it.
+    async fn partition_texts(
+        &self,
+        pk: &str,
+        attribute: &str,
+        live_at: Option<Timestamp>,
+        consistent: bool,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut texts = Vec::new();
         let mut start = None;
         loop {
-            let output = self
+            let mut query = self
                 .client
                 .query()
                 .table_name(&self.live_table)
                 .key_condition_expression("pk = :pk")
-                .expression_attribute_values(":pk", s(subscription_pk(channel_key, shard)))
-                // Past its `expiresAt` a subscription is over, whenever TTL deletes it (that
-                // can take days): time is data.
-                .filter_expression("expiresAt > :now")
-                .expression_attribute_values(
-                    ":now",
-                    AttributeValue::N(now.as_epoch_seconds().to_string()),
-                )
-                .projection_expression("connectionId")
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            connections.extend(
+                .expression_attribute_values(":pk", s(pk))
+                .consistent_read(consistent)
+                .projection_expression("#attribute")
+                .expression_attribute_names("#attribute", attribute)
+                .set_exclusive_start_key(start);
+            if let Some(at) = live_at {
+                query = query
+                    .filter_expression("expiresAt > :now")
+                    .expression_attribute_values(
+                        ":now",
+                        AttributeValue::N(at.as_epoch_seconds().to_string()),
+                    );
+            }
+            let output = query.send().await.map_err(StoreError::backend)?;
+            texts.extend(
                 output
                     .items
                     .unwrap_or_default()
                     .iter()
-                    .filter_map(|item| item.get("connectionId")?.as_s().ok().cloned()),
+                    .filter_map(|item| item.get(attribute)?.as_s().ok().cloned()),
             );
             start = output.last_evaluated_key;
             if start.is_none() {
-                return Ok(connections);
+                return Ok(texts);
             }
         }
     }
@@ -907,33 +931,8 @@ impl Store {
             .send()
             .await
             .map_err(StoreError::backend)?;
-        let mut frames = Vec::new();
-        let mut start = None;
-        loop {
-            let output = self
-                .client
-                .query()
-                .table_name(&self.live_table)
-                .key_condition_expression("pk = :pk")
-                .expression_attribute_values(":pk", s(digest_entries_pk(channel_key, window)))
-                .consistent_read(true)
-                .projection_expression("#frame")
-                .expression_attribute_names("#frame", "frame")
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(StoreError::backend)?;
-            frames.extend(
-                output
-                    .items
-                    .unwrap_or_default()
-                    .iter()
-                    .filter_map(|item| item.get("frame")?.as_s().ok().cloned()),
-            );
-            start = output.last_evaluated_key;
-            if start.is_none() {
-                return Ok(frames);
-            }
-        }
+        // Consistent: every entry written before the window closed is read.
+        self.partition_texts(&digest_entries_pk(channel_key, window), "frame", None, true)
+            .await
     }
 }
