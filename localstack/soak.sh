@@ -8,6 +8,10 @@
 #   ./localstack/soak.sh [--seconds 120] [--seed 7] [--rate 0.05] [--customers 8]
 #                        [--vases-per-vendor 2] [--port-base 3400] [--no-build]
 #                        [--only function.killed_mid_invocation+latency_spike]
+#                        [--parameter-override Name=Value ...]
+#
+# At --rate 0 it is the shop load: it prints requests a second, each route's p50 and p99,
+# and where the functions' time went (docs/testing.md, "The shop load").
 #
 # --only injects those kinds of fault only (the names the report prints), to replay one.
 # The dev stack runs its schedules 5 times faster (the minutely sweeper every 12 s, the
@@ -16,7 +20,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_DIR"
 
-SECONDS_OF_TRAFFIC=120 SEED=7 RATE=0.05 CUSTOMERS=8 VASES=2 PORT_BASE=3400 BUILD=1 ONLY=""
+SECONDS_OF_TRAFFIC=120 SEED=7 RATE=0.05 CUSTOMERS=8 VASES=2 PORT_BASE=3400 BUILD=1 ONLY="" OVERRIDES=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) SECONDS_OF_TRAFFIC="$2"; shift 2 ;;
@@ -27,6 +31,7 @@ while [ $# -gt 0 ]; do
     --port-base) PORT_BASE="$2"; shift 2 ;;
     --no-build) BUILD=0; shift ;;
     --only) ONLY=",only=$2"; shift 2 ;;
+    --parameter-override) OVERRIDES+=(--parameter-override "$2"); shift 2 ;;
     *) log "unknown option $1"; exit 2 ;;
   esac
 done
@@ -41,7 +46,7 @@ STACK="soak-$(date +%s)"
 # The soak's customers are scripts that reserve, pay and cancel in a loop: the per-customer
 # reservation limit (10 a minute) would stall them behind Retry-After, not test the system.
 start_devstack "$STACK" "$API_PORT" "$WS_PORT" "$MQTT_PORT" --no-seed --schedule-speedup 5 "${ONE_ADDRESS_CROWD[@]}" \
-  --parameter-override ReservationsPerCustomerPerMinute=1000 \
+  --parameter-override ReservationsPerCustomerPerMinute=1000 "${OVERRIDES[@]}" \
   --faults "rate=$RATE,seed=$SEED$ONLY" --faults-port "$FAULTS_PORT"
 
 log "soak: $SECONDS_OF_TRAFFIC s at ${RATE} faults, seed $SEED (stack $STACK)"
