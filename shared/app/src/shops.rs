@@ -15,6 +15,7 @@ use bouquet_domain::identity::{Identity, NotAllowed, Role};
 use bouquet_domain::{BouquetId, Timestamp, Vendor, VendorId};
 use bouquet_store::retry::Retry;
 use bouquet_store::{Page, StoreError};
+use futures::{StreamExt, TryStreamExt};
 
 use crate::App;
 
@@ -127,6 +128,9 @@ async fn set_suspended(
     })
 }
 
+/// How many of a shop's bouquets are marked at once.
+const MARKS_AT_ONCE: usize = 8;
+
 /// Every bouquet of the shop off sale (or back on); how many moved.
 async fn mark_bouquets(
     app: &App,
@@ -141,11 +145,13 @@ async fn mark_bouquets(
             .store
             .vendor_bouquets(vendor_id, cursor.as_deref(), SWEEP_PAGE)
             .await?;
-        for bouquet in page.items {
-            if mark_bouquet(app, bouquet.bouquet_id, suspended, now).await? {
-                moved += 1;
-            }
-        }
+        // A page's bouquets at once, a few at a time: each is its own conditional write.
+        let marked: Vec<bool> = futures::stream::iter(page.items)
+            .map(|bouquet| mark_bouquet(app, bouquet.bouquet_id, suspended, now))
+            .buffer_unordered(MARKS_AT_ONCE)
+            .try_collect()
+            .await?;
+        moved += marked.into_iter().filter(|moved| *moved).count();
         match page.next_cursor {
             Some(next) => cursor = Some(next),
             None => return Ok(moved),
