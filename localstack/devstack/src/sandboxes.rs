@@ -9,6 +9,7 @@
 //! bound is throttled at once (`TooManyRequestsException`), never queued: the caller decides
 //! (API Gateway answers 500, asynchronous and event-source invokers retry).
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -89,11 +90,11 @@ pub struct Percentiles {
 }
 
 impl Percentiles {
-    fn of(samples: &[f64]) -> Self {
-        if samples.is_empty() {
+    fn of<'a>(samples: impl IntoIterator<Item = &'a f64>) -> Self {
+        let mut sorted: Vec<f64> = samples.into_iter().copied().collect();
+        if sorted.is_empty() {
             return Self::default();
         }
-        let mut sorted = samples.to_vec();
         sorted.sort_by(f64::total_cmp);
         let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
         Self {
@@ -115,15 +116,15 @@ struct Counters {
     throttles: u64,
     busy: usize,
     peak: usize,
-    wait_ms: Vec<f64>,
-    duration_ms: Vec<f64>,
+    wait_ms: VecDeque<f64>,
+    duration_ms: VecDeque<f64>,
 }
 
-fn keep(samples: &mut Vec<f64>, value: f64) {
+fn keep(samples: &mut VecDeque<f64>, value: f64) {
     if samples.len() == SAMPLES {
-        samples.remove(0);
+        samples.pop_front();
     }
-    samples.push(value);
+    samples.push_back(value);
 }
 
 /// One function's sandboxes.

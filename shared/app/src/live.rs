@@ -445,12 +445,7 @@ pub async fn broadcast(
     let routed = channels::route(name, &ids);
     let (public, private): (Vec<&Channel>, Vec<&Channel>) =
         routed.iter().partition(|c| c.is_public());
-    let shown = if public.is_empty() {
-        Vec::new()
-    } else {
-        shown_bouquets(app, name, &ids, now).await
-    };
-    let unit_frame = |channel: &Channel| {
+    let unit_frame = |channel: &Channel, shown: &[Value]| {
         let mut frame = channels::frame(channel, name, detail);
         if channel.is_public() && !shown.is_empty() {
             frame["event"]["bouquets"] = serde_json::json!(shown);
@@ -470,6 +465,16 @@ pub async fn broadcast(
             public.iter().partition(|c| {
                 shards.get(&c.key()).map_or(1, |s| s.count) >= app.config.digest_from_shards
             });
+        // The bouquets are read only for an audience, beside the private pushes.
+        let watched = !crowded.is_empty()
+            || frame_by_frame
+                .iter()
+                .any(|c| shards.get(&c.key()).is_some_and(|s| !s.occupied.is_empty()));
+        let shown = if watched {
+            shown_bouquets(app, name, &ids, now).await
+        } else {
+            Vec::new()
+        };
         let units: Vec<String> = frame_by_frame
             .iter()
             .flat_map(|channel| {
@@ -478,7 +483,7 @@ pub async fn broadcast(
                     .get(&key)
                     .map(|s| (s.count, s.occupied.clone()))
                     .unwrap_or_default();
-                let frame = unit_frame(channel);
+                let frame = unit_frame(channel, &shown);
                 occupied.into_iter().map(move |index| {
                     PushUnit {
                         channel: key.clone(),
@@ -492,7 +497,15 @@ pub async fn broadcast(
             .collect();
         queue.send(&units).await?;
         for channel in &crowded {
-            digest(app, queue, channel, &unit_frame(channel), detail, now).await?;
+            digest(
+                app,
+                queue,
+                channel,
+                &unit_frame(channel, &shown),
+                detail,
+                now,
+            )
+            .await?;
         }
         Ok::<(usize, usize), BroadcastError>((units.len(), crowded.len()))
     };
@@ -507,7 +520,7 @@ pub async fn broadcast(
             channel: channel.key(),
             shard: None,
             connections: audience,
-            frames: vec![unit_frame(channel)],
+            frames: vec![unit_frame(channel, &[])],
         };
         push_unit(app, pusher, queue, unit).await
     }));
