@@ -18,11 +18,13 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let bouquet_id = ctx.path("bouquetId", BouquetId::parse)?;
     let bouquet = bouquets::bouquet(&ctx.app, bouquet_id).await?;
     let etag = format!("\"{}\"", bouquet.version);
-    let cache = "public, max-age=10";
+    // The edge may hold an anonymous reader's copy as long as the catalogue's: live frames
+    // carry what changes meanwhile.
+    let cache = ctx.public_cache(5);
     if ctx.header("if-none-match") == Some(etag.as_str()) {
         return Ok(Reply::empty(StatusCode::NOT_MODIFIED)
             .header("etag", etag)
-            .header("cache-control", cache));
+            .header("cache-control", cache.clone()));
     }
     Ok(Reply::ok(&bouquet.view(ctx.now))?
         .header("etag", etag)

@@ -28,14 +28,8 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     )?;
     let page = bouquets::catalogue(&ctx.app, scope, &filter, ctx.cursor(), limit, ctx.now).await?;
     let items = bouquets::with_shop_names(&ctx.app, &page.items, ctx.now).await?;
-    // Shared caches (CloudFront in front of the API) may hold an anonymous page briefly;
-    // availability is re-checked at reservation. A signed-in caller (a vendor managing its
-    // shop) always reads fresh: its answer is never kept.
-    let cache = if ctx.header("authorization").is_some() {
-        "private, no-store"
-    } else {
-        "public, max-age=5"
-    };
+    // The edge may hold an anonymous page briefly; availability is re-checked at reservation.
+    let cache = ctx.public_cache(5);
     Ok(
         Reply::ok(&json!({ "items": items, "nextCursor": page.next_cursor }))?
             .header("cache-control", cache),

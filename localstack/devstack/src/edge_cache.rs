@@ -8,9 +8,14 @@
 //!   policy's `MinTTL` and `MaxTTL`, or `DefaultTTL` without one; `no-store`, `no-cache` and
 //!   `private` are not kept (the template's policies have `MinTTL: 0`);
 //! - concurrent misses on one key are collapsed into one origin request (request collapsing);
+//! - the origin gets only the query strings and headers the cache key and the behavior's own
+//!   origin request policy name (with the body's `Content-Type` and `Content-Length`);
+//! - a viewer's `If-None-Match` equal to the kept answer's `ETag` is answered `304` at the edge;
 //! - answers carry `X-Cache` (`Hit from cloudfront` / `Miss from cloudfront`) and `Age`.
 //!
-//! A behavior with a managed policy (CachingDisabled) passes everything to the origin.
+//! A behavior with a managed policy (CachingDisabled with AllViewerExceptHostHeader) passes
+//! everything to the origin. A method a behavior does not allow is refused with `403`, as
+//! CloudFront refuses it.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -26,6 +31,9 @@ use bouquet_template::Template;
 use crate::apigw::Incoming;
 
 pub type Answer = (StatusCode, Vec<(String, String)>, Vec<u8>);
+
+/// What CloudFront sends a custom origin whatever the policies say: the body's description.
+const ALWAYS_FORWARDED: [&str; 2] = ["content-type", "content-length"];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum QueryKey {
@@ -48,7 +56,11 @@ struct Policy {
 #[derive(Clone, Debug)]
 struct Behavior {
     pattern: String,
+    /// `AllowedMethods`, upper case.
+    methods: Vec<String>,
     policy: Option<Policy>,
+    /// Header names the behavior's own origin request policy adds, lower case.
+    origin_headers: Vec<String>,
 }
 
 struct Entry {
@@ -60,6 +72,9 @@ struct Entry {
 #[derive(Default)]
 pub struct EdgeCache {
     behaviors: Vec<Behavior>,
+    /// The origins' `OriginCustomHeaders` names, lower case: CloudFront adds them to every
+    /// origin request whatever the policies say (`edge_limits` sets their values).
+    custom_headers: Vec<String>,
     entries: Mutex<HashMap<String, Entry>>,
     /// One lock per key being fetched: the request collapsing.
     fetching: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -82,6 +97,22 @@ fn seconds(value: &Value, default: u64) -> Duration {
             .or_else(|| value.as_str().and_then(|s| s.parse().ok()))
             .unwrap_or(default),
     )
+}
+
+/// The headers an origin request policy of the template's own names (none for a managed one).
+fn origin_headers(template: &Template, id: &Value) -> Vec<String> {
+    let Some(logical) = id["Ref"].as_str() else {
+        return Vec::new();
+    };
+    template
+        .resource(logical)
+        .map(|policy| {
+            names(&policy["Properties"]["OriginRequestPolicyConfig"]["HeadersConfig"]["Headers"])
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .map(|h| h.to_ascii_lowercase())
+        .collect()
 }
 
 fn policy(template: &Template, id: &Value) -> Option<Policy> {
@@ -172,12 +203,31 @@ impl EdgeCache {
             .filter_map(|b| {
                 Some(Behavior {
                     pattern: b["PathPattern"].as_str()?.to_owned(),
+                    methods: names(&b["AllowedMethods"]),
                     policy: policy(template, &b["CachePolicyId"]),
+                    origin_headers: origin_headers(template, &b["OriginRequestPolicyId"]),
                 })
             })
             .collect();
+        let custom_headers = template
+            .resources_of_type("AWS::CloudFront::Distribution")
+            .flat_map(|(_, r)| {
+                r["Properties"]["DistributionConfig"]["Origins"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .flat_map(|origin| {
+                origin["OriginCustomHeaders"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .filter_map(|h| Some(h["HeaderName"].as_str()?.to_ascii_lowercase()))
+            .collect();
         Self {
             behaviors,
+            custom_headers,
             ..Self::default()
         }
     }
@@ -191,17 +241,42 @@ impl EdgeCache {
         self.misses.load(Ordering::SeqCst)
     }
 
-    /// The cache policy of the behavior `path` falls under, if it caches.
-    fn policy_for(&self, path: &str) -> Option<&Policy> {
+    /// The behavior `path` falls under: the first whose pattern matches.
+    fn behavior_for(&self, path: &str) -> Option<&Behavior> {
         self.behaviors
             .iter()
-            .find(|b| glob(b.pattern.as_bytes(), path.as_bytes()))?
-            .policy
-            .as_ref()
+            .find(|b| glob(b.pattern.as_bytes(), path.as_bytes()))
+    }
+
+    /// The cache policy of the behavior `path` falls under, if it caches.
+    fn policy_for(&self, path: &str) -> Option<&Policy> {
+        self.behavior_for(path)?.policy.as_ref()
+    }
+
+    /// Whether the behavior `path` falls under takes `method` (a path under no behavior is
+    /// the console's default, which is not this cache's business).
+    pub fn allows(&self, method: &str, path: &str) -> bool {
+        self.behavior_for(path)
+            .is_none_or(|b| b.methods.iter().any(|m| m.eq_ignore_ascii_case(method)))
+    }
+
+    /// Whether a viewer's header `name` on `path` reaches the origin.
+    pub fn reaches_origin(&self, path: &str, name: &str) -> bool {
+        let name = name.to_ascii_lowercase();
+        let Some(behavior) = self.behavior_for(path) else {
+            return true;
+        };
+        let Some(policy) = &behavior.policy else {
+            return true;
+        };
+        ALWAYS_FORWARDED.contains(&name.as_str())
+            || policy.headers.contains(&name)
+            || behavior.origin_headers.contains(&name)
     }
 
     /// The request as the origin gets it: under a caching behavior, only the query strings
-    /// the cache key names are forwarded (the template's origin request policies add none).
+    /// the cache key names, the headers [`Self::reaches_origin`] lets through and the
+    /// origin's custom headers.
     pub fn forwarded(&self, incoming: &Incoming) -> Incoming {
         let Some(policy) = self.policy_for(&incoming.path) else {
             return incoming.clone();
@@ -214,6 +289,15 @@ impl EdgeCache {
             raw_query: form_urlencoded::Serializer::new(String::new())
                 .extend_pairs(kept)
                 .finish(),
+            headers: incoming
+                .headers
+                .iter()
+                .filter(|(name, _)| {
+                    self.reaches_origin(&incoming.path, name)
+                        || self.custom_headers.contains(&name.to_ascii_lowercase())
+                })
+                .cloned()
+                .collect(),
             ..incoming.clone()
         }
     }
@@ -242,20 +326,38 @@ impl EdgeCache {
         format!("{}?{:?}#{:?}", incoming.path, query, headers)
     }
 
-    /// `incoming` answered from the cache, or by `origin` (and kept when it may be).
-    pub async fn serve<F>(&self, incoming: &Incoming, origin: F) -> Answer
+    /// `incoming` (as the viewer sent it) answered from the cache, or by `origin` with the
+    /// request [`Self::forwarded`] makes of it (and kept when it may be).
+    pub async fn serve<F, A>(&self, incoming: &Incoming, origin: F) -> Answer
+    where
+        F: FnOnce(Incoming) -> A,
+        A: Future<Output = Answer>,
+    {
+        let method = incoming.method.as_str();
+        if !self.allows(method, &incoming.path) {
+            return (
+                StatusCode::FORBIDDEN,
+                vec![("content-type".into(), "text/plain".into())],
+                b"This distribution is not configured to allow the HTTP request method".to_vec(),
+            );
+        }
+        let forwarded = self.forwarded(incoming);
+        let policy = match self.policy_for(&incoming.path) {
+            Some(policy) if method == "GET" || method == "HEAD" => policy.clone(),
+            _ => return origin(forwarded).await,
+        };
+        let key = Self::key(&policy, incoming);
+        let answer = match self.fresh(&key) {
+            Some(answer) => answer,
+            None => self.fetch(&policy, key, origin(forwarded)).await,
+        };
+        not_modified(incoming, answer)
+    }
+
+    async fn fetch<F>(&self, policy: &Policy, key: String, origin: F) -> Answer
     where
         F: Future<Output = Answer>,
     {
-        let method = incoming.method.as_str();
-        let policy = match self.policy_for(&incoming.path) {
-            Some(policy) if method == "GET" || method == "HEAD" => policy.clone(),
-            _ => return origin.await,
-        };
-        let key = Self::key(&policy, incoming);
-        if let Some(answer) = self.fresh(&key) {
-            return answer;
-        }
         let lock = self
             .fetching
             .lock()
@@ -271,7 +373,7 @@ impl EdgeCache {
         self.misses.fetch_add(1, Ordering::SeqCst);
         let (status, mut headers, body) = origin.await;
         let keep = if status == StatusCode::OK {
-            ttl(&policy, header(&headers, "cache-control"))
+            ttl(policy, header(&headers, "cache-control"))
         } else {
             Duration::ZERO
         };
@@ -303,6 +405,20 @@ impl EdgeCache {
         headers.push(("age".into(), age.as_secs().to_string()));
         Some((status, headers, body))
     }
+}
+
+/// The edge's answer to a conditional GET: `304` when the viewer holds the answer's `ETag`.
+fn not_modified(incoming: &Incoming, answer: Answer) -> Answer {
+    let (status, headers, body) = answer;
+    let held = header(&incoming.headers, "if-none-match");
+    if status == StatusCode::OK && held.is_some() && held == header(&headers, "etag") {
+        let kept = headers
+            .into_iter()
+            .filter(|(k, _)| !k.eq_ignore_ascii_case("content-length"))
+            .collect();
+        return (StatusCode::NOT_MODIFIED, kept, Vec::new());
+    }
+    (status, headers, body)
 }
 
 #[cfg(test)]
@@ -363,7 +479,7 @@ mod tests {
         assert_eq!(list.headers, vec!["authorization".to_owned()]);
         assert!(list.max <= Duration::from_secs(10));
         for uncached in [
-            "/v1/bouquets/01J",
+            "/v1/bouquets/01J/photo-uploads",
             "/v1/orders",
             "/v1/cart",
             "/v1/vendors/v/bouquets",
@@ -393,5 +509,73 @@ mod tests {
             key(&request("limit=5", None)),
             key(&request("limit=5", Some("Bearer t")))
         );
+    }
+
+    #[test]
+    fn one_bouquet_is_cached_for_readers_and_its_writes_reach_the_api_with_their_headers() {
+        let cache = EdgeCache::from_template(&Template::repository().unwrap());
+        let one = "/v1/bouquets/01JF3W8K2M4N6P8Q0R2S4T6V8W";
+        let policy = cache.policy_for(one).expect("one bouquet is cached");
+        assert_eq!(policy.query, QueryKey::None);
+        assert_eq!(policy.headers, vec!["authorization".to_owned()]);
+        for method in ["GET", "HEAD", "PATCH", "DELETE"] {
+            assert!(cache.allows(method, one), "{method}");
+        }
+        for header in [
+            "Authorization",
+            "If-Match",
+            "Idempotency-Key",
+            "Content-Type",
+            "X-Correlation-Id",
+        ] {
+            assert!(cache.reaches_origin(one, header), "{header}");
+        }
+        for header in ["If-None-Match", "Cookie", "X-Made-Up"] {
+            assert!(!cache.reaches_origin(one, header), "{header}");
+        }
+        let forwarded = cache.forwarded(&Incoming {
+            method: "GET".into(),
+            path: one.into(),
+            headers: vec![
+                ("X-Origin-Verify".into(), "the edge's".into()),
+                ("X-Made-Up".into(), "1".into()),
+            ],
+            ..Incoming::default()
+        });
+        assert_eq!(
+            forwarded.headers,
+            vec![("X-Origin-Verify".to_owned(), "the edge's".to_owned())],
+            "the origin's custom header always reaches it"
+        );
+        // Below it, as /v1/*: everything reaches the API.
+        assert!(cache.reaches_origin(&format!("{one}/photo-uploads"), "X-Made-Up"));
+    }
+
+    #[test]
+    fn the_edge_answers_a_viewer_holding_the_current_etag_not_modified() {
+        let viewer = |etag: Option<&str>| Incoming {
+            method: "GET".into(),
+            path: "/v1/bouquets/b".into(),
+            headers: etag
+                .map(|e| vec![("If-None-Match".into(), e.into())])
+                .unwrap_or_default(),
+            ..Incoming::default()
+        };
+        let answer = || {
+            (
+                StatusCode::OK,
+                vec![
+                    ("etag".to_owned(), "\"3\"".to_owned()),
+                    ("content-length".to_owned(), "2".to_owned()),
+                ],
+                b"{}".to_vec(),
+            )
+        };
+        let (status, headers, body) = not_modified(&viewer(Some("\"3\"")), answer());
+        assert_eq!((status, body.len()), (StatusCode::NOT_MODIFIED, 0));
+        assert_eq!(headers, vec![("etag".to_owned(), "\"3\"".to_owned())]);
+        for other in [None, Some("\"2\"")] {
+            assert_eq!(not_modified(&viewer(other), answer()).0, StatusCode::OK);
+        }
     }
 }

@@ -106,8 +106,10 @@ impl LocalApi {
         }
         match &self.edge {
             Some(edge) => {
-                let forwarded = edge.forwarded(&incoming);
-                edge.serve(&forwarded, self.route(&forwarded)).await
+                edge.serve(&incoming, |forwarded| async move {
+                    self.route(&forwarded).await
+                })
+                .await
             }
             None => self.route(&incoming).await,
         }

@@ -582,8 +582,15 @@ async fn vendor_actor(
         }
         let fresh = newest(&catalogue, index);
         let bouquet = &fresh[rng.random_range(0..fresh.len())];
+        // Read as its vendor: an anonymous read may be the edge's copy, a version behind.
         let current = api
-            .send("GET", &format!("/v1/bouquets/{bouquet}"), None, &[], None)
+            .send(
+                "GET",
+                &format!("/v1/bouquets/{bouquet}"),
+                Some(&vendor.token),
+                &[],
+                None,
+            )
             .await;
         let Some(etag) = current.etag.clone() else {
             tokio::time::sleep(Duration::from_millis(300)).await;

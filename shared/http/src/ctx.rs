@@ -161,6 +161,17 @@ impl Ctx {
         header_str(&self.headers, name)
     }
 
+    /// `Cache-Control` for a public read: shared caches (the edge) may keep an anonymous
+    /// answer `max_age` seconds; a signed-in caller's (a vendor managing its shop, who must
+    /// see its own change at once) is never kept.
+    pub fn public_cache(&self, max_age: u32) -> String {
+        if self.header("authorization").is_some() {
+            "private, no-store".to_owned()
+        } else {
+            format!("public, max-age={max_age}")
+        }
+    }
+
     /// The body exactly as it arrived (what a webhook's signature covers).
     pub fn raw_body(&self) -> &[u8] {
         &self.body

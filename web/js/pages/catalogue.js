@@ -68,7 +68,8 @@ export function follow(channel, bouquetOf, render, onShop) {
       return;
     }
     // The frame carries the bouquets as the storefront shows them (the planner read them once
-    // for every watcher): apply them, newest version wins. Without them, read each.
+    // for every watcher): apply them, newest version wins. Without them, read each, and again
+    // once the edge's copy (5 s) has run out: the first read may be the edge's older one.
     if (event.bouquets?.length) {
       for (const bouquet of event.bouquets) {
         if ((versions.get(bouquet.bouquetId) ?? 0) > bouquet.version) continue;
@@ -78,7 +79,10 @@ export function follow(channel, bouquetOf, render, onShop) {
       return;
     }
     const ids = event.data.bouquetIds ?? [event.data.bouquetId ?? event.aggregateId];
-    for (const id of ids) reread(id);
+    for (const id of ids) {
+      reread(id);
+      setTimeout(() => reread(id), 6000);
+    }
   });
 }
 

@@ -340,8 +340,15 @@ async fn run(args: &Args, checks: &mut Checks) -> Result<(), String> {
         )
         .await;
     expect(&gone, 204, "decommissioning the vase")?;
+    // Read as its vendor: an anonymous read may be the edge's copy, a version behind.
     let current = api
-        .send("GET", &format!("/v1/bouquets/{bouquet}"), None, &[], None)
+        .send(
+            "GET",
+            &format!("/v1/bouquets/{bouquet}"),
+            Some(&vendor_token),
+            &[],
+            None,
+        )
         .await;
     let etag = current.etag.ok_or("no ETag on the bouquet")?;
     let (withdrawn, _) = api

@@ -175,6 +175,102 @@ async fn a_crowd_reading_the_catalogue_through_the_edge_costs_one_page_read() {
     assert_eq!(api.invocations(), 4);
 }
 
+/// One bouquet through the edge as a storefront crowd opens its card: 200 anonymous readers
+/// cost one read, a reader holding the current ETag is answered by the edge, and its vendor's
+/// PATCH (If-Match, Idempotency-Key, a body) passes the cached behavior and is read back
+/// fresh, while anonymous readers keep the edge's copy for at most its 5 seconds.
+#[tokio::test]
+async fn a_crowd_opening_one_bouquet_through_the_edge_costs_one_read_and_its_vendor_writes_through()
+{
+    use devstack::apigw::Incoming;
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor("Bloom").await;
+    let bouquet = cloud.bouquet(&vendor, "10.00").await;
+    let api = cloud.edge_api();
+    let path = format!("/v1/bouquets/{bouquet}");
+    let request = |method: &str, headers: Vec<(&str, String)>, body: &str| Incoming {
+        method: method.into(),
+        path: path.clone(),
+        headers: headers
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
+        body: body.as_bytes().to_vec(),
+        source_ip: "203.0.113.7".into(),
+        ..Incoming::default()
+    };
+    let answers = futures::future::join_all((0..200).map(|_| {
+        let api = api.clone();
+        let get = request("GET", vec![], "");
+        async move { api.handle(get).await }
+    }))
+    .await;
+    assert!(answers.iter().all(|(status, _, _)| status.as_u16() == 200));
+    let header = |headers: &[(String, String)], name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone())
+    };
+    let (_, headers, body) = &answers[0];
+    assert_eq!(
+        header(headers, "cache-control").as_deref(),
+        Some("public, max-age=5")
+    );
+    let etag = header(headers, "etag").expect("an ETag");
+    assert_eq!(etag, "\"1\"");
+    let first: Value = serde_json::from_slice(body).unwrap();
+    assert_eq!(first["price"]["amount"], "10.00");
+    assert_eq!(api.invocations(), 1, "one origin request for the crowd");
+
+    let (status, _, body) = api
+        .handle(request("GET", vec![("if-none-match", etag.clone())], ""))
+        .await;
+    assert_eq!((status.as_u16(), body.len()), (304, 0));
+    assert_eq!(
+        api.invocations(),
+        1,
+        "the edge answered the conditional read"
+    );
+
+    let seller = system_tests::token("vendor", "seller-1", Some(&vendor));
+    let (status, _, body) = api
+        .handle(request(
+            "PATCH",
+            vec![
+                ("authorization", seller.clone()),
+                ("content-type", "application/json".into()),
+                ("if-match", etag.clone()),
+                ("idempotency-key", "edge-patch-1".into()),
+            ],
+            r#"{"price": {"amount": "12.50", "currency": "EUR"}}"#,
+        ))
+        .await;
+    assert_eq!(status.as_u16(), 200, "{}", String::from_utf8_lossy(&body));
+    let (status, headers, body) = api
+        .handle(request("GET", vec![("authorization", seller)], ""))
+        .await;
+    assert_eq!(status.as_u16(), 200);
+    assert_eq!(
+        header(&headers, "cache-control").as_deref(),
+        Some("private, no-store")
+    );
+    let fresh: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        (fresh["version"].as_u64(), fresh["price"]["amount"].as_str()),
+        (Some(2), Some("12.50"))
+    );
+    // The anonymous copy is the edge's until its max-age runs out.
+    let (_, headers, body) = api.handle(request("GET", vec![], "")).await;
+    assert_eq!(
+        header(&headers, "x-cache").as_deref(),
+        Some("Hit from cloudfront")
+    );
+    let kept: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(kept["version"], 1);
+    assert_eq!(api.invocations(), 3);
+}
+
 #[tokio::test]
 async fn the_catalogue_refuses_filters_it_cannot_read() {
     let cloud = TestCloud::new().await;

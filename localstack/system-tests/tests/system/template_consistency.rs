@@ -270,6 +270,77 @@ fn the_openapi_document_has_exactly_the_templates_routes() {
     );
 }
 
+/// Every route gets through the template's CloudFront behaviors as its contract says: the
+/// behavior its path falls under takes its method, and every request header it documents
+/// (and `Authorization` where it needs a token) reaches the API, cached behaviors included.
+/// `If-None-Match` may stop at the edge, which answers it from its copy.
+#[test]
+fn every_route_passes_the_edge_with_its_method_and_the_headers_it_reads() {
+    let template = Template::repository().expect("template.yaml parses");
+    let edge = devstack::edge_cache::EdgeCache::from_template(&template);
+    let text = std::fs::read_to_string(repository_root().join("infra/openapi.yaml")).unwrap();
+    let document: serde_json::Value = serde_norway::from_str(&text).expect("openapi.yaml parses");
+    let resolve = |parameter: &serde_json::Value| match parameter["$ref"].as_str() {
+        Some(reference) => document
+            .pointer(reference.trim_start_matches('#'))
+            .cloned()
+            .unwrap_or_else(|| panic!("{reference}")),
+        None => parameter.clone(),
+    };
+    let mut checked = 0;
+    for (path, item) in document["paths"].as_object().expect("paths") {
+        // A path as a request has it: each `{parameter}` a value.
+        let concrete = path
+            .split('/')
+            .map(|s| {
+                if s.starts_with('{') {
+                    "01JF3W8K2M4N6P8Q0R2S4T6V8W"
+                } else {
+                    s
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("/");
+        for (method, operation) in item.as_object().unwrap() {
+            if !["get", "put", "post", "delete", "patch"].contains(&method.as_str()) {
+                continue;
+            }
+            let method = method.to_uppercase();
+            assert!(edge.allows(&method, &concrete), "{method} {path}");
+            let mut headers: Vec<String> = operation["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(resolve)
+                .filter(|p| p["in"] == "header")
+                .map(|p| p["name"].as_str().unwrap().to_owned())
+                .filter(|name| !name.eq_ignore_ascii_case("if-none-match"))
+                .collect();
+            if operation["security"]
+                .as_array()
+                .is_none_or(|s| !s.is_empty())
+            {
+                headers.push("Authorization".into());
+            }
+            if operation.get("requestBody").is_some() {
+                headers.push("Content-Type".into());
+            }
+            for header in headers {
+                assert!(
+                    edge.reaches_origin(&concrete, &header),
+                    "{method} {path}: {header} does not reach the API"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(
+        checked,
+        template.http_routes().unwrap().len(),
+        "every route checked"
+    );
+}
+
 /// Anyone signs up and is a customer; roles are groups; the shop attribute is not the app
 /// client's to write.
 #[test]
@@ -413,6 +484,8 @@ fn the_live_fan_out_and_the_catalogue_cache_are_wired_as_designed() {
             .unwrap_or_else(|| panic!("{pattern}"))
     };
     assert!(position("/v1/bouquets") < position("/v1/*"));
+    assert!(position("/v1/bouquets/*/*") < position("/v1/bouquets/*"));
+    assert!(position("/v1/bouquets/*") < position("/v1/*"));
     assert_eq!(
         behaviors[position("/v1/bouquets")]["CachePolicyId"],
         serde_json::json!({ "Ref": "CatalogueCachePolicy" })
