@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""The docs cannot drift (run by the test command; standard library only).
+
+- Every relative link in the repository's Markdown resolves: its file exists inside the
+  repository, and its `#anchor` is a heading of that file (GitHub's slugs). Nothing links or
+  names a path outside the repository (a clone has only itself).
+- The layout in docs/architecture.md ("Layout in full") names every shared crate, every app
+  module and every function, and everything it names under shared/, shared/app/src/,
+  functions/ and localstack/ exists.
+
+Prints each problem and exits 1 if there is one.
+"""
+
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SKIPPED_DIRS = {"target", "node_modules", "__pycache__"}
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+OUTSIDE = re.compile(r"\.\./shared\b")
+
+
+def markdown_files():
+    for path in sorted(ROOT.rglob("*.md")):
+        parts = path.relative_to(ROOT).parts
+        if any(p.startswith(".") or p in SKIPPED_DIRS for p in parts[:-1]):
+            continue
+        yield path
+
+
+def prose_lines(text, inline_code=False):
+    """(line number, line) outside fenced code blocks, inline code removed unless asked for."""
+    fenced = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if not fenced:
+            yield number, line if inline_code else re.sub(r"`[^`]*`", "", line)
+
+
+def slug(heading):
+    """GitHub's anchor for a heading: lower case, markup and punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"`([^`]*)`", r"\1", heading)
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    text = re.sub(r"[*_]{1,3}([^*_]+)[*_]{1,3}", r"\1", text)
+    text = text.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(path, cache={}):
+    if path not in cache:
+        seen, found = {}, set()
+        for _, line in prose_lines(path.read_text(encoding="utf-8"), inline_code=True):
+            match = HEADING.match(line)
+            if not match:
+                continue
+            base = slug(match.group(2))
+            count = seen.get(base, 0)
+            seen[base] = count + 1
+            found.add(base if count == 0 else f"{base}-{count}")
+        cache[path] = found
+    return cache[path]
+
+
+def check_links(problems):
+    for path in markdown_files():
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(ROOT)
+        for number, line in enumerate(text.splitlines(), 1):
+            if OUTSIDE.search(line):
+                problems.append(f"{where}:{number}: names a path outside the repository: {line.strip()}")
+        for number, line in prose_lines(text):
+            for target in LINK.findall(line):
+                if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                    continue  # https:, mailto:, ...
+                file_part, _, anchor = target.partition("#")
+                linked = (path.parent / file_part).resolve() if file_part else path
+                if ROOT not in linked.parents and linked != ROOT:
+                    problems.append(f"{where}:{number}: links outside the repository: {target}")
+                    continue
+                if not linked.exists():
+                    problems.append(f"{where}:{number}: no such file: {target}")
+                    continue
+                if anchor and linked.suffix == ".md" and anchor not in anchors(linked):
+                    problems.append(f"{where}:{number}: no heading #{anchor} in {linked.relative_to(ROOT)}")
+
+
+def layout_block():
+    text = (ROOT / "docs/architecture.md").read_text(encoding="utf-8")
+    section = text.split("## Layout in full", 1)[1]
+    return section.split("```", 2)[1]
+
+
+def check_layout(problems):
+    top = None
+    named = {"shared": set(), "app": set(), "functions": set(), "localstack": set()}
+    parent = None
+    for line in layout_block().splitlines():
+        if re.match(r"^\S", line):
+            top = line.split()[0].rstrip("/").split("/")[0]
+            continue
+        entry = re.match(r"^  (\S+)", line)
+        if entry:
+            parent = entry.group(1)
+            name = parent.rstrip("/")
+            if top == "shared" and parent.endswith("/"):
+                named["shared"].add(name)
+            elif top == "localstack":
+                named["localstack"].add(name)
+        module = re.match(r"^    (\w+)\.rs\b", line)
+        if module and top == "shared" and parent == "app/":
+            named["app"].add(module.group(1))
+        if top == "functions":
+            # The names by trigger (and any function the description names).
+            named["functions"].update(re.findall(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b", line))
+
+    def compare(kind, have, named_here):
+        for missing in sorted(have - named_here):
+            problems.append(f"docs/architecture.md layout: {kind} {missing} exists but is not named")
+        for extra in sorted(named_here - have):
+            problems.append(f"docs/architecture.md layout: {kind} {extra} is named but does not exist")
+
+    crates = {p.parent.name for p in (ROOT / "shared").glob("*/Cargo.toml")}
+    compare("crate shared/", crates, named["shared"])
+    modules = {p.stem for p in (ROOT / "shared/app/src").glob("*.rs")} - {"lib"}
+    compare("app module shared/app/src/", modules, named["app"])
+    functions = {p.parent.name for p in (ROOT / "functions").glob("*/Cargo.toml")}
+    compare("function functions/", functions, named["functions"])
+    for name in sorted(named["localstack"]):
+        if not (ROOT / "localstack" / name).exists():
+            problems.append(f"docs/architecture.md layout: localstack/{name} is named but does not exist")
+
+
+def main():
+    problems = []
+    check_links(problems)
+    check_layout(problems)
+    for problem in problems:
+        print(problem)
+    files = len(list(markdown_files()))
+    print(f"docs: {files} Markdown files, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
