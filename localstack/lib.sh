@@ -255,7 +255,7 @@ stop_devstack_and_emulator() {
   stop_emulator
 }
 
-# The arrows of DESIGN.md section 3, from `cargo tree`: no function crate and not the dev
+# The arrows of docs/architecture.md, from `cargo tree`: no function crate and not the dev
 # stack under shared/testkit; no function crate under the dev stack; lambda_http only under
 # the functions that serve HTTP (their main.rs is `bouquet_http::main!`).
 check_arrows() {

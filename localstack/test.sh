@@ -94,6 +94,9 @@ emulator_tools_and_cfn_lint() {
 log "cargo fmt --check"
 cargo fmt --all -- --check
 
+log "the docs: every link and anchor resolves, nothing outside the repository, the layout names what exists"
+python3 "$LOCALSTACK_DIR/check_docs.py"
+
 log "in the background: the crate arrows; the pinned tools (emulator and cfn-lint, browser and contract tools, chromium and mosquitto); the SAM CLI, cargo-lambda and zig for sam validate and the arm64 cross-compile"
 start_job crate-arrows check_arrows
 start_job emulator-tools emulator_tools_and_cfn_lint
@@ -105,7 +108,7 @@ start_job deploy-path deploy_checks_and_cross_compile
 log "the debug build every suite shares, linted by clippy -D warnings"
 build_workspace
 
-log "crate arrows (DESIGN.md section 3)"
+log "crate arrows (docs/architecture.md, the layout)"
 finish_job crate-arrows
 finish_job emulator-tools
 # Mosquitto (the local IoT Core's broker) before the tests that start one.

@@ -1,4 +1,4 @@
-// The live-updates client (API.md "Live updates"): one WebSocket per tab, channels subscribed
+// The live-updates client (docs/contract.md "Live updates"): one WebSocket per tab, channels subscribed
 // on demand, re-subscribed after a reconnect, a ping every few minutes so API Gateway's 10-minute
 // idle limit never closes it, a new connection before the token expires (private channels end
 // there), and frames deduplicated by `eventId`.

@@ -1,4 +1,4 @@
-//! The local cloud's own parts (DESIGN.md section 6): what the AWS emulator does not do.
+//! The local cloud's own parts (docs/architecture.md): what the AWS emulator does not do.
 //!
 //! - [`provision`]: creates the resources `template.yaml` declares on `AWS_ENDPOINT_URL`, the
 //!   user pool too ([`cognito`]).

@@ -1,6 +1,6 @@
 //! The soak's auditor: once the traffic has stopped and the system is quiet, it reads the
 //! table, the simulated gateway's ledger, the live table, the queues and what each customer's
-//! socket received, and checks the invariants of DESIGN.md section 4 over everything at once.
+//! socket received, and checks the invariants of docs/architecture.md over everything at once.
 //!
 //! An invariant is one function from the [`Evidence`] to a [`Check`] (what it looked at and
 //! every violation), listed in [`INVARIANTS`]: a new state or money path adds its own.
@@ -515,7 +515,7 @@ pub fn customers_see_their_own_orders_only(evidence: &Evidence) -> Check {
             }
         }
     }
-    // Push is at most once (API.md): a broadcast that failed is kept whole, not replayed.
+    // Push is at most once (docs/contract.md): a broadcast that failed is kept whole, not replayed.
     let failed_broadcasts: Vec<&String> = evidence
         .queues
         .iter()

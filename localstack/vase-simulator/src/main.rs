@@ -6,7 +6,7 @@
 //! Mosquitto (`--broker`, 127.0.0.1:8883; `devstack up` prints the whole command for its demo
 //! vase). On AWS: `--endpoint <iotEndpoint> ... --ca AmazonRootCA1.pem` (port 8883).
 //!
-//! It publishes `vases/{id}/heartbeat` and `vases/{id}/telemetry` (API.md, Vase MQTT) with
+//! It publishes `vases/{id}/heartbeat` and `vases/{id}/telemetry` (docs/contract.md, Vase MQTT) with
 //! QoS 1 on its intervals, following a scenario, and prints every message and what became
 //! of it.
 

@@ -1,4 +1,4 @@
-//! The outbox publisher (DESIGN.md section 2, invariant 5).
+//! The outbox publisher (docs/architecture.md, invariant 5).
 //!
 //! It publishes outbox items ([`bouquet_events::OutboxItem`], read from the table's stream) to
 //! the custom bus: each item's `detail` as it is (source `bouquet.marketplace`, detail-type =

@@ -1,4 +1,4 @@
-//! Live-update channels (API.md, "Live updates"): who may read which channel, and which
+//! Live-update channels (docs/contract.md, "Live updates"): who may read which channel, and which
 //! channels an event belongs to. Pure: the broadcaster and the subscribe route decide with
 //! these, the store and the push adapter only carry the result.
 

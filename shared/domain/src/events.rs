@@ -8,7 +8,7 @@ use crate::ids::{BouquetId, CustomerId, EventId, OrderId, VaseId, VendorId};
 use crate::money::Money;
 use crate::photo::Photo;
 
-/// The payload of each event, by name (API.md, Events).
+/// The payload of each event, by name (docs/contract.md, Events).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(untagged, rename_all_fields = "camelCase")]
 pub enum EventData {

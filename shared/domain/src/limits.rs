@@ -1,4 +1,4 @@
-//! Abuse limits (API.md, "Abuse limits"): how many times one subject (an order, a customer)
+//! Abuse limits (docs/contract.md, "Abuse limits"): how many times one subject (an order, a customer)
 //! may do a thing within a window of time, counted in fixed windows aligned to the epoch.
 //!
 //! A fixed window is one counter item per window, written with a conditional `ADD`: exact

@@ -529,8 +529,8 @@ impl Order {
         Ok(())
     }
 
-    /// The event a transition into the current status announces (API.md, Events); `None`
-    /// for the internal steps of a payment (claim, decline), which API.md names no event for.
+    /// The event a transition into the current status announces (docs/contract.md, Events); `None`
+    /// for the internal steps of a payment (claim, decline), which docs/contract.md names no event for.
     pub fn lifecycle_event(&self) -> Option<EventData> {
         let bouquet_ids = self.bouquet_ids().collect();
         let (order_id, customer_id, vendor_id) =

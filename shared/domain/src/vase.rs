@@ -1,4 +1,4 @@
-//! Smart vases: what a vase sends (API.md, Vase MQTT), its connection state machine
+//! Smart vases: what a vase sends (docs/contract.md, Vase MQTT), its connection state machine
 //! (`never_seen` → `online` ⇄ `offline`) and what a heartbeat or a reading changes.
 //!
 //! Every rule here is "newer wins": a heartbeat moves `lastHeartbeatAt` forward only and a
@@ -16,7 +16,7 @@ use crate::clock::Timestamp;
 use crate::freshness;
 use crate::ids::{BouquetId, VaseId, VendorId};
 
-/// A vase that sent no heartbeat for this long is offline (DESIGN.md: one hour).
+/// A vase that sent no heartbeat for this long is offline (docs/architecture.md: one hour).
 pub const DEFAULT_OFFLINE_AFTER: Duration = Duration::from_secs(60 * 60);
 
 /// A message stamped further ahead of IoT Core's own clock than this is refused: a vase with
@@ -346,7 +346,7 @@ impl Vase {
     }
 }
 
-/// A vase as its vendor sees it (API.md: `GET /v1/vendors/{vendorId}/vases`).
+/// A vase as its vendor sees it (docs/contract.md: `GET /v1/vendors/{vendorId}/vases`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct VaseView {

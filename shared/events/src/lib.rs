@@ -1,4 +1,4 @@
-//! The outbox item, the one shape of a domain event on its way out (DESIGN.md section 2,
+//! The outbox item, the one shape of a domain event on its way out (docs/architecture.md,
 //! invariant 5). The store puts it in the same transaction as the change it announces; the
 //! table's stream carries it to the publisher, which sends its `detail` to EventBridge as it
 //! is; consumers read that same detail. One type, so writer and reader cannot drift.

@@ -15,7 +15,7 @@ pub enum SettingsReader {
 
 /// `{vendorId, version, firstDate, ...settings}` with `ETag` the version (what `If-Match`
 /// names); `firstDate` is the first day the shop takes a delivery for at `now`. The shop's
-/// contact address is its own (API.md, "Abuse limits"): the public view says only whether
+/// contact address is its own (docs/contract.md, "Abuse limits"): the public view says only whether
 /// one is set (`contactEmailSet`).
 pub fn delivery_settings_reply(
     vendor_id: VendorId,

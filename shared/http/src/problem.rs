@@ -365,7 +365,7 @@ impl From<Vec<FieldError>> for ApiError {
 }
 
 impl ApiError {
-    /// The one table: status, stable code (API.md, Errors) and title of every variant.
+    /// The one table: status, stable code (docs/contract.md, Errors) and title of every variant.
     fn spec(&self) -> (StatusCode, &'static str, &'static str) {
         use StatusCode as S;
         match self {
@@ -478,7 +478,7 @@ impl ApiError {
         self.spec().0
     }
 
-    /// The stable code clients match on (API.md, Errors).
+    /// The stable code clients match on (docs/contract.md, Errors).
     pub fn code(&self) -> &'static str {
         self.spec().1
     }

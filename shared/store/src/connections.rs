@@ -1,4 +1,4 @@
-//! Live-update connections and their subscriptions (API.md, "Live updates").
+//! Live-update connections and their subscriptions (docs/contract.md, "Live updates").
 //!
 //! - the connection: `CONNECTION#{id}` / `CONNECTION`, with who holds it and, in the map
 //!   `subscriptions`, the shard of each channel it subscribed to (so a disconnect knows what

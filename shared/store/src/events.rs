@@ -1,5 +1,5 @@
 //! Outbox items ([`bouquet_events::OutboxItem`]): each domain event is put in the same
-//! transaction as its change. The table's stream carries them to the publisher (DESIGN.md
+//! transaction as its change. The table's stream carries them to the publisher (docs/architecture.md
 //! section 2).
 
 use bouquet_domain::events::DomainEvent;

@@ -11,7 +11,7 @@ use crate::items::{to_item, Item};
 use crate::keys;
 use crate::tx::{Expr, Tx};
 
-/// How long a key is remembered (API.md: 24 h). DynamoDB TTL deletes the item some time after;
+/// How long a key is remembered (docs/contract.md: 24 h). DynamoDB TTL deletes the item some time after;
 /// until then the condition below treats an expired record as absent.
 pub const RETENTION: Duration = Duration::from_secs(24 * 60 * 60);
 

@@ -1,4 +1,4 @@
-//! The DynamoDB adapter: one table (DESIGN.md section 5), conditional writes for every state
+//! The DynamoDB adapter: one table (docs/architecture.md), conditional writes for every state
 //! change, and the reservation as one `TransactWriteItems`.
 //!
 //! Conditions here restate the domain's rules for DynamoDB (for example "available, or held

@@ -1,4 +1,4 @@
-//! DESIGN.md section 4, invariants 1-3: one transaction per reservation, a bouquet is held by
+//! docs/architecture.md, invariants 1-3: one transaction per reservation, a bouquet is held by
 //! at most one order, expired holds can be taken, idempotency keys run a request once.
 
 use std::collections::HashMap;

@@ -259,7 +259,7 @@ async fn concurrent_payments_of_one_order_charge_once() {
     );
 }
 
-/// Card testing (API.md, "Abuse limits"): the order's declines lock it until their window
+/// Card testing (docs/contract.md, "Abuse limits"): the order's declines lock it until their window
 /// ends (no card is tried meanwhile, a good one neither), then it is payable again.
 #[tokio::test]
 async fn declines_past_the_bound_lock_the_order_until_the_window_ends_and_charge_nothing() {
