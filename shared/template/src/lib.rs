@@ -3,7 +3,9 @@
 //! provisions from it and the tests check the code against it.
 //!
 //! CloudFormation short tags (`!Ref X`, `!GetAtt A.B`, `!Sub s`) are turned into their long
-//! JSON forms (`{"Ref": "X"}`, `{"Fn::GetAtt": ["A", "B"]}`, `{"Fn::Sub": "s"}`).
+//! JSON forms (`{"Ref": "X"}`, `{"Fn::GetAtt": ["A", "B"]}`, `{"Fn::Sub": "s"}`), and the
+//! `AWS::LanguageExtensions` loops (`Fn::ForEach::Name`) are expanded as CloudFormation expands
+//! them ([`expand_loops`]): every reader sees the resources a deployment creates.
 
 #[cfg(feature = "dynamodb")]
 pub mod dynamodb;
@@ -86,9 +88,13 @@ impl Template {
 
     pub fn parse(text: &str) -> Result<Self, TemplateError> {
         let yaml: serde_norway::Value = serde_norway::from_str(text)?;
-        Ok(Self {
-            root: to_json(yaml),
-        })
+        let mut root = to_json(yaml);
+        for section in ["Conditions", "Resources", "Outputs"] {
+            if let Some(entries) = root.get_mut(section) {
+                *entries = expand_loops(entries)?;
+            }
+        }
+        Ok(Self { root })
     }
 
     pub fn root(&self) -> &Value {
@@ -553,6 +559,152 @@ fn to_json(yaml: serde_norway::Value) -> Value {
                 other => serde_json::json!({ format!("Fn::{other}"): value }),
             }
         }
+    }
+}
+
+/// `section` (the `Resources`, `Conditions` or `Outputs` map) with each `Fn::ForEach::Name`
+/// entry replaced by what it makes: `[identifier, collection, {key: fragment}]` gives, for
+/// each item of the collection, the key and fragment with every `${identifier}` and
+/// `&{identifier}` in their strings replaced by the item and every `{"Ref": identifier}` by
+/// the item itself. Loops nest. A key made twice is an error, as CloudFormation's is.
+pub fn expand_loops(section: &Value) -> Result<Value, TemplateError> {
+    let Some(entries) = section.as_object() else {
+        return Ok(section.clone());
+    };
+    let mut out = Map::new();
+    for (key, value) in entries {
+        if !key.starts_with("Fn::ForEach::") {
+            put_once(&mut out, key.clone(), value.clone())?;
+            continue;
+        }
+        let shape = || {
+            TemplateError::Shape(format!(
+                "{key} takes [identifier, [items], {{key: fragment}}]"
+            ))
+        };
+        let [identifier, collection, fragment] =
+            value.as_array().map(Vec::as_slice).unwrap_or_default()
+        else {
+            return Err(shape());
+        };
+        let (Some(identifier), Some(items), Some(fragment)) = (
+            identifier.as_str(),
+            collection.as_array(),
+            fragment.as_object(),
+        ) else {
+            return Err(shape());
+        };
+        for item in items {
+            let item = item.as_str().ok_or_else(shape)?;
+            let made = substitute(&Value::Object(fragment.clone()), identifier, item);
+            for (made_key, made_value) in expand_loops(&made)?.as_object().into_iter().flatten() {
+                put_once(&mut out, made_key.clone(), made_value.clone())?;
+            }
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+fn put_once(out: &mut Map<String, Value>, key: String, value: Value) -> Result<(), TemplateError> {
+    if out.contains_key(&key) {
+        return Err(TemplateError::Shape(format!("{key} is defined twice")));
+    }
+    out.insert(key, value);
+    Ok(())
+}
+
+fn substitute(value: &Value, identifier: &str, item: &str) -> Value {
+    let text = |s: &str| {
+        s.replace(&format!("${{{identifier}}}"), item)
+            .replace(&format!("&{{{identifier}}}"), item)
+    };
+    match value {
+        Value::String(s) => Value::String(text(s)),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|v| substitute(v, identifier, item))
+                .collect(),
+        ),
+        Value::Object(map)
+            if map.len() == 1 && map.get("Ref") == Some(&Value::from(identifier)) =>
+        {
+            Value::String(item.to_owned())
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (text(k), substitute(v, identifier, item)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod loop_tests {
+    use super::*;
+
+    #[test]
+    fn a_loop_makes_one_entry_per_item_with_the_identifier_replaced_everywhere() {
+        let template = Template::parse(
+            "Transform: [AWS::LanguageExtensions, AWS::Serverless-2016-10-31]\n\
+             Resources:\n\
+             \x20 Kept: {Type: AWS::SNS::Topic}\n\
+             \x20 Fn::ForEach::Logs:\n\
+             \x20   - Name\n\
+             \x20   - [A, B]\n\
+             \x20   - ${Name}FunctionLogs:\n\
+             \x20       Type: AWS::Logs::LogGroup\n\
+             \x20       Properties:\n\
+             \x20         LogGroupName: !Sub '/aws/lambda/${${Name}Function}'\n\
+             \x20         Tags: [{Key: fn, Value: !Ref Name}, {Key: arn, Value: !GetAtt '${Name}Function.Arn'}]\n\
+             \x20     Fn::ForEach::Alarms:\n\
+             \x20       - Metric\n\
+             \x20       - [Errors, Throttles]\n\
+             \x20       - ${Name}Function${Metric}:\n\
+             \x20           Properties: {MetricName: '&{Metric}', Value: !Ref '${Name}Function'}\n",
+        )
+        .unwrap();
+        let names: Vec<&str> = template.resources().map(|(k, _)| k).collect();
+        assert_eq!(
+            names,
+            [
+                "AFunctionErrors",
+                "AFunctionLogs",
+                "AFunctionThrottles",
+                "BFunctionErrors",
+                "BFunctionLogs",
+                "BFunctionThrottles",
+                "Kept"
+            ]
+        );
+        let logs = template.resource("BFunctionLogs").unwrap();
+        assert_eq!(
+            logs["Properties"]["LogGroupName"],
+            serde_json::json!({"Fn::Sub": "/aws/lambda/${BFunction}"})
+        );
+        assert_eq!(logs["Properties"]["Tags"][0]["Value"], "B");
+        assert_eq!(
+            logs["Properties"]["Tags"][1]["Value"],
+            serde_json::json!({"Fn::GetAtt": ["BFunction", "Arn"]})
+        );
+        let alarm = template.resource("AFunctionThrottles").unwrap();
+        assert_eq!(alarm["Properties"]["MetricName"], "Throttles");
+        assert_eq!(
+            alarm["Properties"]["Value"],
+            serde_json::json!({"Ref": "AFunction"})
+        );
+    }
+
+    #[test]
+    fn a_loop_that_makes_an_existing_key_or_has_no_list_is_refused() {
+        let twice = "Resources:\n  AFunctionLogs: {}\n  Fn::ForEach::L: [N, [A], {'${N}FunctionLogs': {}}]\n";
+        assert!(matches!(
+            Template::parse(twice),
+            Err(TemplateError::Shape(_))
+        ));
+        let bad = "Resources:\n  Fn::ForEach::L: [N, {Ref: List}, {'${N}X': {}}]\n";
+        assert!(matches!(Template::parse(bad), Err(TemplateError::Shape(_))));
     }
 }
 

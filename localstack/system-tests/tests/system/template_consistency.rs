@@ -134,11 +134,16 @@ fn every_function_has_a_log_group_with_retention_and_error_and_throttle_alarms()
         let id = &function.logical_id;
         let logs = template
             .resource(&format!("{id}Logs"))
-            .unwrap_or_else(|| panic!("{id} has no {id}Logs log group"));
+            .unwrap_or_else(|| panic!("{id} has no {id}Logs log group: name it in Fn::ForEach::FunctionLogsAndAlarms"));
         assert_eq!(logs["Type"], "AWS::Logs::LogGroup");
         assert!(
             !logs["Properties"]["RetentionInDays"].is_null(),
             "{id}Logs keeps logs forever"
+        );
+        assert_eq!(
+            logs["Properties"]["LogGroupName"]["Fn::Sub"],
+            format!("/aws/lambda/${{{id}}}"),
+            "{id}Logs is another function's"
         );
         for metric in ["Errors", "Throttles"] {
             let alarm = template
@@ -146,8 +151,8 @@ fn every_function_has_a_log_group_with_retention_and_error_and_throttle_alarms()
                 .unwrap_or_else(|| panic!("{id} has no {metric} alarm"));
             assert_eq!(alarm["Properties"]["MetricName"], metric);
             assert_eq!(
-                alarm["Properties"]["Dimensions"][0]["Value"]["Ref"],
-                id.as_str(),
+                alarm["Properties"]["Dimensions"][0]["Value"]["Fn::Sub"],
+                format!("${{{id}}}"),
                 "{id}{metric} watches another function"
             );
         }
