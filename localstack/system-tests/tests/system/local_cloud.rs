@@ -902,8 +902,8 @@ async fn the_simulated_gateway_is_refused_at_init_unless_opted_into() {
 async fn concurrent_requests_scale_out_to_sandboxes_and_past_the_reservation_are_throttled() {
     let cloud = TestCloud::new().await;
     let vendor = cloud.vendor("Bloom").await;
-    let bouquet = cloud.bouquet(&vendor, "12.00").await;
-    let path = format!("/v1/bouquets/{bouquet}");
+    // A public read the edge does not cache (one bouquet's is: the crowd would be one request).
+    let path = format!("/v1/vendors/{vendor}/delivery-settings");
     let crowd = |address| {
         let path = path.clone();
         async move {
@@ -920,7 +920,7 @@ async fn concurrent_requests_scale_out_to_sandboxes_and_past_the_reservation_are
         "{:?}",
         answers.iter().map(|a| a.status).collect::<Vec<_>>()
     );
-    let report = functions.get("get-bouquet").unwrap().report();
+    let report = functions.get("get-delivery-settings").unwrap().report();
     assert_eq!(
         (report.invocations, report.throttles),
         (20, 0),
@@ -932,12 +932,12 @@ async fn concurrent_requests_scale_out_to_sandboxes_and_past_the_reservation_are
     );
     // A second round reuses the warm sandboxes.
     crowd(address).await;
-    let again = functions.get("get-bouquet").unwrap().report();
+    let again = functions.get("get-delivery-settings").unwrap().report();
     assert!(again.cold_starts < 40, "{again:?}");
 
     let reserved = text.replacen(
-        "        Binary: get-bouquet\n    Properties:\n",
-        "        Binary: get-bouquet\n    Properties:\n      ReservedConcurrentExecutions: 2\n",
+        "{Binary: get-delivery-settings}}\n    Properties:\n",
+        "{Binary: get-delivery-settings}}\n    Properties:\n      ReservedConcurrentExecutions: 2\n",
         1,
     );
     assert_ne!(reserved, text, "the function's properties were found");
@@ -950,7 +950,7 @@ async fn concurrent_requests_scale_out_to_sandboxes_and_past_the_reservation_are
     for answer in &throttled {
         assert_eq!(answer.body, json!({ "message": "Internal Server Error" }));
     }
-    let report = functions.get("get-bouquet").unwrap().report();
+    let report = functions.get("get-delivery-settings").unwrap().report();
     assert_eq!(report.throttles as usize, throttled.len(), "{report:?}");
     assert!(
         report.peak_concurrency <= 2 && report.sandboxes <= 2,

@@ -132,9 +132,9 @@ fn every_function_has_a_log_group_with_retention_and_error_and_throttle_alarms()
     let template = Template::repository().expect("template.yaml parses");
     for function in template.functions().unwrap() {
         let id = &function.logical_id;
-        let logs = template
-            .resource(&format!("{id}Logs"))
-            .unwrap_or_else(|| panic!("{id} has no {id}Logs log group: name it in Fn::ForEach::FunctionLogsAndAlarms"));
+        let logs = template.resource(&format!("{id}Logs")).unwrap_or_else(|| {
+            panic!("{id} has no {id}Logs log group: name it in Fn::ForEach::FunctionLogsAndAlarms")
+        });
         assert_eq!(logs["Type"], "AWS::Logs::LogGroup");
         assert!(
             !logs["Properties"]["RetentionInDays"].is_null(),
