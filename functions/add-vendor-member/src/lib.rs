@@ -2,12 +2,10 @@
 //! member of the shop (its `custom:vendorId` and the `vendor` group), inviting them when they
 //! have no account: 201 invited, 200 updated (also when already a member).
 
-use bouquet_app::directory::UserDirectory;
 use bouquet_app::domain::identity::Email;
 use bouquet_app::domain::{FieldError, VendorId};
 use bouquet_app::members::{add_vendor_member, MembershipChange};
 use bouquet_app::App;
-use bouquet_directory::cognito::CognitoDirectory;
 use bouquet_http::lambda_http::http::StatusCode;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
@@ -21,44 +19,22 @@ struct NewMember {
     email: String,
 }
 
-/// The user pool's directory, when the stack has its own (`USER_POOL_ID`; empty when the
-/// template trusts an external issuer).
-pub fn directory(sdk: &bouquet_app::aws::SdkConfig) -> Result<Option<CognitoDirectory>, Error> {
-    Ok(std::env::var("USER_POOL_ID")
-        .ok()
-        .filter(|id| !id.is_empty())
-        .map(|id| CognitoDirectory::lazy(sdk, id)))
+pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, handle).await
 }
 
-/// [`handler`] on the deployed directory.
-pub async fn serve(
-    app: &App,
-    directory: &Option<CognitoDirectory>,
-    request: Request,
-) -> Result<Response<Body>, Error> {
-    let directory = directory.as_ref().map(|d| d as &dyn UserDirectory);
-    handler(app, directory, request).await
-}
-
-/// `directory` is `None` when the stack trusts an external issuer (no user pool of its own):
-/// memberships are then managed in that identity provider, and the route says so.
-pub async fn handler(
-    app: &App,
-    directory: Option<&dyn UserDirectory>,
-    request: Request,
-) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, async |ctx: &Ctx| {
-        handle(ctx, directory).await
-    })
-    .await
-}
-
-async fn handle(ctx: &Ctx, directory: Option<&dyn UserDirectory>) -> Result<Reply, ApiError> {
+async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     ctx.caller()?.require(Role::Admin)?;
     let vendor_id = ctx.path("vendorId", VendorId::parse)?;
     let body: NewMember = ctx.json()?;
     let email = Email::parse(&body.email)
         .map_err(|e| ApiError::Invalid(vec![FieldError::new("email", e)]))?;
+    let directory = ctx
+        .app
+        .ports
+        .directory()
+        .await
+        .map_err(ApiError::internal)?;
     let directory = directory.ok_or(ApiError::NotImplemented(
         "this stack trusts an external identity provider; manage vendor members there",
     ))?;

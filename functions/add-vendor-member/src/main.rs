@@ -1,4 +1,1 @@
-bouquet_http::main!(
-    handler = add_vendor_member::serve,
-    with = add_vendor_member::directory
-);
+bouquet_http::main!(handler = add_vendor_member::handler);

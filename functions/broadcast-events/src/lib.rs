@@ -9,11 +9,8 @@ use tracing::Instrument;
 use bouquet_app::live::{self, Broadcast, LivePorts};
 use bouquet_app::App;
 
-pub async fn handler(
-    app: &App,
-    ports: &LivePorts,
-    event: LambdaEvent<Value>,
-) -> Result<Broadcast, Error> {
+pub async fn handler(app: &App, event: LambdaEvent<Value>) -> Result<Broadcast, Error> {
+    let ports = app.ports.live().await?;
     let span = bouquet_app::event_span(&event.payload);
     broadcast(app, ports, &event.payload).instrument(span).await
 }

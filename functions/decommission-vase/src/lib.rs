@@ -9,7 +9,6 @@
 //! reconciliation sweep (`reconcile-vase-things`) removes it later.
 
 use bouquet_app::domain::VaseId;
-use bouquet_app::iot::Registrar;
 use bouquet_app::vase_saga;
 use bouquet_app::App;
 use bouquet_http::lambda_http::http::StatusCode;
@@ -18,18 +17,17 @@ use bouquet_http::{run, ApiError, Ctx, Reply, Route};
 
 pub const ROUTE: Route = Route::new("DELETE", "/v1/vases/{vaseId}");
 
-pub async fn handler(
-    app: &App,
-    registrar: &Registrar,
-    request: Request,
-) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, async |ctx: &Ctx| {
-        handle(ctx, registrar).await
-    })
-    .await
+pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, handle).await
 }
 
-async fn handle(ctx: &Ctx, registrar: &Registrar) -> Result<Reply, ApiError> {
+async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
+    let registrar = ctx
+        .app
+        .ports
+        .registrar()
+        .await
+        .map_err(ApiError::internal)?;
     let vase_id = ctx.path("vaseId", VaseId::parse)?;
     let caller = ctx.caller()?;
     vase_saga::decommission(

@@ -1,4 +1,1 @@
-bouquet_http::main!(
-    handler = decommission_vase::handler,
-    with = bouquet_app::iot::Registrar::aws
-);
+bouquet_http::main!(handler = decommission_vase::handler);

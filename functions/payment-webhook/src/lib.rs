@@ -26,75 +26,19 @@ use serde_json::json;
 
 pub const ROUTE: Route = Route::new("POST", "/v1/payments/webhook");
 
-/// The endpoint's signing secret (`whsec_...`).
-pub struct SigningSecret {
-    secret: tokio::sync::OnceCell<String>,
-    /// Where to read it when it is not given: the SDK configuration and the parameter's name.
-    parameter: Option<(bouquet_aws::SdkConfig, String)>,
+pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, handle).await
 }
 
-impl SigningSecret {
-    pub fn new(secret: impl Into<String>) -> Self {
-        Self {
-            secret: tokio::sync::OnceCell::new_with(Some(secret.into())),
-            parameter: None,
-        }
-    }
-
-    /// `STRIPE_WEBHOOK_SECRET` when set (the dev stack's), else the SSM SecureString named by
-    /// `STRIPE_WEBHOOK_SECRET_PARAMETER`, read at the first webhook and kept for the container:
-    /// read at init, it would cost every cold start an SSM round trip.
-    pub fn from_env(sdk: &bouquet_aws::SdkConfig) -> Result<Self, Error> {
-        if let Ok(secret) = std::env::var("STRIPE_WEBHOOK_SECRET") {
-            return Ok(Self::new(secret));
-        }
-        let name = std::env::var("STRIPE_WEBHOOK_SECRET_PARAMETER")
-            .map_err(|_| "STRIPE_WEBHOOK_SECRET_PARAMETER is not set")?;
-        Ok(Self {
-            secret: tokio::sync::OnceCell::new(),
-            parameter: Some((sdk.clone(), name)),
-        })
-    }
-
-    /// The secret; a failed read fails this webhook (500, Stripe redelivers) and is tried
-    /// again by the next.
-    async fn get(&self) -> Result<&str, ApiError> {
-        self.secret
-            .get_or_try_init(|| async {
-                let (sdk, name) = self.parameter.as_ref().ok_or_else(|| {
-                    ApiError::internal("the webhook signing secret is not configured")
-                })?;
-                bouquet_app::payments::stripe::read_secret_parameter(sdk, name)
-                    .await
-                    .map_err(ApiError::internal)
-            })
-            .await
-            .map(String::as_str)
-    }
-}
-
-impl std::fmt::Debug for SigningSecret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SigningSecret(..)")
-    }
-}
-
-pub async fn handler(
-    app: &App,
-    secret: &SigningSecret,
-    request: Request,
-) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, async |ctx: &Ctx| {
-        handle(ctx, secret).await
-    })
-    .await
-}
-
-async fn handle(ctx: &Ctx, secret: &SigningSecret) -> Result<Reply, ApiError> {
+async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     stripe_webhook::verify(
         ctx.header("stripe-signature"),
         ctx.raw_body(),
-        secret.get().await?,
+        ctx.app
+            .ports
+            .webhook_secret()
+            .await
+            .map_err(ApiError::internal)?,
         ctx.now.as_epoch_seconds(),
     )
     .map_err(|error| {

@@ -1,5 +1,4 @@
 bouquet_http::main!(
     handler = payment_webhook::handler,
-    app = bouquet_app::App::taking_payments,
-    with = payment_webhook::SigningSecret::from_env
+    app = bouquet_app::App::taking_payments
 );

@@ -12,14 +12,11 @@
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Error, LambdaEvent};
 
-use bouquet_app::live::{self, LivePorts, Work};
+use bouquet_app::live::{self, Work};
 use bouquet_app::App;
 
-pub async fn handler(
-    app: &App,
-    ports: &LivePorts,
-    event: LambdaEvent<SqsEvent>,
-) -> Result<SqsBatchResponse, Error> {
+pub async fn handler(app: &App, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, Error> {
+    let ports = app.ports.live().await?;
     let mut units = Vec::new();
     let mut malformed = Vec::new();
     for record in event.payload.records {

@@ -15,17 +15,13 @@
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::Value;
 
-use bouquet_app::iot::Registrar;
 use bouquet_app::vase_saga::{self, Reconciliation};
 use bouquet_app::App;
 
 pub use bouquet_app::vase_saga::GRACE;
 
-pub async fn handler(
-    app: &App,
-    registrar: &Registrar,
-    event: LambdaEvent<Value>,
-) -> Result<Reconciliation, Error> {
+pub async fn handler(app: &App, event: LambdaEvent<Value>) -> Result<Reconciliation, Error> {
+    let registrar = app.ports.registrar().await?;
     let correlation_id =
         bouquet_app::scheduled::correlation_id(&event.payload, &event.context.request_id);
     let report = vase_saga::reconcile(app, registrar).await?;

@@ -24,15 +24,8 @@ pub use bouquet_app::iot::Registrar;
 #[serde(deny_unknown_fields)]
 struct Registration {}
 
-pub async fn handler(
-    app: &App,
-    registrar: &Registrar,
-    request: Request,
-) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, async |ctx: &Ctx| {
-        handle(ctx, registrar).await
-    })
-    .await
+pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, handle).await
 }
 
 /// The answer: the vase, its certificate and (this once) private key, the IoT data endpoint
@@ -54,7 +47,13 @@ fn reply(ctx: &Ctx, registered: &Registered, with_key: bool) -> Result<Reply, Ap
     )
 }
 
-async fn handle(ctx: &Ctx, registrar: &Registrar) -> Result<Reply, ApiError> {
+async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
+    let registrar = ctx
+        .app
+        .ports
+        .registrar()
+        .await
+        .map_err(ApiError::internal)?;
     let vendor_id = ctx.path("vendorId", VendorId::parse)?;
     let caller = ctx.caller()?;
     caller.require_vendor(vendor_id)?;

@@ -1,4 +1,1 @@
-bouquet_http::main!(
-    handler = register_vase::handler,
-    with = register_vase::Registrar::aws
-);
+bouquet_http::main!(handler = register_vase::handler);

@@ -6,7 +6,6 @@
 
 use bouquet_app::domain::photo::ImageType;
 use bouquet_app::domain::{BouquetId, FieldError};
-use bouquet_app::photo_storage::PostPolicySigner;
 use bouquet_app::photos;
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
@@ -22,27 +21,17 @@ struct NewUpload {
     content_type: String,
 }
 
-/// The signer of the upload bucket (`PHOTO_UPLOAD_BUCKET`), whose form posts to
-/// `PHOTO_UPLOAD_URL` (the bucket's regional endpoint; the dev stack's locally).
-pub fn signer(sdk: &bouquet_app::aws::SdkConfig) -> Result<PostPolicySigner, Error> {
-    let bucket =
-        std::env::var("PHOTO_UPLOAD_BUCKET").map_err(|_| "PHOTO_UPLOAD_BUCKET is not set")?;
-    let url = std::env::var("PHOTO_UPLOAD_URL").map_err(|_| "PHOTO_UPLOAD_URL is not set")?;
-    Ok(PostPolicySigner::from_sdk(sdk, bucket, url)?)
+pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, handle).await
 }
 
-pub async fn handler(
-    app: &App,
-    signer: &PostPolicySigner,
-    request: Request,
-) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, async |ctx: &Ctx| {
-        handle(ctx, signer).await
-    })
-    .await
-}
-
-async fn handle(ctx: &Ctx, signer: &PostPolicySigner) -> Result<Reply, ApiError> {
+async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
+    let signer = ctx
+        .app
+        .ports
+        .photo_signer()
+        .await
+        .map_err(ApiError::internal)?;
     let bouquet_id = ctx.path("bouquetId", BouquetId::parse)?;
     let caller = ctx.caller()?;
     let body: NewUpload = ctx.json()?;

@@ -10,7 +10,6 @@
 //! rotation never revokes the certificate another one returned.
 
 use bouquet_app::domain::VaseId;
-use bouquet_app::iot::Registrar;
 use bouquet_app::vase_saga::{self, Rotated};
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
@@ -25,15 +24,8 @@ pub const ROUTE: Route = Route::new("POST", "/v1/vases/{vaseId}/certificate");
 #[serde(deny_unknown_fields)]
 struct Rotation {}
 
-pub async fn handler(
-    app: &App,
-    registrar: &Registrar,
-    request: Request,
-) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, async |ctx: &Ctx| {
-        handle(ctx, registrar).await
-    })
-    .await
+pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, handle).await
 }
 
 /// The new credentials; the stored copy for replays is the same without the key.
@@ -50,7 +42,13 @@ fn reply(rotated: &Rotated, with_key: bool) -> Result<Reply, ApiError> {
     }))
 }
 
-async fn handle(ctx: &Ctx, registrar: &Registrar) -> Result<Reply, ApiError> {
+async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
+    let registrar = ctx
+        .app
+        .ports
+        .registrar()
+        .await
+        .map_err(ApiError::internal)?;
     let vase_id = ctx.path("vaseId", VaseId::parse)?;
     let caller = ctx.caller()?;
     if ctx.has_body() {

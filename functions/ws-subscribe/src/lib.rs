@@ -11,7 +11,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use bouquet_app::live::{self, LiveError};
-use bouquet_app::realtime::Pusher;
 use bouquet_app::App;
 
 #[derive(Deserialize)]
@@ -42,7 +41,6 @@ fn invalid(detail: &str) -> ApiGatewayProxyResponse {
 
 pub async fn handler(
     app: &App,
-    pusher: &dyn Pusher,
     event: LambdaEvent<ApiGatewayWebsocketProxyRequest>,
 ) -> Result<ApiGatewayProxyResponse, Error> {
     let request = &event.payload;
@@ -94,6 +92,7 @@ pub async fn handler(
         Err(LiveError::TooFast) => return Ok(too_fast()),
         Err(LiveError::Store(error)) => return Err(error.into()),
     };
+    let pusher = app.ports.pusher().await?;
     let refusals = outcome.refused.iter().map(|(channel, refusal)| async move {
         let frame = json!({ "type": "error", "code": refusal.code(), "channel": channel });
         if let Err(error) = pusher

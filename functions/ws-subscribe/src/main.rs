@@ -1,4 +1,1 @@
-bouquet_app::main!(
-    handler = ws_subscribe::handler,
-    with = bouquet_app::realtime::ApiGatewayPusher::from_env
-);
+bouquet_app::main!(handler = ws_subscribe::handler);

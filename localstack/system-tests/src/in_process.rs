@@ -20,36 +20,7 @@ macro_rules! http_functions {
     ($($binary:literal => $krate:ident),* $(,)?) => {
         /// (binary, the route the crate declares, its handler) of every HTTP function.
         pub const HTTP_FUNCTIONS: &[(&str, Route, HttpHandler)] = &[
-            $(($binary, $krate::ROUTE, |f, request| Box::pin(async move { $krate::handler(&f.app, request).await }))),*,
-            // The vase credential routes also need IoT Core: the emulator's, from the test.
-            ("register-vase", register_vase::ROUTE, |f, request| {
-                Box::pin(async move { register_vase::handler(&f.app, &f.registrar, request).await })
-            }),
-            ("rotate-vase-certificate", rotate_vase_certificate::ROUTE, |f, request| {
-                Box::pin(async move { rotate_vase_certificate::handler(&f.app, &f.registrar, request).await })
-            }),
-            ("decommission-vase", decommission_vase::ROUTE, |f, request| {
-                Box::pin(async move { decommission_vase::handler(&f.app, &f.registrar, request).await })
-            }),
-            // Memberships go to the test's user directory (moto's pool, or one in memory).
-            ("add-vendor-member", add_vendor_member::ROUTE, |f, request| {
-                Box::pin(async move {
-                    add_vendor_member::handler(&f.app, Some(f.directory.as_ref()), request).await
-                })
-            }),
-            // Upload policies signed for the test's own upload bucket.
-            ("request-photo-upload", request_photo_upload::ROUTE, |f, request| {
-                Box::pin(async move {
-                    request_photo_upload::handler(&f.app, &f.photo_signer, request).await
-                })
-            }),
-            // Stripe's webhook checks signatures with the tests' signing secret.
-            ("payment-webhook", payment_webhook::ROUTE, |f, request| {
-                Box::pin(async move {
-                    let secret = payment_webhook::SigningSecret::new(crate::WEBHOOK_SECRET);
-                    payment_webhook::handler(&f.app, &secret, request).await
-                })
-            }),
+            $(($binary, $krate::ROUTE, |f, request| Box::pin(async move { $krate::handler(&f.ported(), request).await }))),*
         ];
     };
 }
@@ -84,6 +55,12 @@ http_functions! {
     "list-vendors" => list_vendors,
     "suspend-vendor" => suspend_vendor,
     "reinstate-vendor" => reinstate_vendor,
+    "register-vase" => register_vase,
+    "rotate-vase-certificate" => rotate_vase_certificate,
+    "decommission-vase" => decommission_vase,
+    "add-vendor-member" => add_vendor_member,
+    "request-photo-upload" => request_photo_upload,
+    "payment-webhook" => payment_webhook,
 }
 
 /// The functions an EventBridge schedule triggers.
@@ -133,7 +110,7 @@ pub async fn run_event_function(
     functions: &InProcess,
     event: Value,
 ) -> Result<Value, Error> {
-    let app = &functions.app;
+    let app = &functions.ported();
     let event = lambda_event(event);
     Ok(match binary {
         "expire-reservations" => {
@@ -142,9 +119,9 @@ pub async fn run_event_function(
         "flag-offline-vases" => {
             serde_json::to_value(flag_offline_vases::handler(app, event).await?)?
         }
-        "reconcile-vase-things" => serde_json::to_value(
-            reconcile_vase_things::handler(app, &functions.registrar, event).await?,
-        )?,
+        "reconcile-vase-things" => {
+            serde_json::to_value(reconcile_vase_things::handler(app, event).await?)?
+        }
         "project-vendor-analytics" => project_vendor_analytics::handler(app, event).await?,
         "backfill-index-keys" => {
             serde_json::to_value(backfill_index_keys::handler(app, event).await?)?
@@ -166,9 +143,7 @@ pub async fn run_event_function(
                 .handle(event)
                 .await?
         }
-        "broadcast-events" => {
-            serde_json::to_value(broadcast_events::handler(app, &functions.ports()?, event).await?)?
-        }
+        "broadcast-events" => serde_json::to_value(broadcast_events::handler(app, event).await?)?,
         "process-bouquet-photos" => serde_json::to_value(
             process_bouquet_photos::ProcessPhotos {
                 app: app.clone(),
@@ -177,9 +152,7 @@ pub async fn run_event_function(
             .handle(typed(event)?)
             .await?,
         )?,
-        "push-frames" => serde_json::to_value(
-            push_frames::handler(app, &functions.ports()?, typed(event)?).await?,
-        )?,
+        "push-frames" => serde_json::to_value(push_frames::handler(app, typed(event)?).await?)?,
         other => return Err(format!("no event-triggered function {other}").into()),
     })
 }
@@ -200,7 +173,7 @@ pub async fn run_websocket_function(
     functions: &InProcess,
     event: Value,
 ) -> Result<Value, Error> {
-    let app = &functions.app;
+    let app = &functions.ported();
     let event = lambda_event(event);
     Ok(match binary {
         "ws-authorize" => {
@@ -208,9 +181,7 @@ pub async fn run_websocket_function(
         }
         "ws-connect" => serde_json::to_value(ws_connect::handler(app, typed(event)?).await?)?,
         "ws-disconnect" => serde_json::to_value(ws_disconnect::handler(app, typed(event)?).await?)?,
-        "ws-subscribe" => serde_json::to_value(
-            ws_subscribe::handler(app, functions.pusher()?.as_ref(), typed(event)?).await?,
-        )?,
+        "ws-subscribe" => serde_json::to_value(ws_subscribe::handler(app, typed(event)?).await?)?,
         "ws-ping" => serde_json::to_value(ws_ping::handler(typed(event)?).await?)?,
         other => return Err(format!("no WebSocket function {other}").into()),
     })
@@ -241,6 +212,26 @@ pub struct InProcess {
 }
 
 impl InProcess {
+    /// The test's app with every port the test gave: the handlers ask the app for them, as
+    /// each function's does (a port the test did not give fails the function that asks).
+    pub fn ported(&self) -> App {
+        let mut ports = self
+            .app
+            .ports
+            .clone()
+            .with_registrar(self.registrar.clone())
+            .with_directory(self.directory.clone())
+            .with_photo_signer(self.photo_signer.clone())
+            .with_webhook_secret(crate::WEBHOOK_SECRET);
+        if let Some(pusher) = &self.pusher {
+            ports = ports.with_pusher(pusher.clone());
+        }
+        if let Ok(live) = self.ports() {
+            ports = ports.with_live(live);
+        }
+        self.app.clone().with_ports(ports)
+    }
+
     fn pusher(&self) -> Result<Arc<dyn bouquet_app::realtime::Pusher>, Error> {
         self.pusher
             .clone()

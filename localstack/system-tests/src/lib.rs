@@ -74,6 +74,16 @@ pub fn function_binary(name: &str) -> PathBuf {
 }
 
 /// A bearer token the tests' local API accepts.
+/// `app` with `registrar` as its IoT Core port (a test's registry: the emulator's, or one
+/// that fails on purpose).
+pub fn with_registrar(app: &App, registrar: &register_vase::Registrar) -> App {
+    let ports = app
+        .ports
+        .clone()
+        .with_registrar(Arc::new(registrar.clone()));
+    app.clone().with_ports(ports)
+}
+
 pub fn token(role: &str, sub: &str, vendor_id: Option<&str>) -> String {
     format!(
         "Bearer {}",

@@ -134,8 +134,9 @@ impl TestCloud {
         registrar: &Registrar,
         request: ApiRequest,
     ) -> ApiResponse {
+        let app = crate::with_registrar(&self.app, registrar);
         ApiResponse::from(
-            register_vase::handler(&self.app, registrar, request.build())
+            register_vase::handler(&app, request.build())
                 .await
                 .expect("handlers always answer"),
         )

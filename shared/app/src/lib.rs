@@ -20,11 +20,13 @@ pub mod notifications;
 pub mod orders;
 pub mod payment;
 pub mod photos;
+pub mod ports;
 pub mod queries;
 pub mod reservation;
 mod root;
 mod runner;
 pub mod scheduled;
+pub mod shard_counts;
 pub mod shops;
 #[cfg(feature = "iot")]
 pub mod vase_saga;

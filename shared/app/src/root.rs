@@ -219,7 +219,11 @@ pub struct App {
     /// The payment seam (`from_env`: the simulated gateway with its ledger in the table).
     pub payments: Arc<dyn PaymentGateway>,
     /// Channels' subscription shard counts, as this container last read them.
-    pub shard_counts: crate::live::ShardCounts,
+    pub shard_counts: crate::shard_counts::ShardCounts,
+    /// The adapters beyond the table, the clock and the payments, each built at its first use
+    /// from the container's SDK configuration (an app a test made has none: it gives the ports
+    /// it uses).
+    pub ports: crate::ports::Ports,
 }
 
 impl App {
@@ -229,8 +233,14 @@ impl App {
             clock,
             config,
             payments: Arc::new(SimulatedGateway::new()),
-            shard_counts: crate::live::ShardCounts::default(),
+            shard_counts: crate::shard_counts::ShardCounts::default(),
+            ports: crate::ports::Ports::default(),
         }
+    }
+
+    pub fn with_ports(mut self, ports: crate::ports::Ports) -> Self {
+        self.ports = ports;
+        self
     }
 
     pub fn with_payments(mut self, payments: Arc<dyn PaymentGateway>) -> Self {
@@ -255,7 +265,10 @@ impl App {
             Err(_) => Store::new(dynamodb.clone(), table.clone()),
         };
         let payments = simulated_payments(dynamodb, table)?;
-        Ok(Self::new(store, Arc::new(SystemClock), Config::from_env()?).with_payments(payments))
+        let mut app =
+            Self::new(store, Arc::new(SystemClock), Config::from_env()?).with_payments(payments);
+        app.ports = crate::ports::Ports::from_sdk(sdk);
+        Ok(app)
     }
 
     /// For the functions that take payments (pay-order, expire-reservations, payment-webhook):

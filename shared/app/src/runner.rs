@@ -7,20 +7,12 @@
 ///
 /// - `main!(handler = flag_offline_vases::handler)`: `handler(&App, LambdaEvent<E>)`, the app
 ///   from [`App::from_sdk`](crate::App::from_sdk); `app = ...` names another constructor.
-/// - `with = bouquet_realtime::ApiGatewayPusher::from_env`: a port of the function's own, made
-///   of the SDK configuration, passed as `handler(&App, &T, LambdaEvent<E>)`.
+/// - The ports a handler needs beyond the app's own are the app's too ([`crate::ports`]).
 /// - Functions that build more than the app: `bouquet_runtime::main!(function = Type)`.
 #[macro_export]
 macro_rules! main {
     (handler = $handler:path) => {
         $crate::main!(handler = $handler, app = $crate::App::from_sdk);
-    };
-    (handler = $handler:path, with = $port:path) => {
-        $crate::main!(
-            handler = $handler,
-            app = $crate::App::from_sdk,
-            with = $port
-        );
     };
     (handler = $handler:path, app = $app:path) => {
         fn main() -> ::core::result::Result<(), $crate::__runner::Error> {
@@ -28,16 +20,6 @@ macro_rules! main {
                 let sdk = $crate::__runner::start()?;
                 let app = $app(&sdk).await?;
                 $crate::__runner::run(|event| $handler(&app, event)).await
-            })
-        }
-    };
-    (handler = $handler:path, app = $app:path, with = $port:path) => {
-        fn main() -> ::core::result::Result<(), $crate::__runner::Error> {
-            $crate::__runner::block_on(async {
-                let sdk = $crate::__runner::start()?;
-                let app = $app(&sdk).await?;
-                let port = $port(&sdk)?;
-                $crate::__runner::run(|event| $handler(&app, &port, event)).await
             })
         }
     };

@@ -1,5 +1,6 @@
 //! [`main!`](crate::main): the `main` of every HTTP function, so that its `main.rs` is one
-//! line naming its handler (and what it builds once per container besides the app).
+//! line naming its handler. Every handler has one shape, `handler(&App, Request)`: the ports a
+//! use case needs beyond the app's own are the app's too ([`bouquet_app::ports`]).
 
 /// The `main` of an HTTP function: tracing, the SDK configuration and the app built once per
 /// container, then the Lambda runtime calling the handler for each request.
@@ -7,19 +8,10 @@
 /// - `main!(handler = create_order::handler)`: `handler(&App, Request)`, the app from
 ///   [`App::from_sdk`](bouquet_app::App::from_sdk).
 /// - `app = bouquet_app::App::taking_payments`: another async constructor of the app.
-/// - `with = bouquet_iot::Registrar::aws`: a port of the function's own, made of the SDK
-///   configuration (`fn(&SdkConfig) -> Result<T, E>`) and passed as `handler(&App, &T, Request)`.
 #[macro_export]
 macro_rules! main {
     (handler = $handler:path) => {
         $crate::main!(handler = $handler, app = $crate::__runner::App::from_sdk);
-    };
-    (handler = $handler:path, with = $port:path) => {
-        $crate::main!(
-            handler = $handler,
-            app = $crate::__runner::App::from_sdk,
-            with = $port
-        );
     };
     (handler = $handler:path, app = $app:path) => {
         fn main() -> ::core::result::Result<(), $crate::lambda_http::Error> {
@@ -28,19 +20,6 @@ macro_rules! main {
                 let app = $app(&sdk).await?;
                 $crate::lambda_http::run($crate::lambda_http::service_fn(|request| {
                     $handler(&app, request)
-                }))
-                .await
-            })
-        }
-    };
-    (handler = $handler:path, app = $app:path, with = $port:path) => {
-        fn main() -> ::core::result::Result<(), $crate::lambda_http::Error> {
-            $crate::__runner::block_on(async {
-                let sdk = $crate::__runner::start()?;
-                let app = $app(&sdk).await?;
-                let port = $port(&sdk)?;
-                $crate::lambda_http::run($crate::lambda_http::service_fn(|request| {
-                    $handler(&app, &port, request)
                 }))
                 .await
             })

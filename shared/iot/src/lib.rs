@@ -57,6 +57,7 @@ pub struct Page<T> {
 
 /// What the vase routes and the sweep need of IoT Core: the registry and the stack's vase
 /// policy (attached to every vase certificate; it also scopes the sweep to this stack).
+#[derive(Clone)]
 pub struct Registrar {
     pub registry: std::sync::Arc<dyn DeviceRegistry>,
     pub policy: String,

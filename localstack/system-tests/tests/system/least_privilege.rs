@@ -897,8 +897,7 @@ async fn every_function_flow() {
         .of(
             "rotate-vase-certificate",
             rotate_vase_certificate::handler(
-                &cloud.app,
-                &registrar,
+                &system_tests::with_registrar(&cloud.app, &registrar),
                 ApiRequest::fixture("rotate-vase-certificate")
                     .vendor(&vendor)
                     .path("vaseId", &spare)
@@ -912,8 +911,7 @@ async fn every_function_flow() {
         .of(
             "decommission-vase",
             decommission_vase::handler(
-                &cloud.app,
-                &registrar,
+                &system_tests::with_registrar(&cloud.app, &registrar),
                 ApiRequest::fixture("decommission-vase")
                     .vendor(&vendor)
                     .path("vaseId", &spare)
@@ -959,8 +957,7 @@ async fn every_function_flow() {
         .of(
             "reconcile-vase-things",
             reconcile_vase_things::handler(
-                &cloud.app_at(later),
-                &registrar,
+                &system_tests::with_registrar(&cloud.app_at(later), &registrar),
                 lambda_runtime::LambdaEvent::new(
                     json!({"id": "least-privilege"}),
                     lambda_runtime::Context::default(),

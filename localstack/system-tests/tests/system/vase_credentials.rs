@@ -32,13 +32,12 @@ async fn call(
     request: ApiRequest,
 ) -> ApiResponse {
     let request = request.build();
+    let app = system_tests::with_registrar(&cloud.app, registrar);
     ApiResponse::from(
         match binary {
-            "register-vase" => register_vase::handler(&cloud.app, registrar, request).await,
-            "rotate-vase-certificate" => {
-                rotate_vase_certificate::handler(&cloud.app, registrar, request).await
-            }
-            "decommission-vase" => decommission_vase::handler(&cloud.app, registrar, request).await,
+            "register-vase" => register_vase::handler(&app, request).await,
+            "rotate-vase-certificate" => rotate_vase_certificate::handler(&app, request).await,
+            "decommission-vase" => decommission_vase::handler(&app, request).await,
             other => panic!("no vase credential route {other}"),
         }
         .expect("handlers always answer"),
@@ -384,7 +383,7 @@ async fn the_sweep_removes_what_no_vase_owns_and_nothing_else() {
     let loose_certificate =
         attach_new_certificate(registry.as_ref(), None, &registrar.policy).await;
 
-    let app = cloud.app_at(sweep_at);
+    let app = system_tests::with_registrar(&cloud.app_at(sweep_at), &registrar);
     let event: Value = serde_json::from_str(
         &std::fs::read_to_string(
             system_tests::repository_root().join("events/reconcile-vase-things.json"),
@@ -395,7 +394,6 @@ async fn the_sweep_removes_what_no_vase_owns_and_nothing_else() {
     let run = || {
         reconcile_vase_things::handler(
             &app,
-            &registrar,
             lambda_runtime::LambdaEvent::new(event.clone(), lambda_runtime::Context::default()),
         )
     };
