@@ -96,6 +96,8 @@ cargo fmt --all -- --check
 
 log "the docs: every link and anchor resolves, nothing outside the repository, the layout names what exists"
 python3 "$LOCALSTACK_DIR/check_docs.py"
+log "no import loop between the modules of a crate"
+python3 "$LOCALSTACK_DIR/check_module_loops.py"
 
 log "in the background: the crate arrows; the pinned tools (emulator and cfn-lint, browser and contract tools, chromium and mosquitto); the SAM CLI, cargo-lambda and zig for sam validate and the arm64 cross-compile"
 start_job crate-arrows check_arrows
