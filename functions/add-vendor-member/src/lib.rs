@@ -29,12 +29,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let body: NewMember = ctx.json()?;
     let email = Email::parse(&body.email)
         .map_err(|e| ApiError::Invalid(vec![FieldError::new("email", e)]))?;
-    let directory = ctx
-        .app
-        .ports
-        .directory()
-        .await
-        .map_err(ApiError::internal)?;
+    let directory = ctx.app.ports.directory().await?;
     let directory = directory.ok_or(ApiError::NotImplemented(
         "this stack trusts an external identity provider; manage vendor members there",
     ))?;

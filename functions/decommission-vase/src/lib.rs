@@ -22,12 +22,7 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 }
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
-    let registrar = ctx
-        .app
-        .ports
-        .registrar()
-        .await
-        .map_err(ApiError::internal)?;
+    let registrar = ctx.app.ports.registrar().await?;
     let vase_id = ctx.path("vaseId", VaseId::parse)?;
     let caller = ctx.caller()?;
     vase_saga::decommission(

@@ -34,11 +34,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     stripe_webhook::verify(
         ctx.header("stripe-signature"),
         ctx.raw_body(),
-        ctx.app
-            .ports
-            .webhook_secret()
-            .await
-            .map_err(ApiError::internal)?,
+        ctx.app.ports.webhook_secret().await?,
         ctx.now.as_epoch_seconds(),
     )
     .map_err(|error| {

@@ -48,12 +48,7 @@ fn reply(ctx: &Ctx, registered: &Registered, with_key: bool) -> Result<Reply, Ap
 }
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
-    let registrar = ctx
-        .app
-        .ports
-        .registrar()
-        .await
-        .map_err(ApiError::internal)?;
+    let registrar = ctx.app.ports.registrar().await?;
     let vendor_id = ctx.path("vendorId", VendorId::parse)?;
     let caller = ctx.caller()?;
     caller.require_vendor(vendor_id)?;

@@ -26,12 +26,7 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 }
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
-    let signer = ctx
-        .app
-        .ports
-        .photo_signer()
-        .await
-        .map_err(ApiError::internal)?;
+    let signer = ctx.app.ports.photo_signer().await?;
     let bouquet_id = ctx.path("bouquetId", BouquetId::parse)?;
     let caller = ctx.caller()?;
     let body: NewUpload = ctx.json()?;

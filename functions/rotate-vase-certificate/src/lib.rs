@@ -43,12 +43,7 @@ fn reply(rotated: &Rotated, with_key: bool) -> Result<Reply, ApiError> {
 }
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
-    let registrar = ctx
-        .app
-        .ports
-        .registrar()
-        .await
-        .map_err(ApiError::internal)?;
+    let registrar = ctx.app.ports.registrar().await?;
     let vase_id = ctx.path("vaseId", VaseId::parse)?;
     let caller = ctx.caller()?;
     if ctx.has_body() {

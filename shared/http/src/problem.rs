@@ -112,6 +112,13 @@ impl ApiError {
     }
 }
 
+/// A port that could not be built (a setting missing): the function's own fault, 500.
+impl From<bouquet_app::ports::PortError> for ApiError {
+    fn from(error: bouquet_app::ports::PortError) -> Self {
+        ApiError::internal(error)
+    }
+}
+
 impl From<DomainError> for ApiError {
     fn from(error: DomainError) -> Self {
         match error {
