@@ -19,8 +19,11 @@ trap stop_all EXIT
 ensure_debian_packages mosquitto
 start_emulator
 
+# What the stack runs: the dev stack and every function's binary (not the test harness, the
+# simulator or the benchmark's baseline, which their own commands build).
 build_bins() {
-  cargo build --locked --workspace --bins --exclude vase-simulator
+  cargo build --locked --workspace --bins --exclude vase-simulator --exclude system-tests \
+    --exclude hello-world
 }
 
 # Rebuilds the binaries when a Rust source or manifest under functions/ or shared/ changes.

@@ -3,11 +3,11 @@
 //! customer types. A shop that never set them has the defaults at version 0. The shop's
 //! contact address is not shown (only whether one is set).
 
-use bouquet_app::delivery;
+use bouquet_app::delivery::{self, SettingsReader};
 use bouquet_app::domain::VendorId;
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route, SettingsReader};
+use bouquet_http::{run, ApiError, Ctx, Reply, Route};
 
 pub const ROUTE: Route = Route::new("GET", "/v1/vendors/{vendorId}/delivery-settings");
 
@@ -18,6 +18,9 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let vendor_id = ctx.path("vendorId", VendorId::parse)?;
     let saved = delivery::settings(&ctx.app, vendor_id).await?;
-    bouquet_http::delivery_settings_reply(vendor_id, &saved, SettingsReader::Public, ctx.now)
-        .map(|reply| reply.header("cache-control", "public, max-age=60"))
+    let view = delivery::settings_view(vendor_id, &saved, SettingsReader::Public, ctx.now)
+        .map_err(ApiError::internal)?;
+    Ok(Reply::ok(&view)?
+        .header("etag", format!("\"{}\"", saved.version))
+        .header("cache-control", "public, max-age=60"))
 }

@@ -2,12 +2,12 @@
 //! (countries, postcode prefixes), days, horizon and same-day cut-off in its time zone. Once
 //! set, a change needs `If-Match` with the version (`DeliverySettingsChanged`).
 
-use bouquet_app::delivery;
+use bouquet_app::delivery::{self, SettingsReader};
 use bouquet_app::domain::delivery::DeliverySettings;
 use bouquet_app::domain::VendorId;
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route, SettingsReader};
+use bouquet_http::{run, ApiError, Ctx, Reply, Route};
 
 pub const ROUTE: Route = Route::new("PUT", "/v1/vendors/{vendorId}/delivery-settings");
 
@@ -32,5 +32,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         ctx.now,
     )
     .await?;
-    bouquet_http::delivery_settings_reply(vendor_id, &saved, SettingsReader::Shop, ctx.now)
+    let view = delivery::settings_view(vendor_id, &saved, SettingsReader::Shop, ctx.now)
+        .map_err(ApiError::internal)?;
+    Ok(Reply::ok(&view)?.header("etag", format!("\"{}\"", saved.version)))
 }

@@ -51,6 +51,37 @@ impl From<CheckoutError> for DeliveryError {
     }
 }
 
+/// Who reads a shop's delivery settings: anyone (the checkout), or the shop itself (its
+/// console).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SettingsReader {
+    Public,
+    Shop,
+}
+
+/// The one view of a shop's delivery settings, for the routes that read and write them:
+/// `{vendorId, version, firstDate, ...settings}`; `firstDate` is the first day the shop takes a
+/// delivery for at `now`. The shop's contact address is its own (docs/contract.md, "Abuse
+/// limits"): the public view says only whether one is set (`contactEmailSet`).
+pub fn settings_view(
+    vendor_id: VendorId,
+    saved: &VersionedSettings,
+    reader: SettingsReader,
+    now: Timestamp,
+) -> Result<serde_json::Value, serde_json::Error> {
+    let mut body = serde_json::to_value(&saved.settings)?;
+    body["contactEmailSet"] = serde_json::json!(saved.settings.contact_email.is_some());
+    if reader == SettingsReader::Public {
+        if let Some(fields) = body.as_object_mut() {
+            fields.remove("contactEmail");
+        }
+    }
+    body["vendorId"] = serde_json::json!(vendor_id);
+    body["version"] = serde_json::json!(saved.version);
+    body["firstDate"] = serde_json::json!(saved.settings.first_date(now));
+    Ok(body)
+}
+
 /// A vendor's delivery settings: what it saved, or (version 0) what a shop that never set
 /// them takes ([`DeliverySettings::unset`]).
 pub async fn settings(app: &App, vendor_id: VendorId) -> Result<VersionedSettings, DeliveryError> {

@@ -8,7 +8,6 @@
 mod body;
 mod caller;
 mod ctx;
-mod delivery;
 mod idempotency;
 pub mod owned;
 pub mod problem;
@@ -17,7 +16,6 @@ mod runner;
 
 pub use caller::{Caller, Role};
 pub use ctx::{run, Ctx, KeyedRequest, Route};
-pub use delivery::{delivery_settings_reply, SettingsReader};
 pub use idempotency::IdempotencyIntent;
 pub use problem::ApiError;
 pub use reply::Reply;
