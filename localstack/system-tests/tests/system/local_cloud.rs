@@ -574,22 +574,7 @@ async fn a_route_added_to_the_template_runs_its_built_binary_and_a_rebuild_is_pi
     };
     // The edge in front, as under `devstack up`: its header is what the binary's
     // environment (the template's ORIGIN_VERIFY) asks for.
-    let limits = devstack::edge_limits::EdgeLimits::from_template(&template, &|v| {
-        devstack::provision::resolve(&template, v, &names)
-    })
-    .unwrap();
-    let api = std::sync::Arc::new(
-        devstack::server::LocalApi::from_template(
-            &template,
-            &functions,
-            std::sync::Arc::new(devstack::jwt::verifier(system_tests::JWT_SECRET, None)),
-        )
-        .unwrap()
-        .with_edge_limits(limits),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(api.clone().serve_on(listener));
+    let address = serve_behind_the_edge(&template, &names, &functions).await;
     let again = send(address, "GET", &format!("/v1/again/{bouquet}"), &[], None).await;
     assert_eq!(again.status, 200, "{:?}", again.body);
     assert_eq!(again.body["bouquetId"], bouquet.as_str());
@@ -976,14 +961,27 @@ async fn binaries_behind_the_edge(
     };
     let functions =
         devstack::lambda::Functions::from_template(&template, &names, &binaries, &local).unwrap();
-    let limits = devstack::edge_limits::EdgeLimits::from_template(&template, &|v| {
-        devstack::provision::resolve(&template, v, &names)
+    (
+        serve_behind_the_edge(&template, &names, &functions).await,
+        functions,
+    )
+}
+
+/// `template`'s HTTP API behind its edge's limits, as `devstack up` serves it, each route's
+/// function from `functions`, on a port of its own: its address.
+async fn serve_behind_the_edge(
+    template: &bouquet_template::Template,
+    names: &std::collections::HashMap<String, String>,
+    functions: &dyn devstack::lambda::Resolver,
+) -> std::net::SocketAddr {
+    let limits = devstack::edge_limits::EdgeLimits::from_template(template, &|v| {
+        devstack::provision::resolve(template, v, names)
     })
     .unwrap();
     let api = std::sync::Arc::new(
         devstack::server::LocalApi::from_template(
-            &template,
-            &functions,
+            template,
+            functions,
             std::sync::Arc::new(devstack::jwt::verifier(system_tests::JWT_SECRET, None)),
         )
         .unwrap()
@@ -992,5 +990,5 @@ async fn binaries_behind_the_edge(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(api.clone().serve_on(listener));
-    (address, functions)
+    address
 }
