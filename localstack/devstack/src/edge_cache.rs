@@ -142,6 +142,18 @@ fn policy(template: &Template, id: &Value) -> Option<Policy> {
     })
 }
 
+/// The items of the list `key` of every distribution's `DistributionConfig`.
+fn distribution_list<'a>(template: &'a Template, key: &'a str) -> impl Iterator<Item = Value> + 'a {
+    template
+        .resources_of_type("AWS::CloudFront::Distribution")
+        .flat_map(move |(_, r)| {
+            r["Properties"]["DistributionConfig"][key]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+}
+
 /// CloudFront's path patterns: `*` any run of characters, `?` one; case-sensitive.
 fn glob(pattern: &[u8], path: &[u8]) -> bool {
     match (pattern.first(), path.first()) {
@@ -191,15 +203,7 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
 impl EdgeCache {
     /// The template's distribution's behaviors (none when it has no distribution).
     pub fn from_template(template: &Template) -> Self {
-        let behaviors = template
-            .resources()
-            .filter(|(_, r)| r["Type"] == "AWS::CloudFront::Distribution")
-            .flat_map(|(_, r)| {
-                r["Properties"]["DistributionConfig"]["CacheBehaviors"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
+        let behaviors = distribution_list(template, "CacheBehaviors")
             .filter_map(|b| {
                 Some(Behavior {
                     pattern: b["PathPattern"].as_str()?.to_owned(),
@@ -209,14 +213,7 @@ impl EdgeCache {
                 })
             })
             .collect();
-        let custom_headers = template
-            .resources_of_type("AWS::CloudFront::Distribution")
-            .flat_map(|(_, r)| {
-                r["Properties"]["DistributionConfig"]["Origins"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
+        let custom_headers = distribution_list(template, "Origins")
             .flat_map(|origin| {
                 origin["OriginCustomHeaders"]
                     .as_array()
