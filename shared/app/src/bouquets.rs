@@ -2,6 +2,7 @@
 //! conditional write on the version read, with its event; `If-Match` names the version the
 //! vendor saw.
 
+use crate::problem::ApiError;
 use bouquet_domain::bouquet::BouquetChange;
 use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::identity::{Identity, NotAllowed};
@@ -383,4 +384,22 @@ pub async fn withdraw(
         }
     }
     Err(BouquetError::Busy)
+}
+
+impl From<BouquetError> for ApiError {
+    fn from(error: BouquetError) -> Self {
+        match error {
+            BouquetError::NotFound => ApiError::NotFound("bouquet"),
+            BouquetError::Forbidden(_) => ApiError::Forbidden,
+            BouquetError::VersionRequired => ApiError::PreconditionRequired,
+            BouquetError::Changed => ApiError::PreconditionFailed(
+                "the bouquet has changed since that version; fetch it again",
+            ),
+            BouquetError::NotAvailable => ApiError::BouquetNotAvailableForChange,
+            BouquetError::Busy => ApiError::Busy,
+            BouquetError::NotTrading(error) => error.into(),
+            BouquetError::Domain(error) => error.into(),
+            BouquetError::Store(error) => error.into(),
+        }
+    }
 }

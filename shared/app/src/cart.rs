@@ -1,5 +1,6 @@
 //! The cart as the three cart routes answer it: its bouquets as they are now, and the total.
 
+use crate::problem::ApiError;
 use serde::Serialize;
 
 use bouquet_domain::bouquet::BouquetView;
@@ -106,4 +107,15 @@ async fn view(store: &Store, cart: Cart, now: Timestamp) -> Result<CartView, Car
         total,
         version: cart.version,
     })
+}
+
+impl From<CartViewError> for ApiError {
+    fn from(error: CartViewError) -> Self {
+        match error {
+            CartViewError::Unavailable(id) => ApiError::BouquetUnavailable(vec![id]),
+            CartViewError::Domain(error) => error.into(),
+            CartViewError::Store(error) => error.into(),
+            error @ CartViewError::Total(_) => ApiError::internal(error),
+        }
+    }
 }

@@ -14,6 +14,7 @@
 //!   key and commits the charge (paid), or, when nothing was charged, releases the order
 //!   (`reserved` again, or `expired` when the hold has passed).
 
+use crate::problem::ApiError;
 use bouquet_domain::checkout::{self as decide, Transition};
 use bouquet_domain::events::DomainEvent;
 use bouquet_domain::{BouquetId, BouquetStatus, DomainError, Order, OrderStatus, Timestamp};
@@ -612,4 +613,16 @@ pub async fn settle(
         }
     }
     Err(CheckoutError::Changed)
+}
+
+impl From<CheckoutError> for ApiError {
+    fn from(error: CheckoutError) -> Self {
+        match error {
+            CheckoutError::Domain(error) => error.into(),
+            CheckoutError::Store(error) => error.into(),
+            CheckoutError::Changed => ApiError::Busy,
+            CheckoutError::Gateway(_) => ApiError::PaymentUnavailable,
+            CheckoutError::UnknownOrder(_) => ApiError::NotFound("order"),
+        }
+    }
 }

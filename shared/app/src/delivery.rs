@@ -7,6 +7,7 @@
 //! `TransactWriteItems` (the order at the version read, `OrderDeliveryChanged`, the
 //! idempotency record).
 
+use crate::problem::ApiError;
 use bouquet_domain::delivery::{DeliveryRequest, DeliverySettings};
 use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::identity::{Identity, NotAllowed, Role};
@@ -297,6 +298,24 @@ async fn erase_one(
                 }
             }
             Err(other) => return Err(other.into()),
+        }
+    }
+}
+
+impl From<DeliveryError> for ApiError {
+    fn from(error: DeliveryError) -> Self {
+        match error {
+            DeliveryError::NotFound(what) => ApiError::NotFound(what),
+            DeliveryError::Forbidden(_) => ApiError::Forbidden,
+            DeliveryError::Invalid(errors) => ApiError::Invalid(errors),
+            DeliveryError::VersionRequired => ApiError::PreconditionRequired,
+            DeliveryError::Changed => {
+                ApiError::PreconditionFailed("it has changed since that version; fetch it again")
+            }
+            DeliveryError::NotTrading(error) => error.into(),
+            DeliveryError::Domain(error) => error.into(),
+            DeliveryError::Store(error) => error.into(),
+            DeliveryError::Checkout(error) => error.into(),
         }
     }
 }

@@ -21,6 +21,7 @@ pub mod orders;
 pub mod payment;
 pub mod photos;
 pub mod ports;
+pub mod problem;
 pub mod queries;
 pub mod reservation;
 mod root;

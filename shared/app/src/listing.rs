@@ -1,6 +1,7 @@
 //! Onboarding a vendor and listing its bouquets: each one conditional write with its event
 //! and idempotency record.
 
+use crate::problem::ApiError;
 use bouquet_domain::bouquet::NewBouquet;
 use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::{Bouquet, FieldError, Timestamp, Vendor, VendorId};
@@ -108,5 +109,17 @@ pub async fn list_bouquet(
         }
         Err(StoreError::IdempotencyReplay(record)) => Ok(Replayable::Replayed(*record)),
         Err(other) => Err(other.into()),
+    }
+}
+
+impl From<ListingError> for ApiError {
+    fn from(error: ListingError) -> Self {
+        match error {
+            ListingError::Invalid(errors) => ApiError::Invalid(errors),
+            ListingError::UnknownVendor => ApiError::NotFound("vendor"),
+            ListingError::VendorSuspended => ApiError::VendorSuspended,
+            ListingError::Store(error) => error.into(),
+            error @ ListingError::UnexpectedConflict(_) => ApiError::internal(error),
+        }
     }
 }

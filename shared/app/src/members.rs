@@ -1,6 +1,7 @@
 //! Vendor memberships: an administrator makes a user of the directory a member of a shop
 //! (`POST /v1/vendors/{vendorId}/members`). The role comes only from the `vendor` group.
 
+use crate::problem::ApiError;
 use crate::shops::NotTrading;
 use crate::App;
 use bouquet_directory::{DirectoryError, DirectoryUser, UserDirectory};
@@ -102,4 +103,18 @@ pub async fn add_vendor_member(
         vendor_id,
         change,
     })
+}
+
+impl From<MembershipError> for ApiError {
+    fn from(error: MembershipError) -> Self {
+        match error {
+            MembershipError::UnknownVendor => ApiError::NotFound("vendor"),
+            MembershipError::OtherVendor(vendor) => ApiError::MemberOfOtherVendor(vendor),
+            MembershipError::Unverified => ApiError::MemberUnverified,
+            MembershipError::Suspended => ApiError::VendorSuspended,
+            MembershipError::Directory(DirectoryError::Throttled) => ApiError::Busy,
+            error @ MembershipError::Directory(_) => ApiError::internal(error),
+            MembershipError::Store(error) => error.into(),
+        }
+    }
 }

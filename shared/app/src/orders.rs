@@ -1,6 +1,7 @@
 //! Transitions of one order by a caller who may see it: its customer cancels; its vendor
 //! accepts, dispatches, fulfils (delivered) or rejects (refunded).
 
+use crate::problem::ApiError;
 use bouquet_domain::identity::Identity;
 use bouquet_domain::order::FulfilmentStep;
 use bouquet_domain::{Order, OrderId, Timestamp};
@@ -113,6 +114,16 @@ pub async fn transition(
             Err(CheckoutError::Changed) if retry.wait().await => continue,
             Err(CheckoutError::Changed) => return Err(TransitionError::Busy),
             Err(other) => return Err(other.into()),
+        }
+    }
+}
+
+impl From<TransitionError> for ApiError {
+    fn from(error: TransitionError) -> Self {
+        match error {
+            TransitionError::NotFound => ApiError::NotFound("order"),
+            TransitionError::Busy => ApiError::Busy,
+            TransitionError::Checkout(error) => error.into(),
         }
     }
 }

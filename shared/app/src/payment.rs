@@ -17,6 +17,7 @@
 //! ended. Paying a paid order returns it. [`crate::checkout`] says what happens when the
 //! process dies between 3 and 4.
 
+use crate::problem::ApiError;
 use bouquet_domain::limits::LimitReached;
 use bouquet_domain::{CustomerId, DomainError, FieldError, Order, OrderId, OrderStatus, Timestamp};
 use bouquet_payments::{valid_token, ChargeOutcome, GatewayError};
@@ -211,4 +212,20 @@ pub async fn pay(
         };
     }
     Err(PayError::Busy)
+}
+
+impl From<PayError> for ApiError {
+    fn from(error: PayError) -> Self {
+        match error {
+            PayError::NotFound => ApiError::NotFound("order"),
+            PayError::Declined { .. } => ApiError::PaymentDeclined,
+            PayError::GatewayUnavailable(_) => ApiError::PaymentUnavailable,
+            PayError::InProgress => ApiError::IdempotencyInProgress,
+            PayError::AttemptsExceeded(reached) => {
+                ApiError::PaymentAttemptsExceeded(reached.retry_after_secs)
+            }
+            PayError::Busy => ApiError::Busy,
+            PayError::Checkout(error) => error.into(),
+        }
+    }
 }

@@ -4,6 +4,7 @@
 //! `BouquetPhotoChanged`, or records why the file was refused. The bouquet keeps its photo
 //! until a later upload succeeds.
 
+use crate::problem::ApiError;
 use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::identity::{Identity, NotAllowed};
 use bouquet_domain::photo::{
@@ -294,4 +295,20 @@ async fn show(
         }
     }
     Err(PhotoError::Busy)
+}
+
+impl From<PhotoError> for ApiError {
+    fn from(error: PhotoError) -> Self {
+        match error {
+            PhotoError::NotFound => ApiError::NotFound("bouquet"),
+            PhotoError::UnknownUpload => ApiError::NotFound("photo upload"),
+            PhotoError::Forbidden(_) => ApiError::Forbidden,
+            PhotoError::Busy => ApiError::Busy,
+            PhotoError::Bouquet(error) => error.into(),
+            PhotoError::Store(error) => error.into(),
+            other @ (PhotoError::FileMissing(_) | PhotoError::Storage(_)) => {
+                ApiError::internal(other)
+            }
+        }
+    }
 }

@@ -6,6 +6,7 @@
 //! does not link (a feature it does not enable) does not exist in it. The app holds them
 //! (`app.ports.registrar().await?`); this module depends on no other module of the crate.
 
+use crate::problem::ApiError;
 use std::sync::Arc;
 
 use bouquet_realtime::{Pusher, WorkQueue};
@@ -287,5 +288,12 @@ impl WebhookSecret {
             })
             .await
             .map(String::as_str)
+    }
+}
+
+/// A port that could not be built (a setting missing): the function's own fault, 500.
+impl From<PortError> for ApiError {
+    fn from(error: PortError) -> Self {
+        ApiError::internal(error)
     }
 }

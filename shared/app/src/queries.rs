@@ -2,6 +2,7 @@
 //! day. Each read checks who may see it; what the caller may not see reads as absent (an id
 //! must not reveal that something exists).
 
+use crate::problem::ApiError;
 use bouquet_domain::identity::{Identity, NotAllowed, Role};
 use bouquet_domain::vase::Vase;
 use bouquet_domain::{
@@ -185,4 +186,15 @@ pub async fn sales_by_day(
 ) -> Result<Vec<DayCounters>, QueryError> {
     caller.require_vendor(vendor_id)?;
     Ok(app.store.vendor_days(vendor_id, from, to).await?)
+}
+
+impl From<QueryError> for ApiError {
+    fn from(error: QueryError) -> Self {
+        match error {
+            QueryError::NotFound(what) => ApiError::NotFound(what),
+            QueryError::Forbidden(_) => ApiError::Forbidden,
+            QueryError::Invalid(errors) => ApiError::Invalid(errors),
+            QueryError::Store(error) => error.into(),
+        }
+    }
 }

@@ -7,6 +7,7 @@
 //! `OrderReserved` event and the idempotency record (and deletes the cart at the version
 //! read). A replay is answered from the first read: one call.
 
+use crate::problem::ApiError;
 use bouquet_domain::events::DomainEvent;
 use bouquet_domain::{Bouquet, BouquetId, CustomerId, DomainError, Order, Timestamp};
 use bouquet_metrics as metrics;
@@ -180,4 +181,22 @@ async fn attempt(
         }
     }
     Err(ReserveError::Busy)
+}
+
+impl From<ReserveError> for ApiError {
+    fn from(error: ReserveError) -> Self {
+        match error {
+            ReserveError::Domain(error) => error.into(),
+            ReserveError::Unavailable(ids) => ApiError::BouquetUnavailable(ids),
+            ReserveError::Limit(holds) => ApiError::ReservationLimit(holds),
+            ReserveError::RateLimited { retry_after_secs } => {
+                ApiError::RateLimited(retry_after_secs)
+            }
+            ReserveError::Busy => ApiError::Busy,
+            ReserveError::Store(error) => error.into(),
+            error @ (ReserveError::Unexpected(_) | ReserveError::UnexpectedConflict(_)) => {
+                ApiError::internal(error)
+            }
+        }
+    }
 }

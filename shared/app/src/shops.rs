@@ -10,6 +10,7 @@
 //! bouquets back. The request is idempotent as a whole: if it fails part-way the administrator
 //! sends it again, and what the first attempt left is done then.
 
+use crate::problem::ApiError;
 use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::identity::{Identity, NotAllowed, Role};
 use bouquet_domain::{BouquetId, Timestamp, Vendor, VendorId};
@@ -230,4 +231,25 @@ async fn mark_bouquet(
         }
     }
     Err(ShopError::Busy)
+}
+
+impl From<NotTrading> for ApiError {
+    fn from(error: NotTrading) -> Self {
+        match error {
+            NotTrading::Suspended => ApiError::VendorSuspended,
+            NotTrading::Unknown => ApiError::NotFound("vendor"),
+            NotTrading::Store(error) => error.into(),
+        }
+    }
+}
+
+impl From<ShopError> for ApiError {
+    fn from(error: ShopError) -> Self {
+        match error {
+            ShopError::NotFound => ApiError::NotFound("vendor"),
+            ShopError::Forbidden(_) => ApiError::Forbidden,
+            ShopError::Busy => ApiError::Busy,
+            ShopError::Store(error) => error.into(),
+        }
+    }
 }

@@ -5,6 +5,7 @@
 //! IoT steps run in a task of their own, so that a request's deadline cannot cut a saga
 //! between a step and its undo.
 
+use crate::problem::ApiError;
 use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::identity::{Identity, NotAllowed};
 use bouquet_domain::vase::Vase;
@@ -404,4 +405,20 @@ pub async fn reconcile(app: &App, registrar: &Registrar) -> Result<Reconciliatio
         }
     }
     Ok(report)
+}
+
+impl From<VaseSagaError> for ApiError {
+    fn from(error: VaseSagaError) -> Self {
+        use VaseSagaError as E;
+        match error {
+            E::UnknownVendor => ApiError::NotFound("vendor"),
+            E::NotFound => ApiError::NotFound("vase"),
+            E::Forbidden(_) => ApiError::Forbidden,
+            E::InUse(bouquet_id) => ApiError::VaseInUse(bouquet_id),
+            E::NotTrading(error) => error.into(),
+            E::Busy => ApiError::Busy,
+            E::Store(error) => error.into(),
+            error @ (E::Registration(_) | E::Task(_)) => ApiError::internal(error),
+        }
+    }
 }
