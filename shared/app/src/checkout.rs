@@ -16,10 +16,11 @@
 
 use crate::problem::ApiError;
 use bouquet_domain::checkout::{self as decide, Transition};
+use bouquet_domain::commission::CommissionRate;
 use bouquet_domain::events::DomainEvent;
 use bouquet_domain::{BouquetId, BouquetStatus, DomainError, Order, OrderStatus, Timestamp};
 use bouquet_metrics as metrics;
-use bouquet_payments::{ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway};
+use bouquet_payments::{ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway, Transfer};
 use bouquet_store::{
     BouquetEffect, Conflict, IdempotencyPut, OrderWrite, Store, StoreError, Target,
 };
@@ -122,6 +123,12 @@ pub fn charge_request(order: &Order, payment_token: &str) -> ChargeRequest {
         idempotency_key: order.gateway_key(),
         order_id: order.order_id.to_string(),
         amount_minor: order.total.minor(),
+        transfer: order.payout_account.clone().zip(order.settlement).map(
+            |(destination, settlement)| Transfer {
+                destination,
+                application_fee_minor: settlement.fee().minor(),
+            },
+        ),
         currency: order.total.currency().code().to_owned(),
         payment_token: payment_token.to_owned(),
     }
@@ -148,16 +155,18 @@ async fn commit(
     .await
 }
 
-/// Claims `order` for a payment attempt: `payment_pending`, bouquets held over the lease.
+/// Claims `order` for a payment attempt: `payment_pending`, bouquets held over the lease, the
+/// split fixed at `commission` (unless an earlier attempt fixed it).
 /// `Ok(false)` when it is already paid.
 pub async fn claim(
     store: &Store,
     order: &mut Order,
+    commission: CommissionRate,
     correlation_id: &str,
     now: Timestamp,
 ) -> Result<bool, CheckoutError> {
     let before = order.clone();
-    let Some(claim) = decide::claim(order, now)? else {
+    let Some(claim) = decide::claim(order, commission, now)? else {
         return Ok(false);
     };
     *order = claim.order.clone();
@@ -191,7 +200,13 @@ pub async fn commit_charge(
         }
         Err(CheckoutError::Store(StoreError::ConditionFailed(_))) => {
             tracing::warn!(order_id = %order.order_id, "bouquets lost after an interrupted payment: refunding");
-            payments.refund(&order.gateway_key(), &charge_id).await?;
+            payments
+                .refund(
+                    &order.gateway_key(),
+                    &charge_id,
+                    order.payout_account.is_some(),
+                )
+                .await?;
             let held = held_bouquets(store, order).await?;
             let refunded = decide::refunded(order, &held, now)?;
             commit(store, order, &refunded, correlation_id, None, now).await?;
@@ -405,7 +420,13 @@ pub async fn refund_rejected(
         return Ok(order.clone());
     }
     let charge_id = order.charge_id.clone().unwrap_or_default();
-    payments.refund(&order.gateway_key(), &charge_id).await?;
+    payments
+        .refund(
+            &order.gateway_key(),
+            &charge_id,
+            order.payout_account.is_some(),
+        )
+        .await?;
     let mut refunded = order.clone();
     refunded.refund_confirmed(now)?;
     write(store, order, &refunded, &[], correlation_id, None, now).await?;
@@ -591,7 +612,9 @@ pub async fn settle(
                     Ok(Settled::AlreadySettled)
                 } else {
                     tracing::warn!(%order_id, %attempt_key, status = order.status.name(), "money for an attempt that no longer stands: refunding");
-                    payments.refund(attempt_key, charge_id).await?;
+                    payments
+                        .refund(attempt_key, charge_id, order.payout_account.is_some())
+                        .await?;
                     Ok(Settled::Refunded)
                 }
             }

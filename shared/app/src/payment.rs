@@ -137,7 +137,15 @@ pub async fn pay(
                 .map_err(DomainError::DeliveryDateLapsed)?;
         }
         let mut claimed = order.clone();
-        match checkout::claim(store, &mut claimed, correlation_id, now).await {
+        match checkout::claim(
+            store,
+            &mut claimed,
+            app.config.commission,
+            correlation_id,
+            now,
+        )
+        .await
+        {
             Ok(true) => {}
             Ok(false) => return Ok(Replayable::Done(Paid::Paid(order))),
             Err(CheckoutError::Changed) => continue,

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 pub use bouquet_aws::aws_sdk_config;
 
+use bouquet_domain::commission::CommissionRate;
 use bouquet_domain::limits::{Counted, RateLimit};
 use bouquet_domain::order::DEFAULT_HOLD;
 use bouquet_domain::vase::DEFAULT_OFFLINE_AFTER;
@@ -49,6 +50,9 @@ pub struct Config {
     /// Declined payments one customer may take an hour
     /// (`PAYMENT_DECLINES_PER_CUSTOMER_PER_HOUR`).
     pub declines_per_customer_hour: u32,
+    /// The marketplace's commission on a paid order (`COMMISSION_BASIS_POINTS`, the template's
+    /// `CommissionBasisPoints`; 0 to 10,000): the payment's application fee.
+    pub commission: CommissionRate,
 }
 
 /// How long an order that reached its declines waits, at most, before the next attempt: less
@@ -57,6 +61,8 @@ pub const DECLINE_WINDOW_PER_ORDER: Duration = Duration::from_secs(600);
 pub const DEFAULT_RESERVATIONS_PER_MINUTE: u32 = 10;
 pub const DEFAULT_DECLINES_PER_ORDER: u32 = 5;
 pub const DEFAULT_DECLINES_PER_CUSTOMER_HOUR: u32 = 10;
+/// 15 %, a common florist-marketplace commission.
+pub const DEFAULT_COMMISSION_BASIS_POINTS: i64 = 1_500;
 
 impl Config {
     /// The customer's reservations a minute.
@@ -110,6 +116,7 @@ impl Default for Config {
             reservations_per_minute: DEFAULT_RESERVATIONS_PER_MINUTE,
             declines_per_order: DEFAULT_DECLINES_PER_ORDER,
             declines_per_customer_hour: DEFAULT_DECLINES_PER_CUSTOMER_HOUR,
+            commission: default_commission(),
         }
     }
 }
@@ -127,12 +134,30 @@ pub enum ConfigError {
     NotACount { name: &'static str, value: String },
     #[error("CATALOGUE_PRICE_INDEX={0:?} is not enabled or deferred")]
     CataloguePriceIndex(String),
+    #[error("COMMISSION_BASIS_POINTS={0:?} is not a whole number of basis points from 0 to 10000")]
+    Commission(String),
     #[error("PAYMENT_PROVIDER={0:?} is not simulated or stripe")]
     PaymentProvider(String),
     #[error("PAYMENT_PROVIDER=simulated moves no money: it also needs ALLOW_SIMULATED_PAYMENTS=true (the template's AllowSimulatedPayments)")]
     SimulatedNotAllowed,
     #[error("the payment provider cannot be set up")]
     Payments(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+fn default_commission() -> CommissionRate {
+    CommissionRate::from_basis_points(DEFAULT_COMMISSION_BASIS_POINTS)
+        .expect("the default commission is in range")
+}
+
+fn commission_from_env() -> Result<CommissionRate, ConfigError> {
+    match std::env::var("COMMISSION_BASIS_POINTS") {
+        Ok(value) => value
+            .parse()
+            .ok()
+            .and_then(|bps| CommissionRate::from_basis_points(bps).ok())
+            .ok_or(ConfigError::Commission(value)),
+        Err(_) => Ok(default_commission()),
+    }
 }
 
 fn seconds_from_env(name: &'static str, default: Duration) -> Result<Duration, ConfigError> {
@@ -207,6 +232,7 @@ impl Config {
                 "PAYMENT_DECLINES_PER_CUSTOMER_PER_HOUR",
                 DEFAULT_DECLINES_PER_CUSTOMER_HOUR,
             )?,
+            commission: commission_from_env()?,
         })
     }
 }

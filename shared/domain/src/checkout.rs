@@ -5,6 +5,7 @@
 //! property test drives exactly these decisions.
 
 use crate::bouquet::{Bouquet, BouquetStatus};
+use crate::commission::CommissionRate;
 use crate::error::DomainError;
 use crate::ids::{BouquetId, OrderId};
 use crate::order::Order;
@@ -87,12 +88,18 @@ pub fn held_by(order: &Order, bouquets: &[Bouquet]) -> Vec<BouquetId> {
 }
 
 /// A payment attempt claims the order: `payment_pending`, its bouquets held over the
-/// attempt's lease. `None` when it is already paid.
-pub fn claim(order: &Order, now: Timestamp) -> Result<Option<Transition>, DomainError> {
+/// attempt's lease, its split fixed at `commission` ([`Order::settle`]). `None` when it is
+/// already paid.
+pub fn claim(
+    order: &Order,
+    commission: CommissionRate,
+    now: Timestamp,
+) -> Result<Option<Transition>, DomainError> {
     let mut claimed = order.clone();
     if !claimed.begin_payment(now)? {
         return Ok(None);
     }
+    claimed.settle(commission);
     let until = claimed.payment_hold_until(now);
     Ok(Some(Transition::on_all(
         claimed,

@@ -9,6 +9,7 @@ pub mod cart;
 pub mod channels;
 pub mod checkout;
 pub mod clock;
+pub mod commission;
 pub mod delivery;
 pub mod error;
 pub mod events;

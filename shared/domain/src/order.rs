@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use crate::bouquet::Bouquet;
 use crate::clock::Timestamp;
+use crate::commission::{CommissionRate, Settlement};
 use crate::delivery::Delivery;
 use crate::error::DomainError;
 use crate::events::EventData;
@@ -59,6 +60,15 @@ pub struct Order {
     /// The gateway's charge, once paid.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub charge_id: Option<String>,
+    /// How the total splits into the marketplace's fee and the shop's net: fixed when the
+    /// first payment attempt claims the order ([`Order::settle`]), so every attempt and the
+    /// PSP's webhook charge the same fee.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settlement: Option<Settlement>,
+    /// The shop's connected payment account the charge goes to, less the fee (a destination
+    /// charge); fixed with the settlement. `None`: the money stays with the marketplace.
+    #[serde(skip)]
+    pub payout_account: Option<String>,
     /// While the customer authenticates the current attempt (3-D Secure): until when the
     /// bouquets stay held and the sweeper leaves the attempt alone.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -223,6 +233,8 @@ impl Order {
             authenticating_until: None,
             payment_attempt: 0,
             charge_id: None,
+            settlement: None,
+            payout_account: None,
             rejection_reason: None,
             bouquets_withdrawn: false,
             refunded_at: None,
@@ -402,6 +414,14 @@ impl Order {
             status if status.is_sold() => Ok(false),
             OrderStatus::Expired => Err(DomainError::ReservationExpired),
             _ => Err(DomainError::OrderInvalidState(self.status)),
+        }
+    }
+
+    /// Fixes the order's split at `rate` (the module [`crate::commission`]'s rule) unless it has
+    /// one for its total already: a retried or a later attempt charges the fee the first did.
+    pub fn settle(&mut self, rate: CommissionRate) {
+        if self.settlement.is_none_or(|s| s.gross() != self.total) {
+            self.settlement = Some(rate.settle(self.total));
         }
     }
 

@@ -10,11 +10,18 @@ use std::time::Duration;
 
 use bouquet_domain::bouquet::NewBouquet;
 use bouquet_domain::checkout::{self, Transition};
+use bouquet_domain::commission::CommissionRate;
 use bouquet_domain::order::DEFAULT_HOLD;
 use bouquet_domain::{
     Bouquet, BouquetStatus, Currency, CustomerId, Money, Order, Timestamp, VendorId,
 };
 use proptest::prelude::*;
+
+/// 13.33 %: on orders of 10.00 bouquets (13.33, 26.66 and 39.99 exactly) each fee needs the
+/// rounding rule.
+fn commission() -> CommissionRate {
+    CommissionRate::from_basis_points(1_333).unwrap()
+}
 
 #[derive(Clone, Debug)]
 enum Command {
@@ -128,7 +135,10 @@ impl World {
                 }
             }
             Command::BeginPayment(i) => {
-                if let Some(Ok(Some(claim))) = self.order(i).map(|o| checkout::claim(&o, now)) {
+                if let Some(Ok(Some(claim))) = self
+                    .order(i)
+                    .map(|o| checkout::claim(&o, commission(), now))
+                {
                     self.commit(claim);
                 }
             }
@@ -211,6 +221,16 @@ impl World {
                 BouquetStatus::Available | BouquetStatus::Withdrawn => {
                     prop_assert!(buyers.is_empty(), "a paid bouquet is not sold")
                 }
+            }
+        }
+        // Every order that reached a payment has the rule's split of its total, and a paid
+        // one is charged with it.
+        for order in &self.orders {
+            if let Some(settlement) = order.settlement {
+                prop_assert_eq!(settlement, commission().settle(order.total));
+            }
+            if order.status.is_sold() {
+                prop_assert!(order.settlement.is_some(), "paid without a split");
             }
         }
         Ok(())

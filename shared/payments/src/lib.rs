@@ -16,6 +16,18 @@ pub struct ChargeRequest {
     pub amount_minor: i64,
     pub currency: String,
     pub payment_token: String,
+    /// Where the money goes: a shop's connected account, less the marketplace's fee (a
+    /// destination charge). `None`: it stays in the marketplace's own account.
+    pub transfer: Option<Transfer>,
+}
+
+/// A destination charge's split (Stripe Connect): the PSP moves the amount less
+/// `application_fee_minor` to `destination`; the fee stays with the marketplace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    /// The shop's connected account (`acct_...`).
+    pub destination: String,
+    pub application_fee_minor: i64,
 }
 
 /// A definite answer from the gateway.
@@ -56,12 +68,14 @@ pub trait PaymentGateway: Send + Sync {
         idempotency_key: &str,
     ) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>>;
     /// Refunds `charge_id`, the approved charge made under `idempotency_key` (at Stripe its
-    /// PaymentIntent). `Ok` only when the gateway says it is refunded (or was already): a
-    /// refund is never reported that did not happen.
+    /// PaymentIntent). A destination charge (`transferred`) also takes its transfer back from
+    /// the shop and gives the marketplace's fee back. `Ok` only when the gateway says it is
+    /// refunded (or was already): a refund is never reported that did not happen.
     fn refund<'a>(
         &'a self,
         idempotency_key: &'a str,
         charge_id: &'a str,
+        transferred: bool,
     ) -> BoxFuture<'a, Result<(), GatewayError>>;
 }
 
@@ -92,7 +106,12 @@ impl PaymentGateway for NotLinked {
         Box::pin(async move { Err(self.unlinked()) })
     }
 
-    fn refund<'a>(&'a self, _: &'a str, _: &'a str) -> BoxFuture<'a, Result<(), GatewayError>> {
+    fn refund<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: bool,
+    ) -> BoxFuture<'a, Result<(), GatewayError>> {
         Box::pin(async move { Err(self.unlinked()) })
     }
 }
@@ -225,11 +244,12 @@ impl<L: Ledger> PaymentGateway for SimulatedGateway<L> {
         })
     }
 
-    /// Its ledger knows each charge by its key.
+    /// Its ledger knows each charge by its key, and whether it was transferred.
     fn refund<'a>(
         &'a self,
         idempotency_key: &'a str,
         _charge_id: &'a str,
+        _transferred: bool,
     ) -> BoxFuture<'a, Result<(), GatewayError>> {
         Box::pin(async move {
             self.pause().await;
@@ -249,6 +269,7 @@ mod tests {
             amount_minor: 2450,
             currency: "EUR".into(),
             payment_token: token.into(),
+            transfer: None,
         }
     }
 

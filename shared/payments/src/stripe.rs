@@ -7,9 +7,13 @@
 //!   within Stripe's 24 h returns the first intent). Redirect-based methods are off, so 3-D
 //!   Secure is `requires_action` with a client secret for Stripe.js.
 //! - `lookup`: the intent whose `metadata['attemptKey']` is the key (Search API).
+//!   A destination charge (Connect) adds `transfer_data[destination]` (the shop's account)
+//!   and `application_fee_amount` (the marketplace's commission).
 //! - `refund`: `POST /v1/refunds` for the PaymentIntent the charge is (its id, from the charge
 //!   or Stripe's event; never from Search, which lags), with `refund-{key}` as its
-//!   idempotency key; `Ok` only on Stripe's answer.
+//!   idempotency key, and for a destination charge `reverse_transfer` and
+//!   `refund_application_fee` (the shop gives its share back, the marketplace its fee);
+//!   `Ok` only on Stripe's answer.
 //!
 //! Errors: a card error (402) is a decline; 429, 5xx, an idempotency error and a transport
 //! failure are `Unavailable`; no answer in time is `Timeout`. The last three leave the order
@@ -255,16 +259,26 @@ impl PaymentGateway for StripeGateway {
 
     fn charge(&self, request: ChargeRequest) -> BoxFuture<'_, Result<ChargeOutcome, GatewayError>> {
         Box::pin(async move {
-            let form = form_urlencoded::Serializer::new(String::new())
-                .append_pair("amount", &request.amount_minor.to_string())
-                .append_pair("currency", &request.currency.to_ascii_lowercase())
-                .append_pair("payment_method", &request.payment_token)
-                .append_pair("confirm", "true")
-                .append_pair("automatic_payment_methods[enabled]", "true")
-                .append_pair("automatic_payment_methods[allow_redirects]", "never")
-                .append_pair("metadata[orderId]", &request.order_id)
-                .append_pair("metadata[attemptKey]", &request.idempotency_key)
-                .finish();
+            // Built in a block: the serializer is not `Send` and must not live across an await.
+            let form = {
+                let mut form = form_urlencoded::Serializer::new(String::new());
+                form.append_pair("amount", &request.amount_minor.to_string())
+                    .append_pair("currency", &request.currency.to_ascii_lowercase())
+                    .append_pair("payment_method", &request.payment_token)
+                    .append_pair("confirm", "true")
+                    .append_pair("automatic_payment_methods[enabled]", "true")
+                    .append_pair("automatic_payment_methods[allow_redirects]", "never")
+                    .append_pair("metadata[orderId]", &request.order_id)
+                    .append_pair("metadata[attemptKey]", &request.idempotency_key);
+                if let Some(transfer) = &request.transfer {
+                    form.append_pair("transfer_data[destination]", &transfer.destination)
+                        .append_pair(
+                            "application_fee_amount",
+                            &transfer.application_fee_minor.to_string(),
+                        );
+                }
+                form.finish()
+            };
             let (status, body) = self
                 .send(
                     hyper::Method::POST,
@@ -311,11 +325,18 @@ impl PaymentGateway for StripeGateway {
         &'a self,
         idempotency_key: &'a str,
         charge_id: &'a str,
+        transferred: bool,
     ) -> BoxFuture<'a, Result<(), GatewayError>> {
         Box::pin(async move {
-            let form = form_urlencoded::Serializer::new(String::new())
-                .append_pair("payment_intent", charge_id)
-                .finish();
+            let form = {
+                let mut form = form_urlencoded::Serializer::new(String::new());
+                form.append_pair("payment_intent", charge_id);
+                if transferred {
+                    form.append_pair("reverse_transfer", "true")
+                        .append_pair("refund_application_fee", "true");
+                }
+                form.finish()
+            };
             let (status, body) = self
                 .send(
                     hyper::Method::POST,

@@ -15,7 +15,7 @@ use hyper::{Request, Response};
 use serde_json::{json, Value};
 
 use bouquet_payments::stripe::{StripeGateway, API_VERSION};
-use bouquet_payments::{ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway};
+use bouquet_payments::{ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway, Transfer};
 
 const SECRET: &str = "sk_test_contract";
 
@@ -35,6 +35,8 @@ struct FakeStripe {
     replies: Mutex<HashMap<String, (String, u16, Value)>>,
     intents: Mutex<Vec<Value>>,
     refunds: Mutex<Vec<String>>,
+    /// The destination charges whose transfer a refund reversed, and whose fee it refunded.
+    reversals: Mutex<Vec<String>>,
     /// Search has not caught up with the writes yet (it lags by up to a minute at Stripe).
     search_lags: std::sync::atomic::AtomicBool,
 }
@@ -48,6 +50,8 @@ impl FakeStripe {
             "client_secret": format!("{id}_secret_x"),
             "metadata": {"orderId": form["metadata[orderId]"], "attemptKey": form["metadata[attemptKey]"]},
             "next_action": if status == "requires_action" { json!({"type": "use_stripe_sdk"}) } else { Value::Null },
+            "transfer_data": form.get("transfer_data[destination]").map(|d| json!({"destination": d})),
+            "application_fee_amount": form.get("application_fee_amount").map(|f| f.parse::<i64>().unwrap()),
         });
         self.intents.lock().unwrap().push(intent.clone());
         intent
@@ -55,6 +59,16 @@ impl FakeStripe {
 
     /// Stripe's documented answers, chosen by the test PaymentMethod.
     async fn create(&self, form: &HashMap<String, String>) -> (u16, Value) {
+        // An application fee needs a destination (or a connected account's own charge).
+        if form.contains_key("application_fee_amount")
+            && !form.contains_key("transfer_data[destination]")
+        {
+            return (
+                400,
+                json!({"error": {"type": "invalid_request_error", "param": "application_fee_amount",
+                "message": "Can only apply an application_fee_amount when the PaymentIntent is attempting a direct payment or a destination payment."}}),
+            );
+        }
         match form["payment_method"].as_str() {
             "pm_card_visa" => (200, self.intent(form, "succeeded")),
             "pm_card_authenticationRequired" => (200, self.intent(form, "requires_action")),
@@ -157,18 +171,32 @@ impl FakeStripe {
             }
             ("POST", "/v1/refunds") => {
                 let intent = form["payment_intent"].clone();
-                let known = self
+                let paid = self
                     .intents
                     .lock()
                     .unwrap()
                     .iter()
-                    .any(|i| i["id"] == intent.as_str() && i["status"] == "succeeded");
-                if !known {
+                    .find(|i| i["id"] == intent.as_str() && i["status"] == "succeeded")
+                    .cloned();
+                let Some(paid) = paid else {
                     return (
                         400,
                         json!({"error": {"type": "invalid_request_error", "code": "resource_missing",
                         "message": format!("No such payment_intent: '{intent}'")}}),
                     );
+                };
+                let reverses = form.get("reverse_transfer").map(String::as_str) == Some("true");
+                if reverses && paid["transfer_data"].is_null() {
+                    return (
+                        400,
+                        json!({"error": {"type": "invalid_request_error", "param": "reverse_transfer",
+                        "message": "This charge has no transfer to reverse."}}),
+                    );
+                }
+                if reverses
+                    && form.get("refund_application_fee").map(String::as_str) == Some("true")
+                {
+                    self.reversals.lock().unwrap().push(intent.clone());
                 }
                 self.refunds.lock().unwrap().push(intent.clone());
                 (
@@ -242,6 +270,7 @@ fn charge(key: &str, payment_method: &str) -> ChargeRequest {
         amount_minor: 2450,
         currency: "EUR".into(),
         payment_token: payment_method.into(),
+        transfer: None,
     }
 }
 
@@ -298,6 +327,11 @@ async fn a_successful_charge_sends_what_stripe_documents_and_a_repeat_is_the_sam
     assert_eq!(form["metadata[orderId]"], "01ORDER");
     assert_eq!(form["metadata[attemptKey]"], "01ORDER-0");
     assert_eq!(form["automatic_payment_methods[allow_redirects]"], "never");
+    assert!(
+        !form.contains_key("transfer_data[destination]")
+            && !form.contains_key("application_fee_amount"),
+        "no shop account, no transfer: {form:?}"
+    );
     assert_eq!(stripe.provider(), "stripe");
     assert!(
         !format!("{stripe:?}").contains(SECRET),
@@ -405,8 +439,8 @@ async fn lookup_finds_the_intent_by_its_attempt_key_and_refund_goes_by_the_inten
         "search has not caught up"
     );
     let searched = fake.requests_to("/v1/payment_intents/search").len();
-    stripe.refund("k-paid", &charge_id).await.unwrap();
-    stripe.refund("k-paid", &charge_id).await.unwrap();
+    stripe.refund("k-paid", &charge_id, false).await.unwrap();
+    stripe.refund("k-paid", &charge_id, false).await.unwrap();
     assert_eq!(
         *fake.refunds.lock().unwrap(),
         vec![charge_id.clone()],
@@ -423,7 +457,7 @@ async fn lookup_finds_the_intent_by_its_attempt_key_and_refund_goes_by_the_inten
         "refunds never search"
     );
     // What Stripe does not refund is never reported refunded.
-    assert!(stripe.refund("k-none", "pi_unknown").await.is_err());
+    assert!(stripe.refund("k-none", "pi_unknown", false).await.is_err());
 }
 
 #[tokio::test]
@@ -436,4 +470,44 @@ async fn a_wrong_key_is_not_a_decline() {
         "{outcome:?}"
     );
     assert!(fake.intents.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_destination_charge_pays_the_shop_less_the_fee_and_its_refund_takes_both_back() {
+    let (fake, stripe) = gateway().await;
+    let request = ChargeRequest {
+        transfer: Some(Transfer {
+            destination: "acct_shop1".into(),
+            application_fee_minor: 368,
+        }),
+        ..charge("k-shop", "pm_card_visa")
+    };
+    let Ok(ChargeOutcome::Approved { charge_id }) = stripe.charge(request).await else {
+        panic!("approved")
+    };
+    let sent = &fake.requests_to("/v1/payment_intents")[0].form;
+    assert_eq!(sent["transfer_data[destination]"], "acct_shop1");
+    assert_eq!(sent["application_fee_amount"], "368");
+    let intent = fake.intents.lock().unwrap()[0].clone();
+    assert_eq!(
+        (
+            &intent["transfer_data"]["destination"],
+            &intent["application_fee_amount"]
+        ),
+        (&json!("acct_shop1"), &json!(368))
+    );
+
+    // Twice, as a retried rejection would: one refund, one reversal of the transfer and fee.
+    stripe.refund("k-shop", &charge_id, true).await.unwrap();
+    stripe.refund("k-shop", &charge_id, true).await.unwrap();
+    let refund = &fake.requests_to("/v1/refunds")[0].form;
+    assert_eq!(
+        (
+            refund["reverse_transfer"].as_str(),
+            refund["refund_application_fee"].as_str()
+        ),
+        ("true", "true")
+    );
+    assert_eq!(*fake.refunds.lock().unwrap(), vec![charge_id.clone()]);
+    assert_eq!(*fake.reversals.lock().unwrap(), vec![charge_id]);
 }

@@ -11,6 +11,7 @@ use bouquet_domain::{
     OrderStatus, Timestamp, VaseId, Vendor, VendorId,
 };
 
+use bouquet_domain::commission::{CommissionRate, Settlement};
 use bouquet_domain::delivery::Delivery;
 
 use crate::error::StoreError;
@@ -272,6 +273,13 @@ pub struct OrderItem {
     pub payment_attempt: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub charge_id: Option<String>,
+    /// The split fixed at the first payment attempt (absent before issue 41 and until then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commission_bps: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fee_minor: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payout_account: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authenticating_until: Option<i64>,
     /// Absent on orders written before vendors could reject (issue 30): read as none.
@@ -335,6 +343,9 @@ impl OrderItem {
             payment_started_at: o.payment_started_at.map(Timestamp::as_millis),
             payment_attempt: o.payment_attempt,
             charge_id: o.charge_id.clone(),
+            commission_bps: o.settlement.map(|s| s.rate().basis_points()),
+            fee_minor: o.settlement.map(|s| s.fee().minor()),
+            payout_account: o.payout_account.clone(),
             authenticating_until: o.authenticating_until.map(Timestamp::as_millis),
             rejection_reason: o.rejection_reason.clone(),
             bouquets_withdrawn: o.bouquets_withdrawn,
@@ -359,6 +370,22 @@ impl OrderItem {
 
     pub fn into_domain(self) -> Result<Order, StoreError> {
         let currency = self.currency.clone();
+        let total = money(self.total_minor, &self.currency)?;
+        let settlement = match (self.commission_bps, self.fee_minor) {
+            (Some(bps), Some(fee)) => Some(
+                CommissionRate::from_basis_points(bps.into())
+                    .map_err(StoreError::corrupt)
+                    .and_then(|rate| {
+                        Settlement::recorded(rate, total, fee).map_err(StoreError::corrupt)
+                    })?,
+            ),
+            (None, None) => None,
+            _ => {
+                return Err(StoreError::corrupt(
+                    "an order's fee without its rate, or its rate without its fee",
+                ))
+            }
+        };
         Ok(Order {
             order_id: OrderId::parse(&self.order_id).map_err(StoreError::corrupt)?,
             customer_id: CustomerId::parse(&self.customer_id).map_err(StoreError::corrupt)?,
@@ -374,13 +401,15 @@ impl OrderItem {
                     })
                 })
                 .collect::<Result<_, StoreError>>()?,
-            total: money(self.total_minor, &self.currency)?,
+            total,
             status: OrderStatus::parse(&self.status)
                 .ok_or_else(|| StoreError::corrupt(format!("order status {:?}", self.status)))?,
             reserved_until: Timestamp::from_millis(self.reserved_until),
             payment_started_at: self.payment_started_at.map(Timestamp::from_millis),
             payment_attempt: self.payment_attempt,
             charge_id: self.charge_id,
+            settlement,
+            payout_account: self.payout_account,
             authenticating_until: self.authenticating_until.map(Timestamp::from_millis),
             rejection_reason: self.rejection_reason,
             bouquets_withdrawn: self.bouquets_withdrawn,

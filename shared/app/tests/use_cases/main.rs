@@ -10,6 +10,7 @@ mod listing;
 mod live;
 mod maintenance;
 mod members;
+mod money;
 mod notifications;
 mod orders;
 mod payment;

@@ -121,6 +121,7 @@ async fn money_for_an_attempt_that_no_longer_stands_is_refunded() {
             amount_minor: order.total.minor(),
             currency: "EUR".into(),
             payment_token: "tok_visa".into(),
+            transfer: None,
         })
         .await;
     assert!(
