@@ -8,6 +8,8 @@
 //!   refunded.
 //! - `payment_intent.payment_failed` / `canceled`: the attempt is released (`reserved`, or
 //!   `expired` past its hold).
+//! - `account.updated` of a shop's connected account (its `metadata.vendorId`): whether it
+//!   takes charges and pays out, recorded unless an earlier-created report arrived late.
 //! - Any other event, or an intent that is not the marketplace's: 200, nothing done (Stripe
 //!   stops retrying).
 //!
@@ -16,9 +18,11 @@
 //! so late and out-of-order events cannot undo a later state.
 
 use bouquet_app::checkout::{self, CheckoutError, Settled, Settlement};
-use bouquet_app::domain::{FieldError, OrderId};
+use bouquet_app::domain::vendor::AccountReport;
+use bouquet_app::domain::{FieldError, OrderId, Timestamp, VendorId};
 use bouquet_app::idempotency::IdempotencyPut;
 use bouquet_app::payments::stripe_webhook::{self, PaymentEvent};
+use bouquet_app::payouts::{self, Reported};
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, Reply, Route};
@@ -42,6 +46,9 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         ApiError::Invalid(vec![FieldError::new("Stripe-Signature", error)])
     })?;
     let event: stripe_webhook::Event = ctx.json()?;
+    if let Some(account) = event.account() {
+        return account_updated(ctx, &event, account).await;
+    }
     let Some(payment) = event.payment() else {
         return Reply::ok(&json!({ "received": true, "outcome": "ignored" }));
     };
@@ -92,5 +99,32 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         Err(other) => return Err(other.into()),
     };
     bouquet_app::tracing::info!(event_id = %event.id, kind = %event.kind, %order_id, outcome, "webhook settled");
+    Reply::ok(&json!({ "received": true, "eventId": event.id, "outcome": outcome }))
+}
+
+/// A shop's connected account changed at Stripe.
+async fn account_updated(
+    ctx: &Ctx,
+    event: &stripe_webhook::Event,
+    account: stripe_webhook::AccountEvent,
+) -> Result<Reply, ApiError> {
+    let Ok(vendor_id) = VendorId::parse(&account.vendor_id) else {
+        return Reply::ok(&json!({ "received": true, "outcome": "ignored" }));
+    };
+    let report = AccountReport {
+        account_id: account.account_id,
+        charges_enabled: account.charges_enabled,
+        payouts_enabled: account.payouts_enabled,
+        reported_at: Timestamp::from_millis(account.created.saturating_mul(1000)),
+    };
+    let outcome =
+        match payouts::record_report(&ctx.app, vendor_id, &report, &ctx.correlation_id, ctx.now)
+            .await?
+        {
+            Reported::Changed => "changed",
+            Reported::Confirmed => "confirmed",
+            Reported::Ignored => "ignored",
+        };
+    bouquet_app::tracing::info!(event_id = %event.id, %vendor_id, outcome, "account report");
     Reply::ok(&json!({ "received": true, "eventId": event.id, "outcome": outcome }))
 }

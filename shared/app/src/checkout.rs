@@ -162,11 +162,12 @@ pub async fn claim(
     store: &Store,
     order: &mut Order,
     commission: CommissionRate,
+    payee: Option<&str>,
     correlation_id: &str,
     now: Timestamp,
 ) -> Result<bool, CheckoutError> {
     let before = order.clone();
-    let Some(claim) = decide::claim(order, commission, now)? else {
+    let Some(claim) = decide::claim(order, commission, payee, now)? else {
         return Ok(false);
     };
     *order = claim.order.clone();

@@ -19,6 +19,7 @@ pub mod members;
 pub mod notifications;
 pub mod orders;
 pub mod payment;
+pub mod payouts;
 pub mod photos;
 pub mod ports;
 pub mod problem;

@@ -60,6 +60,10 @@ pub enum PayError {
     /// The order kept changing under every attempt.
     #[error("the order kept changing; retry shortly")]
     Busy,
+    /// The shop's payout account stopped taking charges since the reservation: nothing is
+    /// charged, the hold stays.
+    #[error("the shop cannot take payments now")]
+    PayoutsNotReady,
     #[error(transparent)]
     Checkout(#[from] CheckoutError),
 }
@@ -129,18 +133,27 @@ pub async fn pay(
                 .map_err(PayError::AttemptsExceeded)?;
         }
         // The date the details name may have lapsed since they were given (the day, or the
-        // same-day cut-off, passed): refused before anything is charged.
+        // same-day cut-off, passed), or the shop's account stopped taking charges since the
+        // reservation: refused before anything is charged, the hold kept.
+        let (settings, shop) = tokio::try_join!(
+            crate::delivery::shop_settings(app, order.vendor_id),
+            store.vendor(order.vendor_id, false),
+        )?;
         if let (OrderStatus::Reserved, Some(delivery)) = (order.status, &order.delivery) {
-            crate::delivery::shop_settings(app, order.vendor_id)
-                .await?
+            settings
                 .still_takes(&delivery.date, now)
                 .map_err(DomainError::DeliveryDateLapsed)?;
+        }
+        let payee = shop.as_ref().and_then(|shop| shop.payee().ok());
+        if payee.is_none() && app.config.payouts_required {
+            return Err(PayError::PayoutsNotReady);
         }
         let mut claimed = order.clone();
         match checkout::claim(
             store,
             &mut claimed,
             app.config.commission,
+            payee,
             correlation_id,
             now,
         )
@@ -233,6 +246,7 @@ impl From<PayError> for ApiError {
                 ApiError::PaymentAttemptsExceeded(reached.retry_after_secs)
             }
             PayError::Busy => ApiError::Busy,
+            PayError::PayoutsNotReady => ApiError::PayoutsNotReady,
             PayError::Checkout(error) => error.into(),
         }
     }

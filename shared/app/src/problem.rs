@@ -80,6 +80,8 @@ pub enum ApiError {
     PaymentAttemptsExceeded(u64),
     #[error("the shop is suspended: it changes nothing until an administrator reinstates it (its open orders go on)")]
     VendorSuspended,
+    #[error("the shop cannot take payments yet: its payout account is not set up; its bouquets can be reserved once it is")]
+    PayoutsNotReady,
     /// Something went wrong on our side: the error kept whole (its kind and source chain) for
     /// the one log line; the client is told nothing of it.
     #[error("internal error")]
@@ -255,6 +257,11 @@ impl ApiError {
             ),
             ApiError::MemberUnverified => (S::CONFLICT, "member.unverified", "Member unverified"),
             ApiError::VendorSuspended => (S::CONFLICT, "vendor.suspended", "Shop suspended"),
+            ApiError::PayoutsNotReady => (
+                S::CONFLICT,
+                "vendor.payouts_not_ready",
+                "Shop not ready for payments",
+            ),
             ApiError::RateLimited(_) => (S::TOO_MANY_REQUESTS, "rate.limited", "Too many requests"),
             ApiError::PaymentAttemptsExceeded(_) => (
                 S::TOO_MANY_REQUESTS,
@@ -364,9 +371,10 @@ mod tests {
             ApiError::VendorSuspended => 31,
             ApiError::RateLimited(_) => 32,
             ApiError::PaymentAttemptsExceeded(_) => 33,
+            ApiError::PayoutsNotReady => 34,
         }
     }
-    const VARIANTS: usize = 34;
+    const VARIANTS: usize = 35;
 
     #[test]
     fn every_error_has_a_stable_code_and_status() {
@@ -393,6 +401,7 @@ mod tests {
             (ApiError::NotImplemented("no"), 501, "not_implemented"),
             (ApiError::MemberUnverified, 409, "member.unverified"),
             (ApiError::VendorSuspended, 409, "vendor.suspended"),
+            (ApiError::PayoutsNotReady, 409, "vendor.payouts_not_ready"),
             (ApiError::RateLimited(30), 429, "rate.limited"),
             (
                 ApiError::PaymentAttemptsExceeded(600),

@@ -43,6 +43,10 @@ pub enum ReserveError {
     /// Lost every optimistic retry to concurrent changes of the cart.
     #[error("the cart kept changing; retry shortly")]
     Busy,
+    /// The shop's payout account cannot take charges yet (or it has none): its bouquets are
+    /// visible but cannot be reserved.
+    #[error("the shop cannot take payments yet")]
+    PayoutsNotReady,
     /// A rule of the domain broke (a bug): never the client's fault.
     #[error("{0}")]
     Unexpected(&'static str),
@@ -146,6 +150,7 @@ async fn attempt(
                 limit: app.config.reservation_limit(),
                 subject: customer.as_str(),
             },
+            payee_required: app.config.payouts_required,
         };
         match store.reserve(&reservation, now).await {
             Ok(()) => return Ok(Replayable::Done(order)),
@@ -160,6 +165,7 @@ async fn attempt(
                         },
                         // The cart changed since it was read: read it again.
                         Target::Cart => {}
+                        Target::Vendor(_) => return Err(ReserveError::PayoutsNotReady),
                         Target::Holds => {
                             return Err(ReserveError::Limit(app.config.max_holds_per_customer))
                         }
@@ -193,6 +199,7 @@ impl From<ReserveError> for ApiError {
                 ApiError::RateLimited(retry_after_secs)
             }
             ReserveError::Busy => ApiError::Busy,
+            ReserveError::PayoutsNotReady => ApiError::PayoutsNotReady,
             ReserveError::Store(error) => error.into(),
             error @ (ReserveError::Unexpected(_) | ReserveError::UnexpectedConflict(_)) => {
                 ApiError::internal(error)

@@ -53,6 +53,10 @@ pub struct Config {
     /// The marketplace's commission on a paid order (`COMMISSION_BASIS_POINTS`, the template's
     /// `CommissionBasisPoints`; 0 to 10,000): the payment's application fee.
     pub commission: CommissionRate,
+    /// Whether a shop needs a payout account that can take charges before its bouquets can
+    /// be reserved (`REQUIRE_PAYOUT_ACCOUNTS`, the template's `RequirePayoutAccounts`; `true`
+    /// unless set to `false`). Without one, payments stay in the marketplace's account.
+    pub payouts_required: bool,
 }
 
 /// How long an order that reached its declines waits, at most, before the next attempt: less
@@ -117,6 +121,7 @@ impl Default for Config {
             declines_per_order: DEFAULT_DECLINES_PER_ORDER,
             declines_per_customer_hour: DEFAULT_DECLINES_PER_CUSTOMER_HOUR,
             commission: default_commission(),
+            payouts_required: true,
         }
     }
 }
@@ -136,6 +141,8 @@ pub enum ConfigError {
     CataloguePriceIndex(String),
     #[error("COMMISSION_BASIS_POINTS={0:?} is not a whole number of basis points from 0 to 10000")]
     Commission(String),
+    #[error("REQUIRE_PAYOUT_ACCOUNTS={0:?} is not true or false")]
+    RequirePayoutAccounts(String),
     #[error("PAYMENT_PROVIDER={0:?} is not simulated or stripe")]
     PaymentProvider(String),
     #[error("PAYMENT_PROVIDER=simulated moves no money: it also needs ALLOW_SIMULATED_PAYMENTS=true (the template's AllowSimulatedPayments)")]
@@ -233,6 +240,11 @@ impl Config {
                 DEFAULT_DECLINES_PER_CUSTOMER_HOUR,
             )?,
             commission: commission_from_env()?,
+            payouts_required: match std::env::var("REQUIRE_PAYOUT_ACCOUNTS").as_deref() {
+                Err(_) | Ok("true") => true,
+                Ok("false") => false,
+                Ok(other) => return Err(ConfigError::RequirePayoutAccounts(other.to_owned())),
+            },
         })
     }
 }

@@ -194,7 +194,11 @@ async fn mark_shop(
             EventData::VendorReinstated { vendor_id }
         };
         let event = DomainEvent::new(vendor_id, changed.version, stamp, correlation_id, data);
-        match app.store.save_vendor(&changed, read.version, &event).await {
+        match app
+            .store
+            .save_vendor(&changed, read.version, Some(&event))
+            .await
+        {
             Ok(()) => return Ok(changed),
             Err(StoreError::ConditionFailed(_)) => continue,
             Err(other) => return Err(other.into()),

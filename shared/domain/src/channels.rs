@@ -144,9 +144,9 @@ pub fn route(name: &str, ids: &EventIds) -> Vec<Channel> {
             .flatten()
             .chain(each_bouquet)
             .collect(),
-        // A shop opened, suspended or reinstated: the storefront and the administrators' page
-        // follow the catalogue; the shop's own console its channel.
-        "VendorOnboarded" | "VendorSuspended" | "VendorReinstated" => {
+        // A shop opened, suspended, reinstated or able to take payments: the storefront and
+        // the administrators' page follow the catalogue; the shop's own console its channel.
+        "VendorOnboarded" | "VendorSuspended" | "VendorReinstated" | "VendorPayoutsChanged" => {
             [Some(Channel::Catalogue), vendor]
                 .into_iter()
                 .flatten()

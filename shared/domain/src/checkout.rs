@@ -88,18 +88,19 @@ pub fn held_by(order: &Order, bouquets: &[Bouquet]) -> Vec<BouquetId> {
 }
 
 /// A payment attempt claims the order: `payment_pending`, its bouquets held over the
-/// attempt's lease, its split fixed at `commission` ([`Order::settle`]). `None` when it is
+/// attempt's lease, its split fixed at `commission` to `payee` ([`Order::settle`]). `None` when it is
 /// already paid.
 pub fn claim(
     order: &Order,
     commission: CommissionRate,
+    payee: Option<&str>,
     now: Timestamp,
 ) -> Result<Option<Transition>, DomainError> {
     let mut claimed = order.clone();
     if !claimed.begin_payment(now)? {
         return Ok(None);
     }
-    claimed.settle(commission);
+    claimed.settle(commission, payee);
     let until = claimed.payment_hold_until(now);
     Ok(Some(Transition::on_all(
         claimed,

@@ -24,6 +24,13 @@ pub enum EventData {
     VendorReinstated {
         vendor_id: VendorId,
     },
+    /// The PSP changed what the shop's payout account may do: with charges enabled its
+    /// bouquets can be reserved.
+    VendorPayoutsChanged {
+        vendor_id: VendorId,
+        charges_enabled: bool,
+        payouts_enabled: bool,
+    },
     /// The vendor changed where, when and how far ahead it delivers (the settings are
     /// public: the checkout shows them).
     DeliverySettingsChanged {
@@ -153,10 +160,11 @@ pub enum EventData {
 
 impl EventData {
     /// Every event name (the EventBridge detail-types); `infra/events/{name}.json` is its schema.
-    pub const NAMES: [&'static str; 23] = [
+    pub const NAMES: [&'static str; 24] = [
         "VendorOnboarded",
         "VendorSuspended",
         "VendorReinstated",
+        "VendorPayoutsChanged",
         "DeliverySettingsChanged",
         "BouquetListed",
         "BouquetChanged",
@@ -184,6 +192,7 @@ impl EventData {
             EventData::VendorOnboarded { .. } => "VendorOnboarded",
             EventData::VendorSuspended { .. } => "VendorSuspended",
             EventData::VendorReinstated { .. } => "VendorReinstated",
+            EventData::VendorPayoutsChanged { .. } => "VendorPayoutsChanged",
             EventData::DeliverySettingsChanged { .. } => "DeliverySettingsChanged",
             EventData::BouquetListed { .. } => "BouquetListed",
             EventData::BouquetChanged { .. } => "BouquetChanged",

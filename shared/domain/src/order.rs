@@ -417,11 +417,13 @@ impl Order {
         }
     }
 
-    /// Fixes the order's split at `rate` (the module [`crate::commission`]'s rule) unless it has
-    /// one for its total already: a retried or a later attempt charges the fee the first did.
-    pub fn settle(&mut self, rate: CommissionRate) {
+    /// Fixes the order's split at `rate` (the module [`crate::commission`]'s rule) and the
+    /// shop's account it goes to (`payee`; `None`: the marketplace's own), unless it has a split
+    /// for its total already: a retried or a later attempt charges what the first did.
+    pub fn settle(&mut self, rate: CommissionRate, payee: Option<&str>) {
         if self.settlement.is_none_or(|s| s.gross() != self.total) {
             self.settlement = Some(rate.settle(self.total));
+            self.payout_account = payee.map(str::to_owned);
         }
     }
 

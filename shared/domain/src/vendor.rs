@@ -17,7 +17,62 @@ pub struct Vendor {
     /// Set while an administrator has suspended the shop: its bouquets are off the catalogue
     /// and cannot be reserved or listed; its open orders go on.
     pub suspended_at: Option<Timestamp>,
+    /// The shop's connected payment account, once its onboarding started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payout_account: Option<PayoutAccount>,
 }
+
+/// A shop's connected account at the PSP (Stripe Connect, Express) and what the PSP last said
+/// of it (`account.updated`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PayoutAccount {
+    pub account_id: String,
+    /// The PSP takes charges for it: the shop can be reserved from.
+    pub charges_enabled: bool,
+    /// The PSP pays its balance out to the shop's bank.
+    pub payouts_enabled: bool,
+    /// When the PSP produced the state recorded (its event's `created`): an older report
+    /// changes nothing.
+    #[serde(skip)]
+    pub reported_at: Option<Timestamp>,
+}
+
+/// What the PSP reports of an account (`account.updated`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccountReport {
+    pub account_id: String,
+    pub charges_enabled: bool,
+    pub payouts_enabled: bool,
+    pub reported_at: Timestamp,
+}
+
+/// A page the PSP's onboarding sends the shop's member back to: an absolute `https` URL, or
+/// `http` on this machine (the local console), at most 2,000 characters.
+pub fn return_url(value: &str) -> Result<String, &'static str> {
+    const MESSAGE: &str = "must be an absolute https URL (http only to localhost or 127.0.0.1)";
+    let local = ["http://localhost", "http://127.0.0.1"]
+        .iter()
+        .any(|origin| {
+            value
+                .strip_prefix(origin)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/', '?', '#']))
+        });
+    let https = value
+        .strip_prefix("https://")
+        .is_some_and(|rest| !rest.is_empty() && !rest.starts_with(['/', '?', '#']));
+    let clean = value.len() <= 2_000 && !value.chars().any(|c| c.is_whitespace() || c.is_control());
+    if (local || https) && clean {
+        Ok(value.to_owned())
+    } else {
+        Err(MESSAGE)
+    }
+}
+
+/// Why a shop's bouquets cannot be reserved for payment yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the shop cannot take payments yet: its payout account is not set up")]
+pub struct PayoutsNotReady;
 
 impl Vendor {
     /// Onboards a vendor: validates the name and assigns a fresh id.
@@ -30,6 +85,7 @@ impl Vendor {
             version: 1,
             created_at: now,
             suspended_at: None,
+            payout_account: None,
         })
     }
 
@@ -43,6 +99,52 @@ impl Vendor {
             return false;
         }
         self.suspended_at = Some(now);
+        self.version += 1;
+        true
+    }
+
+    /// The account charges go to, if the PSP takes charges for it.
+    pub fn payee(&self) -> Result<&str, PayoutsNotReady> {
+        self.payout_account
+            .as_ref()
+            .filter(|account| account.charges_enabled)
+            .map(|account| account.account_id.as_str())
+            .ok_or(PayoutsNotReady)
+    }
+
+    /// Records the account onboarding created; `false`, and no change, when the shop has one
+    /// (the one it has stands: an account is created once per shop).
+    pub fn open_payout_account(&mut self, account_id: String) -> bool {
+        if self.payout_account.is_some() {
+            return false;
+        }
+        self.payout_account = Some(PayoutAccount {
+            account_id,
+            charges_enabled: false,
+            payouts_enabled: false,
+            reported_at: None,
+        });
+        self.version += 1;
+        true
+    }
+
+    /// Records the PSP's report of the shop's account; `false`, and no change, for another
+    /// account or a report older than the one recorded. Reports of the same second (the
+    /// PSP's events carry seconds) are taken in the order they arrive.
+    pub fn record_account_report(&mut self, report: &AccountReport) -> bool {
+        let Some(account) = self.payout_account.as_mut() else {
+            return false;
+        };
+        if account.account_id != report.account_id
+            || account
+                .reported_at
+                .is_some_and(|at| report.reported_at < at)
+        {
+            return false;
+        }
+        account.reported_at = Some(report.reported_at);
+        account.charges_enabled = report.charges_enabled;
+        account.payouts_enabled = report.payouts_enabled;
         self.version += 1;
         true
     }
@@ -73,5 +175,79 @@ mod tests {
         assert_eq!((shop.suspended_at, shop.version), (Some(now), 2));
         assert!(shop.reinstate());
         assert_eq!((shop.suspended_at, shop.version), (None, 3));
+    }
+
+    fn report(account: &str, charges: bool, at: i64) -> AccountReport {
+        AccountReport {
+            account_id: account.into(),
+            charges_enabled: charges,
+            payouts_enabled: charges,
+            reported_at: Timestamp::from_millis(at),
+        }
+    }
+
+    #[test]
+    fn a_shop_takes_payments_once_its_account_can_take_charges() {
+        let mut shop = Vendor::onboard("Fleur", Timestamp::from_millis(1)).unwrap();
+        assert_eq!(shop.payee(), Err(PayoutsNotReady), "no account");
+        assert!(
+            !shop.record_account_report(&report("acct_1", true, 10)),
+            "no account to report on"
+        );
+        assert!(shop.open_payout_account("acct_1".into()));
+        assert!(
+            !shop.open_payout_account("acct_2".into()),
+            "one account per shop"
+        );
+        assert_eq!(
+            shop.payee(),
+            Err(PayoutsNotReady),
+            "onboarding not finished"
+        );
+        assert!(shop.record_account_report(&report("acct_1", true, 10)));
+        assert_eq!(shop.payee(), Ok("acct_1"));
+        assert!(
+            !shop.record_account_report(&report("acct_2", false, 20)),
+            "another account"
+        );
+        assert_eq!(shop.payee(), Ok("acct_1"));
+    }
+
+    #[test]
+    fn onboarding_returns_only_to_the_console_over_https_or_on_this_machine() {
+        for good in [
+            "https://shop.example/#/shop/payouts",
+            "http://127.0.0.1:4000/#/shop",
+            "http://localhost:8080/",
+        ] {
+            assert_eq!(return_url(good).as_deref(), Ok(good));
+        }
+        for bad in [
+            "http://shop.example/",
+            "http://localhost.evil.example/",
+            "https:///path",
+            "javascript:alert(1)",
+            "/#/shop",
+            "https://shop.example/ x",
+            "",
+        ] {
+            assert!(return_url(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn an_older_report_arriving_late_changes_nothing() {
+        let mut shop = Vendor::onboard("Fleur", Timestamp::from_millis(1)).unwrap();
+        shop.open_payout_account("acct_1".into());
+        assert!(shop.record_account_report(&report("acct_1", false, 30)));
+        let version = shop.version;
+        // The report of t=20 (enabled) arrives after the one of t=30 (disabled).
+        assert!(!shop.record_account_report(&report("acct_1", true, 20)));
+        assert_eq!(
+            (shop.payee(), shop.version),
+            (Err(PayoutsNotReady), version)
+        );
+        assert!(shop.record_account_report(&report("acct_1", true, 40)));
+        assert_eq!(shop.payee(), Ok("acct_1"));
     }
 }

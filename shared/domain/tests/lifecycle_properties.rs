@@ -137,7 +137,7 @@ impl World {
             Command::BeginPayment(i) => {
                 if let Some(Ok(Some(claim))) = self
                     .order(i)
-                    .map(|o| checkout::claim(&o, commission(), now))
+                    .map(|o| checkout::claim(&o, commission(), Some("acct_shop"), now))
                 {
                     self.commit(claim);
                 }

@@ -77,6 +77,26 @@ pub trait PaymentGateway: Send + Sync {
         charge_id: &'a str,
         transferred: bool,
     ) -> BoxFuture<'a, Result<(), GatewayError>>;
+    /// Creates `vendor_id`'s connected account (Connect, Express) and returns its id. The shop
+    /// id is the PSP's idempotency key, so a retry returns the same account.
+    fn create_account<'a>(
+        &'a self,
+        vendor_id: &'a str,
+    ) -> BoxFuture<'a, Result<String, GatewayError>>;
+    /// A one-time address where the shop finishes onboarding `account_id` at the PSP: it
+    /// comes back to `return_url` when done, to `refresh_url` when the link has expired.
+    fn onboarding_link<'a>(
+        &'a self,
+        account_id: &'a str,
+        links: &'a OnboardingLinks,
+    ) -> BoxFuture<'a, Result<String, GatewayError>>;
+}
+
+/// Where onboarding sends the shop back (the console's pages).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OnboardingLinks {
+    pub return_url: String,
+    pub refresh_url: String,
 }
 
 /// Whether a payment token has the shape of the simulated gateway's test tokens (`tok_...`)
@@ -114,6 +134,18 @@ impl PaymentGateway for NotLinked {
     ) -> BoxFuture<'a, Result<(), GatewayError>> {
         Box::pin(async move { Err(self.unlinked()) })
     }
+
+    fn create_account<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<String, GatewayError>> {
+        Box::pin(async move { Err(self.unlinked()) })
+    }
+
+    fn onboarding_link<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a OnboardingLinks,
+    ) -> BoxFuture<'a, Result<String, GatewayError>> {
+        Box::pin(async move { Err(self.unlinked()) })
+    }
 }
 
 impl NotLinked {
@@ -144,6 +176,11 @@ pub use ledger::{Ledger, MemoryLedger, TableLedger};
 /// | `tok_timeout` | the charge **is made**, then `Timeout` (the caller cannot know) |
 /// | `tok_3ds` | requires authentication (settled later through the ledger, as a bank would) |
 /// | any other `tok_…` | approved |
+///
+/// Connected accounts are `acct_sim_{vendorId}`, one per shop by construction. Onboarding's
+/// link is the local console's page `/local/connect/{account}` (on the return URL's origin),
+/// which plays the PSP: it reports the account enabled through the signed webhook, as Stripe's
+/// `account.updated` does.
 ///
 /// Outcomes are kept per idempotency key in a [`Ledger`], as a PSP does: a repeated charge
 /// returns the first outcome, whatever the token. Deployed and in the dev stack the ledger is
@@ -256,6 +293,47 @@ impl<L: Ledger> PaymentGateway for SimulatedGateway<L> {
             self.ledger.refund(idempotency_key).await
         })
     }
+
+    fn create_account<'a>(
+        &'a self,
+        vendor_id: &'a str,
+    ) -> BoxFuture<'a, Result<String, GatewayError>> {
+        Box::pin(async move {
+            self.pause().await;
+            Ok(format!("acct_sim_{vendor_id}"))
+        })
+    }
+
+    fn onboarding_link<'a>(
+        &'a self,
+        account_id: &'a str,
+        links: &'a OnboardingLinks,
+    ) -> BoxFuture<'a, Result<String, GatewayError>> {
+        Box::pin(async move {
+            self.pause().await;
+            let origin = url_origin(&links.return_url).ok_or_else(|| {
+                GatewayError::Unavailable(
+                    format!("the return URL {:?} has no origin", links.return_url).into(),
+                )
+            })?;
+            Ok(format!(
+                "{origin}/local/connect/{account_id}?{}",
+                form_urlencoded::Serializer::new(String::new())
+                    .append_pair("return_url", &links.return_url)
+                    .append_pair("refresh_url", &links.refresh_url)
+                    .finish()
+            ))
+        })
+    }
+}
+
+/// `https://host:port` of an absolute `http(s)` URL.
+fn url_origin(url: &str) -> Option<&str> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))?;
+    let host_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    (host_end > 0).then(|| &url[..url.len() - rest.len() + host_end])
 }
 
 #[cfg(test)]
@@ -306,5 +384,26 @@ mod tests {
         );
         assert_eq!(gateway.charges_made(), 2);
         assert!(valid_token("tok_visa") && !valid_token("visa") && !valid_token("tok_<script>"));
+    }
+
+    #[tokio::test]
+    async fn a_simulated_account_is_one_per_shop_and_onboards_on_the_consoles_origin() {
+        let gateway = SimulatedGateway::new();
+        let account = gateway.create_account("V1").await.unwrap();
+        assert_eq!(account, gateway.create_account("V1").await.unwrap());
+        let links = OnboardingLinks {
+            return_url: "http://127.0.0.1:4000/#/shop/payouts?done=1".into(),
+            refresh_url: "http://127.0.0.1:4000/#/shop/payouts".into(),
+        };
+        let link = gateway.onboarding_link(&account, &links).await.unwrap();
+        assert!(
+            link.starts_with("http://127.0.0.1:4000/local/connect/acct_sim_V1?return_url=http%3A%2F%2F127.0.0.1%3A4000%2F%23%2Fshop%2Fpayouts%3Fdone%3D1&refresh_url="),
+            "{link}"
+        );
+        let relative = OnboardingLinks {
+            return_url: "/#/shop".into(),
+            refresh_url: "/#/shop".into(),
+        };
+        assert!(gateway.onboarding_link(&account, &relative).await.is_err());
     }
 }

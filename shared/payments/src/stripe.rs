@@ -15,6 +15,9 @@
 //!   `refund_application_fee` (the shop gives its share back, the marketplace its fee);
 //!   `Ok` only on Stripe's answer.
 //!
+//! - `create_account`: `POST /v1/accounts` (Express, card payments and transfers requested,
+//!   `metadata[vendorId]`), keyed by the shop; `onboarding_link`: `POST /v1/account_links`.
+//!
 //! Errors: a card error (402) is a decline; 429, 5xx, an idempotency error and a transport
 //! failure are `Unavailable`; no answer in time is `Timeout`. The last three leave the order
 //! `payment_pending` for a retry or the sweeper, which asks `lookup`.
@@ -27,7 +30,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use serde::Deserialize;
 
-use crate::{ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway};
+use crate::{ChargeOutcome, ChargeRequest, GatewayError, OnboardingLinks, PaymentGateway};
 
 /// Stripe's API version this client is written against (sent on every request).
 pub const API_VERSION: &str = "2024-06-20";
@@ -89,6 +92,15 @@ struct StripeError {
 #[derive(Deserialize)]
 struct ErrorBody {
     error: StripeError,
+}
+
+/// An object answered with its id (an Account), or its URL (an Account Link).
+#[derive(Deserialize)]
+struct Created {
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    url: String,
 }
 
 #[derive(Deserialize)]
@@ -179,6 +191,17 @@ impl StripeGateway {
         tokio::time::timeout(self.timeout, exchange)
             .await
             .map_err(|_| GatewayError::Timeout)?
+    }
+
+    /// A keyed `POST` whose answer is the created object.
+    async fn create(&self, path: &str, form: String, key: &str) -> Result<Created, GatewayError> {
+        let (status, body) = self
+            .send(hyper::Method::POST, path, Some(form), Some(key))
+            .await?;
+        if status != 200 {
+            return Err(unavailable(status, &body));
+        }
+        serde_json::from_slice(&body).map_err(|e| GatewayError::Unavailable(Box::new(e)))
     }
 
     async fn intent_of(&self, key: &str) -> Result<Option<Intent>, GatewayError> {
@@ -351,6 +374,52 @@ impl PaymentGateway for StripeGateway {
                 400 if String::from_utf8_lossy(&body).contains("charge_already_refunded") => Ok(()),
                 _ => Err(unavailable(status, &body)),
             }
+        })
+    }
+
+    /// `POST /v1/accounts`: an Express account that takes card payments and transfers, the
+    /// shop's id in its metadata (its `account.updated` events name the shop by it) and as
+    /// the idempotency key.
+    fn create_account<'a>(
+        &'a self,
+        vendor_id: &'a str,
+    ) -> BoxFuture<'a, Result<String, GatewayError>> {
+        Box::pin(async move {
+            let form = form_urlencoded::Serializer::new(String::new())
+                .append_pair("type", "express")
+                .append_pair("capabilities[card_payments][requested]", "true")
+                .append_pair("capabilities[transfers][requested]", "true")
+                .append_pair("metadata[vendorId]", vendor_id)
+                .finish();
+            let key = format!("account-{vendor_id}");
+            let created = self.create("/v1/accounts", form, &key).await?;
+            Ok(created.id)
+        })
+    }
+
+    /// `POST /v1/account_links` of type `account_onboarding`: Stripe's hosted onboarding.
+    fn onboarding_link<'a>(
+        &'a self,
+        account_id: &'a str,
+        links: &'a OnboardingLinks,
+    ) -> BoxFuture<'a, Result<String, GatewayError>> {
+        Box::pin(async move {
+            let form = form_urlencoded::Serializer::new(String::new())
+                .append_pair("account", account_id)
+                .append_pair("type", "account_onboarding")
+                .append_pair("return_url", &links.return_url)
+                .append_pair("refresh_url", &links.refresh_url)
+                .finish();
+            // A link is single-use and short-lived: each request wants a new one, so no key.
+            let (status, body) = self
+                .send(hyper::Method::POST, "/v1/account_links", Some(form), None)
+                .await?;
+            if status != 200 {
+                return Err(unavailable(status, &body));
+            }
+            let created: Created = serde_json::from_slice(&body)
+                .map_err(|e| GatewayError::Unavailable(Box::new(e)))?;
+            Ok(created.url)
         })
     }
 }

@@ -80,6 +80,9 @@ pub struct Event {
     pub id: String,
     #[serde(rename = "type")]
     pub kind: String,
+    /// When Stripe produced the event (unix seconds): orders reports of one object.
+    #[serde(default)]
+    pub created: i64,
     pub data: EventData,
 }
 
@@ -88,11 +91,27 @@ pub struct EventData {
     pub object: IntentObject,
 }
 
+/// The event's object: a PaymentIntent or an Account, as far as the marketplace reads them.
 #[derive(Debug, Deserialize)]
 pub struct IntentObject {
     pub id: String,
     #[serde(default)]
     pub metadata: std::collections::HashMap<String, String>,
+    #[serde(default)]
+    pub charges_enabled: bool,
+    #[serde(default)]
+    pub payouts_enabled: bool,
+}
+
+/// What Stripe says of a shop's connected account (`account.updated`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct AccountEvent {
+    pub account_id: String,
+    pub vendor_id: String,
+    pub charges_enabled: bool,
+    pub payouts_enabled: bool,
+    /// The event's `created` (unix seconds).
+    pub created: i64,
 }
 
 /// What an event means for an order.
@@ -110,6 +129,19 @@ pub enum PaymentEvent {
 }
 
 impl Event {
+    /// The account report this is, if it is about a shop's account (our metadata).
+    pub fn account(&self) -> Option<AccountEvent> {
+        let object = &self.data.object;
+        (self.kind == "account.updated").then_some(())?;
+        Some(AccountEvent {
+            account_id: object.id.clone(),
+            vendor_id: object.metadata.get("vendorId")?.clone(),
+            charges_enabled: object.charges_enabled,
+            payouts_enabled: object.payouts_enabled,
+            created: self.created,
+        })
+    }
+
     /// The payment event this is, if it is one of ours (an intent with our metadata).
     pub fn payment(&self) -> Option<PaymentEvent> {
         let object = &self.data.object;
@@ -191,5 +223,26 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(foreign.payment(), None, "not one of ours");
+    }
+
+    #[test]
+    fn an_account_update_names_the_shop_by_its_metadata() {
+        let event: Event = serde_json::from_value(serde_json::json!({
+            "id": "evt_3", "type": "account.updated", "created": NOW,
+            "data": {"object": {"id": "acct_1", "object": "account", "charges_enabled": true,
+                "payouts_enabled": false, "metadata": {"vendorId": "V1"}}}
+        }))
+        .unwrap();
+        assert_eq!(
+            event.account(),
+            Some(AccountEvent {
+                account_id: "acct_1".into(),
+                vendor_id: "V1".into(),
+                charges_enabled: true,
+                payouts_enabled: false,
+                created: NOW,
+            })
+        );
+        assert_eq!(event.payment(), None);
     }
 }

@@ -13,6 +13,7 @@ use bouquet_domain::{
 
 use bouquet_domain::commission::{CommissionRate, Settlement};
 use bouquet_domain::delivery::Delivery;
+use bouquet_domain::vendor::PayoutAccount;
 
 use crate::error::StoreError;
 use crate::keys;
@@ -52,6 +53,16 @@ pub struct VendorItem {
     pub vendor_key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vendor_sort: Option<String>,
+    /// The shop's connected payment account (absent until its onboarding starts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payout_account_id: Option<String>,
+    /// The reservation's `ConditionCheck` reads it: the shop can take charges.
+    #[serde(default)]
+    pub charges_enabled: bool,
+    #[serde(default)]
+    pub payouts_enabled: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_reported_at: Option<i64>,
 }
 
 impl VendorItem {
@@ -68,6 +79,14 @@ impl VendorItem {
             version: v.version,
             created_at: v.created_at.as_millis(),
             suspended_at: v.suspended_at.map(Timestamp::as_millis),
+            payout_account_id: v.payout_account.as_ref().map(|a| a.account_id.clone()),
+            charges_enabled: v.payout_account.as_ref().is_some_and(|a| a.charges_enabled),
+            payouts_enabled: v.payout_account.as_ref().is_some_and(|a| a.payouts_enabled),
+            account_reported_at: v
+                .payout_account
+                .as_ref()
+                .and_then(|a| a.reported_at)
+                .map(Timestamp::as_millis),
         }
     }
 
@@ -78,6 +97,12 @@ impl VendorItem {
             version: self.version,
             created_at: Timestamp::from_millis(self.created_at),
             suspended_at: self.suspended_at.map(Timestamp::from_millis),
+            payout_account: self.payout_account_id.map(|account_id| PayoutAccount {
+                account_id,
+                charges_enabled: self.charges_enabled,
+                payouts_enabled: self.payouts_enabled,
+                reported_at: self.account_reported_at.map(Timestamp::from_millis),
+            }),
         })
     }
 }

@@ -59,6 +59,9 @@ pub struct Reservation<'a> {
     pub max_holds: u32,
     /// The customer's reservations in this window ([`Target::Limit`] when it is full).
     pub rate: Counter<'a>,
+    /// The shop must be able to take charges (its payout account's `chargesEnabled`): a
+    /// `ConditionCheck` on the shop, [`Target::Vendor`] when it cannot. Costs no read.
+    pub payee_required: bool,
 }
 
 /// What an order transition writes, all or nothing.
@@ -202,8 +205,21 @@ impl Store {
             cart,
             max_holds,
             rate,
+            payee_required,
         } = *reservation;
         let mut tx = Tx::new();
+        if payee_required {
+            tx.check(
+                Target::Vendor(order.vendor_id),
+                &self.table,
+                keys::key(
+                    keys::vendor_pk(&order.vendor_id.to_string()),
+                    keys::VENDOR_SK,
+                ),
+                Expr::new("chargesEnabled = :chargesEnabled")
+                    .value(":chargesEnabled", AttributeValue::Bool(true)),
+            )?;
+        }
         tx.idempotency(&self.table, idempotency, now)?;
         tx.count_within(&self.table, rate, now)?;
         // The cap on what one customer holds at once, by condition on its counter (a read

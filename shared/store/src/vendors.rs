@@ -155,12 +155,13 @@ impl Store {
             .transpose()
     }
 
-    /// Replaces a shop read at `read_version` with `changed`, with its event.
+    /// Replaces a shop read at `read_version` with `changed`, with its event (none when
+    /// nothing a reader sees changed, e.g. a repeated account report).
     pub async fn save_vendor(
         &self,
         changed: &Vendor,
         read_version: u64,
-        event: &DomainEvent,
+        event: Option<&DomainEvent>,
     ) -> Result<(), StoreError> {
         let mut tx = Tx::new();
         tx.put(
@@ -169,7 +170,9 @@ impl Store {
             to_item(&VendorItem::from_domain(changed))?,
             Some(Expr::new("version = :readVersion").n(":readVersion", read_version)),
         )?;
-        tx.event(&self.table, event)?;
+        if let Some(event) = event {
+            tx.event(&self.table, event)?;
+        }
         tx.commit(self).await
     }
 

@@ -1,9 +1,16 @@
-//! The marketplace's money on an order: the commission's split, fixed at the first payment
-//! attempt and kept through a decline and a retry.
+//! The marketplace's money: the commission's split, fixed at the first payment attempt and
+//! kept through a decline and a retry; a shop's payout account, which its bouquets need
+//! before they can be reserved and each payment goes to.
+
+use std::time::Duration;
 
 use bouquet_app::domain::commission::CommissionRate;
+use bouquet_app::domain::vendor::AccountReport;
 use bouquet_app::domain::OrderStatus;
 use bouquet_app::payment::{Paid, PayError};
+use bouquet_app::payments::OnboardingLinks;
+use bouquet_app::payouts::{record_report, start_onboarding, Reported};
+use bouquet_app::reservation::{reserve, ReserveError, ReserveFrom};
 use bouquet_app::{Config, Replayable};
 
 use crate::support::*;
@@ -58,4 +65,229 @@ async fn a_paid_order_records_its_gross_fee_and_net_by_the_rounding_rule() {
         Some(split)
     );
     assert_eq!(split, rate(1_250).settle(paid.total));
+}
+
+async fn reserving(
+    world: &World,
+    bouquet: &bouquet_app::domain::Bouquet,
+) -> Result<(), ReserveError> {
+    reserve(
+        &world.app,
+        &customer("ana"),
+        &ReserveFrom::Bouquets(vec![bouquet.bouquet_id]),
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .map(|_| ())
+}
+
+fn links() -> OnboardingLinks {
+    OnboardingLinks {
+        return_url: "http://127.0.0.1:4000/#/shop".into(),
+        refresh_url: "http://127.0.0.1:4000/#/shop".into(),
+    }
+}
+
+#[tokio::test]
+async fn a_shop_is_reservable_once_its_account_takes_charges_and_is_paid_through_it() {
+    let world = World::new().await;
+    let shop = world.vendor_without_payouts().await;
+    let bouquet = world.listed(&shop, "30.00", None).await;
+    let refused = reserving(&world, &bouquet).await;
+    assert!(
+        matches!(refused, Err(ReserveError::PayoutsNotReady)),
+        "{refused:?}"
+    );
+    assert!(
+        is_available(&world.bouquet_now(bouquet.bouquet_id).await),
+        "nothing held"
+    );
+
+    let onboarding = start_onboarding(
+        &world.app,
+        &vendor_caller(&shop),
+        shop.vendor_id,
+        &links(),
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        onboarding
+            .url
+            .starts_with("http://127.0.0.1:4000/local/connect/acct_sim_"),
+        "{}",
+        onboarding.url
+    );
+    let again = start_onboarding(
+        &world.app,
+        &vendor_caller(&shop),
+        shop.vendor_id,
+        &links(),
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        again.account_id, onboarding.account_id,
+        "one account per shop"
+    );
+    let opened = reserving(&world, &bouquet).await;
+    assert!(
+        matches!(opened, Err(ReserveError::PayoutsNotReady)),
+        "onboarding not finished: {opened:?}"
+    );
+
+    assert_eq!(
+        world
+            .report_account(&shop, &onboarding.account_id, true)
+            .await,
+        Reported::Changed
+    );
+    assert_eq!(
+        world
+            .report_account(&shop, &onboarding.account_id, true)
+            .await,
+        Reported::Confirmed,
+        "a repeated report changes nothing a reader sees"
+    );
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let Ok(Replayable::Done(Paid::Paid(paid))) = world.pay("ana", order.order_id, "tok_visa").await
+    else {
+        panic!("paid")
+    };
+    assert_eq!(
+        paid.payout_account.as_deref(),
+        Some(onboarding.account_id.as_str())
+    );
+    // 15 % by default: 4.50 to the marketplace, 25.50 to the shop.
+    let split = paid.settlement.unwrap();
+    assert_eq!((split.fee().minor(), split.net().minor()), (450, 2550));
+    let events = world.events().await;
+    assert_eq!(
+        events
+            .iter()
+            .filter(|(name, _)| name == "VendorPayoutsChanged")
+            .count(),
+        2,
+        "opened, then enabled: {events:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_account_disabled_after_the_reservation_charges_nothing_and_keeps_the_hold() {
+    let world = World::new().await;
+    let shop = world.vendor().await;
+    let account = shop.payout_account.clone().unwrap().account_id;
+    let bouquet = world.listed(&shop, "30.00", None).await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    world.advance(Duration::from_secs(1));
+    assert_eq!(
+        world.report_account(&shop, &account, false).await,
+        Reported::Changed
+    );
+
+    let refused = world.pay("ana", order.order_id, "tok_visa").await;
+    assert!(
+        matches!(refused, Err(PayError::PayoutsNotReady)),
+        "{refused:?}"
+    );
+    assert_eq!(world.gateway.charges_made(), 0, "nothing charged");
+    let held = world.order_now(order.order_id).await;
+    assert_eq!(
+        (held.status, held.reserved_until),
+        (OrderStatus::Reserved, order.reserved_until)
+    );
+    assert!(
+        !is_available(&world.bouquet_now(bouquet.bouquet_id).await),
+        "still held"
+    );
+
+    // Enabled again: the same order pays.
+    world.advance(Duration::from_secs(1));
+    world.report_account(&shop, &account, true).await;
+    let paid = world.pay("ana", order.order_id, "tok_visa").await;
+    assert!(
+        matches!(paid, Ok(Replayable::Done(Paid::Paid(_)))),
+        "{paid:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_late_older_report_of_an_account_changes_nothing() {
+    let world = World::new().await;
+    let shop = world.vendor().await;
+    let account = shop.payout_account.clone().unwrap().account_id;
+    let before = world.now();
+    world.advance(Duration::from_secs(10));
+    world.report_account(&shop, &account, false).await;
+    let stale = AccountReport {
+        account_id: account.clone(),
+        charges_enabled: true,
+        payouts_enabled: true,
+        reported_at: before.plus(Duration::from_secs(5)),
+    };
+    assert_eq!(
+        record_report(&world.app, shop.vendor_id, &stale, CORRELATION, world.now())
+            .await
+            .unwrap(),
+        Reported::Ignored
+    );
+    let now = world
+        .app
+        .store
+        .vendor(shop.vendor_id, true)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(now.payee().is_err(), "the newer report (disabled) stands");
+    let other = AccountReport {
+        account_id: "acct_someone_else".into(),
+        reported_at: world.now(),
+        ..stale
+    };
+    assert_eq!(
+        record_report(&world.app, shop.vendor_id, &other, CORRELATION, world.now())
+            .await
+            .unwrap(),
+        Reported::Ignored,
+        "another shop's account"
+    );
+}
+
+#[tokio::test]
+async fn twenty_members_onboarding_at_once_open_one_account() {
+    let world = World::new().await;
+    let shop = world.vendor_without_payouts().await;
+    let caller = vendor_caller(&shop);
+    let links = links();
+    let started = futures::future::join_all((0..20).map(|_| {
+        start_onboarding(
+            &world.app,
+            &caller,
+            shop.vendor_id,
+            &links,
+            CORRELATION,
+            world.now(),
+        )
+    }))
+    .await;
+    let accounts: std::collections::BTreeSet<String> = started
+        .into_iter()
+        .map(|s| s.expect("every member gets a link").account_id)
+        .collect();
+    assert_eq!(accounts.len(), 1, "{accounts:?}");
+    let events = world.events().await;
+    assert_eq!(
+        events
+            .iter()
+            .filter(|(name, _)| name == "VendorPayoutsChanged")
+            .count(),
+        1,
+        "opened once: {events:?}"
+    );
 }

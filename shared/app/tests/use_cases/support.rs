@@ -9,14 +9,15 @@ use bouquet_app::domain::bouquet::NewBouquet;
 use bouquet_app::domain::events::{DomainEvent, EventData};
 use bouquet_app::domain::identity::{Identity, Role};
 use bouquet_app::domain::vase::Vase;
+use bouquet_app::domain::vendor::AccountReport;
 use bouquet_app::domain::{
     Bouquet, BouquetId, BouquetStatus, CustomerId, ManualClock, Order, OrderId, Timestamp, VaseId,
     Vendor, VendorId,
 };
 use bouquet_app::payment::{self, Paid, PayError};
-use bouquet_app::payments::SimulatedGateway;
+use bouquet_app::payments::{OnboardingLinks, SimulatedGateway};
 use bouquet_app::store::{IdempotencyPut, Store};
-use bouquet_app::{listing, App, Config, Idempotency, Replayable};
+use bouquet_app::{listing, payouts, App, Config, Idempotency, Replayable};
 use bouquet_template::Template;
 
 /// 2026-12-02T16:16:51Z: every test starts here.
@@ -87,11 +88,63 @@ impl World {
         self.clock.advance(by);
     }
 
+    /// A shop that takes payments: its payout account opened and reported able to take
+    /// charges, as its onboarding at the PSP ends.
     pub async fn vendor(&self) -> Vendor {
+        let vendor = self.vendor_without_payouts().await;
+        let onboarding = payouts::start_onboarding(
+            &self.app,
+            &vendor_caller(&vendor),
+            vendor.vendor_id,
+            &OnboardingLinks {
+                return_url: "http://127.0.0.1:4000/#/shop".into(),
+                refresh_url: "http://127.0.0.1:4000/#/shop".into(),
+            },
+            CORRELATION,
+            self.now(),
+        )
+        .await
+        .expect("onboarding starts");
+        self.report_account(&vendor, &onboarding.account_id, true)
+            .await;
+        self.app
+            .store
+            .vendor(vendor.vendor_id, true)
+            .await
+            .expect("read")
+            .expect("the shop")
+    }
+
+    /// A shop whose payout account was never opened: its bouquets cannot be reserved.
+    pub async fn vendor_without_payouts(&self) -> Vendor {
         let vendor = listing::onboard_vendor(&self.app, "Fleur", None, CORRELATION, self.now())
             .await
             .expect("vendor onboarded");
         done(vendor)
+    }
+
+    /// The PSP reports `account_id` of `vendor` taking charges (and paying out) or not, now.
+    pub async fn report_account(
+        &self,
+        vendor: &Vendor,
+        account_id: &str,
+        enabled: bool,
+    ) -> payouts::Reported {
+        let report = AccountReport {
+            account_id: account_id.into(),
+            charges_enabled: enabled,
+            payouts_enabled: enabled,
+            reported_at: self.now(),
+        };
+        payouts::record_report(
+            &self.app,
+            vendor.vendor_id,
+            &report,
+            CORRELATION,
+            self.now(),
+        )
+        .await
+        .expect("report recorded")
     }
 
     /// An available bouquet of a new vendor.

@@ -1,0 +1,53 @@
+//! `POST /v1/vendors/{vendorId}/payouts/onboarding` `{returnUrl, refreshUrl}`: the shop's vendor
+//! opens its payout account (once: a repeat returns the same account) and gets the payment
+//! provider's one-time onboarding link, which comes back to `returnUrl` when done and to
+//! `refreshUrl` when it has expired. Until the provider reports the account can take charges,
+//! the shop's bouquets cannot be reserved (`vendor.payouts_not_ready`).
+
+use bouquet_app::domain::vendor::return_url;
+use bouquet_app::domain::{Validation, VendorId};
+use bouquet_app::payments::OnboardingLinks;
+use bouquet_app::payouts;
+use bouquet_app::App;
+use bouquet_http::lambda_http::{Body, Error, Request, Response};
+use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use serde::Deserialize;
+use serde_json::json;
+
+pub const ROUTE: Route = Route::new("POST", "/v1/vendors/{vendorId}/payouts/onboarding");
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct OnboardingRequest {
+    return_url: String,
+    refresh_url: String,
+}
+
+pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, handle).await
+}
+
+async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
+    let caller = ctx.caller()?;
+    let vendor_id = ctx.path("vendorId", VendorId::parse)?;
+    let body: OnboardingRequest = ctx.json()?;
+    let mut validation = Validation::new();
+    let return_to = validation.check("returnUrl", return_url(&body.return_url));
+    let refresh = validation.check("refreshUrl", return_url(&body.refresh_url));
+    let links = validation
+        .finish(|| OnboardingLinks {
+            return_url: return_to.unwrap_or_default(),
+            refresh_url: refresh.unwrap_or_default(),
+        })
+        .map_err(ApiError::Invalid)?;
+    let onboarding = payouts::start_onboarding(
+        &ctx.app,
+        caller,
+        vendor_id,
+        &links,
+        &ctx.correlation_id,
+        ctx.now,
+    )
+    .await?;
+    Reply::ok(&json!({ "accountId": onboarding.account_id, "url": onboarding.url }))
+}

@@ -1,0 +1,1 @@
+bouquet_http::main!(handler = start_payout_onboarding::handler);
