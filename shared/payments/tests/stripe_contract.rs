@@ -15,7 +15,9 @@ use hyper::{Request, Response};
 use serde_json::{json, Value};
 
 use bouquet_payments::stripe::{StripeGateway, API_VERSION};
-use bouquet_payments::{ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway, Transfer};
+use bouquet_payments::{
+    ChargeOutcome, ChargeRequest, GatewayError, OnboardingLinks, PaymentGateway, Transfer,
+};
 
 const SECRET: &str = "sk_test_contract";
 
@@ -35,6 +37,7 @@ struct FakeStripe {
     replies: Mutex<HashMap<String, (String, u16, Value)>>,
     intents: Mutex<Vec<Value>>,
     refunds: Mutex<Vec<String>>,
+    accounts: Mutex<Vec<Value>>,
     /// The destination charges whose transfer a refund reversed, and whose fee it refunded.
     reversals: Mutex<Vec<String>>,
     /// Search has not caught up with the writes yet (it lags by up to a minute at Stripe).
@@ -146,6 +149,40 @@ impl FakeStripe {
         }
         let (status, reply) = match (seen.method.as_str(), seen.path.as_str()) {
             ("POST", "/v1/payment_intents") => self.create(&form).await,
+            ("POST", "/v1/accounts") => {
+                let mut accounts = self.accounts.lock().unwrap();
+                let id = format!("acct_{}", accounts.len() + 1);
+                let account = json!({
+                    "id": id, "object": "account", "type": form["type"],
+                    "charges_enabled": false, "payouts_enabled": false,
+                    "capabilities": {"card_payments": "inactive", "transfers": "inactive"},
+                    "metadata": {"vendorId": form["metadata[vendorId]"]},
+                });
+                accounts.push(account.clone());
+                (200, account)
+            }
+            ("POST", "/v1/account_links") => {
+                let account = form["account"].clone();
+                let known = self
+                    .accounts
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .any(|a| a["id"] == account.as_str());
+                if !known || form.get("type").map(String::as_str) != Some("account_onboarding") {
+                    (
+                        400,
+                        json!({"error": {"type": "invalid_request_error", "param": "account",
+                        "message": format!("No such account: '{account}'")}}),
+                    )
+                } else {
+                    (
+                        200,
+                        json!({"object": "account_link", "expires_at": 1_796_300_300,
+                        "url": format!("https://connect.stripe.com/setup/e/{account}/onboard")}),
+                    )
+                }
+            }
             ("GET", "/v1/payment_intents/search") => {
                 let query: HashMap<String, String> = form_urlencoded::parse(seen.query.as_bytes())
                     .into_owned()
@@ -510,4 +547,51 @@ async fn a_destination_charge_pays_the_shop_less_the_fee_and_its_refund_takes_bo
     );
     assert_eq!(*fake.refunds.lock().unwrap(), vec![charge_id.clone()]);
     assert_eq!(*fake.reversals.lock().unwrap(), vec![charge_id]);
+}
+
+#[tokio::test]
+async fn a_shop_gets_one_express_account_and_a_link_to_onboard_it() {
+    let (fake, stripe) = gateway().await;
+    let account = stripe.create_account("01VENDOR").await.unwrap();
+    assert_eq!(account, "acct_1");
+    assert_eq!(
+        stripe.create_account("01VENDOR").await.unwrap(),
+        account,
+        "a retry is the same account (keyed by the shop)"
+    );
+    let created = fake.requests_to("/v1/accounts");
+    assert_eq!(fake.accounts.lock().unwrap().len(), 1);
+    let form = &created[0].form;
+    assert_eq!(form["type"], "express");
+    assert_eq!(form["capabilities[card_payments][requested]"], "true");
+    assert_eq!(form["capabilities[transfers][requested]"], "true");
+    assert_eq!(form["metadata[vendorId]"], "01VENDOR");
+    assert_eq!(created[0].headers["idempotency-key"], "account-01VENDOR");
+
+    let links = OnboardingLinks {
+        return_url: "https://shop.example/#/shop?onboarding=done".into(),
+        refresh_url: "https://shop.example/#/shop".into(),
+    };
+    let url = stripe.onboarding_link(&account, &links).await.unwrap();
+    assert_eq!(url, "https://connect.stripe.com/setup/e/acct_1/onboard");
+    let link = &fake.requests_to("/v1/account_links")[0].form;
+    assert_eq!(
+        (
+            link["type"].as_str(),
+            link["return_url"].as_str(),
+            link["refresh_url"].as_str()
+        ),
+        (
+            "account_onboarding",
+            links.return_url.as_str(),
+            links.refresh_url.as_str()
+        )
+    );
+    assert!(
+        stripe
+            .onboarding_link("acct_unknown", &links)
+            .await
+            .is_err(),
+        "Stripe's refusal is no link"
+    );
 }
