@@ -37,6 +37,14 @@ pub struct Console {
     functions: Option<crate::lambda::Functions>,
 }
 
+/// A simulated provider's report of an account, ready for the webhook route: the
+/// `Stripe-Signature`, the event, and where the member goes back to.
+pub struct AccountReport {
+    pub signature: String,
+    pub event: Vec<u8>,
+    pub return_url: String,
+}
+
 /// The template's `PhotoUploadBucket` and `PhotoBucket`, by their local names.
 #[derive(Clone, Debug)]
 pub struct PhotoBuckets {
@@ -350,6 +358,54 @@ impl Console {
         Ok((signature, event.into_bytes()))
     }
 
+    /// `POST /local/connect/{account}` (the simulated provider's onboarding form, fields
+    /// `enabled` and `return_url`): the provider reports the shop's account, as Stripe's
+    /// `account.updated` does, through the API's own webhook route. Returns the signature,
+    /// the event to deliver and where to send the member back, or the refusal.
+    pub fn connect(
+        &self,
+        path: &str,
+        body: &[u8],
+    ) -> Result<AccountReport, Box<Response<Full<Bytes>>>> {
+        let account = path.trim_start_matches("/local/connect/");
+        let vendor_id = account
+            .strip_prefix("acct_sim_")
+            .filter(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric()))
+            .ok_or_else(|| Box::new(message(StatusCode::NOT_FOUND, "no such simulated account")))?;
+        let fields: std::collections::HashMap<String, String> =
+            form_urlencoded::parse(body).into_owned().collect();
+        let return_url = fields
+            .get("return_url")
+            .filter(|url| bouquet_app::domain::vendor::return_url(url).is_ok())
+            .cloned()
+            .ok_or_else(|| {
+                Box::new(message(
+                    StatusCode::BAD_REQUEST,
+                    "return_url must be the console's",
+                ))
+            })?;
+        let enabled = fields.get("enabled").map(String::as_str) == Some("true");
+        let event = json!({
+            "id": format!("evt_local_{}", ulid::Ulid::new()),
+            "object": "event",
+            "type": "account.updated",
+            "created": time::OffsetDateTime::now_utc().unix_timestamp(),
+            "data": {"object": {"id": account, "object": "account", "charges_enabled": enabled,
+                "payouts_enabled": enabled, "metadata": {"vendorId": vendor_id}}},
+        })
+        .to_string();
+        let signature = bouquet_app::payments::stripe_webhook::sign(
+            event.as_bytes(),
+            crate::lambda::LOCAL_WEBHOOK_SECRET,
+            time::OffsetDateTime::now_utc().unix_timestamp(),
+        );
+        Ok(AccountReport {
+            signature,
+            event: event.into_bytes(),
+            return_url,
+        })
+    }
+
     /// The console's configuration for the dev stack's ports.
     pub fn local_config(
         ws_port: u16,
@@ -408,6 +464,9 @@ impl Console {
                 if path.starts_with("/photos/") && self.photo_buckets.is_some() =>
             {
                 self.photo(path).await
+            }
+            (&Method::GET, path) if path.starts_with("/local/connect/") => {
+                connect_page(path, request.uri().query().unwrap_or(""))
             }
             (&Method::GET, "/config.json") => {
                 respond(StatusCode::OK, "application/json", self.config.to_string())
@@ -500,6 +559,45 @@ fn respond(status: StatusCode, content_type: &str, body: String) -> Response<Ful
         .headers_mut()
         .insert(hyper::header::CONTENT_TYPE, content_type.parse().unwrap());
     response
+}
+
+/// The simulated provider's onboarding page for `/local/connect/{account}`: what Stripe's
+/// hosted onboarding is deployed, one form that finishes (or abandons) it.
+fn connect_page(path: &str, query: &str) -> Response<Full<Bytes>> {
+    let account = path.trim_start_matches("/local/connect/");
+    let fields: std::collections::HashMap<String, String> =
+        form_urlencoded::parse(query.as_bytes())
+            .into_owned()
+            .collect();
+    let return_url = fields.get("return_url").cloned().unwrap_or_default();
+    if !account.starts_with("acct_sim_")
+        || bouquet_app::domain::vendor::return_url(&return_url).is_err()
+    {
+        return message(StatusCode::NOT_FOUND, "no such onboarding link");
+    }
+    let escape = |text: &str| {
+        text.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
+    let (account, return_url) = (escape(account), escape(&return_url));
+    let page = format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Payouts onboarding (simulated)</title></head>
+<body>
+<h1>Payouts onboarding</h1>
+<p>The simulated payment provider stands in for Stripe's hosted onboarding of account
+<code id="account">{account}</code>. Deployed with Stripe, the shop gives its business and bank
+details here.</p>
+<form method="post" action="/local/connect/{account}">
+<input type="hidden" name="return_url" value="{return_url}">
+<button type="submit" name="enabled" value="true" id="finish-onboarding">Finish onboarding</button>
+<button type="submit" name="enabled" value="false" id="abandon-onboarding">Leave it unfinished</button>
+</form>
+</body></html>"#
+    );
+    respond(StatusCode::OK, "text/html; charset=utf-8", page)
 }
 
 fn message(status: StatusCode, text: &str) -> Response<Full<Bytes>> {

@@ -251,6 +251,44 @@ impl LocalApi {
                 Err(refused) => refused,
             };
         }
+        if let (Some(console), true) = (
+            &self.console,
+            parts.method == hyper::Method::POST && path.starts_with("/local/connect/"),
+        ) {
+            // The simulated provider reports the shop's account to the API's own webhook
+            // route, as Stripe would, then sends the member back to the console.
+            return match console.connect(path, &body) {
+                Ok(crate::console::AccountReport {
+                    signature,
+                    event,
+                    return_url,
+                }) => {
+                    let (status, headers, answer) = self
+                        .handle(Incoming {
+                            method: "POST".into(),
+                            path: "/v1/payments/webhook".into(),
+                            headers: vec![
+                                ("content-type".into(), "application/json".into()),
+                                ("stripe-signature".into(), signature),
+                            ],
+                            body: event,
+                            source_ip: peer.ip().to_string(),
+                            ..Incoming::default()
+                        })
+                        .await;
+                    if status == StatusCode::OK {
+                        to_hyper((
+                            StatusCode::SEE_OTHER,
+                            vec![("location".into(), return_url)],
+                            Vec::new(),
+                        ))
+                    } else {
+                        to_hyper((status, headers, answer))
+                    }
+                }
+                Err(refused) => *refused,
+            };
+        }
         if let Some(console) = &self.console {
             if path != "/v1" && !path.starts_with("/v1/") {
                 return console
