@@ -13,6 +13,7 @@ import threading
 import time
 import unittest
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from datetime import datetime, timezone
@@ -63,6 +64,25 @@ def put(path, token, body, if_match):
     request.add_header("if-match", if_match)
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())
+
+
+def finish_onboarding(account_id, return_url):
+    """What the simulated provider's onboarding page does when the shop finishes it: reports
+    the account able to take charges (through the webhook), then sends the member back (303)."""
+    form = urllib.parse.urlencode({"enabled": "true", "return_url": return_url}).encode()
+    request = urllib.request.Request(f"{BASE}/local/connect/{account_id}", data=form, method="POST")
+    request.add_header("content-type", "application/x-www-form-urlencoded")
+
+    class Stay(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    try:
+        urllib.request.build_opener(Stay).open(request, timeout=30)
+        raise AssertionError("the onboarding page did not send the member back")
+    except urllib.error.HTTPError as error:
+        if error.code != 303 or error.headers["location"] != return_url:
+            raise AssertionError(f"onboarding: {error.code} {error.read()[:300]!r}")
 
 
 def verified_email(sub):
@@ -181,12 +201,19 @@ def on_the_storefront(*bouquet_ids):
 class Shop:
     """A vendor of this test's own, with a token."""
 
-    def __init__(self):
+    def __init__(self, payouts=True):
         admin = mint("admin", "admin-browser")
         self.name = unique("Bloom")
         self.vendor_id = call("POST", "/v1/vendors", admin, {"name": self.name}, 201)["vendorId"]
         member = unique("vendor")
         self.token = mint("vendor", member, self.vendor_id)
+        if payouts:
+            # Its payout account onboarded, as the simulated provider's page finishes it: the
+            # shop's bouquets can be reserved.
+            back = f"{BASE}/#/vendor"
+            onboarding = call("POST", f"/v1/vendors/{self.vendor_id}/payouts/onboarding", self.token,
+                              {"returnUrl": back, "refreshUrl": back}, 200)
+            finish_onboarding(onboarding["accountId"], back)
         # Mail goes only to verified addresses: the shop's contact is its member's own.
         self.email = verified_email(member)
 
@@ -860,6 +887,26 @@ class Console(unittest.TestCase):
         # The dev stack's bank answers through Stripe's webhook route; the order moves live.
         expect(customer.locator('#order-status [data-status="paid"]')).to_be_visible()
         self.no_reload(customer)
+
+    def test_a_florist_sets_up_payouts_and_only_then_its_bouquets_can_be_reserved(self):
+        shop = Shop(payouts=False)
+        bouquet_id = shop.bouquet("Peonies", "30.00")["bouquetId"]
+        buyer = mint("customer", unique("buyer"))
+        refused = call("POST", "/v1/orders", buyer, {"bouquetIds": [bouquet_id]}, 409)
+        self.assertEqual(refused["code"], "vendor.payouts_not_ready")
+        florist = self.page()
+        self.sign_in(florist, "vendor", unique("florist"), shop.vendor_id)
+        self.open(florist, "/vendor")
+        florist.get_by_role("button", name="Set up or check payouts").click()
+        # The provider's own page (simulated locally), then back to the console.
+        florist.wait_for_url(re.compile(r"/local/connect/acct_sim_"))
+        florist.get_by_role("button", name="Finish onboarding").click()
+        florist.wait_for_url(re.compile(r"#/vendor$"))
+        florist.wait_for_function("document.body.dataset.ready === 'yes'")
+        florist.get_by_role("button", name="Set up or check payouts").click()
+        expect(florist.locator("#payouts-state")).to_have_attribute("data-payouts", "ready")
+        self.shot(florist, "payouts-ready")
+        call("POST", "/v1/orders", buyer, {"bouquetIds": [bouquet_id]}, 201)
 
     def test_a_vase_reading_changes_the_storefront_badge_without_a_reload(self):
         shop = Shop()

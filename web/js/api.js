@@ -27,6 +27,7 @@ const ADVICE = {
   "auth.unauthenticated": "Please sign in again.",
   "auth.forbidden": "Your account may not do this.",
   "service.busy": "The shop is busy; try again in a moment.",
+  "vendor.payouts_not_ready": "This shop cannot take payments yet, so its bouquets cannot be reserved; try again later.",
   "idempotency.in_progress": "Your request is still being handled; try again in a moment.",
 };
 const WITH_DETAIL = new Set(["order.delivery_required", "order.invalid_state"]);

@@ -49,5 +49,10 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         ctx.now,
     )
     .await?;
-    Reply::ok(&json!({ "accountId": onboarding.account_id, "url": onboarding.url }))
+    Reply::ok(&json!({
+        "accountId": onboarding.account_id,
+        "url": onboarding.url,
+        "chargesEnabled": onboarding.charges_enabled,
+        "payoutsEnabled": onboarding.payouts_enabled,
+    }))
 }

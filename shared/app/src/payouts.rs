@@ -56,6 +56,9 @@ pub struct Onboarding {
     pub account_id: String,
     /// The PSP's one-time onboarding page.
     pub url: String,
+    /// As the PSP last reported the account.
+    pub charges_enabled: bool,
+    pub payouts_enabled: bool,
 }
 
 /// Its vendor starts (or resumes) the shop's onboarding to payouts.
@@ -71,6 +74,10 @@ pub async fn start_onboarding(
     let mut retry = Retry::optimistic();
     while retry.next().await {
         let shop = crate::shops::require_trading(app, vendor_id).await?;
+        let (charges_enabled, payouts_enabled) = shop
+            .payout_account
+            .as_ref()
+            .map_or((false, false), |a| (a.charges_enabled, a.payouts_enabled));
         let account_id = match &shop.payout_account {
             Some(account) => account.account_id.clone(),
             None => {
@@ -93,7 +100,12 @@ pub async fn start_onboarding(
             .onboarding_link(&account_id, links)
             .await
             .map_err(PayoutsError::Gateway)?;
-        return Ok(Onboarding { account_id, url });
+        return Ok(Onboarding {
+            account_id,
+            url,
+            charges_enabled,
+            payouts_enabled,
+        });
     }
     Err(PayoutsError::Busy)
 }

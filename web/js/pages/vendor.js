@@ -343,6 +343,30 @@ function deliverySettingsSection(vendorId) {
   return { section: h("section", {}, h("h2", {}, "Delivery settings"), slot), load };
 }
 
+/** The shop's payouts: its account at the payment provider, set up on the provider's own
+ *  onboarding page. Until it takes charges, customers cannot reserve the shop's bouquets. */
+function payoutsSection(vendorId) {
+  const state = h("p", { id: "payouts-state", "data-payouts": "unknown" },
+    "Customers can reserve your bouquets once your payout account takes payments.");
+  const show = (charges) => {
+    state.dataset.payouts = charges ? "ready" : "not-ready";
+    state.textContent = charges
+      ? "Your shop takes payments: each order is paid to your account, less the marketplace's commission."
+      : "Your payout account is not finished: customers cannot reserve your bouquets yet.";
+  };
+  const start = h("button", {
+    type: "button", id: "start-payouts",
+    onclick: () => attempt(async () => {
+      const back = `${location.origin}/#/vendor`;
+      const onboarding = await api("POST", `/vendors/${vendorId}/payouts/onboarding`, { body: { returnUrl: back, refreshUrl: back } });
+      show(onboarding.chargesEnabled);
+      // Not finished: on to the provider's page, which comes back here.
+      if (!onboarding.chargesEnabled) location.assign(onboarding.url);
+    }),
+  }, "Set up or check payouts");
+  return { section: h("section", { id: "payouts" }, h("h2", {}, "Payouts"), state, start), show };
+}
+
 function analyticsSection(vendorId) {
   const charts = h("div", {});
   const load = async () => {
@@ -373,7 +397,8 @@ export async function vendorPage() {
   const orders = ordersSection();
   const analytics = analyticsSection(vendorId);
   const delivery = deliverySettingsSection(vendorId);
-  show(h("h1", {}, "Vendor console"), orders.section, vases.section, bouquets.section, delivery.section, analytics.section);
+  const payouts = payoutsSection(vendorId);
+  show(h("h1", {}, "Vendor console"), payouts.section, orders.section, vases.section, bouquets.section, delivery.section, analytics.section);
   const all = () => Promise.all([orders.load(), vases.load(), bouquets.load(), delivery.load(), analytics.load()]);
   await all();
   live.onReconnect.add(() => refresh(all));
@@ -384,6 +409,7 @@ export async function vendorPage() {
     if (event.name.startsWith("Vase") || event.name === "BouquetFreshnessChanged") refresh(vases.load);
     if (event.name.startsWith("Bouquet") || MOVES_BOUQUETS.has(event.name)) refresh(bouquets.load);
     if (event.name === "OrderPaid" || event.name === "OrderFulfilled" || event.name === "OrderRejected") refresh(analytics.load);
+    if (event.name === "VendorPayoutsChanged") payouts.show(event.data.chargesEnabled);
   });
   return () => { stopOrders(); stopVendor(); };
 }

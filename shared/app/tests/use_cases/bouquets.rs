@@ -41,10 +41,7 @@ async fn its_vendor_changes_a_bouquet_at_the_version_it_saw() {
     let caller = vendor_caller(&vendor);
     let id = bouquet.bouquet_id;
     let needs_version = change(&world, &caller, id, None, new_price("30.00")).await;
-    assert!(
-        matches!(needs_version, Err(BouquetError::VersionRequired)),
-        "{needs_version:?}"
-    );
+    assert_matches!(needs_version, Err(BouquetError::VersionRequired));
     let changed = change(
         &world,
         &caller,
@@ -67,7 +64,7 @@ async fn its_vendor_changes_a_bouquet_at_the_version_it_saw() {
         new_price("1.00"),
     )
     .await;
-    assert!(matches!(stale, Err(BouquetError::Changed)), "{stale:?}");
+    assert_matches!(stale, Err(BouquetError::Changed));
     assert_eq!(world.bouquet_now(id).await.price.minor(), 3000);
 }
 
@@ -79,17 +76,11 @@ async fn who_may_change_it_is_decided_before_the_request_is_read() {
     // never parses the body or `If-Match`.
     for stranger in [vendor_caller(&world.vendor().await), customer_caller("ana")] {
         let refused = bouquets::editable(&world.app, &stranger, bouquet.bouquet_id).await;
-        assert!(
-            matches!(refused, Err(BouquetError::Forbidden(_))),
-            "{refused:?}"
-        );
+        assert_matches!(refused, Err(BouquetError::Forbidden(_)));
     }
     let unknown =
         bouquets::editable(&world.app, &customer_caller("ana"), BouquetId::generate()).await;
-    assert!(
-        matches!(unknown, Err(BouquetError::NotFound)),
-        "{unknown:?}"
-    );
+    assert_matches!(unknown, Err(BouquetError::NotFound));
 }
 
 #[tokio::test]
@@ -106,15 +97,9 @@ async fn another_vendor_may_not_change_or_withdraw_it() {
         new_price("1.00"),
     )
     .await;
-    assert!(
-        matches!(changed, Err(BouquetError::Forbidden(_))),
-        "{changed:?}"
-    );
+    assert_matches!(changed, Err(BouquetError::Forbidden(_)));
     let withdrawn = withdraw(&world, &stranger, id, None).await;
-    assert!(
-        matches!(withdrawn, Err(BouquetError::Forbidden(_))),
-        "{withdrawn:?}"
-    );
+    assert_matches!(withdrawn, Err(BouquetError::Forbidden(_)));
     assert_eq!(world.bouquet_now(id).await, bouquet);
 }
 
@@ -134,15 +119,9 @@ async fn a_reserved_bouquet_is_neither_changed_nor_withdrawn() {
         new_price("1.00"),
     )
     .await;
-    assert!(
-        matches!(changed, Err(BouquetError::NotAvailable)),
-        "{changed:?}"
-    );
+    assert_matches!(changed, Err(BouquetError::NotAvailable));
     let withdrawn = withdraw(&world, &caller, bouquet.bouquet_id, None).await;
-    assert!(
-        matches!(withdrawn, Err(BouquetError::NotAvailable)),
-        "{withdrawn:?}"
-    );
+    assert_matches!(withdrawn, Err(BouquetError::NotAvailable));
 }
 
 #[tokio::test]
@@ -177,10 +156,7 @@ async fn a_withdrawn_bouquet_leaves_the_catalogue() {
     .unwrap();
     assert!(listed.items.is_empty(), "{:?}", listed.items);
     let unknown = bouquets::bouquet(&world.app, bouquet_app::domain::BouquetId::generate()).await;
-    assert!(
-        matches!(unknown, Err(BouquetError::NotFound)),
-        "{unknown:?}"
-    );
+    assert_matches!(unknown, Err(BouquetError::NotFound));
 }
 
 #[tokio::test]
@@ -368,10 +344,7 @@ async fn the_whole_catalogue_reads_freshest_first_across_its_shards_page_by_page
         world.now(),
     )
     .await;
-    assert!(
-        matches!(refused, Err(bouquet_app::store::StoreError::InvalidCursor)),
-        "{refused:?}"
-    );
+    assert_matches!(refused, Err(bouquet_app::store::StoreError::InvalidCursor));
 }
 
 #[test]

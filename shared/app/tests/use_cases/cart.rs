@@ -33,12 +33,9 @@ async fn a_cart_holds_one_vendors_available_bouquets_once() {
     // Another vendor's bouquet is refused and changes nothing.
     let other = world.bouquet().await;
     let mixed = cart::add(&world.app, &ana, other.bouquet_id, world.now()).await;
-    assert!(
-        matches!(
-            mixed,
-            Err(CartViewError::Domain(DomainError::CartVendorMismatch))
-        ),
-        "{mixed:?}"
+    assert_matches!(
+        mixed,
+        Err(CartViewError::Domain(DomainError::CartVendorMismatch))
     );
     assert_eq!(
         cart::current(&world.app, &ana, world.now())
@@ -68,10 +65,7 @@ async fn an_unknown_or_reserved_bouquet_is_not_added() {
     let world = World::new().await;
     let unknown = BouquetId::generate();
     let result = cart::add(&world.app, &customer("ana"), unknown, world.now()).await;
-    assert!(
-        matches!(result, Err(CartViewError::Unavailable(id)) if id == unknown),
-        "{result:?}"
-    );
+    assert_matches!(result, Err(CartViewError::Unavailable(id)) if id == unknown);
     let bouquet = world.bouquet().await;
     world.reserved(&customer("ben"), &[&bouquet]).await;
     let taken = cart::add(
@@ -81,12 +75,9 @@ async fn an_unknown_or_reserved_bouquet_is_not_added() {
         world.now(),
     )
     .await;
-    assert!(
-        matches!(
-            taken,
-            Err(CartViewError::Domain(DomainError::BouquetUnavailable(_)))
-        ),
-        "{taken:?}"
+    assert_matches!(
+        taken,
+        Err(CartViewError::Domain(DomainError::BouquetUnavailable(_)))
     );
 }
 

@@ -61,14 +61,11 @@ async fn an_order_without_delivery_details_is_not_charged() {
         .reserved_without_delivery(&customer("ana"), &[&bouquet])
         .await;
     let refused = world.pay("ana", order.order_id, "tok_visa").await;
-    assert!(
-        matches!(
-            refused,
-            Err(PayError::Checkout(CheckoutError::Domain(
-                DomainError::DeliveryRequired
-            )))
-        ),
-        "{refused:?}"
+    assert_matches!(
+        refused,
+        Err(PayError::Checkout(CheckoutError::Domain(
+            DomainError::DeliveryRequired
+        )))
     );
     assert_eq!(world.gateway.charges_made(), 0, "nothing charged");
     assert_eq!(
@@ -488,14 +485,10 @@ async fn a_date_whose_same_day_cutoff_passed_before_payment_is_refused_and_nothi
         .expect("today, before the cut-off");
     world.advance(Duration::from_secs(5 * 60));
     let refused = world.pay("ana", order.order_id, "tok_visa").await;
-    assert!(
-        matches!(
-            refused,
-            Err(PayError::Checkout(CheckoutError::Domain(
-                DomainError::DeliveryDateLapsed(ref why)
-            ))) if why.contains("same-day delivery closes at 16:20")
-        ),
-        "{refused:?}"
+    assert_matches!(
+        refused,
+        Err(PayError::Checkout(CheckoutError::Domain(DomainError::DeliveryDateLapsed(ref why))))
+            if why.contains("same-day delivery closes at 16:20")
     );
     assert_eq!(world.gateway.charges_made(), 0, "nothing charged");
     let tomorrow = request(&world);

@@ -23,10 +23,7 @@ async fn a_vendor_is_onboarded_and_lists_an_available_bouquet() {
 async fn a_vendor_needs_a_valid_name() {
     let world = World::new().await;
     let result = onboard_vendor(&world.app, "", None, CORRELATION, world.now()).await;
-    assert!(
-        matches!(result, Err(ListingError::Invalid(ref e)) if e[0].field == "name"),
-        "{result:?}"
-    );
+    assert_matches!(result, Err(ListingError::Invalid(ref e)) if e[0].field == "name");
 }
 
 #[tokio::test]
@@ -42,10 +39,7 @@ async fn an_unknown_vendor_lists_nothing() {
         world.now(),
     )
     .await;
-    assert!(
-        matches!(result, Err(ListingError::UnknownVendor)),
-        "{result:?}"
-    );
+    assert_matches!(result, Err(ListingError::UnknownVendor));
 }
 
 #[tokio::test]
@@ -63,8 +57,5 @@ async fn a_vase_of_nobody_is_refused_by_field() {
         world.now(),
     )
     .await;
-    assert!(
-        matches!(result, Err(ListingError::Invalid(ref e)) if e[0].field == "vaseId"),
-        "{result:?}"
-    );
+    assert_matches!(result, Err(ListingError::Invalid(ref e)) if e[0].field == "vaseId");
 }

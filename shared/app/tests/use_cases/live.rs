@@ -179,7 +179,7 @@ async fn a_viewer_subscribes_to_what_it_may_read_and_is_refused_the_rest() {
         world.now(),
     )
     .await;
-    assert!(matches!(gone, Err(LiveError::ConnectionGone)), "{gone:?}");
+    assert_matches!(gone, Err(LiveError::ConnectionGone));
 }
 
 #[tokio::test]

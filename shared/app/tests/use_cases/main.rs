@@ -3,6 +3,13 @@
 //! payment gateway in memory. `./localstack/test.sh` starts the emulator; without one these
 //! tests fail with how to start it, they never skip.
 
+/// `assert!(matches!(value, pattern))` that shows the value when it fails.
+macro_rules! assert_matches {
+    ($value:expr, $($pattern:tt)+) => {
+        assert!(matches!($value, $($pattern)+), "{:?}", $value)
+    };
+}
+
 mod bouquets;
 mod cart;
 mod delivery;

@@ -49,9 +49,9 @@ async fn a_member_of_one_shop_is_not_given_to_another_nor_to_a_shop_that_does_no
         .unwrap();
     let taken =
         add_vendor_member(&world.app, &directory, other.vendor_id, &email, world.now()).await;
-    assert!(
-        matches!(taken, Err(MembershipError::OtherVendor(ref v)) if *v == one.vendor_id.to_string()),
-        "{taken:?}"
+    assert_matches!(
+        taken,
+        Err(MembershipError::OtherVendor(ref v)) if *v == one.vendor_id.to_string()
     );
     let nowhere = add_vendor_member(
         &world.app,
@@ -61,8 +61,5 @@ async fn a_member_of_one_shop_is_not_given_to_another_nor_to_a_shop_that_does_no
         world.now(),
     )
     .await;
-    assert!(
-        matches!(nowhere, Err(MembershipError::UnknownVendor)),
-        "{nowhere:?}"
-    );
+    assert_matches!(nowhere, Err(MembershipError::UnknownVendor));
 }

@@ -43,14 +43,11 @@ async fn cancelling_a_reservation_makes_its_bouquets_available_again() {
     assert!(is_available(&world.bouquet_now(bouquet.bouquet_id).await));
     // Once cancelled, it cannot be cancelled again.
     let again = act(&world, &order, Action::Cancel, true).await;
-    assert!(
-        matches!(
-            again,
-            Err(TransitionError::Checkout(CheckoutError::Domain(
-                DomainError::OrderInvalidState(OrderStatus::Cancelled)
-            )))
-        ),
-        "{again:?}"
+    assert_matches!(
+        again,
+        Err(TransitionError::Checkout(CheckoutError::Domain(
+            DomainError::OrderInvalidState(OrderStatus::Cancelled)
+        )))
     );
 }
 
@@ -60,10 +57,7 @@ async fn an_order_the_caller_may_not_see_is_not_found_and_unchanged() {
     let bouquet = world.bouquet().await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
     let result = act(&world, &order, Action::Cancel, false).await;
-    assert!(
-        matches!(result, Err(TransitionError::NotFound)),
-        "{result:?}"
-    );
+    assert_matches!(result, Err(TransitionError::NotFound));
     assert_eq!(
         world.order_now(order.order_id).await.status,
         OrderStatus::Reserved
@@ -87,10 +81,7 @@ async fn the_same_key_cancels_once_and_replays_the_first_answer() {
         world.now(),
     )
     .await;
-    assert!(
-        matches!(first, Ok(Replayable::Done(ref o)) if o.status == OrderStatus::Cancelled),
-        "{first:?}"
-    );
+    assert_matches!(first, Ok(Replayable::Done(ref o)) if o.status == OrderStatus::Cancelled);
     let again = transition(
         &world.app,
         &ana,
@@ -101,10 +92,7 @@ async fn the_same_key_cancels_once_and_replays_the_first_answer() {
         world.now(),
     )
     .await;
-    assert!(
-        matches!(again, Ok(Replayable::Replayed(ref r)) if r.body == order.order_id.to_string()),
-        "{again:?}"
-    );
+    assert_matches!(again, Ok(Replayable::Replayed(ref r)) if r.body == order.order_id.to_string());
 }
 
 #[tokio::test]
@@ -117,10 +105,7 @@ async fn another_vendor_cannot_fulfil_an_order() {
         .await
         .expect("paid");
     let result = act(&world, &order, Action::Fulfil, false).await;
-    assert!(
-        matches!(result, Err(TransitionError::NotFound)),
-        "{result:?}"
-    );
+    assert_matches!(result, Err(TransitionError::NotFound));
     assert_eq!(
         world.order_now(order.order_id).await.status,
         OrderStatus::Paid
@@ -133,14 +118,11 @@ async fn only_a_paid_order_is_fulfilled() {
     let bouquet = world.bouquet().await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
     let early = act(&world, &order, Action::Fulfil, true).await;
-    assert!(
-        matches!(
-            early,
-            Err(TransitionError::Checkout(CheckoutError::Domain(
-                DomainError::OrderInvalidState(OrderStatus::Reserved)
-            )))
-        ),
-        "{early:?}"
+    assert_matches!(
+        early,
+        Err(TransitionError::Checkout(CheckoutError::Domain(
+            DomainError::OrderInvalidState(OrderStatus::Reserved)
+        )))
     );
     world
         .pay("ana", order.order_id, "tok_visa")
@@ -172,10 +154,7 @@ async fn a_florist_accepts_dispatches_and_delivers_a_paid_order_step_by_step() {
         "dispatch before accept: {early:?}"
     );
     let not_mine = act(&world, &order, Action::Accept, false).await;
-    assert!(
-        matches!(not_mine, Err(TransitionError::NotFound)),
-        "{not_mine:?}"
-    );
+    assert_matches!(not_mine, Err(TransitionError::NotFound));
     for (action, status) in [
         (Action::Accept, OrderStatus::Accepted),
         (Action::Dispatch, OrderStatus::OutForDelivery),

@@ -41,9 +41,9 @@ async fn an_approved_charge_pays_the_order_and_sells_its_bouquets() {
     assert_eq!(world.gateway.charges_made(), 1);
     // Paying again answers with the paid order and charges nothing.
     let again = world.pay("ana", order.order_id, "tok_visa").await;
-    assert!(
-        matches!(again, Ok(Replayable::Done(Paid::Paid(ref o))) if o.status == OrderStatus::Paid),
-        "{again:?}"
+    assert_matches!(
+        again,
+        Ok(Replayable::Done(Paid::Paid(ref o))) if o.status == OrderStatus::Paid
     );
     assert_eq!(world.gateway.charges_made(), 1);
 }
@@ -52,19 +52,13 @@ async fn an_approved_charge_pays_the_order_and_sells_its_bouquets() {
 async fn a_declined_card_puts_the_order_back_to_reserved() {
     let world = World::new().await;
     let (order, result) = paying(&world, "tok_decline").await;
-    assert!(
-        matches!(result, Err(PayError::Declined { .. })),
-        "{result:?}"
-    );
+    assert_matches!(result, Err(PayError::Declined { .. }));
     let now = world.order_now(order.order_id).await;
     assert_eq!(now.status, OrderStatus::Reserved);
     assert_eq!(now.reserved_until, order.reserved_until);
     // The customer tries another card: paid.
     let retried = world.pay("ana", order.order_id, "tok_visa").await;
-    assert!(
-        matches!(retried, Ok(Replayable::Done(Paid::Paid(_)))),
-        "{retried:?}"
-    );
+    assert_matches!(retried, Ok(Replayable::Done(Paid::Paid(_))));
 }
 
 #[tokio::test]
@@ -90,20 +84,14 @@ async fn three_d_secure_leaves_the_order_pending_with_the_client_secret() {
 async fn a_gateway_that_times_out_after_charging_charges_once_on_retry() {
     let world = World::new().await;
     let (order, result) = paying(&world, "tok_timeout").await;
-    assert!(
-        matches!(result, Err(PayError::GatewayUnavailable(_))),
-        "{result:?}"
-    );
+    assert_matches!(result, Err(PayError::GatewayUnavailable(_)));
     assert_eq!(
         world.order_now(order.order_id).await.status,
         OrderStatus::PaymentPending
     );
     // The retry repeats the attempt under the same gateway key: the first charge is found.
     let retried = world.pay("ana", order.order_id, "tok_visa").await;
-    assert!(
-        matches!(retried, Ok(Replayable::Done(Paid::Paid(_)))),
-        "{retried:?}"
-    );
+    assert_matches!(retried, Ok(Replayable::Done(Paid::Paid(_))));
     assert_eq!(world.gateway.charges_made(), 1);
 }
 
@@ -111,10 +99,7 @@ async fn a_gateway_that_times_out_after_charging_charges_once_on_retry() {
 async fn an_unavailable_gateway_charges_nothing_and_keeps_the_bouquets_held() {
     let world = World::new().await;
     let (order, result) = paying(&world, "tok_unavailable").await;
-    assert!(
-        matches!(result, Err(PayError::GatewayUnavailable(_))),
-        "{result:?}"
-    );
+    assert_matches!(result, Err(PayError::GatewayUnavailable(_)));
     assert_eq!(world.gateway.charges_made(), 0);
     for id in order.bouquet_ids() {
         assert!(!is_available(&world.bouquet_now(id).await));
@@ -127,7 +112,7 @@ async fn another_customers_order_is_not_found() {
     let bouquet = world.bouquet().await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
     let result = world.pay("ben", order.order_id, "tok_visa").await;
-    assert!(matches!(result, Err(PayError::NotFound)), "{result:?}");
+    assert_matches!(result, Err(PayError::NotFound));
     assert_eq!(world.gateway.charges_made(), 0);
 }
 
@@ -138,14 +123,11 @@ async fn a_lapsed_hold_is_not_charged() {
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
     world.advance(Config::default().hold + Duration::from_secs(1));
     let result = world.pay("ana", order.order_id, "tok_visa").await;
-    assert!(
-        matches!(
-            result,
-            Err(PayError::Checkout(CheckoutError::Domain(
-                DomainError::ReservationExpired
-            )))
-        ),
-        "{result:?}"
+    assert_matches!(
+        result,
+        Err(PayError::Checkout(CheckoutError::Domain(
+            DomainError::ReservationExpired
+        )))
     );
     assert_eq!(world.gateway.charges_made(), 0);
 }
@@ -157,9 +139,10 @@ async fn a_malformed_token_is_invalid_and_charges_nothing_but_only_for_the_order
         .reserved(&customer("ana"), &[&world.bouquet().await])
         .await;
     let result = world.pay("ana", order.order_id, "visa").await;
-    assert!(
-        matches!(result, Err(PayError::Checkout(CheckoutError::Domain(DomainError::Invalid(ref e)))) if e[0].field == "paymentToken"),
-        "{result:?}"
+    assert_matches!(
+        result,
+        Err(PayError::Checkout(CheckoutError::Domain(DomainError::Invalid(ref e))))
+            if e[0].field == "paymentToken"
     );
     // Another customer learns nothing of the order, whatever the body held: not found.
     for token in [Some("visa"), None] {
@@ -173,7 +156,7 @@ async fn a_malformed_token_is_invalid_and_charges_nothing_but_only_for_the_order
             world.now(),
         )
         .await;
-        assert!(matches!(theirs, Err(PayError::NotFound)), "{theirs:?}");
+        assert_matches!(theirs, Err(PayError::NotFound));
     }
     assert_eq!(world.gateway.charges_made(), 0);
 }
@@ -194,10 +177,7 @@ async fn the_same_key_pays_once_and_replays_the_first_answer() {
         world.now(),
     )
     .await;
-    assert!(
-        matches!(first, Ok(Replayable::Done(Paid::Paid(_)))),
-        "{first:?}"
-    );
+    assert_matches!(first, Ok(Replayable::Done(Paid::Paid(_))));
     let again = pay(
         &world.app,
         &customer("ana"),
@@ -208,10 +188,7 @@ async fn the_same_key_pays_once_and_replays_the_first_answer() {
         world.now(),
     )
     .await;
-    assert!(
-        matches!(again, Ok(Replayable::Replayed(ref r)) if r.body == order.order_id.to_string()),
-        "{again:?}"
-    );
+    assert_matches!(again, Ok(Replayable::Replayed(ref r)) if r.body == order.order_id.to_string());
     assert_eq!(world.gateway.charges_made(), 1);
 }
 
@@ -295,10 +272,7 @@ async fn declines_past_the_bound_lock_the_order_until_the_window_ends_and_charge
     };
     world.advance(Duration::from_secs(retry_after));
     let paid = world.pay("ana", order.order_id, "tok_visa").await;
-    assert!(
-        matches!(paid, Ok(Replayable::Done(Paid::Paid(ref o))) if o.status == OrderStatus::Paid),
-        "{paid:?}"
-    );
+    assert_matches!(paid, Ok(Replayable::Done(Paid::Paid(ref o))) if o.status == OrderStatus::Paid);
     assert_eq!(world.gateway.charges_made(), 1);
 }
 
@@ -316,18 +290,12 @@ async fn a_customers_declines_over_its_orders_lock_the_customer_for_the_hour() {
         let bouquet = world.bouquet_of(&vendor).await;
         let order = world.reserved(&customer("mallory"), &[&bouquet]).await;
         let declined = world.pay("mallory", order.order_id, "tok_decline").await;
-        assert!(
-            matches!(declined, Err(PayError::Declined { .. })),
-            "{declined:?}"
-        );
+        assert_matches!(declined, Err(PayError::Declined { .. }));
     }
     let bouquet = world.bouquet_of(&vendor).await;
     let fresh = world.reserved(&customer("mallory"), &[&bouquet]).await;
     let refused = world.pay("mallory", fresh.order_id, "tok_visa").await;
-    assert!(
-        matches!(refused, Err(PayError::AttemptsExceeded(r)) if r.retry_after_secs <= 3600),
-        "{refused:?}"
-    );
+    assert_matches!(refused, Err(PayError::AttemptsExceeded(r)) if r.retry_after_secs <= 3600);
     // Another customer is not touched.
     let other = world.bouquet_of(&vendor).await;
     let theirs = world.reserved(&customer("ana"), &[&other]).await;

@@ -106,10 +106,7 @@ async fn only_the_bouquets_vendor_may_upload_and_read_an_upload() {
         world.now(),
     )
     .await;
-    assert!(
-        matches!(refused, Err(PhotoError::Forbidden(_))),
-        "{refused:?}"
-    );
+    assert_matches!(refused, Err(PhotoError::Forbidden(_)));
     let missing = photos::request_upload(
         &world.app,
         &signer(),
@@ -120,7 +117,7 @@ async fn only_the_bouquets_vendor_may_upload_and_read_an_upload() {
         world.now(),
     )
     .await;
-    assert!(matches!(missing, Err(PhotoError::NotFound)), "{missing:?}");
+    assert_matches!(missing, Err(PhotoError::NotFound));
 
     let objects = MemoryObjects::default();
     let upload = uploaded(&world, &bouquet, &objects, png(8, 8, 1)).await;
@@ -136,7 +133,7 @@ async fn only_the_bouquets_vendor_may_upload_and_read_an_upload() {
     )
     .await;
     // Upload ids are not public: another vendor's is unknown to it (404), not refused (403).
-    assert!(matches!(read, Err(PhotoError::UnknownUpload)), "{read:?}");
+    assert_matches!(read, Err(PhotoError::UnknownUpload));
     let wrong_bouquet = photos::upload_status(
         &world.app,
         &shop_caller(bouquet.vendor_id),
@@ -144,10 +141,7 @@ async fn only_the_bouquets_vendor_may_upload_and_read_an_upload() {
         upload.upload_id,
     )
     .await;
-    assert!(
-        matches!(wrong_bouquet, Err(PhotoError::UnknownUpload)),
-        "{wrong_bouquet:?}"
-    );
+    assert_matches!(wrong_bouquet, Err(PhotoError::UnknownUpload));
 }
 
 #[tokio::test]
@@ -274,7 +268,7 @@ async fn a_storage_failure_leaves_the_upload_pending_for_the_retry() {
     let upload = uploaded(&world, &bouquet, &objects, png(320, 200, 6)).await;
     objects.fail_writes(true);
     let failed = process(&world, &objects, &upload).await;
-    assert!(matches!(failed, Err(PhotoError::Storage(_))), "{failed:?}");
+    assert_matches!(failed, Err(PhotoError::Storage(_)));
     assert_eq!(
         status(&world, &bouquet, &upload).await,
         UploadStatus::Pending
@@ -339,10 +333,7 @@ async fn a_photo_processed_after_its_shop_was_suspended_is_refused_and_never_sho
     .await
     .expect("an administrator suspends");
     let processed = process(&world, &objects, &upload).await;
-    assert!(
-        matches!(processed, Ok(Processed::Rejected(Refusal::ShopSuspended))),
-        "{processed:?}"
-    );
+    assert_matches!(processed, Ok(Processed::Rejected(Refusal::ShopSuspended)));
     assert!(world.bouquet_now(bouquet.bouquet_id).await.photo.is_none());
     assert_eq!(photo_events(&world.events().await), 0);
     // And no new upload is allowed while suspended.
@@ -356,15 +347,12 @@ async fn a_photo_processed_after_its_shop_was_suspended_is_refused_and_never_sho
         world.now(),
     )
     .await;
-    assert!(
-        matches!(
-            refused,
-            Err(PhotoError::Bouquet(
-                bouquet_app::bouquets::BouquetError::NotTrading(
-                    bouquet_app::shops::NotTrading::Suspended
-                )
-            ))
-        ),
-        "{refused:?}"
+    assert_matches!(
+        refused,
+        Err(PhotoError::Bouquet(
+            bouquet_app::bouquets::BouquetError::NotTrading(
+                bouquet_app::shops::NotTrading::Suspended
+            )
+        ))
     );
 }

@@ -85,14 +85,8 @@ async fn lists_are_the_callers_own() {
     );
     let stranger = vendor_caller(&world.vendor().await);
     let refused = queries::vases(&world.app, &stranger, vendor.vendor_id, None, 10).await;
-    assert!(
-        matches!(refused, Err(QueryError::Forbidden(_))),
-        "{refused:?}"
-    );
+    assert_matches!(refused, Err(QueryError::Forbidden(_)));
     let hidden =
         queries::readings(&world.app, &stranger, vase.vase_id, world.now(), None, 10).await;
-    assert!(
-        matches!(hidden, Err(QueryError::NotFound("vase"))),
-        "{hidden:?}"
-    );
+    assert_matches!(hidden, Err(QueryError::NotFound("vase")));
 }

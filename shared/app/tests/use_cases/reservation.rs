@@ -145,7 +145,7 @@ async fn a_customer_cannot_hold_more_orders_than_the_cap() {
         world.now(),
     )
     .await;
-    assert!(matches!(second, Err(ReserveError::Limit(1))), "{second:?}");
+    assert_matches!(second, Err(ReserveError::Limit(1)));
     assert!(is_available(&world.bouquet_now(b.bouquet_id).await));
 }
 
@@ -162,10 +162,7 @@ async fn the_cart_is_reserved_and_emptied_in_one_transaction() {
         world.now(),
     )
     .await;
-    assert!(
-        matches!(empty, Err(ReserveError::Domain(DomainError::CartEmpty))),
-        "{empty:?}"
-    );
+    assert_matches!(empty, Err(ReserveError::Domain(DomainError::CartEmpty)));
 
     let bouquet = world.bouquet().await;
     world
@@ -207,12 +204,9 @@ async fn bouquets_of_two_vendors_are_refused() {
         world.now(),
     )
     .await;
-    assert!(
-        matches!(
-            result,
-            Err(ReserveError::Domain(DomainError::VendorMismatch))
-        ),
-        "{result:?}"
+    assert_matches!(
+        result,
+        Err(ReserveError::Domain(DomainError::VendorMismatch))
     );
 }
 

@@ -74,10 +74,7 @@ async fn a_suspension_takes_the_shops_bouquets_off_sale_once_and_a_reinstatement
         world.now(),
     )
     .await;
-    assert!(
-        matches!(refused, Err(ShopError::Forbidden(_))),
-        "{refused:?}"
-    );
+    assert_matches!(refused, Err(ShopError::Forbidden(_)));
     // The request started a while before its sweep reached the bouquets: each is stamped
     // when it was taken off sale, so no order created before then is mistaken for a sale
     // after it.
@@ -120,10 +117,7 @@ async fn a_suspension_takes_the_shops_bouquets_off_sale_once_and_a_reinstatement
         world.now(),
     )
     .await;
-    assert!(
-        matches!(listing, Err(ListingError::VendorSuspended)),
-        "{listing:?}"
-    );
+    assert_matches!(listing, Err(ListingError::VendorSuspended));
     // The order placed before goes on.
     world
         .pay("ana", order.order_id, "tok_visa")
@@ -173,10 +167,7 @@ async fn only_administrators_list_every_shop() {
         .collect();
     assert_eq!(shops, [(first.vendor_id, false), (second.vendor_id, true)]);
     let refused = shops::list(&world.app, &vendor_caller(&first), None, 10).await;
-    assert!(
-        matches!(refused, Err(ShopError::Forbidden(_))),
-        "{refused:?}"
-    );
+    assert_matches!(refused, Err(ShopError::Forbidden(_)));
     let missing = shops::suspend(
         &world.app,
         &admin_caller(),
@@ -185,7 +176,7 @@ async fn only_administrators_list_every_shop() {
         world.now(),
     )
     .await;
-    assert!(matches!(missing, Err(ShopError::NotFound)), "{missing:?}");
+    assert_matches!(missing, Err(ShopError::NotFound));
 }
 
 /// The raw item, to see which catalogue indexes it is in.

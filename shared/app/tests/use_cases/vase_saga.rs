@@ -124,10 +124,7 @@ async fn a_vase_is_registered_rotated_and_decommissioned_in_step_with_iot_core()
         world.now(),
     )
     .await;
-    assert!(
-        matches!(in_use, Err(VaseSagaError::InUse(id)) if id == bouquet.bouquet_id),
-        "{in_use:?}"
-    );
+    assert_matches!(in_use, Err(VaseSagaError::InUse(id)) if id == bouquet.bouquet_id);
     // An empty vase is decommissioned: its item and its thing are gone.
     let empty = done(
         register(&world, &registrar, &caller, vendor.vendor_id)
@@ -161,7 +158,7 @@ async fn a_vase_is_registered_rotated_and_decommissioned_in_step_with_iot_core()
         world.now(),
     )
     .await;
-    assert!(matches!(again, Err(VaseSagaError::NotFound)), "{again:?}");
+    assert_matches!(again, Err(VaseSagaError::NotFound));
 }
 
 #[tokio::test]
@@ -171,17 +168,11 @@ async fn another_vendor_and_an_unknown_vendor_register_nothing() {
     let vendor = world.vendor().await;
     let stranger = vendor_caller(&world.vendor().await);
     let refused = register(&world, &registrar, &stranger, vendor.vendor_id).await;
-    assert!(
-        matches!(refused, Err(VaseSagaError::Forbidden(_))),
-        "{refused:?}"
-    );
+    assert_matches!(refused, Err(VaseSagaError::Forbidden(_)));
     let nobody = VendorId::generate();
     let caller = shop_caller(nobody);
     let unknown = register(&world, &registrar, &caller, nobody).await;
-    assert!(
-        matches!(unknown, Err(VaseSagaError::UnknownVendor)),
-        "{unknown:?}"
-    );
+    assert_matches!(unknown, Err(VaseSagaError::UnknownVendor));
     // Nothing was made in IoT Core under this test's policy.
     let certificates = registrar
         .registry
@@ -219,10 +210,7 @@ async fn another_vendors_vase_is_neither_rotated_nor_decommissioned() {
     )
     .await;
     // Vase ids are not public: another vendor's vase is unknown to it (404, issue 38).
-    assert!(
-        matches!(rotated, Err(VaseSagaError::NotFound)),
-        "{rotated:?}"
-    );
+    assert_matches!(rotated, Err(VaseSagaError::NotFound));
     let removed = vase_saga::decommission(
         &world.app,
         &registrar,
@@ -232,10 +220,7 @@ async fn another_vendors_vase_is_neither_rotated_nor_decommissioned() {
         world.now(),
     )
     .await;
-    assert!(
-        matches!(removed, Err(VaseSagaError::NotFound)),
-        "{removed:?}"
-    );
+    assert_matches!(removed, Err(VaseSagaError::NotFound));
     assert!(vase_saga::has_vase(&world.app, vase_id).await.unwrap());
     let thing = vase_id.to_string();
     assert_eq!(
@@ -292,10 +277,7 @@ async fn a_vase_whose_bouquet_was_withdrawn_is_decommissioned() {
 
     // On sale: the vase is in use.
     let in_use = decommission(&world, &registrar, &caller, vase_id).await;
-    assert!(
-        matches!(in_use, Err(VaseSagaError::InUse(id)) if id == bouquet.bouquet_id),
-        "{in_use:?}"
-    );
+    assert_matches!(in_use, Err(VaseSagaError::InUse(id)) if id == bouquet.bouquet_id);
 
     // Withdrawn: out of the vase in the same write; the bouquet still says where it stood.
     let read = bouquets::editable(&world.app, &caller, bouquet.bouquet_id)
@@ -338,10 +320,7 @@ async fn a_vase_whose_bouquet_left_sale_is_decommissioned_however_it_left() {
     let order = world.reserved(&customer("ana"), &[&sold]).await;
     // Reserved: still on sale.
     let held = decommission(&world, &registrar, &caller, sold_vase).await;
-    assert!(
-        matches!(held, Err(VaseSagaError::InUse(id)) if id == sold.bouquet_id),
-        "{held:?}"
-    );
+    assert_matches!(held, Err(VaseSagaError::InUse(id)) if id == sold.bouquet_id);
     world
         .pay("ana", order.order_id, "tok_visa")
         .await
