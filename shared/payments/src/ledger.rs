@@ -21,8 +21,13 @@ pub trait Ledger: Send + Sync {
         &'a self,
         key: &'a str,
     ) -> BoxFuture<'a, Result<Option<ChargeOutcome>, GatewayError>>;
-    /// Marks the key's approved charge refunded (a no-op when there is none, or again).
-    fn refund<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), GatewayError>>;
+    /// Marks the key's approved charge refunded (a no-op when there is none, or again), and
+    /// for a destination charge (`transferred`) its transfer reversed and its fee refunded.
+    fn refund<'a>(
+        &'a self,
+        key: &'a str,
+        transferred: bool,
+    ) -> BoxFuture<'a, Result<(), GatewayError>>;
 }
 
 /// This process's memory (unit and system tests that count charges).
@@ -74,7 +79,11 @@ impl Ledger for MemoryLedger {
         Box::pin(async move { Ok(self.outcomes.lock().ok().and_then(|o| o.get(key).cloned())) })
     }
 
-    fn refund<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), GatewayError>> {
+    fn refund<'a>(
+        &'a self,
+        key: &'a str,
+        _transferred: bool,
+    ) -> BoxFuture<'a, Result<(), GatewayError>> {
         Box::pin(async move {
             let approved = matches!(
                 self.outcomes.lock().ok().and_then(|o| o.get(key).cloned()),
@@ -216,6 +225,18 @@ impl Ledger for TableLedger {
                     AttributeValue::N(request.amount_minor.to_string()),
                 )
                 .item("currency", AttributeValue::S(request.currency.clone()));
+            // A destination charge: the shop's account gets the amount less the fee.
+            if let Some(transfer) = &request.transfer {
+                put = put
+                    .item(
+                        "destination",
+                        AttributeValue::S(transfer.destination.clone()),
+                    )
+                    .item(
+                        "applicationFeeMinor",
+                        AttributeValue::N(transfer.application_fee_minor.to_string()),
+                    );
+            }
             for (name, value) in Self::key(&request.idempotency_key) {
                 put = put.item(name, value);
             }
@@ -257,14 +278,25 @@ impl Ledger for TableLedger {
         Box::pin(self.read(key))
     }
 
-    fn refund<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), GatewayError>> {
+    fn refund<'a>(
+        &'a self,
+        key: &'a str,
+        transferred: bool,
+    ) -> BoxFuture<'a, Result<(), GatewayError>> {
         Box::pin(async move {
+            // A destination charge's refund takes the shop's transfer back and returns the
+            // marketplace's fee, as Stripe's `reverse_transfer` and `refund_application_fee`.
+            let update = if transferred {
+                "SET refunded = :yes, transferReversed = :yes, feeRefunded = :yes"
+            } else {
+                "SET refunded = :yes"
+            };
             let result = self
                 .client
                 .update_item()
                 .table_name(&self.table)
                 .set_key(Some(Self::key(key).into_iter().collect()))
-                .update_expression("SET refunded = :yes")
+                .update_expression(update)
                 .condition_expression("outcome = :approved")
                 .expression_attribute_values(":yes", AttributeValue::Bool(true))
                 .expression_attribute_values(":approved", AttributeValue::S("approved".into()))

@@ -286,11 +286,11 @@ impl<L: Ledger> PaymentGateway for SimulatedGateway<L> {
         &'a self,
         idempotency_key: &'a str,
         _charge_id: &'a str,
-        _transferred: bool,
+        transferred: bool,
     ) -> BoxFuture<'a, Result<(), GatewayError>> {
         Box::pin(async move {
             self.pause().await;
-            self.ledger.refund(idempotency_key).await
+            self.ledger.refund(idempotency_key, transferred).await
         })
     }
 
