@@ -105,6 +105,7 @@ pub async fn run(
         .to_owned();
     let seller = crate::jwt::mint(secret, "vendor", "bench-seller", Some(&vendor_id), 3600)
         .map_err(DevError::from)?;
+    crate::seed::onboard_payouts(&api, &seller, &vendor_id).await?;
     let needed = options.cold_runs + options.warm_invocations + 1;
     let mut bouquets = Vec::with_capacity(needed);
     for i in 0..needed {

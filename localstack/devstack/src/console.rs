@@ -385,23 +385,10 @@ impl Console {
                 ))
             })?;
         let enabled = fields.get("enabled").map(String::as_str) == Some("true");
-        let event = json!({
-            "id": format!("evt_local_{}", ulid::Ulid::new()),
-            "object": "event",
-            "type": "account.updated",
-            "created": time::OffsetDateTime::now_utc().unix_timestamp(),
-            "data": {"object": {"id": account, "object": "account", "charges_enabled": enabled,
-                "payouts_enabled": enabled, "metadata": {"vendorId": vendor_id}}},
-        })
-        .to_string();
-        let signature = bouquet_app::payments::stripe_webhook::sign(
-            event.as_bytes(),
-            crate::lambda::LOCAL_WEBHOOK_SECRET,
-            time::OffsetDateTime::now_utc().unix_timestamp(),
-        );
+        let (signature, event) = simulated_account_report(account, vendor_id, enabled);
         Ok(AccountReport {
             signature,
-            event: event.into_bytes(),
+            event,
             return_url,
         })
     }
@@ -559,6 +546,31 @@ fn respond(status: StatusCode, content_type: &str, body: String) -> Response<Ful
         .headers_mut()
         .insert(hyper::header::CONTENT_TYPE, content_type.parse().unwrap());
     response
+}
+
+/// The simulated provider's `account.updated` of `account` (`vendor_id`'s), taking charges and
+/// paying out or not, signed with the local webhook secret: the `Stripe-Signature` and the body.
+pub fn simulated_account_report(
+    account: &str,
+    vendor_id: &str,
+    enabled: bool,
+) -> (String, Vec<u8>) {
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let event = json!({
+        "id": format!("evt_local_{}", ulid::Ulid::new()),
+        "object": "event",
+        "type": "account.updated",
+        "created": now,
+        "data": {"object": {"id": account, "object": "account", "charges_enabled": enabled,
+            "payouts_enabled": enabled, "metadata": {"vendorId": vendor_id}}},
+    })
+    .to_string();
+    let signature = bouquet_app::payments::stripe_webhook::sign(
+        event.as_bytes(),
+        crate::lambda::LOCAL_WEBHOOK_SECRET,
+        now,
+    );
+    (signature, event.into_bytes())
 }
 
 /// The simulated provider's onboarding page for `/local/connect/{account}`: what Stripe's

@@ -90,6 +90,58 @@ pub async fn post(
     Ok(json)
 }
 
+/// `vendor_id`'s vendor (holding `token`) opens the shop's payout account and the simulated
+/// provider reports it able to take charges, as finishing its onboarding page does: the shop's
+/// bouquets can then be reserved.
+pub async fn onboard_payouts(api: &LocalApi, token: &str, vendor_id: &str) -> Result<(), DevError> {
+    let console = "http://127.0.0.1/#/vendor";
+    let (status, _, body) = api
+        .handle(Incoming {
+            method: "POST".into(),
+            path: format!("/v1/vendors/{vendor_id}/payouts/onboarding"),
+            headers: vec![
+                ("authorization".into(), format!("Bearer {token}")),
+                ("content-type".into(), "application/json".into()),
+            ],
+            body: json!({ "returnUrl": console, "refreshUrl": console })
+                .to_string()
+                .into_bytes(),
+            source_ip: "127.0.0.1".into(),
+            ..Incoming::default()
+        })
+        .await;
+    let onboarding: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let account = onboarding["accountId"]
+        .as_str()
+        .filter(|_| status == StatusCode::OK)
+        .ok_or_else(|| {
+            DevError::Unexpected(format!(
+                "payouts onboarding answered {status}: {onboarding}"
+            ))
+        })?;
+    let (signature, event) = crate::console::simulated_account_report(account, vendor_id, true);
+    let (status, _, body) = api
+        .handle(Incoming {
+            method: "POST".into(),
+            path: "/v1/payments/webhook".into(),
+            headers: vec![
+                ("content-type".into(), "application/json".into()),
+                ("stripe-signature".into(), signature),
+            ],
+            body: event,
+            source_ip: "127.0.0.1".into(),
+            ..Incoming::default()
+        })
+        .await;
+    if status != StatusCode::OK {
+        return Err(DevError::Unexpected(format!(
+            "the account report answered {status}: {}",
+            String::from_utf8_lossy(&body)
+        )));
+    }
+    Ok(())
+}
+
 /// A browser's form upload of `file` under an S3 POST policy's `fields` (a JSON object of
 /// strings): its `Content-Type` and body (`multipart/form-data`, the fields first, the file
 /// last as S3 requires).
@@ -230,6 +282,7 @@ pub async fn seed(api: &LocalApi, secret: &str, ports: &SeedPorts) -> Result<See
         .to_owned();
     let vendor_token = jwt::mint(secret, "vendor", "vendor-demo", Some(&vendor_id), 600)
         .map_err(DevError::from)?;
+    onboard_payouts(api, &vendor_token, &vendor_id).await?;
     let vase = post(
         api,
         &vendor_token,

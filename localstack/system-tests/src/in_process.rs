@@ -59,6 +59,7 @@ http_functions! {
     "rotate-vase-certificate" => rotate_vase_certificate,
     "decommission-vase" => decommission_vase,
     "add-vendor-member" => add_vendor_member,
+    "start-payout-onboarding" => start_payout_onboarding,
     "request-photo-upload" => request_photo_upload,
     "payment-webhook" => payment_webhook,
 }

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -60,6 +60,149 @@ pub async fn scan_all(
     }
 }
 
+/// The request API Gateway sends the HTTP function `binary`: its `events/` fixture.
+pub fn fixture(binary: &str) -> ApiRequest {
+    ApiRequest::fixture(binary)
+}
+
+/// The path parameters the tests set most, by name (each is [`ApiRequest::path`]).
+pub trait PathParams: Sized {
+    fn order_id(self, id: &str) -> Self;
+    fn bouquet_id(self, id: &str) -> Self;
+    fn vendor_id(self, id: &str) -> Self;
+    /// As a member of `vendor_id`'s shop, on that shop's own route.
+    fn own_shop(self, vendor_id: &str) -> Self;
+}
+
+impl PathParams for ApiRequest {
+    fn order_id(self, id: &str) -> Self {
+        self.path("orderId", id)
+    }
+
+    fn bouquet_id(self, id: &str) -> Self {
+        self.path("bouquetId", id)
+    }
+
+    fn vendor_id(self, id: &str) -> Self {
+        self.path("vendorId", id)
+    }
+
+    fn own_shop(self, vendor_id: &str) -> Self {
+        self.vendor(vendor_id).vendor_id(vendor_id)
+    }
+}
+
+/// An answer's status with what most assertions check beside it, as one tuple.
+pub trait Outcome {
+    /// The status and the problem code.
+    fn status_and_code(&self) -> (u16, Option<&str>);
+    /// The status and the body's `status` (an order's or a bouquet's state).
+    fn status_and_state(&self) -> (u16, Option<&str>);
+}
+
+impl Outcome for ApiResponse {
+    fn status_and_code(&self) -> (u16, Option<&str>) {
+        (self.status, self.code())
+    }
+
+    fn status_and_state(&self) -> (u16, Option<&str>) {
+        (self.status, self.body["status"].as_str())
+    }
+}
+
+impl Outcome for http_client::HttpReply {
+    fn status_and_code(&self) -> (u16, Option<&str>) {
+        (self.status, self.code())
+    }
+
+    fn status_and_state(&self) -> (u16, Option<&str>) {
+        (self.status, self.body["status"].as_str())
+    }
+}
+
+/// The local API at `api` called with `authorization` (the header's value, a bearer token):
+/// one line a request.
+pub fn bearer(api: std::net::SocketAddr, authorization: &str) -> Bearer<'_> {
+    Bearer { api, authorization }
+}
+
+pub struct Bearer<'a> {
+    api: std::net::SocketAddr,
+    authorization: &'a str,
+}
+
+impl Bearer<'_> {
+    pub async fn get(&self, path: &str) -> http_client::HttpReply {
+        self.send("GET", path, &[], None).await
+    }
+
+    pub async fn put(&self, path: &str) -> http_client::HttpReply {
+        self.send("PUT", path, &[], None).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> http_client::HttpReply {
+        self.send("POST", path, &[], Some(body)).await
+    }
+
+    /// Any request, with `headers` besides the authorization.
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&Value>,
+    ) -> http_client::HttpReply {
+        let mut all = vec![("authorization", self.authorization)];
+        all.extend_from_slice(headers);
+        http_client::send(self.api, method, path, &all, body).await
+    }
+}
+
+/// Creates the queue `name` on the emulator's SQS; returns its URL.
+pub async fn create_queue(sqs: &aws_sdk_sqs::Client, name: &str) -> String {
+    let created = sqs.create_queue().queue_name(name).send().await;
+    created.expect("a queue").queue_url.expect("its URL")
+}
+
+/// The `events/` fixture of the function `binary` (its event, as JSON).
+pub fn event_fixture(binary: &str) -> Value {
+    let path = repository_root()
+        .join("events")
+        .join(format!("{binary}.json"));
+    serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("JSON")
+}
+
+/// `binary`'s fixture sent by a member of `vendor_id`'s shop.
+pub fn by_vendor(binary: &str, vendor_id: &str) -> ApiRequest {
+    fixture(binary).vendor(vendor_id)
+}
+
+/// `binary`'s fixture sent by the customer `sub`.
+pub fn by_customer(binary: &str, sub: &str) -> ApiRequest {
+    fixture(binary).customer(sub)
+}
+
+/// The HTTP function API Gateway routes `request` to: its `routeKey` looked up in
+/// template.yaml's routes (each fixture names its route, `template_consistency` checks).
+pub fn routed_binary(request: &ApiRequest) -> String {
+    static ROUTES: OnceLock<HashMap<String, String>> = OnceLock::new();
+    let routes = ROUTES.get_or_init(|| {
+        let template = Template::repository().expect("template.yaml");
+        let routes = template.http_routes().expect("the template's routes");
+        routes
+            .into_iter()
+            .map(|r| (format!("{} {}", r.method, r.path), r.binary))
+            .collect()
+    });
+    let key = request.event()["routeKey"]
+        .as_str()
+        .expect("an HTTP fixture names its route");
+    routes
+        .get(key)
+        .unwrap_or_else(|| panic!("no function serves {key}"))
+        .clone()
+}
+
 pub fn function_binary(name: &str) -> PathBuf {
     let target = std::env::var("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -103,6 +246,36 @@ pub fn token(role: &str, sub: &str, vendor_id: Option<&str>) -> String {
 /// The Stripe webhook signing secret the in-process `payment-webhook` checks against.
 pub const WEBHOOK_SECRET: &str = "whsec_system_tests";
 
+/// Stripe's `account.updated` of `account` (`vendor_id`'s shop), taking charges and paying out
+/// or not, created at `created` (unix seconds), and its `Stripe-Signature` under
+/// [`WEBHOOK_SECRET`] then.
+pub fn account_report_event(
+    account: &str,
+    vendor_id: &str,
+    enabled: bool,
+    created: i64,
+) -> (Value, String) {
+    let event = json!({
+        "id": format!("evt_{}", ulid::Ulid::new()), "type": "account.updated", "created": created,
+        "data": {"object": {"id": account, "object": "account", "charges_enabled": enabled,
+            "payouts_enabled": enabled, "metadata": {"vendorId": vendor_id}}},
+    });
+    let signature = bouquet_app::payments::stripe_webhook::sign(
+        event.to_string().as_bytes(),
+        WEBHOOK_SECRET,
+        created,
+    );
+    (event, signature)
+}
+
+/// [`account_report_event`] as a request to the webhook route.
+pub fn account_report(account: &str, vendor_id: &str, enabled: bool, created: i64) -> ApiRequest {
+    let (event, signature) = account_report_event(account, vendor_id, enabled, created);
+    fixture("payment-webhook")
+        .raw_body(&event.to_string())
+        .header("stripe-signature", &signature)
+}
+
 pub struct TestCloud {
     pub app: App,
     /// `register-vase`'s IoT Core: the emulator's, with a test vase policy.
@@ -130,6 +303,13 @@ impl TestCloud {
     /// Creates this test's table from `template.yaml`. Panics, loudly, without an emulator.
     pub async fn new() -> Self {
         Self::with_config(Config::default()).await
+    }
+
+    /// A new cloud with one vendor onboarded, `name`: most tests' first two steps.
+    pub async fn with_vendor(name: &str) -> (Self, String) {
+        let cloud = Self::new().await;
+        let vendor = cloud.vendor(name).await;
+        (cloud, vendor)
     }
 
     pub async fn with_config(config: Config) -> Self {
@@ -202,6 +382,17 @@ impl TestCloud {
             live_table,
             calls,
         }
+    }
+
+    /// Sends `request` to the HTTP function its route names (as API Gateway does), so a
+    /// test names the function once, in its fixture.
+    pub async fn send(&self, request: ApiRequest) -> ApiResponse {
+        self.call(&routed_binary(&request), request).await
+    }
+
+    /// [`Self::send`] with another app (e.g. another clock).
+    pub async fn send_with(&self, app: App, request: ApiRequest) -> ApiResponse {
+        self.call_with(app, &routed_binary(&request), request).await
     }
 
     /// Calls the HTTP function `binary` (a crate under `functions/`) with `request`.
@@ -296,12 +487,7 @@ impl TestCloud {
             in_process::SCHEDULED_FUNCTIONS.contains(&binary),
             "no scheduled function {binary}"
         );
-        let path = repository_root()
-            .join("events")
-            .join(format!("{binary}.json"));
-        let event: Value =
-            serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("JSON");
-        in_process::run_event_function(binary, &self.in_process(app), event)
+        in_process::run_event_function(binary, &self.in_process(app), event_fixture(binary))
             .await
             .expect("the scheduled function succeeds")
     }
@@ -344,19 +530,14 @@ impl TestCloud {
     /// the version it is at, as the checkout does before paying.
     pub async fn give_delivery(&self, customer: &str, order_id: &str) -> ApiResponse {
         let order = self
-            .call(
-                "get-order",
-                ApiRequest::fixture("get-order")
-                    .customer(customer)
-                    .path("orderId", order_id),
-            )
+            .send(fixture("get-order").customer(customer).order_id(order_id))
             .await;
         let version = order.body["version"].as_u64().unwrap_or(0);
         let tomorrow =
             bouquet_app::domain::delivery::date_after(self.app.clock.now(), 1, "UTC").unwrap();
         let request = ApiRequest::fixture("put-order-delivery")
             .customer(customer)
-            .path("orderId", order_id)
+            .order_id(order_id)
             .header("if-match", &format!("\"{version}\""))
             .json(delivery_details(&tomorrow))
             .no_idempotency_key();
@@ -375,13 +556,18 @@ impl TestCloud {
         self.give_delivery_if_missing(customer, order_id).await;
         let mut request = ApiRequest::fixture("pay-order")
             .customer(customer)
-            .path("orderId", order_id)
+            .order_id(order_id)
             .json(json!({ "paymentToken": token }))
             .no_idempotency_key();
         if let Some(key) = key {
             request = request.idempotency_key(key);
         }
         self.call("pay-order", request).await
+    }
+
+    /// [`Self::pay`] with the test card that is approved, and no idempotency key.
+    pub async fn pay_by_card(&self, customer: &str, order_id: &str) -> ApiResponse {
+        self.pay(customer, order_id, "tok_visa", None).await
     }
 
     /// A paid order of one new bouquet of `vendor` for `customer`, its delivery details giving
@@ -395,11 +581,10 @@ impl TestCloud {
         let mut details = delivery_details(&tomorrow);
         details["contactEmail"] = json!(verified_email(customer));
         let given = self
-            .call(
-                "put-order-delivery",
-                ApiRequest::fixture("put-order-delivery")
+            .send(
+                fixture("put-order-delivery")
                     .customer(customer)
-                    .path("orderId", &order_id)
+                    .order_id(&order_id)
                     .header("if-match", "\"1\"")
                     .json(details),
             )
@@ -585,6 +770,15 @@ impl TestCloud {
             .collect()
     }
 
+    /// How many outbox events named `name` were written so far.
+    pub async fn event_count(&self, name: &str) -> usize {
+        self.event_names()
+            .await
+            .iter()
+            .filter(|n| *n == name)
+            .count()
+    }
+
     /// Every item in the tables (the marketplace's and the live one), sorted by key: for
     /// "nothing was written" assertions.
     pub async fn items(&self) -> Vec<HashMap<String, AttributeValue>> {
@@ -607,12 +801,102 @@ impl TestCloud {
             .collect()
     }
 
-    /// Onboards a vendor through the API; returns its id.
+    /// Onboards a vendor through the API, its payout account onboarded too (it takes
+    /// payments: its bouquets can be reserved); returns its id.
     pub async fn vendor(&self, name: &str) -> String {
+        let vendor = self.vendor_without_payouts(name).await;
+        self.takes_payments(&vendor).await;
+        vendor
+    }
+
+    /// The shop's payout account opened (through the use case, with the simulated provider's
+    /// account, whatever stands in for the PSP's charges in this test) and reported taking
+    /// charges, as the provider does when its onboarding ends. The route and the webhook's
+    /// part are tested in `system/payouts.rs`.
+    pub async fn takes_payments(&self, vendor_id: &str) {
+        let id = bouquet_app::domain::VendorId::parse(vendor_id).expect("a vendor id");
+        let opener = self
+            .app
+            .clone()
+            .with_payments(Arc::new(bouquet_app::payments::SimulatedGateway::new()));
+        let member = bouquet_app::domain::identity::Identity {
+            subject: bouquet_app::domain::CustomerId::parse("payouts-member").expect("a subject"),
+            role: bouquet_app::domain::identity::Role::Vendor,
+            vendor_id: Some(id),
+            email: None,
+        };
+        let console = "http://127.0.0.1:3000/#/vendor".to_owned();
+        let links = bouquet_app::payments::OnboardingLinks {
+            return_url: console.clone(),
+            refresh_url: console,
+        };
+        let now = self.app.clock.now();
+        let opened = bouquet_app::payouts::start_onboarding(
+            &opener,
+            &member,
+            id,
+            &links,
+            "system-test",
+            now,
+        )
+        .await
+        .expect("the payout account opens");
+        let report = bouquet_app::domain::vendor::AccountReport {
+            account_id: opened.account_id,
+            charges_enabled: true,
+            payouts_enabled: true,
+            reported_at: now,
+        };
+        let reported =
+            bouquet_app::payouts::record_report(&self.app, id, &report, "system-test", now)
+                .await
+                .expect("the report is recorded");
+        assert_eq!(reported, bouquet_app::payouts::Reported::Changed);
+    }
+
+    /// Over the local API at `api`: `seller` (a vendor's token) opens its shop's payout
+    /// account, and the provider reports it taking charges through the webhook route.
+    pub async fn onboard_payouts_over_http(
+        &self,
+        api: std::net::SocketAddr,
+        seller: &str,
+        vendor_id: &str,
+    ) {
+        let console = json!({
+            "returnUrl": "http://127.0.0.1:3000/#/vendor",
+            "refreshUrl": "http://127.0.0.1:3000/#/vendor",
+        });
+        let opened = bearer(api, seller)
+            .post(
+                &format!("/v1/vendors/{vendor_id}/payouts/onboarding"),
+                &console,
+            )
+            .await;
+        assert_eq!(opened.status, 200, "{:?}", opened.body);
+        let account = opened.body["accountId"].as_str().expect("an accountId");
+        let now = self.app.clock.now().as_epoch_seconds();
+        let (event, signature) = account_report_event(account, vendor_id, true, now);
+        let reported = http_client::send(
+            api,
+            "POST",
+            "/v1/payments/webhook",
+            &[("stripe-signature", &signature)],
+            Some(&event),
+        )
+        .await;
+        assert_eq!(
+            (reported.status, reported.body["outcome"].as_str()),
+            (200, Some("changed")),
+            "{:?}",
+            reported.body
+        );
+    }
+
+    /// Onboards a vendor through the API, without a payout account; returns its id.
+    pub async fn vendor_without_payouts(&self, name: &str) -> String {
         let response = self
-            .call(
-                "create-vendor",
-                ApiRequest::fixture("create-vendor")
+            .send(
+                fixture("create-vendor")
                     .admin()
                     .json(json!({ "name": name }))
                     .no_idempotency_key(),
@@ -634,11 +918,24 @@ impl TestCloud {
         .await
     }
 
+    /// Lists one bouquet for `vendor_id` per amount, one after the other; returns their ids.
+    pub async fn bouquets<const N: usize>(
+        &self,
+        vendor_id: &str,
+        amounts: [&str; N],
+    ) -> [String; N] {
+        let mut ids = Vec::with_capacity(N);
+        for amount in amounts {
+            ids.push(self.bouquet(vendor_id, amount).await);
+        }
+        ids.try_into().expect("one id per amount")
+    }
+
     /// Lists a bouquet `listing` (the request body) for `vendor_id`; returns its id.
     pub async fn list_bouquet(&self, vendor_id: &str, listing: Value) -> String {
         let request = ApiRequest::fixture("create-bouquet")
             .vendor(vendor_id)
-            .path("vendorId", vendor_id)
+            .vendor_id(vendor_id)
             .json(listing)
             .no_idempotency_key();
         let response = self.call("create-bouquet", request).await;
@@ -647,6 +944,12 @@ impl TestCloud {
             .as_str()
             .expect("bouquetId")
             .to_owned()
+    }
+
+    /// The id of the order [`Self::reserve`] makes (it panics when there is none).
+    pub async fn reserved_order_id(&self, customer: &str, bouquet_ids: &[&str]) -> String {
+        let order = self.reserve(customer, bouquet_ids).await;
+        order.body["orderId"].as_str().unwrap().to_owned()
     }
 
     /// Reserves `bouquet_ids` for `customer` through the API.

@@ -249,7 +249,7 @@ impl LocalLive {
 }
 
 /// The template's queues `logical_ids` (dead-letter queues first), named for `stack`.
-async fn create_queues(
+pub async fn create_queues(
     sqs: &aws_sdk_sqs::Client,
     template: &Template,
     stack: &str,

@@ -183,14 +183,7 @@ impl TestCloud {
     /// The ingest function on this test's table, with its own dead-letter queue.
     pub async fn ingest(&self) -> Ingest {
         let sqs = aws_sdk_sqs::Client::new(&emulator_sdk_config().await);
-        let url = sqs
-            .create_queue()
-            .queue_name(format!("{}-vase-dlq", self.table))
-            .send()
-            .await
-            .expect("a dead-letter queue")
-            .queue_url
-            .expect("its URL");
+        let url = crate::create_queue(&sqs, &format!("{}-vase-dlq", self.table)).await;
         Ingest {
             app: self.app.clone(),
             sqs,

@@ -78,18 +78,29 @@ pub trait PaymentGateway: Send + Sync {
         transferred: bool,
     ) -> BoxFuture<'a, Result<(), GatewayError>>;
     /// Creates `vendor_id`'s connected account (Connect, Express) and returns its id. The shop
-    /// id is the PSP's idempotency key, so a retry returns the same account.
+    /// id is the PSP's idempotency key, so a retry returns the same account. A gateway without
+    /// connected accounts (a test's stand-in) says so.
     fn create_account<'a>(
         &'a self,
         vendor_id: &'a str,
-    ) -> BoxFuture<'a, Result<String, GatewayError>>;
+    ) -> BoxFuture<'a, Result<String, GatewayError>> {
+        let _ = vendor_id;
+        Box::pin(async move { Err(no_connected_accounts(self.provider())) })
+    }
     /// A one-time address where the shop finishes onboarding `account_id` at the PSP: it
     /// comes back to `return_url` when done, to `refresh_url` when the link has expired.
     fn onboarding_link<'a>(
         &'a self,
         account_id: &'a str,
         links: &'a OnboardingLinks,
-    ) -> BoxFuture<'a, Result<String, GatewayError>>;
+    ) -> BoxFuture<'a, Result<String, GatewayError>> {
+        let _ = (account_id, links);
+        Box::pin(async move { Err(no_connected_accounts(self.provider())) })
+    }
+}
+
+fn no_connected_accounts(provider: &str) -> GatewayError {
+    GatewayError::Unavailable(format!("the {provider} gateway opens no connected accounts").into())
 }
 
 /// Where onboarding sends the shop back (the console's pages).

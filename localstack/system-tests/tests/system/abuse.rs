@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use system_tests::{verified_email, ApiRequest, TestCloud};
+use system_tests::{
+    by_customer, fixture, verified_email, ApiRequest, Outcome, PathParams, TestCloud,
+};
 
 /// The personal fields of `system_tests::delivery_details` and the paid order's contact.
 fn carries_details(text: &str) -> bool {
@@ -35,12 +37,7 @@ async fn reserved_order(cloud: &TestCloud, customer: &str) -> (String, String) {
 /// `order_id` as `customer` reads it.
 async fn order_of(cloud: &TestCloud, customer: &str, order_id: &str) -> system_tests::ApiResponse {
     cloud
-        .call(
-            "get-order",
-            ApiRequest::fixture("get-order")
-                .customer(customer)
-                .path("orderId", order_id),
-        )
+        .send(by_customer("get-order", customer).order_id(order_id))
         .await
 }
 
@@ -53,14 +50,14 @@ async fn idempotency_records_keep_no_personal_data_and_replays_after_erasure_sho
     let details = system_tests::delivery_details(&tomorrow);
     let give = ApiRequest::fixture("put-order-delivery")
         .customer("ana")
-        .path("orderId", &order_id)
+        .order_id(&order_id)
         .header("if-match", "\"1\"")
         .json(details);
     let given = cloud.call("put-order-delivery", give.clone()).await;
     assert_eq!(given.status, 200, "{}", given.body);
     let pay = ApiRequest::fixture("pay-order")
         .customer("ana")
-        .path("orderId", &order_id)
+        .order_id(&order_id)
         .json(json!({ "paymentToken": "tok_visa" }))
         .idempotency_key("pay-1");
     let paid = cloud.call("pay-order", pay.clone()).await;
@@ -71,7 +68,7 @@ async fn idempotency_records_keep_no_personal_data_and_replays_after_erasure_sho
     );
     let fulfil = ApiRequest::fixture("fulfil-order")
         .vendor(&vendor)
-        .path("orderId", &order_id)
+        .order_id(&order_id)
         .idempotency_key("fulfil-1");
     let delivered = cloud.call("fulfil-order", fulfil.clone()).await;
     assert_eq!(delivered.status, 200, "{}", delivered.body);
@@ -98,12 +95,7 @@ async fn idempotency_records_keep_no_personal_data_and_replays_after_erasure_sho
         "its customer reads its details"
     );
 
-    let erased = cloud
-        .call(
-            "erase-personal-data",
-            ApiRequest::fixture("erase-personal-data").customer("ana"),
-        )
-        .await;
+    let erased = cloud.send(by_customer("erase-personal-data", "ana")).await;
     assert_eq!(erased.status, 200, "{}", erased.body);
     for (who, binary, request) in [
         ("the customer's payment", "pay-order", pay),
@@ -134,7 +126,7 @@ async fn details_replaced_after_a_keyed_payment_are_not_kept_by_its_record() {
     let (_, order_id) = reserved_order(&cloud, "ana").await;
     let pay = ApiRequest::fixture("pay-order")
         .customer("ana")
-        .path("orderId", &order_id)
+        .order_id(&order_id)
         .json(json!({ "paymentToken": "tok_visa" }))
         .idempotency_key("pay-1");
     cloud.give_delivery("ana", &order_id).await;
@@ -147,11 +139,9 @@ async fn details_replaced_after_a_keyed_payment_are_not_kept_by_its_record() {
     let mut corrected: Value = system_tests::delivery_details(&tomorrow);
     corrected["recipient"]["name"] = json!("Dominique Roux");
     let changed = cloud
-        .call(
-            "put-order-delivery",
-            ApiRequest::fixture("put-order-delivery")
-                .customer("ana")
-                .path("orderId", &order_id)
+        .send(
+            by_customer("put-order-delivery", "ana")
+                .order_id(&order_id)
                 .header("if-match", &format!("\"{version}\""))
                 .json(corrected),
         )
@@ -178,14 +168,14 @@ async fn a_declining_card_past_the_bound_is_429_with_retry_after_and_the_order_p
     for attempt in 1..=per_order {
         let declined = cloud.pay("mallory", &order_id, "tok_decline", None).await;
         assert_eq!(
-            (declined.status, declined.code()),
+            declined.status_and_code(),
             (402, Some("payment.declined")),
             "attempt {attempt}"
         );
     }
-    let locked = cloud.pay("mallory", &order_id, "tok_visa", None).await;
+    let locked = cloud.pay_by_card("mallory", &order_id).await;
     assert_eq!(
-        (locked.status, locked.code()),
+        locked.status_and_code(),
         (429, Some("payment.attempts_exceeded")),
         "{}",
         locked.body
@@ -211,14 +201,13 @@ async fn a_declining_card_past_the_bound_is_429_with_retry_after_and_the_order_p
     assert_eq!(cloud.order_status(&other).await.as_deref(), Some("paid"));
 
     cloud.clock.advance(Duration::from_secs(retry_after));
-    let paid = cloud.pay("mallory", &order_id, "tok_visa", None).await;
+    let paid = cloud.pay_by_card("mallory", &order_id).await;
     assert_eq!(paid.status, 200, "{}", paid.body);
 }
 
 #[tokio::test]
 async fn reservations_past_the_minutes_bound_are_429_rate_limited() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Fleur").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Fleur").await;
     let per_minute = cloud.app.config.reservations_per_minute;
     let mut refused = None;
     for n in 0..=per_minute {
@@ -228,12 +217,7 @@ async fn reservations_past_the_minutes_bound_are_429_rate_limited() {
             assert_eq!(order.status, 201, "reservation {n}: {}", order.body);
             let id = order.body["orderId"].as_str().unwrap().to_owned();
             let cancelled = cloud
-                .call(
-                    "cancel-order",
-                    ApiRequest::fixture("cancel-order")
-                        .customer("churner")
-                        .path("orderId", &id),
-                )
+                .send(by_customer("cancel-order", "churner").order_id(&id))
                 .await;
             assert_eq!(cancelled.status, 200, "{}", cancelled.body);
         } else {
@@ -242,7 +226,7 @@ async fn reservations_past_the_minutes_bound_are_429_rate_limited() {
     }
     let (order, bouquet) = refused.unwrap();
     assert_eq!(
-        (order.status, order.code()),
+        order.status_and_code(),
         (429, Some("rate.limited")),
         "{}",
         order.body
@@ -258,8 +242,7 @@ async fn reservations_past_the_minutes_bound_are_429_rate_limited() {
 
 #[tokio::test]
 async fn every_answer_carries_the_security_headers_and_a_cache_policy() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Fleur").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Fleur").await;
     let order = cloud.paid_order(&vendor, "ana").await;
     for (what, binary, request, cache) in [
         (
@@ -267,7 +250,7 @@ async fn every_answer_carries_the_security_headers_and_a_cache_policy() {
             "get-order",
             ApiRequest::fixture("get-order")
                 .customer("ana")
-                .path("orderId", &order),
+                .order_id(&order),
             "no-store",
         ),
         (
@@ -275,7 +258,7 @@ async fn every_answer_carries_the_security_headers_and_a_cache_policy() {
             "get-order",
             ApiRequest::fixture("get-order")
                 .customer("ben")
-                .path("orderId", &order),
+                .order_id(&order),
             "no-store",
         ),
         (
@@ -320,8 +303,7 @@ async fn a_shops_contact_address_is_its_members_verified_one_private_and_kept_on
         "sameDayCutoff": "11:00", "timeZone": "Europe/Paris"});
     let save = |settings: Value, version: u64| {
         let request = ApiRequest::fixture("put-delivery-settings")
-            .vendor(&shop)
-            .path("vendorId", &shop)
+            .own_shop(&shop)
             .json(settings);
         if version == 0 {
             request
@@ -350,11 +332,10 @@ async fn a_shops_contact_address_is_its_members_verified_one_private_and_kept_on
         "the shop reads its own"
     );
     let public = cloud
-        .call(
-            "get-delivery-settings",
-            ApiRequest::fixture("get-delivery-settings")
+        .send(
+            fixture("get-delivery-settings")
                 .anonymous()
-                .path("vendorId", &shop),
+                .vendor_id(&shop),
         )
         .await;
     assert_eq!(public.status, 200, "{}", public.body);
@@ -382,7 +363,7 @@ async fn a_shops_contact_address_is_its_members_verified_one_private_and_kept_on
     let give = |details: Value| {
         ApiRequest::fixture("put-order-delivery")
             .customer("ana")
-            .path("orderId", order_id)
+            .order_id(order_id)
             .header("if-match", "\"1\"")
             .json(details)
     };

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use system_tests::{ApiRequest, TestCloud};
+use system_tests::{by_vendor, fixture, ApiRequest, Outcome, PathParams, TestCloud};
 
 fn order_event(name: &str, event_id: &str, vendor: &str, amount: &str) -> Value {
     let text = std::fs::read_to_string(
@@ -19,8 +19,7 @@ fn order_event(name: &str, event_id: &str, vendor: &str, amount: &str) -> Value 
 
 #[tokio::test]
 async fn the_projector_applied_twice_gives_the_same_counters() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let events = [
         order_event("OrderPaid", "e1", &vendor, "34.90"),
         order_event("OrderPaid", "e2", &vendor, "10.10"),
@@ -49,9 +48,7 @@ async fn the_projector_applied_twice_gives_the_same_counters() {
         "redelivery changes nothing"
     );
 
-    let request = ApiRequest::fixture("get-vendor-analytics")
-        .vendor(&vendor)
-        .path("vendorId", &vendor);
+    let request = ApiRequest::fixture("get-vendor-analytics").own_shop(&vendor);
     let analytics = cloud.call("get-vendor-analytics", request).await;
     assert_eq!(analytics.status, 200, "{}", analytics.body);
     assert_eq!(
@@ -60,33 +57,21 @@ async fn the_projector_applied_twice_gives_the_same_counters() {
     );
     let other = cloud.vendor("Petal").await;
     let forbidden = cloud
-        .call(
-            "get-vendor-analytics",
-            ApiRequest::fixture("get-vendor-analytics")
-                .vendor(&other)
-                .path("vendorId", &vendor),
-        )
+        .send(by_vendor("get-vendor-analytics", &other).vendor_id(&vendor))
         .await;
-    assert_eq!(
-        (forbidden.status, forbidden.code()),
-        (403, Some("auth.forbidden"))
-    );
+    assert_eq!(forbidden.status_and_code(), (403, Some("auth.forbidden")));
     let bad = cloud
-        .call(
-            "get-vendor-analytics",
-            ApiRequest::fixture("get-vendor-analytics")
-                .vendor(&vendor)
-                .path("vendorId", &vendor)
+        .send(
+            fixture("get-vendor-analytics")
+                .own_shop(&vendor)
                 .query("from", "2026-13-01"),
         )
         .await;
-    assert_eq!((bad.status, bad.code()), (400, Some("request.invalid")));
+    assert_eq!(bad.status_and_code(), (400, Some("request.invalid")));
     let backwards = cloud
-        .call(
-            "get-vendor-analytics",
-            ApiRequest::fixture("get-vendor-analytics")
-                .vendor(&vendor)
-                .path("vendorId", &vendor)
+        .send(
+            fixture("get-vendor-analytics")
+                .own_shop(&vendor)
                 .query("from", "2026-12-03")
                 .query("to", "2026-12-01"),
         )
@@ -106,12 +91,7 @@ async fn a_sale_adds_the_freshness_of_its_bouquets_to_the_day() {
             .await;
     }
     let analytics = cloud
-        .call(
-            "get-vendor-analytics",
-            ApiRequest::fixture("get-vendor-analytics")
-                .vendor(&vendor)
-                .path("vendorId", &vendor),
-        )
+        .send(fixture("get-vendor-analytics").own_shop(&vendor))
         .await;
     assert_eq!(analytics.body["days"][0]["sales"], 1, "{}", analytics.body);
     assert_eq!(analytics.body["days"][0]["averageFreshness"], 92.5);
@@ -119,17 +99,14 @@ async fn a_sale_adds_the_freshness_of_its_bouquets_to_the_day() {
 
 #[tokio::test]
 async fn a_sale_above_one_prices_bound_is_counted() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     // Two bouquets at 600,000.00: a total no single price may have.
     let event = order_event("OrderPaid", "big-1", &vendor, "1200000.00");
     let report = cloud
         .run_event_function("project-vendor-analytics", event)
         .await;
     assert_eq!(report["applied"], true);
-    let request = ApiRequest::fixture("get-vendor-analytics")
-        .vendor(&vendor)
-        .path("vendorId", &vendor);
+    let request = ApiRequest::fixture("get-vendor-analytics").own_shop(&vendor);
     let analytics = cloud.call("get-vendor-analytics", request).await;
     assert_eq!(
         analytics.body["days"][0]["revenue"],

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use system_tests::{ApiRequest, TestCloud};
+use system_tests::{ApiRequest, Outcome, PathParams, TestCloud};
 
 struct Case {
     name: &'static str,
@@ -34,8 +34,7 @@ fn case(
 
 #[tokio::test]
 async fn bad_requests_get_their_problem_and_write_nothing() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let other_vendor = cloud.vendor("Petal").await;
     let bouquet = cloud.bouquet(&vendor, "24.50").await;
     let order = cloud
@@ -51,8 +50,7 @@ async fn bad_requests_get_their_problem_and_write_nothing() {
     };
     let listing = |vendor_id: &str, price: serde_json::Value| {
         ApiRequest::fixture("create-bouquet")
-            .vendor(vendor_id)
-            .path("vendorId", vendor_id)
+            .own_shop(vendor_id)
             .json(json!({ "name": "Tulips", "price": price }))
             .no_idempotency_key()
     };
@@ -86,25 +84,25 @@ async fn bad_requests_get_their_problem_and_write_nothing() {
         case("someone else's vase", "create-bouquet", listing(&vendor, json!({ "amount": "10.00", "currency": "EUR" })).json(json!({ "name": "T", "price": { "amount": "1", "currency": "EUR" }, "vaseId": "01JF0000000000000000000000" })), 400, "request.invalid", Some("vaseId")),
         case("empty vendor name", "create-vendor", ApiRequest::fixture("create-vendor").admin().json(json!({ "name": "  " })).no_idempotency_key(), 400, "request.invalid", Some("name")),
         case("a customer onboarding", "create-vendor", ApiRequest::fixture("create-vendor").customer("customer-1").no_idempotency_key(), 403, "auth.forbidden", None),
-        case("another customer's order", "get-order", ApiRequest::fixture("get-order").customer("customer-2").path("orderId", &order_id), 404, "not_found", None),
-        case("another vendor's order", "get-order", ApiRequest::fixture("get-order").vendor(&other_vendor).path("orderId", &order_id), 404, "not_found", None),
-        case("odd path id", "get-bouquet", ApiRequest::fixture("get-bouquet").path("bouquetId", "..%2F..%2Fetc"), 400, "request.invalid", Some("path/bouquetId")),
+        case("another customer's order", "get-order", ApiRequest::fixture("get-order").customer("customer-2").order_id(&order_id), 404, "not_found", None),
+        case("another vendor's order", "get-order", ApiRequest::fixture("get-order").vendor(&other_vendor).order_id(&order_id), 404, "not_found", None),
+        case("odd path id", "get-bouquet", ApiRequest::fixture("get-bouquet").bouquet_id("..%2F..%2Fetc"), 400, "request.invalid", Some("path/bouquetId")),
         case("limit zero", "list-bouquets", ApiRequest::fixture("list-bouquets").query("limit", "0"), 400, "request.invalid", Some("query/limit")),
         case("forged cursor", "list-bouquets", ApiRequest::fixture("list-bouquets").query("cursor", "bm90LWEtY3Vyc29y"), 400, "request.invalid", Some("cursor")),
         case("forged vendor cursor", "list-bouquets", ApiRequest::fixture("list-bouquets").query("vendorId", &vendor).query("cursor", "IjAxSkYnIg"), 400, "request.invalid", Some("cursor")),
         case("bad vendorId filter", "list-bouquets", ApiRequest::fixture("list-bouquets").query("vendorId", "nope"), 400, "request.invalid", Some("query/vendorId")),
-        case("patch without If-Match", "update-bouquet", ApiRequest::fixture("update-bouquet").vendor(&vendor).path("bouquetId", &bouquet).without_header("if-match"), 428, "precondition.failed", None),
-        case("patch a stale version", "update-bouquet", ApiRequest::fixture("update-bouquet").vendor(&vendor).path("bouquetId", &bouquet).header("if-match", "\"7\""), 412, "precondition.failed", None),
-        case("patch nothing", "update-bouquet", ApiRequest::fixture("update-bouquet").vendor(&vendor).path("bouquetId", &bouquet).json(json!({})), 400, "request.invalid", None),
-        case("patch another vendor's", "update-bouquet", ApiRequest::fixture("update-bouquet").vendor(&other_vendor).path("bouquetId", &bouquet), 403, "auth.forbidden", None),
-        case("withdraw another vendor's", "withdraw-bouquet", ApiRequest::fixture("withdraw-bouquet").vendor(&other_vendor).path("bouquetId", &bouquet), 403, "auth.forbidden", None),
+        case("patch without If-Match", "update-bouquet", ApiRequest::fixture("update-bouquet").vendor(&vendor).bouquet_id(&bouquet).without_header("if-match"), 428, "precondition.failed", None),
+        case("patch a stale version", "update-bouquet", ApiRequest::fixture("update-bouquet").vendor(&vendor).bouquet_id(&bouquet).header("if-match", "\"7\""), 412, "precondition.failed", None),
+        case("patch nothing", "update-bouquet", ApiRequest::fixture("update-bouquet").vendor(&vendor).bouquet_id(&bouquet).json(json!({})), 400, "request.invalid", None),
+        case("patch another vendor's", "update-bouquet", ApiRequest::fixture("update-bouquet").vendor(&other_vendor).bouquet_id(&bouquet), 403, "auth.forbidden", None),
+        case("withdraw another vendor's", "withdraw-bouquet", ApiRequest::fixture("withdraw-bouquet").vendor(&other_vendor).bouquet_id(&bouquet), 403, "auth.forbidden", None),
     ];
 
     let before = cloud.items().await;
     for case in cases {
         let response = cloud.call(case.binary, case.request).await;
         assert_eq!(
-            (response.status, response.code()),
+            response.status_and_code(),
             (case.status, Some(case.code)),
             "{}: {}",
             case.name,
@@ -148,8 +146,7 @@ async fn bad_requests_get_their_problem_and_write_nothing() {
 /// body or `If-Match` would earn the owner; the owner's own malformed request is still 400.
 #[tokio::test]
 async fn a_strangers_malformed_request_is_refused_as_a_stranger() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let other_vendor = cloud.vendor("Petal").await;
     let bouquet = cloud.bouquet(&vendor, "24.50").await;
     let order = cloud
@@ -161,7 +158,7 @@ async fn a_strangers_malformed_request_is_refused_as_a_stranger() {
             "update-bouquet",
             ApiRequest::fixture("update-bouquet")
                 .vendor(&other_vendor)
-                .path("bouquetId", &bouquet)
+                .bouquet_id(&bouquet)
                 .header("if-match", "not-a-version")
                 .json(json!({ "price": "free" })),
             403,
@@ -170,7 +167,7 @@ async fn a_strangers_malformed_request_is_refused_as_a_stranger() {
             "update-bouquet",
             ApiRequest::fixture("update-bouquet")
                 .customer("customer-1")
-                .path("bouquetId", &bouquet)
+                .bouquet_id(&bouquet)
                 .json(json!({ "bogus": true })),
             403,
         ),
@@ -178,7 +175,7 @@ async fn a_strangers_malformed_request_is_refused_as_a_stranger() {
             "withdraw-bouquet",
             ApiRequest::fixture("withdraw-bouquet")
                 .vendor(&other_vendor)
-                .path("bouquetId", &bouquet)
+                .bouquet_id(&bouquet)
                 .header("if-match", "W/\"x\""),
             403,
         ),
@@ -186,7 +183,7 @@ async fn a_strangers_malformed_request_is_refused_as_a_stranger() {
             "pay-order",
             ApiRequest::fixture("pay-order")
                 .customer("customer-2")
-                .path("orderId", &order_id)
+                .order_id(&order_id)
                 .json(json!({ "paymentToken": 42 }))
                 .no_idempotency_key(),
             404,
@@ -196,7 +193,7 @@ async fn a_strangers_malformed_request_is_refused_as_a_stranger() {
             "update-bouquet",
             ApiRequest::fixture("update-bouquet")
                 .vendor(&vendor)
-                .path("bouquetId", &bouquet)
+                .bouquet_id(&bouquet)
                 .header("if-match", "\"1\"")
                 .json(json!({ "price": "free" })),
             400,
@@ -205,7 +202,7 @@ async fn a_strangers_malformed_request_is_refused_as_a_stranger() {
             "pay-order",
             ApiRequest::fixture("pay-order")
                 .customer("customer-1")
-                .path("orderId", &order_id)
+                .order_id(&order_id)
                 .json(json!({ "paymentToken": 42 }))
                 .no_idempotency_key(),
             400,

@@ -3,18 +3,14 @@
 
 use serde_json::json;
 
-use system_tests::{ApiRequest, TestCloud};
+use system_tests::{by_vendor, fixture, ApiRequest, Outcome, PathParams, TestCloud};
 
 #[tokio::test]
 async fn get_has_an_etag_and_answers_304_when_unchanged() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "24.50").await;
     let got = cloud
-        .call(
-            "get-bouquet",
-            ApiRequest::fixture("get-bouquet").path("bouquetId", &bouquet),
-        )
+        .send(fixture("get-bouquet").bouquet_id(&bouquet))
         .await;
     assert_eq!((got.status, got.header("etag")), (200, Some("\"1\"")));
     assert!(got
@@ -26,32 +22,27 @@ async fn get_has_an_etag_and_answers_304_when_unchanged() {
         "no vase readings yet"
     );
     let cached = cloud
-        .call(
-            "get-bouquet",
-            ApiRequest::fixture("get-bouquet")
-                .path("bouquetId", &bouquet)
+        .send(
+            fixture("get-bouquet")
+                .bouquet_id(&bouquet)
                 .header("if-none-match", "\"1\""),
         )
         .await;
     assert_eq!(cached.status, 304);
     let missing = cloud
-        .call(
-            "get-bouquet",
-            ApiRequest::fixture("get-bouquet").path("bouquetId", "01JF0000000000000000000000"),
-        )
+        .send(fixture("get-bouquet").bouquet_id("01JF0000000000000000000000"))
         .await;
-    assert_eq!((missing.status, missing.code()), (404, Some("not_found")));
+    assert_eq!(missing.status_and_code(), (404, Some("not_found")));
 }
 
 #[tokio::test]
 async fn changes_need_the_current_version_and_an_available_bouquet() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "24.50").await;
     let patch = |version: &str, body: serde_json::Value| {
         ApiRequest::fixture("update-bouquet")
             .vendor(&vendor)
-            .path("bouquetId", &bouquet)
+            .bouquet_id(&bouquet)
             .header("if-match", version)
             .json(body)
     };
@@ -75,10 +66,7 @@ async fn changes_need_the_current_version_and_an_available_bouquet() {
             patch("\"1\"", json!({ "name": "Lost update" })),
         )
         .await;
-    assert_eq!(
-        (stale.status, stale.code()),
-        (412, Some("precondition.failed"))
-    );
+    assert_eq!(stale.status_and_code(), (412, Some("precondition.failed")));
 
     assert_eq!(cloud.reserve("customer-1", &[&bouquet]).await.status, 201);
     let before = cloud.items().await;
@@ -92,21 +80,16 @@ async fn changes_need_the_current_version_and_an_available_bouquet() {
         )
         .await;
     assert_eq!(
-        (held.status, held.code()),
+        held.status_and_code(),
         (409, Some("bouquet.not_available_for_change")),
         "{}",
         held.body
     );
     let withdraw = cloud
-        .call(
-            "withdraw-bouquet",
-            ApiRequest::fixture("withdraw-bouquet")
-                .vendor(&vendor)
-                .path("bouquetId", &bouquet),
-        )
+        .send(by_vendor("withdraw-bouquet", &vendor).bouquet_id(&bouquet))
         .await;
     assert_eq!(
-        (withdraw.status, withdraw.code()),
+        withdraw.status_and_code(),
         (409, Some("bouquet.not_available_for_change"))
     );
     assert_eq!(
@@ -136,37 +119,21 @@ async fn changes_need_the_current_version_and_an_available_bouquet() {
 
 #[tokio::test]
 async fn a_withdrawn_bouquet_leaves_the_catalogue_and_cannot_be_reserved() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "24.50").await;
     let withdrawn = cloud
-        .call(
-            "withdraw-bouquet",
-            ApiRequest::fixture("withdraw-bouquet")
-                .vendor(&vendor)
-                .path("bouquetId", &bouquet),
-        )
+        .send(by_vendor("withdraw-bouquet", &vendor).bouquet_id(&bouquet))
         .await;
-    assert_eq!(
-        (withdrawn.status, withdrawn.body["status"].as_str()),
-        (200, Some("withdrawn"))
-    );
-    let listed = cloud
-        .call("list-bouquets", ApiRequest::fixture("list-bouquets"))
-        .await;
+    assert_eq!(withdrawn.status_and_state(), (200, Some("withdrawn")));
+    let listed = cloud.send(fixture("list-bouquets")).await;
     assert_eq!(listed.body["items"], json!([]));
     let reserve = cloud.reserve("customer-1", &[&bouquet]).await;
     assert_eq!(
-        (reserve.status, reserve.code()),
+        reserve.status_and_code(),
         (409, Some("bouquet.unavailable"))
     );
     let again = cloud
-        .call(
-            "withdraw-bouquet",
-            ApiRequest::fixture("withdraw-bouquet")
-                .vendor(&vendor)
-                .path("bouquetId", &bouquet),
-        )
+        .send(by_vendor("withdraw-bouquet", &vendor).bouquet_id(&bouquet))
         .await;
     assert_eq!(again.status, 409);
 }
@@ -180,7 +147,7 @@ async fn concurrent_changes_at_one_version_let_exactly_one_win() {
         let cloud = cloud.clone();
         let request = ApiRequest::fixture("update-bouquet")
             .vendor(&vendor)
-            .path("bouquetId", &bouquet)
+            .bouquet_id(&bouquet)
             .header("if-match", "\"1\"")
             .json(json!({ "name": format!("Edit {i}") }));
         tokio::spawn(async move { cloud.call("update-bouquet", request).await })

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use serde_json::json;
 
 use bouquet_app::domain::cart::MAX_CART_ITEMS;
-use system_tests::{ApiRequest, TestCloud};
+use system_tests::{by_customer, ApiRequest, Outcome, PathParams, TestCloud};
 
 fn put(customer: &str, bouquet: &str) -> ApiRequest {
     ApiRequest::fixture("put-cart-item")
         .customer(customer)
-        .path("bouquetId", bouquet)
+        .bouquet_id(bouquet)
 }
 
 #[tokio::test]
@@ -40,55 +40,33 @@ async fn a_cart_holds_one_vendors_available_bouquets_and_becomes_an_order() {
     );
     let before = cloud.items().await;
     let mixed = cloud.call("put-cart-item", put("customer-1", &c)).await;
-    assert_eq!(
-        (mixed.status, mixed.code()),
-        (409, Some("cart.vendor_mismatch"))
-    );
+    assert_eq!(mixed.status_and_code(), (409, Some("cart.vendor_mismatch")));
     assert_eq!(cloud.items().await, before);
 
     let removed = cloud
-        .call(
-            "delete-cart-item",
-            ApiRequest::fixture("delete-cart-item")
-                .customer("customer-1")
-                .path("bouquetId", &b),
-        )
+        .send(by_customer("delete-cart-item", "customer-1").bouquet_id(&b))
         .await;
     assert_eq!(removed.body["items"].as_array().map(Vec::len), Some(1));
-    let got = cloud
-        .call(
-            "get-cart",
-            ApiRequest::fixture("get-cart").customer("customer-1"),
-        )
-        .await;
+    let got = cloud.send(by_customer("get-cart", "customer-1")).await;
     assert_eq!(got.body["items"][0]["bouquetId"], a.as_str());
 
     let order = cloud
-        .call(
-            "create-order",
-            ApiRequest::fixture("create-order")
-                .customer("customer-1")
+        .send(
+            by_customer("create-order", "customer-1")
                 .no_body()
                 .idempotency_key("cart-1"),
         )
         .await;
     assert_eq!(order.status, 201, "{}", order.body);
     assert_eq!(order.body["lines"][0]["bouquetId"], a.as_str());
-    let emptied = cloud
-        .call(
-            "get-cart",
-            ApiRequest::fixture("get-cart").customer("customer-1"),
-        )
-        .await;
+    let emptied = cloud.send(by_customer("get-cart", "customer-1")).await;
     assert_eq!(
         (emptied.body["items"].clone(), emptied.body["total"].clone()),
         (json!([]), json!(null))
     );
     let replay = cloud
-        .call(
-            "create-order",
-            ApiRequest::fixture("create-order")
-                .customer("customer-1")
+        .send(
+            by_customer("create-order", "customer-1")
                 .no_body()
                 .idempotency_key("cart-1"),
         )
@@ -98,15 +76,13 @@ async fn a_cart_holds_one_vendors_available_bouquets_and_becomes_an_order() {
         (201, Some("true"))
     );
     let empty = cloud
-        .call(
-            "create-order",
-            ApiRequest::fixture("create-order")
-                .customer("customer-1")
+        .send(
+            by_customer("create-order", "customer-1")
                 .no_body()
                 .no_idempotency_key(),
         )
         .await;
-    assert_eq!((empty.status, empty.code()), (409, Some("cart.empty")));
+    assert_eq!(empty.status_and_code(), (409, Some("cart.empty")));
 
     // An emptied cart takes any vendor; an unavailable bouquet is refused.
     assert_eq!(
@@ -117,16 +93,12 @@ async fn a_cart_holds_one_vendors_available_bouquets_and_becomes_an_order() {
         200
     );
     let held = cloud.call("put-cart-item", put("customer-2", &a)).await;
-    assert_eq!(
-        (held.status, held.code()),
-        (409, Some("bouquet.unavailable"))
-    );
+    assert_eq!(held.status_and_code(), (409, Some("bouquet.unavailable")));
 }
 
 #[tokio::test]
 async fn a_cart_is_limited_to_what_one_transaction_can_reserve() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let mut ids = Vec::new();
     for _ in 0..=MAX_CART_ITEMS {
         ids.push(cloud.bouquet(&vendor, "1.00").await);
@@ -143,7 +115,7 @@ async fn a_cart_is_limited_to_what_one_transaction_can_reserve() {
     let full = cloud
         .call("put-cart-item", put("customer-1", &ids[MAX_CART_ITEMS]))
         .await;
-    assert_eq!((full.status, full.code()), (409, Some("cart.full")));
+    assert_eq!(full.status_and_code(), (409, Some("cart.full")));
     assert_eq!(
         cloud
             .call("put-cart-item", put("customer-1", &ids[0]))
@@ -153,12 +125,7 @@ async fn a_cart_is_limited_to_what_one_transaction_can_reserve() {
         "re-adding an item of a full cart"
     );
     let order = cloud
-        .call(
-            "create-order",
-            ApiRequest::fixture("create-order")
-                .customer("customer-1")
-                .no_body(),
-        )
+        .send(by_customer("create-order", "customer-1").no_body())
         .await;
     assert_eq!(
         (order.status, order.body["lines"].as_array().map(Vec::len)),
@@ -187,25 +154,16 @@ async fn concurrent_adds_of_two_vendors_to_an_empty_cart_let_one_win() {
         assert_eq!(statuses, [200, 409], "round {round}");
         let loser = if first.status == 409 { &first } else { &second };
         assert_eq!(loser.code(), Some("cart.vendor_mismatch"));
-        let cart = cloud
-            .call(
-                "get-cart",
-                ApiRequest::fixture("get-cart").customer(&customer),
-            )
-            .await;
+        let cart = cloud.send(by_customer("get-cart", &customer)).await;
         assert_eq!(cart.body["items"].as_array().map(Vec::len), Some(1));
     }
 }
 
 #[tokio::test]
 async fn bad_cart_and_order_requests_write_nothing() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "1.00").await;
-    let order = cloud.reserve("customer-1", &[&bouquet]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let order = cloud.reserved_order_id("customer-1", &[&bouquet]).await;
     let cases = [
         (
             "put-cart-item",
@@ -235,7 +193,7 @@ async fn bad_cart_and_order_requests_write_nothing() {
             "pay-order",
             ApiRequest::fixture("pay-order")
                 .customer("customer-1")
-                .path("orderId", &order)
+                .order_id(&order)
                 .json(json!({ "paymentToken": "4111111111111111" })),
             400,
             "request.invalid",
@@ -244,7 +202,7 @@ async fn bad_cart_and_order_requests_write_nothing() {
             "pay-order",
             ApiRequest::fixture("pay-order")
                 .customer("customer-1")
-                .path("orderId", &order)
+                .order_id(&order)
                 .json(json!({})),
             400,
             "request.invalid",
@@ -253,7 +211,7 @@ async fn bad_cart_and_order_requests_write_nothing() {
             "pay-order",
             ApiRequest::fixture("pay-order")
                 .customer("customer-2")
-                .path("orderId", &order),
+                .order_id(&order),
             404,
             "not_found",
         ),
@@ -261,7 +219,7 @@ async fn bad_cart_and_order_requests_write_nothing() {
             "cancel-order",
             ApiRequest::fixture("cancel-order")
                 .vendor(&vendor)
-                .path("orderId", &order),
+                .order_id(&order),
             403,
             "auth.forbidden",
         ),
@@ -269,7 +227,7 @@ async fn bad_cart_and_order_requests_write_nothing() {
             "fulfil-order",
             ApiRequest::fixture("fulfil-order")
                 .customer("customer-1")
-                .path("orderId", &order),
+                .order_id(&order),
             403,
             "auth.forbidden",
         ),
@@ -278,7 +236,7 @@ async fn bad_cart_and_order_requests_write_nothing() {
     for (binary, request, status, code) in cases {
         let response = cloud.call(binary, request).await;
         assert_eq!(
-            (response.status, response.code()),
+            response.status_and_code(),
             (status, Some(code)),
             "{binary}: {}",
             response.body

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::Value;
-use system_tests::{ApiRequest, TestCloud};
+use system_tests::{by_vendor, fixture, ApiRequest, PathParams, TestCloud};
 
 /// What one catalogue page costs, whatever its order: a Query per catalogue shard (in
 /// parallel), and one BatchGetItem for the page's shop names.
@@ -64,12 +64,7 @@ async fn pages_cover_every_available_bouquet_once_newest_first() {
     // One held (hidden), one withdrawn (gone), one held past its deadline (shown again).
     assert_eq!(cloud.reserve("customer-1", &[&listed[1]]).await.status, 201);
     let withdrawn = cloud
-        .call(
-            "withdraw-bouquet",
-            ApiRequest::fixture("withdraw-bouquet")
-                .vendor(&v1)
-                .path("bouquetId", &listed[2]),
-        )
+        .send(by_vendor("withdraw-bouquet", &v1).bouquet_id(&listed[2]))
         .await;
     assert_eq!(withdrawn.status, 200);
     cloud.clock.advance(Duration::from_secs(16 * 60));
@@ -107,8 +102,7 @@ async fn pages_cover_every_available_bouquet_once_newest_first() {
 #[tokio::test]
 async fn a_crowd_reading_the_catalogue_through_the_edge_costs_one_page_read() {
     use devstack::apigw::Incoming;
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     for _ in 0..3 {
         cloud.bouquet(&vendor, "10.00").await;
     }
@@ -183,8 +177,7 @@ async fn a_crowd_reading_the_catalogue_through_the_edge_costs_one_page_read() {
 async fn a_crowd_opening_one_bouquet_through_the_edge_costs_one_read_and_its_vendor_writes_through()
 {
     use devstack::apigw::Incoming;
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "10.00").await;
     let api = cloud.edge_api();
     let path = format!("/v1/bouquets/{bouquet}");
@@ -280,10 +273,7 @@ async fn the_catalogue_refuses_filters_it_cannot_read() {
         (("sort", "cheapest"), "query/sort"),
     ] {
         let answer = cloud
-            .call(
-                "list-bouquets",
-                ApiRequest::fixture("list-bouquets").query(query.0, query.1),
-            )
+            .send(fixture("list-bouquets").query(query.0, query.1))
             .await;
         assert_eq!(
             (answer.status, answer.body["errors"][0]["field"].as_str()),
@@ -386,9 +376,8 @@ async fn the_catalogue_reads_freshest_first_as_the_vases_scored_it_and_by_price(
     assert_eq!(ids(&dearest.body), backwards, "one order, read either way");
     // One shop's page is newest first only.
     let shop_sorted = cloud
-        .call(
-            "list-bouquets",
-            ApiRequest::fixture("list-bouquets")
+        .send(
+            fixture("list-bouquets")
                 .query("vendorId", &vendor)
                 .query("sort", "freshness"),
         )

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use system_tests::{ApiRequest, TestCloud};
+use system_tests::{by_customer, by_vendor, fixture, ApiRequest, PathParams, TestCloud};
 
 fn carries_details(body: &Value) -> bool {
     let text = body.to_string();
@@ -16,8 +16,7 @@ fn carries_details(body: &Value) -> bool {
 
 #[tokio::test]
 async fn only_the_customer_the_orders_vendor_and_an_admin_read_the_delivery_details() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Fleur").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Fleur").await;
     let other_vendor = cloud.vendor("Other").await;
     let order = cloud.paid_order(&vendor, "ana").await;
     for (who, request, status) in [
@@ -44,9 +43,7 @@ async fn only_the_customer_the_orders_vendor_and_an_admin_read_the_delivery_deta
         ),
         ("anyone", ApiRequest::fixture("get-order").anonymous(), 401),
     ] {
-        let answer = cloud
-            .call("get-order", request.path("orderId", &order))
-            .await;
+        let answer = cloud.call("get-order", request.order_id(&order)).await;
         assert_eq!(answer.status, status, "{who}: {}", answer.body);
         assert_eq!(
             carries_details(&answer.body),
@@ -78,12 +75,7 @@ async fn only_the_customer_the_orders_vendor_and_an_admin_read_the_delivery_deta
         assert_eq!(answer.status, 200, "{who}: {}", answer.body);
         assert!(!carries_details(&answer.body), "{who}: {}", answer.body);
     }
-    let shop = cloud
-        .call(
-            "list-orders",
-            ApiRequest::fixture("list-orders").vendor(&vendor),
-        )
-        .await;
+    let shop = cloud.send(by_vendor("list-orders", &vendor)).await;
     assert!(
         carries_details(&shop.body),
         "its vendor delivers it: {}",
@@ -105,12 +97,7 @@ async fn only_the_customer_the_orders_vendor_and_an_admin_read_the_delivery_deta
         }
     }
     let analytics = cloud
-        .call(
-            "get-vendor-analytics",
-            ApiRequest::fixture("get-vendor-analytics")
-                .vendor(&vendor)
-                .path("vendorId", &vendor),
-        )
+        .send(fixture("get-vendor-analytics").own_shop(&vendor))
         .await;
     assert_eq!(analytics.body["days"][0]["sales"], 1, "{}", analytics.body);
     let kept: Vec<String> = cloud
@@ -130,16 +117,10 @@ async fn only_the_customer_the_orders_vendor_and_an_admin_read_the_delivery_deta
 
 #[tokio::test]
 async fn the_sweeper_redacts_the_details_the_configured_days_after_delivery() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Fleur").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Fleur").await;
     let order = cloud.paid_order(&vendor, "ana").await;
     let delivered = cloud
-        .call(
-            "fulfil-order",
-            ApiRequest::fixture("fulfil-order")
-                .vendor(&vendor)
-                .path("orderId", &order),
-        )
+        .send(by_vendor("fulfil-order", &vendor).order_id(&order))
         .await;
     assert_eq!(delivered.status, 200, "{}", delivered.body);
     cloud.clock.advance(Duration::from_secs(29 * 86_400));
@@ -149,23 +130,13 @@ async fn the_sweeper_redacts_the_details_the_configured_days_after_delivery() {
     let report = cloud.run_scheduled("expire-reservations").await;
     assert_eq!(report["redacted"], 1, "{report}");
     let read = cloud
-        .call(
-            "get-order",
-            ApiRequest::fixture("get-order")
-                .vendor(&vendor)
-                .path("orderId", &order),
-        )
+        .send(by_vendor("get-order", &vendor).order_id(&order))
         .await;
     assert!(!carries_details(&read.body), "{}", read.body);
     assert_eq!(read.body["delivery"]["recipientName"], "[redacted]");
     assert_eq!(read.body["delivery"]["address"]["city"], "Paris");
     assert!(read.body["redactedAt"].is_string());
-    let erased = cloud
-        .call(
-            "erase-personal-data",
-            ApiRequest::fixture("erase-personal-data").customer("ana"),
-        )
-        .await;
+    let erased = cloud.send(by_customer("erase-personal-data", "ana")).await;
     assert_eq!(
         (erased.status, erased.body["redacted"].as_u64()),
         (200, Some(0)),

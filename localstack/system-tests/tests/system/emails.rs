@@ -6,16 +6,15 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use bouquet_app::mail::MemoryMailer;
-use system_tests::{emulator_sdk_config, verified_email, ApiRequest, TestCloud};
+use system_tests::{
+    by_vendor, emulator_sdk_config, fixture, verified_email, PathParams, TestCloud,
+};
 
 async fn shop(cloud: &TestCloud) -> String {
     let vendor = cloud.vendor("Fleur").await;
     let saved = cloud
-        .call(
-            "put-delivery-settings",
-            ApiRequest::fixture("put-delivery-settings")
-                .vendor(&vendor)
-                .path("vendorId", &vendor)
+        .send(fixture("put-delivery-settings")
+                .own_shop(&vendor)
                 .json(json!({
                     "countries": ["FR"], "postcodePrefixes": [], "horizonDays": 14,
                     "days": ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"],
@@ -64,12 +63,7 @@ async fn a_paid_order_is_mailed_to_the_customer_and_the_shop_through_ses_once() 
         "{again}"
     );
     let accepted = cloud
-        .call(
-            "accept-order",
-            ApiRequest::fixture("accept-order")
-                .vendor(&vendor)
-                .path("orderId", &order),
-        )
+        .send(by_vendor("accept-order", &vendor).order_id(&order))
         .await;
     assert_eq!(accepted.status, 200);
     let step = cloud
@@ -150,19 +144,7 @@ async fn a_refused_address_lands_its_event_whole_in_the_failure_queue_and_others
     let events = aws_sdk_eventbridge::Client::new(&sdk);
     for order in [&bounced, &fine] {
         let event = bus_event(&cloud, "OrderPaid", order).await;
-        events
-            .put_events()
-            .entries(
-                aws_sdk_eventbridge::types::PutEventsRequestEntry::builder()
-                    .event_bus_name(&outbox.bus)
-                    .source("bouquet.marketplace")
-                    .detail_type("OrderPaid")
-                    .detail(event["detail"].to_string())
-                    .build(),
-            )
-            .send()
-            .await
-            .unwrap();
+        crate::outbox::put_on_bus(&events, &outbox, "OrderPaid", &event["detail"]).await;
     }
     let (mut parked, mut delivered) = (0, 0);
     for _ in 0..40 {

@@ -8,7 +8,9 @@ use serde_json::Value;
 use bouquet_app::domain::events::EventData;
 use bouquet_app::domain::Clock;
 use system_tests::vases::{heartbeat, reading};
-use system_tests::{repository_root, ApiRequest, TestCloud};
+use system_tests::{
+    by_customer, by_vendor, fixture, repository_root, ApiRequest, PathParams, TestCloud,
+};
 
 fn schemas() -> HashMap<String, Value> {
     std::fs::read_dir(repository_root().join("infra/events"))
@@ -33,51 +35,28 @@ fn every_event_has_a_schema_and_every_schema_an_event() {
 
 #[tokio::test]
 async fn every_detail_the_system_writes_validates_against_its_schema() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
-    let (a, b, c, d) = (
-        cloud.bouquet(&vendor, "10.00").await,
-        cloud.bouquet(&vendor, "12.50").await,
-        cloud.bouquet(&vendor, "3.00").await,
-        cloud.bouquet(&vendor, "4.00").await,
-    );
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
+    let [a, b, c, d] = cloud
+        .bouquets(&vendor, ["10.00", "12.50", "3.00", "4.00"])
+        .await;
     let patch = ApiRequest::fixture("update-bouquet")
         .vendor(&vendor)
-        .path("bouquetId", &a)
+        .bouquet_id(&a)
         .header("if-match", "\"1\"");
     assert_eq!(cloud.call("update-bouquet", patch).await.status, 200);
     assert_eq!(
         cloud
-            .call(
-                "withdraw-bouquet",
-                ApiRequest::fixture("withdraw-bouquet")
-                    .vendor(&vendor)
-                    .path("bouquetId", &d)
-            )
+            .send(by_vendor("withdraw-bouquet", &vendor).bouquet_id(&d))
             .await
             .status,
         200
     );
-    let paid = cloud.reserve("customer-1", &[&a]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert_eq!(
-        cloud
-            .pay("customer-1", &paid, "tok_visa", None)
-            .await
-            .status,
-        200
-    );
+    let paid = cloud.reserved_order_id("customer-1", &[&a]).await;
+    assert_eq!(cloud.pay_by_card("customer-1", &paid).await.status, 200);
     for step in ["accept-order", "dispatch-order", "fulfil-order"] {
         assert_eq!(
             cloud
-                .call(
-                    step,
-                    ApiRequest::fixture(step)
-                        .vendor(&vendor)
-                        .path("orderId", &paid)
-                )
+                .send(by_vendor(step, &vendor).order_id(&paid))
                 .await
                 .status,
             200,
@@ -85,48 +64,23 @@ async fn every_detail_the_system_writes_validates_against_its_schema() {
         );
     }
     let settings = cloud
-        .call(
-            "put-delivery-settings",
-            ApiRequest::fixture("put-delivery-settings")
-                .vendor(&vendor)
-                .path("vendorId", &vendor),
-        )
+        .send(fixture("put-delivery-settings").own_shop(&vendor))
         .await;
     assert_eq!(settings.status, 200, "{}", settings.body);
     let rejected_bouquet = cloud.bouquet(&vendor, "7.00").await;
-    let rejected = cloud.reserve("customer-4", &[&rejected_bouquet]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert_eq!(
-        cloud
-            .pay("customer-4", &rejected, "tok_visa", None)
-            .await
-            .status,
-        200
-    );
+    let rejected = cloud
+        .reserved_order_id("customer-4", &[&rejected_bouquet])
+        .await;
+    assert_eq!(cloud.pay_by_card("customer-4", &rejected).await.status, 200);
     let answer = cloud
-        .call(
-            "reject-order",
-            ApiRequest::fixture("reject-order")
-                .vendor(&vendor)
-                .path("orderId", &rejected),
-        )
+        .send(by_vendor("reject-order", &vendor).order_id(&rejected))
         .await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert!(answer.body["refundedAt"].is_string(), "{}", answer.body);
-    let cancelled = cloud.reserve("customer-2", &[&b]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let cancelled = cloud.reserved_order_id("customer-2", &[&b]).await;
     assert_eq!(
         cloud
-            .call(
-                "cancel-order",
-                ApiRequest::fixture("cancel-order")
-                    .customer("customer-2")
-                    .path("orderId", &cancelled)
-            )
+            .send(by_customer("cancel-order", "customer-2").order_id(&cancelled))
             .await
             .status,
         200
@@ -153,12 +107,7 @@ async fn every_detail_the_system_writes_validates_against_its_schema() {
     let spare = cloud.vase(&vendor).await;
     for (binary, status) in [("rotate-vase-certificate", 200), ("decommission-vase", 204)] {
         let response = cloud
-            .call(
-                binary,
-                ApiRequest::fixture(binary)
-                    .vendor(&vendor)
-                    .path("vaseId", &spare),
-            )
+            .send(by_vendor(binary, &vendor).path("vaseId", &spare))
             .await;
         assert_eq!(response.status, status, "{binary}: {}", response.body);
     }
@@ -167,11 +116,9 @@ async fn every_detail_the_system_writes_validates_against_its_schema() {
     cloud.photos().await;
     let functions = cloud.in_process(cloud.app.clone());
     let ticket = cloud
-        .call(
-            "request-photo-upload",
-            ApiRequest::fixture("request-photo-upload")
-                .vendor(&vendor)
-                .path("bouquetId", &a)
+        .send(
+            by_vendor("request-photo-upload", &vendor)
+                .bouquet_id(&a)
                 .json(serde_json::json!({ "contentType": "image/png" })),
         )
         .await;
@@ -211,14 +158,7 @@ async fn every_detail_the_system_writes_validates_against_its_schema() {
 
     // The shop suspended and reinstated.
     for binary in ["suspend-vendor", "reinstate-vendor"] {
-        let response = cloud
-            .call(
-                binary,
-                ApiRequest::fixture(binary)
-                    .admin()
-                    .path("vendorId", &vendor),
-            )
-            .await;
+        let response = cloud.send(fixture(binary).admin().vendor_id(&vendor)).await;
         assert_eq!(response.status, 200, "{binary}: {}", response.body);
     }
 

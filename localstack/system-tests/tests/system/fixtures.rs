@@ -2,13 +2,13 @@
 //! well-formed response (never a 5xx) against an empty table.
 
 use system_tests::in_process::HTTP_FUNCTIONS;
-use system_tests::{ApiRequest, TestCloud};
+use system_tests::{by_vendor, fixture, Outcome, PathParams, TestCloud};
 
 #[tokio::test]
 async fn every_fixture_gets_a_well_formed_answer() {
     let cloud = TestCloud::new().await;
     for (binary, _, _) in HTTP_FUNCTIONS {
-        let response = cloud.call(binary, ApiRequest::fixture(binary)).await;
+        let response = cloud.send(fixture(binary)).await;
         assert!(
             response.status < 500,
             "{binary}: {} {}",
@@ -33,15 +33,9 @@ async fn every_fixture_gets_a_well_formed_answer() {
 
 #[tokio::test]
 async fn fixtures_drive_the_happy_path() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom & Vase").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom & Vase").await;
     let created = cloud
-        .call(
-            "create-bouquet",
-            ApiRequest::fixture("create-bouquet")
-                .vendor(&vendor)
-                .path("vendorId", &vendor),
-        )
+        .send(fixture("create-bouquet").own_shop(&vendor))
         .await;
     assert_eq!(created.status, 201, "{}", created.body);
     assert_eq!(created.body["status"], "available");
@@ -56,12 +50,7 @@ async fn fixtures_drive_the_happy_path() {
     );
 
     let patched = cloud
-        .call(
-            "update-bouquet",
-            ApiRequest::fixture("update-bouquet")
-                .vendor(&vendor)
-                .path("bouquetId", bouquet),
-        )
+        .send(by_vendor("update-bouquet", &vendor).bouquet_id(bouquet))
         .await;
     assert_eq!(
         (patched.status, patched.body["price"]["amount"].as_str()),
@@ -72,11 +61,7 @@ async fn fixtures_drive_the_happy_path() {
     assert_eq!(patched.header("etag"), Some("\"2\""));
 
     let order = cloud
-        .call(
-            "create-order",
-            ApiRequest::fixture("create-order")
-                .json(serde_json::json!({ "bouquetIds": [bouquet] })),
-        )
+        .send(fixture("create-order").json(serde_json::json!({ "bouquetIds": [bouquet] })))
         .await;
     assert_eq!(order.status, 201, "{}", order.body);
     assert_eq!(
@@ -84,18 +69,8 @@ async fn fixtures_drive_the_happy_path() {
         serde_json::json!({"amount": "29.90", "currency": "EUR"})
     );
     let order_id = order.body["orderId"].as_str().unwrap();
-    let fetched = cloud
-        .call(
-            "get-order",
-            ApiRequest::fixture("get-order").path("orderId", order_id),
-        )
-        .await;
-    assert_eq!(
-        (fetched.status, fetched.body["status"].as_str()),
-        (200, Some("reserved"))
-    );
-    let listed = cloud
-        .call("list-orders", ApiRequest::fixture("list-orders"))
-        .await;
+    let fetched = cloud.send(fixture("get-order").order_id(order_id)).await;
+    assert_eq!(fetched.status_and_state(), (200, Some("reserved")));
+    let listed = cloud.send(fixture("list-orders")).await;
     assert_eq!(listed.body["items"][0]["orderId"], order_id);
 }

@@ -5,24 +5,14 @@
 use serde_json::json;
 
 use bouquet_app::domain::Clock;
-use system_tests::{ApiRequest, TestCloud};
+use system_tests::{by_vendor, fixture, ApiRequest, Outcome, PathParams, TestCloud};
 
 #[tokio::test]
 async fn the_same_key_on_two_orders_payments_pays_both() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
-    let (first, second) = (
-        cloud.bouquet(&vendor, "10.00").await,
-        cloud.bouquet(&vendor, "12.00").await,
-    );
-    let a = cloud.reserve("alice", &[&first]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let b = cloud.reserve("alice", &[&second]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
+    let [first, second] = cloud.bouquets(&vendor, ["10.00", "12.00"]).await;
+    let a = cloud.reserved_order_id("alice", &[&first]).await;
+    let b = cloud.reserved_order_id("alice", &[&second]).await;
     let paid_a = cloud.pay("alice", &a, "tok_visa", Some("K")).await;
     let paid_b = cloud.pay("alice", &b, "tok_visa", Some("K")).await;
     assert_eq!((paid_a.status, paid_b.status), (200, 200));
@@ -41,20 +31,13 @@ async fn the_same_key_on_two_orders_payments_pays_both() {
 
 #[tokio::test]
 async fn a_retried_cancel_or_fulfil_gets_its_first_answer() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
-    let (first, second) = (
-        cloud.bouquet(&vendor, "10.00").await,
-        cloud.bouquet(&vendor, "12.00").await,
-    );
-    let order = cloud.reserve("alice", &[&first]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
+    let [first, second] = cloud.bouquets(&vendor, ["10.00", "12.00"]).await;
+    let order = cloud.reserved_order_id("alice", &[&first]).await;
     let cancel = || {
         ApiRequest::fixture("cancel-order")
             .customer("alice")
-            .path("orderId", &order)
+            .order_id(&order)
             .idempotency_key("cancel-1")
     };
     let cancelled = cloud.call("cancel-order", cancel()).await;
@@ -69,15 +52,12 @@ async fn a_retried_cancel_or_fulfil_gets_its_first_answer() {
     assert_eq!(retried.header("idempotent-replayed"), Some("true"));
     assert_eq!(retried.body, cancelled.body);
 
-    let paid = cloud.reserve("bob", &[&second]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert_eq!(cloud.pay("bob", &paid, "tok_visa", None).await.status, 200);
+    let paid = cloud.reserved_order_id("bob", &[&second]).await;
+    assert_eq!(cloud.pay_by_card("bob", &paid).await.status, 200);
     let fulfil = || {
         ApiRequest::fixture("fulfil-order")
             .vendor(&vendor)
-            .path("orderId", &paid)
+            .order_id(&paid)
             .idempotency_key("fulfil-1")
     };
     let fulfilled = cloud.call("fulfil-order", fulfil()).await;
@@ -87,18 +67,13 @@ async fn a_retried_cancel_or_fulfil_gets_its_first_answer() {
     assert_eq!(retried.header("idempotent-replayed"), Some("true"));
     // Without a key a second fulfil is the state machine's answer.
     let again = cloud
-        .call(
-            "fulfil-order",
-            ApiRequest::fixture("fulfil-order")
-                .vendor(&vendor)
-                .path("orderId", &paid)
+        .send(
+            by_vendor("fulfil-order", &vendor)
+                .order_id(&paid)
                 .no_idempotency_key(),
         )
         .await;
-    assert_eq!(
-        (again.status, again.code()),
-        (409, Some("order.invalid_state"))
-    );
+    assert_eq!(again.status_and_code(), (409, Some("order.invalid_state")));
 }
 
 #[tokio::test]
@@ -110,23 +85,20 @@ async fn another_vendors_patch_is_forbidden_with_or_without_if_match() {
     let patch = |vendor: &str| {
         ApiRequest::fixture("update-bouquet")
             .vendor(vendor)
-            .path("bouquetId", &bouquet)
+            .bouquet_id(&bouquet)
             .json(json!({ "name": "Mine now" }))
     };
     let without = cloud
         .call("update-bouquet", patch(&other).without_header("if-match"))
         .await;
-    assert_eq!(
-        (without.status, without.code()),
-        (403, Some("auth.forbidden"))
-    );
+    assert_eq!(without.status_and_code(), (403, Some("auth.forbidden")));
     let with = cloud.call("update-bouquet", patch(&other)).await;
-    assert_eq!((with.status, with.code()), (403, Some("auth.forbidden")));
+    assert_eq!(with.status_and_code(), (403, Some("auth.forbidden")));
     // Its own vendor without If-Match: the precondition is required.
     let own = cloud
         .call("update-bouquet", patch(&owner).without_header("if-match"))
         .await;
-    assert_eq!((own.status, own.code()), (428, Some("precondition.failed")));
+    assert_eq!(own.status_and_code(), (428, Some("precondition.failed")));
 }
 
 #[test]
@@ -184,8 +156,7 @@ fn the_topic_rules_take_the_vase_and_the_receipt_time_from_iot_not_the_payload()
 
 #[tokio::test]
 async fn a_backdated_reading_cannot_make_a_week_old_bouquet_look_fresh() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let vase = cloud.vase(&vendor).await;
     let bouquet = cloud.bouquet_in_vase(&vendor, &vase).await;
     let listed = cloud.clock.now();
@@ -199,10 +170,7 @@ async fn a_backdated_reading_cannot_make_a_week_old_bouquet_look_fresh() {
     );
     cloud.send_vase_messages(&[backdated]).await;
     let shown = cloud
-        .call(
-            "get-bouquet",
-            ApiRequest::fixture("get-bouquet").path("bouquetId", &bouquet),
-        )
+        .send(fixture("get-bouquet").bouquet_id(&bouquet))
         .await;
     assert_eq!(shown.body["freshness"], 50, "aged a week: {}", shown.body);
 }
@@ -231,7 +199,7 @@ async fn twenty_concurrent_reservations_by_one_customer_stop_at_the_cap() {
         .collect();
     let limited = answers
         .iter()
-        .filter(|a| (a.status, a.code()) == (409, Some("reservation.limit")))
+        .filter(|a| a.status_and_code() == (409, Some("reservation.limit")))
         .count();
     assert_eq!(
         (created.len(), limited),
@@ -249,7 +217,7 @@ async fn twenty_concurrent_reservations_by_one_customer_stop_at_the_cap() {
     );
     let cancel = ApiRequest::fixture("cancel-order")
         .customer("greedy")
-        .path("orderId", &created[0])
+        .order_id(&created[0])
         .no_idempotency_key();
     assert_eq!(cloud.call("cancel-order", cancel).await.status, 200);
     let freed = bouquets
@@ -264,10 +232,7 @@ async fn twenty_concurrent_reservations_by_one_customer_stop_at_the_cap() {
     assert_eq!(again.status, 201, "{}", again.body);
     // A paid order no longer counts either.
     let order = again.body["orderId"].as_str().unwrap();
-    assert_eq!(
-        cloud.pay("greedy", order, "tok_visa", None).await.status,
-        200
-    );
+    assert_eq!(cloud.pay_by_card("greedy", order).await.status, 200);
     let next = bouquets
         .iter()
         .find(|b| {
@@ -283,13 +248,9 @@ async fn twenty_concurrent_reservations_by_one_customer_stop_at_the_cap() {
 #[tokio::test]
 async fn a_stuck_sweeper_shard_still_expires_the_order_behind_300_failing_items() {
     use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "10.00").await;
-    let order = cloud.reserve("alice", &[&bouquet]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let order = cloud.reserved_order_id("alice", &[&bouquet]).await;
     let item = cloud
         .items_of("order")
         .await
@@ -333,8 +294,7 @@ async fn a_stuck_sweeper_shard_still_expires_the_order_behind_300_failing_items(
 
 #[tokio::test]
 async fn a_bouquets_events_have_strictly_increasing_versions_freshness_included() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let vase = cloud.vase(&vendor).await;
     let bouquet = cloud.bouquet_in_vase(&vendor, &vase).await;
     let at = |minutes: u64| {
@@ -351,15 +311,12 @@ async fn a_bouquets_events_have_strictly_increasing_versions_freshness_included(
     cloud.send_vase_messages(&[reading(3, 10.0)]).await;
     // A vendor edit at the current version, then another score that is news.
     let current = cloud
-        .call(
-            "get-bouquet",
-            ApiRequest::fixture("get-bouquet").path("bouquetId", &bouquet),
-        )
+        .send(fixture("get-bouquet").bouquet_id(&bouquet))
         .await;
     let version = current.body["version"].as_u64().unwrap();
     let patch = ApiRequest::fixture("update-bouquet")
         .vendor(&vendor)
-        .path("bouquetId", &bouquet)
+        .bouquet_id(&bouquet)
         .header("if-match", &format!("\"{version}\""))
         .json(json!({ "name": "Renamed" }));
     assert_eq!(cloud.call("update-bouquet", patch).await.status, 200);

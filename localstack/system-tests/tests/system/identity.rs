@@ -7,31 +7,24 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use system_tests::http_client::{send, HttpReply};
+use system_tests::http_client::HttpReply;
 use system_tests::identity::TestPool;
-use system_tests::{token, TestCloud};
+use system_tests::{bearer, token, Outcome, TestCloud};
 
 async fn vendor_with_bouquet(api: std::net::SocketAddr) -> (String, String) {
     let admin = token("admin", "admin-1", None);
-    let vendor = send(
-        api,
-        "POST",
-        "/v1/vendors",
-        &[("authorization", &admin)],
-        Some(&json!({ "name": "Bloom" })),
-    )
-    .await;
+    let vendor = bearer(api, &admin)
+        .post("/v1/vendors", &json!({ "name": "Bloom" }))
+        .await;
     assert_eq!(vendor.status, 201, "{:?}", vendor.body);
     let vendor_id = vendor.body["vendorId"].as_str().unwrap().to_owned();
     let seller = token("vendor", "seller-1", Some(&vendor_id));
-    let listed = send(
-        api,
-        "POST",
-        &format!("/v1/vendors/{vendor_id}/bouquets"),
-        &[("authorization", &seller)],
-        Some(&json!({ "name": "Peonies", "price": { "amount": "34.90", "currency": "EUR" } })),
-    )
-    .await;
+    let listed = bearer(api, &seller)
+        .post(
+            &format!("/v1/vendors/{vendor_id}/bouquets"),
+            &json!({ "name": "Peonies", "price": { "amount": "34.90", "currency": "EUR" } }),
+        )
+        .await;
     assert_eq!(listed.status, 201, "{:?}", listed.body);
     (
         vendor_id,
@@ -41,18 +34,16 @@ async fn vendor_with_bouquet(api: std::net::SocketAddr) -> (String, String) {
 
 async fn add_member(
     api: std::net::SocketAddr,
-    bearer: &str,
+    authorization: &str,
     vendor_id: &str,
     email: &str,
 ) -> HttpReply {
-    send(
-        api,
-        "POST",
-        &format!("/v1/vendors/{vendor_id}/members"),
-        &[("authorization", bearer)],
-        Some(&json!({ "email": email })),
-    )
-    .await
+    bearer(api, authorization)
+        .post(
+            &format!("/v1/vendors/{vendor_id}/members"),
+            &json!({ "email": email }),
+        )
+        .await
 }
 
 fn claim(token: &str, name: &str) -> Option<String> {
@@ -73,6 +64,10 @@ async fn a_customer_signs_up_and_orders_with_the_pools_id_token() {
     let pool = TestPool::new().await;
     let (api, _) = cloud.local_api_trusting(Some(&pool.pool)).await;
     let (vendor_id, bouquet) = vendor_with_bouquet(api).await;
+    let seller = token("vendor", "seller-1", Some(&vendor_id));
+    cloud
+        .onboard_payouts_over_http(api, &seller, &vendor_id)
+        .await;
 
     pool.sign_up("alice@example.com", &[])
         .await
@@ -83,25 +78,15 @@ async fn a_customer_signs_up_and_orders_with_the_pools_id_token() {
     assert_eq!(claim(&id_token, "iss"), Some(pool.pool.issuer.clone()));
     let alice = format!("Bearer {id_token}");
 
-    let cart = send(
-        api,
-        "PUT",
-        &format!("/v1/cart/items/{bouquet}"),
-        &[("authorization", &alice)],
-        None,
-    )
-    .await;
+    let cart = bearer(api, &alice)
+        .put(&format!("/v1/cart/items/{bouquet}"))
+        .await;
     assert_eq!(cart.status, 200, "{:?}", cart.body);
-    let order = send(
-        api,
-        "POST",
-        "/v1/orders",
-        &[("authorization", &alice), ("idempotency-key", "k1")],
-        None,
-    )
-    .await;
+    let order = bearer(api, &alice)
+        .send("POST", "/v1/orders", &[("idempotency-key", "k1")], None)
+        .await;
     assert_eq!(
-        (order.status, order.body["status"].as_str()),
+        order.status_and_state(),
         (201, Some("reserved")),
         "{:?}",
         order.body
@@ -113,37 +98,22 @@ async fn a_customer_signs_up_and_orders_with_the_pools_id_token() {
     );
 
     // A customer is not a vendor; an access token (no custom attributes) is not accepted.
-    let vases = send(
-        api,
-        "GET",
-        &format!("/v1/vendors/{vendor_id}/vases"),
-        &[("authorization", &alice)],
-        None,
-    )
-    .await;
-    assert_eq!((vases.status, vases.code()), (403, Some("auth.forbidden")));
-    let access = send(
-        api,
-        "GET",
-        "/v1/cart",
-        &[("authorization", &format!("Bearer {access_token}"))],
-        None,
-    )
-    .await;
+    let vases = bearer(api, &alice)
+        .get(&format!("/v1/vendors/{vendor_id}/vases"))
+        .await;
+    assert_eq!(vases.status_and_code(), (403, Some("auth.forbidden")));
+    let access = bearer(api, &format!("Bearer {access_token}"))
+        .get("/v1/cart")
+        .await;
     assert_eq!(access.status, 401, "{:?}", access.body);
     // A token of another pool (same keys on the emulator, other issuer) is refused.
     let other = TestPool::new().await;
     other.sign_up("mallory@example.com", &[]).await.unwrap();
     other.confirm("mallory@example.com").await;
     let (foreign, _) = other.sign_in("mallory@example.com").await;
-    let refused = send(
-        api,
-        "GET",
-        "/v1/cart",
-        &[("authorization", &format!("Bearer {foreign}"))],
-        None,
-    )
-    .await;
+    let refused = bearer(api, &format!("Bearer {foreign}"))
+        .get("/v1/cart")
+        .await;
     assert_eq!(refused.status, 401);
 }
 
@@ -209,23 +179,13 @@ async fn an_admin_makes_a_user_a_vendors_member_and_nobody_grants_it_to_themselv
     assert_eq!(groups, vec!["vendor".to_owned()]);
     // Flo's next ID token makes her the shop's vendor, and only that shop's.
     let flo = format!("Bearer {}", pool.sign_in("flo@example.com").await.0);
-    let own = send(
-        api,
-        "GET",
-        &format!("/v1/vendors/{vendor_id}/vases"),
-        &[("authorization", &flo)],
-        None,
-    )
-    .await;
+    let own = bearer(api, &flo)
+        .get(&format!("/v1/vendors/{vendor_id}/vases"))
+        .await;
     assert_eq!(own.status, 200, "{:?}", own.body);
-    let theirs = send(
-        api,
-        "GET",
-        &format!("/v1/vendors/{other_vendor}/vases"),
-        &[("authorization", &flo)],
-        None,
-    )
-    .await;
+    let theirs = bearer(api, &flo)
+        .get(&format!("/v1/vendors/{other_vendor}/vases"))
+        .await;
     assert_eq!(theirs.status, 403);
     // Again: nothing changes (200). Another shop: 409, and she stays where she is.
     assert_eq!(
@@ -235,10 +195,7 @@ async fn an_admin_makes_a_user_a_vendors_member_and_nobody_grants_it_to_themselv
         200
     );
     let moved = add_member(api, &ops, &other_vendor, "flo@example.com").await;
-    assert_eq!(
-        (moved.status, moved.code()),
-        (409, Some("member.other_vendor"))
-    );
+    assert_eq!(moved.status_and_code(), (409, Some("member.other_vendor")));
     assert!(pool
         .user("flo@example.com")
         .await
@@ -248,7 +205,7 @@ async fn an_admin_makes_a_user_a_vendors_member_and_nobody_grants_it_to_themselv
     // Someone without an account is invited: 201, a verified email, the shop and the group.
     let invited = add_member(api, &ops, &vendor_id, "new.florist@Example.com").await;
     assert_eq!(
-        (invited.status, invited.body["status"].as_str()),
+        invited.status_and_state(),
         (201, Some("invited")),
         "{:?}",
         invited.body
@@ -317,7 +274,7 @@ async fn an_admin_makes_a_user_a_vendors_member_and_nobody_grants_it_to_themselv
     ] {
         let refused = add_member(api, bearer, vendor, email).await;
         assert_eq!(
-            (refused.status, refused.code()),
+            refused.status_and_code(),
             (status, Some(code)),
             "{why}: {:?}",
             refused.body
@@ -418,7 +375,7 @@ async fn an_address_nobody_has_confirmed_names_no_member() {
     )
     .await;
     assert_eq!(
-        (refused.status, refused.code()),
+        refused.status_and_code(),
         (409, Some("member.unverified")),
         "{:?}",
         refused.body
@@ -509,7 +466,7 @@ async fn an_invitation_cut_off_before_the_group_grants_nothing_and_a_retry_finis
     assert!(flaky.inner.groups("new@example.com").is_empty());
     let retry = add_member(api, &admin, &shop, "new@example.com").await;
     assert_eq!(
-        (retry.status, retry.body["status"].as_str()),
+        retry.status_and_state(),
         (200, Some("updated")),
         "{:?}",
         retry.body

@@ -34,7 +34,8 @@ use system_tests::iam::{
 use system_tests::in_process::{run_event_function, run_websocket_function};
 use system_tests::vases::{heartbeat, reading, sqs_records};
 use system_tests::{
-    delivery_details, repository_root, verified_email, ApiRequest, ApiResponse, TestCloud, T0,
+    by_customer, by_vendor, delivery_details, fixture, repository_root, routed_binary,
+    verified_email, ApiRequest, ApiResponse, PathParams, TestCloud, T0,
 };
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -58,15 +59,10 @@ impl Observed {
         output
     }
 
-    /// Calls the HTTP function `binary` and checks it answered `status`.
-    async fn http(
-        &mut self,
-        cloud: &TestCloud,
-        binary: &str,
-        request: ApiRequest,
-        status: u16,
-    ) -> ApiResponse {
-        let response = self.of(binary, cloud.call(binary, request)).await;
+    /// Sends `request` to the HTTP function its route names and checks it answered `status`.
+    async fn http(&mut self, cloud: &TestCloud, request: ApiRequest, status: u16) -> ApiResponse {
+        let binary = routed_binary(&request);
+        let response = self.of(&binary, cloud.call(&binary, request)).await;
         assert_eq!(response.status, status, "{binary}: {}", response.body);
         response
     }
@@ -175,10 +171,7 @@ async fn paid_event_of(cloud: &TestCloud, order: &str) -> Value {
 }
 
 fn paid_event(vendor: &str, bouquet_ids: &[&str]) -> Value {
-    let text =
-        std::fs::read_to_string(repository_root().join("events/project-vendor-analytics.json"))
-            .unwrap();
-    let mut event: Value = serde_json::from_str(&text).unwrap();
+    let mut event = system_tests::event_fixture("project-vendor-analytics");
     event["detail"]["data"]["vendorId"] = json!(vendor);
     event["detail"]["data"]["bouquetIds"] = json!(bouquet_ids);
     event
@@ -217,25 +210,11 @@ async fn every_function_flow() {
     let sqs = recorder.sqs().await;
     let recorder_ses = recorder.ses().await;
     let dlq_name = format!("{}-vase-dlq", cloud.table);
-    let dlq_url = sqs
-        .create_queue()
-        .queue_name(&dlq_name)
-        .send()
-        .await
-        .expect("a dead-letter queue")
-        .queue_url
-        .expect("its URL");
+    let dlq_url = system_tests::create_queue(&sqs, &dlq_name).await;
     let mut fanout_urls = Vec::new();
     for suffix in ["fanout", "fanout-dlq"] {
-        fanout_urls.push(
-            sqs.create_queue()
-                .queue_name(format!("{}-{suffix}", cloud.table))
-                .send()
-                .await
-                .expect("a fan-out queue")
-                .queue_url
-                .expect("its URL"),
-        );
+        fanout_urls
+            .push(system_tests::create_queue(&sqs, &format!("{}-{suffix}", cloud.table)).await);
     }
     let bus = format!("{}-bus", cloud.table);
     let names: Names = [
@@ -306,37 +285,50 @@ async fn every_function_flow() {
     let created = seen
         .http(
             &cloud,
-            "create-vendor",
-            ApiRequest::fixture("create-vendor")
+            fixture("create-vendor")
                 .admin()
                 .json(json!({ "name": "Bloom" })),
             201,
         )
         .await;
     let vendor = id(&created, "vendorId");
+    // Its payouts: the account opened, and the provider's report that it takes charges.
+    let onboarding = seen
+        .http(
+            &cloud,
+            fixture("start-payout-onboarding").own_shop(&vendor),
+            200,
+        )
+        .await;
+    let now = bouquet_app::domain::Clock::now(cloud.clock.as_ref()).as_epoch_seconds();
+    let account = id(&onboarding, "accountId");
+    let reported = seen
+        .http(
+            &cloud,
+            system_tests::account_report(&account, &vendor, true, now),
+            200,
+        )
+        .await;
+    assert_eq!(reported.body["outcome"], "changed", "{}", reported.body);
 
     // Memberships: an invitation, and a user who signed up.
     let member = |email: &str| {
         ApiRequest::fixture("add-vendor-member")
             .admin()
-            .path("vendorId", &vendor)
+            .vendor_id(&vendor)
             .json(json!({ "email": email }))
     };
-    seen.http(&cloud, "add-vendor-member", member("new@example.com"), 201)
-        .await;
+    seen.http(&cloud, member("new@example.com"), 201).await;
     pool.sign_up("flo@example.com", &[]).await.unwrap();
     pool.confirm("flo@example.com").await;
-    seen.http(&cloud, "add-vendor-member", member("flo@example.com"), 200)
-        .await;
+    seen.http(&cloud, member("flo@example.com"), 200).await;
 
     let env = environment(&template, "register-vase", &names);
     let registrar = Registrar {
         registry: Arc::new(AwsDeviceRegistry::new(recorder.iot().await)),
         policy: env["VASE_POLICY_NAME"].clone(),
     };
-    let register = ApiRequest::fixture("register-vase")
-        .vendor(&vendor)
-        .path("vendorId", &vendor);
+    let register = ApiRequest::fixture("register-vase").own_shop(&vendor);
     let registered = seen
         .of(
             "register-vase",
@@ -369,33 +361,19 @@ async fn every_function_flow() {
     }
 
     let listed = seen
-        .http(
-            &cloud,
-            "create-bouquet",
-            ApiRequest::fixture("create-bouquet")
-                .vendor(&vendor)
-                .path("vendorId", &vendor),
-            201,
-        )
+        .http(&cloud, fixture("create-bouquet").own_shop(&vendor), 201)
         .await;
     let bouquet = id(&listed, "bouquetId");
-    seen.http(
-        &cloud,
-        "create-bouquet",
-        ApiRequest::fixture("create-bouquet")
-            .vendor(&vendor)
-            .path("vendorId", &vendor)
+    seen.http(&cloud, fixture("create-bouquet")
+            .own_shop(&vendor)
             .idempotency_key("in-a-vase")
             .json(json!({ "name": "Tulips", "price": { "amount": "20.00", "currency": "EUR" }, "vaseId": vase })),
         201,
     )
     .await;
-    let (second, third, fourth, withdrawn) = (
-        cloud.bouquet(&vendor, "10.00").await,
-        cloud.bouquet(&vendor, "11.00").await,
-        cloud.bouquet(&vendor, "12.00").await,
-        cloud.bouquet(&vendor, "13.00").await,
-    );
+    let [second, third, fourth, withdrawn] = cloud
+        .bouquets(&vendor, ["10.00", "11.00", "12.00", "13.00"])
+        .await;
 
     // Each index the catalogue reads: by id, one shop's, by score, by price.
     for query in [
@@ -408,32 +386,24 @@ async fn every_function_flow() {
         if let Some((name, value)) = query {
             request = request.query(name, value);
         }
-        seen.http(&cloud, "list-bouquets", request, 200).await;
+        seen.http(&cloud, request, 200).await;
     }
     seen.http(
         &cloud,
-        "get-bouquet",
-        ApiRequest::fixture("get-bouquet")
-            .anonymous()
-            .path("bouquetId", &bouquet),
+        fixture("get-bouquet").anonymous().bouquet_id(&bouquet),
         200,
     )
     .await;
     seen.http(
         &cloud,
-        "update-bouquet",
-        ApiRequest::fixture("update-bouquet")
-            .vendor(&vendor)
-            .path("bouquetId", &bouquet),
+        by_vendor("update-bouquet", &vendor).bouquet_id(&bouquet),
         200,
     )
     .await;
     seen.http(
         &cloud,
-        "withdraw-bouquet",
-        ApiRequest::fixture("withdraw-bouquet")
-            .vendor(&vendor)
-            .path("bouquetId", &withdrawn)
+        by_vendor("withdraw-bouquet", &vendor)
+            .bouquet_id(&withdrawn)
             .header("if-match", "\"1\""),
         200,
     )
@@ -443,34 +413,21 @@ async fn every_function_flow() {
     let cart_item = |id: &str| {
         ApiRequest::fixture("put-cart-item")
             .customer("c1")
-            .path("bouquetId", id)
+            .bouquet_id(id)
     };
-    seen.http(&cloud, "put-cart-item", cart_item(&second), 200)
-        .await;
-    seen.http(&cloud, "put-cart-item", cart_item(&third), 200)
-        .await;
+    seen.http(&cloud, cart_item(&second), 200).await;
+    seen.http(&cloud, cart_item(&third), 200).await;
+    seen.http(&cloud, by_customer("get-cart", "c1"), 200).await;
     seen.http(
         &cloud,
-        "get-cart",
-        ApiRequest::fixture("get-cart").customer("c1"),
-        200,
-    )
-    .await;
-    seen.http(
-        &cloud,
-        "delete-cart-item",
-        ApiRequest::fixture("delete-cart-item")
-            .customer("c1")
-            .path("bouquetId", &third),
+        by_customer("delete-cart-item", "c1").bouquet_id(&third),
         200,
     )
     .await;
     let from_cart = seen
         .http(
             &cloud,
-            "create-order",
-            ApiRequest::fixture("create-order")
-                .customer("c1")
+            by_customer("create-order", "c1")
                 .no_body()
                 .idempotency_key("from-the-cart"),
             201,
@@ -480,51 +437,31 @@ async fn every_function_flow() {
     let direct = seen
         .http(
             &cloud,
-            "create-order",
-            ApiRequest::fixture("create-order")
-                .customer("c2")
-                .json(json!({ "bouquetIds": [bouquet] })),
+            by_customer("create-order", "c2").json(json!({ "bouquetIds": [bouquet] })),
             201,
         )
         .await;
     let cancelled_order = id(&direct, "orderId");
 
+    seen.http(&cloud, by_customer("list-orders", "c1"), 200)
+        .await;
+    seen.http(&cloud, by_vendor("list-orders", &vendor), 200)
+        .await;
     seen.http(
         &cloud,
-        "list-orders",
-        ApiRequest::fixture("list-orders").customer("c1"),
+        by_customer("get-order", "c1").order_id(&paid_order),
         200,
     )
     .await;
     seen.http(
         &cloud,
-        "list-orders",
-        ApiRequest::fixture("list-orders").vendor(&vendor),
+        fixture("put-delivery-settings").own_shop(&vendor),
         200,
     )
     .await;
     seen.http(
         &cloud,
-        "get-order",
-        ApiRequest::fixture("get-order")
-            .customer("c1")
-            .path("orderId", &paid_order),
-        200,
-    )
-    .await;
-    seen.http(
-        &cloud,
-        "put-delivery-settings",
-        ApiRequest::fixture("put-delivery-settings")
-            .vendor(&vendor)
-            .path("vendorId", &vendor),
-        200,
-    )
-    .await;
-    seen.http(
-        &cloud,
-        "get-delivery-settings",
-        ApiRequest::fixture("get-delivery-settings").path("vendorId", &vendor),
+        fixture("get-delivery-settings").vendor_id(&vendor),
         200,
     )
     .await;
@@ -533,10 +470,8 @@ async fn every_function_flow() {
     details["address"]["postcode"] = "75011".into();
     seen.http(
         &cloud,
-        "put-order-delivery",
-        ApiRequest::fixture("put-order-delivery")
-            .customer("c1")
-            .path("orderId", &paid_order)
+        by_customer("put-order-delivery", "c1")
+            .order_id(&paid_order)
             .header("if-match", "\"1\"")
             .json(details.clone()),
         200,
@@ -544,40 +479,25 @@ async fn every_function_flow() {
     .await;
     seen.http(
         &cloud,
-        "pay-order",
-        ApiRequest::fixture("pay-order")
-            .customer("c1")
-            .path("orderId", &paid_order),
+        by_customer("pay-order", "c1").order_id(&paid_order),
         200,
     )
     .await;
     seen.http(
         &cloud,
-        "list-orders",
-        ApiRequest::fixture("list-orders")
-            .vendor(&vendor)
+        by_vendor("list-orders", &vendor)
             .query("deliveryFrom", &in_paris)
             .query("status", "paid"),
         200,
     )
     .await;
     for step in ["accept-order", "dispatch-order", "fulfil-order"] {
-        seen.http(
-            &cloud,
-            step,
-            ApiRequest::fixture(step)
-                .vendor(&vendor)
-                .path("orderId", &paid_order),
-            200,
-        )
-        .await;
+        seen.http(&cloud, by_vendor(step, &vendor).order_id(&paid_order), 200)
+            .await;
     }
     seen.http(
         &cloud,
-        "cancel-order",
-        ApiRequest::fixture("cancel-order")
-            .customer("c2")
-            .path("orderId", &cancelled_order),
+        by_customer("cancel-order", "c2").order_id(&cancelled_order),
         200,
     )
     .await;
@@ -586,10 +506,7 @@ async fn every_function_flow() {
     let to_reject = seen
         .http(
             &cloud,
-            "create-order",
-            ApiRequest::fixture("create-order")
-                .customer("c3")
-                .json(json!({ "bouquetIds": [rejected_bouquet] })),
+            by_customer("create-order", "c3").json(json!({ "bouquetIds": [rejected_bouquet] })),
             201,
         )
         .await;
@@ -598,10 +515,8 @@ async fn every_function_flow() {
     mailed_to_c3["contactEmail"] = json!(verified_email("c3"));
     seen.http(
         &cloud,
-        "put-order-delivery",
-        ApiRequest::fixture("put-order-delivery")
-            .customer("c3")
-            .path("orderId", &to_reject)
+        by_customer("put-order-delivery", "c3")
+            .order_id(&to_reject)
             .header("if-match", "\"1\"")
             .json(mailed_to_c3),
         200,
@@ -609,19 +524,13 @@ async fn every_function_flow() {
     .await;
     seen.http(
         &cloud,
-        "pay-order",
-        ApiRequest::fixture("pay-order")
-            .customer("c3")
-            .path("orderId", &to_reject),
+        by_customer("pay-order", "c3").order_id(&to_reject),
         200,
     )
     .await;
     seen.http(
         &cloud,
-        "reject-order",
-        ApiRequest::fixture("reject-order")
-            .vendor(&vendor)
-            .path("orderId", &to_reject),
+        by_vendor("reject-order", &vendor).order_id(&to_reject),
         200,
     )
     .await;
@@ -653,12 +562,7 @@ async fn every_function_flow() {
 
     // c1 asks for erasure: the delivered order is redacted at once.
     let erased = seen
-        .http(
-            &cloud,
-            "erase-personal-data",
-            ApiRequest::fixture("erase-personal-data").customer("c1"),
-            200,
-        )
+        .http(&cloud, by_customer("erase-personal-data", "c1"), 200)
         .await;
     assert_eq!(erased.body["redacted"], 1, "{}", erased.body);
 
@@ -682,8 +586,7 @@ async fn every_function_flow() {
     let settled = seen
         .http(
             &cloud,
-            "payment-webhook",
-            ApiRequest::fixture("payment-webhook")
+            fixture("payment-webhook")
                 .raw_body(&event)
                 .header("stripe-signature", &signature),
             200,
@@ -701,10 +604,7 @@ async fn every_function_flow() {
     assert_eq!(projected["applied"], true, "{projected}");
     seen.http(
         &cloud,
-        "get-vendor-analytics",
-        ApiRequest::fixture("get-vendor-analytics")
-            .vendor(&vendor)
-            .path("vendorId", &vendor),
+        fixture("get-vendor-analytics").own_shop(&vendor),
         200,
     )
     .await;
@@ -716,10 +616,8 @@ async fn every_function_flow() {
     let ticket = seen
         .http(
             &cloud,
-            "request-photo-upload",
-            ApiRequest::fixture("request-photo-upload")
-                .vendor(&vendor)
-                .path("bouquetId", &bouquet)
+            by_vendor("request-photo-upload", &vendor)
+                .bouquet_id(&bouquet)
                 .json(json!({ "contentType": "image/png" })),
             201,
         )
@@ -763,33 +661,19 @@ async fn every_function_flow() {
     assert_eq!(processed["batchItemFailures"], json!([]), "{processed}");
     seen.http(
         &cloud,
-        "get-photo-upload",
-        ApiRequest::fixture("get-photo-upload")
-            .vendor(&vendor)
-            .path("bouquetId", &bouquet)
+        by_vendor("get-photo-upload", &vendor)
+            .bouquet_id(&bouquet)
             .path("uploadId", ticket.body["uploadId"].as_str().unwrap()),
         200,
     )
     .await;
 
     // Shops: the administrators' list, a suspension and a reinstatement of the flow's shop.
-    seen.http(
-        &cloud,
-        "list-vendors",
-        ApiRequest::fixture("list-vendors").admin(),
-        200,
-    )
-    .await;
-    for binary in ["suspend-vendor", "reinstate-vendor"] {
-        seen.http(
-            &cloud,
-            binary,
-            ApiRequest::fixture(binary)
-                .admin()
-                .path("vendorId", &vendor),
-            200,
-        )
+    seen.http(&cloud, fixture("list-vendors").admin(), 200)
         .await;
+    for binary in ["suspend-vendor", "reinstate-vendor"] {
+        seen.http(&cloud, fixture(binary).admin().vendor_id(&vendor), 200)
+            .await;
     }
 
     // Order emails through SES, from the stack's sender (verified, as an operator does).
@@ -841,21 +725,11 @@ async fn every_function_flow() {
         (1, 1, 1),
         "{batch:?}"
     );
+    seen.http(&cloud, fixture("list-vases").own_shop(&vendor), 200)
+        .await;
     seen.http(
         &cloud,
-        "list-vases",
-        ApiRequest::fixture("list-vases")
-            .vendor(&vendor)
-            .path("vendorId", &vendor),
-        200,
-    )
-    .await;
-    seen.http(
-        &cloud,
-        "get-vase-telemetry",
-        ApiRequest::fixture("get-vase-telemetry")
-            .vendor(&vendor)
-            .path("vaseId", &vase),
+        by_vendor("get-vase-telemetry", &vendor).path("vaseId", &vase),
         200,
     )
     .await;
@@ -988,17 +862,7 @@ async fn every_function_flow() {
         .unwrap()
         .unwrap();
     tokio::spawn(websocket.serve_on(listener));
-    let fixture = |binary: &str| -> Value {
-        serde_json::from_str(
-            &std::fs::read_to_string(
-                repository_root()
-                    .join("events")
-                    .join(format!("{binary}.json")),
-            )
-            .unwrap(),
-        )
-        .unwrap()
-    };
+    let fixture = system_tests::event_fixture;
     let mut authorize = fixture("ws-authorize");
     authorize["queryStringParameters"]["token"] = json!(devstack::jwt::mint(
         &devstack::jwt::secret_from_env(),
@@ -1319,8 +1183,7 @@ async fn registered_vase(
             cloud.register_vase_with(
                 registrar,
                 ApiRequest::fixture("register-vase")
-                    .vendor(vendor)
-                    .path("vendorId", vendor)
+                    .own_shop(vendor)
                     .no_idempotency_key(),
             ),
         )

@@ -3,21 +3,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use system_tests::{ApiRequest, TestCloud};
+use system_tests::{by_customer, ApiRequest, Outcome, PathParams, TestCloud};
 
 #[tokio::test]
 async fn a_customer_cancels_a_live_reservation_once() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "10.00").await;
-    let order = cloud.reserve("customer-1", &[&bouquet]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let order = cloud.reserved_order_id("customer-1", &[&bouquet]).await;
     let cancel = |customer: &str| {
         ApiRequest::fixture("cancel-order")
             .customer(customer)
-            .path("orderId", &order)
+            .order_id(&order)
     };
     assert_eq!(
         cloud
@@ -28,10 +24,7 @@ async fn a_customer_cancels_a_live_reservation_once() {
         "not someone else's"
     );
     let cancelled = cloud.call("cancel-order", cancel("customer-1")).await;
-    assert_eq!(
-        (cancelled.status, cancelled.body["status"].as_str()),
-        (200, Some("cancelled"))
-    );
+    assert_eq!(cancelled.status_and_state(), (200, Some("cancelled")));
     assert_eq!(
         cloud.bouquet_status(&bouquet).await.as_deref(),
         Some("available")
@@ -61,54 +54,32 @@ async fn its_vendor_fulfils_a_paid_order() {
     let cloud = TestCloud::new().await;
     let (vendor, other) = (cloud.vendor("Bloom").await, cloud.vendor("Petal").await);
     let bouquet = cloud.bouquet(&vendor, "10.00").await;
-    let order = cloud.reserve("customer-1", &[&bouquet]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let order = cloud.reserved_order_id("customer-1", &[&bouquet]).await;
     let fulfil = |vendor_id: &str| {
         ApiRequest::fixture("fulfil-order")
             .vendor(vendor_id)
-            .path("orderId", &order)
+            .order_id(&order)
     };
     let early = cloud.call("fulfil-order", fulfil(&vendor)).await;
     assert_eq!(
-        (early.status, early.code()),
+        early.status_and_code(),
         (409, Some("order.invalid_state")),
         "only paid orders"
     );
-    assert_eq!(
-        cloud
-            .pay("customer-1", &order, "tok_visa", None)
-            .await
-            .status,
-        200
-    );
+    assert_eq!(cloud.pay_by_card("customer-1", &order).await.status, 200);
     assert_eq!(
         cloud.call("fulfil-order", fulfil(&other)).await.status,
         404,
         "not another vendor's"
     );
     let done = cloud.call("fulfil-order", fulfil(&vendor)).await;
-    assert_eq!(
-        (done.status, done.body["status"].as_str()),
-        (200, Some("fulfilled"))
-    );
+    assert_eq!(done.status_and_state(), (200, Some("fulfilled")));
     let seen = cloud
-        .call(
-            "get-order",
-            ApiRequest::fixture("get-order")
-                .customer("customer-1")
-                .path("orderId", &order),
-        )
+        .send(by_customer("get-order", "customer-1").order_id(&order))
         .await;
     assert_eq!(seen.body["status"], "fulfilled");
     let cancel = cloud
-        .call(
-            "cancel-order",
-            ApiRequest::fixture("cancel-order")
-                .customer("customer-1")
-                .path("orderId", &order),
-        )
+        .send(by_customer("cancel-order", "customer-1").order_id(&order))
         .await;
     assert_eq!(cancel.status, 409);
     assert!(cloud
@@ -141,10 +112,7 @@ async fn two_sweepers_at_once_expire_each_lapsed_order_exactly_once() {
         "nothing is due yet"
     );
     cloud.clock.advance(Duration::from_secs(15 * 60 + 1));
-    let fresh = cloud.reserve("customer-late", &[&live]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let fresh = cloud.reserved_order_id("customer-late", &[&live]).await;
     let (a, b) = tokio::join!(
         cloud.run_scheduled("expire-reservations"),
         cloud.run_scheduled("expire-reservations")
@@ -171,15 +139,7 @@ async fn two_sweepers_at_once_expire_each_lapsed_order_exactly_once() {
             .count(),
         8
     );
-    assert_eq!(
-        cloud
-            .event_names()
-            .await
-            .iter()
-            .filter(|n| *n == "ReservationExpired")
-            .count(),
-        8
-    );
+    assert_eq!(cloud.event_count("ReservationExpired").await, 8);
     assert_eq!(
         cloud.run_scheduled("expire-reservations").await["due"],
         0,
@@ -189,22 +149,12 @@ async fn two_sweepers_at_once_expire_each_lapsed_order_exactly_once() {
 
 #[tokio::test]
 async fn the_sweeper_releases_only_bouquets_the_order_still_holds() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
-    let (a, b) = (
-        cloud.bouquet(&vendor, "10.00").await,
-        cloud.bouquet(&vendor, "10.00").await,
-    );
-    let first = cloud.reserve("customer-1", &[&a, &b]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
+    let [a, b] = cloud.bouquets(&vendor, ["10.00", "10.00"]).await;
+    let first = cloud.reserved_order_id("customer-1", &[&a, &b]).await;
     cloud.clock.advance(Duration::from_secs(16 * 60));
     // Another customer takes one of the lapsed holds before the sweeper runs.
-    let second = cloud.reserve("customer-2", &[&a]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let second = cloud.reserved_order_id("customer-2", &[&a]).await;
     let report = cloud.run_scheduled("expire-reservations").await;
     assert_eq!(report["expired"], 1, "{report}");
     assert_eq!(cloud.order_status(&first).await.as_deref(), Some("expired"));

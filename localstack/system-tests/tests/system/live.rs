@@ -240,17 +240,8 @@ async fn subscribers_get_what_they_may_read_and_nothing_else() {
     for client in [&mut anonymous, &mut buyer, &mut bystander, &mut seller] {
         drain(client, QUIET).await;
     }
-    let order = cloud.reserve("customer-1", &[&bouquet]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert_eq!(
-        cloud
-            .pay("customer-1", &order, "tok_visa", None)
-            .await
-            .status,
-        200
-    );
+    let order = cloud.reserved_order_id("customer-1", &[&bouquet]).await;
+    assert_eq!(cloud.pay_by_card("customer-1", &order).await.status, 200);
     let reports = live.broadcast_new(&cloud, &mut seen).await;
     assert_eq!(
         reports.len(),
@@ -729,17 +720,8 @@ async fn a_reading_over_mqtt_and_a_sale_reach_the_browsers_through_the_whole_cha
     assert_eq!(frame["event"]["name"], "BouquetFreshnessChanged", "{frame}");
     assert_eq!(frame["event"]["data"]["freshness"], 85, "{frame}");
 
-    let order = cloud.reserve("customer-1", &[&bouquet]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert_eq!(
-        cloud
-            .pay("customer-1", &order, "tok_visa", None)
-            .await
-            .status,
-        200
-    );
+    let order = cloud.reserved_order_id("customer-1", &[&bouquet]).await;
+    assert_eq!(cloud.pay_by_card("customer-1", &order).await.status, 200);
     let mut seen = Vec::new();
     while seen.len() < 2 {
         let frame = next(&mut browser, Duration::from_secs(20))
@@ -780,35 +762,16 @@ async fn a_broadcast_that_fails_keeps_its_event_in_the_failure_queue() {
             .await;
     assert_eq!(target.on_failure.max_attempts, 1, "not retried");
 
-    let mut fixture: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            system_tests::repository_root().join("events/broadcast-events.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let mut fixture: Value = system_tests::event_fixture("broadcast-events");
     fixture["detail"]["eventId"] = json!(ulid::Ulid::new().to_string());
-    aws_sdk_eventbridge::Client::new(&sdk)
-        .put_events()
-        .entries(
-            aws_sdk_eventbridge::types::PutEventsRequestEntry::builder()
-                .event_bus_name(&outbox.bus)
-                .source("bouquet.marketplace")
-                .detail_type("BouquetFreshnessChanged")
-                .detail(fixture["detail"].to_string())
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
-    let mut sent = 0;
-    for _ in 0..20 {
-        sent += target.poll(1).await.unwrap().sent_to_on_failure;
-        if sent > 0 {
-            break;
-        }
-    }
-    assert_eq!(sent, 1);
+    crate::outbox::put_on_bus(
+        &aws_sdk_eventbridge::Client::new(&sdk),
+        &outbox,
+        "BouquetFreshnessChanged",
+        &fixture["detail"],
+    )
+    .await;
+    assert_eq!(crate::outbox::sent_to_on_failure(&target).await, 1);
     let records = crate::outbox::drain(&outbox.sqs, &names["LiveFailureQueue"]).await;
     assert_eq!(records.len(), 1);
     assert_eq!(

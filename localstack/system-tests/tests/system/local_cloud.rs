@@ -9,34 +9,32 @@ use serde_json::{json, Value};
 use devstack::lambda::Resolver;
 use devstack::runtime_api::{http_response, FunctionProcess};
 use system_tests::http_client::send;
-use system_tests::{delivery_details, function_binary, token, ApiRequest, TestCloud};
+use system_tests::{
+    bearer, delivery_details, function_binary, token, ApiRequest, Outcome, PathParams, TestCloud,
+};
 
 #[tokio::test]
 async fn browse_cart_reserve_pay_fulfil_and_reserve_expire_over_http() {
     let cloud = TestCloud::new().await;
     let (api, _) = cloud.local_api().await;
     let admin = token("admin", "admin-1", None);
-    let vendor = send(
-        api,
-        "POST",
-        "/v1/vendors",
-        &[("authorization", &admin)],
-        Some(&json!({ "name": "Bloom & Vase" })),
-    )
-    .await;
+    let vendor = bearer(api, &admin)
+        .post("/v1/vendors", &json!({ "name": "Bloom & Vase" }))
+        .await;
     assert_eq!(vendor.status, 201, "{:?}", vendor.body);
     let vendor_id = vendor.body["vendorId"].as_str().unwrap().to_owned();
     let seller = token("vendor", "seller-1", Some(&vendor_id));
+    cloud
+        .onboard_payouts_over_http(api, &seller, &vendor_id)
+        .await;
     let mut bouquets = Vec::new();
     for (name, amount) in [("Peonies", "34.90"), ("Tulips", "24.50")] {
-        let listed = send(
-            api,
-            "POST",
-            &format!("/v1/vendors/{vendor_id}/bouquets"),
-            &[("authorization", &seller)],
-            Some(&json!({ "name": name, "price": { "amount": amount, "currency": "EUR" } })),
-        )
-        .await;
+        let listed = bearer(api, &seller)
+            .post(
+                &format!("/v1/vendors/{vendor_id}/bouquets"),
+                &json!({ "name": name, "price": { "amount": amount, "currency": "EUR" } }),
+            )
+            .await;
         assert_eq!(listed.status, 201);
         bouquets.push(listed.body["bouquetId"].as_str().unwrap().to_owned());
     }
@@ -45,41 +43,36 @@ async fn browse_cart_reserve_pay_fulfil_and_reserve_expire_over_http() {
     let catalogue = send(api, "GET", "/v1/bouquets?limit=10", &[], None).await;
     assert_eq!(catalogue.body["items"].as_array().map(Vec::len), Some(2));
     let alice = token("customer", "alice", None);
-    let cart = send(
-        api,
-        "PUT",
-        &format!("/v1/cart/items/{}", bouquets[0]),
-        &[("authorization", &alice)],
-        None,
-    )
-    .await;
+    let cart = bearer(api, &alice)
+        .put(&format!("/v1/cart/items/{}", bouquets[0]))
+        .await;
     assert_eq!(
         (cart.status, cart.body["total"]["amount"].as_str()),
         (200, Some("34.90"))
     );
-    let order = send(
-        api,
-        "POST",
-        "/v1/orders",
-        &[("authorization", &alice), ("idempotency-key", "checkout-1")],
-        None,
-    )
-    .await;
+    let order = bearer(api, &alice)
+        .send(
+            "POST",
+            "/v1/orders",
+            &[("idempotency-key", "checkout-1")],
+            None,
+        )
+        .await;
     assert_eq!(
-        (order.status, order.body["status"].as_str()),
+        order.status_and_state(),
         (201, Some("reserved")),
         "{:?}",
         order.body
     );
     let order_id = order.body["orderId"].as_str().unwrap().to_owned();
-    let unpaid = send(
-        api,
-        "POST",
-        &format!("/v1/orders/{order_id}/payment"),
-        &[("authorization", &alice), ("idempotency-key", "pay-0")],
-        Some(&json!({ "paymentToken": "tok_visa" })),
-    )
-    .await;
+    let unpaid = bearer(api, &alice)
+        .send(
+            "POST",
+            &format!("/v1/orders/{order_id}/payment"),
+            &[("idempotency-key", "pay-0")],
+            Some(&json!({ "paymentToken": "tok_visa" })),
+        )
+        .await;
     assert_eq!(
         (unpaid.status, unpaid.body["code"].as_str()),
         (409, Some("order.delivery_required")),
@@ -88,46 +81,38 @@ async fn browse_cart_reserve_pay_fulfil_and_reserve_expire_over_http() {
     );
     let tomorrow =
         bouquet_app::domain::delivery::date_after(cloud.app.clock.now(), 1, "UTC").unwrap();
-    let given = send(
-        api,
-        "PUT",
-        &format!("/v1/orders/{order_id}/delivery"),
-        &[("authorization", &alice), ("if-match", "\"1\"")],
-        Some(&delivery_details(&tomorrow)),
-    )
-    .await;
+    let given = bearer(api, &alice)
+        .send(
+            "PUT",
+            &format!("/v1/orders/{order_id}/delivery"),
+            &[("if-match", "\"1\"")],
+            Some(&delivery_details(&tomorrow)),
+        )
+        .await;
     assert_eq!(
         (given.status, given.headers.get("etag").map(String::as_str)),
         (200, Some("\"2\"")),
         "{:?}",
         given.body
     );
-    let paid = send(
-        api,
-        "POST",
-        &format!("/v1/orders/{order_id}/payment"),
-        &[("authorization", &alice), ("idempotency-key", "pay-1")],
-        Some(&json!({ "paymentToken": "tok_visa" })),
-    )
-    .await;
+    let paid = bearer(api, &alice)
+        .send(
+            "POST",
+            &format!("/v1/orders/{order_id}/payment"),
+            &[("idempotency-key", "pay-1")],
+            Some(&json!({ "paymentToken": "tok_visa" })),
+        )
+        .await;
     assert_eq!(
-        (paid.status, paid.body["status"].as_str()),
+        paid.status_and_state(),
         (200, Some("paid")),
         "{:?}",
         paid.body
     );
-    let fulfilled = send(
-        api,
-        "POST",
-        &format!("/v1/orders/{order_id}/fulfil"),
-        &[("authorization", &seller)],
-        None,
-    )
-    .await;
-    assert_eq!(
-        (fulfilled.status, fulfilled.body["status"].as_str()),
-        (200, Some("fulfilled"))
-    );
+    let fulfilled = bearer(api, &seller)
+        .send("POST", &format!("/v1/orders/{order_id}/fulfil"), &[], None)
+        .await;
+    assert_eq!(fulfilled.status_and_state(), (200, Some("fulfilled")));
     assert_eq!(
         cloud.order_status(&order_id).await.as_deref(),
         Some("fulfilled")
@@ -135,14 +120,9 @@ async fn browse_cart_reserve_pay_fulfil_and_reserve_expire_over_http() {
 
     // Reserve the other one and let it lapse: the scheduled sweeper expires it.
     let bob = token("customer", "bob", None);
-    let held = send(
-        api,
-        "POST",
-        "/v1/orders",
-        &[("authorization", &bob)],
-        Some(&json!({ "bouquetIds": [bouquets[1]] })),
-    )
-    .await;
+    let held = bearer(api, &bob)
+        .post("/v1/orders", &json!({ "bouquetIds": [bouquets[1]] }))
+        .await;
     assert_eq!(held.status, 201);
     let held_id = held.body["orderId"].as_str().unwrap().to_owned();
     cloud.clock.advance(Duration::from_secs(15 * 60 + 1));
@@ -150,14 +130,9 @@ async fn browse_cart_reserve_pay_fulfil_and_reserve_expire_over_http() {
         cloud.run_scheduled("expire-reservations").await["expired"],
         1
     );
-    let seen = send(
-        api,
-        "GET",
-        &format!("/v1/orders/{held_id}"),
-        &[("authorization", &bob)],
-        None,
-    )
-    .await;
+    let seen = bearer(api, &bob)
+        .get(&format!("/v1/orders/{held_id}"))
+        .await;
     assert_eq!(seen.body["status"], "expired");
     let again = send(api, "GET", "/v1/bouquets", &[], None).await;
     assert_eq!(
@@ -222,20 +197,10 @@ async fn the_authorizer_refuses_bad_tokens_without_invoking_the_function() {
 
     // A valid token of the wrong role reaches the function, which refuses it; claims arrive.
     let vendor = token("vendor", "seller", Some("01JF0000000000000000000000"));
-    let refused = send(
-        api,
-        "POST",
-        "/v1/orders",
-        &[("authorization", &vendor)],
-        Some(&body),
-    )
-    .await;
-    assert_eq!(
-        (refused.status, refused.code()),
-        (403, Some("auth.forbidden"))
-    );
+    let refused = bearer(api, &vendor).post("/v1/orders", &body).await;
+    assert_eq!(refused.status_and_code(), (403, Some("auth.forbidden")));
     let alice = token("customer", "alice", None);
-    let cart = send(api, "GET", "/v1/cart", &[("authorization", &alice)], None).await;
+    let cart = bearer(api, &alice).get("/v1/cart").await;
     assert_eq!(
         cart.body["customerId"], "alice",
         "the token's sub reached the handler"
@@ -252,15 +217,15 @@ async fn comparable_requests(cloud: &TestCloud) -> Vec<(&'static str, ApiRequest
     vec![
         (
             "get-bouquet",
-            ApiRequest::fixture("get-bouquet").path("bouquetId", &bouquet),
+            ApiRequest::fixture("get-bouquet").bouquet_id(&bouquet),
         ),
         (
             "get-bouquet",
-            ApiRequest::fixture("get-bouquet").path("bouquetId", "01JF0000000000000000000000"),
+            ApiRequest::fixture("get-bouquet").bouquet_id("01JF0000000000000000000000"),
         ),
         (
             "get-bouquet",
-            ApiRequest::fixture("get-bouquet").path("bouquetId", "bad id"),
+            ApiRequest::fixture("get-bouquet").bouquet_id("bad id"),
         ),
         (
             "list-bouquets",
@@ -297,8 +262,7 @@ fn sorted_headers(headers: Vec<(String, String)>) -> Vec<(String, String)> {
 /// endpoint called directly) and serves the same request with it.
 #[tokio::test]
 async fn a_binary_answers_404_to_a_request_that_did_not_come_through_the_edge() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "12.00").await;
     let env = cloud.function_env_behind_the_edge("get-bouquet");
     let secret = env
@@ -309,7 +273,7 @@ async fn a_binary_answers_404_to_a_request_that_did_not_come_through_the_edge() 
     let process = FunctionProcess::spawn(&function_binary("get-bouquet"), "get-bouquet", &env)
         .await
         .expect("spawn");
-    let request = ApiRequest::fixture("get-bouquet").path("bouquetId", &bouquet);
+    let request = ApiRequest::fixture("get-bouquet").bouquet_id(&bouquet);
     for (header, expected) in [
         (None, 404),
         (Some("a guess"), 404),
@@ -445,14 +409,7 @@ async fn the_sqs_mapping_deletes_what_succeeded_and_redrives_a_failing_message_t
     let sdk = system_tests::emulator_sdk_config().await;
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let name = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
-    let dlq = sqs
-        .create_queue()
-        .queue_name(format!("{name}-dlq"))
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
+    let dlq = system_tests::create_queue(&sqs, &format!("{name}-dlq")).await;
     let arn = |queue: &str| format!("arn:aws:sqs:eu-west-1:123456789012:{queue}");
     let queue = sqs
         .create_queue()
@@ -540,8 +497,7 @@ async fn the_sqs_mapping_deletes_what_succeeded_and_redrives_a_failing_message_t
 
 #[tokio::test]
 async fn a_route_added_to_the_template_runs_its_built_binary_and_a_rebuild_is_picked_up() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "12.00").await;
     // A new function, only in the template: its binary is a copy of get-bouquet's under a new
     // name. Nothing else names it.
@@ -642,7 +598,7 @@ async fn a_functions_log_lines_are_json_with_request_and_correlation_ids() {
     let (process, log_path) = started_logging_to_a_file("get-bouquet", &env).await;
     for correlation in ["log-check-1", "log-check-2"] {
         let request = ApiRequest::fixture("get-bouquet")
-            .path("bouquetId", "01JF0000000000000000000000")
+            .bouquet_id("01JF0000000000000000000000")
             .header("x-correlation-id", correlation);
         let payload = process
             .api
@@ -686,8 +642,7 @@ async fn a_functions_log_lines_are_json_with_request_and_correlation_ids() {
 /// bouquet, each under its request's correlation id, with the template's Stage dimension.
 #[tokio::test]
 async fn a_functions_business_metrics_are_embedded_metric_format_lines_per_invocation() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Metrics").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Metrics").await;
     let bouquet = cloud.bouquet(&vendor, "12.00").await;
     let env = cloud.function_env("create-order");
     let stage = env
@@ -743,8 +698,7 @@ async fn a_functions_business_metrics_are_embedded_metric_format_lines_per_invoc
 /// on to EventBridge. An unsampled invocation sends nothing.
 #[tokio::test]
 async fn a_functions_aws_calls_are_x_ray_subsegments_of_a_sampled_invocation() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Traced").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Traced").await;
     let bouquets = [
         cloud.bouquet(&vendor, "12.00").await,
         cloud.bouquet(&vendor, "14.00").await,
@@ -885,8 +839,7 @@ async fn the_simulated_gateway_is_refused_at_init_unless_opted_into() {
 /// API Gateway answers when Lambda throttles its integration (500, `Internal Server Error`).
 #[tokio::test]
 async fn concurrent_requests_scale_out_to_sandboxes_and_past_the_reservation_are_throttled() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     // A public read the edge does not cache (one bouquet's is: the crowd would be one request).
     let path = format!("/v1/vendors/{vendor}/delivery-settings");
     let crowd = |address| {

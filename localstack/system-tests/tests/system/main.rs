@@ -21,6 +21,7 @@ mod local_cloud;
 mod orders;
 mod outbox;
 mod payment;
+mod payouts;
 mod photos;
 mod pipeline;
 mod reservation;

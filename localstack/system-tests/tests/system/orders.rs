@@ -1,6 +1,6 @@
 //! Reading orders: a customer sees its own, a vendor its shop's; pagination.
 
-use system_tests::{ApiRequest, TestCloud};
+use system_tests::{by_customer, by_vendor, fixture, PathParams, TestCloud};
 
 #[tokio::test]
 async fn customers_and_vendors_see_their_own_orders() {
@@ -9,26 +9,13 @@ async fn customers_and_vendors_see_their_own_orders() {
     let mut mine = Vec::new();
     for _ in 0..3 {
         let b = cloud.bouquet(&v1, "10.00").await;
-        mine.push(
-            cloud.reserve("customer-1", &[&b]).await.body["orderId"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-        );
+        mine.push(cloud.reserved_order_id("customer-1", &[&b]).await);
     }
     let other = cloud.bouquet(&v2, "10.00").await;
-    let theirs = cloud.reserve("customer-2", &[&other]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let theirs = cloud.reserved_order_id("customer-2", &[&other]).await;
 
     let page1 = cloud
-        .call(
-            "list-orders",
-            ApiRequest::fixture("list-orders")
-                .customer("customer-1")
-                .query("limit", "2"),
-        )
+        .send(by_customer("list-orders", "customer-1").query("limit", "2"))
         .await;
     assert_eq!(page1.status, 200);
     let cursor = page1.body["nextCursor"]
@@ -36,10 +23,8 @@ async fn customers_and_vendors_see_their_own_orders() {
         .expect("a second page")
         .to_owned();
     let page2 = cloud
-        .call(
-            "list-orders",
-            ApiRequest::fixture("list-orders")
-                .customer("customer-1")
+        .send(
+            by_customer("list-orders", "customer-1")
                 .query("limit", "2")
                 .query("cursor", &cursor),
         )
@@ -58,12 +43,7 @@ async fn customers_and_vendors_see_their_own_orders() {
     assert_eq!(ids, newest_first);
     assert!(page2.body["nextCursor"].is_null());
 
-    let vendor_view = cloud
-        .call(
-            "list-orders",
-            ApiRequest::fixture("list-orders").vendor(&v2),
-        )
-        .await;
+    let vendor_view = cloud.send(by_vendor("list-orders", &v2)).await;
     let vendor_ids: Vec<&str> = vendor_view.body["items"]
         .as_array()
         .unwrap()
@@ -72,16 +52,9 @@ async fn customers_and_vendors_see_their_own_orders() {
         .collect();
     assert_eq!(vendor_ids, [theirs.as_str()]);
     let by_vendor = cloud
-        .call(
-            "get-order",
-            ApiRequest::fixture("get-order")
-                .vendor(&v2)
-                .path("orderId", &theirs),
-        )
+        .send(by_vendor("get-order", &v2).order_id(&theirs))
         .await;
     assert_eq!(by_vendor.status, 200);
-    let admin = cloud
-        .call("list-orders", ApiRequest::fixture("list-orders").admin())
-        .await;
+    let admin = cloud.send(fixture("list-orders").admin()).await;
     assert_eq!(admin.status, 403);
 }

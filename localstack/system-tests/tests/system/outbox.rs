@@ -12,7 +12,7 @@ use devstack::lambda::{Invoke, Resolver};
 use devstack::provision::{self, Names};
 use devstack::streams::StreamMapping;
 use system_tests::in_process::typed_invoke;
-use system_tests::{emulator_sdk_config, TestCloud};
+use system_tests::{emulator_sdk_config, PathParams, TestCloud};
 
 pub(crate) struct Outbox {
     pub(crate) mapping: StreamMapping,
@@ -81,6 +81,36 @@ type PublisherEnv = HashMap<String, String>;
 
 /// Like [`outbox`]; `choose` gets the template's publisher (in process) and returns what the
 /// stream mapping invokes.
+/// Puts one marketplace event (`detail_type`, `detail`) on the outbox's bus, as its
+/// publisher does.
+pub(crate) async fn put_on_bus(
+    events: &aws_sdk_eventbridge::Client,
+    outbox: &Outbox,
+    detail_type: &str,
+    detail: &Value,
+) {
+    let entry = aws_sdk_eventbridge::types::PutEventsRequestEntry::builder()
+        .event_bus_name(&outbox.bus)
+        .source("bouquet.marketplace")
+        .detail_type(detail_type)
+        .detail(detail.to_string())
+        .build();
+    events.put_events().entries(entry).send().await.unwrap();
+}
+
+/// Polls `target` until an event went to its on-failure destination (20 polls at the most);
+/// returns how many did.
+pub(crate) async fn sent_to_on_failure(target: &devstack::rules::RuleTarget) -> usize {
+    let mut sent = 0;
+    for _ in 0..20 {
+        sent += target.poll(1).await.unwrap().sent_to_on_failure;
+        if sent > 0 {
+            break;
+        }
+    }
+    sent
+}
+
 async fn outbox_with(cloud: &TestCloud, choose: impl FnOnce(Invoke) -> Invoke) -> Outbox {
     outbox_built(cloud, |env, sdk, sqs| {
         choose(publisher(env, sdk, sqs, None))
@@ -136,25 +166,15 @@ async fn outbox_built(
     )
     .await
     .unwrap();
-    for queue in ["OutboxFailureQueue", "OutboxDeadLetterQueue"] {
-        provision::create_queue(
-            &sqs,
-            &template,
-            queue,
-            &provision::local_name(&stack, queue),
-            &mut names,
-        )
-        .await
-        .unwrap();
-    }
-    let subscriber = sqs
-        .create_queue()
-        .queue_name(format!("{stack}-subscriber"))
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
+    system_tests::live::create_queues(
+        &sqs,
+        &template,
+        &stack,
+        &["OutboxFailureQueue", "OutboxDeadLetterQueue"],
+        &mut names,
+    )
+    .await;
+    let subscriber = system_tests::create_queue(&sqs, &format!("{stack}-subscriber")).await;
     let bus = names["MarketEventBus"].clone();
     subscribe(&events, &stack, &bus).await;
 
@@ -249,7 +269,10 @@ async fn events_published_while_the_bus_is_gone_are_parked_whole_and_redriven_ex
     let events = aws_sdk_eventbridge::Client::new(&sdk);
     // The bus goes away: every PutEvents fails, for longer than every retry.
     take_the_bus_away(&events, &outbox).await;
-    let vendors = [cloud.vendor("Bloom").await, cloud.vendor("Petal").await];
+    let vendors = [
+        cloud.vendor_without_payouts("Bloom").await,
+        cloud.vendor_without_payouts("Petal").await,
+    ];
     let reports = until_idle(&mut outbox.mapping).await;
     assert_eq!(
         reports.iter().map(|r| r.sent_to_on_failure).sum::<usize>(),
@@ -325,7 +348,7 @@ async fn parked_events_are_republished_by_the_schedule_not_by_a_person() {
     let sdk = emulator_sdk_config().await;
     let events = aws_sdk_eventbridge::Client::new(&sdk);
     take_the_bus_away(&events, &outbox).await;
-    let vendor = cloud.vendor("Bloom").await;
+    let vendor = cloud.vendor_without_payouts("Bloom").await;
     until_idle(&mut outbox.mapping).await;
     assert_eq!(drain_keep(&outbox.sqs, &outbox.dead_letter).await.len(), 1);
 
@@ -509,6 +532,7 @@ async fn every_event_reaches_the_bus_once_and_in_order_per_aggregate() {
         assert!(
             [
                 "VendorOnboarded",
+                "VendorPayoutsChanged",
                 "BouquetListed",
                 "OrderReserved",
                 "OrderDeliveryChanged",
@@ -538,8 +562,7 @@ async fn every_event_reaches_the_bus_once_and_in_order_per_aggregate() {
             .await;
     }
     let request = system_tests::ApiRequest::fixture("get-vendor-analytics")
-        .vendor(&vendor)
-        .path("vendorId", &vendor)
+        .own_shop(&vendor)
         .query("from", "2026-12-02")
         .query("to", "2026-12-02");
     let analytics = cloud.call("get-vendor-analytics", request).await;
@@ -576,8 +599,8 @@ async fn a_record_that_keeps_failing_ends_on_the_failure_queue_and_the_rest_flow
         }
     });
     let mut outbox = outbox(&cloud, Some(invoke)).await;
-    cloud.vendor("Bloom").await;
-    cloud.vendor("Petal").await;
+    cloud.vendor_without_payouts("Bloom").await;
+    cloud.vendor_without_payouts("Petal").await;
     let mut reports = Vec::new();
     for _ in 0..10 {
         let report = outbox.mapping.poll().await.unwrap();
@@ -647,7 +670,7 @@ async fn a_function_error_bisects_the_batch_until_only_the_poison_record_fails()
     for name in [
         "Bloom", "Petal", "Stem", "Leaf", "Root", "Seed", "Bud", "Thorn",
     ] {
-        cloud.vendor(name).await;
+        cloud.vendor_without_payouts(name).await;
     }
     let mut reports = Vec::new();
     for _ in 0..30 {
@@ -744,17 +767,8 @@ async fn the_dev_stack_delivers_the_template_rule_to_the_analytics_projector() {
 
     let vendor = cloud.vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "34.90").await;
-    let order = cloud.reserve("customer-1", &[&bouquet]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert_eq!(
-        cloud
-            .pay("customer-1", &order, "tok_visa", None)
-            .await
-            .status,
-        200
-    );
+    let order = cloud.reserved_order_id("customer-1", &[&bouquet]).await;
+    assert_eq!(cloud.pay_by_card("customer-1", &order).await.status, 200);
     while outbox.mapping.poll().await.unwrap().records > 0 {}
     // The rule's pattern passes OrderPaid only (not VendorOnboarded, BouquetListed,
     // OrderReserved): one delivery.
@@ -771,9 +785,7 @@ async fn the_dev_stack_delivers_the_template_rule_to_the_analytics_projector() {
     let analytics = cloud
         .call(
             "get-vendor-analytics",
-            system_tests::ApiRequest::fixture("get-vendor-analytics")
-                .vendor(&vendor)
-                .path("vendorId", &vendor),
+            system_tests::ApiRequest::fixture("get-vendor-analytics").own_shop(&vendor),
         )
         .await;
     assert_eq!(analytics.body["days"][0]["sales"], 1, "{}", analytics.body);
@@ -798,15 +810,14 @@ async fn a_projector_failing_on_an_event_leaves_it_whole_in_its_failure_destinat
     let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
     let mut names = Names::new();
     names.insert("MarketEventBus".into(), outbox.bus.clone());
-    provision::create_queue(
+    system_tests::live::create_queues(
         &outbox.sqs,
         &template,
-        "AnalyticsFailureQueue",
-        &provision::local_name(&stack, "AnalyticsFailureQueue"),
+        &stack,
+        &["AnalyticsFailureQueue"],
         &mut names,
     )
-    .await
-    .unwrap();
+    .await;
     // A projector that fails on every event (a bug, a dependency down).
     let attempts: std::sync::Arc<std::sync::atomic::AtomicUsize> = Default::default();
     let counter = attempts.clone();
@@ -833,39 +844,14 @@ async fn a_projector_failing_on_an_event_leaves_it_whole_in_its_failure_destinat
     );
 
     // An OrderPaid of a 1,200,000.00 sale on the bus.
-    let fixture: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            system_tests::repository_root().join("events/project-vendor-analytics.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let fixture: Value = system_tests::event_fixture("project-vendor-analytics");
     let vendor = cloud.vendor("Bloom").await;
     let mut detail = fixture["detail"].clone();
     detail["data"]["vendorId"] = serde_json::json!(vendor);
     detail["data"]["total"]["amount"] = serde_json::json!("1200000.00");
     let events = aws_sdk_eventbridge::Client::new(&sdk);
-    events
-        .put_events()
-        .entries(
-            aws_sdk_eventbridge::types::PutEventsRequestEntry::builder()
-                .event_bus_name(&outbox.bus)
-                .source("bouquet.marketplace")
-                .detail_type("OrderPaid")
-                .detail(detail.to_string())
-                .build(),
-        )
-        .send()
-        .await
-        .unwrap();
-    let mut sent = 0;
-    for _ in 0..20 {
-        sent += target.poll(1).await.unwrap().sent_to_on_failure;
-        if sent > 0 {
-            break;
-        }
-    }
-    assert_eq!(sent, 1);
+    put_on_bus(&events, &outbox, "OrderPaid", &detail).await;
+    assert_eq!(sent_to_on_failure(&target).await, 1);
     assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 3);
     let records = drain(&outbox.sqs, &names["AnalyticsFailureQueue"]).await;
     assert_eq!(records.len(), 1);
@@ -884,9 +870,7 @@ async fn a_projector_failing_on_an_event_leaves_it_whole_in_its_failure_destinat
     let analytics = cloud
         .call(
             "get-vendor-analytics",
-            system_tests::ApiRequest::fixture("get-vendor-analytics")
-                .vendor(&vendor)
-                .path("vendorId", &vendor),
+            system_tests::ApiRequest::fixture("get-vendor-analytics").own_shop(&vendor),
         )
         .await;
     assert_eq!(
@@ -939,7 +923,7 @@ async fn an_eventbridge_outage_at_the_sdk_layer_parks_every_event_and_the_redriv
     })
     .await;
     for name in ["Bloom", "Petal", "Stem"] {
-        cloud.vendor(name).await;
+        cloud.vendor_without_payouts(name).await;
     }
     let reports = until_idle(&mut outbox.mapping).await;
     assert_eq!(

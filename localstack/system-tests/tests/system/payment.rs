@@ -10,7 +10,9 @@ use serde_json::json;
 use bouquet_app::payments::{
     ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway, SimulatedGateway,
 };
-use system_tests::{delivery_details, ApiRequest, TestCloud};
+use system_tests::{
+    by_customer, delivery_details, fixture, ApiRequest, Outcome, PathParams, TestCloud,
+};
 
 async fn reserved_order(cloud: &TestCloud, customer: &str) -> (String, String) {
     let vendor = cloud.vendor("Bloom").await;
@@ -31,7 +33,7 @@ async fn paying_sells_the_bouquets_once_and_paying_again_returns_the_order() {
         .pay("customer-1", &order, "tok_visa", Some("pay-1"))
         .await;
     assert_eq!(
-        (paid.status, paid.body["status"].as_str()),
+        paid.status_and_state(),
         (200, Some("paid")),
         "{}",
         paid.body
@@ -50,24 +52,11 @@ async fn paying_sells_the_bouquets_once_and_paying_again_returns_the_order() {
         (replay.status, replay.header("idempotent-replayed")),
         (200, Some("true"))
     );
-    let again = cloud.pay("customer-1", &order, "tok_visa", None).await;
-    assert_eq!(
-        (again.status, again.body["status"].as_str()),
-        (200, Some("paid"))
-    );
+    let again = cloud.pay_by_card("customer-1", &order).await;
+    assert_eq!(again.status_and_state(), (200, Some("paid")));
     assert_eq!(gateway.charges_made(), 1);
-    assert_eq!(
-        cloud
-            .event_names()
-            .await
-            .iter()
-            .filter(|n| *n == "OrderPaid")
-            .count(),
-        1
-    );
-    let listed = cloud
-        .call("list-bouquets", ApiRequest::fixture("list-bouquets"))
-        .await;
+    assert_eq!(cloud.event_count("OrderPaid").await, 1);
+    let listed = cloud.send(fixture("list-bouquets")).await;
     assert_eq!(
         listed.body["items"],
         json!([]),
@@ -83,10 +72,7 @@ async fn a_declined_payment_returns_the_order_to_reserved_and_a_new_card_pays() 
     let declined = cloud
         .pay("customer-1", &order, "tok_decline", Some("try-1"))
         .await;
-    assert_eq!(
-        (declined.status, declined.code()),
-        (402, Some("payment.declined"))
-    );
+    assert_eq!(declined.status_and_code(), (402, Some("payment.declined")));
     assert_eq!(
         cloud.order_status(&order).await.as_deref(),
         Some("reserved")
@@ -95,7 +81,7 @@ async fn a_declined_payment_returns_the_order_to_reserved_and_a_new_card_pays() 
         .pay("customer-1", &order, "tok_visa", Some("try-2"))
         .await;
     assert_eq!(
-        (paid.status, paid.body["status"].as_str()),
+        paid.status_and_state(),
         (200, Some("paid")),
         "{}",
         paid.body
@@ -113,10 +99,7 @@ async fn an_expired_hold_is_not_charged() {
     let late = cloud
         .pay("customer-1", &order, "tok_visa", Some("late"))
         .await;
-    assert_eq!(
-        (late.status, late.code()),
-        (409, Some("reservation.expired"))
-    );
+    assert_eq!(late.status_and_code(), (409, Some("reservation.expired")));
     assert_eq!(gateway.charges_made(), 0);
     assert_eq!(cloud.items().await, before);
 }
@@ -130,7 +113,7 @@ async fn a_gateway_timeout_keeps_the_attempt_and_a_retry_charges_once() {
         .pay("customer-1", &order, "tok_timeout", Some("k"))
         .await;
     assert_eq!(
-        (timeout.status, timeout.code()),
+        timeout.status_and_code(),
         (503, Some("payment.unavailable"))
     );
     assert_eq!(
@@ -146,7 +129,7 @@ async fn a_gateway_timeout_keeps_the_attempt_and_a_retry_charges_once() {
         .pay("customer-1", &order, "tok_visa", Some("k2"))
         .await;
     assert_eq!(
-        (other_card.status, other_card.body["status"].as_str()),
+        other_card.status_and_state(),
         (200, Some("paid")),
         "{}",
         other_card.body
@@ -178,8 +161,9 @@ impl PaymentGateway for CrashAfterCharge {
         &'a self,
         key: &'a str,
         charge_id: &'a str,
+        transferred: bool,
     ) -> BoxFuture<'a, Result<(), GatewayError>> {
-        self.0.refund(key, charge_id)
+        self.0.refund(key, charge_id, transferred)
     }
 }
 
@@ -192,7 +176,7 @@ async fn a_crash_between_charge_and_commit_is_completed_by_a_retry_with_one_char
     let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
     let request = ApiRequest::fixture("pay-order")
         .customer("customer-1")
-        .path("orderId", &order)
+        .order_id(&order)
         .idempotency_key("pay-once");
     let crashed = cloud
         .call(
@@ -200,10 +184,7 @@ async fn a_crash_between_charge_and_commit_is_completed_by_a_retry_with_one_char
             request.clone().deadline_in(Duration::from_millis(800)),
         )
         .await;
-    assert_eq!(
-        (crashed.status, crashed.code()),
-        (503, Some("deadline.exceeded"))
-    );
+    assert_eq!(crashed.status_and_code(), (503, Some("deadline.exceeded")));
     assert_eq!(gateway.charges_made(), 1);
     assert_eq!(
         cloud.order_status(&order).await.as_deref(),
@@ -214,12 +195,12 @@ async fn a_crash_between_charge_and_commit_is_completed_by_a_retry_with_one_char
     let cloud = cloud.with_gateway(gateway.clone());
     let soon = cloud.call("pay-order", request.clone()).await;
     assert_eq!(
-        (soon.status, soon.code()),
+        soon.status_and_code(),
         (409, Some("idempotency.in_progress"))
     );
-    let other_request = cloud.pay("customer-1", &order, "tok_visa", None).await;
+    let other_request = cloud.pay_by_card("customer-1", &order).await;
     assert_eq!(
-        (other_request.status, other_request.code()),
+        other_request.status_and_code(),
         (409, Some("order.invalid_state")),
         "another payment request while one is in progress"
     );
@@ -227,7 +208,7 @@ async fn a_crash_between_charge_and_commit_is_completed_by_a_retry_with_one_char
     cloud.clock.advance(Duration::from_secs(61));
     let retried = cloud.call("pay-order", request).await;
     assert_eq!(
-        (retried.status, retried.body["status"].as_str()),
+        retried.status_and_state(),
         (200, Some("paid")),
         "{}",
         retried.body
@@ -248,7 +229,7 @@ async fn a_crash_between_charge_and_commit_is_completed_by_the_sweeper() {
     let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
     let request = ApiRequest::fixture("pay-order")
         .customer("customer-1")
-        .path("orderId", &order)
+        .order_id(&order)
         .deadline_in(Duration::from_millis(800));
     assert_eq!(cloud.call("pay-order", request).await.status, 503);
     let cloud = cloud.with_gateway(gateway.clone());
@@ -308,13 +289,8 @@ async fn pay_and_cancel_at_once_exactly_one_wins() {
         let cloud = Arc::new(TestCloud::new().await.with_gateway(gateway.clone()));
         let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
         let (pay, cancel) = tokio::join!(
-            cloud.pay("customer-1", &order, "tok_visa", None),
-            cloud.call(
-                "cancel-order",
-                ApiRequest::fixture("cancel-order")
-                    .customer("customer-1")
-                    .path("orderId", &order)
-            ),
+            cloud.pay_by_card("customer-1", &order),
+            cloud.send(by_customer("cancel-order", "customer-1").order_id(&order)),
         );
         let final_status = cloud.order_status(&order).await;
         match (pay.status, cancel.status) {
@@ -357,7 +333,7 @@ async fn pay_and_expiry_at_the_deadline_never_both_happen() {
             .with_payments(gateway.clone());
         let pay_request = ApiRequest::fixture("pay-order")
             .customer("customer-1")
-            .path("orderId", &order)
+            .order_id(&order)
             .no_idempotency_key();
         let (pay, report) = tokio::join!(
             cloud.call_with(payer, "pay-order", pay_request),
@@ -402,12 +378,8 @@ async fn pay_and_expiry_at_the_deadline_never_both_happen() {
 #[tokio::test]
 async fn dynamodb_calls_per_operation() {
     use std::collections::HashMap;
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
-    let (a, b) = (
-        cloud.bouquet(&vendor, "10.00").await,
-        cloud.bouquet(&vendor, "10.00").await,
-    );
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
+    let [a, b] = cloud.bouquets(&vendor, ["10.00", "10.00"]).await;
     let calls = |expected: &[(&str, usize)]| {
         expected
             .iter()
@@ -418,12 +390,7 @@ async fn dynamodb_calls_per_operation() {
     cloud.calls.reset();
     assert_eq!(
         cloud
-            .call(
-                "put-cart-item",
-                ApiRequest::fixture("put-cart-item")
-                    .customer("c")
-                    .path("bouquetId", &a)
-            )
+            .send(by_customer("put-cart-item", "c").bouquet_id(&a))
             .await
             .status,
         200
@@ -436,10 +403,8 @@ async fn dynamodb_calls_per_operation() {
 
     cloud.calls.reset();
     let order = cloud
-        .call(
-            "create-order",
-            ApiRequest::fixture("create-order")
-                .customer("c")
+        .send(
+            by_customer("create-order", "c")
                 .no_body()
                 .idempotency_key("k"),
         )
@@ -456,11 +421,9 @@ async fn dynamodb_calls_per_operation() {
     let tomorrow =
         bouquet_app::domain::delivery::date_after(cloud.app.clock.now(), 1, "UTC").unwrap();
     let given = cloud
-        .call(
-            "put-order-delivery",
-            ApiRequest::fixture("put-order-delivery")
-                .customer("c")
-                .path("orderId", &order_id)
+        .send(
+            by_customer("put-order-delivery", "c")
+                .order_id(&order_id)
                 .header("if-match", "\"1\"")
                 .json(delivery_details(&tomorrow))
                 .idempotency_key("d"),
@@ -479,11 +442,9 @@ async fn dynamodb_calls_per_operation() {
 
     cloud.calls.reset();
     let paid = cloud
-        .call(
-            "pay-order",
-            ApiRequest::fixture("pay-order")
-                .customer("c")
-                .path("orderId", &order_id)
+        .send(
+            by_customer("pay-order", "c")
+                .order_id(&order_id)
                 .json(json!({ "paymentToken": "tok_visa" }))
                 .idempotency_key("p"),
         )
@@ -493,21 +454,19 @@ async fn dynamodb_calls_per_operation() {
         cloud.calls.by_operation(),
         calls(&[
             ("BatchGetItem", 1),
-            ("GetItem", 1),
+            ("GetItem", 2),
             ("TransactWriteItems", 2),
             ("PutItem", 1)
         ]),
-        "pay: read, the shop's settings (the delivery date still taken), claim, the simulated gateway's charge (its ledger's item), commit"
+        "pay: read, the shop's settings (the delivery date still taken) and the shop (its payout account, the charge's destination) side by side, claim, the simulated gateway's charge (its ledger's item), commit"
     );
 
     cloud.calls.reset();
     assert_eq!(
         cloud
-            .call(
-                "pay-order",
-                ApiRequest::fixture("pay-order")
-                    .customer("c")
-                    .path("orderId", &order_id)
+            .send(
+                by_customer("pay-order", "c")
+                    .order_id(&order_id)
                     .json(json!({ "paymentToken": "tok_visa" }))
                     .idempotency_key("p"),
             )
@@ -521,19 +480,11 @@ async fn dynamodb_calls_per_operation() {
         "pay replay: the key's record (which keeps no personal data), then the order as the caller may see it now"
     );
 
-    let other = cloud.reserve("d", &[&b]).await.body["orderId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let other = cloud.reserved_order_id("d", &[&b]).await;
     cloud.calls.reset();
     assert_eq!(
         cloud
-            .call(
-                "cancel-order",
-                ApiRequest::fixture("cancel-order")
-                    .customer("d")
-                    .path("orderId", &other)
-            )
+            .send(by_customer("cancel-order", "d").order_id(&other))
             .await
             .status,
         200
@@ -554,7 +505,7 @@ async fn a_charge_whose_bouquets_were_lost_after_a_crash_is_refunded_by_the_swee
     let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
     let request = ApiRequest::fixture("pay-order")
         .customer("customer-1")
-        .path("orderId", &order)
+        .order_id(&order)
         .idempotency_key("lost");
     assert_eq!(
         cloud
@@ -573,7 +524,7 @@ async fn a_charge_whose_bouquets_were_lost_after_a_crash_is_refunded_by_the_swee
     assert_eq!(other.status, 201, "{}", other.body);
     let retried = cloud.call("pay-order", request).await;
     assert_eq!(
-        (retried.status, retried.code()),
+        retried.status_and_code(),
         (409, Some("reservation.expired"))
     );
     let report = cloud.run_scheduled("expire-reservations").await;
@@ -611,7 +562,7 @@ async fn a_charge_made_by_the_pay_binary_is_found_by_the_sweeper_in_another_proc
     assert!(pay.init_duration(Duration::from_secs(20)).await.is_some());
     let request = ApiRequest::fixture("pay-order")
         .customer("customer-1")
-        .path("orderId", &order)
+        .order_id(&order)
         .json(json!({ "paymentToken": "tok_timeout" }));
     let payload = pay
         .api

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use bouquet_app::domain::Clock;
 use devstack::lambda::Resolver;
-use system_tests::{ApiRequest, TestCloud};
+use system_tests::{by_customer, by_vendor, fixture, PathParams, TestCloud};
 
 /// The template's photo queue and dead-letter queue for this test, the upload bucket's events
 /// sent to it, and the template's mapping of it to the photo function in process.
@@ -189,11 +189,9 @@ async fn ticket(
     content_type: &str,
 ) -> system_tests::ApiResponse {
     cloud
-        .call(
-            "request-photo-upload",
-            ApiRequest::fixture("request-photo-upload")
-                .vendor(vendor)
-                .path("bouquetId", bouquet)
+        .send(
+            by_vendor("request-photo-upload", vendor)
+                .bouquet_id(bouquet)
                 .json(json!({ "contentType": content_type })),
         )
         .await
@@ -201,11 +199,9 @@ async fn ticket(
 
 async fn upload_status(cloud: &TestCloud, vendor: &str, bouquet: &str, upload: &str) -> Value {
     let got = cloud
-        .call(
-            "get-photo-upload",
-            ApiRequest::fixture("get-photo-upload")
-                .vendor(vendor)
-                .path("bouquetId", bouquet)
+        .send(
+            by_vendor("get-photo-upload", vendor)
+                .bouquet_id(bouquet)
                 .path("uploadId", upload),
         )
         .await;
@@ -215,22 +211,14 @@ async fn upload_status(cloud: &TestCloud, vendor: &str, bouquet: &str, upload: &
 
 async fn bouquet_photo(cloud: &TestCloud, bouquet: &str) -> Value {
     cloud
-        .call(
-            "get-bouquet",
-            ApiRequest::fixture("get-bouquet").path("bouquetId", bouquet),
-        )
+        .send(fixture("get-bouquet").bouquet_id(bouquet))
         .await
         .body["photo"]
         .clone()
 }
 
 async fn photo_events(cloud: &TestCloud) -> usize {
-    cloud
-        .event_names()
-        .await
-        .iter()
-        .filter(|n| *n == "BouquetPhotoChanged")
-        .count()
+    cloud.event_count("BouquetPhotoChanged").await
 }
 
 #[tokio::test]
@@ -359,11 +347,9 @@ async fn bad_uploads_are_refused_where_they_arrive_and_the_old_photo_stays() {
         403
     );
     let customer = cloud
-        .call(
-            "request-photo-upload",
-            ApiRequest::fixture("request-photo-upload")
-                .customer("ana")
-                .path("bouquetId", &bouquet)
+        .send(
+            by_customer("request-photo-upload", "ana")
+                .bouquet_id(&bouquet)
                 .json(json!({"contentType": "image/png"})),
         )
         .await;
@@ -440,11 +426,9 @@ async fn bad_uploads_are_refused_where_they_arrive_and_the_old_photo_stays() {
     );
     // Another vendor reads nothing of the upload.
     let foreign = cloud
-        .call(
-            "get-photo-upload",
-            ApiRequest::fixture("get-photo-upload")
-                .vendor(&other)
-                .path("bouquetId", &bouquet)
+        .send(
+            by_vendor("get-photo-upload", &other)
+                .bouquet_id(&bouquet)
                 .path("uploadId", &fake_id),
         )
         .await;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::json;
 
-use system_tests::{ApiRequest, TestCloud};
+use system_tests::{by_customer, ApiRequest, Outcome, PathParams, TestCloud};
 
 fn order_request(customer: &str, bouquets: &[&str]) -> ApiRequest {
     ApiRequest::fixture("create-order")
@@ -96,7 +96,7 @@ async fn twenty_identical_requests_with_one_key_create_one_order() {
     };
     let mut originals = 0;
     for response in &responses {
-        match (response.status, response.code()) {
+        match response.status_and_code() {
             (201, None) => {
                 assert_eq!(
                     response.body["orderId"],
@@ -119,12 +119,8 @@ async fn twenty_identical_requests_with_one_key_create_one_order() {
 
 #[tokio::test]
 async fn a_replay_returns_the_stored_answer_and_a_reused_key_is_refused() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
-    let (a, b) = (
-        cloud.bouquet(&vendor, "10.00").await,
-        cloud.bouquet(&vendor, "12.00").await,
-    );
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
+    let [a, b] = cloud.bouquets(&vendor, ["10.00", "12.00"]).await;
     let first = cloud
         .call(
             "create-order",
@@ -159,7 +155,7 @@ async fn a_replay_returns_the_stored_answer_and_a_reused_key_is_refused() {
         )
         .await;
     assert_eq!(
-        (reused.status, reused.code()),
+        reused.status_and_code(),
         (422, Some("idempotency.key_reused"))
     );
     assert_eq!(cloud.items().await, before);
@@ -192,8 +188,7 @@ async fn a_replay_returns_the_stored_answer_and_a_reused_key_is_refused() {
 
 #[tokio::test]
 async fn a_refusal_names_exactly_the_bouquets_that_were_taken_and_writes_nothing() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let ids: Vec<String> =
         futures::future::join_all((0..3).map(|_| cloud.bouquet(&vendor, "10.00"))).await;
     assert_eq!(cloud.reserve("customer-1", &[&ids[0]]).await.status, 201);
@@ -203,7 +198,7 @@ async fn a_refusal_names_exactly_the_bouquets_that_were_taken_and_writes_nothing
         .reserve("customer-3", &[&ids[0], &ids[1], &ids[2]])
         .await;
     assert_eq!(
-        (refused.status, refused.code()),
+        refused.status_and_code(),
         (409, Some("bouquet.unavailable"))
     );
     assert_eq!(refused.body["bouquetIds"], json!([ids[0], ids[2]]));
@@ -223,8 +218,7 @@ async fn a_refusal_names_exactly_the_bouquets_that_were_taken_and_writes_nothing
 
 #[tokio::test]
 async fn an_expired_hold_can_be_taken_by_the_next_customer() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "24.50").await;
     let first = cloud.reserve("customer-1", &[&bouquet]).await;
     assert_eq!(first.status, 201);
@@ -251,12 +245,7 @@ async fn an_expired_hold_can_be_taken_by_the_next_customer() {
     // The first order no longer holds the bouquet and reads as expired.
     let first_id = first.body["orderId"].as_str().unwrap();
     let seen = cloud
-        .call(
-            "get-order",
-            ApiRequest::fixture("get-order")
-                .customer("customer-1")
-                .path("orderId", first_id),
-        )
+        .send(by_customer("get-order", "customer-1").order_id(first_id))
         .await;
     assert_eq!(seen.body["status"], "expired");
     let held_by = cloud.items_of("bouquet").await[0]["orderId"].clone();
@@ -278,10 +267,7 @@ async fn an_order_holds_one_vendors_bouquets() {
     );
     let before = cloud.items().await;
     let mixed = cloud.reserve("customer-1", &[&a, &b]).await;
-    assert_eq!(
-        (mixed.status, mixed.code()),
-        (409, Some("cart.vendor_mismatch"))
-    );
+    assert_eq!(mixed.status_and_code(), (409, Some("cart.vendor_mismatch")));
     assert_eq!(cloud.items().await, before);
     let two = cloud
         .reserve("customer-1", &[&a, &cloud.bouquet(&v1, "5.25").await])
@@ -295,8 +281,7 @@ async fn an_order_holds_one_vendors_bouquets() {
 
 #[tokio::test]
 async fn a_reservation_is_two_dynamodb_calls_and_a_replay_one() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "24.50").await;
     let request = order_request("customer-1", &[&bouquet]).idempotency_key("count-me");
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bouquet_app::store::Store;
 use bouquet_template::Template;
-use devstack::provision::{self, Names};
+use devstack::provision::Names;
 use devstack::schedules::{Run, Schedule};
 use system_tests::{emulator_sdk_config, TestCloud, T0};
 
@@ -21,15 +21,14 @@ async fn a_failing_scheduled_sweep_lands_whole_in_its_failure_destination() {
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
     let mut names = Names::new();
-    provision::create_queue(
+    system_tests::live::create_queues(
         &sqs,
         &template,
-        "ScheduledRunFailureQueue",
-        &provision::local_name(&stack, "ScheduledRunFailureQueue"),
+        &stack,
+        &["ScheduledRunFailureQueue"],
         &mut names,
     )
-    .await
-    .unwrap();
+    .await;
     let failures = names["ScheduledRunFailureQueue"].clone();
 
     // A registered vase, so the IoT sweep has a thing whose vase it must look up.
@@ -112,14 +111,7 @@ async fn a_failing_scheduled_sweep_lands_whole_in_its_failure_destination() {
 
     // Healthy sweeps succeed at the first attempt and send nothing there.
     let mut working = cloud.in_process(cloud.app_at(later));
-    let lot = sqs
-        .create_queue()
-        .queue_name(format!("{stack}-parked"))
-        .send()
-        .await
-        .unwrap()
-        .queue_url
-        .unwrap();
+    let lot = system_tests::create_queue(&sqs, &format!("{stack}-parked")).await;
     working.redrive = Some(redrive_on(&sdk, &lot, "an-empty-lot-needs-no-bus"));
     let healthy = Schedule::from_template(&template, &names, &working, 60, &sdk).unwrap();
     for schedule in &healthy {

@@ -4,14 +4,11 @@
 
 use serde_json::json;
 
-use system_tests::{ApiRequest, TestCloud};
+use system_tests::{fixture, ApiRequest, Outcome, PathParams, TestCloud};
 
 async fn in_catalogue(cloud: &TestCloud, vendor: &str) -> Vec<String> {
     let page = cloud
-        .call(
-            "list-bouquets",
-            ApiRequest::fixture("list-bouquets").query("vendorId", vendor),
-        )
+        .send(fixture("list-bouquets").query("vendorId", vendor))
         .await;
     assert_eq!(page.status, 200, "{}", page.body);
     page.body["items"]
@@ -32,12 +29,7 @@ async fn set_suspended(
     } else {
         "reinstate-vendor"
     };
-    cloud
-        .call(
-            binary,
-            ApiRequest::fixture(binary).admin().path("vendorId", vendor),
-        )
-        .await
+    cloud.send(fixture(binary).admin().vendor_id(vendor)).await
 }
 
 #[tokio::test]
@@ -57,14 +49,7 @@ async fn a_suspended_shop_leaves_the_catalogue_and_its_open_orders_go_on() {
     let order_id = order.body["orderId"].as_str().unwrap().to_owned();
 
     // Only an administrator suspends.
-    let vendor_try = cloud
-        .call(
-            "suspend-vendor",
-            ApiRequest::fixture("suspend-vendor")
-                .vendor(&shop)
-                .path("vendorId", &shop),
-        )
-        .await;
+    let vendor_try = cloud.send(fixture("suspend-vendor").own_shop(&shop)).await;
     assert_eq!(vendor_try.status, 403);
     let suspended = set_suspended(&cloud, &shop, true).await;
     assert_eq!(suspended.status, 200, "{}", suspended.body);
@@ -76,10 +61,7 @@ async fn a_suspended_shop_leaves_the_catalogue_and_its_open_orders_go_on() {
 
     assert_eq!(in_catalogue(&cloud, &shop).await, Vec::<String>::new());
     let everyone = cloud
-        .call(
-            "list-bouquets",
-            ApiRequest::fixture("list-bouquets").query("limit", "100"),
-        )
+        .send(fixture("list-bouquets").query("limit", "100"))
         .await;
     let listed = everyone.body["items"].to_string();
     assert!(
@@ -90,31 +72,21 @@ async fn a_suspended_shop_leaves_the_catalogue_and_its_open_orders_go_on() {
     // Not for sale, not changeable, nothing new listed.
     let refused = cloud.reserve("ben", &[&kept]).await;
     assert_eq!(
-        (refused.status, refused.code()),
+        refused.status_and_code(),
         (409, Some("bouquet.unavailable"))
     );
-    let one = cloud
-        .call(
-            "get-bouquet",
-            ApiRequest::fixture("get-bouquet").path("bouquetId", &kept),
-        )
-        .await;
+    let one = cloud.send(fixture("get-bouquet").bouquet_id(&kept)).await;
     assert_eq!(one.body["suspended"], true);
     let listing = cloud
-        .call(
-            "create-bouquet",
-            ApiRequest::fixture("create-bouquet")
-                .vendor(&shop)
-                .path("vendorId", &shop)
+        .send(
+            fixture("create-bouquet")
+                .own_shop(&shop)
                 .json(json!({"name": "Irises", "price": {"amount": "8.00", "currency": "EUR"}})),
         )
         .await;
-    assert_eq!(
-        (listing.status, listing.code()),
-        (409, Some("vendor.suspended"))
-    );
+    assert_eq!(listing.status_and_code(), (409, Some("vendor.suspended")));
     // The order placed before goes on: it is paid, and its bouquet sold.
-    let paid = cloud.pay("ana", &order_id, "tok_visa", None).await;
+    let paid = cloud.pay_by_card("ana", &order_id).await;
     assert_eq!(paid.status, 200, "{}", paid.body);
     assert_eq!(cloud.bouquet_status(&held).await.as_deref(), Some("sold"));
 
@@ -150,21 +122,15 @@ async fn administrators_list_every_shop_with_its_suspension() {
     let second = cloud.vendor("Briar").await;
     set_suspended(&cloud, &second, true).await;
     let page = cloud
-        .call(
-            "list-vendors",
-            ApiRequest::fixture("list-vendors")
-                .admin()
-                .query("limit", "1"),
-        )
+        .send(fixture("list-vendors").admin().query("limit", "1"))
         .await;
     assert_eq!(page.status, 200, "{}", page.body);
     assert_eq!(page.body["items"][0]["vendorId"], first.as_str());
     assert!(page.body["items"][0]["suspendedAt"].is_null());
     let cursor = page.body["nextCursor"].as_str().unwrap().to_owned();
     let next = cloud
-        .call(
-            "list-vendors",
-            ApiRequest::fixture("list-vendors")
+        .send(
+            fixture("list-vendors")
                 .admin()
                 .query("limit", "1")
                 .query("cursor", &cursor),
@@ -204,25 +170,25 @@ async fn a_suspended_shop_writes_nothing_on_any_vendor_route_and_its_orders_go_o
         (
             "create-bouquet",
             vendor("create-bouquet")
-                .path("vendorId", &shop)
+                .vendor_id(&shop)
                 .json(json!({"name": "Irises", "price": {"amount": "8.00", "currency": "EUR"}})),
         ),
         (
             "update-bouquet",
-            vendor("update-bouquet").path("bouquetId", &listed),
+            vendor("update-bouquet").bouquet_id(&listed),
         ),
         (
             "withdraw-bouquet",
-            vendor("withdraw-bouquet").path("bouquetId", &listed),
+            vendor("withdraw-bouquet").bouquet_id(&listed),
         ),
         (
             "request-photo-upload",
-            vendor("request-photo-upload").path("bouquetId", &listed),
+            vendor("request-photo-upload").bouquet_id(&listed),
         ),
         (
             "register-vase",
             vendor("register-vase")
-                .path("vendorId", &shop)
+                .vendor_id(&shop)
                 .idempotency_key("suspended-register"),
         ),
         (
@@ -239,19 +205,19 @@ async fn a_suspended_shop_writes_nothing_on_any_vendor_route_and_its_orders_go_o
         ),
         (
             "put-delivery-settings",
-            vendor("put-delivery-settings").path("vendorId", &shop),
+            vendor("put-delivery-settings").vendor_id(&shop),
         ),
         (
             "add-vendor-member",
             ApiRequest::fixture("add-vendor-member")
                 .admin()
-                .path("vendorId", &shop),
+                .vendor_id(&shop),
         ),
     ];
     for (binary, request) in writes {
         let refused = cloud.call(binary, request).await;
         assert_eq!(
-            (refused.status, refused.code()),
+            refused.status_and_code(),
             (409, Some("vendor.suspended")),
             "{binary}: {}",
             refused.body
@@ -261,9 +227,7 @@ async fn a_suspended_shop_writes_nothing_on_any_vendor_route_and_its_orders_go_o
 
     // Its open order goes on: accepted, out for delivery, delivered.
     for binary in ["accept-order", "dispatch-order", "fulfil-order"] {
-        let step = cloud
-            .call(binary, vendor(binary).path("orderId", &order))
-            .await;
+        let step = cloud.call(binary, vendor(binary).order_id(&order)).await;
         assert_eq!(step.status, 200, "{binary}: {}", step.body);
     }
 }

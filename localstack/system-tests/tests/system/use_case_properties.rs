@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use proptest::prelude::*;
 use serde_json::json;
 
-use system_tests::{ApiRequest, TestCloud};
+use system_tests::{ApiRequest, PathParams, TestCloud};
 
 #[derive(Clone, Debug)]
 enum Step {
@@ -63,8 +63,7 @@ struct Run {
 
 impl Run {
     async fn start() -> Self {
-        let cloud = TestCloud::new().await;
-        let vendor = cloud.vendor("Bloom").await;
+        let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
         let mut bouquets = Vec::new();
         for _ in 0..3 {
             bouquets.push(cloud.bouquet(&vendor, "10.00").await);
@@ -104,7 +103,7 @@ impl Run {
                 Some((id, customer)) => {
                     let request = ApiRequest::fixture("cancel-order")
                         .customer(&customer)
-                        .path("orderId", &id)
+                        .order_id(&id)
                         .no_idempotency_key();
                     self.cloud.call("cancel-order", request).await.status
                 }
@@ -114,7 +113,7 @@ impl Run {
                 Some((id, _)) => {
                     let request = ApiRequest::fixture("fulfil-order")
                         .vendor(&self.vendor)
-                        .path("orderId", &id)
+                        .order_id(&id)
                         .no_idempotency_key();
                     self.cloud.call("fulfil-order", request).await.status
                 }

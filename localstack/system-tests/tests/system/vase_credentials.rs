@@ -11,7 +11,7 @@ use serde_json::Value;
 use bouquet_app::domain::{Timestamp, VaseId};
 use bouquet_iot::{DeviceRegistry, NewThing, Registrar};
 use system_tests::vases::{emulator_registry, test_vase_policy};
-use system_tests::{emulator_sdk_config, ApiRequest, ApiResponse, TestCloud};
+use system_tests::{emulator_sdk_config, ApiRequest, ApiResponse, PathParams, TestCloud};
 
 async fn iot() -> aws_sdk_iot::Client {
     aws_sdk_iot::Client::new(&emulator_sdk_config().await)
@@ -50,8 +50,7 @@ async fn register(cloud: &TestCloud, registrar: &Registrar, vendor: &str) -> Val
         registrar,
         "register-vase",
         ApiRequest::fixture("register-vase")
-            .vendor(vendor)
-            .path("vendorId", vendor)
+            .own_shop(vendor)
             .no_idempotency_key(),
     )
     .await;
@@ -310,15 +309,7 @@ async fn decommissioning_removes_the_vase_its_thing_and_certificate_once() {
     )
     .await;
     assert_eq!(again.status, 404, "{}", again.body);
-    assert_eq!(
-        cloud
-            .event_names()
-            .await
-            .iter()
-            .filter(|n| *n == "VaseDecommissioned")
-            .count(),
-        1
-    );
+    assert_eq!(cloud.event_count("VaseDecommissioned").await, 1);
 }
 
 #[tokio::test]
@@ -384,13 +375,7 @@ async fn the_sweep_removes_what_no_vase_owns_and_nothing_else() {
         attach_new_certificate(registry.as_ref(), None, &registrar.policy).await;
 
     let app = system_tests::with_registrar(&cloud.app_at(sweep_at), &registrar);
-    let event: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            system_tests::repository_root().join("events/reconcile-vase-things.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let event: Value = system_tests::event_fixture("reconcile-vase-things");
     let run = || {
         reconcile_vase_things::handler(
             &app,

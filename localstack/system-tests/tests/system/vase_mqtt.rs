@@ -15,7 +15,7 @@ use devstack::iot_core::LocalIotCore;
 use devstack::mosquitto::IotFiles;
 use devstack::provision::{self, Names};
 use system_tests::vases::VaseCredentials;
-use system_tests::{emulator_sdk_config, ApiRequest, TestCloud};
+use system_tests::{by_vendor, emulator_sdk_config, fixture, PathParams, TestCloud};
 
 /// Provisions this test's vase queues, policy and rules from the template and starts
 /// Mosquitto (on a free port, with the emulator's CA, CRL and ACL) and the SQS mapping. The
@@ -29,17 +29,14 @@ pub(crate) async fn local_iot(cloud: &TestCloud) -> LocalIotCore {
     provision::table_names(&cloud.client, "MarketTable", &cloud.table, &mut names)
         .await
         .unwrap();
-    for queue in ["VaseMessagesDeadLetterQueue", "VaseMessagesQueue"] {
-        provision::create_queue(
-            &sqs,
-            &template,
-            queue,
-            &provision::local_name(&stack, queue),
-            &mut names,
-        )
-        .await
-        .unwrap();
-    }
+    system_tests::live::create_queues(
+        &sqs,
+        &template,
+        &stack,
+        &["VaseMessagesDeadLetterQueue", "VaseMessagesQueue"],
+        &mut names,
+    )
+    .await;
     let iot = devstack::iot_core::start(
         &template,
         &stack,
@@ -212,10 +209,7 @@ async fn a_vase_with_its_certificate_beats_and_reports_and_only_on_its_own_topic
     .unwrap();
     eventually(&cloud, &vase.vase_id, "freshness", "85").await;
     let seen = cloud
-        .call(
-            "get-bouquet",
-            ApiRequest::fixture("get-bouquet").path("bouquetId", &bouquet),
-        )
+        .send(fixture("get-bouquet").bouquet_id(&bouquet))
         .await;
     assert_eq!(seen.body["freshness"], 85);
     assert!(cloud
@@ -317,10 +311,8 @@ async fn the_broker_refuses_no_certificate_a_stranger_a_rotated_out_and_a_revoke
         .await
         .expect("the first certificate connects");
     let rotated = cloud
-        .call(
-            "rotate-vase-certificate",
-            ApiRequest::fixture("rotate-vase-certificate")
-                .vendor(&vendor)
+        .send(
+            by_vendor("rotate-vase-certificate", &vendor)
                 .path("vaseId", &vase.vase_id)
                 .no_idempotency_key(),
         )

@@ -14,7 +14,9 @@ use register_vase::Registrar;
 use system_tests::vases::{
     emulator_registry, heartbeat, reading, rule_output, sqs_records, test_vase_policy,
 };
-use system_tests::{emulator_sdk_config, ApiRequest, TestCloud, T0};
+use system_tests::{
+    by_vendor, emulator_sdk_config, fixture, ApiRequest, Outcome, PathParams, TestCloud, T0,
+};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -32,15 +34,13 @@ async fn iot() -> aws_sdk_iot::Client {
 
 #[tokio::test]
 async fn registration_makes_a_thing_with_an_active_certificate_and_returns_the_key_once() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let registrar = Registrar {
         registry: emulator_registry().await,
         policy: test_vase_policy().await,
     };
     let request = ApiRequest::fixture("register-vase")
-        .vendor(&vendor)
-        .path("vendorId", &vendor)
+        .own_shop(&vendor)
         .idempotency_key("vase-1");
     let first = cloud.register_vase_with(&registrar, request.clone()).await;
     assert_eq!(first.status, 201, "{}", first.body);
@@ -102,15 +102,7 @@ async fn registration_makes_a_thing_with_an_active_certificate_and_returns_the_k
     assert_eq!(replay.body["vase"]["vaseId"], vase_id.as_str());
     assert!(replay.body["privateKey"].is_null());
     assert_eq!(cloud.items_of("vase").await.len(), 1);
-    assert_eq!(
-        cloud
-            .event_names()
-            .await
-            .iter()
-            .filter(|n| *n == "VaseRegistered")
-            .count(),
-        1
-    );
+    assert_eq!(cloud.event_count("VaseRegistered").await, 1);
 
     // Another vendor's token cannot register for this vendor.
     let other = cloud
@@ -118,7 +110,7 @@ async fn registration_makes_a_thing_with_an_active_certificate_and_returns_the_k
             &registrar,
             ApiRequest::fixture("register-vase")
                 .vendor(&cloud.vendor("Other").await)
-                .path("vendorId", &vendor)
+                .vendor_id(&vendor)
                 .no_idempotency_key(),
         )
         .await;
@@ -274,8 +266,7 @@ async fn leftovers(things: &[String], certificates: &[String]) -> Vec<String> {
 
 #[tokio::test]
 async fn a_failure_at_each_registration_step_leaves_no_thing_and_no_certificate() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let policy = test_vase_policy().await;
     for step in STEPS {
         let registry = Arc::new(FailingAt {
@@ -292,8 +283,7 @@ async fn a_failure_at_each_registration_step_leaves_no_thing_and_no_certificate(
             .register_vase_with(
                 &registrar,
                 ApiRequest::fixture("register-vase")
-                    .vendor(&vendor)
-                    .path("vendorId", &vendor)
+                    .own_shop(&vendor)
                     .no_idempotency_key(),
             )
             .await;
@@ -319,8 +309,7 @@ async fn a_failure_at_each_registration_step_leaves_no_thing_and_no_certificate(
 
 #[tokio::test]
 async fn concurrent_registrations_with_one_key_keep_one_vase_and_undo_the_other() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let registry = Arc::new(FailingAt {
         inner: emulator_registry().await,
         step: "none",
@@ -332,8 +321,7 @@ async fn concurrent_registrations_with_one_key_keep_one_vase_and_undo_the_other(
         policy: test_vase_policy().await,
     };
     let request = ApiRequest::fixture("register-vase")
-        .vendor(&vendor)
-        .path("vendorId", &vendor)
+        .own_shop(&vendor)
         .idempotency_key("same-key");
     let responses = futures::future::join_all(
         (0..4).map(|_| cloud.register_vase_with(&registrar, request.clone())),
@@ -370,8 +358,7 @@ async fn concurrent_registrations_with_one_key_keep_one_vase_and_undo_the_other(
 
 #[tokio::test]
 async fn heartbeats_in_any_order_and_repeated_move_last_heartbeat_forward_only() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let vase = cloud.vase(&vendor).await;
     let mut newest = 0;
     for minute in [5, 3, 5, 7, 1, 7, 6] {
@@ -398,8 +385,7 @@ async fn heartbeats_in_any_order_and_repeated_move_last_heartbeat_forward_only()
 
 #[tokio::test]
 async fn thirty_concurrent_heartbeats_of_one_vase_leave_the_newest_and_one_event() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let vase = cloud.vase(&vendor).await;
     let ingest = cloud.ingest().await;
     // Minutes 1..=30 in a scrambled order, each its own invocation, all at once.
@@ -425,16 +411,12 @@ async fn thirty_concurrent_heartbeats_of_one_vase_leave_the_newest_and_one_event
 
 #[tokio::test]
 async fn readings_score_the_bouquet_and_emit_on_a_change_of_five_points() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let vase = cloud.vase(&vendor).await;
     let bouquet = cloud.bouquet_in_vase(&vendor, &vase).await;
     let freshness = || async {
         cloud
-            .call(
-                "get-bouquet",
-                ApiRequest::fixture("get-bouquet").path("bouquetId", &bouquet),
-            )
+            .send(fixture("get-bouquet").bouquet_id(&bouquet))
             .await
             .body["freshness"]
             .clone()
@@ -473,14 +455,7 @@ async fn readings_score_the_bouquet_and_emit_on_a_change_of_five_points() {
     assert_eq!(cloud.items_of("reading").await.len(), 4);
 
     // The vendor sees the latest reading; the telemetry route lists all four, oldest first.
-    let vases = cloud
-        .call(
-            "list-vases",
-            ApiRequest::fixture("list-vases")
-                .vendor(&vendor)
-                .path("vendorId", &vendor),
-        )
-        .await;
+    let vases = cloud.send(fixture("list-vases").own_shop(&vendor)).await;
     assert_eq!(vases.status, 200);
     assert_eq!(
         vases.body["items"][0]["latestReading"]["temperatureC"],
@@ -488,10 +463,8 @@ async fn readings_score_the_bouquet_and_emit_on_a_change_of_five_points() {
     );
     assert_eq!(vases.body["items"][0]["freshness"], 88);
     let telemetry = cloud
-        .call(
-            "get-vase-telemetry",
-            ApiRequest::fixture("get-vase-telemetry")
-                .vendor(&vendor)
+        .send(
+            by_vendor("get-vase-telemetry", &vendor)
                 .path("vaseId", &vase)
                 .query("since", &at(0).to_rfc3339()),
         )
@@ -508,20 +481,14 @@ async fn readings_score_the_bouquet_and_emit_on_a_change_of_five_points() {
     // Another vendor's vase is not found.
     let other = cloud.vendor("Other").await;
     let hidden = cloud
-        .call(
-            "get-vase-telemetry",
-            ApiRequest::fixture("get-vase-telemetry")
-                .vendor(&other)
-                .path("vaseId", &vase),
-        )
+        .send(by_vendor("get-vase-telemetry", &other).path("vaseId", &vase))
         .await;
     assert_eq!(hidden.status, 404);
 }
 
 #[tokio::test]
 async fn a_vendor_edit_keeps_the_score_a_reading_wrote() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let vase = cloud.vase(&vendor).await;
     let bouquet = cloud.bouquet_in_vase(&vendor, &vase).await;
     cloud
@@ -530,7 +497,7 @@ async fn a_vendor_edit_keeps_the_score_a_reading_wrote() {
     let patch = |version: &str| {
         ApiRequest::fixture("update-bouquet")
             .vendor(&vendor)
-            .path("bouquetId", &bouquet)
+            .bouquet_id(&bouquet)
             .header("if-match", &format!("\"{version}\""))
     };
     // A first score is news: a new version of the bouquet, so the listing's ETag is stale.
@@ -546,8 +513,7 @@ async fn a_vendor_edit_keeps_the_score_a_reading_wrote() {
 /// again), that one withdrawn too, then decommissioned.
 #[tokio::test]
 async fn a_vase_is_decommissioned_once_its_bouquet_is_withdrawn_and_never_while_one_is_on_sale() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let vase = cloud.vase(&vendor).await;
     let decommission = || {
         ApiRequest::fixture("decommission-vase")
@@ -558,7 +524,7 @@ async fn a_vase_is_decommissioned_once_its_bouquet_is_withdrawn_and_never_while_
     let withdraw = |bouquet: &str| {
         ApiRequest::fixture("withdraw-bouquet")
             .vendor(&vendor)
-            .path("bouquetId", bouquet)
+            .bouquet_id(bouquet)
     };
     let vase_fields = || async {
         let mut fields = Vec::new();
@@ -581,7 +547,7 @@ async fn a_vase_is_decommissioned_once_its_bouquet_is_withdrawn_and_never_while_
         // Available: the vase is in use.
         let refused = cloud.call("decommission-vase", decommission()).await;
         assert_eq!(
-            (refused.status, refused.code()),
+            refused.status_and_code(),
             (409, Some("vase.in_use")),
             "{name}: {}",
             refused.body
@@ -602,14 +568,7 @@ async fn a_vase_is_decommissioned_once_its_bouquet_is_withdrawn_and_never_while_
         assert_eq!(report.freshness_events, 0, "{name}");
         assert_eq!(vase_fields().await, [None, None, None], "{name}");
     }
-    let vases = cloud
-        .call(
-            "list-vases",
-            ApiRequest::fixture("list-vases")
-                .vendor(&vendor)
-                .path("vendorId", &vendor),
-        )
-        .await;
+    let vases = cloud.send(fixture("list-vases").own_shop(&vendor)).await;
     assert_eq!(vases.body["items"][0]["bouquetId"], Value::Null);
 
     let done = cloud.call("decommission-vase", decommission()).await;
@@ -632,8 +591,7 @@ async fn sweep(cloud: &TestCloud, minutes: u32) -> Value {
 
 #[tokio::test]
 async fn the_sweeper_flags_a_silent_vase_offline_exactly_once_and_a_heartbeat_brings_it_back() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let vase = cloud.vase(&vendor).await;
     let never_seen = cloud.vase(&vendor).await;
     cloud.send_vase_messages(&[heartbeat(&vase, at(0))]).await;
@@ -664,8 +622,7 @@ async fn the_sweeper_flags_a_silent_vase_offline_exactly_once_and_a_heartbeat_br
 
 #[tokio::test]
 async fn a_heartbeat_racing_the_sweep_leaves_every_vase_online() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let mut vases = Vec::new();
     for _ in 0..8 {
         vases.push(cloud.vase(&vendor).await);
@@ -699,8 +656,7 @@ async fn a_heartbeat_racing_the_sweep_leaves_every_vase_online() {
 
 #[tokio::test]
 async fn two_sweepers_at_once_emit_one_event_per_silent_vase() {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let mut vases = Vec::new();
     for _ in 0..10 {
         vases.push(cloud.vase(&vendor).await);
@@ -719,8 +675,7 @@ async fn two_sweepers_at_once_emit_one_event_per_silent_vase() {
 #[tokio::test]
 async fn a_batch_of_500_with_5_percent_malformed_applies_every_valid_one_once_and_dead_letters_the_rest(
 ) {
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let mut vases = Vec::new();
     for _ in 0..10 {
         vases.push(cloud.vase(&vendor).await);
@@ -821,8 +776,7 @@ async fn a_batch_of_500_with_5_percent_malformed_applies_every_valid_one_once_an
 #[tokio::test]
 async fn dynamodb_calls_per_vase_message() {
     use std::collections::HashMap;
-    let cloud = TestCloud::new().await;
-    let vendor = cloud.vendor("Bloom").await;
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let vase = cloud.vase(&vendor).await;
     cloud.bouquet_in_vase(&vendor, &vase).await;
     let ingest = cloud.ingest().await;

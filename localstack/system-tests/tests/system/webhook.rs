@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use bouquet_app::domain::Clock;
 use bouquet_app::payments::stripe_webhook::sign;
 use bouquet_app::payments::{ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway};
-use system_tests::{ApiRequest, ApiResponse, TestCloud, WEBHOOK_SECRET};
+use system_tests::{ApiRequest, ApiResponse, Outcome, TestCloud, WEBHOOK_SECRET};
 
 /// A PSP whose cards all need 3-D Secure: a charge is `requires_action`; what the customer
 /// then does is set by the test (`complete`), as Stripe would learn it.
@@ -53,7 +53,12 @@ impl PaymentGateway for ThreeDSecure {
             ))
         })
     }
-    fn refund<'a>(&'a self, key: &'a str, _: &'a str) -> BoxFuture<'a, Result<(), GatewayError>> {
+    fn refund<'a>(
+        &'a self,
+        key: &'a str,
+        _: &'a str,
+        _: bool,
+    ) -> BoxFuture<'a, Result<(), GatewayError>> {
         let key = key.to_owned();
         Box::pin(async move {
             self.refunded.lock().unwrap().push(key);
@@ -197,7 +202,7 @@ async fn forged_stale_or_unsigned_deliveries_are_400_and_write_nothing() {
     for (case, request) in cases {
         let refused = cloud.call("payment-webhook", request).await;
         assert_eq!(
-            (refused.status, refused.code()),
+            refused.status_and_code(),
             (400, Some("request.invalid")),
             "{case}: {}",
             refused.body
@@ -322,7 +327,12 @@ impl PaymentGateway for WebhookFirst {
     fn lookup(&self, _: &str) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>> {
         Box::pin(async { Ok(None) })
     }
-    fn refund<'a>(&'a self, _: &'a str, _: &'a str) -> BoxFuture<'a, Result<(), GatewayError>> {
+    fn refund<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: bool,
+    ) -> BoxFuture<'a, Result<(), GatewayError>> {
         Box::pin(async { panic!("nothing to refund") })
     }
 }
@@ -347,7 +357,7 @@ async fn a_success_arriving_before_the_synchronous_answer_pays_once() {
         .pay("customer-1", &order, "pm_card_visa", Some("p1"))
         .await;
     assert_eq!(
-        (paid.status, paid.body["status"].as_str()),
+        paid.status_and_state(),
         (200, Some("paid")),
         "{}",
         paid.body
@@ -362,10 +372,7 @@ async fn an_authentication_late_in_the_hold_keeps_the_bouquets_for_its_window() 
         .await
         .with_gateway(Arc::new(ThreeDSecure::default()));
     let vendor = cloud.vendor("Bloom").await;
-    let (a, b) = (
-        cloud.bouquet(&vendor, "10.00").await,
-        cloud.bouquet(&vendor, "11.00").await,
-    );
+    let [a, b] = cloud.bouquets(&vendor, ["10.00", "11.00"]).await;
     let start = cloud.clock.now();
     let mut orders = Vec::new();
     for (customer, bouquet) in [("customer-a", &a), ("customer-b", &b)] {
@@ -397,10 +404,7 @@ async fn an_authentication_late_in_the_hold_keeps_the_bouquets_for_its_window() 
         "{report}"
     );
     let taken = cloud.reserve("customer-c", &[&a]).await;
-    assert_eq!(
-        (taken.status, taken.code()),
-        (409, Some("bouquet.unavailable"))
-    );
+    assert_eq!(taken.status_and_code(), (409, Some("bouquet.unavailable")));
     // A authenticates in time; B never does and is released when the window closes.
     let paid = deliver(
         &cloud,

@@ -6,7 +6,7 @@ use bouquet_app::domain::delivery::{DeliverySettings, REDACTED};
 use bouquet_app::domain::order::FulfilmentStep;
 use bouquet_app::domain::{DomainError, Order, OrderStatus};
 use bouquet_app::expiry::sweep;
-use bouquet_app::orders::{transition, Action};
+use bouquet_app::orders::Action;
 use bouquet_app::payment::PayError;
 use bouquet_app::queries::{self, OrderFilter};
 
@@ -68,10 +68,7 @@ async fn an_order_without_delivery_details_is_not_charged() {
         )))
     );
     assert_eq!(world.gateway.charges_made(), 0, "nothing charged");
-    assert_eq!(
-        world.order_now(order.order_id).await.status,
-        OrderStatus::Reserved
-    );
+    assert_eq!(world.status_of(order.order_id).await, OrderStatus::Reserved);
     world.give_delivery(&customer("ana"), &order).await;
     world
         .pay("ana", order.order_id, "tok_visa")
@@ -153,17 +150,10 @@ async fn delivery_details_need_the_version_seen_the_owner_and_the_shops_area_unt
     let changed = set(&world, "ana", &paid, changed, Some(paid.version))
         .await
         .expect("changed while paid");
-    transition(
-        &world.app,
-        &vendor_caller(&vendor),
-        order.order_id,
-        Action::Accept,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    world
+        .transition(&vendor_caller(&vendor), order.order_id, Action::Accept)
+        .await
+        .unwrap();
     let accepted = world.order_now(order.order_id).await;
     assert_eq!(accepted.version, changed.version + 1);
     assert!(matches!(
@@ -311,17 +301,10 @@ async fn a_vendor_lists_the_days_deliveries_in_order_and_its_orders_by_state_wit
     .await;
     assert_eq!(order_of(&upcoming), [ids[2], ids[3], ids[1], ids[0]]);
 
-    transition(
-        &world.app,
-        &caller,
-        ids[3],
-        Action::Accept,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    world
+        .transition(&caller, ids[3], Action::Accept)
+        .await
+        .unwrap();
     let accepted = list(
         OrderFilter::parse(Some("accepted"), None, None).unwrap(),
         None,
@@ -356,17 +339,10 @@ async fn delivery_details_are_redacted_their_retention_after_the_order_ends_and_
         let bouquet = world.bouquet_of(&vendor).await;
         let order = world.reserved(&customer("ana"), &[&bouquet]).await;
         world.pay("ana", order.order_id, "tok_visa").await.unwrap();
-        transition(
-            &world.app,
-            &vendor_caller(&vendor),
-            order.order_id,
-            Action::Fulfil,
-            None,
-            CORRELATION,
-            world.now(),
-        )
-        .await
-        .unwrap();
+        world
+            .transition(&vendor_caller(&vendor), order.order_id, Action::Fulfil)
+            .await
+            .unwrap();
         order.order_id
     };
     world.advance(Duration::from_secs(29 * 86_400));
@@ -391,17 +367,10 @@ async fn delivery_details_are_redacted_their_retention_after_the_order_ends_and_
     // Erasure: the ended order now, the open one when it ends.
     let bouquet = world.bouquet_of(&vendor).await;
     let cancelled = world.reserved(&customer("ben"), &[&bouquet]).await;
-    transition(
-        &world.app,
-        &customer_caller("ben"),
-        cancelled.order_id,
-        Action::Cancel,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    world
+        .transition(&customer_caller("ben"), cancelled.order_id, Action::Cancel)
+        .await
+        .unwrap();
     let bouquet = world.bouquet_of(&vendor).await;
     let open = world.reserved(&customer("ben"), &[&bouquet]).await;
     world.pay("ben", open.order_id, "tok_visa").await.unwrap();
@@ -438,17 +407,10 @@ async fn delivery_details_are_redacted_their_retention_after_the_order_ends_and_
         .await,
         Err(DeliveryError::Forbidden(_))
     ));
-    transition(
-        &world.app,
-        &vendor_caller(&vendor),
-        open.order_id,
-        Action::Fulfil,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    world
+        .transition(&vendor_caller(&vendor), open.order_id, Action::Fulfil)
+        .await
+        .unwrap();
     world.advance(Duration::from_secs(60));
     let swept = sweep(&world.app, CORRELATION, deadline()).await.unwrap();
     assert_eq!(swept.redacted, 1, "{swept:?}");

@@ -1,6 +1,6 @@
 use bouquet_app::domain::bouquet::NewBouquet;
 use bouquet_app::domain::{BouquetStatus, VendorId};
-use bouquet_app::listing::{list_bouquet, onboard_vendor, ListingError};
+use bouquet_app::listing::{onboard_vendor, ListingError};
 
 use crate::support::*;
 
@@ -30,15 +30,7 @@ async fn a_vendor_needs_a_valid_name() {
 async fn an_unknown_vendor_lists_nothing() {
     let world = World::new().await;
     let new = NewBouquet::validate("Tulips", None, ("10.00", "EUR"), None).expect("valid");
-    let result = list_bouquet(
-        &world.app,
-        VendorId::generate(),
-        new,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let result = world.list_bouquet(VendorId::generate(), new).await;
     assert_matches!(result, Err(ListingError::UnknownVendor));
 }
 
@@ -48,14 +40,6 @@ async fn a_vase_of_nobody_is_refused_by_field() {
     let vendor = world.vendor().await;
     let vase = bouquet_app::domain::VaseId::generate().to_string();
     let new = NewBouquet::validate("Tulips", None, ("10.00", "EUR"), Some(&vase)).expect("valid");
-    let result = list_bouquet(
-        &world.app,
-        vendor.vendor_id,
-        new,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let result = world.list_bouquet(vendor.vendor_id, new).await;
     assert_matches!(result, Err(ListingError::Invalid(ref e)) if e[0].field == "vaseId");
 }

@@ -7,7 +7,7 @@ use bouquet_app::domain::delivery::DeliverySettings;
 use bouquet_app::domain::Order;
 use bouquet_app::mail::{MailError, MemoryMailer};
 use bouquet_app::notifications::{notify, Notified, NotifyError};
-use bouquet_app::orders::{transition, Action};
+use bouquet_app::orders::Action;
 
 use crate::support::*;
 
@@ -135,17 +135,10 @@ async fn a_paid_order_mails_the_customer_and_the_shop_once_and_each_step_the_cus
     );
     assert!(sent[0].html.starts_with("<!doctype html>"));
 
-    transition(
-        &world.app,
-        &vendor_caller(&vendor),
-        order.order_id,
-        Action::Accept,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    world
+        .transition(&vendor_caller(&vendor), order.order_id, Action::Accept)
+        .await
+        .unwrap();
     let accepted = bus_event(&world, "OrderAccepted", &order).await;
     assert_eq!(
         notify(&world.app, &mailer, "Bouquet", &accepted)
@@ -219,17 +212,10 @@ async fn a_refused_address_fails_its_event_only_and_a_redacted_one_is_not_writte
     assert_eq!(mailer.sent().len(), 1);
 
     // Delivered, then redacted: the customer's address is gone, and nothing is sent to it.
-    transition(
-        &world.app,
-        &vendor_caller(&vendor),
-        orders[1].order_id,
-        Action::Fulfil,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    world
+        .transition(&vendor_caller(&vendor), orders[1].order_id, Action::Fulfil)
+        .await
+        .unwrap();
     world.advance(Duration::from_secs(31 * 86_400));
     bouquet_app::expiry::sweep(
         &world.app,

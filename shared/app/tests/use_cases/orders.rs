@@ -18,24 +18,15 @@ async fn act(
         (_, true) => shop_caller(order.vendor_id),
         (_, false) => shop_caller(VendorId::generate()),
     };
-    transition(
-        &world.app,
-        &caller,
-        order.order_id,
-        action,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .map(done)
+    world
+        .transition(&caller, order.order_id, action)
+        .await
+        .map(done)
 }
 
 #[tokio::test]
 async fn cancelling_a_reservation_makes_its_bouquets_available_again() {
-    let world = World::new().await;
-    let bouquet = world.bouquet().await;
-    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let (world, bouquet, order) = World::with_reserved_order("ana").await;
     let cancelled = act(&world, &order, Action::Cancel, true)
         .await
         .expect("cancelled");
@@ -53,70 +44,52 @@ async fn cancelling_a_reservation_makes_its_bouquets_available_again() {
 
 #[tokio::test]
 async fn an_order_the_caller_may_not_see_is_not_found_and_unchanged() {
-    let world = World::new().await;
-    let bouquet = world.bouquet().await;
-    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let (world, _, order) = World::with_reserved_order("ana").await;
     let result = act(&world, &order, Action::Cancel, false).await;
     assert_matches!(result, Err(TransitionError::NotFound));
-    assert_eq!(
-        world.order_now(order.order_id).await.status,
-        OrderStatus::Reserved
-    );
+    assert_eq!(world.status_of(order.order_id).await, OrderStatus::Reserved);
 }
 
 #[tokio::test]
 async fn the_same_key_cancels_once_and_replays_the_first_answer() {
-    let world = World::new().await;
-    let bouquet = world.bouquet().await;
-    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let (world, _, order) = World::with_reserved_order("ana").await;
     let ana = customer_caller("ana");
     let record = remembering("cancel-1", world.now());
-    let first = transition(
-        &world.app,
-        &ana,
-        order.order_id,
-        Action::Cancel,
-        Some(key("cancel-1", &record)),
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    // The same request twice, with the same key.
+    let cancel_with_the_key = || {
+        let idempotency = Some(key("cancel-1", &record));
+        let now = world.now();
+        transition(
+            &world.app,
+            &ana,
+            order.order_id,
+            Action::Cancel,
+            idempotency,
+            CORRELATION,
+            now,
+        )
+    };
+    let first = cancel_with_the_key().await;
     assert_matches!(first, Ok(Replayable::Done(ref o)) if o.status == OrderStatus::Cancelled);
-    let again = transition(
-        &world.app,
-        &ana,
-        order.order_id,
-        Action::Cancel,
-        Some(key("cancel-1", &record)),
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let again = cancel_with_the_key().await;
     assert_matches!(again, Ok(Replayable::Replayed(ref r)) if r.body == order.order_id.to_string());
 }
 
 #[tokio::test]
 async fn another_vendor_cannot_fulfil_an_order() {
-    let world = World::new().await;
-    let bouquet = world.bouquet().await;
-    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let (world, _, order) = World::with_reserved_order("ana").await;
     world
         .pay("ana", order.order_id, "tok_visa")
         .await
         .expect("paid");
     let result = act(&world, &order, Action::Fulfil, false).await;
     assert_matches!(result, Err(TransitionError::NotFound));
-    assert_eq!(
-        world.order_now(order.order_id).await.status,
-        OrderStatus::Paid
-    );
+    assert_eq!(world.status_of(order.order_id).await, OrderStatus::Paid);
 }
 
 #[tokio::test]
 async fn only_a_paid_order_is_fulfilled() {
-    let world = World::new().await;
-    let bouquet = world.bouquet().await;
-    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let (world, _, order) = World::with_reserved_order("ana").await;
     let early = act(&world, &order, Action::Fulfil, true).await;
     assert_matches!(
         early,
@@ -136,9 +109,7 @@ async fn only_a_paid_order_is_fulfilled() {
 
 #[tokio::test]
 async fn a_florist_accepts_dispatches_and_delivers_a_paid_order_step_by_step() {
-    let world = World::new().await;
-    let bouquet = world.bouquet().await;
-    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let (world, _, order) = World::with_reserved_order("ana").await;
     world
         .pay("ana", order.order_id, "tok_visa")
         .await
@@ -178,9 +149,7 @@ async fn a_florist_accepts_dispatches_and_delivers_a_paid_order_step_by_step() {
 
 #[tokio::test]
 async fn a_rejection_refunds_the_charge_once_and_puts_the_bouquets_back_on_sale() {
-    let world = World::new().await;
-    let bouquet = world.bouquet().await;
-    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let (world, bouquet, order) = World::with_reserved_order("ana").await;
     world
         .pay("ana", order.order_id, "tok_visa")
         .await
@@ -232,9 +201,7 @@ async fn a_rejection_refunds_the_charge_once_and_puts_the_bouquets_back_on_sale(
 
 #[tokio::test]
 async fn a_rejection_may_withdraw_the_bouquets_instead() {
-    let world = World::new().await;
-    let bouquet = world.bouquet().await;
-    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let (world, bouquet, order) = World::with_reserved_order("ana").await;
     world
         .pay("ana", order.order_id, "tok_visa")
         .await
@@ -260,9 +227,7 @@ async fn a_rejection_may_withdraw_the_bouquets_instead() {
 /// reads with the defaults and moves on; its first change lists it by state.
 #[tokio::test]
 async fn an_order_in_the_shape_before_delivery_details_reads_and_moves_on() {
-    let world = World::new().await;
-    let bouquet = world.bouquet().await;
-    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let (world, _, order) = World::with_reserved_order("ana").await;
     world
         .pay("ana", order.order_id, "tok_visa")
         .await

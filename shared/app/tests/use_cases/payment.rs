@@ -75,7 +75,7 @@ async fn three_d_secure_leaves_the_order_pending_with_the_client_secret() {
     assert_eq!(pending.status, OrderStatus::PaymentPending);
     assert!(!client_secret.is_empty());
     assert_eq!(
-        world.order_now(order.order_id).await.status,
+        world.status_of(order.order_id).await,
         OrderStatus::PaymentPending
     );
 }
@@ -86,7 +86,7 @@ async fn a_gateway_that_times_out_after_charging_charges_once_on_retry() {
     let (order, result) = paying(&world, "tok_timeout").await;
     assert_matches!(result, Err(PayError::GatewayUnavailable(_)));
     assert_eq!(
-        world.order_now(order.order_id).await.status,
+        world.status_of(order.order_id).await,
         OrderStatus::PaymentPending
     );
     // The retry repeats the attempt under the same gateway key: the first charge is found.
@@ -108,9 +108,7 @@ async fn an_unavailable_gateway_charges_nothing_and_keeps_the_bouquets_held() {
 
 #[tokio::test]
 async fn another_customers_order_is_not_found() {
-    let world = World::new().await;
-    let bouquet = world.bouquet().await;
-    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let (world, _, order) = World::with_reserved_order("ana").await;
     let result = world.pay("ben", order.order_id, "tok_visa").await;
     assert_matches!(result, Err(PayError::NotFound));
     assert_eq!(world.gateway.charges_made(), 0);
@@ -118,9 +116,7 @@ async fn another_customers_order_is_not_found() {
 
 #[tokio::test]
 async fn a_lapsed_hold_is_not_charged() {
-    let world = World::new().await;
-    let bouquet = world.bouquet().await;
-    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let (world, _, order) = World::with_reserved_order("ana").await;
     world.advance(Config::default().hold + Duration::from_secs(1));
     let result = world.pay("ana", order.order_id, "tok_visa").await;
     assert_matches!(
@@ -163,40 +159,32 @@ async fn a_malformed_token_is_invalid_and_charges_nothing_but_only_for_the_order
 
 #[tokio::test]
 async fn the_same_key_pays_once_and_replays_the_first_answer() {
-    let world = World::new().await;
-    let bouquet = world.bouquet().await;
-    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let (world, _, order) = World::with_reserved_order("ana").await;
     let record = remembering("pay-1", world.now());
-    let first = pay(
-        &world.app,
-        &customer("ana"),
-        order.order_id,
-        Some("tok_visa"),
-        Some(key("pay-1", &record)),
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let ana = customer("ana");
+    // The same request twice, with the same key.
+    let pay_with_the_key = || {
+        let idempotency = Some(key("pay-1", &record));
+        pay(
+            &world.app,
+            &ana,
+            order.order_id,
+            Some("tok_visa"),
+            idempotency,
+            CORRELATION,
+            world.now(),
+        )
+    };
+    let first = pay_with_the_key().await;
     assert_matches!(first, Ok(Replayable::Done(Paid::Paid(_))));
-    let again = pay(
-        &world.app,
-        &customer("ana"),
-        order.order_id,
-        Some("tok_visa"),
-        Some(key("pay-1", &record)),
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let again = pay_with_the_key().await;
     assert_matches!(again, Ok(Replayable::Replayed(ref r)) if r.body == order.order_id.to_string());
     assert_eq!(world.gateway.charges_made(), 1);
 }
 
 #[tokio::test]
 async fn concurrent_payments_of_one_order_charge_once() {
-    let world = World::new().await;
-    let bouquet = world.bouquet().await;
-    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let (world, _, order) = World::with_reserved_order("ana").await;
     let results = futures::future::join_all((0..8).map(|_| {
         let (app, now) = (world.app.clone(), world.now());
         async move {
@@ -230,19 +218,14 @@ async fn concurrent_payments_of_one_order_charge_once() {
         .count();
     assert!(paid >= 1 && paid + in_progress == 8, "{results:?}");
     assert_eq!(world.gateway.charges_made(), 1);
-    assert_eq!(
-        world.order_now(order.order_id).await.status,
-        OrderStatus::Paid
-    );
+    assert_eq!(world.status_of(order.order_id).await, OrderStatus::Paid);
 }
 
 /// Card testing (docs/contract.md, "Abuse limits"): the order's declines lock it until their window
 /// ends (no card is tried meanwhile, a good one neither), then it is payable again.
 #[tokio::test]
 async fn declines_past_the_bound_lock_the_order_until_the_window_ends_and_charge_nothing() {
-    let world = World::new().await;
-    let bouquet = world.bouquet().await;
-    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let (world, _, order) = World::with_reserved_order("ana").await;
     let per_order = Config::default().declines_per_order;
     for attempt in 1..=per_order {
         let declined = world.pay("ana", order.order_id, "tok_decline").await;

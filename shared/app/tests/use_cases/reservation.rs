@@ -29,15 +29,12 @@ async fn an_unknown_bouquet_is_unavailable_and_nothing_is_held() {
     let world = World::new().await;
     let known = world.bouquet().await;
     let unknown = BouquetId::generate();
-    let result = reserve(
-        &world.app,
-        &customer("ana"),
-        &ReserveFrom::Bouquets(vec![known.bouquet_id, unknown]),
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let result = world
+        .reserve(
+            &customer("ana"),
+            &ReserveFrom::Bouquets(vec![known.bouquet_id, unknown]),
+        )
+        .await;
     assert!(matches!(result, Err(ReserveError::Unavailable(ids)) if ids == vec![unknown]));
     assert!(is_available(&world.bouquet_now(known.bouquet_id).await));
 }
@@ -74,27 +71,20 @@ async fn the_same_key_reserves_once_and_replays_the_first_answer() {
     let ana = customer("ana");
     let from = ReserveFrom::Bouquets(vec![bouquet.bouquet_id]);
     let record = remembering("key-1", world.now());
-    let first = reserve(
-        &world.app,
-        &ana,
-        &from,
-        Some(key("key-1", &record)),
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .expect("reserved");
+    // The same request twice, with the same key.
+    let reserve_with_the_key = || {
+        reserve(
+            &world.app,
+            &ana,
+            &from,
+            Some(key("key-1", &record)),
+            CORRELATION,
+            world.now(),
+        )
+    };
+    let first = reserve_with_the_key().await.expect("reserved");
     let order = done(first);
-    let again = reserve(
-        &world.app,
-        &ana,
-        &from,
-        Some(key("key-1", &record)),
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .expect("replayed");
+    let again = reserve_with_the_key().await.expect("replayed");
     match again {
         Replayable::Replayed(stored) => {
             assert_eq!(
@@ -136,15 +126,9 @@ async fn a_customer_cannot_hold_more_orders_than_the_cap() {
         world.bouquet_of(&vendor).await,
     );
     world.reserved(&customer("ana"), &[&a]).await;
-    let second = reserve(
-        &world.app,
-        &customer("ana"),
-        &ReserveFrom::Bouquets(vec![b.bouquet_id]),
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let second = world
+        .reserve(&customer("ana"), &ReserveFrom::Bouquets(vec![b.bouquet_id]))
+        .await;
     assert_matches!(second, Err(ReserveError::Limit(1)));
     assert!(is_available(&world.bouquet_now(b.bouquet_id).await));
 }
@@ -153,15 +137,7 @@ async fn a_customer_cannot_hold_more_orders_than_the_cap() {
 async fn the_cart_is_reserved_and_emptied_in_one_transaction() {
     let world = World::new().await;
     let ana = customer("ana");
-    let empty = reserve(
-        &world.app,
-        &ana,
-        &ReserveFrom::Cart,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let empty = world.reserve(&ana, &ReserveFrom::Cart).await;
     assert_matches!(empty, Err(ReserveError::Domain(DomainError::CartEmpty)));
 
     let bouquet = world.bouquet().await;
@@ -172,16 +148,10 @@ async fn the_cart_is_reserved_and_emptied_in_one_transaction() {
         .await
         .expect("added");
     let order = done(
-        reserve(
-            &world.app,
-            &ana,
-            &ReserveFrom::Cart,
-            None,
-            CORRELATION,
-            world.now(),
-        )
-        .await
-        .expect("reserved"),
+        world
+            .reserve(&ana, &ReserveFrom::Cart)
+            .await
+            .expect("reserved"),
     );
     assert_eq!(
         order.bouquet_ids().collect::<Vec<_>>(),
@@ -195,15 +165,12 @@ async fn the_cart_is_reserved_and_emptied_in_one_transaction() {
 async fn bouquets_of_two_vendors_are_refused() {
     let world = World::new().await;
     let (a, b) = (world.bouquet().await, world.bouquet().await);
-    let result = reserve(
-        &world.app,
-        &customer("ana"),
-        &ReserveFrom::Bouquets(vec![a.bouquet_id, b.bouquet_id]),
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let result = world
+        .reserve(
+            &customer("ana"),
+            &ReserveFrom::Bouquets(vec![a.bouquet_id, b.bouquet_id]),
+        )
+        .await;
     assert_matches!(
         result,
         Err(ReserveError::Domain(DomainError::VendorMismatch))
@@ -227,15 +194,12 @@ async fn reservations_past_the_minutes_bound_are_refused_and_hold_nothing() {
             .await;
     }
     let third = world.bouquet_of(&vendor).await;
-    let refused = reserve(
-        &world.app,
-        &customer("ana"),
-        &ReserveFrom::Bouquets(vec![third.bouquet_id]),
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let refused = world
+        .reserve(
+            &customer("ana"),
+            &ReserveFrom::Bouquets(vec![third.bouquet_id]),
+        )
+        .await;
     let Err(ReserveError::RateLimited { retry_after_secs }) = refused else {
         panic!("{refused:?}")
     };

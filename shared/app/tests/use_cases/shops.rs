@@ -2,8 +2,8 @@ use std::time::Duration;
 
 use bouquet_app::domain::bouquet::NewBouquet;
 use bouquet_app::domain::BouquetStatus;
-use bouquet_app::listing::{self, ListingError};
-use bouquet_app::reservation::{self, ReserveFrom};
+use bouquet_app::listing::ListingError;
+use bouquet_app::reservation::ReserveFrom;
 use bouquet_app::shops::{self, ShopError};
 use bouquet_app::store::{CatalogueFilter, CatalogueSort};
 
@@ -97,26 +97,15 @@ async fn a_suspension_takes_the_shops_bouquets_off_sale_once_and_a_reinstatement
     );
 
     assert!(on_sale(&world).await.is_empty(), "off the catalogue");
-    let reserve = reservation::reserve(
-        &world.app,
-        &customer("ben"),
-        &ReserveFrom::Bouquets(vec![kept.bouquet_id]),
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let reserve = world
+        .reserve(
+            &customer("ben"),
+            &ReserveFrom::Bouquets(vec![kept.bouquet_id]),
+        )
+        .await;
     assert!(reserve.is_err(), "not for sale");
     let new = NewBouquet::validate("Irises", None, ("8.00", "EUR"), None).unwrap();
-    let listing = listing::list_bouquet(
-        &world.app,
-        shop.vendor_id,
-        new,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let listing = world.list_bouquet(shop.vendor_id, new).await;
     assert_matches!(listing, Err(ListingError::VendorSuspended));
     // The order placed before goes on.
     world
@@ -200,7 +189,7 @@ async fn in_catalogue_indexes(world: &World, bouquet_id: bouquet_app::domain::Bo
 #[tokio::test]
 async fn a_rejection_while_the_shop_is_suspended_returns_its_bouquet_off_the_catalogue() {
     use bouquet_app::domain::OrderStatus;
-    use bouquet_app::orders::{transition, Action};
+    use bouquet_app::orders::Action;
     let world = World::new().await;
     let shop = world.vendor().await;
     let bouquet = world.bouquet_of(&shop).await;
@@ -212,21 +201,18 @@ async fn a_rejection_while_the_shop_is_suspended_returns_its_bouquet_off_the_cat
     by_an_administrator(&world, shop.vendor_id, true).await;
     // Open orders go on: the florist rejects this one, and its bouquet comes back unsold but
     // not on sale while the shop is suspended.
-    let rejected = transition(
-        &world.app,
-        &shop_caller(shop.vendor_id),
-        order.order_id,
-        Action::Reject {
-            reason: "Closed for now",
-            withdraw: false,
-        },
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .map(done)
-    .expect("rejected");
+    let rejected = world
+        .transition(
+            &shop_caller(shop.vendor_id),
+            order.order_id,
+            Action::Reject {
+                reason: "Closed for now",
+                withdraw: false,
+            },
+        )
+        .await
+        .map(done)
+        .expect("rejected");
     assert_eq!(rejected.status, OrderStatus::Rejected);
     let returned = world.bouquet_now(bouquet.bouquet_id).await;
     assert_eq!(returned.status, BouquetStatus::Available);

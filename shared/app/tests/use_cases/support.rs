@@ -14,8 +14,10 @@ use bouquet_app::domain::{
     Bouquet, BouquetId, BouquetStatus, CustomerId, ManualClock, Order, OrderId, Timestamp, VaseId,
     Vendor, VendorId,
 };
+use bouquet_app::orders::{Action, TransitionError};
 use bouquet_app::payment::{self, Paid, PayError};
 use bouquet_app::payments::{OnboardingLinks, SimulatedGateway};
+use bouquet_app::reservation::{ReserveError, ReserveFrom};
 use bouquet_app::store::{IdempotencyPut, Store};
 use bouquet_app::{listing, payouts, App, Config, Idempotency, Replayable};
 use bouquet_template::Template;
@@ -78,6 +80,19 @@ impl World {
             dynamodb: client,
             table,
         }
+    }
+
+    /// A new world with one bouquet reserved by `customer`: the order most tests start from.
+    pub async fn with_reserved_order(customer_name: &str) -> (Self, Bouquet, Order) {
+        let world = Self::new().await;
+        let bouquet = world.bouquet().await;
+        let order = world.reserved(&customer(customer_name), &[&bouquet]).await;
+        (world, bouquet, order)
+    }
+
+    /// The stored status of order `id`.
+    pub async fn status_of(&self, id: OrderId) -> bouquet_app::domain::OrderStatus {
+        self.order_now(id).await.status
     }
 
     pub fn now(&self) -> Timestamp {
@@ -162,17 +177,43 @@ impl World {
         let vase = vase.map(|v| v.to_string());
         let new = NewBouquet::validate("Peonies", Some("pink"), (amount, "EUR"), vase.as_deref())
             .expect("a valid listing");
-        let listed = listing::list_bouquet(
-            &self.app,
-            vendor.vendor_id,
-            new,
-            None,
-            CORRELATION,
-            self.now(),
-        )
-        .await
-        .expect("bouquet listed");
+        let listed = self
+            .list_bouquet(vendor.vendor_id, new)
+            .await
+            .expect("bouquet listed");
         done(listed)
+    }
+
+    /// `listing::list_bouquet` of `new` for `vendor_id`, now, without an idempotency key.
+    pub async fn list_bouquet(
+        &self,
+        vendor_id: VendorId,
+        new: NewBouquet,
+    ) -> Result<Replayable<Bouquet>, listing::ListingError> {
+        let now = self.now();
+        listing::list_bouquet(&self.app, vendor_id, new, None, CORRELATION, now).await
+    }
+
+    /// Order `order_id`'s `action` by `caller`, now, without an idempotency key.
+    pub async fn transition(
+        &self,
+        caller: &Identity,
+        order_id: OrderId,
+        action: Action<'_>,
+    ) -> Result<Replayable<Order>, TransitionError> {
+        let now = self.now();
+        bouquet_app::orders::transition(&self.app, caller, order_id, action, None, CORRELATION, now)
+            .await
+    }
+
+    /// A reservation for `customer` from `from`, now, without an idempotency key.
+    pub async fn reserve(
+        &self,
+        customer: &CustomerId,
+        from: &ReserveFrom,
+    ) -> Result<Replayable<Order>, ReserveError> {
+        let now = self.now();
+        bouquet_app::reservation::reserve(&self.app, customer, from, None, CORRELATION, now).await
     }
 
     pub async fn bouquet_now(&self, id: BouquetId) -> Bouquet {

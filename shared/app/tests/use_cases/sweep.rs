@@ -13,9 +13,7 @@ fn deadline() -> tokio::time::Instant {
 
 #[tokio::test]
 async fn a_lapsed_reservation_expires_and_frees_its_bouquets() {
-    let world = World::new().await;
-    let bouquet = world.bouquet().await;
-    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    let (world, bouquet, order) = World::with_reserved_order("ana").await;
     let early = sweep(&world.app, CORRELATION, deadline())
         .await
         .expect("swept");
@@ -25,10 +23,7 @@ async fn a_lapsed_reservation_expires_and_frees_its_bouquets() {
         .await
         .expect("swept");
     assert_eq!((report.expired, report.failed), (1, 0), "{report:?}");
-    assert_eq!(
-        world.order_now(order.order_id).await.status,
-        OrderStatus::Expired
-    );
+    assert_eq!(world.status_of(order.order_id).await, OrderStatus::Expired);
     assert!(is_available(&world.bouquet_now(bouquet.bouquet_id).await));
     // A second run finds nothing to do.
     let again = sweep(&world.app, CORRELATION, deadline())

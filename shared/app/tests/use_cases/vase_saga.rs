@@ -9,7 +9,7 @@ use bouquet_app::domain::identity::Identity;
 use bouquet_app::domain::{Bouquet, BouquetStatus, VaseId, Vendor, VendorId};
 use bouquet_app::iot::{AwsDeviceRegistry, Registrar};
 use bouquet_app::vase_saga::{self, Registered, VaseSagaError};
-use bouquet_app::{bouquets, listing, Replayable};
+use bouquet_app::{bouquets, Replayable};
 
 use crate::support::*;
 
@@ -103,18 +103,7 @@ async fn a_vase_is_registered_rotated_and_decommissioned_in_step_with_iot_core()
     // In use while a bouquet stands in it; then decommissioned, item and thing gone.
     let vase_text = vase_id.to_string();
     let new = NewBouquet::validate("Tulips", None, ("20.00", "EUR"), Some(&vase_text)).unwrap();
-    let bouquet = done(
-        listing::list_bouquet(
-            &world.app,
-            vendor.vendor_id,
-            new,
-            None,
-            CORRELATION,
-            world.now(),
-        )
-        .await
-        .unwrap(),
-    );
+    let bouquet = done(world.list_bouquet(vendor.vendor_id, new).await.unwrap());
     let in_use = vase_saga::decommission(
         &world.app,
         &registrar,
@@ -338,20 +327,17 @@ async fn a_vase_whose_bouquet_left_sale_is_decommissioned_however_it_left() {
         .pay("bea", order.order_id, "tok_visa")
         .await
         .expect("paid");
-    bouquet_app::orders::transition(
-        &world.app,
-        &vendor_says,
-        order.order_id,
-        bouquet_app::orders::Action::Reject {
-            reason: "The tulips wilted",
-            withdraw: true,
-        },
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .expect("rejected");
+    world
+        .transition(
+            &vendor_says,
+            order.order_id,
+            bouquet_app::orders::Action::Reject {
+                reason: "The tulips wilted",
+                withdraw: true,
+            },
+        )
+        .await
+        .expect("rejected");
     assert_eq!(
         world.bouquet_now(rejected.bouquet_id).await.status,
         BouquetStatus::Withdrawn

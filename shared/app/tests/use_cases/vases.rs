@@ -4,7 +4,7 @@ use bouquet_app::domain::bouquet::NewBouquet;
 use bouquet_app::domain::vase::Connection;
 use bouquet_app::domain::{Reading, VaseMessage};
 use bouquet_app::vases::{self, Applied};
-use bouquet_app::{listing, Config};
+use bouquet_app::Config;
 
 use crate::support::*;
 
@@ -81,17 +81,7 @@ async fn a_reading_scores_the_bouquet_in_the_vase_once() {
     let vase = world.vase_of(&vendor).await;
     let vase_text = vase.vase_id.to_string();
     let new = NewBouquet::validate("Tulips", None, ("20.00", "EUR"), Some(&vase_text)).unwrap();
-    let bouquet = match listing::list_bouquet(
-        &world.app,
-        vendor.vendor_id,
-        new,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap()
-    {
+    let bouquet = match world.list_bouquet(vendor.vendor_id, new).await.unwrap() {
         bouquet_app::Replayable::Done(b) => b,
         other => panic!("{other:?}"),
     };

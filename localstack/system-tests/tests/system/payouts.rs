@@ -1,0 +1,176 @@
+//! A shop's payouts through the functions: onboarding opens its account once, the provider's
+//! signed `account.updated` decides whether its bouquets can be reserved, and a payment goes
+//! to that account less the marketplace's fee, which a rejection's refund takes back, once.
+
+use serde_json::{json, Value};
+use system_tests::{account_report, by_vendor, fixture, Outcome, PathParams, TestCloud};
+
+fn s(
+    item: &std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
+    name: &str,
+) -> String {
+    match item.get(name) {
+        Some(aws_sdk_dynamodb::types::AttributeValue::S(text)) => text.clone(),
+        Some(aws_sdk_dynamodb::types::AttributeValue::N(number)) => number.clone(),
+        Some(aws_sdk_dynamodb::types::AttributeValue::Bool(flag)) => flag.to_string(),
+        _ => String::new(),
+    }
+}
+
+#[tokio::test]
+async fn a_shop_onboards_is_paid_less_the_fee_and_a_rejection_takes_both_back_once() {
+    let cloud = TestCloud::new().await;
+    let vendor = cloud.vendor_without_payouts("Bloom").await;
+    let bouquet = cloud.bouquet(&vendor, "24.50").await;
+    let refused = cloud.reserve("c1", &[&bouquet]).await;
+    assert_eq!(
+        refused.status_and_code(),
+        (409, Some("vendor.payouts_not_ready")),
+        "no account yet"
+    );
+
+    // Who may onboard: the shop's own vendor, with the console's return pages.
+    let onboarding = |request: system_tests::ApiRequest| request.vendor_id(&vendor);
+    let other = cloud.vendor_without_payouts("Petal").await;
+    for (caller, status) in [
+        (
+            onboarding(fixture("start-payout-onboarding").customer("c1")),
+            403,
+        ),
+        (
+            onboarding(fixture("start-payout-onboarding").vendor(&other)),
+            403,
+        ),
+        (
+            onboarding(fixture("start-payout-onboarding").vendor(&vendor))
+                .json(json!({ "returnUrl": "http://evil.example/", "refreshUrl": "/x" })),
+            400,
+        ),
+    ] {
+        assert_eq!(cloud.send(caller).await.status, status);
+    }
+    let opened = cloud
+        .send(fixture("start-payout-onboarding").own_shop(&vendor))
+        .await;
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    let account = opened.body["accountId"].as_str().unwrap().to_owned();
+    assert!(
+        opened.body["url"].as_str().unwrap().starts_with(&format!(
+            "https://shop.example/local/connect/{account}?return_url="
+        )),
+        "{}",
+        opened.body
+    );
+    assert_eq!(opened.body["chargesEnabled"], false);
+    let again = cloud
+        .send(fixture("start-payout-onboarding").own_shop(&vendor))
+        .await;
+    assert_eq!(
+        again.body["accountId"],
+        account.as_str(),
+        "one account per shop"
+    );
+
+    // The provider's reports: enabled; the same again; an older one (disabled) arriving late.
+    let now = bouquet_app::domain::Clock::now(cloud.clock.as_ref()).as_epoch_seconds();
+    let outcome = |answer: system_tests::ApiResponse| {
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        answer.body["outcome"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(
+        outcome(
+            cloud
+                .send(account_report(&account, &vendor, true, now))
+                .await
+        ),
+        "changed"
+    );
+    assert_eq!(
+        outcome(
+            cloud
+                .send(account_report(&account, &vendor, true, now))
+                .await
+        ),
+        "confirmed"
+    );
+    assert_eq!(
+        outcome(
+            cloud
+                .send(account_report(&account, &vendor, false, now - 60))
+                .await
+        ),
+        "ignored"
+    );
+    let foreign = account_report("acct_other", "not-a-shop", true, now);
+    assert_eq!(outcome(cloud.send(foreign).await), "ignored");
+
+    // Paid to the shop's account, less 15 %: 3.68 of 24.50 to the marketplace.
+    let order = cloud.reserved_order_id("c1", &[&bouquet]).await;
+    let paid = cloud.pay_by_card("c1", &order).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    assert_eq!(
+        paid.body["settlement"],
+        json!({
+            "gross": {"amount": "24.50", "currency": "EUR"},
+            "fee": {"amount": "3.68", "currency": "EUR"},
+            "net": {"amount": "20.82", "currency": "EUR"},
+            "commissionBasisPoints": 1500,
+        })
+    );
+    let charge = || async {
+        cloud
+            .items()
+            .await
+            .into_iter()
+            .find(|i| s(i, "pk") == format!("SIMPAY#{order}-0"))
+            .expect("the simulated provider's charge")
+    };
+    let made = charge().await;
+    assert_eq!(
+        (
+            s(&made, "destination"),
+            s(&made, "applicationFeeMinor"),
+            s(&made, "amountMinor")
+        ),
+        (account.clone(), "368".to_owned(), "2450".to_owned())
+    );
+
+    // Rejected: refunded, the transfer reversed and the fee refunded; a retry does nothing more.
+    for _ in 0..2 {
+        let rejected = cloud
+            .send(by_vendor("reject-order", &vendor).order_id(&order))
+            .await;
+        assert!(matches!(rejected.status, 200 | 409), "{}", rejected.body);
+    }
+    let refunded = charge().await;
+    assert_eq!(
+        (
+            s(&refunded, "refunded"),
+            s(&refunded, "transferReversed"),
+            s(&refunded, "feeRefunded")
+        ),
+        ("true".to_owned(), "true".to_owned(), "true".to_owned())
+    );
+    let events: Vec<Value> = cloud
+        .items_of("event")
+        .await
+        .iter()
+        .filter(|e| s(e, "eventName") == "VendorPayoutsChanged")
+        .map(|e| serde_json::from_str(&s(e, "detail")).unwrap())
+        .collect();
+    let flags: Vec<(Value, Value)> = events
+        .iter()
+        .filter(|e| e["aggregateId"] == vendor.as_str())
+        .map(|e| {
+            (
+                e["data"]["chargesEnabled"].clone(),
+                e["data"]["payoutsEnabled"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        flags,
+        [(json!(false), json!(false)), (json!(true), json!(true))],
+        "opened, then enabled"
+    );
+}
