@@ -59,6 +59,8 @@ pub const INVARIANTS: &[Invariant] = &[
     suspended_shops_write_nothing,
     bouquets_show_their_latest_photo,
     catalogue_indexes_hold_the_listed_bouquets_at_their_score,
+    paid_orders_split_by_the_rule_to_their_shop,
+    refunds_take_back_transfer_and_fee,
 ];
 
 /// How long after its lease (or after the gateway left it unanswered) a payment may stay
@@ -1028,6 +1030,108 @@ pub fn catalogue_indexes_hold_the_listed_bouquets_at_their_score(evidence: &Evid
     Check {
         name: "the catalogue's indexes hold the listed bouquets, each at its score and price",
         checked: bouquets.len(),
+        violations,
+    }
+}
+
+/// Every order that was paid (rejected ones too) totals its lines; its split is the rounding
+/// rule's (fee = total × commission rounded half up, `bouquet_domain::commission`); it names
+/// its shop's payout account (reservations need one); and its charge was for that total, to
+/// that account, with that fee.
+pub fn paid_orders_split_by_the_rule_to_their_shop(evidence: &Evidence) -> Check {
+    use bouquet_app::domain::commission::CommissionRate;
+    use bouquet_app::domain::{Currency, Money};
+    let mut violations = Vec::new();
+    let charged: Vec<&Value> = orders(evidence)
+        .into_iter()
+        .filter(|o| paid(o) || s(o, "status") == "rejected")
+        .collect();
+    for order in &charged {
+        let id = s(order, "orderId");
+        let total = n(order, "totalMinor");
+        let lines: i64 = order["lines"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|l| n(l, "priceMinor"))
+            .sum();
+        if total != lines {
+            violations.push(format!("order {id} totals {total}, its lines {lines}"));
+        }
+        let (Some(bps), Some(fee)) = (order["commissionBps"].as_i64(), order["feeMinor"].as_i64())
+        else {
+            violations.push(format!("paid order {id} has no split"));
+            continue;
+        };
+        let currency = Currency::parse(s(order, "currency"));
+        let rule = CommissionRate::from_basis_points(bps)
+            .ok()
+            .zip(currency.ok())
+            .map(|(rate, currency)| {
+                rate.settle(Money::from_minor(total, currency))
+                    .fee()
+                    .minor()
+            });
+        if rule != Some(fee) {
+            violations.push(format!(
+                "order {id}: fee {fee} on {total} at {bps} bp; the rule gives {rule:?}"
+            ));
+        }
+        let shop_account = with_prefix(&evidence.items, "VENDOR#")
+            .find(|v| s(v, "sk") == "VENDOR" && s(v, "vendorId") == s(order, "vendorId"))
+            .map(|v| s(v, "payoutAccountId"));
+        let account = s(order, "payoutAccount");
+        if account.is_empty() || Some(account) != shop_account {
+            violations.push(format!(
+                "order {id} was paid to {account:?}, its shop's account is {shop_account:?}"
+            ));
+        }
+        let charge = with_prefix(&evidence.items, "SIMPAY#")
+            .find(|c| s(c, "chargeId") == s(order, "chargeId") && s(c, "outcome") == "approved");
+        match charge {
+            Some(charge)
+                if n(charge, "amountMinor") == total
+                    && s(charge, "destination") == account
+                    && charge["applicationFeeMinor"].as_i64() == Some(fee) => {}
+            Some(charge) => violations.push(format!(
+                "order {id} ({total}, fee {fee}, to {account}): its charge was {} to {:?} with fee {:?}",
+                n(charge, "amountMinor"),
+                s(charge, "destination"),
+                charge["applicationFeeMinor"].as_i64()
+            )),
+            None => violations.push(format!("paid order {id}: no approved charge")),
+        }
+    }
+    Check {
+        name: "every paid order totals its lines, splits by the rounding rule and was charged to its shop's account with that fee",
+        checked: charged.len(),
+        violations,
+    }
+}
+
+/// Every refunded charge that went to a shop's account took back the transfer and the
+/// marketplace's fee (flags on the provider's one refund: a retried refund is the same one).
+pub fn refunds_take_back_transfer_and_fee(evidence: &Evidence) -> Check {
+    let refunded: Vec<&Value> = with_prefix(&evidence.items, "SIMPAY#")
+        .filter(|c| c["refunded"].as_bool() == Some(true) && !s(c, "destination").is_empty())
+        .collect();
+    let violations = refunded
+        .iter()
+        .filter(|c| {
+            c["transferReversed"].as_bool() != Some(true)
+                || c["feeRefunded"].as_bool() != Some(true)
+        })
+        .map(|c| {
+            format!(
+                "charge {} to {} was refunded without taking back its transfer and fee",
+                s(c, "chargeId"),
+                s(c, "destination")
+            )
+        })
+        .collect();
+    Check {
+        name: "every refunded charge to a shop took back its transfer and the fee",
+        checked: refunded.len(),
         violations,
     }
 }

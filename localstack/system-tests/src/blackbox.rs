@@ -10,7 +10,7 @@ use hyper::body::Bytes;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
 
 /// One HTTP answer: status, the `ETag` if any, and the body as JSON (`Null` when empty).
@@ -166,6 +166,48 @@ impl Api {
         let key = key.map(str::to_owned).unwrap_or_else(self::key);
         self.send_retried("POST", path, token, &[("idempotency-key", &key)], body)
             .await
+    }
+
+    /// `seller` (a vendor's token) opens its shop's payout account; returns the answer
+    /// (`accountId`, `url`, `chargesEnabled`).
+    pub async fn start_payouts(&self, seller: &str, vendor_id: &str) -> Result<Value, String> {
+        let console = json!({
+            "returnUrl": format!("{}/#/vendor", self.base),
+            "refreshUrl": format!("{}/#/vendor", self.base),
+        });
+        let path = format!("/v1/vendors/{vendor_id}/payouts/onboarding");
+        let (opened, _) = self.post(&path, Some(seller), None, Some(&console)).await;
+        if opened.status != 200 {
+            return Err(format!("payouts onboarding answered {opened:?}"));
+        }
+        Ok(opened.body)
+    }
+
+    /// On the dev stack: [`Api::start_payouts`], then the simulated provider's report that the
+    /// account takes charges, through the webhook route as finishing its onboarding page does.
+    pub async fn onboard_payouts_locally(
+        &self,
+        seller: &str,
+        vendor_id: &str,
+    ) -> Result<(), String> {
+        let opened = self.start_payouts(seller, vendor_id).await?;
+        let account = opened["accountId"].as_str().ok_or("no accountId")?;
+        let (signature, event) =
+            devstack::console::simulated_account_report(account, vendor_id, true);
+        let event: Value = serde_json::from_slice(&event).map_err(|e| e.to_string())?;
+        let (reported, _) = self
+            .send_retried(
+                "POST",
+                "/v1/payments/webhook",
+                None,
+                &[("stripe-signature", &signature)],
+                Some(&event),
+            )
+            .await;
+        if reported.status != 200 || reported.body["outcome"] != "changed" {
+            return Err(format!("the account report answered {reported:?}"));
+        }
+        Ok(())
     }
 }
 

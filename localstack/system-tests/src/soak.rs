@@ -100,6 +100,7 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
             .ok_or_else(|| format!("creating a vendor: {created:?}"))?
             .to_owned();
         let token = blackbox::local_token("vendor", &format!("soak-vendor-{v}"), Some(&vendor_id));
+        api.onboard_payouts_locally(&token, &vendor_id).await?;
         let mut bouquets = Vec::new();
         for b in 0..plan.bouquets_per_vendor {
             let (listed, _) = api

@@ -198,6 +198,22 @@ async fn run(args: &Args, checks: &mut Checks) -> Result<(), String> {
     };
     checks.ok(&format!("the vendor {vendor_id} and its member's token"));
 
+    // Its payouts: locally the simulated provider finishes onboarding; a deployed stage's smoke
+    // shop is onboarded once by a person on the provider's page (docs/deploying.md).
+    if args.local_tokens {
+        api.onboard_payouts_locally(&vendor_token, &vendor_id)
+            .await?;
+    } else {
+        let payouts = api.start_payouts(&vendor_token, &vendor_id).await?;
+        if payouts["chargesEnabled"] != true {
+            return Err(format!(
+                "the smoke shop {vendor_id} cannot take payments yet: finish its onboarding once at {} and run again",
+                payouts["url"]
+            ));
+        }
+    }
+    checks.ok("the shop's payout account takes charges");
+
     let (listed, _) = api
         .post(
             &format!("/v1/vendors/{vendor_id}/bouquets"),

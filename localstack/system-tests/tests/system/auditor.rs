@@ -15,7 +15,9 @@ fn clean() -> Evidence {
     let items = vec![
         json!({"pk": "ORDER#o1", "sk": "ORDER", "orderId": "o1", "customerId": "alice",
                "vendorId": "v1", "status": "paid", "chargeId": "ch_1", "totalMinor": 1250,
-               "lines": [{"bouquetId": "b1"}],
+               "currency": "EUR", "commissionBps": 1500, "feeMinor": 188,
+               "payoutAccount": "acct_sim_v1",
+               "lines": [{"bouquetId": "b1", "priceMinor": 1250}],
                "delivery": {"recipientName": "Ada Lovelace", "recipientPhone": "+441234567890",
                             "address": {"street": "1 Main Street", "postcode": "N1",
                                         "city": "London", "country": "GB"},
@@ -23,7 +25,8 @@ fn clean() -> Evidence {
         json!({"pk": "BOUQUET#b1", "sk": "BOUQUET", "bouquetId": "b1", "status": "sold",
                "orderId": "o1", "freshness": 7, "freshnessSort": "007#b1", "priceMinor": 1250,
                "priceSort": "000000001250#b1"}),
-        json!({"pk": "SIMPAY#o1-0", "sk": "CHARGE", "outcome": "approved", "chargeId": "ch_1"}),
+        json!({"pk": "SIMPAY#o1-0", "sk": "CHARGE", "outcome": "approved", "chargeId": "ch_1",
+               "amountMinor": 1250, "destination": "acct_sim_v1", "applicationFeeMinor": 188}),
         json!({"pk": "OUTBOX#o1", "sk": "EVENT#1", "eventName": "OrderPaid", "eventId": "e1",
                "aggregateId": "o1", "occurredAt": NOW}),
         json!({"pk": "PROCESSED#vendor-analytics#e1", "sk": "PROCESSED"}),
@@ -32,6 +35,8 @@ fn clean() -> Evidence {
         json!({"pk": "CUSTOMER#alice#HOLDS", "sk": "HOLDS", "holding": 0}),
         json!({"pk": "VASE#v9", "sk": "VASE", "connection": "online",
                "lastHeartbeatAt": NOW - 5_000}),
+        json!({"pk": "VENDOR#v1", "sk": "VENDOR", "vendorId": "v1",
+               "payoutAccountId": "acct_sim_v1", "chargesEnabled": true}),
     ];
     let mut journal = Journal::default();
     journal.customers.push("alice".into());
@@ -320,6 +325,9 @@ fn each_planted_fault_is_caught_by_its_invariant() {
     );
     unrefunded_rejection.items[0]["refundedAt"] = json!(NOW);
     unrefunded_rejection.items[2]["refunded"] = json!(true);
+    // A charge to the shop's account: its refund takes the transfer and the fee back.
+    unrefunded_rejection.items[2]["transferReversed"] = json!(true);
+    unrefunded_rejection.items[2]["feeRefunded"] = json!(true);
     assert_eq!(
         violations(&unrefunded_rejection),
         vec![],
@@ -536,4 +544,48 @@ fn a_public_subscription_in_a_shard_without_a_running_lease_is_caught() {
             )]
         );
     }
+}
+
+#[test]
+fn a_fee_off_the_rule_a_charge_elsewhere_and_a_refund_keeping_the_transfer_are_caught() {
+    const SPLIT: &str = "every paid order totals its lines, splits by the rounding rule and was charged to its shop's account with that fee";
+    // 15 % of 12.50 is 1.875: 1.88 by the rule, not 1.87.
+    let mut rounded_down = clean();
+    rounded_down.items[0]["feeMinor"] = json!(187);
+    rounded_down.items[2]["applicationFeeMinor"] = json!(187);
+    assert_eq!(failing(&rounded_down), [SPLIT]);
+
+    let mut elsewhere = clean();
+    elsewhere.items[2]["destination"] = json!("acct_someone_else");
+    assert_eq!(failing(&elsewhere), [SPLIT]);
+
+    let mut short = clean();
+    short.items[2]["amountMinor"] = json!(1000);
+    assert_eq!(failing(&short), [SPLIT]);
+
+    let mut no_split = clean();
+    for field in ["commissionBps", "feeMinor"] {
+        no_split.items[0].as_object_mut().unwrap().remove(field);
+    }
+    assert_eq!(failing(&no_split), [SPLIT]);
+
+    // A rejected order refunded, its shop's transfer kept.
+    let mut kept = clean();
+    kept.items[0]["status"] = json!("rejected");
+    kept.items[0]["refundedAt"] = json!(NOW);
+    kept.items[1]["status"] = json!("available");
+    kept.items[1].as_object_mut().unwrap().remove("orderId");
+    kept.items[2]["refunded"] = json!(true);
+    let failed = failing(&kept);
+    assert!(
+        failed.contains(&"every refunded charge to a shop took back its transfer and the fee"),
+        "{failed:?}"
+    );
+    kept.items[2]["transferReversed"] = json!(true);
+    kept.items[2]["feeRefunded"] = json!(true);
+    assert!(
+        !failing(&kept)
+            .contains(&"every refunded charge to a shop took back its transfer and the fee"),
+        "taken back"
+    );
 }
