@@ -120,19 +120,7 @@ pub async fn onboard_payouts(api: &LocalApi, token: &str, vendor_id: &str) -> Re
             ))
         })?;
     let (signature, event) = crate::console::simulated_account_report(account, vendor_id, true);
-    let (status, _, body) = api
-        .handle(Incoming {
-            method: "POST".into(),
-            path: "/v1/payments/webhook".into(),
-            headers: vec![
-                ("content-type".into(), "application/json".into()),
-                ("stripe-signature".into(), signature),
-            ],
-            body: event,
-            source_ip: "127.0.0.1".into(),
-            ..Incoming::default()
-        })
-        .await;
+    let (status, _, body) = api.deliver_webhook(signature, event, "127.0.0.1").await;
     if status != StatusCode::OK {
         return Err(DevError::Unexpected(format!(
             "the account report answered {status}: {}",

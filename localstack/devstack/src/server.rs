@@ -94,6 +94,28 @@ impl LocalApi {
         self.edge.as_ref()
     }
 
+    /// Delivers a payment provider's signed `event` to the API's own webhook route, as the
+    /// provider would (the simulated bank and onboarding page, the seed).
+    pub async fn deliver_webhook(
+        &self,
+        signature: String,
+        event: Vec<u8>,
+        source_ip: &str,
+    ) -> (StatusCode, Vec<(String, String)>, Vec<u8>) {
+        self.handle(Incoming {
+            method: "POST".into(),
+            path: "/v1/payments/webhook".into(),
+            headers: vec![
+                ("content-type".into(), "application/json".into()),
+                ("stripe-signature".into(), signature),
+            ],
+            body: event,
+            source_ip: source_ip.into(),
+            ..Incoming::default()
+        })
+        .await
+    }
+
     /// Answers one request as CloudFront (with the edge cache on) and API Gateway would.
     pub async fn handle(
         &self,
@@ -235,18 +257,8 @@ impl LocalApi {
             // webhook route as Stripe would deliver it.
             return match console.authenticate(&body).await {
                 Ok((signature, event)) => to_hyper(
-                    self.handle(Incoming {
-                        method: "POST".into(),
-                        path: "/v1/payments/webhook".into(),
-                        headers: vec![
-                            ("content-type".into(), "application/json".into()),
-                            ("stripe-signature".into(), signature),
-                        ],
-                        body: event,
-                        source_ip: peer.ip().to_string(),
-                        ..Incoming::default()
-                    })
-                    .await,
+                    self.deliver_webhook(signature, event, &peer.ip().to_string())
+                        .await,
                 ),
                 Err(refused) => refused,
             };
@@ -264,17 +276,7 @@ impl LocalApi {
                     return_url,
                 }) => {
                     let (status, headers, answer) = self
-                        .handle(Incoming {
-                            method: "POST".into(),
-                            path: "/v1/payments/webhook".into(),
-                            headers: vec![
-                                ("content-type".into(), "application/json".into()),
-                                ("stripe-signature".into(), signature),
-                            ],
-                            body: event,
-                            source_ip: peer.ip().to_string(),
-                            ..Incoming::default()
-                        })
+                        .deliver_webhook(signature, event, &peer.ip().to_string())
                         .await;
                     if status == StatusCode::OK {
                         to_hyper((
