@@ -54,6 +54,7 @@ http_functions! {
     "get-photo-upload" => get_photo_upload,
     "list-vendors" => list_vendors,
     "suspend-vendor" => suspend_vendor,
+    "set-vendor-commission" => set_vendor_commission,
     "reinstate-vendor" => reinstate_vendor,
     "register-vase" => register_vase,
     "rotate-vase-certificate" => rotate_vase_certificate,

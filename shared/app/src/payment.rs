@@ -145,20 +145,14 @@ pub async fn pay(
                 .map_err(DomainError::DeliveryDateLapsed)?;
         }
         let payee = shop.as_ref().and_then(|shop| shop.payee().ok());
+        let commission = shop.as_ref().map_or(app.config.commission, |shop| {
+            shop.commission_or(app.config.commission)
+        });
         if payee.is_none() && app.config.payouts_required {
             return Err(PayError::PayoutsNotReady);
         }
         let mut claimed = order.clone();
-        match checkout::claim(
-            store,
-            &mut claimed,
-            app.config.commission,
-            payee,
-            correlation_id,
-            now,
-        )
-        .await
-        {
+        match checkout::claim(store, &mut claimed, commission, payee, correlation_id, now).await {
             Ok(true) => {}
             Ok(false) => return Ok(Replayable::Done(Paid::Paid(order))),
             Err(CheckoutError::Changed) => continue,

@@ -11,6 +11,7 @@
 //! sends it again, and what the first attempt left is done then.
 
 use crate::problem::ApiError;
+use bouquet_domain::commission::CommissionRate;
 use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::identity::{Identity, NotAllowed, Role};
 use bouquet_domain::{BouquetId, Timestamp, Vendor, VendorId};
@@ -160,13 +161,63 @@ async fn mark_bouquets(
     }
 }
 
-/// The shop's own item, with its event when it changed.
+/// An administrator sets the shop's commission (`None`: the marketplace's again), with
+/// `VendorCommissionChanged`; the change joins the shop's history. Orders claimed for payment
+/// from then on are split at it. Setting what it is already changes nothing.
+pub async fn set_commission(
+    app: &App,
+    caller: &Identity,
+    vendor_id: VendorId,
+    rate: Option<CommissionRate>,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Vendor, ShopError> {
+    caller.require(Role::Admin)?;
+    change_shop(app, vendor_id, correlation_id, |shop| {
+        shop.set_commission(rate, caller.subject.as_str(), now)
+            .then_some((
+                EventData::VendorCommissionChanged {
+                    vendor_id,
+                    commission_basis_points: rate.map(CommissionRate::basis_points),
+                },
+                now,
+            ))
+    })
+    .await
+}
+
+/// The shop's own item suspended or reinstated, with its event when it changed.
 async fn mark_shop(
     app: &App,
     vendor_id: VendorId,
     suspended: bool,
     correlation_id: &str,
     now: Timestamp,
+) -> Result<Vendor, ShopError> {
+    change_shop(app, vendor_id, correlation_id, |shop| {
+        // The stamp is when the mark is decided, not when the request began: a shop keeps
+        // trading while its bouquets are taken off sale, and the auditor holds it to this
+        // stamp (nothing of its own written after it).
+        let stamp = app.clock.now().max(now);
+        if suspended {
+            shop.suspend(stamp)
+                .then_some((EventData::VendorSuspended { vendor_id }, stamp))
+        } else {
+            shop.reinstate()
+                .then_some((EventData::VendorReinstated { vendor_id }, stamp))
+        }
+    })
+    .await
+}
+
+/// Reads the shop, applies `change` (which gives the event and its time, or `None` when it
+/// changed nothing) and saves it at the version read, again from a fresh read when it moved
+/// meanwhile.
+async fn change_shop(
+    app: &App,
+    vendor_id: VendorId,
+    correlation_id: &str,
+    mut change: impl FnMut(&mut Vendor) -> Option<(EventData, Timestamp)>,
 ) -> Result<Vendor, ShopError> {
     let mut retry = Retry::optimistic();
     while retry.next().await {
@@ -175,25 +226,11 @@ async fn mark_shop(
             .vendor(vendor_id, true)
             .await?
             .ok_or(ShopError::NotFound)?;
-        // The stamp is when the mark is decided, not when the request began: a shop keeps
-        // trading while its bouquets are taken off sale, and the auditor holds it to this
-        // stamp (nothing of its own written after it).
-        let stamp = app.clock.now().max(now);
         let mut changed = read.clone();
-        let moved = if suspended {
-            changed.suspend(stamp)
-        } else {
-            changed.reinstate()
-        };
-        if !moved {
+        let Some((data, at)) = change(&mut changed) else {
             return Ok(read);
-        }
-        let data = if suspended {
-            EventData::VendorSuspended { vendor_id }
-        } else {
-            EventData::VendorReinstated { vendor_id }
         };
-        let event = DomainEvent::new(vendor_id, changed.version, stamp, correlation_id, data);
+        let event = DomainEvent::new(vendor_id, changed.version, at, correlation_id, data);
         match app
             .store
             .save_vendor(&changed, read.version, Some(&event))

@@ -156,6 +156,7 @@ pub fn route(name: &str, ids: &EventIds) -> Vec<Channel> {
             [orders, vendor].into_iter().flatten().collect()
         }
         "DeliverySettingsChanged"
+        | "VendorCommissionChanged"
         | "VaseRegistered"
         | "VaseCameOnline"
         | "VaseWentOffline"

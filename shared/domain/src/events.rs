@@ -31,6 +31,11 @@ pub enum EventData {
         charges_enabled: bool,
         payouts_enabled: bool,
     },
+    /// An administrator set the shop's commission (`None`: the marketplace's again).
+    VendorCommissionChanged {
+        vendor_id: VendorId,
+        commission_basis_points: Option<u16>,
+    },
     /// The vendor changed where, when and how far ahead it delivers (the settings are
     /// public: the checkout shows them).
     DeliverySettingsChanged {
@@ -160,11 +165,12 @@ pub enum EventData {
 
 impl EventData {
     /// Every event name (the EventBridge detail-types); `infra/events/{name}.json` is its schema.
-    pub const NAMES: [&'static str; 24] = [
+    pub const NAMES: [&'static str; 25] = [
         "VendorOnboarded",
         "VendorSuspended",
         "VendorReinstated",
         "VendorPayoutsChanged",
+        "VendorCommissionChanged",
         "DeliverySettingsChanged",
         "BouquetListed",
         "BouquetChanged",
@@ -193,6 +199,7 @@ impl EventData {
             EventData::VendorSuspended { .. } => "VendorSuspended",
             EventData::VendorReinstated { .. } => "VendorReinstated",
             EventData::VendorPayoutsChanged { .. } => "VendorPayoutsChanged",
+            EventData::VendorCommissionChanged { .. } => "VendorCommissionChanged",
             EventData::DeliverySettingsChanged { .. } => "DeliverySettingsChanged",
             EventData::BouquetListed { .. } => "BouquetListed",
             EventData::BouquetChanged { .. } => "BouquetChanged",

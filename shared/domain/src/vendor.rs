@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::clock::Timestamp;
+use crate::commission::CommissionRate;
 use crate::ids::VendorId;
 use crate::text;
 use crate::validation::{FieldError, Validation};
@@ -20,6 +21,26 @@ pub struct Vendor {
     /// The shop's connected payment account, once its onboarding started.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payout_account: Option<PayoutAccount>,
+    /// The shop's own commission, set by an administrator (`None`: the marketplace's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commission: Option<CommissionRate>,
+    /// Every change of it, oldest first (the last [`COMMISSION_HISTORY`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub commission_history: Vec<CommissionChange>,
+}
+
+/// How many changes of a shop's commission it keeps.
+pub const COMMISSION_HISTORY: usize = 100;
+
+/// An administrator's change of a shop's commission.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommissionChange {
+    /// The shop's commission from then on; `None`: the marketplace's again.
+    pub basis_points: Option<CommissionRate>,
+    pub at: Timestamp,
+    /// The administrator (`sub`).
+    pub by: String,
 }
 
 /// A shop's connected account at the PSP (Stripe Connect, Express) and what the PSP last said
@@ -86,6 +107,8 @@ impl Vendor {
             created_at: now,
             suspended_at: None,
             payout_account: None,
+            commission: None,
+            commission_history: Vec::new(),
         })
     }
 
@@ -99,6 +122,37 @@ impl Vendor {
             return false;
         }
         self.suspended_at = Some(now);
+        self.version += 1;
+        true
+    }
+
+    /// The commission on the shop's orders: its own, else the marketplace's `default`.
+    pub fn commission_or(&self, default: CommissionRate) -> CommissionRate {
+        self.commission.unwrap_or(default)
+    }
+
+    /// An administrator (`by`) sets the shop's commission (`None`: the marketplace's); `false`,
+    /// and no change, when it is that already. The change joins the history.
+    pub fn set_commission(
+        &mut self,
+        rate: Option<CommissionRate>,
+        by: &str,
+        now: Timestamp,
+    ) -> bool {
+        if self.commission == rate {
+            return false;
+        }
+        self.commission = rate;
+        self.commission_history.push(CommissionChange {
+            basis_points: rate,
+            at: now,
+            by: by.to_owned(),
+        });
+        let over = self
+            .commission_history
+            .len()
+            .saturating_sub(COMMISSION_HISTORY);
+        self.commission_history.drain(..over);
         self.version += 1;
         true
     }
@@ -233,6 +287,40 @@ mod tests {
         ] {
             assert!(return_url(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_shops_commission_overrides_the_marketplaces_with_its_history() {
+        let rate = |bps| CommissionRate::from_basis_points(bps).unwrap();
+        let mut shop = Vendor::onboard("Fleur", Timestamp::from_millis(1)).unwrap();
+        assert_eq!(shop.commission_or(rate(1500)), rate(1500));
+        assert!(shop.set_commission(Some(rate(1000)), "ops", Timestamp::from_millis(2)));
+        assert!(
+            !shop.set_commission(Some(rate(1000)), "ops", Timestamp::from_millis(3)),
+            "unchanged"
+        );
+        assert_eq!(shop.commission_or(rate(1500)), rate(1000));
+        assert!(shop.set_commission(None, "ops-2", Timestamp::from_millis(4)));
+        assert_eq!(shop.commission_or(rate(1500)), rate(1500));
+        assert_eq!(
+            shop.commission_history
+                .iter()
+                .map(|c| (c.basis_points, c.by.as_str()))
+                .collect::<Vec<_>>(),
+            [(Some(rate(1000)), "ops"), (None, "ops-2")]
+        );
+        for i in 0..200 {
+            shop.set_commission(Some(rate(i)), "ops", Timestamp::from_millis(10 + i));
+        }
+        assert_eq!(
+            shop.commission_history.len(),
+            COMMISSION_HISTORY,
+            "the last hundred"
+        );
+        assert_eq!(
+            shop.commission_history.last().unwrap().basis_points,
+            Some(rate(199))
+        );
     }
 
     #[test]

@@ -13,7 +13,12 @@ use bouquet_domain::{
 
 use bouquet_domain::commission::{CommissionRate, Settlement};
 use bouquet_domain::delivery::Delivery;
-use bouquet_domain::vendor::PayoutAccount;
+use bouquet_domain::vendor::{CommissionChange, PayoutAccount};
+
+/// A stored commission, in basis points.
+fn rate(bps: u16) -> Result<CommissionRate, StoreError> {
+    CommissionRate::from_basis_points(bps.into()).map_err(StoreError::corrupt)
+}
 
 use crate::error::StoreError;
 use crate::keys;
@@ -63,6 +68,20 @@ pub struct VendorItem {
     pub payouts_enabled: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account_reported_at: Option<i64>,
+    /// The shop's own commission (absent: the marketplace's) and its changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commission_bps: Option<u16>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commission_history: Vec<CommissionChangeItem>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommissionChangeItem {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bps: Option<u16>,
+    pub at: i64,
+    pub by: String,
 }
 
 impl VendorItem {
@@ -87,6 +106,16 @@ impl VendorItem {
                 .as_ref()
                 .and_then(|a| a.reported_at)
                 .map(Timestamp::as_millis),
+            commission_bps: v.commission.map(CommissionRate::basis_points),
+            commission_history: v
+                .commission_history
+                .iter()
+                .map(|c| CommissionChangeItem {
+                    bps: c.basis_points.map(CommissionRate::basis_points),
+                    at: c.at.as_millis(),
+                    by: c.by.clone(),
+                })
+                .collect(),
         }
     }
 
@@ -103,6 +132,18 @@ impl VendorItem {
                 payouts_enabled: self.payouts_enabled,
                 reported_at: self.account_reported_at.map(Timestamp::from_millis),
             }),
+            commission: self.commission_bps.map(rate).transpose()?,
+            commission_history: self
+                .commission_history
+                .into_iter()
+                .map(|c| {
+                    Ok(CommissionChange {
+                        basis_points: c.bps.map(rate).transpose()?,
+                        at: Timestamp::from_millis(c.at),
+                        by: c.by,
+                    })
+                })
+                .collect::<Result<_, StoreError>>()?,
         })
     }
 }

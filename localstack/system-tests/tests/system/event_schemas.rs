@@ -3,7 +3,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use bouquet_app::domain::events::EventData;
 use bouquet_app::domain::Clock;
@@ -156,7 +156,15 @@ async fn every_detail_the_system_writes_validates_against_its_schema() {
         "{processed:?}"
     );
 
-    // The shop suspended and reinstated.
+    // The shop's commission set, then back to the marketplace's (a null in the detail);
+    // the shop suspended and reinstated.
+    for basis_points in [json!(1200), Value::Null] {
+        let request = fixture("set-vendor-commission")
+            .admin()
+            .vendor_id(&vendor)
+            .json(json!({ "basisPoints": basis_points }));
+        assert_eq!(cloud.send(request).await.status, 200);
+    }
     for binary in ["suspend-vendor", "reinstate-vendor"] {
         let response = cloud.send(fixture(binary).admin().vendor_id(&vendor)).await;
         assert_eq!(response.status, 200, "{binary}: {}", response.body);

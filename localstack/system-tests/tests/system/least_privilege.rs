@@ -671,6 +671,12 @@ async fn every_function_flow() {
     // Shops: the administrators' list, a suspension and a reinstatement of the flow's shop.
     seen.http(&cloud, fixture("list-vendors").admin(), 200)
         .await;
+    seen.http(
+        &cloud,
+        fixture("set-vendor-commission").admin().vendor_id(&vendor),
+        200,
+    )
+    .await;
     for binary in ["suspend-vendor", "reinstate-vendor"] {
         seen.http(&cloud, fixture(binary).admin().vendor_id(&vendor), 200)
             .await;

@@ -174,3 +174,55 @@ async fn a_shop_onboards_is_paid_less_the_fee_and_a_rejection_takes_both_back_on
         "opened, then enabled"
     );
 }
+
+#[tokio::test]
+async fn an_administrator_sets_a_shops_commission_and_its_next_payment_is_split_at_it() {
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
+    let commission = |body: Value| {
+        fixture("set-vendor-commission")
+            .admin()
+            .vendor_id(&vendor)
+            .json(body)
+    };
+    for (body, status) in [
+        (json!({ "basisPoints": 10_001 }), 400),
+        (json!({ "basisPoints": "12 %" }), 400),
+        (json!({}), 400),
+        (json!({ "basisPoints": 1200, "extra": true }), 400),
+    ] {
+        let refused = cloud.send(commission(body.clone())).await;
+        assert_eq!(
+            refused.status_and_code(),
+            (status, Some("request.invalid")),
+            "{body}"
+        );
+    }
+    let not_admin = fixture("set-vendor-commission").own_shop(&vendor);
+    assert_eq!(
+        cloud.send(not_admin).await.status,
+        403,
+        "a shop does not set its own"
+    );
+    let set = cloud.send(commission(json!({ "basisPoints": 1200 }))).await;
+    assert_eq!(set.status, 200, "{}", set.body);
+    assert_eq!(set.body["commission"], 1200);
+    assert_eq!(set.body["commissionHistory"][0]["basisPoints"], 1200);
+    assert_eq!(set.body["commissionHistory"][0]["by"], "admin-1");
+
+    let bouquet = cloud.bouquet(&vendor, "25.00").await;
+    let order = cloud.reserved_order_id("c1", &[&bouquet]).await;
+    let paid = cloud.pay_by_card("c1", &order).await;
+    assert_eq!(
+        paid.body["settlement"]["fee"]["amount"], "3.00",
+        "12 % of 25.00"
+    );
+    assert_eq!(paid.body["settlement"]["commissionBasisPoints"], 1200);
+
+    let back = cloud.send(commission(json!({ "basisPoints": null }))).await;
+    assert_eq!(back.status, 200, "{}", back.body);
+    assert!(back.body.get("commission").is_none(), "{}", back.body);
+    assert_eq!(
+        back.body["commissionHistory"][1]["basisPoints"],
+        Value::Null
+    );
+}

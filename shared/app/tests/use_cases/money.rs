@@ -11,6 +11,7 @@ use bouquet_app::payment::{Paid, PayError};
 use bouquet_app::payments::OnboardingLinks;
 use bouquet_app::payouts::{record_report, start_onboarding, Reported};
 use bouquet_app::reservation::{reserve, ReserveError, ReserveFrom};
+use bouquet_app::shops::{set_commission, ShopError};
 use bouquet_app::{Config, Replayable};
 
 use crate::support::*;
@@ -289,5 +290,99 @@ async fn twenty_members_onboarding_at_once_open_one_account() {
             .count(),
         1,
         "opened once: {events:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_shops_own_commission_splits_its_next_orders_and_keeps_its_history() {
+    let world = World::new().await;
+    let shop = world.vendor().await;
+    let refused = set_commission(
+        &world.app,
+        &vendor_caller(&shop),
+        shop.vendor_id,
+        Some(rate(1_000)),
+        CORRELATION,
+        world.now(),
+    )
+    .await;
+    assert!(
+        matches!(refused, Err(ShopError::Forbidden(_))),
+        "{refused:?}"
+    );
+
+    let first = world.listed(&shop, "20.00", None).await;
+    let claimed_before = world.reserved(&customer("ana"), &[&first]).await;
+    let declined = world
+        .pay("ana", claimed_before.order_id, "tok_decline")
+        .await;
+    assert!(
+        matches!(declined, Err(PayError::Declined { .. })),
+        "{declined:?}"
+    );
+
+    let changed = set_commission(
+        &world.app,
+        &admin_caller(),
+        shop.vendor_id,
+        Some(rate(1_000)),
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(changed.commission, Some(rate(1_000)));
+    let second = world.listed(&shop, "20.00", None).await;
+    let order = world.reserved(&customer("bo"), &[&second]).await;
+    let Ok(Replayable::Done(Paid::Paid(paid))) = world.pay("bo", order.order_id, "tok_visa").await
+    else {
+        panic!("paid")
+    };
+    assert_eq!(paid.settlement.unwrap().fee().minor(), 200, "10 % of 20.00");
+    // The order claimed before the change keeps the split it was claimed at (15 %).
+    let Ok(Replayable::Done(Paid::Paid(earlier))) =
+        world.pay("ana", claimed_before.order_id, "tok_visa").await
+    else {
+        panic!("paid")
+    };
+    assert_eq!(earlier.settlement.unwrap().fee().minor(), 300);
+
+    let back = set_commission(
+        &world.app,
+        &admin_caller(),
+        shop.vendor_id,
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(back.commission, None);
+    let again = set_commission(
+        &world.app,
+        &admin_caller(),
+        shop.vendor_id,
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.version, back.version, "unchanged: nothing written");
+    assert_eq!(
+        back.commission_history
+            .iter()
+            .map(|c| c.basis_points)
+            .collect::<Vec<_>>(),
+        [Some(rate(1_000)), None]
+    );
+    let events = world.events().await;
+    assert_eq!(
+        events
+            .iter()
+            .filter(|(name, _)| name == "VendorCommissionChanged")
+            .count(),
+        2,
+        "{events:?}"
     );
 }

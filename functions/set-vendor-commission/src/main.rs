@@ -1,0 +1,1 @@
+bouquet_http::main!(handler = set_vendor_commission::handler);
