@@ -554,7 +554,14 @@ class Console(unittest.TestCase):
         expect(row).to_have_attribute("data-suspended", "no")
         expect(card).to_be_visible()
         self.no_reload(storefront)
+        # The shop's own commission, then the marketplace's again.
+        row.get_by_label(f"Commission of {shop.name} in basis points").fill("1200")
+        row.get_by_role("button", name=f"Save the commission of {shop.name}").click()
+        expect(row).to_have_attribute("data-commission", "1200")
         self.shot(admin, "admin")
+        row.get_by_label(f"Commission of {shop.name} in basis points").fill("")
+        row.get_by_role("button", name=f"Save the commission of {shop.name}").click()
+        expect(row).to_have_attribute("data-commission", "")
 
     def axe(self, page, name):
         """axe-core's serious and critical violations on the page as it is now (none allowed)."""

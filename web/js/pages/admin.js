@@ -1,5 +1,5 @@
-// The administrators' page: open a shop, make someone its member, and suspend or reinstate
-// shops (a suspended shop's bouquets leave the storefront at once). The list follows the
+// The administrators' page: open a shop, make someone its member, set a shop's own commission,
+// and suspend or reinstate shops (a suspended shop's bouquets leave the storefront at once). The list follows the
 // catalogue channel, where shops opening, suspended and reinstated are announced.
 import { api } from "../api.js";
 import { live } from "../live.js";
@@ -17,12 +17,30 @@ function shopRow(shop, reload) {
       await reload();
     }),
   }, suspended ? "Reinstate" : "Suspend");
-  return h("tr", { "data-shop": shop.vendorId, "data-suspended": suspended ? "yes" : "no" },
+  // The shop's own commission, in basis points; empty: the marketplace's.
+  const rate = h("input", {
+    name: "basisPoints", type: "number", min: 0, max: 10000, step: 1, inputmode: "numeric",
+    value: shop.commission ?? "", placeholder: "marketplace's",
+    "aria-label": `Commission of ${shop.name} in basis points`, style: "width:8em",
+  });
+  const commission = h("form", {
+    class: "row",
+    onsubmit: (e) => {
+      e.preventDefault();
+      attempt(async () => {
+        const basisPoints = rate.value === "" ? null : Number(rate.value);
+        await api("PUT", `/vendors/${shop.vendorId}/commission`, { body: { basisPoints } });
+        await reload();
+      });
+    },
+  }, rate, h("button", { type: "submit", class: "secondary", "aria-label": `Save the commission of ${shop.name}` }, "Save"));
+  return h("tr", { "data-shop": shop.vendorId, "data-suspended": suspended ? "yes" : "no", "data-commission": shop.commission ?? "" },
     h("td", {}, shop.name),
     h("td", {}, h("code", {}, shop.vendorId)),
     h("td", {}, suspended
       ? h("span", { class: "badge status-rejected" }, `suspended ${when(shop.suspendedAt)}`)
       : h("span", { class: "badge status-available" }, "trading")),
+    h("td", {}, commission),
     h("td", {}, toggle));
 }
 
@@ -88,7 +106,7 @@ export async function adminPage() {
   show(h("h1", {}, "Shops"),
     h("section", {}, h("h2", {}, "Every shop"),
       h("div", { class: "table-wrap" }, h("table", { id: "shops" },
-        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Id"), h("th", { scope: "col" }, "State"), h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Action")))),
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Id"), h("th", { scope: "col" }, "State"), h("th", { scope: "col" }, "Commission (bp)"), h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Action")))),
         body))),
     h("section", {}, h("h2", {}, "Open a shop"), create),
     h("section", {}, h("h2", {}, "Add a member"), invite));
