@@ -181,6 +181,19 @@ pub async fn claim(
     }
 }
 
+/// Refunds `charge_id`, made for `order` under `attempt_key`: a charge to the shop's account
+/// takes its transfer and the marketplace's fee back with it.
+async fn refund(
+    payments: &dyn PaymentGateway,
+    order: &Order,
+    attempt_key: &str,
+    charge_id: &str,
+) -> Result<(), GatewayError> {
+    payments
+        .refund(attempt_key, charge_id, order.payout_account.is_some())
+        .await
+}
+
 /// Commits an approved charge: the order `paid` and every bouquet `sold`, one transaction.
 /// If the bouquets are no longer the order's (possible only after an interrupted attempt
 /// outlived its lease), the charge is refunded and the order ends `expired`.
@@ -201,13 +214,7 @@ pub async fn commit_charge(
         }
         Err(CheckoutError::Store(StoreError::ConditionFailed(_))) => {
             tracing::warn!(order_id = %order.order_id, "bouquets lost after an interrupted payment: refunding");
-            payments
-                .refund(
-                    &order.gateway_key(),
-                    &charge_id,
-                    order.payout_account.is_some(),
-                )
-                .await?;
+            refund(payments, order, &order.gateway_key(), &charge_id).await?;
             let held = held_bouquets(store, order).await?;
             let refunded = decide::refunded(order, &held, now)?;
             commit(store, order, &refunded, correlation_id, None, now).await?;
@@ -421,13 +428,7 @@ pub async fn refund_rejected(
         return Ok(order.clone());
     }
     let charge_id = order.charge_id.clone().unwrap_or_default();
-    payments
-        .refund(
-            &order.gateway_key(),
-            &charge_id,
-            order.payout_account.is_some(),
-        )
-        .await?;
+    refund(payments, order, &order.gateway_key(), &charge_id).await?;
     let mut refunded = order.clone();
     refunded.refund_confirmed(now)?;
     write(store, order, &refunded, &[], correlation_id, None, now).await?;
@@ -613,9 +614,7 @@ pub async fn settle(
                     Ok(Settled::AlreadySettled)
                 } else {
                     tracing::warn!(%order_id, %attempt_key, status = order.status.name(), "money for an attempt that no longer stands: refunding");
-                    payments
-                        .refund(attempt_key, charge_id, order.payout_account.is_some())
-                        .await?;
+                    refund(payments, &order, attempt_key, charge_id).await?;
                     Ok(Settled::Refunded)
                 }
             }
