@@ -16,7 +16,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from datetime import datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import paho.mqtt.client as mqtt
@@ -914,6 +914,144 @@ class Console(unittest.TestCase):
         expect(florist.locator("#payouts-state")).to_have_attribute("data-payouts", "ready")
         self.shot(florist, "payouts-ready")
         call("POST", "/v1/orders", buyer, {"bouquetIds": [bouquet_id]}, 201)
+
+    def test_customer_sees_the_delivery_fee_and_vat_before_paying(self):
+        shop = Shop()
+        shop.deliver_in_paris()
+        bouquet_id = shop.bouquet("Peonies", "24.50")["bouquetId"]
+        # The florist prices delivery (a zone for Paris) and sets its VAT through the form; a
+        # zone it cannot price is refused beside the zones, with its line.
+        florist = self.page()
+        self.sign_in(florist, "vendor", unique("florist"), shop.vendor_id)
+        self.open(florist, "/vendor")
+        form = florist.locator("form#delivery-settings")
+        form.get_by_label("Standard delivery fee").fill("6")
+        form.get_by_label("Same-day surcharge").fill("5")
+        form.get_by_label("Fees by postcode").fill("92 5.00\n75 -4")
+        form.get_by_label("VAT number").fill("FR12345678901")
+        form.get_by_label("VAT on flowers").fill("5.5")
+        form.get_by_label("VAT on delivery").fill("20")
+        form.get_by_role("button", name="Save delivery settings").click()
+        zones_error = florist.locator("#f-fees-zones-error")
+        expect(zones_error).to_contain_text("on line 2: the fee must not be negative")
+        expect(form.get_by_label("Fees by postcode")).to_have_attribute("aria-invalid", "true")
+        form.get_by_label("Fees by postcode").fill("92 5.00\n75 4")
+        form.get_by_role("button", name="Save delivery settings").click()
+        expect(florist.locator("#notice")).to_contain_text("Delivery settings saved.")
+        # Shown again as the API wrote them back.
+        expect(form.get_by_label("Standard delivery fee")).to_have_value("6.00")
+        expect(form.get_by_label("Fees by postcode")).to_have_value("92 5.00\n75 4.00")
+        expect(form.get_by_label("VAT on flowers")).to_have_value("5.5")
+        expect(form.get_by_label("VAT on delivery")).to_have_value("20")
+        saved = call("GET", f"/v1/vendors/{shop.vendor_id}/delivery-settings", expect_status=200)
+        self.assertEqual(saved["fees"], {"standard": "6.00", "sameDaySurcharge": "5.00", "zones": [
+            {"postcodePrefix": "92", "fee": "5.00"}, {"postcodePrefix": "75", "fee": "4.00"}]})
+        self.assertEqual(saved["vat"], {"number": "FR12345678901", "flowersBasisPoints": 550, "deliveryBasisPoints": 2000})
+
+        customer, _ = self.at_the_cart_with(bouquet_id, "hana")
+        customer.locator("#reserve").click()
+        customer.wait_for_url("**/#/orders/*")
+        order_id = customer.url.rsplit("/", 1)[1]
+        customer.wait_for_function("document.body.dataset.ready === 'yes'")
+        expect(customer.locator("#delivery-fees")).to_contain_text("to postcodes starting 75")
+        self.fill_delivery(customer, postcode="75011")
+        # The day after the shop's first: never today, so no same-day surcharge.
+        customer.get_by_label("Delivery date").fill((date.fromisoformat(saved["firstDate"]) + timedelta(days=1)).isoformat())
+        customer.get_by_label("Card").select_option("tok_visa")
+        customer.locator("#pay").click()
+        # The address priced the delivery: shown with the receipt, and nothing charged yet.
+        fee = customer.locator("#delivery-fee")
+        expect(fee).to_have_attribute("data-amount", "4.00")
+        expect(fee).to_have_attribute("data-zone", "75")
+        expect(fee).to_have_attribute("data-surcharge", "0.00")
+        expect(customer.locator("#notice")).to_contain_text("Check the receipt, then pay")
+        expect(customer.locator('#order-status [data-status="reserved"]')).to_be_visible()
+        receipt = customer.locator("#receipt")
+        expect(receipt.locator("caption")).to_contain_text("FR12345678901")
+        expect(receipt.locator("tr[data-line]")).to_have_count(2)
+        amounts = lambda row: {f: row.locator(f'[data-field="{f}"]').get_attribute("data-amount") for f in ("net", "vat", "gross")}
+        flowers = receipt.locator('tr[data-line="1"]')
+        expect(flowers.locator('[data-field="rate"]')).to_have_text("5.5 %")
+        # VAT-inclusive prices: net = gross x 10,000 / (10,000 + rate), half up.
+        self.assertEqual(amounts(flowers), {"net": "23.22", "vat": "1.28", "gross": "24.50"})
+        delivery = receipt.locator('tr[data-line="delivery"]')
+        expect(delivery.locator('[data-field="rate"]')).to_have_text("20 %")
+        self.assertEqual(amounts(delivery), {"net": "3.33", "vat": "0.67", "gross": "4.00"})
+        expect(customer.locator("#receipt-total-vat")).to_have_attribute("data-amount", "1.95")
+        expect(customer.locator("#receipt-total-gross")).to_have_attribute("data-amount", "28.50")
+        expect(customer.locator("#order-total")).to_have_attribute("data-amount", "28.50")
+        expect(customer.locator("#pay")).to_contain_text("28.50")
+        self.assertEqual(call("GET", f"/v1/orders/{order_id}", shop.token, expect_status=200)["status"], "reserved")
+
+        customer.locator("#pay").click()
+        expect(customer.locator('#order-status [data-status="paid"]')).to_be_visible()
+        order = call("GET", f"/v1/orders/{order_id}", shop.token, expect_status=200)
+        self.assertEqual(order["total"]["amount"], "28.50", "charged the bouquet and the delivery")
+        self.assertIsInstance(order.get("invoiceNumber"), int)
+        invoice = customer.locator("#invoice")
+        expect(invoice).to_have_attribute("data-invoice", str(order["invoiceNumber"]))
+        expect(invoice).to_contain_text(f"Invoice № {order['invoiceNumber']}")
+        expect(customer.locator("#receipt-total-vat")).to_have_attribute("data-amount", "1.95")
+        # The invoice, read with the customer's token, shown in the page.
+        invoice.get_by_role("button", name="Invoice").click()
+        document = customer.frame_locator("#invoice-frame")
+        expect(document.locator("#invoice-total")).to_have_text("28.50")
+        expect(document.locator("#invoice-vat")).to_have_text("1.95")
+        expect(document.locator("body")).to_contain_text("FR12345678901")
+        self.shot(customer, "invoice")
+
+    def test_florist_reads_its_earnings_and_downloads_the_csv(self):
+        shop = Shop()
+        bouquet_id = shop.bouquet("Tulips", "40.00")["bouquetId"]
+        buyer = mint("customer", unique("ivy"))
+        order = call("POST", "/v1/orders", buyer, {"bouquetIds": [bouquet_id]}, 201)
+        first = call("GET", f"/v1/vendors/{shop.vendor_id}/delivery-settings", expect_status=200)["firstDate"]
+        put(f"/v1/orders/{order['orderId']}/delivery", buyer, {
+            "recipient": {"name": "Ivy Stone", "phone": "+33 6 12 34 56 78"}, "date": first,
+            "address": {"street": "5 rue Basse", "postcode": "75002", "city": "Paris", "country": "FR"}}, '"1"')
+        paid = call("POST", f"/v1/orders/{order['orderId']}/payment", buyer, {"paymentToken": "tok_visa"}, 200)
+        total = paid["total"]["amount"]
+        today = datetime.now(timezone.utc).date().isoformat()
+
+        florist = self.page()
+        self.sign_in(florist, "vendor", unique("florist"), shop.vendor_id)
+        self.open(florist, "/vendor")
+        earnings = florist.locator("#earnings")
+        row = earnings.locator(f'#earnings-days tbody tr[data-date="{today}"]')
+        # The projection adds the sale a moment after the payment: ask again until it is there.
+        deadline = time.monotonic() + 30
+        while row.count() == 0 and time.monotonic() < deadline:
+            florist.wait_for_timeout(1000)
+            earnings.get_by_role("button", name="Show").click()
+        expect(row).to_have_count(1)
+        cell = lambda name: row.locator(f'[data-field="{name}"]')
+        expect(cell("gross")).to_have_attribute("data-amount", total)
+        expect(cell("orders")).to_have_text("1")
+        # The marketplace's commission (15 % by default) is off the shop's net.
+        gross, fees, net = (cell(n).get_attribute("data-amount") for n in ("gross", "fees", "net"))
+        self.assertEqual((gross, fees, net), ("40.00", "6.00", "34.00"))
+        expect(earnings.locator('tfoot tr[data-total="EUR"] [data-field="net"]')).to_have_attribute("data-amount", "34.00")
+        expect(earnings.get_by_role("img", name="Net per day (EUR)")).to_be_visible()
+
+        # The CSV: the same period, downloaded by the browser under the period's name.
+        start = earnings.get_by_label("From").input_value()
+        with florist.expect_download() as download:
+            earnings.get_by_role("button", name="Download CSV").click()
+        self.assertEqual(download.value.suggested_filename, f"earnings-{start}-{today}.csv")
+        text = Path(download.value.path()).read_text()
+        lines = text.split("\r\n")
+        self.assertEqual(lines[0], "date,currency,orders,gross,fees,refunds,fees_refunded,net")
+        self.assertIn(f"{today},EUR,1,40.00,6.00,0.00,0.00,34.00", lines)
+        self.assertEqual(lines[-1], "", "each row ends with CRLF")
+        self.shot(florist, "earnings")
+
+        # The administrators read the commission per day and shop, the shop by its name.
+        admin = self.page()
+        self.sign_in(admin, "admin", "admin-ada")
+        self.open(admin, "/admin")
+        commission = admin.locator(f'#commission tr[data-date="{today}"][data-shop="{shop.vendor_id}"]')
+        expect(commission).to_have_attribute("data-amount", "6.00")
+        expect(commission).to_contain_text(shop.name)
 
     def test_a_vase_reading_changes_the_storefront_badge_without_a_reload(self):
         shop = Shop()

@@ -24,6 +24,7 @@ const ADVICE = {
   "payment.unavailable": "The payment service did not answer; you were not charged twice. Try again in a moment.",
   "precondition.failed": "It changed after you opened it; reload to see the change.",
   "order.delivery_required": "Give the delivery details before paying.",
+  "order.delivery_fee_changed": "This address costs a different delivery fee than the one paid; keep the same zone or cancel.",
   "auth.unauthenticated": "Please sign in again.",
   "auth.forbidden": "Your account may not do this.",
   "service.busy": "The shop is busy; try again in a moment.",
@@ -66,9 +67,10 @@ function retryAfterMs(response) {
 
 /**
  * `api("POST", "/orders", {body, headers})`: the parsed JSON body, `null` for 204, or throws a
- * `Problem`. `raw: true` also returns the response's headers.
+ * `Problem`. `raw: true` also returns the response's headers; `text: true` returns the body as
+ * text (a document: `Accept: text/csv`, an HTML invoice), problems still parsed.
  */
-export async function api(method, path, { body, headers = {}, raw = false, key } = {}) {
+export async function api(method, path, { body, headers = {}, raw = false, key, text: asText = false } = {}) {
   // Revalidate every time: a live update has just said the data changed.
   const request = { method, headers: { ...headers }, cache: "no-cache" };
   const token = session.token();
@@ -88,6 +90,7 @@ export async function api(method, path, { body, headers = {}, raw = false, key }
       continue;
     }
     if (!response.ok) throw new Problem(response.status, parsed);
+    if (asText) return text;
     return raw ? { body: parsed, headers: response.headers } : parsed;
   }
 }

@@ -14,16 +14,18 @@ function svg(tag, attributes, ...children) {
 
 /**
  * `chart({title, labels, values, kind: "line" | "bar", max})`: `labels[i]` is the x label of
- * `values[i]` (numbers; `null` leaves a gap).
+ * `values[i]` (numbers; `null` leaves a gap). A negative value (a day of refunds) extends the
+ * axis below zero.
  */
 export function chart({ title, labels, values, kind = "line", max }) {
   const top = max ?? Math.max(1, ...values.filter((v) => v !== null));
+  const bottom = Math.min(0, ...values.filter((v) => v !== null));
   const innerW = W - PAD.left - PAD.right, innerH = H - PAD.top - PAD.bottom;
   const x = (i) => PAD.left + (values.length <= 1 ? innerW / 2 : (i * innerW) / (values.length - 1));
-  const y = (v) => PAD.top + innerH - (v / top) * innerH;
+  const y = (v) => PAD.top + innerH - ((v - bottom) / (top - bottom)) * innerH;
   const figure = svg("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": title });
   figure.append(svg("title", {}, title));
-  for (const tick of [0, top / 2, top]) {
+  for (const tick of bottom < 0 ? [bottom, 0, top] : [0, top / 2, top]) {
     figure.append(svg("line", { x1: PAD.left, x2: W - PAD.right, y1: y(tick), y2: y(tick), stroke: "#e3e3e8" }));
     figure.append(svg("text", { x: 4, y: y(tick) + 4 }, String(Math.round(tick * 100) / 100)));
   }
@@ -35,7 +37,7 @@ export function chart({ title, labels, values, kind = "line", max }) {
     const width = Math.min(48, Math.max(4, innerW / Math.max(values.length, 1) - 6));
     values.forEach((v, i) => {
       if (v === null) return;
-      figure.append(svg("rect", { x: x(i) - width / 2, y: y(v), width, height: PAD.top + innerH - y(v), fill: "#1f5f3f" }));
+      figure.append(svg("rect", { x: x(i) - width / 2, y: y(Math.max(v, 0)), width, height: Math.abs(y(0) - y(v)), fill: v < 0 ? "#a33a2b" : "#1f5f3f" }));
     });
   } else {
     const points = values.map((v, i) => (v === null ? null : `${x(i)},${y(v)}`)).filter(Boolean);

@@ -103,12 +103,15 @@ export function say(form, text, kind = "ok") {
 }
 
 /** The input of `form` a field error names (`price.amount` → `price`,
- *  `delivery.recipient.name` → `recipientName`, `delivery.address.postcode` → `postcode`). */
+ *  `delivery.recipient.name` → `recipientName`, `delivery.address.postcode` → `postcode`), or
+ *  the input of a list it is in (`fees.zones[0].fee` → `fees.zones`). */
 function inputFor(form, field) {
   const parts = field.split(/[./]/).filter(Boolean);
   const last = parts.at(-1) ?? "";
   const pair = parts.length > 1 ? parts.at(-2) + last[0].toUpperCase() + last.slice(1) : "";
-  for (const name of [field, pair, last, parts[0]]) {
+  const path = field.replace(/\[\d+\]/g, "").split(".");
+  const enclosing = path.map((_, i) => path.slice(0, path.length - i).join("."));
+  for (const name of [field, pair, last, parts[0], ...enclosing]) {
     const input = name && form.elements.namedItem(name);
     if (input && input.tagName) return input;
   }
@@ -139,7 +142,10 @@ export function showErrors(form, error) {
     const id = `${input.id || input.name}-error`;
     input.setAttribute("aria-invalid", "true");
     input.setAttribute("aria-describedby", id);
-    input.closest("div")?.append(h("p", { class: "field-error", id }, `${labelOf(input)} ${message}.`));
+    // Several errors on one input (a list's lines) share its one hint.
+    const hint = form.querySelector(`[id="${id}"]`);
+    if (hint) hint.append(` ${message}.`);
+    else input.closest("div")?.append(h("p", { class: "field-error", id }, `${labelOf(input)} ${message}.`));
   }
   const summary = error.body?.errors?.length
     ? ["Please correct the highlighted fields.", ...unplaced].join(" ")

@@ -61,6 +61,7 @@ pub const INVARIANTS: &[Invariant] = &[
     catalogue_indexes_hold_the_listed_bouquets_at_their_score,
     paid_orders_split_by_the_rule_to_their_shop,
     refunds_take_back_transfer_and_fee,
+    invoice_numbers_run_without_gap_per_shop,
 ];
 
 /// How long after its lease (or after the gateway left it unanswered) a payment may stay
@@ -1055,8 +1056,12 @@ pub fn paid_orders_split_by_the_rule_to_their_shop(evidence: &Evidence) -> Check
             .flatten()
             .map(|l| n(l, "priceMinor"))
             .sum();
-        if total != lines {
-            violations.push(format!("order {id} totals {total}, its lines {lines}"));
+        // Orders given their details before issue 41 have no fee: zero.
+        let delivery = order["deliveryFeeMinor"].as_i64().unwrap_or(0);
+        if total != lines + delivery {
+            violations.push(format!(
+                "order {id} totals {total}, its lines {lines} and its delivery {delivery}"
+            ));
         }
         let (Some(bps), Some(fee)) = (order["commissionBps"].as_i64(), order["feeMinor"].as_i64())
         else {
@@ -1132,6 +1137,66 @@ pub fn refunds_take_back_transfer_and_fee(evidence: &Evidence) -> Check {
     Check {
         name: "every refunded charge to a shop took back its transfer and the fee",
         checked: refunded.len(),
+        violations,
+    }
+}
+
+/// Each shop's paid orders (rejected ones included: they were invoiced, then refunded) carry
+/// the numbers 1 to n of its invoice sequence, each once, and n is the sequence's last number;
+/// no order that was never paid has one.
+pub fn invoice_numbers_run_without_gap_per_shop(evidence: &Evidence) -> Check {
+    let mut numbers = BTreeMap::<&str, Vec<i64>>::new();
+    let mut violations = Vec::new();
+    for order in orders(evidence) {
+        let invoiced = paid(order) || s(order, "status") == "rejected";
+        match (order["invoiceNumber"].as_i64(), invoiced) {
+            (Some(number), true) => numbers
+                .entry(s(order, "vendorId"))
+                .or_default()
+                .push(number),
+            (None, true) => violations.push(format!(
+                "paid order {} has no invoice number",
+                s(order, "orderId")
+            )),
+            (Some(number), false) => violations.push(format!(
+                "order {} ({}) was never paid but has invoice number {number}",
+                s(order, "orderId"),
+                s(order, "status")
+            )),
+            (None, false) => {}
+        }
+    }
+    let last: HashMap<&str, i64> = with_prefix(&evidence.items, "VENDOR#")
+        .filter(|i| s(i, "sk") == "INVOICES")
+        .map(|i| (s(i, "pk").trim_start_matches("VENDOR#"), n(i, "lastNumber")))
+        .collect();
+    for (vendor, taken) in &mut numbers {
+        taken.sort_unstable();
+        let expected: Vec<i64> = (1..=taken.len() as i64).collect();
+        if *taken != expected {
+            violations.push(format!(
+                "shop {vendor}'s invoice numbers are {taken:?}, not 1 to {}",
+                taken.len()
+            ));
+        }
+        if last.get(vendor).copied().unwrap_or(0) != taken.len() as i64 {
+            violations.push(format!(
+                "shop {vendor}'s sequence stands at {:?}, its orders took {}",
+                last.get(vendor),
+                taken.len()
+            ));
+        }
+    }
+    for (vendor, number) in &last {
+        if !numbers.contains_key(vendor) && *number != 0 {
+            violations.push(format!(
+                "shop {vendor}'s sequence stands at {number} with no invoiced order"
+            ));
+        }
+    }
+    Check {
+        name: "each shop's invoice numbers run 1 to n, no gap, no duplicate",
+        checked: numbers.values().map(Vec::len).sum(),
         violations,
     }
 }

@@ -1,5 +1,7 @@
 //! The vendor analytics projection, run by an EventBridge consumer of `OrderPaid`, `OrderCancelled`,
-//! `ReservationExpired` and `OrderFulfilled` (the rule is in the template). Each event adds to
+//! `ReservationExpired`, `OrderFulfilled` and `OrderRejected` (the rule is in the template): sales
+//! and, since issue 41, the shop's earnings (gross, the marketplace's fees, refunds and the fees
+//! refunded), and the marketplace's commission per day and shop. Each event adds to
 //! its vendor's counters for the day it occurred (a sale also adds its bouquets' freshness
 //! scores, read from the bouquets), with `ADD`, in the same transaction as the
 //! dedupe record of its `eventId`: a redelivered event changes nothing.
@@ -50,6 +52,12 @@ pub fn delta(name: &str, data: &Value) -> Result<Option<CounterDelta>, Projectio
             // A total, not a price: several bouquets can sum past one price's bound.
             let money = Money::parse_amount(amount, currency).map_err(|e| e.to_string())?;
             delta.revenue.push((currency.to_owned(), money.minor()));
+            // Events from before issue 41 carry no fee: none was taken.
+            delta.fees.extend(amount_of(&data["fee"])?);
+        }
+        "OrderRejected" => {
+            delta.refunds.extend(amount_of(&data["refund"])?);
+            delta.fees_refunded.extend(amount_of(&data["feeRefunded"])?);
         }
         "OrderCancelled" => delta.cancellations = 1,
         "ReservationExpired" => delta.expiries = 1,
@@ -57,6 +65,19 @@ pub fn delta(name: &str, data: &Value) -> Result<Option<CounterDelta>, Projectio
         _ => return Ok(None),
     }
     Ok(Some(delta))
+}
+
+/// `{amount, currency}` as (currency, minor units); `None` when absent.
+fn amount_of(value: &Value) -> Result<Option<(String, i64)>, ProjectionError> {
+    if value.is_null() {
+        return Ok(None);
+    }
+    let (Some(amount), Some(currency)) = (value["amount"].as_str(), value["currency"].as_str())
+    else {
+        return Err(format!("an amount without amount or currency: {value}").into());
+    };
+    let money = Money::parse_amount(amount, currency).map_err(|e| e.to_string())?;
+    Ok(Some((currency.to_owned(), money.minor())))
 }
 
 /// Applies one EventBridge event; `Ok(false)` when it was a duplicate or not for us.

@@ -213,8 +213,9 @@ pub async fn set_order_delivery(
     let delivery = settings
         .check(request, caller, now)
         .map_err(DeliveryError::Invalid)?;
+    let pricing = settings.price(&delivery, order.total.currency(), now);
     let mut changed = order.clone();
-    changed.set_delivery(delivery, now)?;
+    changed.set_delivery(delivery, pricing, now)?;
     let record = idempotency::record(key.as_ref(), &changed);
     let event = changed.delivery_event();
     checkout::write_with_event(

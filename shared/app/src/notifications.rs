@@ -61,6 +61,38 @@ fn messages(name: &str) -> &'static [(&'static str, Template)] {
     }
 }
 
+/// Net, VAT and gross per line, for delivery and in total, one per line of text; orders priced
+/// before issue 41 show their total alone.
+fn vat_lines(order: &Order) -> String {
+    let Some(receipt) = &order.receipt else {
+        return format!(
+            "{} {} (VAT included)",
+            order.total.amount(),
+            order.total.currency()
+        );
+    };
+    let currency = order.total.currency();
+    let line = |what: &str, rate: Option<u16>, a: &bouquet_domain::pricing::Amounts| {
+        let rate = rate
+            .map(|bps| format!(" at {}", crate::invoice::vat_rate(bps)))
+            .unwrap_or_default();
+        format!(
+            "{what}: net {} + VAT {}{rate} = {} {currency}",
+            a.net.amount(),
+            a.vat.amount(),
+            a.gross.amount()
+        )
+    };
+    receipt
+        .lines
+        .iter()
+        .chain([&receipt.delivery])
+        .map(|l| line(&l.description, Some(l.vat_basis_points), &l.amounts))
+        .chain([line("Total", None, &receipt.total)])
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn vars(
     marketplace: &str,
     shop: &str,
@@ -86,6 +118,14 @@ fn vars(
             format!("{} {}", order.total.amount(), order.total.currency().code()),
         ),
         ("reason", order.rejection_reason.clone().unwrap_or_default()),
+        ("vat", vat_lines(order)),
+        (
+            "invoice",
+            order
+                .invoice_number
+                .map(|n| crate::invoice::invoice_label(shop, n))
+                .unwrap_or_else(|| "(none yet)".into()),
+        ),
         (
             "refund",
             format!(

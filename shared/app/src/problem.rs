@@ -44,6 +44,9 @@ pub enum ApiError {
     PaymentInProgress,
     #[error("{}", delivery_required(.0.as_deref()))]
     DeliveryRequired(Option<String>),
+    /// A paid order's new delivery details cost another fee than the one charged.
+    #[error("{0}")]
+    DeliveryFeeChanged(String),
     #[error("the payment was declined")]
     PaymentDeclined,
     #[error("the payment gateway gave no answer; retry with the same Idempotency-Key, you will be charged at most once")]
@@ -124,6 +127,9 @@ impl From<DomainError> for ApiError {
             DomainError::CartEmpty => ApiError::CartEmpty,
             DomainError::DeliveryRequired => ApiError::DeliveryRequired(None),
             DomainError::DeliveryDateLapsed(why) => ApiError::DeliveryRequired(Some(why)),
+            error @ DomainError::DeliveryFeeChanged { .. } => {
+                ApiError::DeliveryFeeChanged(error.to_string())
+            }
         }
     }
 }
@@ -214,6 +220,11 @@ impl ApiError {
                 S::CONFLICT,
                 "order.delivery_required",
                 "Delivery details required",
+            ),
+            ApiError::DeliveryFeeChanged(_) => (
+                S::CONFLICT,
+                "order.delivery_fee_changed",
+                "Delivery fee changed",
             ),
             ApiError::PaymentDeclined => {
                 (S::PAYMENT_REQUIRED, "payment.declined", "Payment declined")
@@ -372,9 +383,10 @@ mod tests {
             ApiError::RateLimited(_) => 32,
             ApiError::PaymentAttemptsExceeded(_) => 33,
             ApiError::PayoutsNotReady => 34,
+            ApiError::DeliveryFeeChanged(_) => 35,
         }
     }
-    const VARIANTS: usize = 35;
+    const VARIANTS: usize = 36;
 
     #[test]
     fn every_error_has_a_stable_code_and_status() {
@@ -402,6 +414,11 @@ mod tests {
             (ApiError::MemberUnverified, 409, "member.unverified"),
             (ApiError::VendorSuspended, 409, "vendor.suspended"),
             (ApiError::PayoutsNotReady, 409, "vendor.payouts_not_ready"),
+            (
+                ApiError::DeliveryFeeChanged("paid 4.00".into()),
+                409,
+                "order.delivery_fee_changed",
+            ),
             (ApiError::RateLimited(30), 429, "rate.limited"),
             (
                 ApiError::PaymentAttemptsExceeded(600),

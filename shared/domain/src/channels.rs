@@ -424,6 +424,7 @@ mod tests {
             vendor_id: vendor,
             bouquet_ids: bouquets.clone(),
             total: Money::parse_amount("10.00", "EUR").unwrap(),
+            fee: Money::parse_amount("1.50", "EUR").unwrap(),
             charge_id: "ch_1".into(),
         });
         assert_eq!(

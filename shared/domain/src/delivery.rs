@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
 use crate::identity::Identity;
+use crate::money::Currency;
+use crate::pricing::{postcode_key, DeliveryFees, Pricing, VatSettings};
 use crate::text;
 use crate::validation::{FieldError, Validation};
 
@@ -43,6 +45,12 @@ pub struct DeliverySettings {
     /// Where the shop is told of new paid orders (customers may write to it too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contact_email: Option<String>,
+    /// What delivery costs (issue 41); none set: free.
+    #[serde(default)]
+    pub fees: DeliveryFees,
+    /// The shop's VAT number and rates, for its receipts and invoices.
+    #[serde(default)]
+    pub vat: VatSettings,
 }
 
 /// What the customer sends.
@@ -174,14 +182,6 @@ fn country_code(text: &str) -> Option<String> {
     (code.len() == 2 && code.bytes().all(|b| b.is_ascii_uppercase())).then_some(code)
 }
 
-/// A postcode as compared: upper case, no spaces (`sw1a 1aa` is `SW1A1AA`).
-fn postcode_key(text: &str) -> String {
-    text.chars()
-        .filter(|c| !c.is_whitespace())
-        .collect::<String>()
-        .to_ascii_uppercase()
-}
-
 /// `+33 6 12 34 56 78` → `+33612345678`; `None` unless E.164 (`+`, 8 to 15 digits).
 pub fn phone(text: &str) -> Option<String> {
     let compact: String = text
@@ -207,6 +207,8 @@ impl DeliverySettings {
             same_day_cutoff: "12:00".into(),
             time_zone: "UTC".into(),
             contact_email: None,
+            fees: DeliveryFees::default(),
+            vat: VatSettings::default(),
         }
     }
 
@@ -254,6 +256,8 @@ impl DeliverySettings {
         if let Some(address) = self.contact_email.take() {
             self.contact_email = v.check("contactEmail", text::email(&address));
         }
+        self.fees.validate(&mut v);
+        self.vat.validate(&mut v);
         v.finish(|| self)
     }
 
@@ -374,6 +378,20 @@ impl DeliverySettings {
         })
     }
 
+    /// What delivering `delivery` costs in `currency`, priced at `now`: its zone's fee, and the
+    /// same-day surcharge when its date is the shop's today.
+    pub fn price(&self, delivery: &Delivery, currency: Currency, now: Timestamp) -> Pricing {
+        let same_day =
+            date_after(now, 0, &self.time_zone).is_some_and(|today| today == delivery.date);
+        Pricing::new(
+            &self.fees,
+            &self.vat,
+            &delivery.address.postcode,
+            same_day,
+            currency,
+        )
+    }
+
     /// Whether the shop still takes a delivery on `date` (`YYYY-MM-DD`) at `now`: checked again
     /// at payment, as the cut-off or the day itself may have passed since the details were
     /// given.
@@ -456,6 +474,7 @@ mod tests {
             same_day_cutoff: "11:00".into(),
             time_zone: "Europe/Paris".into(),
             contact_email: Some("shop@example.com".into()),
+            ..DeliverySettings::unset()
         }
         .validate()
         .unwrap()
@@ -671,6 +690,7 @@ mod tests {
             same_day_cutoff: "25:00".into(),
             time_zone: "Mars/Olympus".into(),
             contact_email: Some("shop@".into()),
+            ..DeliverySettings::unset()
         };
         let named: Vec<String> = bad
             .validate()

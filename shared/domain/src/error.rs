@@ -35,6 +35,9 @@ pub enum DomainError {
     /// The details' date is no longer taken (its day or the same-day cut-off passed).
     #[error("the delivery date is no longer available: {0}; give another date")]
     DeliveryDateLapsed(String),
+    /// A paid order's new delivery details would cost another fee than the one charged.
+    #[error("the order was paid with a delivery fee of {charged}; these details cost {new}: keep the zone, or cancel and order again")]
+    DeliveryFeeChanged { charged: String, new: String },
     #[error("the order is {0} and cannot do that")]
     OrderInvalidState(OrderStatus),
 }

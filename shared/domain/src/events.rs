@@ -80,6 +80,8 @@ pub enum EventData {
         vendor_id: VendorId,
         bouquet_ids: Vec<BouquetId>,
         total: Money,
+        /// The marketplace's commission on `total` (the rest is the shop's).
+        fee: Money,
         charge_id: String,
     },
     OrderCancelled {
@@ -125,6 +127,8 @@ pub enum EventData {
         vendor_id: VendorId,
         bouquet_ids: Vec<BouquetId>,
         refund: Money,
+        /// The commission given back with the refund.
+        fee_refunded: Money,
         reason: String,
         /// The bouquets were withdrawn, not put back on sale.
         bouquets_withdrawn: bool,

@@ -21,6 +21,7 @@ pub mod money;
 pub mod order;
 mod order_status;
 pub mod photo;
+pub mod pricing;
 pub mod text;
 pub mod validation;
 pub mod vase;

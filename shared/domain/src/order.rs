@@ -22,6 +22,7 @@ use crate::events::EventData;
 use crate::ids::{BouquetId, CustomerId, OrderId, VendorId};
 use crate::money::Money;
 pub use crate::order_status::OrderStatus;
+use crate::pricing::{Pricing, Receipt};
 use crate::validation::FieldError;
 
 /// How long a reservation holds its bouquets unless configured otherwise.
@@ -88,6 +89,18 @@ pub struct Order {
     /// changeable until the vendor accepts ([`Order::set_delivery`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delivery: Option<Delivery>,
+    /// The delivery fee and the VAT rates, priced by the server with the delivery details
+    /// ([`Order::set_delivery`]); the total is the lines plus that fee.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<Pricing>,
+    /// Net, VAT and gross per line and for delivery: derived from the lines and the pricing
+    /// whenever the pricing is set ([`Order::price`]), never stored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<Receipt>,
+    /// The paid order's number in its shop's invoice sequence (1, 2, ...): taken in the
+    /// transaction that commits the payment, so the sequence has no gap and no duplicate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invoice_number: Option<u64>,
     /// How many days after the order ends its delivery details are kept ([`Order::due_at`]);
     /// 0 once its customer asked for erasure.
     pub personal_data_days: u16,
@@ -239,6 +252,9 @@ impl Order {
             bouquets_withdrawn: false,
             refunded_at: None,
             delivery: None,
+            pricing: None,
+            receipt: None,
+            invoice_number: None,
             personal_data_days: DEFAULT_PERSONAL_DATA_DAYS,
             redacted_at: None,
             version: 1,
@@ -291,16 +307,52 @@ impl Order {
     }
 
     /// The customer gives or changes the delivery details (already checked against the
-    /// vendor's settings): while the order is reserved, or paid and not yet accepted. Not
-    /// during a payment attempt, whose commit is conditioned on the version it claimed.
-    pub fn set_delivery(&mut self, delivery: Delivery, now: Timestamp) -> Result<(), DomainError> {
+    /// vendor's settings, and priced by them): while the order is reserved, or paid and not yet
+    /// accepted. Not during a payment attempt, whose commit is conditioned on the version it
+    /// claimed. A reserved order takes the new price; a paid one was charged its total, so it
+    /// takes only details that cost the same, and keeps the pricing it was charged.
+    pub fn set_delivery(
+        &mut self,
+        delivery: Delivery,
+        pricing: Pricing,
+        now: Timestamp,
+    ) -> Result<(), DomainError> {
         match self.effective_status(now) {
-            OrderStatus::Reserved | OrderStatus::Paid => {}
+            OrderStatus::Reserved => self.price(pricing)?,
+            OrderStatus::Paid => {
+                let charged = self.pricing.as_ref().map(|p| p.delivery_fee);
+                if charged.is_some_and(|fee| fee != pricing.delivery_fee) {
+                    return Err(DomainError::DeliveryFeeChanged {
+                        charged: charged.map(|fee| fee.amount()).unwrap_or_default(),
+                        new: pricing.delivery_fee.amount(),
+                    });
+                }
+            }
             OrderStatus::PaymentPending => return Err(DomainError::PaymentInProgress),
             status => return Err(DomainError::OrderInvalidState(status)),
         }
         self.delivery = Some(delivery);
         self.transition(self.status, now);
+        Ok(())
+    }
+
+    /// The bouquets' sum, as reserved.
+    pub fn lines_total(&self) -> Result<Money, DomainError> {
+        let currency = self.total.currency();
+        self.lines
+            .iter()
+            .try_fold(Money::from_minor(0, currency), |sum, line| {
+                sum.checked_add(line.price)
+            })
+            .map_err(DomainError::from)
+    }
+
+    /// Sets the pricing: the total becomes the lines plus the delivery fee, and the receipt
+    /// follows.
+    pub fn price(&mut self, pricing: Pricing) -> Result<(), DomainError> {
+        self.total = self.lines_total()?.checked_add(pricing.delivery_fee)?;
+        self.receipt = Some(pricing.receipt(&self.lines));
+        self.pricing = Some(pricing);
         Ok(())
     }
 
@@ -572,6 +624,7 @@ impl Order {
                 vendor_id,
                 bouquet_ids,
                 total: self.total,
+                fee: self.fee(),
                 charge_id: self.charge_id.clone().unwrap_or_default(),
             }),
             OrderStatus::Cancelled => Some(EventData::OrderCancelled {
@@ -608,11 +661,18 @@ impl Order {
                 vendor_id,
                 bouquet_ids,
                 refund: self.total,
+                fee_refunded: self.fee(),
                 reason: self.rejection_reason.clone().unwrap_or_default(),
                 bouquets_withdrawn: self.bouquets_withdrawn,
             }),
             OrderStatus::Reserved | OrderStatus::PaymentPending | OrderStatus::Rejected => None,
         }
+    }
+
+    /// The marketplace's fee of the order's split (zero before it is settled).
+    pub fn fee(&self) -> Money {
+        self.settlement
+            .map_or(Money::from_minor(0, self.total.currency()), |s| s.fee())
     }
 
     fn require(&self, status: OrderStatus) -> Result<(), DomainError> {
@@ -655,6 +715,17 @@ mod tests {
         }
     }
 
+    /// Delivery at no charge and no VAT.
+    fn free() -> Pricing {
+        Pricing::new(
+            &crate::pricing::DeliveryFees::default(),
+            &crate::pricing::VatSettings::default(),
+            "75011",
+            false,
+            crate::Currency::parse("EUR").unwrap(),
+        )
+    }
+
     /// The order as its customer completes it before paying.
     fn with_delivery(mut order: Order) -> Order {
         order.delivery = Some(delivery());
@@ -669,7 +740,7 @@ mod tests {
             order.clone().begin_payment(T0),
             Err(DomainError::DeliveryRequired)
         );
-        order.set_delivery(delivery(), T0).unwrap();
+        order.set_delivery(delivery(), free(), T0).unwrap();
         assert_eq!(order.version, 2, "a change of its own version");
         assert_eq!(order.status, OrderStatus::Reserved);
         assert!(matches!(
@@ -678,22 +749,22 @@ mod tests {
         ));
         order.begin_payment(T0).unwrap();
         assert_eq!(
-            order.clone().set_delivery(delivery(), T0),
+            order.clone().set_delivery(delivery(), free(), T0),
             Err(DomainError::PaymentInProgress),
             "not under a payment attempt's claim"
         );
         order.payment_succeeded("ch_1".into(), T0).unwrap();
-        order.set_delivery(delivery(), T0).unwrap();
+        order.set_delivery(delivery(), free(), T0).unwrap();
         order.step(FulfilmentStep::Accept, T0).unwrap();
         assert_eq!(
-            order.set_delivery(delivery(), T0),
+            order.set_delivery(delivery(), free(), T0),
             Err(DomainError::OrderInvalidState(OrderStatus::Accepted))
         );
         let late = T0.plus(DEFAULT_HOLD).plus(Duration::from_millis(1));
         let b = bouquet(VendorId::generate(), 100, T0);
         let mut expired = Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap();
         assert_eq!(
-            expired.set_delivery(delivery(), late),
+            expired.set_delivery(delivery(), free(), late),
             Err(DomainError::OrderInvalidState(OrderStatus::Expired))
         );
     }

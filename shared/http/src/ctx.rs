@@ -125,6 +125,35 @@ impl Ctx {
         self.query.get(name).map(String::as_str)
     }
 
+    /// `?from=&to=` as whole UTC days `YYYY-MM-DD` (default: the 30 days to today), at most
+    /// `max_days` apart and in order.
+    pub fn day_range(&self, max_days: u64) -> Result<(String, String), ApiError> {
+        let day = |name: &str, default: Timestamp| match self.query(name) {
+            None => Ok(default),
+            Some(text) => Timestamp::parse_rfc3339(&format!("{text}T00:00:00Z"))
+                .filter(|_| text.len() == 10)
+                .ok_or_else(|| {
+                    ApiError::Invalid(vec![FieldError::new(
+                        format!("query/{name}"),
+                        "must be a date, YYYY-MM-DD",
+                    )])
+                }),
+        };
+        let to = day("to", self.now)?;
+        let from = day("from", to.minus(Duration::from_secs(29 * 86_400)))?;
+        let span = (to.as_millis() - from.as_millis()) / 86_400_000;
+        if span < 0 || span as u64 >= max_days {
+            return Err(ApiError::Invalid(vec![FieldError::new(
+                "query/from",
+                format!("must be on or before `to` and at most {max_days} days before it"),
+            )]));
+        }
+        Ok((
+            from.to_rfc3339()[..10].to_owned(),
+            to.to_rfc3339()[..10].to_owned(),
+        ))
+    }
+
     /// `?limit=` (1..=100, default 20).
     pub fn limit(&self) -> Result<usize, ApiError> {
         match self.query("limit") {

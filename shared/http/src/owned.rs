@@ -86,5 +86,6 @@ async fn replay_order(ctx: &Ctx, record: IdempotencyRecord) -> Result<Reply, Api
         body: Some(body),
         headers: Vec::new(),
         replay: Some(Box::new(record)),
+        document: None,
     })
 }

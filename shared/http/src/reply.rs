@@ -17,6 +17,8 @@ pub struct Reply {
     pub body: Option<Value>,
     pub headers: Vec<(&'static str, String)>,
     pub replay: Option<Box<IdempotencyRecord>>,
+    /// A body that is not JSON (an HTML page, a CSV file) and its media type.
+    pub document: Option<(&'static str, String)>,
 }
 
 impl Reply {
@@ -27,6 +29,7 @@ impl Reply {
             body: Some(body),
             headers: Vec::new(),
             replay: None,
+            document: None,
         })
     }
 
@@ -46,6 +49,15 @@ impl Reply {
             body: None,
             headers: Vec::new(),
             replay: None,
+            document: None,
+        }
+    }
+
+    /// 200 with a document of `media_type` (`text/html; charset=utf-8`, `text/csv; ...`).
+    pub fn document(media_type: &'static str, body: String) -> Self {
+        Self {
+            document: Some((media_type, body)),
+            ..Self::empty(StatusCode::OK)
         }
     }
 
@@ -56,6 +68,7 @@ impl Reply {
             body: None,
             headers: Vec::new(),
             replay: Some(Box::new(record)),
+            document: None,
         }
     }
 
@@ -97,8 +110,10 @@ impl Reply {
     }
 
     pub(crate) fn into_response(self) -> Response<Body> {
-        let body = self.body_text();
-        let mut response = build(self.status, "application/json", body);
+        let mut response = match self.document {
+            Some((media_type, body)) => build(self.status, media_type, body),
+            None => build(self.status, "application/json", self.body_text()),
+        };
         for (name, value) in self.headers {
             if let Ok(value) = HeaderValue::from_str(&value) {
                 response.headers_mut().append(name, value);

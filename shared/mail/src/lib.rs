@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use futures::future::BoxFuture;
 
+pub mod documents;
 #[cfg(feature = "ses")]
 pub mod ses;
 mod templates;

@@ -174,8 +174,10 @@ mod tests {
 
     /// The names `bouquet_app::notifications::vars` gives, for an order with delivery details
     /// (every email is about one: they are required before payment).
-    const CALLER_VARS: [&str; 12] = [
+    const CALLER_VARS: [&str; 14] = [
         "marketplace",
+        "vat",
+        "invoice",
         "shop",
         "order",
         "bouquets",
@@ -203,6 +205,11 @@ mod tests {
             ("card", "Joyeux Noël".to_owned()),
             ("reason", "Closed for the holidays".to_owned()),
             ("refund", "24.50 EUR".to_owned()),
+            (
+                "vat",
+                "Peonies: net 23.22 + VAT 1.28 at 5.5 % = 24.50 EUR".to_owned(),
+            ),
+            ("invoice", "FLEU-000017".to_owned()),
         ])
     }
 

@@ -28,6 +28,8 @@ pub enum Target {
     Connection,
     /// The count of live connections one source IP or user holds.
     ConnectionLimit,
+    /// A shop's invoice sequence (its last number).
+    InvoiceSequence,
     /// An abuse limit's counter ([`crate::limits`]).
     Limit(bouquet_domain::limits::Counted),
 }

@@ -13,6 +13,7 @@ use bouquet_domain::{
 
 use bouquet_domain::commission::{CommissionRate, Settlement};
 use bouquet_domain::delivery::Delivery;
+use bouquet_domain::pricing::{Pricing, VatRates};
 use bouquet_domain::vendor::{CommissionChange, PayoutAccount};
 
 /// A stored commission, in basis points.
@@ -358,6 +359,23 @@ pub struct OrderItem {
     /// Absent on orders written before delivery details (issue 30).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<Delivery>,
+    /// The pricing given with the details (absent before issue 41 and until then): the
+    /// total is the lines plus `deliveryFeeMinor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_fee_minor: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_day_surcharge_minor: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_zone: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vat_number: Option<String>,
+    #[serde(default)]
+    pub flowers_vat_bps: u16,
+    #[serde(default)]
+    pub delivery_vat_bps: u16,
+    /// The shop's invoice number of a paid order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invoice_number: Option<u64>,
     #[serde(default = "default_personal_data_days")]
     pub personal_data_days: u16,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -417,6 +435,16 @@ impl OrderItem {
             bouquets_withdrawn: o.bouquets_withdrawn,
             refunded_at: o.refunded_at.map(Timestamp::as_millis),
             delivery: o.delivery.clone(),
+            delivery_fee_minor: o.pricing.as_ref().map(|p| p.delivery_fee.minor()),
+            same_day_surcharge_minor: o.pricing.as_ref().map(|p| p.same_day_surcharge.minor()),
+            delivery_zone: o.pricing.as_ref().and_then(|p| p.zone.clone()),
+            vat_number: o.pricing.as_ref().and_then(|p| p.vat.number.clone()),
+            flowers_vat_bps: o.pricing.as_ref().map_or(0, |p| p.vat.flowers_basis_points),
+            delivery_vat_bps: o
+                .pricing
+                .as_ref()
+                .map_or(0, |p| p.vat.delivery_basis_points),
+            invoice_number: o.invoice_number,
             personal_data_days: o.personal_data_days,
             redacted_at: o.redacted_at.map(Timestamp::as_millis),
             version: o.version,
@@ -452,7 +480,20 @@ impl OrderItem {
                 ))
             }
         };
-        Ok(Order {
+        let pricing = match self.delivery_fee_minor {
+            Some(fee) => Some(Pricing {
+                delivery_fee: money(fee, &currency)?,
+                same_day_surcharge: money(self.same_day_surcharge_minor.unwrap_or(0), &currency)?,
+                zone: self.delivery_zone,
+                vat: VatRates {
+                    number: self.vat_number,
+                    flowers_basis_points: self.flowers_vat_bps,
+                    delivery_basis_points: self.delivery_vat_bps,
+                },
+            }),
+            None => None,
+        };
+        let mut order = Order {
             order_id: OrderId::parse(&self.order_id).map_err(StoreError::corrupt)?,
             customer_id: CustomerId::parse(&self.customer_id).map_err(StoreError::corrupt)?,
             vendor_id: VendorId::parse(&self.vendor_id).map_err(StoreError::corrupt)?,
@@ -481,12 +522,24 @@ impl OrderItem {
             bouquets_withdrawn: self.bouquets_withdrawn,
             refunded_at: self.refunded_at.map(Timestamp::from_millis),
             delivery: self.delivery,
+            pricing: None,
+            receipt: None,
+            invoice_number: self.invoice_number,
             personal_data_days: self.personal_data_days,
             redacted_at: self.redacted_at.map(Timestamp::from_millis),
             version: self.version,
             created_at: Timestamp::from_millis(self.created_at),
             updated_at: Timestamp::from_millis(self.updated_at),
-        })
+        };
+        if let Some(pricing) = pricing {
+            order.price(pricing).map_err(StoreError::corrupt)?;
+            if order.total != total {
+                return Err(StoreError::corrupt(
+                    "an order's total is not its lines plus its delivery fee",
+                ));
+            }
+        }
+        Ok(order)
     }
 }
 

@@ -29,7 +29,7 @@ mod vendors;
 
 use aws_sdk_dynamodb::Client;
 
-pub use analytics::{CounterDelta, DayCounters};
+pub use analytics::{CommissionDay, CounterDelta, DayCounters};
 pub use backfill::BackfillPage;
 pub use bouquet_aws::describe;
 /// The one retry policy, re-exported for the store's callers.

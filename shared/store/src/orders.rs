@@ -76,6 +76,14 @@ pub struct OrderWrite<'a> {
     pub idempotency: Option<&'a IdempotencyPut>,
     /// The order stops holding bouquets: it leaves its customer's count.
     pub releases_hold: bool,
+    /// The order takes this number of its shop's invoice sequence: the write moves the
+    /// sequence's last number from one less, or fails on it ([`Target::InvoiceSequence`]).
+    pub takes_invoice: Option<u64>,
+}
+
+/// A shop's invoice sequence: its last number taken.
+fn invoice_sequence_key(vendor_id: &str) -> Item {
+    crate::keys::key(crate::keys::vendor_pk(vendor_id), "INVOICES")
 }
 
 /// The counter of a customer's orders that hold bouquets.
@@ -280,6 +288,24 @@ impl Store {
     /// Writes an order transition decided by the domain: the order (if still at
     /// `read_version`), what happens to each of its bouquets, the event and the idempotency
     /// record, in one `TransactWriteItems`.
+    /// The last number `vendor_id`'s invoice sequence gave (0: none yet), read consistently.
+    pub async fn last_invoice_number(&self, vendor_id: VendorId) -> Result<u64, StoreError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(invoice_sequence_key(&vendor_id.to_string())))
+            .consistent_read(true)
+            .projection_expression("lastNumber")
+            .send()
+            .await
+            .map_err(StoreError::backend)?;
+        Ok(output
+            .item
+            .and_then(|item| item.get("lastNumber")?.as_n().ok()?.parse().ok())
+            .unwrap_or(0))
+    }
+
     pub async fn transition_order(
         &self,
         transition: &OrderWrite<'_>,
@@ -340,8 +366,26 @@ impl Store {
             event,
             idempotency,
             releases_hold,
+            takes_invoice,
         } = *transition;
         let mut tx = Tx::new();
+        if let Some(number) = takes_invoice {
+            let condition = if number <= 1 {
+                Expr::new("attribute_not_exists(lastNumber)")
+            } else {
+                Expr::new("lastNumber = :previous").n(":previous", number - 1)
+            };
+            tx.update(
+                Target::InvoiceSequence,
+                &self.table,
+                invoice_sequence_key(&order.vendor_id.to_string()),
+                Expr::new("SET lastNumber = :number, entity = :entity, updatedAt = :now")
+                    .n(":number", number)
+                    .s(":entity", "invoice_sequence")
+                    .n(":now", now.as_millis()),
+                condition,
+            )?;
+        }
         tx.idempotency(&self.table, idempotency, now)?;
         if releases_hold {
             // The order no longer holds bouquets: it leaves its customer's count.

@@ -1,10 +1,11 @@
 // The administrators' page: open a shop, make someone its member, set a shop's own commission,
-// and suspend or reinstate shops (a suspended shop's bouquets leave the storefront at once). The list follows the
-// catalogue channel, where shops opening, suspended and reinstated are announced.
+// and suspend or reinstate shops (a suspended shop's bouquets leave the storefront at once); the
+// commission earned per day and shop. The list follows the catalogue channel, where shops
+// opening, suspended and reinstated are announced.
 import { api } from "../api.js";
 import { live } from "../live.js";
 import { session } from "../session.js";
-import { attempt, clearErrors, field, h, refresh, say, show, showErrors, when } from "../ui.js";
+import { attempt, clearErrors, field, h, money, refresh, say, show, showErrors, when } from "../ui.js";
 
 function shopRow(shop, reload) {
   const suspended = Boolean(shop.suspendedAt);
@@ -44,12 +45,50 @@ function shopRow(shop, reload) {
     h("td", {}, toggle));
 }
 
+/** The marketplace's commission (its fees less those refunded) per day and shop over the last
+ *  30 days, each shop by its name where the list knows it. */
+function commissionSection(names) {
+  const body = h("tbody", {});
+  const foot = h("tfoot", {});
+  const state = h("p", { class: "muted", role: "status" });
+  const load = async () => {
+    let report;
+    try {
+      report = await api("GET", "/commission");
+    } catch (error) {
+      state.textContent = `The commission could not be read: ${error.message}`;
+      return;
+    }
+    state.textContent = `From ${report.from} to ${report.to} (UTC days).`;
+    const days = [...report.days].sort((a, b) => b.date.localeCompare(a.date) || (names.get(a.vendorId) ?? a.vendorId).localeCompare(names.get(b.vendorId) ?? b.vendorId));
+    body.replaceChildren(...days.map((d) => h("tr", { "data-date": d.date, "data-shop": d.vendorId, "data-amount": d.commission.amount },
+      h("td", {}, d.date),
+      h("td", {}, names.get(d.vendorId) ?? h("code", {}, d.vendorId)),
+      h("td", { class: "amount" }, money(d.commission)))));
+    if (!days.length) body.append(h("tr", {}, h("td", { colspan: 3, class: "muted" }, "No commission in this period.")));
+    // The period's total per currency (shown rounded to the currency's minor unit).
+    const totals = new Map();
+    for (const { commission: { amount, currency } } of days) totals.set(currency, (totals.get(currency) ?? 0) + Number(amount));
+    foot.replaceChildren(...[...totals].map(([currency, sum]) => h("tr", { "data-total": currency },
+      h("th", { scope: "row", colspan: 2 }, "Total"), h("td", { class: "amount" }, money({ amount: String(sum), currency })))));
+  };
+  return {
+    section: h("section", {}, h("h2", {}, "Commission (30 days)"), state,
+      h("div", { class: "table-wrap" }, h("table", { id: "commission" },
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Day"), h("th", { scope: "col" }, "Shop"), h("th", { scope: "col" }, "Commission"))),
+        body, foot))),
+    load,
+  };
+}
+
 export async function adminPage() {
   if (session.role() !== "admin") {
     show(h("h1", {}, "Shops"), h("p", {}, h("a", { href: "#/signin" }, "Sign in as an administrator"), " to manage shops."));
     return;
   }
   const body = h("tbody", {});
+  const names = new Map();
+  const commission = commissionSection(names);
   const load = async () => {
     const rows = [];
     let cursor = null;
@@ -59,6 +98,7 @@ export async function adminPage() {
       cursor = page.nextCursor;
     } while (cursor);
     body.replaceChildren(...rows.map((shop) => shopRow(shop, load)));
+    for (const shop of rows) names.set(shop.vendorId, shop.name);
   };
   const create = h("form", {
     novalidate: true,
@@ -108,10 +148,12 @@ export async function adminPage() {
       h("div", { class: "table-wrap" }, h("table", { id: "shops" },
         h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Id"), h("th", { scope: "col" }, "State"), h("th", { scope: "col" }, "Commission (bp)"), h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Action")))),
         body))),
+    commission.section,
     h("section", {}, h("h2", {}, "Open a shop"), create),
     h("section", {}, h("h2", {}, "Add a member"), invite));
   await load();
-  live.onReconnect.add(() => refresh(load));
+  await commission.load();
+  live.onReconnect.add(() => refresh(async () => { await load(); await commission.load(); }));
   return live.subscribe("catalogue", (event) => {
     if (event.name.startsWith("Vendor")) refresh(load);
   });

@@ -1,4 +1,5 @@
-// My orders (customer), one order with checkout (customer) or fulfilment (vendor), live.
+// My orders (customer), one order with checkout (customer) or fulfilment (vendor), live: its
+// delivery fee and receipt (net, VAT, gross), and once paid its invoice.
 import { api } from "../api.js";
 import { live } from "../live.js";
 import { loadConfig, session } from "../session.js";
@@ -32,6 +33,53 @@ export function deliveryLines(d) {
     h("dt", {}, "Address"), h("dd", { "data-field": "address" }, `${d.address.street}, ${d.address.postcode} ${d.address.city}, ${d.address.country}`),
     ...(d.cardMessage ? [h("dt", {}, "Card"), h("dd", { "data-field": "card" }, `“${d.cardMessage}”`)] : []),
   ];
+}
+
+/** A rate in basis points as a person reads it: 550 → "5.5 %". */
+function rate(basisPoints) {
+  return `${(basisPoints / 100).toLocaleString(undefined, { maximumFractionDigits: 2 })} %`;
+}
+
+/** What the shop's delivery costs, from its settings (the checkout prices the address itself). */
+export function describeFees(fees, currency) {
+  if (!fees) return null;
+  const cost = (amount) => money({ amount, currency });
+  const zones = fees.zones ?? [];
+  const free = (a) => !a || Number(a) === 0;
+  if (free(fees.standard) && free(fees.sameDaySurcharge) && zones.every((z) => free(z.fee))) return "Delivery is free.";
+  return [
+    `Delivery costs ${free(fees.standard) ? "nothing" : cost(fees.standard)}`,
+    ...zones.map((z) => `${cost(z.fee)} to postcodes starting ${z.postcodePrefix}`),
+  ].join("; ") + (free(fees.sameDaySurcharge) ? "." : `; same-day delivery adds ${cost(fees.sameDaySurcharge)}.`);
+}
+
+/** The delivery fee the server priced for the order's address, and its receipt: net, VAT and
+ *  gross per bouquet, for delivery and in total. Nothing before the delivery details are given. */
+export function receiptOf(order) {
+  const pricing = order.pricing, receipt = order.receipt;
+  if (!pricing || !receipt) return null;
+  const surcharge = Number(pricing.sameDaySurcharge.amount) > 0 ? pricing.sameDaySurcharge : null;
+  const amounts = (a) => ["net", "vat", "gross"].map((name) =>
+    h("td", { "data-field": name, "data-amount": a[name].amount, class: "amount" }, money(a[name])));
+  const row = (line, key) => h("tr", { "data-line": key },
+    h("th", { scope: "row" }, line.description), h("td", { "data-field": "rate" }, rate(line.vatBasisPoints)), ...amounts(line));
+  return h("div", { id: "pricing" },
+    h("p", {
+      id: "delivery-fee", "data-amount": pricing.deliveryFee.amount, "data-surcharge": pricing.sameDaySurcharge.amount,
+      "data-zone": pricing.zone ?? "",
+    },
+    Number(pricing.deliveryFee.amount) === 0
+      ? "Delivery is free"
+      : ["Delivery ", h("strong", {}, money(pricing.deliveryFee)), pricing.zone ? ` (postcodes starting ${pricing.zone})` : ""],
+    surcharge ? [", including ", h("span", { id: "same-day-surcharge" }, money(surcharge)), " for delivery today"] : "",
+    "."),
+    h("div", { class: "table-wrap" }, h("table", { id: "receipt" },
+      h("caption", {}, "Receipt", pricing.vat.number ? ` (VAT number ${pricing.vat.number})` : ""),
+      h("thead", {}, h("tr", {}, ...["Item", "VAT rate", "Net", "VAT", "Gross"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, receipt.lines.map((line, i) => row(line, String(i + 1))), row(receipt.delivery, "delivery")),
+      h("tfoot", {}, h("tr", { id: "receipt-total" }, h("th", { scope: "row" }, "Total"), h("td", {}),
+        ...amounts(receipt.total).map((cell) => { cell.id = `receipt-total-${cell.dataset.field}`; return cell; }))))),
+    h("p", { class: "muted" }, "Prices include VAT."));
 }
 
 const STEPS = [["reserved", "Reserved"], ["paid", "Paid"], ["accepted", "Accepted"], ["out_for_delivery", "Out for delivery"], ["fulfilled", "Delivered"]];
@@ -155,8 +203,29 @@ export async function orderPage(id) {
   let payKey = null;
   // The chosen test card outlives a re-render (a live update must not reset the customer's choice).
   let testCard = TEST_CARDS[0][0];
+  // The paid order's invoice, read with the caller's token and shown in a sandboxed frame (no
+  // script runs in it), with a link to open it in its own tab; kept across re-renders.
+  const invoiceNumber = h("span", {});
+  const invoiceView = h("div", { id: "invoice-view" });
+  let invoiceUrl = null;
+  const invoice = h("div", { id: "invoice", class: "invoice" },
+    h("p", { class: "row" }, h("strong", {}, "Invoice № ", invoiceNumber),
+      h("button", {
+        type: "button", class: "secondary", id: "open-invoice",
+        onclick: () => attempt(async () => {
+          const page = await api("GET", `/orders/${id}/invoice`, { headers: { accept: "text/html" }, text: true });
+          if (invoiceUrl) URL.revokeObjectURL(invoiceUrl);
+          invoiceUrl = URL.createObjectURL(new Blob([page], { type: "text/html" }));
+          invoiceView.replaceChildren(
+            h("iframe", { id: "invoice-frame", title: `Invoice № ${order.invoiceNumber}`, sandbox: "", srcdoc: page, class: "invoice-frame" }),
+            h("p", {}, h("a", { href: invoiceUrl, target: "_blank", rel: "noopener" }, "Open the invoice in a new tab (to print or save it)")));
+        }),
+      }, "Invoice")),
+    invoiceView);
   const render = () => {
     clearInterval(timer);
+    invoiceNumber.textContent = order.invoiceNumber ?? "";
+    invoice.dataset.invoice = order.invoiceNumber ?? "";
     const customer = session.role() === "customer";
     const vendor = session.role() === "vendor";
     const actions = [];
@@ -170,6 +239,7 @@ export async function orderPage(id) {
       const details = h("fieldset", { id: "delivery" },
         h("legend", {}, "Delivery"),
         settings ? h("p", { class: "muted", id: "delivery-settings" }, describeSettings(settings)) : null,
+        settings?.fees ? h("p", { class: "muted", id: "delivery-fees" }, describeFees(settings.fees, order.total.currency)) : null,
         field("Recipient's name", { name: "recipientName", required: true, maxlength: 100, autocomplete: "name", value: value("recipientName", given?.recipientName) }),
         field("Recipient's phone", { name: "recipientPhone", required: true, type: "tel", autocomplete: "tel", value: value("recipientPhone", given?.recipientPhone) }, "international, e.g. +33 6 12 34 56 78"),
         field("Street", { name: "street", required: true, maxlength: 200, autocomplete: "street-address", value: value("street", given?.address.street) }),
@@ -203,6 +273,7 @@ export async function orderPage(id) {
             };
             // The details first (at the version shown), then the payment. A refused detail is
             // shown beside its field, the form as the customer left it.
+            const shown = order.total;
             try {
               order = await api("PUT", `/orders/${id}/delivery`, { body: request, headers: { "if-match": `"${order.version}"` } });
               draft = null;
@@ -212,6 +283,14 @@ export async function orderPage(id) {
                 return;
               }
               throw error;
+            }
+            // The address priced the delivery: a total other than the one on the button is
+            // shown, with its receipt, before anything is charged.
+            if (order.total.currency !== shown.currency || Number(order.total.amount) !== Number(shown.amount)) {
+              render();
+              notify(`Delivery to this address costs ${money(order.pricing?.deliveryFee)}: the total is ${money(order.total)}. Check the receipt, then pay.`, "ok");
+              document.getElementById("pricing")?.scrollIntoView({ block: "center" });
+              return;
             }
             try {
               const token = stripeMode
@@ -255,7 +334,9 @@ export async function orderPage(id) {
           type: "button", class: "secondary",
           onclick: () => attempt(async () => { order = await api("POST", `/orders/${id}/cancel`); render(); }),
         }, "Cancel the order")));
-      form.prepend(details);
+      // What delivery costs, once the address is given: before the card and the button.
+      form.prepend(details, receiptOf(order) ?? h("p", { class: "muted", id: "delivery-fee-pending" },
+        "The delivery fee depends on the address: it is shown, with the receipt, before anything is charged."));
       form.elements.slot.value = value("slot", given?.slot ?? "");
       form.elements.cardMessage.value = value("cardMessage", given?.cardMessage ?? "");
       if (stripeMode) attempt(() => mountCard(cardSlot));
@@ -279,13 +360,17 @@ export async function orderPage(id) {
       cancelled: "Cancelled. The bouquets went back on sale.", expired: "The hold ran out before payment; the bouquets went back on sale.",
     };
     const showDetails = order.delivery && !(customer && order.status === "reserved");
+    const fee = order.pricing?.deliveryFee;
     section.replaceChildren(
       h("h1", {}, "Order"),
       h("p", { class: "row" }, h("span", { id: "order-status" }, statusBadge(order.status)), words[order.status] ?? ""),
       timeline(order.status),
       h("ul", {}, order.lines.map((l) => h("li", {}, `${l.name}: ${money(l.price)}`))),
-      h("p", {}, h("strong", {}, `Total ${money(order.total)}`)),
+      h("p", {}, h("strong", { id: "order-total", "data-amount": order.total.amount }, `Total ${money(order.total)}`),
+        fee ? ` (delivery ${Number(fee.amount) === 0 ? "free" : `${money(fee)} included`})` : ""),
+      order.invoiceNumber ? invoice : null,
       showDetails ? h("dl", { class: "delivery", id: "delivery-details" }, deliveryLines(order.delivery)) : null,
+      showDetails ? receiptOf(order) : null,
       ...actions);
   };
   render();

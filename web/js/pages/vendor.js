@@ -1,5 +1,5 @@
 // The vendor console: bouquets, vases (live connection state and readings), orders to fulfil
-// (live), analytics.
+// (live), delivery settings (fees and VAT too), analytics, earnings.
 import { api } from "../api.js";
 import { chart } from "../chart.js";
 import { live } from "../live.js";
@@ -302,26 +302,94 @@ function ordersSection() {
 
 const WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"];
 
-/** Where, when and how far ahead the shop delivers: what the checkout holds customers to. */
+/** Basis points as the percentage typed: 550 → "5.5". */
+const percent = (basisPoints) => String((basisPoints ?? 0) / 100);
+
+/** A typed percentage in basis points ("5,5 %" → 550); empty: 0; `null` if it is not one. */
+function basisPoints(text) {
+  const typed = String(text ?? "").trim().replace(/\s*%$/, "").replace(",", ".");
+  if (typed === "") return 0;
+  return /^\d{1,3}(\.\d{1,2})?$/.test(typed) ? Math.round(Number(typed) * 100) : null;
+}
+
+/** The zones' textarea, a line `PREFIX FEE` each (`75 3.00`), as the API's zones; the lines it
+ *  cannot read come back as field errors (`fees.zones[i]`). */
+function zonesOf(text) {
+  const zones = [], errors = [];
+  String(text ?? "").split("\n").map((l) => l.trim()).filter(Boolean).forEach((line, i) => {
+    const words = line.split(/[\s:=;]+/).filter(Boolean);
+    if (words.length < 2) {
+      errors.push({ field: `fees.zones[${i}]`, message: `must be a postcode prefix and a fee, such as 75 3.00 (not "${line}")` });
+      return;
+    }
+    zones.push({ postcodePrefix: words.slice(0, -1).join(""), fee: words.at(-1).replace(",", ".") });
+  });
+  return { zones, errors };
+}
+
+/** The API's errors on the zones' lines, said with the line they are on. */
+function onLines(errors) {
+  return errors.map((e) => {
+    const line = /^fees\.zones\[(\d+)\](?:\.(\w+))?$/.exec(e.field ?? "");
+    if (!line) return e;
+    const what = { fee: "the fee ", postcodePrefix: "the postcode prefix " }[line[2]] ?? "";
+    return { ...e, message: `on line ${Number(line[1]) + 1}: ${what}${e.message}` };
+  });
+}
+
+/** Where, when and how far ahead the shop delivers, what delivery costs and the VAT on the
+ *  receipts: what the checkout holds customers to. */
 function deliverySettingsSection(vendorId) {
   const slot = h("div", {});
   const load = async () => {
     const current = await api("GET", `/vendors/${vendorId}/delivery-settings`);
+    const fees = current.fees ?? {};
+    const vat = current.vat ?? {};
     const form = h("form", {
       id: "delivery-settings",
       onsubmit: (e) => {
         e.preventDefault();
         attempt(async () => {
+          clearErrors(form);
           const data = new FormData(form);
           const list = (name) => String(data.get(name) ?? "").split(",").map((t) => t.trim()).filter(Boolean);
+          const typed = (name) => String(data.get(name) ?? "").trim();
+          const zones = zonesOf(data.get("fees.zones"));
+          const flowers = basisPoints(data.get("vat.flowersBasisPoints"));
+          const delivery = basisPoints(data.get("vat.deliveryBasisPoints"));
+          const unread = [...zones.errors,
+            ...[["vat.flowersBasisPoints", flowers], ["vat.deliveryBasisPoints", delivery]]
+              .filter(([, rate]) => rate === null)
+              .map(([name]) => ({ field: name, message: "must be a percentage, such as 5.5 or 20" }))];
+          if (unread.length) {
+            showErrors(form, { body: { errors: onLines(unread) } });
+            return;
+          }
           const body = {
             countries: list("countries"), postcodePrefixes: list("postcodePrefixes"),
             days: WEEKDAYS.filter((d) => data.get(`day-${d}`)),
             horizonDays: Number(data.get("horizonDays")), sameDayCutoff: data.get("sameDayCutoff"), timeZone: data.get("timeZone"),
             ...(data.get("contactEmail") ? { contactEmail: data.get("contactEmail") } : {}),
+            // Amounts as typed (the API normalises "4.5" to "4.50"); empty: none (free).
+            fees: {
+              ...(typed("fees.standard") ? { standard: typed("fees.standard").replace(",", ".") } : {}),
+              zones: zones.zones,
+              ...(typed("fees.sameDaySurcharge") ? { sameDaySurcharge: typed("fees.sameDaySurcharge").replace(",", ".") } : {}),
+            },
+            vat: {
+              ...(typed("vat.number") ? { number: typed("vat.number") } : {}),
+              flowersBasisPoints: flowers, deliveryBasisPoints: delivery,
+            },
           };
           const headers = current.version ? { "if-match": `"${current.version}"` } : {};
-          await api("PUT", `/vendors/${vendorId}/delivery-settings`, { body, headers });
+          try {
+            await api("PUT", `/vendors/${vendorId}/delivery-settings`, { body, headers });
+          } catch (error) {
+            if (error.status !== 400) throw error;
+            if (error.body?.errors) error.body.errors = onLines(error.body.errors);
+            showErrors(form, error);
+            return;
+          }
           notify("Delivery settings saved.", "ok");
           await load();
         });
@@ -336,8 +404,21 @@ function deliverySettingsSection(vendorId) {
       field("Days ahead", { name: "horizonDays", type: "number", min: 0, max: 90, value: current.horizonDays, required: true }),
       field("Same-day until", { name: "sameDayCutoff", type: "time", value: current.sameDayCutoff, required: true }),
       field("Time zone", { name: "timeZone", value: current.timeZone, required: true })),
+    h("fieldset", { id: "delivery-fees" }, h("legend", {}, "Delivery fees (VAT included, in your prices' currency)"),
+      h("div", { class: "row" },
+        field("Standard delivery fee", { name: "fees.standard", id: "f-fees-standard", inputmode: "decimal", value: fees.standard ?? "", placeholder: "0.00" }, "where no zone applies"),
+        field("Same-day surcharge", { name: "fees.sameDaySurcharge", id: "f-fees-sameDaySurcharge", inputmode: "decimal", value: fees.sameDaySurcharge ?? "", placeholder: "0.00" }, "added for delivery today")),
+      field("Fees by postcode", {
+        tag: "textarea", name: "fees.zones", id: "f-fees-zones", rows: 3, placeholder: "75 3.00",
+      }, "a zone a line: postcode prefix and fee, e.g. 75 3.00; the longest prefix that matches wins")),
+    h("fieldset", { id: "vat-settings" }, h("legend", {}, "VAT on your receipts"),
+      field("VAT number", { name: "vat.number", id: "f-vat-number", value: vat.number ?? "", autocomplete: "off" }, "optional, e.g. FR12345678901"),
+      h("div", { class: "row" },
+        field("VAT on flowers (%)", { name: "vat.flowersBasisPoints", id: "f-vat-flowers", inputmode: "decimal", value: percent(vat.flowersBasisPoints) }, "e.g. 5.5"),
+        field("VAT on delivery (%)", { name: "vat.deliveryBasisPoints", id: "f-vat-delivery", inputmode: "decimal", value: percent(vat.deliveryBasisPoints) }, "e.g. 20"))),
     field("Contact email", { name: "contactEmail", type: "email", value: current.contactEmail ?? "", placeholder: current.contactEmailSet ? "saved (private); type a new one to change it" : "" }, `new paid orders are sent here; only your shop sees it. It must be the address you signed in with${session.email() ? ` (${session.email()})` : ""}`),
     h("button", { type: "submit" }, "Save delivery settings"));
+    form.elements.namedItem("fees.zones").value = (fees.zones ?? []).map((z) => `${z.postcodePrefix} ${z.fee}`).join("\n");
     slot.replaceChildren(form);
   };
   return { section: h("section", {}, h("h2", {}, "Delivery settings"), slot), load };
@@ -386,6 +467,97 @@ function analyticsSection(vendorId) {
   return { section: h("section", {}, h("h2", {}, "Analytics (30 days)"), charts), load };
 }
 
+/** `YYYY-MM-DD` (UTC, the days the API counts in) `days` before `date`. */
+function daysBefore(date, days) {
+  return new Date(Date.parse(`${date}T00:00:00Z`) - days * 86_400_000).toISOString().slice(0, 10);
+}
+
+const EARNINGS_COLUMNS = [["gross", "Gross"], ["fees", "Fees"], ["refunds", "Refunds"], ["feesRefunded", "Fees refunded"], ["net", "Net"]];
+
+/** What the shop earned per day (gross, the marketplace's fees, refunds, net) over a period, the
+ *  net per day as a chart, and the same period as a CSV file. */
+function earningsSection(vendorId) {
+  const today = new Date().toISOString().slice(0, 10);
+  const body = h("tbody", {});
+  const foot = h("tfoot", {});
+  const charts = h("div", {});
+  const form = h("form", {
+    id: "earnings-period", novalidate: true, "aria-label": "Earnings period",
+    onsubmit: (e) => {
+      e.preventDefault();
+      attempt(async () => {
+        clearErrors(form);
+        await load();
+      });
+    },
+  },
+  h("div", { class: "row" },
+    field("From", { name: "from", id: "earnings-from", type: "date", value: daysBefore(today, 29), required: true }),
+    field("To", { name: "to", id: "earnings-to", type: "date", value: today, required: true })),
+  h("p", { class: "row" },
+    h("button", { type: "submit", class: "secondary" }, "Show"),
+    h("button", { type: "button", id: "earnings-csv", onclick: () => attempt(download) }, "Download CSV")));
+  const period = () => ({ from: form.elements.namedItem("from").value, to: form.elements.namedItem("to").value });
+  const path = ({ from, to }) => `/vendors/${vendorId}/earnings?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`;
+  const cells = (day) => [
+    h("td", { "data-field": "orders" }, day.orders),
+    ...EARNINGS_COLUMNS.map(([name]) => h("td", { "data-field": name, "data-amount": day[name].amount, class: "amount" }, money(day[name]))),
+  ];
+  // A refused period is said beside its field; a failed read in the section, not over the page.
+  const failed = (error) => {
+    if (error.status === 400) showErrors(form, error);
+    else say(form, `The earnings could not be read: ${error.message}`, "error");
+  };
+  async function load() {
+    let report;
+    try {
+      report = await api("GET", path(period()));
+    } catch (error) {
+      failed(error);
+      return;
+    }
+    body.replaceChildren(...report.days.map((d) => h("tr", { "data-date": d.date, "data-currency": d.net.currency },
+      h("th", { scope: "row" }, d.date), ...cells(d))));
+    if (!report.days.length) body.append(h("tr", {}, h("td", { colspan: 7, class: "muted" }, `Nothing earned from ${report.from} to ${report.to}.`)));
+    foot.replaceChildren(...report.totals.map((t) => h("tr", { "data-total": t.net.currency },
+      h("th", { scope: "row" }, `Total ${report.from} to ${report.to}`), ...cells(t))));
+    const currency = report.days[0]?.net.currency;
+    const days = report.days.filter((d) => d.net.currency === currency);
+    charts.replaceChildren(...(days.length
+      ? [chart({ title: `Net per day (${currency})`, labels: days.map((d) => d.date.slice(5)), values: days.map((d) => Number(d.net.amount)), kind: "bar" })]
+      : []));
+  }
+  async function download() {
+    clearErrors(form);
+    const chosen = period();
+    let text;
+    try {
+      text = await api("GET", path(chosen), { headers: { accept: "text/csv" }, text: true });
+    } catch (error) {
+      failed(error);
+      return;
+    }
+    const name = `earnings-${chosen.from}-${chosen.to}.csv`;
+    const url = URL.createObjectURL(new Blob([text], { type: "text/csv" }));
+    const link = h("a", { href: url, download: name, hidden: true });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    say(form, `${name} is downloaded.`);
+  }
+  return {
+    section: h("section", { id: "earnings" }, h("h2", {}, "Earnings"),
+      h("p", { class: "muted" }, "What each day's paid orders brought in, less the marketplace's fees and refunds (UTC days)."),
+      form,
+      h("div", { class: "table-wrap" }, h("table", { id: "earnings-days" },
+        h("thead", {}, h("tr", {}, ...["Day", "Orders", ...EARNINGS_COLUMNS.map(([, t]) => t)].map((t) => h("th", { scope: "col" }, t)))),
+        body, foot)),
+      charts),
+    load,
+  };
+}
+
 export async function vendorPage() {
   const vendorId = session.vendorId();
   if (session.role() !== "vendor" || !vendorId) {
@@ -396,10 +568,11 @@ export async function vendorPage() {
   const vases = vasesSection(vendorId);
   const orders = ordersSection();
   const analytics = analyticsSection(vendorId);
+  const earnings = earningsSection(vendorId);
   const delivery = deliverySettingsSection(vendorId);
   const payouts = payoutsSection(vendorId);
-  show(h("h1", {}, "Vendor console"), payouts.section, orders.section, vases.section, bouquets.section, delivery.section, analytics.section);
-  const all = () => Promise.all([orders.load(), vases.load(), bouquets.load(), delivery.load(), analytics.load()]);
+  show(h("h1", {}, "Vendor console"), payouts.section, orders.section, vases.section, bouquets.section, delivery.section, analytics.section, earnings.section);
+  const all = () => Promise.all([orders.load(), vases.load(), bouquets.load(), delivery.load(), analytics.load(), earnings.load()]);
   await all();
   live.onReconnect.add(() => refresh(all));
   const stopOrders = followOrders(() => refresh(orders.load));
@@ -409,6 +582,7 @@ export async function vendorPage() {
     if (event.name.startsWith("Vase") || event.name === "BouquetFreshnessChanged") refresh(vases.load);
     if (event.name.startsWith("Bouquet") || MOVES_BOUQUETS.has(event.name)) refresh(bouquets.load);
     if (event.name === "OrderPaid" || event.name === "OrderFulfilled" || event.name === "OrderRejected") refresh(analytics.load);
+    if (event.name === "OrderPaid" || event.name === "OrderRejected") refresh(earnings.load);
     if (event.name === "VendorPayoutsChanged") payouts.show(event.data.chargesEnabled);
   });
   return () => { stopOrders(); stopVendor(); };

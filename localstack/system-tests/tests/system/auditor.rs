@@ -16,15 +16,15 @@ fn clean() -> Evidence {
         json!({"pk": "ORDER#o1", "sk": "ORDER", "orderId": "o1", "customerId": "alice",
                "vendorId": "v1", "status": "paid", "chargeId": "ch_1", "totalMinor": 1250,
                "currency": "EUR", "commissionBps": 1500, "feeMinor": 188,
-               "payoutAccount": "acct_sim_v1",
-               "lines": [{"bouquetId": "b1", "priceMinor": 1250}],
+               "payoutAccount": "acct_sim_v1", "deliveryFeeMinor": 250, "invoiceNumber": 1,
+               "lines": [{"bouquetId": "b1", "priceMinor": 1000}],
                "delivery": {"recipientName": "Ada Lovelace", "recipientPhone": "+441234567890",
                             "address": {"street": "1 Main Street", "postcode": "N1",
                                         "city": "London", "country": "GB"},
                             "date": "2026-12-06"}}),
         json!({"pk": "BOUQUET#b1", "sk": "BOUQUET", "bouquetId": "b1", "status": "sold",
-               "orderId": "o1", "freshness": 7, "freshnessSort": "007#b1", "priceMinor": 1250,
-               "priceSort": "000000001250#b1"}),
+               "orderId": "o1", "freshness": 7, "freshnessSort": "007#b1", "priceMinor": 1000,
+               "priceSort": "000000001000#b1"}),
         json!({"pk": "SIMPAY#o1-0", "sk": "CHARGE", "outcome": "approved", "chargeId": "ch_1",
                "amountMinor": 1250, "destination": "acct_sim_v1", "applicationFeeMinor": 188}),
         json!({"pk": "OUTBOX#o1", "sk": "EVENT#1", "eventName": "OrderPaid", "eventId": "e1",
@@ -37,6 +37,7 @@ fn clean() -> Evidence {
                "lastHeartbeatAt": NOW - 5_000}),
         json!({"pk": "VENDOR#v1", "sk": "VENDOR", "vendorId": "v1",
                "payoutAccountId": "acct_sim_v1", "chargesEnabled": true}),
+        json!({"pk": "VENDOR#v1", "sk": "INVOICES", "lastNumber": 1}),
     ];
     let mut journal = Journal::default();
     journal.customers.push("alice".into());
@@ -588,4 +589,50 @@ fn a_fee_off_the_rule_a_charge_elsewhere_and_a_refund_keeping_the_transfer_are_c
             .contains(&"every refunded charge to a shop took back its transfer and the fee"),
         "taken back"
     );
+}
+
+#[test]
+fn a_total_without_its_delivery_and_an_invoice_gap_or_duplicate_are_caught() {
+    const SPLIT: &str = "every paid order totals its lines, splits by the rounding rule and was charged to its shop's account with that fee";
+    const INVOICES: &str = "each shop's invoice numbers run 1 to n, no gap, no duplicate";
+    let mut no_delivery = clean();
+    no_delivery.items[0]["deliveryFeeMinor"] = json!(0);
+    assert_eq!(failing(&no_delivery), [SPLIT]);
+
+    let second = |number: i64, status: &str| {
+        json!({"pk": "ORDER#o2", "sk": "ORDER", "orderId": "o2", "customerId": "alice",
+               "vendorId": "v1", "status": status, "invoiceNumber": number, "lines": []})
+    };
+    let invoices_only =
+        |evidence: &Evidence| invoice_numbers_run_without_gap_per_shop(evidence).violations;
+    let mut duplicate = clean();
+    duplicate.items.push(second(1, "fulfilled"));
+    duplicate.items[9]["lastNumber"] = json!(2);
+    assert_eq!(
+        invoices_only(&duplicate).len(),
+        1,
+        "{:?}",
+        invoices_only(&duplicate)
+    );
+    let mut gap = clean();
+    gap.items.push(second(3, "fulfilled"));
+    gap.items[9]["lastNumber"] = json!(3);
+    assert_eq!(
+        invoices_only(&gap).len(),
+        2,
+        "a gap, and a sequence past the orders"
+    );
+    let mut unpaid = clean();
+    unpaid.items.push(second(2, "expired"));
+    assert!(failing(&unpaid).contains(&INVOICES));
+    let mut unnumbered = clean();
+    unnumbered.items[0]
+        .as_object_mut()
+        .unwrap()
+        .remove("invoiceNumber");
+    assert!(failing(&unnumbered).contains(&INVOICES));
+    let mut consecutive = clean();
+    consecutive.items.push(second(2, "rejected"));
+    consecutive.items[9]["lastNumber"] = json!(2);
+    assert_eq!(invoices_only(&consecutive), Vec::<String>::new());
 }

@@ -386,3 +386,195 @@ async fn a_shops_own_commission_splits_its_next_orders_and_keeps_its_history() {
         "{events:?}"
     );
 }
+
+/// A shop in Paris that charges 6.00 for delivery, 4.00 inside Paris (75), 5.00 more for the
+/// same day, with VAT of 5.5 % on flowers and 20 % on delivery.
+async fn priced_shop(world: &World) -> bouquet_app::domain::Vendor {
+    use bouquet_app::domain::delivery::DeliverySettings;
+    let vendor = world.vendor().await;
+    let mut settings = DeliverySettings::unset();
+    settings.countries = vec!["FR".into()];
+    // The world's clock stands at 16:16 UTC: same-day orders still taken.
+    settings.same_day_cutoff = "18:00".into();
+    settings.fees = serde_json::from_value(serde_json::json!({
+        "standard": "6", "zones": [{"postcodePrefix": "75", "fee": "4.00"}], "sameDaySurcharge": "5"
+    }))
+    .unwrap();
+    settings.vat = serde_json::from_value(serde_json::json!({
+        "number": "FR 12345678901", "flowersBasisPoints": 550, "deliveryBasisPoints": 2000
+    }))
+    .unwrap();
+    bouquet_app::delivery::change_settings(
+        &world.app,
+        &vendor_caller(&vendor),
+        vendor.vendor_id,
+        settings,
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .expect("settings saved");
+    vendor
+}
+
+async fn deliver_to(
+    world: &World,
+    order: &bouquet_app::domain::Order,
+    postcode: &str,
+    days_ahead: u16,
+) -> Result<bouquet_app::domain::Order, bouquet_app::delivery::DeliveryError> {
+    let mut request = delivery_request("ana", world.now());
+    request.address.postcode = postcode.into();
+    request.date =
+        bouquet_app::domain::delivery::date_after(world.now(), days_ahead, "UTC").unwrap();
+    bouquet_app::delivery::set_order_delivery(
+        &world.app,
+        &customer_caller("ana"),
+        order.order_id,
+        &request,
+        Some(order.version),
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .map(done)
+}
+
+#[tokio::test]
+async fn the_delivery_is_priced_with_the_details_and_the_payment_charges_lines_plus_delivery() {
+    let world = World::new().await;
+    let vendor = priced_shop(&world).await;
+    let bouquet = world.listed(&vendor, "24.50", None).await;
+    let order = world
+        .reserved_without_delivery(&customer("ana"), &[&bouquet])
+        .await;
+    assert_eq!(
+        order.total.amount(),
+        "24.50",
+        "the lines alone before the details"
+    );
+
+    let lyon = deliver_to(&world, &order, "69001", 1).await.unwrap();
+    assert_eq!(lyon.pricing.as_ref().unwrap().delivery_fee.amount(), "6.00");
+    assert_eq!(lyon.total.amount(), "30.50");
+    // A changed address prices again at the next version: Paris, today.
+    let paris = deliver_to(&world, &lyon, "75011", 0).await.unwrap();
+    let pricing = paris.pricing.clone().unwrap();
+    assert_eq!(
+        (
+            pricing.delivery_fee.amount(),
+            pricing.same_day_surcharge.amount(),
+            pricing.zone.as_deref()
+        ),
+        ("9.00".to_owned(), "5.00".to_owned(), Some("75"))
+    );
+    assert_eq!(paris.total.amount(), "33.50");
+    assert_eq!(pricing.vat.number.as_deref(), Some("FR12345678901"));
+    let receipt = paris.receipt.clone().unwrap();
+    // 24.50 at 5.5 %: 23.22 + 1.28; 9.00 at 20 %: 7.50 + 1.50.
+    assert_eq!(
+        (
+            receipt.lines[0].amounts.net.amount(),
+            receipt.lines[0].amounts.vat.amount()
+        ),
+        ("23.22".to_owned(), "1.28".to_owned())
+    );
+    assert_eq!(
+        (
+            receipt.delivery.amounts.net.amount(),
+            receipt.delivery.amounts.vat.amount()
+        ),
+        ("7.50".to_owned(), "1.50".to_owned())
+    );
+    assert_eq!(receipt.total.gross, paris.total);
+
+    let paid = match world.pay("ana", order.order_id, "tok_visa").await.unwrap() {
+        Replayable::Done(Paid::Paid(order)) => order,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        paid.settlement.unwrap().gross(),
+        paid.total,
+        "the charge is the total"
+    );
+    assert_eq!(paid.invoice_number, Some(1));
+    // Paid: the same fee may change its details, another zone may not.
+    let same_zone = deliver_to(&world, &paid, "75020", 0).await.unwrap();
+    assert_eq!(same_zone.total, paid.total);
+    let elsewhere = deliver_to(&world, &same_zone, "69001", 1).await;
+    assert!(
+        matches!(
+            elsewhere,
+            Err(bouquet_app::delivery::DeliveryError::Domain(
+                bouquet_app::domain::DomainError::DeliveryFeeChanged { .. }
+            ))
+        ),
+        "{elsewhere:?}"
+    );
+    let page = bouquet_app::invoice::page(
+        &world.app,
+        &customer_caller("ana"),
+        order.order_id,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        page.contains("-000001") && page.contains("FR12345678901") && page.contains("33.50"),
+        "{page}"
+    );
+}
+
+#[tokio::test]
+async fn twenty_payments_of_one_shop_at_once_take_its_invoice_numbers_one_to_twenty() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let mut orders = Vec::new();
+    for n in 0..20 {
+        let bouquet = world.listed(&vendor, "10.00", None).await;
+        let customer_name = format!("buyer-{n}");
+        orders.push((
+            customer_name.clone(),
+            world.reserved(&customer(&customer_name), &[&bouquet]).await,
+        ));
+    }
+    let payments = orders
+        .iter()
+        .map(|(who, order)| world.pay(who, order.order_id, "tok_visa"));
+    let outcomes = futures::future::join_all(payments).await;
+    let mut numbers: Vec<u64> = outcomes
+        .into_iter()
+        .map(|outcome| match outcome {
+            Ok(Replayable::Done(Paid::Paid(order))) => order.invoice_number.expect("numbered"),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, (1..=20).collect::<Vec<u64>>());
+    assert_eq!(
+        world
+            .app
+            .store
+            .last_invoice_number(vendor.vendor_id)
+            .await
+            .unwrap(),
+        20
+    );
+    // A payment repeated after it committed takes no second number.
+    let (who, order) = &orders[0];
+    let again = world.pay(who, order.order_id, "tok_visa").await.unwrap();
+    assert!(
+        matches!(again, Replayable::Done(Paid::Paid(ref o)) if o.invoice_number == world.order_now(order.order_id).await.invoice_number)
+    );
+    assert_eq!(
+        world
+            .app
+            .store
+            .last_invoice_number(vendor.vendor_id)
+            .await
+            .unwrap(),
+        20
+    );
+}
