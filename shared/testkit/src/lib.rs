@@ -224,6 +224,15 @@ impl ApiRequest {
         self
     }
 
+    /// The request without its query string (a route's defaults).
+    pub fn without_query(mut self) -> Self {
+        self.event["rawQueryString"] = json!("");
+        if let Some(event) = self.event.as_object_mut() {
+            event.remove("queryStringParameters");
+        }
+        self
+    }
+
     pub fn without_header(mut self, name: &str) -> Self {
         if let Some(headers) = self.event["headers"].as_object_mut() {
             headers.remove(&name.to_ascii_lowercase());

@@ -608,6 +608,21 @@ async fn every_function_flow() {
         200,
     )
     .await;
+    // Money (issue 41): the shop's earnings, the marketplace's commission, an invoice.
+    seen.http(
+        &cloud,
+        fixture("get-vendor-earnings").own_shop(&vendor),
+        200,
+    )
+    .await;
+    seen.http(&cloud, fixture("get-marketplace-commission"), 200)
+        .await;
+    seen.http(
+        &cloud,
+        by_customer("get-order-invoice", "c5").order_id(&settling),
+        200,
+    )
+    .await;
 
     // Photos: the upload policy, whose S3 PutObject is authorized by request-photo-upload's
     // role when the browser posts the form (recorded here as that access), then the photo

@@ -3,7 +3,9 @@
 //! to that account less the marketplace's fee, which a rejection's refund takes back, once.
 
 use serde_json::{json, Value};
-use system_tests::{account_report, by_vendor, fixture, Outcome, PathParams, TestCloud};
+use system_tests::{
+    account_report, by_customer, by_vendor, fixture, Outcome, PathParams, TestCloud,
+};
 
 fn s(
     item: &std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
@@ -225,4 +227,142 @@ async fn an_administrator_sets_a_shops_commission_and_its_next_payment_is_split_
         back.body["commissionHistory"][1]["basisPoints"],
         Value::Null
     );
+}
+
+/// Every `name` event of the table's outbox about `vendor`, as EventBridge delivers it.
+async fn bridged(cloud: &TestCloud, name: &str, vendor: &str) -> Vec<Value> {
+    cloud
+        .items_of("event")
+        .await
+        .iter()
+        .filter(|e| s(e, "eventName") == name)
+        .map(|e| serde_json::from_str::<Value>(&s(e, "detail")).unwrap())
+        .filter(|detail| detail["data"]["vendorId"] == vendor)
+        .map(|detail| json!({"source": "bouquet.marketplace", "detail-type": name, "detail": detail}))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_florists_earnings_invoices_and_the_marketplaces_commission_follow_its_orders() {
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
+    let roses = cloud.bouquet(&vendor, "24.50").await;
+    let tulips = cloud.bouquet(&vendor, "10.00").await;
+    let kept = cloud.reserved_order_id("c1", &[&roses]).await;
+    let turned_down = cloud.reserved_order_id("c2", &[&tulips]).await;
+    for (customer, order) in [("c1", &kept), ("c2", &turned_down)] {
+        let paid = cloud.pay_by_card(customer, order).await;
+        assert_eq!(paid.status, 200, "{}", paid.body);
+    }
+    let rejected = cloud
+        .send(by_vendor("reject-order", &vendor).order_id(&turned_down))
+        .await;
+    assert_eq!(rejected.status, 200, "{}", rejected.body);
+
+    // The projection takes each event twice (a redelivery): counted once.
+    let mut events = bridged(&cloud, "OrderPaid", &vendor).await;
+    events.extend(bridged(&cloud, "OrderRejected", &vendor).await);
+    assert_eq!(events.len(), 3);
+    for event in events.iter().chain(events.iter()) {
+        cloud
+            .run_event_function("project-vendor-analytics", event.clone())
+            .await;
+    }
+    // 24.50 + 10.00 paid, 15 % each (3.68 + 1.50); the 10.00 refunded with its 1.50.
+    let report = cloud
+        .send(
+            fixture("get-vendor-earnings")
+                .own_shop(&vendor)
+                .without_query(),
+        )
+        .await;
+    assert_eq!(report.status, 200, "{}", report.body);
+    let day = &report.body["days"][0];
+    let amounts: Vec<&str> = ["gross", "fees", "refunds", "feesRefunded", "net"]
+        .iter()
+        .map(|k| day[k]["amount"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        amounts,
+        ["34.50", "5.18", "10.00", "1.50", "20.82"],
+        "{day}"
+    );
+    assert_eq!(report.body["totals"][0]["net"]["amount"], "20.82");
+    let csv = cloud
+        .send(
+            fixture("get-vendor-earnings")
+                .own_shop(&vendor)
+                .without_query()
+                .header("accept", "text/csv"),
+        )
+        .await;
+    assert_eq!(csv.header("content-type"), Some("text/csv; charset=utf-8"));
+    let text = csv.body.as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("date,currency,orders,gross,fees,refunds,fees_refunded,net\r\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(",EUR,2,34.50,5.18,10.00,1.50,20.82\r\n"),
+        "{text}"
+    );
+    let other_shop = cloud
+        .send(
+            fixture("get-vendor-earnings")
+                .vendor_id(&vendor)
+                .without_query(),
+        )
+        .await;
+    assert_eq!(
+        other_shop.status, 403,
+        "another shop's member reads nothing"
+    );
+
+    let commission = cloud
+        .send(fixture("get-marketplace-commission").without_query())
+        .await;
+    assert_eq!(commission.status, 200, "{}", commission.body);
+    let ours: Vec<&Value> = commission.body["days"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["vendorId"] == vendor.as_str())
+        .collect();
+    assert_eq!(ours.len(), 1);
+    assert_eq!(
+        ours[0]["commission"]["amount"], "3.68",
+        "fees less fees refunded"
+    );
+
+    // Invoices: numbers 1 and 2 of the shop's sequence; the page for its readers only.
+    let page = cloud
+        .send(by_customer("get-order-invoice", "c1").order_id(&kept))
+        .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert_eq!(
+        page.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    let html = page.body.as_str().unwrap_or_default();
+    assert!(html.contains("Invoice BLOO-00000"), "{html}");
+    assert!(html.contains("24.50"), "{html}");
+    let mut numbers = Vec::new();
+    for (customer, order) in [("c1", &kept), ("c2", &turned_down)] {
+        let read = cloud
+            .send(by_customer("get-order", customer).order_id(order))
+            .await;
+        numbers.push(read.body["invoiceNumber"].as_u64());
+    }
+    numbers.sort_unstable();
+    assert_eq!(numbers, [Some(1), Some(2)]);
+    let stranger = cloud
+        .send(by_customer("get-order-invoice", "c2").order_id(&kept))
+        .await;
+    assert_eq!(stranger.status, 404);
+    let unpaid = cloud
+        .reserved_order_id("c3", &[&cloud.bouquet(&vendor, "12.00").await])
+        .await;
+    let none = cloud
+        .send(by_customer("get-order-invoice", "c3").order_id(&unpaid))
+        .await;
+    assert_eq!(none.status_and_code(), (409, Some("order.invalid_state")));
 }
