@@ -924,6 +924,7 @@ class Console(unittest.TestCase):
         florist = self.page()
         self.sign_in(florist, "vendor", unique("florist"), shop.vendor_id)
         self.open(florist, "/vendor")
+        self.subscribed(florist, f"vendor:{shop.vendor_id}")
         form = florist.locator("form#delivery-settings")
         form.get_by_label("Standard delivery fee").fill("6")
         form.get_by_label("Same-day surcharge").fill("5")
@@ -1038,7 +1039,7 @@ class Console(unittest.TestCase):
         with florist.expect_download() as download:
             earnings.get_by_role("button", name="Download CSV").click()
         self.assertEqual(download.value.suggested_filename, f"earnings-{start}-{today}.csv")
-        text = Path(download.value.path()).read_text()
+        text = Path(download.value.path()).read_bytes().decode()  # as sent: CRLF kept
         lines = text.split("\r\n")
         self.assertEqual(lines[0], "date,currency,orders,gross,fees,refunds,fees_refunded,net")
         self.assertIn(f"{today},EUR,1,40.00,6.00,0.00,0.00,34.00", lines)

@@ -59,8 +59,8 @@ impl EarningsDay {
     }
 }
 
-/// `vendor_id`'s earnings from `from` to `to` (`YYYY-MM-DD`, inclusive), for its members and
-/// the administrators.
+/// `vendor_id`'s earnings from `from` to `to` (`YYYY-MM-DD`, inclusive), for its members (the
+/// administrators read the commission across shops, [`marketplace_commission`]).
 pub async fn vendor_earnings(
     app: &App,
     caller: &Identity,

@@ -351,7 +351,7 @@ impl Order {
     /// follows.
     pub fn price(&mut self, pricing: Pricing) -> Result<(), DomainError> {
         self.total = self.lines_total()?.checked_add(pricing.delivery_fee)?;
-        self.receipt = Some(pricing.receipt(&self.lines));
+        self.receipt = Some(pricing.receipt(self.lines.iter().map(|l| (l.name.as_str(), l.price))));
         self.pricing = Some(pricing);
         Ok(())
     }

@@ -9,7 +9,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::money::{Currency, Money, MAX_AMOUNT_MINOR};
-use crate::order::OrderLine;
 use crate::validation::Validation;
 
 /// Basis points in a whole (100 %).
@@ -235,12 +234,12 @@ impl Pricing {
         }
     }
 
-    /// The receipt of `lines` and this delivery: net, VAT and gross per line, for delivery and
-    /// in total (the module's rule).
-    pub fn receipt(&self, lines: &[OrderLine]) -> Receipt {
+    /// The receipt of `lines` (each bouquet's name and price) and this delivery: net, VAT and
+    /// gross per line, for delivery and in total (the module's rule).
+    pub fn receipt<'a>(&self, lines: impl IntoIterator<Item = (&'a str, Money)>) -> Receipt {
         let mut parts: Vec<ReceiptLine> = lines
-            .iter()
-            .map(|line| ReceiptLine::split(&line.name, line.price, self.vat.flowers_basis_points))
+            .into_iter()
+            .map(|(name, price)| ReceiptLine::split(name, price, self.vat.flowers_basis_points))
             .collect();
         let delivery = ReceiptLine::split(
             "Delivery",
@@ -409,12 +408,7 @@ mod tests {
             delivery_basis_points: 2_000,
         };
         let pricing = Pricing::new(&fees(), &vat, "75020", false, currency);
-        let line = |minor| OrderLine {
-            bouquet_id: crate::BouquetId::generate(),
-            name: "Peonies".into(),
-            price: eur(minor),
-        };
-        let receipt = pricing.receipt(&[line(2450), line(1000)]);
+        let receipt = pricing.receipt([("Peonies", eur(2450)), ("Tulips", eur(1000))]);
         // 24.50 at 5.5 %: 23.22 + 1.28; 10.00: 9.48 + 0.52; delivery 5.00 at 20 %: 4.17 + 0.83.
         assert_eq!(receipt.lines[0].amounts.net, eur(2322));
         assert_eq!(receipt.lines[0].amounts.vat, eur(128));

@@ -341,12 +341,18 @@ function onLines(errors) {
  *  receipts: what the checkout holds customers to. */
 function deliverySettingsSection(vendorId) {
   const slot = h("div", {});
-  const load = async () => {
+  // A refresh (the live connection opening again) leaves a form being edited as it is: saving
+  // it at the version it was loaded from is refused if the settings changed meanwhile.
+  let edited = false;
+  const load = async ({ force = false } = {}) => {
     const current = await api("GET", `/vendors/${vendorId}/delivery-settings`);
+    if (edited && !force) return;
+    edited = false;
     const fees = current.fees ?? {};
     const vat = current.vat ?? {};
     const form = h("form", {
       id: "delivery-settings",
+      oninput: () => { edited = true; },
       onsubmit: (e) => {
         e.preventDefault();
         attempt(async () => {
@@ -391,7 +397,7 @@ function deliverySettingsSection(vendorId) {
             return;
           }
           notify("Delivery settings saved.", "ok");
-          await load();
+          await load({ force: true });
         });
       },
     },

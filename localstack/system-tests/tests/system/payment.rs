@@ -454,11 +454,11 @@ async fn dynamodb_calls_per_operation() {
         cloud.calls.by_operation(),
         calls(&[
             ("BatchGetItem", 1),
-            ("GetItem", 2),
+            ("GetItem", 3),
             ("TransactWriteItems", 2),
             ("PutItem", 1)
         ]),
-        "pay: read, the shop's settings (the delivery date still taken) and the shop (its payout account, the charge's destination) side by side, claim, the simulated gateway's charge (its ledger's item), commit"
+        "pay: read, the shop's settings (the delivery date still taken) and the shop (its payout account, the charge's destination) side by side, claim, the simulated gateway's charge (its ledger's item), the shop's invoice sequence (its last number), commit with the next"
     );
 
     cloud.calls.reset();
