@@ -129,7 +129,8 @@ export function clearErrors(form) {
 }
 
 /** Shows a refusal on `form`: each field error beside its field (`aria-invalid`,
- *  `aria-describedby`), and a summary at the form's top, scrolled into view and focused. */
+ *  `aria-describedby`), and a summary at the form's top, focused; both scrolled into view (the
+ *  first field's message first, if they do not fit together). */
 export function showErrors(form, error) {
   clearErrors(form);
   const unplaced = [];
@@ -152,6 +153,9 @@ export function showErrors(form, error) {
     : error.message ?? String(error);
   const box = say(form, summary, "error");
   box.scrollIntoView({ block: "center" });
+  // In a long form the first field's own message may be below the fold: in view too, the
+  // summary kept as far as both fit.
+  form.querySelector(".field-error")?.scrollIntoView({ block: "nearest" });
   box.focus({ preventScroll: true });
 }
 

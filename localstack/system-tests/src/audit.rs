@@ -62,6 +62,7 @@ pub const INVARIANTS: &[Invariant] = &[
     paid_orders_split_by_the_rule_to_their_shop,
     refunds_take_back_transfer_and_fee,
     invoice_numbers_run_without_gap_per_shop,
+    earnings_equal_the_orders_per_shop_and_day,
 ];
 
 /// How long after its lease (or after the gateway left it unanswered) a payment may stay
@@ -1197,6 +1198,95 @@ pub fn invoice_numbers_run_without_gap_per_shop(evidence: &Evidence) -> Check {
     Check {
         name: "each shop's invoice numbers run 1 to n, no gap, no duplicate",
         checked: numbers.values().map(Vec::len).sum(),
+        violations,
+    }
+}
+
+/// Each shop's earnings per day (the projection's fees, refunds and fees refunded, in EUR) are
+/// the sums of its orders' on the day of their `OrderPaid` and `OrderRejected`, and the
+/// marketplace's commission for that shop and day is its fees less the fees refunded.
+pub fn earnings_equal_the_orders_per_shop_and_day(evidence: &Evidence) -> Check {
+    // (shop, day) → [fees, refunds, fees refunded]
+    let mut expected = BTreeMap::<(String, String), [i64; 3]>::new();
+    let events: HashMap<(&str, &str), i64> = with_prefix(&evidence.items, "OUTBOX#")
+        .filter(|e| matches!(s(e, "eventName"), "OrderPaid" | "OrderRejected"))
+        .map(|e| ((s(e, "aggregateId"), s(e, "eventName")), n(e, "occurredAt")))
+        .collect();
+    let mut violations = Vec::new();
+    for order in orders(evidence) {
+        let (id, shop) = (s(order, "orderId"), s(order, "vendorId").to_owned());
+        let fee = n(order, "feeMinor");
+        if let Some(at) = events.get(&(id, "OrderPaid")) {
+            expected.entry((shop.clone(), utc_day(*at))).or_default()[0] += fee;
+        }
+        if s(order, "status") == "rejected" {
+            match events.get(&(id, "OrderRejected")) {
+                Some(at) => {
+                    let day = expected.entry((shop, utc_day(*at))).or_default();
+                    day[1] += n(order, "totalMinor");
+                    day[2] += fee;
+                }
+                None => violations.push(format!("rejected order {id} has no OrderRejected")),
+            }
+        }
+    }
+    let mut projected = BTreeMap::<(String, String), [i64; 3]>::new();
+    for day in with_prefix(&evidence.items, "ANALYTICS#") {
+        let key = (
+            s(day, "pk").trim_start_matches("ANALYTICS#").to_owned(),
+            s(day, "sk").trim_start_matches("DAY#").to_owned(),
+        );
+        projected.insert(
+            key,
+            [
+                n(day, "fees_EUR"),
+                n(day, "refunds_EUR"),
+                n(day, "feesRefunded_EUR"),
+            ],
+        );
+    }
+    let commission: HashMap<(String, String), i64> = with_prefix(&evidence.items, "COMMISSION")
+        .flat_map(|day| {
+            let date = s(day, "sk").trim_start_matches("DAY#").to_owned();
+            day.as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| {
+                    let shop = k.strip_prefix("shop_")?.strip_suffix("_EUR")?;
+                    Some(((shop.to_owned(), date.clone()), v.as_i64()?))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    for (key, want) in &expected {
+        let got = projected.get(key).copied().unwrap_or_default();
+        if got != *want {
+            violations.push(format!(
+                "shop {} on {}: projected fees/refunds/fees refunded {got:?}, its orders {want:?}",
+                key.0, key.1
+            ));
+        }
+        let net_commission = want[0] - want[2];
+        if commission.get(key).copied().unwrap_or(0) != net_commission {
+            violations.push(format!(
+                "shop {} on {}: the marketplace's commission {:?}, its orders {net_commission}",
+                key.0,
+                key.1,
+                commission.get(key)
+            ));
+        }
+    }
+    for (key, got) in &projected {
+        if *got != [0, 0, 0] && !expected.contains_key(key) {
+            violations.push(format!(
+                "shop {} on {}: money {got:?} and no order",
+                key.0, key.1
+            ));
+        }
+    }
+    Check {
+        name: "each shop's earnings and the commission per day are the sums of its orders",
+        checked: expected.len(),
         violations,
     }
 }

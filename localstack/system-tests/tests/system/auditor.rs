@@ -31,13 +31,14 @@ fn clean() -> Evidence {
                "aggregateId": "o1", "occurredAt": NOW}),
         json!({"pk": "PROCESSED#vendor-analytics#e1", "sk": "PROCESSED"}),
         json!({"pk": "ANALYTICS#v1", "sk": format!("DAY#{}", utc_day(NOW)), "sales": 1,
-               "revenue_EUR": 1250}),
+               "revenue_EUR": 1250, "fees_EUR": 188}),
         json!({"pk": "CUSTOMER#alice#HOLDS", "sk": "HOLDS", "holding": 0}),
         json!({"pk": "VASE#v9", "sk": "VASE", "connection": "online",
                "lastHeartbeatAt": NOW - 5_000}),
         json!({"pk": "VENDOR#v1", "sk": "VENDOR", "vendorId": "v1",
                "payoutAccountId": "acct_sim_v1", "chargesEnabled": true}),
         json!({"pk": "VENDOR#v1", "sk": "INVOICES", "lastNumber": 1}),
+        json!({"pk": "COMMISSION", "sk": format!("DAY#{}", utc_day(NOW)), "shop_v1_EUR": 188}),
     ];
     let mut journal = Journal::default();
     journal.customers.push("alice".into());
@@ -329,6 +330,17 @@ fn each_planted_fault_is_caught_by_its_invariant() {
     // A charge to the shop's account: its refund takes the transfer and the fee back.
     unrefunded_rejection.items[2]["transferReversed"] = json!(true);
     unrefunded_rejection.items[2]["feeRefunded"] = json!(true);
+    // Its rejection reached the shop's earnings: the refund and the fee given back.
+    unrefunded_rejection
+        .items
+        .push(json!({"pk": "OUTBOX#o1", "sk": "EVENT#2",
+        "eventName": "OrderRejected", "eventId": "e2", "aggregateId": "o1", "occurredAt": NOW}));
+    unrefunded_rejection
+        .items
+        .push(json!({"pk": "PROCESSED#vendor-analytics#e2", "sk": "PROCESSED"}));
+    unrefunded_rejection.items[5]["refunds_EUR"] = json!(1250);
+    unrefunded_rejection.items[5]["feesRefunded_EUR"] = json!(188);
+    unrefunded_rejection.items[10]["shop_v1_EUR"] = json!(0);
     assert_eq!(
         violations(&unrefunded_rejection),
         vec![],
@@ -554,6 +566,8 @@ fn a_fee_off_the_rule_a_charge_elsewhere_and_a_refund_keeping_the_transfer_are_c
     let mut rounded_down = clean();
     rounded_down.items[0]["feeMinor"] = json!(187);
     rounded_down.items[2]["applicationFeeMinor"] = json!(187);
+    rounded_down.items[5]["fees_EUR"] = json!(187);
+    rounded_down.items[10]["shop_v1_EUR"] = json!(187);
     assert_eq!(failing(&rounded_down), [SPLIT]);
 
     let mut elsewhere = clean();
@@ -568,7 +582,14 @@ fn a_fee_off_the_rule_a_charge_elsewhere_and_a_refund_keeping_the_transfer_are_c
     for field in ["commissionBps", "feeMinor"] {
         no_split.items[0].as_object_mut().unwrap().remove(field);
     }
-    assert_eq!(failing(&no_split), [SPLIT]);
+    // The projection's fee then has no order's fee to stand on either.
+    assert_eq!(
+        failing(&no_split),
+        [
+            SPLIT,
+            "each shop's earnings and the commission per day are the sums of its orders"
+        ]
+    );
 
     // A rejected order refunded, its shop's transfer kept.
     let mut kept = clean();
@@ -635,4 +656,34 @@ fn a_total_without_its_delivery_and_an_invoice_gap_or_duplicate_are_caught() {
     consecutive.items.push(second(2, "rejected"));
     consecutive.items[9]["lastNumber"] = json!(2);
     assert_eq!(invoices_only(&consecutive), Vec::<String>::new());
+}
+
+#[test]
+fn earnings_or_a_commission_that_are_not_the_orders_sums_are_caught() {
+    const EARNINGS: &str =
+        "each shop's earnings and the commission per day are the sums of its orders";
+    let mut fee_lost = clean();
+    fee_lost.items[5]["fees_EUR"] = json!(0);
+    assert_eq!(failing(&fee_lost), [EARNINGS]);
+    let mut commission_twice = clean();
+    commission_twice.items[10]["shop_v1_EUR"] = json!(376);
+    assert_eq!(failing(&commission_twice), [EARNINGS]);
+    // Rejected and refunded: the refund and the fee given back on the rejection's day.
+    let mut refunded = clean();
+    refunded.items[0]["status"] = json!("rejected");
+    refunded.items.push(
+        json!({"pk": "OUTBOX#o1", "sk": "EVENT#2", "eventName": "OrderRejected",
+                               "eventId": "e2", "aggregateId": "o1", "occurredAt": NOW}),
+    );
+    let check =
+        |evidence: &Evidence| earnings_equal_the_orders_per_shop_and_day(evidence).violations;
+    assert_eq!(
+        check(&refunded).len(),
+        2,
+        "neither the refund nor the fee given back was projected"
+    );
+    refunded.items[5]["refunds_EUR"] = json!(1250);
+    refunded.items[5]["feesRefunded_EUR"] = json!(188);
+    refunded.items[10]["shop_v1_EUR"] = json!(0);
+    assert_eq!(check(&refunded), Vec::<String>::new());
 }
