@@ -101,6 +101,32 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
             .to_owned();
         let token = blackbox::local_token("vendor", &format!("soak-vendor-{v}"), Some(&vendor_id));
         api.onboard_payouts_locally(&token, &vendor_id).await?;
+        // Delivery costs money and carries VAT (issue 41): half the shops price Paris (75) apart,
+        // so the auditor sees zone fees and standard fees both in the totals it checks.
+        let zones = if v % 2 == 0 {
+            json!([{ "postcodePrefix": "75", "fee": "4.00" }])
+        } else {
+            json!([])
+        };
+        let settings = json!({
+            "countries": ["FR"], "postcodePrefixes": [], "horizonDays": 14,
+            "days": ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"],
+            "sameDayCutoff": "12:00", "timeZone": "UTC",
+            "fees": { "standard": "6.00", "zones": zones, "sameDaySurcharge": "3.00" },
+            "vat": { "number": "FR12345678901", "flowersBasisPoints": 550, "deliveryBasisPoints": 2000 },
+        });
+        let (saved, _) = api
+            .send_retried(
+                "PUT",
+                &format!("/v1/vendors/{vendor_id}/delivery-settings"),
+                Some(&token),
+                &[],
+                Some(&settings),
+            )
+            .await;
+        if saved.status != 200 {
+            return Err(format!("saving the delivery settings: {saved:?}"));
+        }
         let mut bouquets = Vec::new();
         for b in 0..plan.bouquets_per_vendor {
             let (listed, _) = api

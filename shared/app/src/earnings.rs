@@ -8,10 +8,14 @@
 
 use std::fmt::Write as _;
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use bouquet_domain::identity::{Identity, Role};
 use bouquet_domain::{Currency, Money, VendorId};
+use bouquet_payments::GatewayError;
 use serde::Serialize;
 
+use crate::problem::ApiError;
 use crate::queries::QueryError;
 use crate::App;
 
@@ -26,6 +30,8 @@ pub struct EarningsDay {
     pub refunds: Money,
     pub fees_refunded: Money,
     pub net: Money,
+    /// What the PSP paid out to the shop's bank, arriving that day.
+    pub payouts: Money,
     pub orders: i64,
 }
 
@@ -40,95 +46,140 @@ pub struct Earnings {
     pub totals: Vec<EarningsDay>,
 }
 
-impl EarningsDay {
-    fn new(
-        date: &str,
-        currency: Currency,
-        [gross, fees, refunds, fees_refunded]: [i64; 4],
-    ) -> Self {
+/// A day's sums in minor units: gross, fees, refunds, fees refunded, payouts; and orders.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Sums {
+    money: [i64; 5],
+    orders: i64,
+}
+
+impl Sums {
+    fn add(&mut self, other: Sums) {
+        for (sum, add) in self.money.iter_mut().zip(other.money) {
+            *sum += add;
+        }
+        self.orders += other.orders;
+    }
+
+    fn row(self, date: String, currency: Currency) -> EarningsDay {
         let money = |minor| Money::from_minor(minor, currency);
-        Self {
-            date: date.to_owned(),
+        let [gross, fees, refunds, fees_refunded, payouts] = self.money;
+        EarningsDay {
+            date,
             gross: money(gross),
             fees: money(fees),
             refunds: money(refunds),
             fees_refunded: money(fees_refunded),
             net: money(gross - fees - refunds + fees_refunded),
-            orders: 0,
+            payouts: money(payouts),
+            orders: self.orders,
         }
     }
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum EarningsError {
+    #[error(transparent)]
+    Query(#[from] QueryError),
+    /// The PSP did not list the shop's payouts: the report is not given without them.
+    #[error("the payment provider did not list the payouts")]
+    Payouts(#[source] GatewayError),
+}
+
+impl From<bouquet_store::StoreError> for EarningsError {
+    fn from(error: bouquet_store::StoreError) -> Self {
+        EarningsError::Query(error.into())
+    }
+}
+
 /// `vendor_id`'s earnings from `from` to `to` (`YYYY-MM-DD`, inclusive), for its members (the
-/// administrators read the commission across shops, [`marketplace_commission`]).
+/// administrators read the commission across shops, [`marketplace_commission`]): the
+/// projection's days and the PSP's payouts to the shop's account (read side by side).
 pub async fn vendor_earnings(
     app: &App,
     caller: &Identity,
     vendor_id: VendorId,
     from: &str,
     to: &str,
-) -> Result<Earnings, QueryError> {
-    caller.require_vendor(vendor_id)?;
-    let counters = app.store.vendor_days(vendor_id, from, to).await?;
-    let mut days = Vec::new();
-    let mut totals: std::collections::BTreeMap<String, [i64; 4]> = Default::default();
+) -> Result<Earnings, EarningsError> {
+    caller.require_vendor(vendor_id).map_err(QueryError::from)?;
+    let (counters, shop) = tokio::try_join!(
+        app.store.vendor_days(vendor_id, from, to),
+        app.store.vendor(vendor_id, false)
+    )?;
+    let payouts = match shop.and_then(|shop| shop.payout_account) {
+        Some(account) => app
+            .payments
+            .payouts(&account.account_id, from, to)
+            .await
+            .map_err(EarningsError::Payouts)?,
+        None => Vec::new(),
+    };
+    let mut days: BTreeMap<(String, String), Sums> = BTreeMap::new();
     for day in &counters {
-        let currencies: std::collections::BTreeSet<&String> =
+        let amount = |m: &BTreeMap<String, i64>, code: &str| m.get(code).copied().unwrap_or(0);
+        let currencies: BTreeSet<&String> =
             [&day.revenue, &day.fees, &day.refunds, &day.fees_refunded]
                 .iter()
                 .flat_map(|m| m.keys())
                 .collect();
         for code in currencies {
-            let Ok(currency) = Currency::parse(code) else {
-                continue;
-            };
-            let amount =
-                |m: &std::collections::BTreeMap<String, i64>| m.get(code).copied().unwrap_or(0);
-            let amounts = [
-                amount(&day.revenue),
-                amount(&day.fees),
-                amount(&day.refunds),
-                amount(&day.fees_refunded),
-            ];
-            let total = totals.entry(code.clone()).or_default();
-            for (sum, add) in total.iter_mut().zip(amounts) {
-                *sum += add;
-            }
-            let mut row = EarningsDay::new(&day.day, currency, amounts);
-            row.orders = day.sales;
-            days.push(row);
+            days.entry((day.day.clone(), code.clone()))
+                .or_default()
+                .add(Sums {
+                    money: [
+                        amount(&day.revenue, code),
+                        amount(&day.fees, code),
+                        amount(&day.refunds, code),
+                        amount(&day.fees_refunded, code),
+                        0,
+                    ],
+                    orders: day.sales,
+                });
         }
+    }
+    for payout in payouts
+        .iter()
+        .filter(|p| p.status != "failed" && p.status != "canceled")
+    {
+        let mut sums = Sums::default();
+        sums.money[4] = payout.amount_minor;
+        days.entry((payout.arrival_date.clone(), payout.currency.clone()))
+            .or_default()
+            .add(sums);
+    }
+    let mut totals: BTreeMap<String, Sums> = BTreeMap::new();
+    let mut rows = Vec::new();
+    for ((date, code), sums) in days {
+        let Ok(currency) = Currency::parse(&code) else {
+            continue;
+        };
+        totals.entry(code).or_default().add(sums);
+        rows.push(sums.row(date, currency));
     }
     let totals = totals
         .into_iter()
-        .filter_map(|(code, amounts)| {
-            let currency = Currency::parse(&code).ok()?;
-            let mut row = EarningsDay::new(to, currency, amounts);
-            row.date = format!("{from}..{to}");
-            row.orders = days
-                .iter()
-                .filter(|d| d.gross.currency() == currency)
-                .map(|d| d.orders)
-                .sum();
-            Some(row)
+        .filter_map(|(code, sums)| {
+            Some(sums.row(format!("{from}..{to}"), Currency::parse(&code).ok()?))
         })
         .collect();
     Ok(Earnings {
         vendor_id,
         from: from.to_owned(),
         to: to.to_owned(),
-        days,
+        days: rows,
         totals,
     })
 }
 
 /// The earnings as CSV (RFC 4180): one row per day and currency, amounts as decimals.
 pub fn csv(earnings: &Earnings) -> String {
-    let mut out = String::from("date,currency,orders,gross,fees,refunds,fees_refunded,net\r\n");
+    let mut out =
+        String::from("date,currency,orders,gross,fees,refunds,fees_refunded,net,payouts\r\n");
     for day in &earnings.days {
         let _ = write!(
             out,
-            "{},{},{},{},{},{},{},{}\r\n",
+            "{},{},{},{},{},{},{},{},{}\r\n",
             day.date,
             day.gross.currency(),
             day.orders,
@@ -136,7 +187,8 @@ pub fn csv(earnings: &Earnings) -> String {
             day.fees.amount(),
             day.refunds.amount(),
             day.fees_refunded.amount(),
-            day.net.amount()
+            day.net.amount(),
+            day.payouts.amount()
         );
     }
     out
@@ -177,6 +229,15 @@ pub async fn marketplace_commission(
         .collect())
 }
 
+impl From<EarningsError> for ApiError {
+    fn from(error: EarningsError) -> Self {
+        match error {
+            EarningsError::Query(error) => error.into(),
+            EarningsError::Payouts(_) => ApiError::PaymentUnavailable,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,8 +245,11 @@ mod tests {
     #[test]
     fn a_day_nets_its_fees_and_refunds_and_writes_as_csv() {
         let eur = Currency::parse("EUR").unwrap();
-        let mut day = EarningsDay::new("2026-12-06", eur, [5000, 750, 2000, 300]);
-        day.orders = 2;
+        let day = Sums {
+            money: [5000, 750, 2000, 300, 1200],
+            orders: 2,
+        }
+        .row("2026-12-06".into(), eur);
         assert_eq!(day.net.minor(), 5000 - 750 - 2000 + 300);
         let earnings = Earnings {
             vendor_id: VendorId::generate(),
@@ -196,8 +260,8 @@ mod tests {
         };
         assert_eq!(
             csv(&earnings),
-            "date,currency,orders,gross,fees,refunds,fees_refunded,net\r\n\
-             2026-12-06,EUR,2,50.00,7.50,20.00,3.00,25.50\r\n"
+            "date,currency,orders,gross,fees,refunds,fees_refunded,net,payouts\r\n\
+             2026-12-06,EUR,2,50.00,7.50,20.00,3.00,25.50,12.00\r\n"
         );
     }
 }

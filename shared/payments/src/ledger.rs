@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::BoxFuture;
 
-use crate::{ChargeOutcome, ChargeRequest, GatewayError};
+use crate::{ChargeOutcome, ChargeRequest, GatewayError, Payout};
 
 pub trait Ledger: Send + Sync {
     /// Records `proposed` for the request's key unless an outcome is recorded already;
@@ -28,6 +28,13 @@ pub trait Ledger: Send + Sync {
         key: &'a str,
         transferred: bool,
     ) -> BoxFuture<'a, Result<(), GatewayError>>;
+    /// The payouts of `account` arriving from `from` to `to` (`YYYY-MM-DD`), oldest first.
+    fn payouts<'a>(
+        &'a self,
+        account: &'a str,
+        from: &'a str,
+        to: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Payout>, GatewayError>>;
 }
 
 /// This process's memory (unit and system tests that count charges).
@@ -35,6 +42,7 @@ pub trait Ledger: Send + Sync {
 pub struct MemoryLedger {
     outcomes: Mutex<HashMap<String, ChargeOutcome>>,
     refunded: Mutex<Vec<String>>,
+    payouts: Mutex<Vec<(String, Payout)>>,
 }
 
 impl MemoryLedger {
@@ -51,6 +59,13 @@ impl MemoryLedger {
 
     pub fn refunded(&self) -> Vec<String> {
         self.refunded.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// The PSP pays `payout` out of `account` (what a test sets up).
+    pub fn pay_out(&self, account: &str, payout: Payout) {
+        if let Ok(mut payouts) = self.payouts.lock() {
+            payouts.push((account.to_owned(), payout));
+        }
     }
 }
 
@@ -95,6 +110,26 @@ impl Ledger for MemoryLedger {
                 }
             }
             Ok(())
+        })
+    }
+
+    fn payouts<'a>(
+        &'a self,
+        account: &'a str,
+        from: &'a str,
+        to: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Payout>, GatewayError>> {
+        Box::pin(async move {
+            let mut found: Vec<Payout> = self
+                .payouts
+                .lock()
+                .map_err(|_| GatewayError::Unavailable("ledger poisoned".into()))?
+                .iter()
+                .filter(|(a, p)| a == account && (from..=to).contains(&p.arrival_date.as_str()))
+                .map(|(_, p)| p.clone())
+                .collect();
+            found.sort_by(|a, b| a.arrival_date.cmp(&b.arrival_date));
+            Ok(found)
         })
     }
 }
@@ -166,7 +201,98 @@ fn outcome_of(item: &HashMap<String, AttributeValue>) -> Option<ChargeOutcome> {
     }
 }
 
+/// A payout's item: `pk = SIMPAYOUT#{account}`, `sk = {arrival date}#{id}`, so an account's
+/// payouts of a period are one `Query`.
+fn payout_pk(account: &str) -> AttributeValue {
+    AttributeValue::S(format!("SIMPAYOUT#{account}"))
+}
+
 impl TableLedger {
+    /// The simulated PSP pays `amount_minor` of `currency` out of `account` to its bank,
+    /// arriving on `arrival_date` (the dev stack's account page does this locally).
+    pub async fn pay_out(
+        &self,
+        account: &str,
+        amount_minor: i64,
+        currency: &str,
+        arrival_date: &str,
+    ) -> Result<Payout, GatewayError> {
+        let payout = Payout {
+            id: format!("po_sim_{}", ulid::Ulid::new()),
+            amount_minor,
+            currency: currency.to_ascii_uppercase(),
+            arrival_date: arrival_date.to_owned(),
+            status: "paid".into(),
+        };
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .item("pk", payout_pk(account))
+            .item(
+                "sk",
+                AttributeValue::S(format!("{arrival_date}#{}", payout.id)),
+            )
+            .item("entity", AttributeValue::S("simulated_payout".into()))
+            .item("payoutId", AttributeValue::S(payout.id.clone()))
+            .item("amountMinor", AttributeValue::N(amount_minor.to_string()))
+            .item("currency", AttributeValue::S(payout.currency.clone()))
+            .item("arrivalDate", AttributeValue::S(arrival_date.to_owned()))
+            .item("status", AttributeValue::S(payout.status.clone()))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(payout)
+    }
+
+    async fn read_payouts(
+        &self,
+        account: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<Payout>, GatewayError> {
+        let mut payouts = Vec::new();
+        let mut start = None;
+        loop {
+            let output = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND sk BETWEEN :from AND :to")
+                .expression_attribute_values(":pk", payout_pk(account))
+                .expression_attribute_values(":from", AttributeValue::S(format!("{from}#")))
+                .expression_attribute_values(":to", AttributeValue::S(format!("{to}#~")))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in output.items.unwrap_or_default() {
+                let number = item
+                    .get("amountMinor")
+                    .and_then(|v| v.as_n().ok())
+                    .and_then(|n| n.parse().ok());
+                if let (Some(id), Some(amount_minor), Some(currency), Some(arrival_date)) = (
+                    text(&item, "payoutId"),
+                    number,
+                    text(&item, "currency"),
+                    text(&item, "arrivalDate"),
+                ) {
+                    payouts.push(Payout {
+                        id,
+                        amount_minor,
+                        currency,
+                        arrival_date,
+                        status: text(&item, "status").unwrap_or_default(),
+                    });
+                }
+            }
+            start = output.last_evaluated_key;
+            if start.is_none() {
+                return Ok(payouts);
+            }
+        }
+    }
+
     /// The bank's answer to an authentication the simulated gateway asked for: the attempt
     /// under `key` becomes approved (or declined). Returns the intent's id, or `None` when no
     /// authentication is pending under `key`.
@@ -209,6 +335,15 @@ impl TableLedger {
 }
 
 impl Ledger for TableLedger {
+    fn payouts<'a>(
+        &'a self,
+        account: &'a str,
+        from: &'a str,
+        to: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Payout>, GatewayError>> {
+        Box::pin(self.read_payouts(account, from, to))
+    }
+
     fn record<'a>(
         &'a self,
         request: &'a ChargeRequest,

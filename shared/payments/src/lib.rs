@@ -97,6 +97,30 @@ pub trait PaymentGateway: Send + Sync {
         let _ = (account_id, links);
         Box::pin(async move { Err(no_connected_accounts(self.provider())) })
     }
+    /// The payouts of `account_id` arriving from `from` to `to` (`YYYY-MM-DD`, inclusive),
+    /// oldest first.
+    fn payouts<'a>(
+        &'a self,
+        account_id: &'a str,
+        from: &'a str,
+        to: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Payout>, GatewayError>> {
+        let _ = (account_id, from, to);
+        Box::pin(async move { Err(no_connected_accounts(self.provider())) })
+    }
+}
+
+/// Money the PSP paid out from a shop's connected account to its bank.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Payout {
+    pub id: String,
+    pub amount_minor: i64,
+    /// ISO 4217, upper case.
+    pub currency: String,
+    /// `YYYY-MM-DD` (UTC): when it reaches (or reached) the bank.
+    pub arrival_date: String,
+    /// `paid`, `pending`, `in_transit`, `failed` or `canceled`.
+    pub status: String,
 }
 
 fn no_connected_accounts(provider: &str) -> GatewayError {
@@ -312,6 +336,19 @@ impl<L: Ledger> PaymentGateway for SimulatedGateway<L> {
         Box::pin(async move {
             self.pause().await;
             Ok(format!("acct_sim_{vendor_id}"))
+        })
+    }
+
+    /// Its ledger's payouts (made locally through the dev stack's account page).
+    fn payouts<'a>(
+        &'a self,
+        account_id: &'a str,
+        from: &'a str,
+        to: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Payout>, GatewayError>> {
+        Box::pin(async move {
+            self.pause().await;
+            self.ledger.payouts(account_id, from, to).await
         })
     }
 

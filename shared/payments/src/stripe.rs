@@ -30,7 +30,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use serde::Deserialize;
 
-use crate::{ChargeOutcome, ChargeRequest, GatewayError, OnboardingLinks, PaymentGateway};
+use crate::{ChargeOutcome, ChargeRequest, GatewayError, OnboardingLinks, PaymentGateway, Payout};
 
 /// Stripe's API version this client is written against (sent on every request).
 pub const API_VERSION: &str = "2024-06-20";
@@ -159,11 +159,27 @@ impl StripeGateway {
         form: Option<String>,
         idempotency_key: Option<&str>,
     ) -> Result<(u16, Bytes), GatewayError> {
+        self.send_as(None, method, path_and_query, form, idempotency_key)
+            .await
+    }
+
+    /// [`Self::send`] on behalf of a connected account (`Stripe-Account`), when given.
+    async fn send_as(
+        &self,
+        account: Option<&str>,
+        method: hyper::Method,
+        path_and_query: &str,
+        form: Option<String>,
+        idempotency_key: Option<&str>,
+    ) -> Result<(u16, Bytes), GatewayError> {
         let mut request = hyper::Request::builder()
             .method(method)
             .uri(format!("{}{path_and_query}", self.base))
             .header("authorization", format!("Bearer {}", self.secret_key))
             .header("stripe-version", API_VERSION);
+        if let Some(account) = account {
+            request = request.header("stripe-account", account);
+        }
         if form.is_some() {
             request = request.header("content-type", "application/x-www-form-urlencoded");
         }
@@ -422,4 +438,88 @@ impl PaymentGateway for StripeGateway {
             Ok(created.url)
         })
     }
+
+    /// `GET /v1/payouts` on behalf of the shop's account (`Stripe-Account`), by arrival date,
+    /// page by page.
+    fn payouts<'a>(
+        &'a self,
+        account_id: &'a str,
+        from: &'a str,
+        to: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Payout>, GatewayError>> {
+        Box::pin(async move {
+            let seconds = |day: &str, plus_days: i64| -> Result<i64, GatewayError> {
+                let date: jiff::civil::Date = day
+                    .parse()
+                    .map_err(|e: jiff::Error| GatewayError::Unavailable(Box::new(e)))?;
+                let start = date
+                    .checked_add(jiff::Span::new().days(plus_days))
+                    .and_then(|d| d.to_zoned_datetime(jiff::tz::TimeZone::UTC))
+                    .map_err(|e| GatewayError::Unavailable(Box::new(e)))?;
+                Ok(start.timestamp().as_second())
+            };
+            let (gte, lt) = (seconds(from, 0)?, seconds(to, 1)?);
+            let mut payouts = Vec::new();
+            let mut after: Option<String> = None;
+            loop {
+                let path = {
+                    let mut query = form_urlencoded::Serializer::new(String::new());
+                    query
+                        .append_pair("arrival_date[gte]", &gte.to_string())
+                        .append_pair("arrival_date[lt]", &lt.to_string())
+                        .append_pair("limit", "100");
+                    if let Some(after) = &after {
+                        query.append_pair("starting_after", after);
+                    }
+                    format!("/v1/payouts?{}", query.finish())
+                };
+                let (status, body) = self
+                    .send_as(Some(account_id), hyper::Method::GET, &path, None, None)
+                    .await?;
+                if status != 200 {
+                    return Err(unavailable(status, &body));
+                }
+                let page: PayoutList = serde_json::from_slice(&body)
+                    .map_err(|e| GatewayError::Unavailable(Box::new(e)))?;
+                after = page.data.last().map(|p| p.id.clone());
+                for payout in page.data {
+                    let arrival = jiff::Timestamp::from_second(payout.arrival_date)
+                        .map_err(|e| GatewayError::Unavailable(Box::new(e)))?;
+                    payouts.push(Payout {
+                        id: payout.id,
+                        amount_minor: payout.amount,
+                        currency: payout.currency.to_ascii_uppercase(),
+                        arrival_date: arrival
+                            .to_zoned_datetime(jiff::tz::TimeZone::UTC)
+                            .date()
+                            .to_string(),
+                        status: payout.status,
+                    });
+                }
+                if !page.has_more || after.is_none() {
+                    // Stripe lists newest first.
+                    payouts.sort_by(|a, b| a.arrival_date.cmp(&b.arrival_date));
+                    return Ok(payouts);
+                }
+            }
+        })
+    }
+}
+
+/// A page of `GET /v1/payouts`.
+#[derive(Deserialize)]
+struct PayoutList {
+    data: Vec<StripePayout>,
+    #[serde(default)]
+    has_more: bool,
+}
+
+#[derive(Deserialize)]
+struct StripePayout {
+    id: String,
+    amount: i64,
+    currency: String,
+    /// Epoch seconds.
+    arrival_date: i64,
+    status: String,
 }

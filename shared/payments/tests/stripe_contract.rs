@@ -40,6 +40,8 @@ struct FakeStripe {
     accounts: Mutex<Vec<Value>>,
     /// The destination charges whose transfer a refund reversed, and whose fee it refunded.
     reversals: Mutex<Vec<String>>,
+    /// Payouts by connected account, newest first as Stripe lists them.
+    payouts: Mutex<HashMap<String, Vec<Value>>>,
     /// Search has not caught up with the writes yet (it lags by up to a minute at Stripe).
     search_lags: std::sync::atomic::AtomicBool,
 }
@@ -182,6 +184,50 @@ impl FakeStripe {
                         "url": format!("https://connect.stripe.com/setup/e/{account}/onboard")}),
                     )
                 }
+            }
+            ("GET", "/v1/payouts") => {
+                // On behalf of a connected account, by arrival date, 100 at most per page.
+                let query: HashMap<String, String> = form_urlencoded::parse(seen.query.as_bytes())
+                    .into_owned()
+                    .collect();
+                let Some(account) = seen.headers.get("stripe-account") else {
+                    return (
+                        200,
+                        json!({"object": "list", "data": [], "has_more": false}),
+                    );
+                };
+                let bound = |name: &str| query.get(name).and_then(|v| v.parse::<i64>().ok());
+                let (gte, lt) = (bound("arrival_date[gte]"), bound("arrival_date[lt]"));
+                let limit: usize = query
+                    .get("limit")
+                    .and_then(|l| l.parse().ok())
+                    .unwrap_or(10);
+                let all = self
+                    .payouts
+                    .lock()
+                    .unwrap()
+                    .get(account)
+                    .cloned()
+                    .unwrap_or_default();
+                let matching: Vec<Value> = all
+                    .into_iter()
+                    .filter(|p| {
+                        let at = p["arrival_date"].as_i64().unwrap();
+                        gte.is_none_or(|g| at >= g) && lt.is_none_or(|l| at < l)
+                    })
+                    .skip_while(|p| {
+                        query
+                            .get("starting_after")
+                            .is_some_and(|after| p["id"] != after.as_str())
+                    })
+                    .skip(usize::from(query.contains_key("starting_after")))
+                    .collect();
+                let has_more = matching.len() > limit;
+                let data: Vec<Value> = matching.into_iter().take(limit).collect();
+                (
+                    200,
+                    json!({"object": "list", "data": data, "has_more": has_more}),
+                )
             }
             ("GET", "/v1/payment_intents/search") => {
                 let query: HashMap<String, String> = form_urlencoded::parse(seen.query.as_bytes())
@@ -594,4 +640,62 @@ async fn a_shop_gets_one_express_account_and_a_link_to_onboard_it() {
             .is_err(),
         "Stripe's refusal is no link"
     );
+}
+
+#[tokio::test]
+async fn a_shops_payouts_are_read_on_its_behalf_by_arrival_date_page_by_page() {
+    let (fake, stripe) = gateway().await;
+    // 2026-12-01 00:00 UTC, then one payout a day, newest first as Stripe lists them.
+    let day = |n: i64| 1_796_083_200 + n * 86_400;
+    let mut listed: Vec<Value> = (0..130)
+        .map(|n| {
+            json!({"id": format!("po_{n}"), "object": "payout", "amount": 1000 + n,
+                   "currency": "eur", "arrival_date": day(n % 5), "status": "paid"})
+        })
+        .collect();
+    listed.reverse();
+    fake.payouts.lock().unwrap().insert("acct_1".into(), listed);
+    let payouts = stripe
+        .payouts("acct_1", "2026-12-02", "2026-12-03")
+        .await
+        .unwrap();
+    // Days 1 and 2 of each five: 26 + 26 payouts, over two pages of at most 100.
+    assert_eq!(payouts.len(), 52);
+    assert!(payouts
+        .iter()
+        .all(|p| p.currency == "EUR" && p.status == "paid"));
+    assert_eq!(payouts.first().unwrap().arrival_date, "2026-12-02");
+    assert_eq!(payouts.last().unwrap().arrival_date, "2026-12-03");
+    let requests = fake.requests_to("/v1/payouts");
+    assert_eq!(requests.len(), 1, "52 fit one page of 100");
+    assert_eq!(requests[0].headers["stripe-account"], "acct_1");
+    assert!(
+        requests[0]
+            .query
+            .contains("arrival_date%5Bgte%5D=1796169600"),
+        "{}",
+        requests[0].query
+    );
+    assert!(
+        requests[0]
+            .query
+            .contains("arrival_date%5Blt%5D=1796342400"),
+        "{}",
+        requests[0].query
+    );
+    let everything = stripe
+        .payouts("acct_1", "2026-12-01", "2026-12-05")
+        .await
+        .unwrap();
+    assert_eq!(everything.len(), 130);
+    assert_eq!(
+        fake.requests_to("/v1/payouts").len(),
+        3,
+        "100, then 30 after the last seen"
+    );
+    assert!(stripe
+        .payouts("acct_other", "2026-12-01", "2026-12-05")
+        .await
+        .unwrap()
+        .is_empty());
 }

@@ -75,7 +75,7 @@ function commissionSection(names) {
   return {
     section: h("section", {}, h("h2", {}, "Commission (30 days)"), state,
       h("div", { class: "table-wrap" }, h("table", { id: "commission" },
-        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Day"), h("th", { scope: "col" }, "Shop"), h("th", { scope: "col" }, "Commission"))),
+        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Day"), h("th", { scope: "col" }, "Shop"), h("th", { scope: "col", class: "amount" }, "Commission"))),
         body, foot))),
     load,
   };

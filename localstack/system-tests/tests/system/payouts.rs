@@ -267,6 +267,24 @@ async fn a_florists_earnings_invoices_and_the_marketplaces_commission_follow_its
             .run_event_function("project-vendor-analytics", event.clone())
             .await;
     }
+    // The provider paid the shop's net out to its bank today (the simulated ledger's payout).
+    let account = cloud
+        .items()
+        .await
+        .into_iter()
+        .find(|i| s(i, "pk") == format!("VENDOR#{vendor}") && s(i, "sk") == "VENDOR")
+        .map(|shop| s(&shop, "payoutAccountId"))
+        .expect("the shop's account");
+    let today = bouquet_app::domain::delivery::date_after(
+        bouquet_app::domain::Clock::now(cloud.clock.as_ref()),
+        0,
+        "UTC",
+    )
+    .unwrap();
+    bouquet_app::payments::TableLedger::new(cloud.client.clone(), cloud.table.clone())
+        .pay_out(&account, 2082, "EUR", &today)
+        .await
+        .unwrap();
     // 24.50 + 10.00 paid, 15 % each (3.68 + 1.50); the 10.00 refunded with its 1.50.
     let report = cloud
         .send(
@@ -277,13 +295,13 @@ async fn a_florists_earnings_invoices_and_the_marketplaces_commission_follow_its
         .await;
     assert_eq!(report.status, 200, "{}", report.body);
     let day = &report.body["days"][0];
-    let amounts: Vec<&str> = ["gross", "fees", "refunds", "feesRefunded", "net"]
+    let amounts: Vec<&str> = ["gross", "fees", "refunds", "feesRefunded", "net", "payouts"]
         .iter()
         .map(|k| day[k]["amount"].as_str().unwrap_or_default())
         .collect();
     assert_eq!(
         amounts,
-        ["34.50", "5.18", "10.00", "1.50", "20.82"],
+        ["34.50", "5.18", "10.00", "1.50", "20.82", "20.82"],
         "{day}"
     );
     assert_eq!(report.body["totals"][0]["net"]["amount"], "20.82");
@@ -298,11 +316,11 @@ async fn a_florists_earnings_invoices_and_the_marketplaces_commission_follow_its
     assert_eq!(csv.header("content-type"), Some("text/csv; charset=utf-8"));
     let text = csv.body.as_str().unwrap_or_default();
     assert!(
-        text.starts_with("date,currency,orders,gross,fees,refunds,fees_refunded,net\r\n"),
+        text.starts_with("date,currency,orders,gross,fees,refunds,fees_refunded,net,payouts\r\n"),
         "{text}"
     );
     assert!(
-        text.contains(",EUR,2,34.50,5.18,10.00,1.50,20.82\r\n"),
+        text.contains(",EUR,2,34.50,5.18,10.00,1.50,20.82,20.82\r\n"),
         "{text}"
     );
     let other_shop = cloud
