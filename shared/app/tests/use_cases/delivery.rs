@@ -425,17 +425,7 @@ async fn a_date_whose_same_day_cutoff_passed_before_payment_is_refused_and_nothi
     let mut settings = DeliverySettings::unset();
     settings.countries = vec!["FR".into()];
     settings.same_day_cutoff = "16:20".into();
-    delivery::change_settings(
-        &world.app,
-        &vendor_caller(&vendor),
-        vendor.vendor_id,
-        settings,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    world.first_settings(&vendor, settings).await;
     let bouquet = world.bouquet_of(&vendor).await;
     let order = world
         .reserved_without_delivery(&customer("ana"), &[&bouquet])

@@ -404,17 +404,7 @@ async fn priced_shop(world: &World) -> bouquet_app::domain::Vendor {
         "number": "FR 12345678901", "flowersBasisPoints": 550, "deliveryBasisPoints": 2000
     }))
     .unwrap();
-    bouquet_app::delivery::change_settings(
-        &world.app,
-        &vendor_caller(&vendor),
-        vendor.vendor_id,
-        settings,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .expect("settings saved");
+    world.first_settings(&vendor, settings).await;
     vendor
 }
 
@@ -553,28 +543,13 @@ async fn twenty_payments_of_one_shop_at_once_take_its_invoice_numbers_one_to_twe
         .collect();
     numbers.sort_unstable();
     assert_eq!(numbers, (1..=20).collect::<Vec<u64>>());
-    assert_eq!(
-        world
-            .app
-            .store
-            .last_invoice_number(vendor.vendor_id)
-            .await
-            .unwrap(),
-        20
-    );
+    let last_number = || world.app.store.last_invoice_number(vendor.vendor_id);
+    assert_eq!(last_number().await.unwrap(), 20);
     // A payment repeated after it committed takes no second number.
     let (who, order) = &orders[0];
     let again = world.pay(who, order.order_id, "tok_visa").await.unwrap();
     assert!(
         matches!(again, Replayable::Done(Paid::Paid(ref o)) if o.invoice_number == world.order_now(order.order_id).await.invoice_number)
     );
-    assert_eq!(
-        world
-            .app
-            .store
-            .last_invoice_number(vendor.vendor_id)
-            .await
-            .unwrap(),
-        20
-    );
+    assert_eq!(last_number().await.unwrap(), 20);
 }

@@ -28,17 +28,7 @@ async fn shop_with_contact(world: &World) -> bouquet_app::domain::Vendor {
     let mut settings = DeliverySettings::unset();
     settings.countries = vec!["FR".into()];
     settings.contact_email = Some(verified_email("florist"));
-    delivery::change_settings(
-        &world.app,
-        &vendor_caller(&vendor),
-        vendor.vendor_id,
-        settings,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    world.first_settings(&vendor, settings).await;
     vendor
 }
 

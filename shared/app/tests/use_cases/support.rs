@@ -308,6 +308,27 @@ impl World {
     }
 }
 
+impl World {
+    /// `vendor` saves its first delivery settings (they must be valid).
+    pub async fn first_settings(
+        &self,
+        vendor: &Vendor,
+        settings: bouquet_app::domain::delivery::DeliverySettings,
+    ) {
+        bouquet_app::delivery::change_settings(
+            &self.app,
+            &vendor_caller(vendor),
+            vendor.vendor_id,
+            settings,
+            None,
+            CORRELATION,
+            self.now(),
+        )
+        .await
+        .expect("settings saved");
+    }
+}
+
 /// Delivery details a shop without settings takes at `now` from `customer` (mail to their
 /// verified address): tomorrow, in Paris.
 pub fn delivery_request(
