@@ -1041,8 +1041,9 @@ class Console(unittest.TestCase):
         self.assertEqual(download.value.suggested_filename, f"earnings-{start}-{today}.csv")
         text = Path(download.value.path()).read_bytes().decode()  # as sent: CRLF kept
         lines = text.split("\r\n")
-        self.assertEqual(lines[0], "date,currency,orders,gross,fees,refunds,fees_refunded,net")
-        self.assertIn(f"{today},EUR,1,40.00,6.00,0.00,0.00,34.00", lines)
+        # (Columns after `net`, such as the payouts, are not this test's.)
+        self.assertTrue(lines[0].startswith("date,currency,orders,gross,fees,refunds,fees_refunded,net"), lines[0])
+        self.assertTrue(any(line.startswith(f"{today},EUR,1,40.00,6.00,0.00,0.00,34.00") for line in lines), lines)
         self.assertEqual(lines[-1], "", "each row ends with CRLF")
         self.shot(florist, "earnings")
 

@@ -478,7 +478,8 @@ function daysBefore(date, days) {
   return new Date(Date.parse(`${date}T00:00:00Z`) - days * 86_400_000).toISOString().slice(0, 10);
 }
 
-const EARNINGS_COLUMNS = [["gross", "Gross"], ["fees", "Fees"], ["refunds", "Refunds"], ["feesRefunded", "Fees refunded"], ["net", "Net"]];
+// `payouts`: what the payment provider paid out to the shop's bank, arriving that day.
+const EARNINGS_COLUMNS = [["gross", "Gross"], ["fees", "Fees"], ["refunds", "Refunds"], ["feesRefunded", "Fees refunded"], ["net", "Net"], ["payouts", "Paid out"]];
 
 /** What the shop earned per day (gross, the marketplace's fees, refunds, net) over a period, the
  *  net per day as a chart, and the same period as a CSV file. */
@@ -507,7 +508,7 @@ function earningsSection(vendorId) {
   const path = ({ from, to }) => `/vendors/${vendorId}/earnings?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`;
   const cells = (day) => [
     h("td", { "data-field": "orders" }, day.orders),
-    ...EARNINGS_COLUMNS.map(([name]) => h("td", { "data-field": name, "data-amount": day[name].amount, class: "amount" }, money(day[name]))),
+    ...EARNINGS_COLUMNS.map(([name]) => h("td", { "data-field": name, "data-amount": day[name]?.amount, class: "amount" }, money(day[name]))),
   ];
   // A refused period is said beside its field; a failed read in the section, not over the page.
   const failed = (error) => {
@@ -524,7 +525,7 @@ function earningsSection(vendorId) {
     }
     body.replaceChildren(...report.days.map((d) => h("tr", { "data-date": d.date, "data-currency": d.net.currency },
       h("th", { scope: "row" }, d.date), ...cells(d))));
-    if (!report.days.length) body.append(h("tr", {}, h("td", { colspan: 7, class: "muted" }, `Nothing earned from ${report.from} to ${report.to}.`)));
+    if (!report.days.length) body.append(h("tr", {}, h("td", { colspan: 2 + EARNINGS_COLUMNS.length, class: "muted" }, `Nothing earned from ${report.from} to ${report.to}.`)));
     foot.replaceChildren(...report.totals.map((t) => h("tr", { "data-total": t.net.currency },
       h("th", { scope: "row" }, `Total ${report.from} to ${report.to}`), ...cells(t))));
     const currency = report.days[0]?.net.currency;
@@ -554,7 +555,7 @@ function earningsSection(vendorId) {
   }
   return {
     section: h("section", { id: "earnings" }, h("h2", {}, "Earnings"),
-      h("p", { class: "muted" }, "What each day's paid orders brought in, less the marketplace's fees and refunds (UTC days)."),
+      h("p", { class: "muted" }, "What each day's paid orders brought in, less the marketplace's fees and refunds, and what was paid out to your bank (UTC days)."),
       form,
       h("div", { class: "table-wrap" }, h("table", { id: "earnings-days" },
         h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Day"), h("th", { scope: "col" }, "Orders"),
