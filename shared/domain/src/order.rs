@@ -101,6 +101,9 @@ pub struct Order {
     /// transaction that commits the payment, so the sequence has no gap and no duplicate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invoice_number: Option<u64>,
+    /// When its vendor marked it delivered: its review window counts from here (issue 42).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fulfilled_at: Option<Timestamp>,
     /// How many days after the order ends its delivery details are kept ([`Order::due_at`]);
     /// 0 once its customer asked for erasure.
     pub personal_data_days: u16,
@@ -255,6 +258,7 @@ impl Order {
             pricing: None,
             receipt: None,
             invoice_number: None,
+            fulfilled_at: None,
             personal_data_days: DEFAULT_PERSONAL_DATA_DAYS,
             redacted_at: None,
             version: 1,
@@ -582,6 +586,9 @@ impl Order {
         let next = step
             .next(self.status)
             .ok_or(DomainError::OrderInvalidState(self.status))?;
+        if next == OrderStatus::Fulfilled {
+            self.fulfilled_at = Some(now);
+        }
         self.transition(next, now);
         Ok(())
     }

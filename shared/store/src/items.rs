@@ -376,6 +376,9 @@ pub struct OrderItem {
     /// The shop's invoice number of a paid order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invoice_number: Option<u64>,
+    /// When it was delivered (absent before issue 42).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fulfilled_at: Option<i64>,
     #[serde(default = "default_personal_data_days")]
     pub personal_data_days: u16,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -445,6 +448,7 @@ impl OrderItem {
                 .as_ref()
                 .map_or(0, |p| p.vat.delivery_basis_points),
             invoice_number: o.invoice_number,
+            fulfilled_at: o.fulfilled_at.map(Timestamp::as_millis),
             personal_data_days: o.personal_data_days,
             redacted_at: o.redacted_at.map(Timestamp::as_millis),
             version: o.version,
@@ -525,6 +529,7 @@ impl OrderItem {
             pricing: None,
             receipt: None,
             invoice_number: self.invoice_number,
+            fulfilled_at: self.fulfilled_at.map(Timestamp::from_millis),
             personal_data_days: self.personal_data_days,
             redacted_at: self.redacted_at.map(Timestamp::from_millis),
             version: self.version,
