@@ -303,6 +303,57 @@ impl Console {
         self
     }
 
+    /// `POST /local/payouts/{account}` `{amount, currency}`: the simulated provider pays
+    /// `amount` (a decimal) out of the shop's account to its bank, arriving today (UTC), as
+    /// Stripe's automatic payouts do deployed; the shop's earnings then list it.
+    pub async fn pay_out(&self, path: &str, body: &[u8]) -> Response<Full<Bytes>> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct PayoutRequest {
+            amount: String,
+            currency: String,
+        }
+        let Some(ledger) = &self.ledger else {
+            return message(StatusCode::NOT_FOUND, "Not Found");
+        };
+        let account = path.trim_start_matches("/local/payouts/");
+        if !account.starts_with("acct_sim_")
+            || !account
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            return message(StatusCode::NOT_FOUND, "no such simulated account");
+        }
+        let request: PayoutRequest = match serde_json::from_slice(body) {
+            Ok(request) => request,
+            Err(e) => {
+                return message(
+                    StatusCode::BAD_REQUEST,
+                    &format!("expected {{amount, currency}}: {e}"),
+                )
+            }
+        };
+        let amount =
+            match bouquet_app::domain::Money::parse_price(&request.amount, &request.currency) {
+                Ok(amount) => amount,
+                Err(e) => return message(StatusCode::BAD_REQUEST, &format!("amount: {e}")),
+            };
+        let today = time::OffsetDateTime::now_utc().date().to_string();
+        match ledger
+            .pay_out(account, amount.minor(), amount.currency().code(), &today)
+            .await
+        {
+            Ok(payout) => respond(
+                StatusCode::CREATED,
+                "application/json",
+                json!({ "id": payout.id, "arrivalDate": payout.arrival_date,
+                        "amount": amount.amount(), "currency": payout.currency })
+                .to_string(),
+            ),
+            Err(e) => message(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+        }
+    }
+
     /// `POST /local/authenticate` `{orderId, attemptKey, approved}`: the bank's answer to a
     /// `tok_3ds` payment, as Stripe would report it: the simulated ledger records it, then a
     /// signed `payment_intent.succeeded` / `payment_failed` event goes to the API's own
@@ -451,6 +502,9 @@ impl Console {
                 if path.starts_with("/photos/") && self.photo_buckets.is_some() =>
             {
                 self.photo(path).await
+            }
+            (&Method::POST, path) if path.starts_with("/local/payouts/") => {
+                self.pay_out(path, request.body()).await
             }
             (&Method::GET, path) if path.starts_with("/local/connect/") => {
                 connect_page(path, request.uri().query().unwrap_or(""))
