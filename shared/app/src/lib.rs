@@ -27,6 +27,7 @@ pub mod ports;
 pub mod problem;
 pub mod queries;
 pub mod reservation;
+pub mod reviews;
 mod root;
 mod runner;
 pub mod scheduled;

@@ -152,6 +152,14 @@ pub fn route(name: &str, ids: &EventIds) -> Vec<Channel> {
                 .flatten()
                 .collect()
         }
+        // A shop's reviews and rating are public: its page follows its channel, the
+        // storefront's cards the catalogue. A hidden review's author is told on its orders.
+        "ReviewWritten" | "ReviewEdited" | "ReviewAnswered" | "ReviewHidden" => {
+            [vendor, Some(Channel::Catalogue), orders]
+                .into_iter()
+                .flatten()
+                .collect()
+        }
         "OrderDeliveryChanged" | "OrderAccepted" | "OrderOutForDelivery" | "OrderFulfilled" => {
             [orders, vendor].into_iter().flatten().collect()
         }

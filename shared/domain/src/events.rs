@@ -157,6 +157,33 @@ pub enum EventData {
         vase_id: VaseId,
         vendor_id: VendorId,
     },
+    /// The customer of a delivered order reviewed it (issue 42).
+    ReviewWritten {
+        order_id: OrderId,
+        vendor_id: VendorId,
+        stars: u8,
+    },
+    /// Its author changed it within the edit window; `visible`: it counts in the rating.
+    ReviewEdited {
+        order_id: OrderId,
+        vendor_id: VendorId,
+        previous_stars: u8,
+        stars: u8,
+        visible: bool,
+    },
+    /// The shop answered the review.
+    ReviewAnswered {
+        order_id: OrderId,
+        vendor_id: VendorId,
+    },
+    /// An administrator hid the review; its author is told why.
+    ReviewHidden {
+        order_id: OrderId,
+        vendor_id: VendorId,
+        customer_id: CustomerId,
+        stars: u8,
+        reason: String,
+    },
     BouquetFreshnessChanged {
         bouquet_id: BouquetId,
         vendor_id: VendorId,
@@ -169,7 +196,7 @@ pub enum EventData {
 
 impl EventData {
     /// Every event name (the EventBridge detail-types); `infra/events/{name}.json` is its schema.
-    pub const NAMES: [&'static str; 25] = [
+    pub const NAMES: [&'static str; 29] = [
         "VendorOnboarded",
         "VendorSuspended",
         "VendorReinstated",
@@ -195,6 +222,10 @@ impl EventData {
         "VaseCertificateRotated",
         "VaseDecommissioned",
         "BouquetFreshnessChanged",
+        "ReviewWritten",
+        "ReviewEdited",
+        "ReviewAnswered",
+        "ReviewHidden",
     ];
 
     pub fn name(&self) -> &'static str {
@@ -224,6 +255,10 @@ impl EventData {
             EventData::VaseCertificateRotated { .. } => "VaseCertificateRotated",
             EventData::VaseDecommissioned { .. } => "VaseDecommissioned",
             EventData::BouquetFreshnessChanged { .. } => "BouquetFreshnessChanged",
+            EventData::ReviewWritten { .. } => "ReviewWritten",
+            EventData::ReviewEdited { .. } => "ReviewEdited",
+            EventData::ReviewAnswered { .. } => "ReviewAnswered",
+            EventData::ReviewHidden { .. } => "ReviewHidden",
         }
     }
 }

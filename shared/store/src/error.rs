@@ -30,6 +30,8 @@ pub enum Target {
     ConnectionLimit,
     /// A shop's invoice sequence (its last number).
     InvoiceSequence,
+    /// An order's review.
+    Review,
     /// An abuse limit's counter ([`crate::limits`]).
     Limit(bouquet_domain::limits::Counted),
 }

@@ -23,6 +23,7 @@ mod photos;
 mod processed;
 mod query;
 mod record;
+mod reviews;
 mod tx;
 mod vases;
 mod vendors;

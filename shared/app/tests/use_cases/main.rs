@@ -24,6 +24,7 @@ mod payment;
 mod photos;
 mod queries;
 mod reservation;
+mod reviews;
 mod settlement;
 mod shops;
 mod support;

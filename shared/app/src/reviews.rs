@@ -1,0 +1,226 @@
+//! Verified reviews and a shop's rating (issue 42). The decisions are the domain's
+//! ([`bouquet_domain::review`]); here each is read, decided and written with its event:
+//!
+//! - write: the order (`GetItem`), then the review and `ReviewWritten` in one transaction,
+//!   on the condition that the order has no review yet;
+//! - edit, answer, hide: the review (`GetItem`), then it at the version read with its event;
+//! - the rating: a consumer of `ReviewWritten`, `ReviewEdited` and `ReviewHidden` adds each
+//!   event's change to the shop's counters once per event (its dedupe record in the same
+//!   transaction), so the rating equals the visible reviews whenever none is in flight.
+
+use serde_json::Value;
+
+use bouquet_domain::events::{DomainEvent, EventData};
+use bouquet_domain::identity::Identity;
+use bouquet_domain::review::{Rating, RatingChange, Review, ReviewDraft, ReviewError};
+use bouquet_domain::{OrderId, Timestamp, VendorId};
+use bouquet_store::{Page, StoreError, Target};
+
+use crate::analytics::ProjectionError;
+use crate::App;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewsError {
+    #[error("no such {0}")]
+    NotFound(&'static str),
+    #[error(transparent)]
+    Refused(#[from] ReviewError),
+    /// The review changed while this request ran: read it again.
+    #[error("the review changed meanwhile")]
+    Changed,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The dedupe scope of the rating projector.
+pub const CONSUMER: &str = "shop-ratings";
+
+fn event(review: &Review, now: Timestamp, correlation_id: &str, data: EventData) -> DomainEvent {
+    DomainEvent::new(review.order_id, review.version, now, correlation_id, data)
+}
+
+/// `caller` reviews its delivered order `order_id`.
+pub async fn write(
+    app: &App,
+    caller: &Identity,
+    order_id: OrderId,
+    draft: &ReviewDraft,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Review, ReviewsError> {
+    let order = app
+        .store
+        .order(order_id)
+        .await?
+        .ok_or(ReviewsError::NotFound("order"))?;
+    let review = Review::write(&order, caller, draft, now)?;
+    let written = event(
+        &review,
+        now,
+        correlation_id,
+        EventData::ReviewWritten {
+            order_id,
+            vendor_id: review.vendor_id,
+            stars: review.stars,
+        },
+    );
+    match app.store.write_review(&review, &written).await {
+        Ok(()) => Ok(review),
+        Err(StoreError::ConditionFailed(conflicts))
+            if conflicts.iter().any(|c| matches!(c.target, Target::Review)) =>
+        {
+            Err(ReviewError::AlreadyReviewed.into())
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// Reads `order_id`'s review, changes it with `change` (which returns its event, or `None`
+/// when nothing changed) and saves it at the version read.
+async fn change(
+    app: &App,
+    order_id: OrderId,
+    change: impl FnOnce(&mut Review) -> Result<Option<EventData>, ReviewError>,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Review, ReviewsError> {
+    let mut review = app
+        .store
+        .review(order_id)
+        .await?
+        .ok_or(ReviewsError::NotFound("review"))?;
+    let read_version = review.version;
+    let Some(data) = change(&mut review)? else {
+        return Ok(review);
+    };
+    let changed = event(&review, now, correlation_id, data);
+    match app.store.save_review(&review, read_version, &changed).await {
+        Ok(()) => Ok(review),
+        Err(StoreError::ConditionFailed(_)) => Err(ReviewsError::Changed),
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// Its author edits the review within the edit window.
+pub async fn edit(
+    app: &App,
+    caller: &Identity,
+    order_id: OrderId,
+    draft: &ReviewDraft,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Review, ReviewsError> {
+    let edit = |review: &mut Review| {
+        let previous_stars = review.edit(caller, draft, now)?;
+        Ok(Some(EventData::ReviewEdited {
+            order_id,
+            vendor_id: review.vendor_id,
+            previous_stars,
+            stars: review.stars,
+            visible: review.visible(),
+        }))
+    };
+    change(app, order_id, edit, correlation_id, now).await
+}
+
+/// The review's shop answers it, once.
+pub async fn answer(
+    app: &App,
+    caller: &Identity,
+    order_id: OrderId,
+    text: &str,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Review, ReviewsError> {
+    let answer = |review: &mut Review| {
+        review.answer(caller, text, now)?;
+        Ok(Some(EventData::ReviewAnswered {
+            order_id,
+            vendor_id: review.vendor_id,
+        }))
+    };
+    change(app, order_id, answer, correlation_id, now).await
+}
+
+/// An administrator hides the review with `reason` (hiding it again changes nothing).
+pub async fn hide(
+    app: &App,
+    caller: &Identity,
+    order_id: OrderId,
+    reason: &str,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Review, ReviewsError> {
+    let hide = |review: &mut Review| {
+        Ok(review
+            .hide(caller, reason, now)?
+            .then(|| EventData::ReviewHidden {
+                order_id,
+                vendor_id: review.vendor_id,
+                customer_id: review.customer_id.clone(),
+                stars: review.stars,
+                reason: review
+                    .hidden
+                    .as_ref()
+                    .map(|h| h.reason.clone())
+                    .unwrap_or_default(),
+            }))
+    };
+    change(app, order_id, hide, correlation_id, now).await
+}
+
+/// A shop's rating and a page of its visible reviews, newest first (read side by side).
+pub async fn shop_reviews(
+    app: &App,
+    vendor_id: VendorId,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<(Rating, Page<Review>), ReviewsError> {
+    let (rating, page) = tokio::try_join!(
+        app.store.rating(vendor_id),
+        app.store.shop_reviews(vendor_id, cursor, limit)
+    )?;
+    Ok((rating, page))
+}
+
+/// What a review event does to its shop's rating; `None` for the others.
+pub fn rating_change(name: &str, data: &Value) -> Result<Option<RatingChange>, ProjectionError> {
+    let stars = |field: &str| -> Result<u8, ProjectionError> {
+        data[field]
+            .as_u64()
+            .and_then(|n| u8::try_from(n).ok())
+            .filter(|n| (1..=5).contains(n))
+            .ok_or_else(|| ProjectionError::Unreadable(format!("{name} without {field} 1..5")))
+    };
+    Ok(match name {
+        "ReviewWritten" => Some(RatingChange::written(stars("stars")?)),
+        // An edit of a hidden review moves nothing the rating counts.
+        "ReviewEdited" if data["visible"].as_bool() == Some(true) => Some(RatingChange::edited(
+            stars("previousStars")?,
+            stars("stars")?,
+        )),
+        "ReviewHidden" => Some(RatingChange::hidden(stars("stars")?)),
+        _ => None,
+    })
+}
+
+/// Applies one EventBridge event to its shop's rating; `Ok(false)` when it was a duplicate or
+/// not one of ours.
+pub async fn project_rating(app: &App, event: &Value) -> Result<bool, ProjectionError> {
+    let name = event["detail-type"]
+        .as_str()
+        .ok_or_else(|| ProjectionError::Unreadable("event without detail-type".into()))?;
+    let detail = &event["detail"];
+    let Some(change) = rating_change(name, &detail["data"])? else {
+        return Ok(false);
+    };
+    let event_id = detail["eventId"]
+        .as_str()
+        .ok_or_else(|| ProjectionError::Unreadable("event without detail.eventId".into()))?;
+    let vendor_id = VendorId::parse(detail["data"]["vendorId"].as_str().unwrap_or_default())
+        .map_err(|e| ProjectionError::Unreadable(format!("vendorId: {e}")))?;
+    Ok(app
+        .store
+        .apply_rating_once(CONSUMER, event_id, vendor_id, change, app.clock.now())
+        .await?)
+}

@@ -1,0 +1,275 @@
+//! Verified reviews and a shop's rating: who may review, once, within the window; the edit
+//! window; one answer; hiding with a reason; and the rating, kept by its projector, equal to
+//! the visible reviews under concurrent reviews and redelivered events.
+
+use std::time::Duration;
+
+use bouquet_app::domain::review::{ReviewDraft, ReviewError, EDIT_WINDOW, REVIEW_WINDOW};
+use bouquet_app::domain::{Order, OrderStatus};
+use bouquet_app::reviews::{self, ReviewsError};
+
+use crate::support::*;
+
+fn draft(stars: i64, text: &str) -> ReviewDraft {
+    ReviewDraft {
+        stars: Some(stars),
+        text: Some(text.into()),
+    }
+}
+
+/// `customer_name`'s order of one bouquet of `vendor`, paid and delivered.
+async fn delivered(
+    world: &World,
+    vendor: &bouquet_app::domain::Vendor,
+    customer_name: &str,
+) -> Order {
+    let bouquet = world.listed(vendor, "30.00", None).await;
+    let order = world.reserved(&customer(customer_name), &[&bouquet]).await;
+    world
+        .pay(customer_name, order.order_id, "tok_visa")
+        .await
+        .expect("paid");
+    let paid = world.order_now(order.order_id).await;
+    bouquet_app::checkout::fulfil(&world.app.store, &paid, CORRELATION, &|_| None, world.now())
+        .await
+        .expect("delivered")
+}
+
+async fn write(
+    world: &World,
+    who: &str,
+    order: &Order,
+    stars: i64,
+) -> Result<bouquet_app::domain::review::Review, ReviewsError> {
+    reviews::write(
+        &world.app,
+        &customer_caller(who),
+        order.order_id,
+        &draft(stars, "Fresh and on time"),
+        CORRELATION,
+        world.now(),
+    )
+    .await
+}
+
+/// Every review event of the outbox, as EventBridge delivers it, in each review's order.
+async fn review_events(world: &World) -> Vec<serde_json::Value> {
+    let mut events: Vec<serde_json::Value> = world
+        .events()
+        .await
+        .into_iter()
+        .filter(|(name, _)| name.starts_with("Review"))
+        .map(|(name, detail)| {
+            let detail: serde_json::Value = serde_json::from_str(&detail).expect("a detail");
+            serde_json::json!({ "source": "bouquet.marketplace", "detail-type": name, "detail": detail })
+        })
+        .collect();
+    events.sort_by_key(|e| {
+        (
+            e["detail"]["aggregateId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            e["detail"]["aggregateVersion"].as_u64(),
+        )
+    });
+    events
+}
+
+#[tokio::test]
+async fn only_the_customer_of_a_delivered_order_reviews_it_once_within_the_window() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let order = delivered(&world, &vendor, "ana").await;
+    assert_eq!(order.status, OrderStatus::Fulfilled);
+    assert!(matches!(
+        write(&world, "bob", &order, 5).await,
+        Err(ReviewsError::Refused(ReviewError::NotAllowed))
+    ));
+    let bouquet = world.listed(&vendor, "12.00", None).await;
+    let undelivered = world.reserved(&customer("ana"), &[&bouquet]).await;
+    assert!(matches!(
+        write(&world, "ana", &undelivered, 5).await,
+        Err(ReviewsError::Refused(ReviewError::NotDelivered(
+            OrderStatus::Reserved
+        )))
+    ));
+    let review = write(&world, "ana", &order, 5).await.expect("reviewed");
+    assert_eq!(
+        (review.stars, review.text.as_deref()),
+        (5, Some("Fresh and on time"))
+    );
+    assert!(matches!(
+        write(&world, "ana", &order, 4).await,
+        Err(ReviewsError::Refused(ReviewError::AlreadyReviewed))
+    ));
+
+    let late = delivered(&world, &vendor, "cleo").await;
+    world.advance(REVIEW_WINDOW + Duration::from_secs(1));
+    assert!(matches!(
+        write(&world, "cleo", &late, 4).await,
+        Err(ReviewsError::Refused(ReviewError::WindowClosed))
+    ));
+}
+
+#[tokio::test]
+async fn a_review_is_edited_for_48_hours_answered_once_and_hidden_with_a_reason() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let order = delivered(&world, &vendor, "ana").await;
+    write(&world, "ana", &order, 2).await.unwrap();
+    let edited = reviews::edit(
+        &world.app,
+        &customer_caller("ana"),
+        order.order_id,
+        &draft(4, "Late but lovely"),
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!((edited.stars, edited.version), (4, 2));
+    world.advance(EDIT_WINDOW + Duration::from_secs(1));
+    assert!(matches!(
+        reviews::edit(
+            &world.app,
+            &customer_caller("ana"),
+            order.order_id,
+            &draft(5, ""),
+            CORRELATION,
+            world.now()
+        )
+        .await,
+        Err(ReviewsError::Refused(ReviewError::EditWindowClosed))
+    ));
+    let shop = vendor_caller(&vendor);
+    reviews::answer(
+        &world.app,
+        &shop,
+        order.order_id,
+        "Sorry for the wait!",
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        reviews::answer(
+            &world.app,
+            &shop,
+            order.order_id,
+            "Again",
+            CORRELATION,
+            world.now()
+        )
+        .await,
+        Err(ReviewsError::Refused(ReviewError::AlreadyAnswered))
+    ));
+    let hidden = reviews::hide(
+        &world.app,
+        &admin_caller(),
+        order.order_id,
+        "Names the courier",
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        hidden.hidden.as_ref().map(|h| h.reason.as_str()),
+        Some("Names the courier")
+    );
+    let (_, page) = reviews::shop_reviews(&world.app, vendor.vendor_id, None, 20)
+        .await
+        .unwrap();
+    assert!(
+        page.items.is_empty(),
+        "a hidden review leaves the shop's page"
+    );
+    let names: Vec<String> = review_events(&world)
+        .await
+        .iter()
+        .map(|e| e["detail-type"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "ReviewWritten",
+            "ReviewEdited",
+            "ReviewAnswered",
+            "ReviewHidden"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn twenty_reviews_at_once_and_every_event_twice_give_the_exact_rating() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let mut orders = Vec::new();
+    for n in 0..20 {
+        let who = format!("buyer-{n}");
+        orders.push((who.clone(), delivered(&world, &vendor, &who).await));
+    }
+    let writes = orders
+        .iter()
+        .enumerate()
+        .map(|(n, (who, order))| write(&world, who, order, (n % 5) as i64 + 1));
+    for written in futures::future::join_all(writes).await {
+        written.expect("reviewed");
+    }
+    // One review moves from 1 to 5 stars, another is hidden.
+    reviews::edit(
+        &world.app,
+        &customer_caller("buyer-0"),
+        orders[0].1.order_id,
+        &draft(5, ""),
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    reviews::hide(
+        &world.app,
+        &admin_caller(),
+        orders[1].1.order_id,
+        "Spam",
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap();
+    let events = review_events(&world).await;
+    assert_eq!(events.len(), 22);
+    let projections = events
+        .iter()
+        .chain(events.iter())
+        .map(|event| reviews::project_rating(&world.app, event));
+    let applied = futures::future::join_all(projections)
+        .await
+        .into_iter()
+        .map(|r| r.expect("projected"))
+        .filter(|applied| *applied)
+        .count();
+    assert_eq!(applied, 22, "each event once, its redelivery not");
+    let (rating, page) = reviews::shop_reviews(&world.app, vendor.vendor_id, None, 100)
+        .await
+        .unwrap();
+    // 4 reviews of each star; 1★ → 5★ once, one 2★ hidden.
+    assert_eq!(rating.by_stars, [3, 3, 4, 4, 5]);
+    assert_eq!(rating.count(), 19);
+    let mut visible = [0i64; 5];
+    for review in &page.items {
+        visible[usize::from(review.stars) - 1] += 1;
+    }
+    assert_eq!(
+        visible, rating.by_stars,
+        "the rating equals the visible reviews"
+    );
+    assert!(
+        page.items
+            .windows(2)
+            .all(|w| w[0].written_at >= w[1].written_at),
+        "newest first"
+    );
+}

@@ -1,0 +1,244 @@
+//! Verified reviews (issue 42): one item per reviewed order (`ORDER#{id}` / `REVIEW`, beside
+//! the order), written once on the condition that none exists, changed at the version read,
+//! each with its event. Visible reviews sit in `VendorIndex` under `REVIEWS#{shop}`, newest
+//! first; a hidden one leaves it. A shop's rating (`VENDOR#{id}` / `RATING`) counts its
+//! visible reviews by stars, kept by the rating projector once per event.
+
+use serde::{Deserialize, Serialize};
+
+use bouquet_domain::events::DomainEvent;
+use bouquet_domain::review::{Answer, Hidden, Rating, RatingChange, Review};
+use bouquet_domain::{CustomerId, OrderId, Timestamp, VendorId};
+
+use crate::cursor::Page;
+use crate::error::{StoreError, Target};
+use crate::items::{from_item, to_item, Item};
+use crate::keys;
+use crate::processed::Processed;
+use crate::query::IndexQuery;
+use crate::tx::{Expr, Tx};
+use crate::Store;
+
+const REVIEW_SK: &str = "REVIEW";
+const RATING_SK: &str = "RATING";
+
+fn review_key(order_id: &str) -> Item {
+    keys::key(keys::order_pk(order_id), REVIEW_SK)
+}
+
+fn shop_reviews_key(vendor_id: &str) -> String {
+    format!("REVIEWS#{vendor_id}")
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReviewItem {
+    pk: String,
+    sk: String,
+    entity: String,
+    order_id: String,
+    vendor_id: String,
+    customer_id: String,
+    stars: u8,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    written_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    edited_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answered_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hidden_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hidden_at: Option<i64>,
+    version: u64,
+    /// `VendorIndex` while visible: the shop's reviews, newest first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    vendor_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    vendor_sort: Option<String>,
+}
+
+impl ReviewItem {
+    fn from_domain(r: &Review) -> Self {
+        let order_id = r.order_id.to_string();
+        let visible = r.visible();
+        Self {
+            pk: keys::order_pk(&order_id),
+            sk: REVIEW_SK.into(),
+            entity: "review".into(),
+            vendor_id: r.vendor_id.to_string(),
+            customer_id: r.customer_id.to_string(),
+            stars: r.stars,
+            text: r.text.clone(),
+            written_at: r.written_at.as_millis(),
+            edited_at: r.edited_at.map(Timestamp::as_millis),
+            answer: r.answer.as_ref().map(|a| a.text.clone()),
+            answered_at: r.answer.as_ref().map(|a| a.answered_at.as_millis()),
+            hidden_reason: r.hidden.as_ref().map(|h| h.reason.clone()),
+            hidden_at: r.hidden.as_ref().map(|h| h.hidden_at.as_millis()),
+            version: r.version,
+            vendor_key: visible.then(|| shop_reviews_key(&r.vendor_id.to_string())),
+            vendor_sort: visible.then(|| format!("{:013}#{order_id}", r.written_at.as_millis())),
+            order_id,
+        }
+    }
+
+    fn into_domain(self) -> Result<Review, StoreError> {
+        Ok(Review {
+            order_id: OrderId::parse(&self.order_id).map_err(StoreError::corrupt)?,
+            vendor_id: VendorId::parse(&self.vendor_id).map_err(StoreError::corrupt)?,
+            customer_id: CustomerId::parse(&self.customer_id).map_err(StoreError::corrupt)?,
+            stars: self.stars,
+            text: self.text,
+            written_at: Timestamp::from_millis(self.written_at),
+            edited_at: self.edited_at.map(Timestamp::from_millis),
+            answer: self.answer.zip(self.answered_at).map(|(text, at)| Answer {
+                text,
+                answered_at: Timestamp::from_millis(at),
+            }),
+            hidden: self
+                .hidden_reason
+                .zip(self.hidden_at)
+                .map(|(reason, at)| Hidden {
+                    reason,
+                    hidden_at: Timestamp::from_millis(at),
+                }),
+            version: self.version,
+        })
+    }
+}
+
+impl Store {
+    /// The review of `order_id`, if written.
+    pub async fn review(&self, order_id: OrderId) -> Result<Option<Review>, StoreError> {
+        self.get_item(review_key(&order_id.to_string()), true)
+            .await?
+            .map(|item| from_item::<ReviewItem>(item)?.into_domain())
+            .transpose()
+    }
+
+    /// Writes a new review with its event, on the condition that its order has none:
+    /// a second one fails on [`Target::Review`].
+    pub async fn write_review(
+        &self,
+        review: &Review,
+        event: &DomainEvent,
+    ) -> Result<(), StoreError> {
+        let mut tx = Tx::new();
+        tx.put(
+            Target::Review,
+            &self.table,
+            to_item(&ReviewItem::from_domain(review))?,
+            Some(Expr::new("attribute_not_exists(pk)")),
+        )?;
+        tx.event(&self.table, event)?;
+        tx.commit(self).await
+    }
+
+    /// Replaces a review read at `read_version` with `changed`, and its event.
+    pub async fn save_review(
+        &self,
+        changed: &Review,
+        read_version: u64,
+        event: &DomainEvent,
+    ) -> Result<(), StoreError> {
+        let mut tx = Tx::new();
+        tx.put(
+            Target::Review,
+            &self.table,
+            to_item(&ReviewItem::from_domain(changed))?,
+            Some(Expr::new("version = :readVersion").n(":readVersion", read_version)),
+        )?;
+        tx.event(&self.table, event)?;
+        tx.commit(self).await
+    }
+
+    /// A page of a shop's visible reviews, newest first (`VendorIndex`: no Scan).
+    pub async fn shop_reviews(
+        &self,
+        vendor_id: VendorId,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<Review>, StoreError> {
+        // The sort value: the time written (13 digits) and the order's id.
+        let after: Option<String> = cursor.map(crate::cursor::decode).transpose()?;
+        if let Some(after) = &after {
+            let (at, order) = after.split_once('#').ok_or(StoreError::InvalidCursor)?;
+            if at.len() != 13
+                || !at.bytes().all(|b| b.is_ascii_digit())
+                || OrderId::parse(order).is_err()
+            {
+                return Err(StoreError::InvalidCursor);
+            }
+        }
+        let page = self
+            .query_index(
+                IndexQuery {
+                    index: keys::INDEX_VENDOR,
+                    partition_attr: "vendorKey",
+                    partition: shop_reviews_key(&vendor_id.to_string()),
+                    sort_attr: "vendorSort",
+                    filter: None,
+                    newest_first: true,
+                    after: after.as_deref(),
+                    sort_between: None,
+                    limit,
+                },
+                |sort| review_key(sort.rsplit('#').next().unwrap_or_default()),
+            )
+            .await?;
+        Ok(Page {
+            items: page
+                .items
+                .into_iter()
+                .map(|item| from_item::<ReviewItem>(item)?.into_domain())
+                .collect::<Result<_, _>>()?,
+            next_cursor: page.resume_after.map(|sort| crate::cursor::encode(&sort)),
+        })
+    }
+
+    /// A shop's rating as its projector kept it.
+    pub async fn rating(&self, vendor_id: VendorId) -> Result<Rating, StoreError> {
+        let key = keys::key(keys::vendor_pk(&vendor_id.to_string()), RATING_SK);
+        let item = self.get_item(key, false).await?.unwrap_or_default();
+        let mut rating = Rating::default();
+        for (stars, count) in rating.by_stars.iter_mut().enumerate() {
+            *count = item
+                .get(&format!("stars{}", stars + 1))
+                .and_then(|v| v.as_n().ok())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+        }
+        Ok(rating)
+    }
+
+    /// Applies `change` to `vendor_id`'s rating once per (`consumer`, `event_id`): `Ok(false)`
+    /// when the event was applied already.
+    pub async fn apply_rating_once(
+        &self,
+        consumer: &str,
+        event_id: &str,
+        vendor_id: VendorId,
+        change: RatingChange,
+        now: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let mut update = Expr::new(
+            "SET entity = :entity ADD stars1 :s1, stars2 :s2, stars3 :s3, stars4 :s4, stars5 :s5",
+        )
+        .s(":entity", "shop_rating");
+        for (index, by) in change.0.iter().enumerate() {
+            update = update.n(&format!(":s{}", index + 1), *by);
+        }
+        let mut tx = Tx::new();
+        tx.upsert(
+            Target::Vendor(vendor_id),
+            &self.table,
+            keys::key(keys::vendor_pk(&vendor_id.to_string()), RATING_SK),
+            update,
+        )?;
+        Ok(self.commit_once(consumer, event_id, tx, now).await? == Processed::Applied)
+    }
+}
