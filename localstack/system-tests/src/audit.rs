@@ -63,6 +63,7 @@ pub const INVARIANTS: &[Invariant] = &[
     refunds_take_back_transfer_and_fee,
     invoice_numbers_run_without_gap_per_shop,
     earnings_equal_the_orders_per_shop_and_day,
+    ratings_equal_the_visible_reviews,
 ];
 
 /// How long after its lease (or after the gateway left it unanswered) a payment may stay
@@ -1287,6 +1288,64 @@ pub fn earnings_equal_the_orders_per_shop_and_day(evidence: &Evidence) -> Check 
     Check {
         name: "each shop's earnings and the commission per day are the sums of its orders",
         checked: expected.len(),
+        violations,
+    }
+}
+
+/// Each shop's rating (its counters by stars) equals its visible reviews, star by star, and
+/// every review is of a delivered order of that shop.
+pub fn ratings_equal_the_visible_reviews(evidence: &Evidence) -> Check {
+    let mut visible = BTreeMap::<&str, [i64; 5]>::new();
+    let mut violations = Vec::new();
+    let delivered: HashMap<&str, &str> = orders(evidence)
+        .into_iter()
+        .filter(|o| s(o, "status") == "fulfilled")
+        .map(|o| (s(o, "orderId"), s(o, "vendorId")))
+        .collect();
+    let reviews: Vec<&Value> = with_prefix(&evidence.items, "ORDER#")
+        .filter(|i| s(i, "sk") == "REVIEW")
+        .collect();
+    for review in &reviews {
+        let shop = s(review, "vendorId");
+        if delivered.get(s(review, "orderId")) != Some(&shop) {
+            violations.push(format!(
+                "review of order {} is not of a delivered order of shop {shop}",
+                s(review, "orderId")
+            ));
+        }
+        let stars = n(review, "stars");
+        if !(1..=5).contains(&stars) {
+            violations.push(format!(
+                "review of order {} has {stars} stars",
+                s(review, "orderId")
+            ));
+        } else if review.get("hiddenAt").is_none() {
+            visible.entry(shop).or_default()[stars as usize - 1] += 1;
+        }
+    }
+    let ratings: HashMap<&str, [i64; 5]> = with_prefix(&evidence.items, "VENDOR#")
+        .filter(|i| s(i, "sk") == "RATING")
+        .map(|i| {
+            let shop = s(i, "pk").trim_start_matches("VENDOR#");
+            (shop, [1, 2, 3, 4, 5].map(|k| n(i, &format!("stars{k}"))))
+        })
+        .collect();
+    for shop in visible
+        .keys()
+        .chain(ratings.keys())
+        .collect::<BTreeSet<_>>()
+    {
+        let want = visible.get(shop).copied().unwrap_or_default();
+        let got = ratings.get(shop).copied().unwrap_or_default();
+        if want != got {
+            violations.push(format!(
+                "shop {shop}'s rating counts {got:?} by stars, its visible reviews {want:?}"
+            ));
+        }
+    }
+    Check {
+        name: "each shop's rating equals its visible reviews",
+        checked: reviews.len(),
         violations,
     }
 }

@@ -687,3 +687,42 @@ fn earnings_or_a_commission_that_are_not_the_orders_sums_are_caught() {
     refunded.items[10]["shop_v1_EUR"] = json!(0);
     assert_eq!(check(&refunded), Vec::<String>::new());
 }
+
+#[test]
+fn a_rating_off_its_visible_reviews_or_a_review_of_an_undelivered_order_is_caught() {
+    const RATING: &str = "each shop's rating equals its visible reviews";
+    let mut reviewed = clean();
+    reviewed.items[0]["status"] = json!("fulfilled");
+    reviewed.items.push(
+        json!({"pk": "ORDER#o1", "sk": "REVIEW", "orderId": "o1", "vendorId": "v1", "stars": 4}),
+    );
+    let rating = |stars: [i64; 5]| {
+        let mut item = json!({"pk": "VENDOR#v1", "sk": "RATING"});
+        for (k, count) in stars.iter().enumerate() {
+            item[format!("stars{}", k + 1)] = json!(count);
+        }
+        item
+    };
+    let check = |evidence: &Evidence| ratings_equal_the_visible_reviews(evidence).violations;
+    assert_eq!(
+        check(&reviewed).len(),
+        1,
+        "a review the rating does not count"
+    );
+    reviewed.items.push(rating([0, 0, 0, 1, 0]));
+    assert_eq!(check(&reviewed), Vec::<String>::new());
+    let last = reviewed.items.len() - 1;
+    reviewed.items[last - 1]["hiddenAt"] = json!(NOW);
+    assert!(
+        failing(&reviewed).contains(&RATING),
+        "hidden, still counted"
+    );
+    reviewed.items[last] = rating([0; 5]);
+    assert_eq!(check(&reviewed), Vec::<String>::new());
+    let mut undelivered = clean();
+    undelivered.items.push(
+        json!({"pk": "ORDER#o1", "sk": "REVIEW", "orderId": "o1", "vendorId": "v1", "stars": 4}),
+    );
+    undelivered.items.push(rating([0, 0, 0, 1, 0]));
+    assert_eq!(check(&undelivered).len(), 1, "o1 is paid, not delivered");
+}
