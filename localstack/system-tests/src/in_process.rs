@@ -52,6 +52,8 @@ http_functions! {
     "get-vendor-earnings" => get_vendor_earnings,
     "get-marketplace-commission" => get_marketplace_commission,
     "get-order-invoice" => get_order_invoice,
+    "create-review" => create_review,
+    "list-shop-reviews" => list_shop_reviews,
     "list-vases" => list_vases,
     "get-vase-telemetry" => get_vase_telemetry,
     "get-photo-upload" => get_photo_upload,

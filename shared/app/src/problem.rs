@@ -47,6 +47,12 @@ pub enum ApiError {
     /// A paid order's new delivery details cost another fee than the one charged.
     #[error("{0}")]
     DeliveryFeeChanged(String),
+    /// A review refused by its rules (issue 42): the code names which.
+    #[error("{1}")]
+    Review(&'static str, String),
+    /// Only the order's customer reviews it, only its shop answers, only an admin hides.
+    #[error("{0}")]
+    ReviewNotAllowed(String),
     #[error("the payment was declined")]
     PaymentDeclined,
     #[error("the payment gateway gave no answer; retry with the same Idempotency-Key, you will be charged at most once")]
@@ -226,6 +232,10 @@ impl ApiError {
                 "order.delivery_fee_changed",
                 "Delivery fee changed",
             ),
+            ApiError::Review(code, _) => (S::CONFLICT, code, "Review refused"),
+            ApiError::ReviewNotAllowed(_) => {
+                (S::FORBIDDEN, "review.not_allowed", "Review not allowed")
+            }
             ApiError::PaymentDeclined => {
                 (S::PAYMENT_REQUIRED, "payment.declined", "Payment declined")
             }
@@ -384,9 +394,11 @@ mod tests {
             ApiError::PaymentAttemptsExceeded(_) => 33,
             ApiError::PayoutsNotReady => 34,
             ApiError::DeliveryFeeChanged(_) => 35,
+            ApiError::Review(..) => 36,
+            ApiError::ReviewNotAllowed(_) => 37,
         }
     }
-    const VARIANTS: usize = 36;
+    const VARIANTS: usize = 38;
 
     #[test]
     fn every_error_has_a_stable_code_and_status() {
@@ -418,6 +430,16 @@ mod tests {
                 ApiError::DeliveryFeeChanged("paid 4.00".into()),
                 409,
                 "order.delivery_fee_changed",
+            ),
+            (
+                ApiError::Review("review.exists", "reviewed already".into()),
+                409,
+                "review.exists",
+            ),
+            (
+                ApiError::ReviewNotAllowed("not yours".into()),
+                403,
+                "review.not_allowed",
             ),
             (ApiError::RateLimited(30), 429, "rate.limited"),
             (

@@ -17,6 +17,7 @@ use bouquet_domain::{OrderId, Timestamp, VendorId};
 use bouquet_store::{Page, StoreError, Target};
 
 use crate::analytics::ProjectionError;
+use crate::problem::ApiError;
 use crate::App;
 
 #[derive(Debug, thiserror::Error)]
@@ -223,4 +224,34 @@ pub async fn project_rating(app: &App, event: &Value) -> Result<bool, Projection
         .store
         .apply_rating_once(CONSUMER, event_id, vendor_id, change, app.clock.now())
         .await?)
+}
+
+impl From<ReviewsError> for ApiError {
+    fn from(error: ReviewsError) -> Self {
+        let said = error.to_string();
+        match error {
+            ReviewsError::NotFound(what) => ApiError::NotFound(what),
+            ReviewsError::Refused(ReviewError::Invalid(errors)) => ApiError::Invalid(errors),
+            ReviewsError::Refused(ReviewError::NotAllowed) => ApiError::ReviewNotAllowed(said),
+            ReviewsError::Refused(ReviewError::NotDelivered(_)) => {
+                ApiError::Review("review.not_delivered", said)
+            }
+            ReviewsError::Refused(ReviewError::WindowClosed) => {
+                ApiError::Review("review.window_closed", said)
+            }
+            ReviewsError::Refused(ReviewError::AlreadyReviewed) => {
+                ApiError::Review("review.exists", said)
+            }
+            ReviewsError::Refused(ReviewError::EditWindowClosed) => {
+                ApiError::Review("review.edit_window_closed", said)
+            }
+            ReviewsError::Refused(ReviewError::AlreadyAnswered) => {
+                ApiError::Review("review.already_answered", said)
+            }
+            ReviewsError::Changed => {
+                ApiError::PreconditionFailed("the review changed meanwhile; read it again")
+            }
+            ReviewsError::Store(error) => error.into(),
+        }
+    }
 }

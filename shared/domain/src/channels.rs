@@ -153,13 +153,16 @@ pub fn route(name: &str, ids: &EventIds) -> Vec<Channel> {
                 .collect()
         }
         // A shop's reviews and rating are public: its page follows its channel, the
-        // storefront's cards the catalogue. A hidden review's author is told on its orders.
-        "ReviewWritten" | "ReviewEdited" | "ReviewAnswered" | "ReviewHidden" => {
-            [vendor, Some(Channel::Catalogue), orders]
-                .into_iter()
-                .flatten()
-                .collect()
-        }
+        // storefront's cards the catalogue.
+        "ReviewWritten" | "ReviewEdited" | "ReviewAnswered" => [vendor, Some(Channel::Catalogue)]
+            .into_iter()
+            .flatten()
+            .collect(),
+        // A hidden review's author is told, on its own orders channel.
+        "ReviewHidden" => [vendor, Some(Channel::Catalogue), orders]
+            .into_iter()
+            .flatten()
+            .collect(),
         "OrderDeliveryChanged" | "OrderAccepted" | "OrderOutForDelivery" | "OrderFulfilled" => {
             [orders, vendor].into_iter().flatten().collect()
         }
@@ -507,10 +510,13 @@ mod tests {
         for name in EventData::NAMES {
             let routed = route(name, &ids);
             assert!(!routed.is_empty(), "{name}");
-            // A customer's orders channel only ever gets order events.
+            // A customer's orders channel only ever gets order events, and the hiding of
+            // their own review.
             if routed.iter().any(|c| matches!(c, Channel::Orders(_))) {
                 assert!(
-                    name.starts_with("Order") || name == "ReservationExpired",
+                    name.starts_with("Order")
+                        || name == "ReservationExpired"
+                        || name == "ReviewHidden",
                     "{name}"
                 );
             }

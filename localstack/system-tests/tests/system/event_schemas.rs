@@ -63,6 +63,60 @@ async fn every_detail_the_system_writes_validates_against_its_schema() {
             "{step}"
         );
     }
+    // The delivered order reviewed (its route), edited, answered and hidden (the use cases:
+    // their routes come next).
+    let reviewed = cloud
+        .send(
+            by_customer("create-review", "customer-1")
+                .order_id(&paid)
+                .json(json!({ "stars": 3, "text": "Pretty" })),
+        )
+        .await;
+    assert_eq!(reviewed.status, 201, "{}", reviewed.body);
+    let order_id = bouquet_app::domain::OrderId::parse(&paid).unwrap();
+    let now = bouquet_app::domain::Clock::now(cloud.clock.as_ref());
+    let identity = |subject: &str, role, vendor_id| bouquet_app::domain::identity::Identity {
+        subject: bouquet_app::domain::CustomerId::parse(subject).unwrap(),
+        role,
+        vendor_id,
+        email: None,
+    };
+    use bouquet_app::domain::identity::Role;
+    let shop = bouquet_app::domain::VendorId::parse(&vendor).ok();
+    let draft = bouquet_app::domain::review::ReviewDraft {
+        stars: Some(4),
+        text: None,
+    };
+    bouquet_app::reviews::edit(
+        &cloud.app,
+        &identity("customer-1", Role::Customer, None),
+        order_id,
+        &draft,
+        "schemas",
+        now,
+    )
+    .await
+    .unwrap();
+    bouquet_app::reviews::answer(
+        &cloud.app,
+        &identity("florist", Role::Vendor, shop),
+        order_id,
+        "Thank you!",
+        "schemas",
+        now,
+    )
+    .await
+    .unwrap();
+    bouquet_app::reviews::hide(
+        &cloud.app,
+        &identity("ada", Role::Admin, None),
+        order_id,
+        "Test",
+        "schemas",
+        now,
+    )
+    .await
+    .unwrap();
     let settings = cloud
         .send(fixture("put-delivery-settings").own_shop(&vendor))
         .await;

@@ -495,6 +495,17 @@ async fn every_function_flow() {
         seen.http(&cloud, by_vendor(step, &vendor).order_id(&paid_order), 200)
             .await;
     }
+    // Its customer reviews the delivered order; the shop's page lists it (issue 42).
+    seen.http(
+        &cloud,
+        by_customer("create-review", "c1")
+            .order_id(&paid_order)
+            .json(json!({ "stars": 5, "text": "Fresh and on time" })),
+        201,
+    )
+    .await;
+    seen.http(&cloud, fixture("list-shop-reviews").vendor_id(&vendor), 200)
+        .await;
     seen.http(
         &cloud,
         by_customer("cancel-order", "c2").order_id(&cancelled_order),

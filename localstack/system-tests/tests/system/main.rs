@@ -25,6 +25,7 @@ mod payouts;
 mod photos;
 mod pipeline;
 mod reservation;
+mod reviews;
 mod schedules;
 mod shops;
 mod template_consistency;

@@ -1,0 +1,32 @@
+//! `POST /v1/orders/{orderId}/review` `{stars, text?}`: the customer of a delivered order
+//! reviews it, once, within 30 days of the delivery: 201 with the review. Another's order is
+//! 403 `review.not_allowed`; an undelivered one 409 `review.not_delivered`; a second review
+//! 409 `review.exists`; a late one 409 `review.window_closed`.
+
+use bouquet_app::domain::review::ReviewDraft;
+use bouquet_app::domain::OrderId;
+use bouquet_app::{reviews, App};
+use bouquet_http::lambda_http::{Body, Error, Request, Response};
+use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+
+pub const ROUTE: Route = Route::new("POST", "/v1/orders/{orderId}/review");
+
+pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
+    run(app, request, ROUTE, handle).await
+}
+
+async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
+    let caller = ctx.caller()?;
+    let order_id = ctx.path("orderId", OrderId::parse)?;
+    let draft: ReviewDraft = ctx.json()?;
+    let review = reviews::write(
+        &ctx.app,
+        caller,
+        order_id,
+        &draft,
+        &ctx.correlation_id,
+        ctx.now,
+    )
+    .await?;
+    Reply::created(&review, format!("/v1/orders/{order_id}/review"))
+}

@@ -1,0 +1,1 @@
+bouquet_http::main!(handler = list_shop_reviews::handler);

@@ -1,0 +1,91 @@
+//! Verified reviews through the functions: the customer of a delivered order reviews it once,
+//! others are refused with their codes, the projector counts it once however often its event
+//! comes, and the shop's public page shows the rating and the review.
+
+use serde_json::{json, Value};
+use system_tests::{by_customer, by_vendor, fixture, Outcome, PathParams, TestCloud};
+
+async fn review(
+    cloud: &TestCloud,
+    customer: &str,
+    order: &str,
+    stars: i64,
+) -> system_tests::ApiResponse {
+    cloud
+        .send(
+            by_customer("create-review", customer)
+                .order_id(order)
+                .json(json!({ "stars": stars, "text": "Fresh and on time" })),
+        )
+        .await
+}
+
+#[tokio::test]
+async fn a_delivered_order_is_reviewed_once_and_its_shop_shows_the_rating() {
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
+    let bouquet = cloud.bouquet(&vendor, "30.00").await;
+    let order = cloud.reserved_order_id("c1", &[&bouquet]).await;
+    let paid = cloud.pay_by_card("c1", &order).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    assert_eq!(
+        review(&cloud, "c1", &order, 5).await.status_and_code(),
+        (409, Some("review.not_delivered"))
+    );
+    let delivered = cloud
+        .send(by_vendor("fulfil-order", &vendor).order_id(&order))
+        .await;
+    assert_eq!(delivered.status, 200, "{}", delivered.body);
+    assert_eq!(
+        review(&cloud, "c2", &order, 5).await.status_and_code(),
+        (403, Some("review.not_allowed"))
+    );
+    let bad = review(&cloud, "c1", &order, 6).await;
+    assert_eq!(bad.status_and_code(), (400, Some("request.invalid")));
+    assert_eq!(bad.body["errors"][0]["field"], "stars");
+    let written = review(&cloud, "c1", &order, 5).await;
+    assert_eq!(written.status, 201, "{}", written.body);
+    assert_eq!(
+        (written.body["stars"].clone(), written.body["text"].clone()),
+        (json!(5), json!("Fresh and on time"))
+    );
+    assert!(
+        written.body.get("customerId").is_none(),
+        "the author is not published"
+    );
+    assert_eq!(
+        review(&cloud, "c1", &order, 4).await.status_and_code(),
+        (409, Some("review.exists"))
+    );
+
+    let events: Vec<Value> = cloud
+        .items_of("event")
+        .await
+        .iter()
+        .filter(|e| e["eventName"].as_s().is_ok_and(|n| n == "ReviewWritten"))
+        .map(|e| {
+            let detail: Value = serde_json::from_str(e["detail"].as_s().unwrap()).unwrap();
+            json!({ "source": "bouquet.marketplace", "detail-type": "ReviewWritten", "detail": detail })
+        })
+        .collect();
+    assert_eq!(events.len(), 1);
+    let first = cloud
+        .run_event_function("project-vendor-analytics", events[0].clone())
+        .await;
+    let again = cloud
+        .run_event_function("project-vendor-analytics", events[0].clone())
+        .await;
+    assert_eq!(
+        (first["applied"].clone(), again["applied"].clone()),
+        (json!(true), json!(false))
+    );
+
+    let page = cloud
+        .send(fixture("list-shop-reviews").vendor_id(&vendor))
+        .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert_eq!(
+        page.body["rating"],
+        json!({ "average": 5.0, "count": 1, "byStars": [0, 0, 0, 0, 1] })
+    );
+    assert_eq!(page.body["items"][0]["orderId"], order.as_str());
+}
