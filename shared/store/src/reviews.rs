@@ -127,15 +127,8 @@ impl Store {
         review: &Review,
         event: &DomainEvent,
     ) -> Result<(), StoreError> {
-        let mut tx = Tx::new();
-        tx.put(
-            Target::Review,
-            &self.table,
-            to_item(&ReviewItem::from_domain(review))?,
-            Some(Expr::new("attribute_not_exists(pk)")),
-        )?;
-        tx.event(&self.table, event)?;
-        tx.commit(self).await
+        self.put_review(review, Expr::new("attribute_not_exists(pk)"), event)
+            .await
     }
 
     /// Replaces a review read at `read_version` with `changed`, and its event.
@@ -145,12 +138,22 @@ impl Store {
         read_version: u64,
         event: &DomainEvent,
     ) -> Result<(), StoreError> {
+        let condition = Expr::new("version = :readVersion").n(":readVersion", read_version);
+        self.put_review(changed, condition, event).await
+    }
+
+    async fn put_review(
+        &self,
+        review: &Review,
+        condition: Expr,
+        event: &DomainEvent,
+    ) -> Result<(), StoreError> {
         let mut tx = Tx::new();
         tx.put(
             Target::Review,
             &self.table,
-            to_item(&ReviewItem::from_domain(changed))?,
-            Some(Expr::new("version = :readVersion").n(":readVersion", read_version)),
+            to_item(&ReviewItem::from_domain(review))?,
+            Some(condition),
         )?;
         tx.event(&self.table, event)?;
         tx.commit(self).await

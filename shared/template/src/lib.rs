@@ -837,13 +837,14 @@ mod tests {
             .collect();
         public.sort();
         // Stripe signs its webhook instead of sending a JWT; a shop's delivery settings are
-        // shown at checkout.
+        // shown at checkout; its rating and reviews to anyone choosing a florist.
         assert_eq!(
             public,
             [
                 "GET /v1/bouquets",
                 "GET /v1/bouquets/{bouquetId}",
                 "GET /v1/vendors/{vendorId}/delivery-settings",
+                "GET /v1/vendors/{vendorId}/reviews",
                 "POST /v1/payments/webhook"
             ]
         );
