@@ -504,8 +504,32 @@ async fn every_function_flow() {
         201,
     )
     .await;
+    seen.http(
+        &cloud,
+        by_customer("edit-review", "c1")
+            .order_id(&paid_order)
+            .json(json!({ "stars": 4 })),
+        200,
+    )
+    .await;
+    seen.http(
+        &cloud,
+        by_vendor("answer-review", &vendor)
+            .order_id(&paid_order)
+            .json(json!({ "text": "Thank you!" })),
+        200,
+    )
+    .await;
     seen.http(&cloud, fixture("list-shop-reviews").vendor_id(&vendor), 200)
         .await;
+    seen.http(
+        &cloud,
+        fixture("hide-review")
+            .order_id(&paid_order)
+            .json(json!({ "reason": "A test of hiding" })),
+        200,
+    )
+    .await;
     seen.http(
         &cloud,
         by_customer("cancel-order", "c2").order_id(&cancelled_order),

@@ -88,4 +88,71 @@ async fn a_delivered_order_is_reviewed_once_and_its_shop_shows_the_rating() {
         json!({ "average": 5.0, "count": 1, "byStars": [0, 0, 0, 0, 1] })
     );
     assert_eq!(page.body["items"][0]["orderId"], order.as_str());
+
+    // Edited by its author, answered once by its shop, hidden by an administrator only.
+    let edited = cloud
+        .send(
+            by_customer("edit-review", "c1")
+                .order_id(&order)
+                .json(json!({ "stars": 4 })),
+        )
+        .await;
+    assert_eq!(
+        (edited.status, edited.body["stars"].clone()),
+        (200, json!(4)),
+        "{}",
+        edited.body
+    );
+    assert_eq!(
+        cloud
+            .send(
+                by_customer("edit-review", "c2")
+                    .order_id(&order)
+                    .json(json!({ "stars": 1 }))
+            )
+            .await
+            .status_and_code(),
+        (403, Some("review.not_allowed"))
+    );
+    let answer = |text: &str| {
+        by_vendor("answer-review", &vendor)
+            .order_id(&order)
+            .json(json!({ "text": text }))
+    };
+    let answered = cloud.send(answer("Thank you!")).await;
+    assert_eq!(
+        answered.body["answer"]["text"], "Thank you!",
+        "{}",
+        answered.body
+    );
+    assert_eq!(
+        cloud.send(answer("Again")).await.status_and_code(),
+        (409, Some("review.already_answered"))
+    );
+    let hide = |request: system_tests::ApiRequest| {
+        request
+            .order_id(&order)
+            .json(json!({ "reason": "Names the courier" }))
+    };
+    assert_eq!(
+        cloud
+            .send(hide(by_vendor("hide-review", &vendor)))
+            .await
+            .status_and_code(),
+        (403, Some("review.not_allowed"))
+    );
+    let hidden = cloud.send(hide(fixture("hide-review"))).await;
+    assert_eq!(
+        hidden.body["hidden"]["reason"], "Names the courier",
+        "{}",
+        hidden.body
+    );
+    let page = cloud
+        .send(fixture("list-shop-reviews").vendor_id(&vendor))
+        .await;
+    assert_eq!(
+        page.body["items"],
+        json!([]),
+        "a hidden review leaves the page"
+    );
 }

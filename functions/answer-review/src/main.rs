@@ -1,0 +1,1 @@
+bouquet_http::main!(handler = answer_review::handler);

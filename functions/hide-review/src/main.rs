@@ -1,0 +1,1 @@
+bouquet_http::main!(handler = hide_review::handler);
