@@ -1,6 +1,8 @@
 //! `GET /v1/vendors/{vendorId}/earnings?from=YYYY-MM-DD&to=YYYY-MM-DD`: what the shop earned per
-//! day (gross, the marketplace's fees, refunds, fees refunded, net), for its members (default: the last 30 days; at most 366). `Accept: text/csv` answers the same
-//! period as a CSV file. One `Query` on the shop's analytics partition.
+//! day (gross, the marketplace's fees, refunds, fees refunded, net, the provider's payouts), for
+//! its members (default: the last 30 days; at most 366). `Accept: text/csv` answers the same
+//! period as a CSV file. One `Query` on the shop's analytics partition and one `GetItem` of the
+//! shop, side by side, then the provider's payouts list.
 
 use bouquet_app::domain::VendorId;
 use bouquet_app::{earnings, App};

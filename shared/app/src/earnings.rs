@@ -3,8 +3,9 @@
 //! and fee and each rejected order's refund and returned fee to its shop's day, once per event.
 //!
 //! A day's net is `gross − fees − refunds + fees refunded`: what the shop's connected account
-//! was credited that day. Payouts from the account to the shop's bank are Stripe's and are not
-//! in this report yet (docs/status.md).
+//! was credited that day. Beside it, the payouts the provider made from that account to the
+//! shop's bank, by arrival day (Stripe's, read on the shop's behalf; the simulated ledger's
+//! locally).
 
 use std::fmt::Write as _;
 
