@@ -1,5 +1,6 @@
 //! `GET /v1/bouquets`: the public catalogue of bouquets available now, newest first or
-//! freshest first (`?sort=freshness`) or by price (`?sort=price`, `?sort=-price`), or one
+//! freshest first (`?sort=freshness`), by price (`?sort=price`, `?sort=-price`) or by its
+//! shop's rating (`?sort=rating`), each with its shop's name and rating, or one
 //! vendor's newest first (`?vendorId=`), in a
 //! price range (`?minPrice=&maxPrice=`) or at least this fresh (`?minFreshness=`).
 //! Paginated with `?limit=` and `?cursor=`.
@@ -24,10 +25,10 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         ctx.query("minPrice"),
         ctx.query("maxPrice"),
         ctx.query("minFreshness"),
-        ctx.app.config.catalogue_price_index,
+        &ctx.app.config.catalogue_indexes,
     )?;
     let page = bouquets::catalogue(&ctx.app, scope, &filter, ctx.cursor(), limit, ctx.now).await?;
-    let items = bouquets::with_shop_names(&ctx.app, &page.items, ctx.now).await?;
+    let items = bouquets::with_shops(&ctx.app, &page.items, ctx.now).await?;
     // The edge may hold an anonymous page briefly; availability is re-checked at reservation.
     let cache = ctx.public_cache(5);
     Ok(

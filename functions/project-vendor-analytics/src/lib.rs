@@ -1,8 +1,10 @@
 //! The shops' projector, an EventBridge target of the order events (`OrderPaid`,
 //! `OrderCancelled`, `ReservationExpired`, `OrderFulfilled`, `OrderRejected`) and the review
-//! events (`ReviewWritten`, `ReviewEdited`, `ReviewHidden`; the rule is in the template): a thin
-//! function over [`bouquet_app::analytics::project`] (sales and earnings per day) and
-//! [`bouquet_app::reviews::project_rating`] (each shop's rating), each deduped by event.
+//! events (`ReviewWritten`, `ReviewEdited`, `ReviewHidden`) and `BouquetListed` (the rule is
+//! in the template): a thin function over [`bouquet_app::analytics::project`] (sales and
+//! earnings per day, deduped by event), [`bouquet_app::reviews::project_rating`] (each shop's
+//! rating, deduped by event, then copied onto its bouquets) and
+//! [`bouquet_app::reviews::rate_listed_bouquet`] (a new bouquet takes its shop's rating).
 
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::{json, Value};
@@ -13,11 +15,11 @@ use bouquet_app::App;
 pub async fn handler(app: &App, event: LambdaEvent<Value>) -> Result<Value, Error> {
     let span = bouquet_app::event_span(&event.payload);
     async {
-        let review = event.payload["detail-type"]
-            .as_str()
-            .is_some_and(|name| name.starts_with("Review"));
-        let applied = if review {
+        let name = event.payload["detail-type"].as_str().unwrap_or_default();
+        let applied = if name.starts_with("Review") {
             bouquet_app::reviews::project_rating(app, &event.payload).await?
+        } else if name == "BouquetListed" {
+            bouquet_app::reviews::rate_listed_bouquet(app, &event.payload).await?
         } else {
             bouquet_app::analytics::project(app, &event.payload).await?
         };

@@ -10,7 +10,7 @@ use bouquet_domain::{Bouquet, BouquetId, DomainError, FieldError, Timestamp, Vas
 use bouquet_store::retry::Retry;
 use bouquet_store::{CatalogueFilter, CatalogueSort, Conflict, Page, StoreError, Target};
 
-use crate::App;
+use crate::{App, CatalogueIndexes};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BouquetError {
@@ -84,8 +84,8 @@ pub async fn catalogue(
 }
 
 /// Reads a catalogue request's query: `vendorId`, `sort` (`newest`, the default, `freshness`,
-/// `price` or `-price`; the price orders only where `price_index` says the stack has their
-/// index) and the filters (`parse_filter`); every problem a field error named by its
+/// `price`, `-price` or `rating`; the price and rating orders only where `indexes` says the
+/// stack has their index) and the filters (`parse_filter`); every problem a field error named by its
 /// parameter.
 pub fn parse_browse(
     vendor_id: Option<&str>,
@@ -93,8 +93,12 @@ pub fn parse_browse(
     min_price: Option<&str>,
     max_price: Option<&str>,
     min_freshness: Option<&str>,
-    price_index: bool,
+    indexes: &CatalogueIndexes,
 ) -> Result<(CatalogueScope, CatalogueFilter), Vec<FieldError>> {
+    let CatalogueIndexes {
+        price: price_index,
+        rating: rating_index,
+    } = *indexes;
     let mut errors = Vec::new();
     let vendor_id = vendor_id.and_then(|raw| {
         VendorId::parse(raw)
@@ -109,11 +113,18 @@ pub fn parse_browse(
             ));
             None
         }
+        Some(CatalogueSort::Rating) if !rating_index => {
+            errors.push(FieldError::new(
+                "query/sort",
+                "is not offered until this stack's rating index is added (docs/deploying.md)",
+            ));
+            None
+        }
         Some(sort) => Some(sort),
         None => {
             errors.push(FieldError::new(
                 "query/sort",
-                "must be newest, freshness, price or -price",
+                "must be newest, freshness, price, -price or rating",
             ));
             None
         }
@@ -139,20 +150,23 @@ pub fn parse_browse(
     }
 }
 
-/// The catalogue page's bouquets as readers see them, each with its shop's name (one
-/// `BatchGetItem` for the page's shops).
-pub async fn with_shop_names(
+/// The catalogue page's bouquets as readers see them, each with its shop's name and rating
+/// (one `BatchGetItem` for the page's shops).
+pub async fn with_shops(
     app: &App,
     bouquets: &[Bouquet],
     now: Timestamp,
 ) -> Result<Vec<bouquet_domain::bouquet::BouquetView>, StoreError> {
     let vendors: Vec<VendorId> = bouquets.iter().map(|b| b.vendor_id).collect();
-    let names = app.store.vendor_names(&vendors).await?;
+    let shops = app.store.shop_names_and_ratings(&vendors).await?;
     Ok(bouquets
         .iter()
         .map(|b| {
             let mut view = b.view(now);
-            view.vendor_name = names.get(&b.vendor_id).cloned();
+            if let Some((name, rating)) = shops.get(&b.vendor_id) {
+                view.vendor_name = name.clone();
+                view.shop_rating = Some(*rating);
+            }
             view
         })
         .collect())

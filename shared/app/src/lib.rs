@@ -40,7 +40,7 @@ pub mod vases;
 #[doc(hidden)]
 pub use bouquet_runtime::__runner;
 pub use idempotency::{Idempotency, Replayable};
-pub use root::{aws_sdk_config, App, Config, ConfigError};
+pub use root::{aws_sdk_config, App, CatalogueIndexes, Config, ConfigError};
 
 /// The span an EventBridge consumer handles `bus_event` in: every line it logs then carries
 /// the event's correlation id (the request that caused it), its id and type.

@@ -4,17 +4,19 @@
 //! - write: the order (`GetItem`), then the review and `ReviewWritten` in one transaction,
 //!   on the condition that the order has no review yet;
 //! - edit, answer, hide: the review (`GetItem`), then it at the version read with its event;
-//! - the rating: a consumer of `ReviewWritten`, `ReviewEdited` and `ReviewHidden` adds each
-//!   event's change to the shop's counters once per event (its dedupe record in the same
-//!   transaction), so the rating equals the visible reviews whenever none is in flight.
+//! - the rating: a consumer of `ReviewWritten`, `ReviewEdited` and `ReviewHidden` writes each
+//!   event's change to the shop's counters once per event (its dedupe record and a
+//!   `ShopRatingChanged` in the same transaction, at the rating's next version), so the rating
+//!   equals the visible reviews whenever none is in flight; then it copies the rating onto the
+//!   shop's bouquets (`ratingSort`, for `?sort=rating`), as it does for each `BouquetListed`.
 
 use serde_json::Value;
 
 use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::identity::Identity;
 use bouquet_domain::review::{Rating, RatingChange, Review, ReviewDraft, ReviewError};
-use bouquet_domain::{OrderId, Timestamp, VendorId};
-use bouquet_store::{Page, StoreError, Target};
+use bouquet_domain::{BouquetId, OrderId, Timestamp, VendorId};
+use bouquet_store::{Page, Processed, StoreError, Target};
 
 use crate::analytics::ProjectionError;
 use crate::problem::ApiError;
@@ -205,8 +207,14 @@ pub fn rating_change(name: &str, data: &Value) -> Result<Option<RatingChange>, P
     })
 }
 
-/// Applies one EventBridge event to its shop's rating; `Ok(false)` when it was a duplicate or
-/// not one of ours.
+/// How many times the projector reads a shop's rating again when another of its events
+/// moved it first (each read and write is one round trip; twenty reviews at once settle in a
+/// few).
+const RATING_ATTEMPTS: u32 = 40;
+
+/// Applies one EventBridge event to its shop's rating (at the next version, with a
+/// `ShopRatingChanged`), then moves the shop's bouquets in the catalogue's rating order;
+/// `Ok(false)` when it was a duplicate or not one of ours.
 pub async fn project_rating(app: &App, event: &Value) -> Result<bool, ProjectionError> {
     let name = event["detail-type"]
         .as_str()
@@ -218,12 +226,75 @@ pub async fn project_rating(app: &App, event: &Value) -> Result<bool, Projection
     let event_id = detail["eventId"]
         .as_str()
         .ok_or_else(|| ProjectionError::Unreadable("event without detail.eventId".into()))?;
-    let vendor_id = VendorId::parse(detail["data"]["vendorId"].as_str().unwrap_or_default())
-        .map_err(|e| ProjectionError::Unreadable(format!("vendorId: {e}")))?;
-    Ok(app
-        .store
-        .apply_rating_once(CONSUMER, event_id, vendor_id, change, app.clock.now())
-        .await?)
+    let vendor_id = vendor_of(detail)?;
+    let correlation_id = detail["correlationId"].as_str().unwrap_or(event_id);
+    let now = app.clock.now();
+    let mut contention = bouquet_store::retry::Retry::attempts(RATING_ATTEMPTS);
+    let applied = loop {
+        let (mut rating, version) = app.store.rating_at(vendor_id).await?;
+        rating.apply(change);
+        let changed = DomainEvent::new(
+            vendor_id,
+            version + 1,
+            now,
+            correlation_id,
+            EventData::ShopRatingChanged { vendor_id, rating },
+        );
+        match app
+            .store
+            .save_rating_once(
+                CONSUMER, event_id, vendor_id, rating, version, &changed, now,
+            )
+            .await
+        {
+            Ok(processed) => break processed == Processed::Applied,
+            Err(StoreError::ConditionFailed(conflicts))
+                if conflicts
+                    .iter()
+                    .all(|c| c.target == Target::Vendor(vendor_id)) =>
+            {
+                if !contention.wait().await {
+                    return Err(StoreError::Contention(vec![Target::Vendor(vendor_id)]).into());
+                }
+            }
+            Err(other) => return Err(other.into()),
+        }
+    };
+    // A redelivery spreads too: a projector stopped between its write and this step is
+    // completed by the retry, and a spread never moves a bouquet back to an older rating.
+    spread_rating(app, vendor_id, None).await?;
+    Ok(applied)
+}
+
+/// A newly listed bouquet takes its shop's rating in the catalogue's rating order
+/// (`BouquetListed`); `Ok(false)` when it already had it or a newer one.
+pub async fn rate_listed_bouquet(app: &App, event: &Value) -> Result<bool, ProjectionError> {
+    let detail = &event["detail"];
+    let bouquet_id = BouquetId::parse(detail["data"]["bouquetId"].as_str().unwrap_or_default())
+        .map_err(|e| ProjectionError::Unreadable(format!("bouquetId: {e}")))?;
+    let vendor_id = vendor_of(detail)?;
+    Ok(spread_rating(app, vendor_id, Some(bouquet_id)).await? > 0)
+}
+
+/// Copies the shop's rating as it now stands onto its bouquets (or `only` one).
+async fn spread_rating(
+    app: &App,
+    vendor_id: VendorId,
+    only: Option<BouquetId>,
+) -> Result<usize, StoreError> {
+    let (rating, version) = app.store.rating_at(vendor_id).await?;
+    if version == 0 {
+        // No review yet: every bouquet was written unrated.
+        return Ok(0);
+    }
+    app.store
+        .spread_rating(vendor_id, rating, version, only)
+        .await
+}
+
+fn vendor_of(detail: &Value) -> Result<VendorId, ProjectionError> {
+    VendorId::parse(detail["data"]["vendorId"].as_str().unwrap_or_default())
+        .map_err(|e| ProjectionError::Unreadable(format!("vendorId: {e}")))
 }
 
 impl From<ReviewsError> for ApiError {

@@ -37,9 +37,8 @@ pub struct Config {
     /// How many days after an order ends its delivery details are kept before the sweeper
     /// redacts them (`PERSONAL_DATA_DAYS`).
     pub personal_data_days: u16,
-    /// Whether the table has `CataloguePriceIndex` (`CATALOGUE_PRICE_INDEX`: `enabled`, the
-    /// default, or `deferred` during a two-deploy upgrade: docs/deploying.md).
-    pub catalogue_price_index: bool,
+    /// Which of the catalogue's optional indexes the table has.
+    pub catalogue_indexes: CatalogueIndexes,
     /// Reservations one customer may make a minute (`RESERVATIONS_PER_CUSTOMER_PER_MINUTE`;
     /// 429 `rate.limited` beyond): holding and releasing bouquets in a loop keeps them from
     /// everyone else.
@@ -116,7 +115,10 @@ impl Default for Config {
             max_live_messages_per_minute: DEFAULT_MAX_LIVE_MESSAGES_PER_MINUTE,
             digest_from_shards: bouquet_store::DIGEST_FROM_SHARDS,
             personal_data_days: bouquet_domain::order::DEFAULT_PERSONAL_DATA_DAYS,
-            catalogue_price_index: true,
+            catalogue_indexes: CatalogueIndexes {
+                price: true,
+                rating: true,
+            },
             reservations_per_minute: DEFAULT_RESERVATIONS_PER_MINUTE,
             declines_per_order: DEFAULT_DECLINES_PER_ORDER,
             declines_per_customer_hour: DEFAULT_DECLINES_PER_CUSTOMER_HOUR,
@@ -137,8 +139,8 @@ pub enum ConfigError {
     NotSeconds { name: &'static str, value: String },
     #[error("{name}={value:?} is not a positive whole number")]
     NotACount { name: &'static str, value: String },
-    #[error("CATALOGUE_PRICE_INDEX={0:?} is not enabled or deferred")]
-    CataloguePriceIndex(String),
+    #[error("{name}={value:?} is not enabled or deferred")]
+    CatalogueIndex { name: &'static str, value: String },
     #[error("COMMISSION_BASIS_POINTS={0:?} is not a whole number of basis points from 0 to 10000")]
     Commission(String),
     #[error("REQUIRE_PAYOUT_ACCOUNTS={0:?} is not true or false")]
@@ -174,6 +176,28 @@ fn seconds_from_env(name: &'static str, default: Duration) -> Result<Duration, C
             .map(Duration::from_secs)
             .map_err(|_| ConfigError::NotSeconds { name, value }),
         Err(_) => Ok(default),
+    }
+}
+
+/// The catalogue's indexes a stack may add in a later deploy than the table (DynamoDB adds
+/// one GSI per table update: docs/deploying.md); their orders answer 400 until then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CatalogueIndexes {
+    /// `CataloguePriceIndex` (`CATALOGUE_PRICE_INDEX`): `?sort=price`, `?sort=-price`.
+    pub price: bool,
+    /// `CatalogueRatingIndex` (`CATALOGUE_RATING_INDEX`): `?sort=rating`.
+    pub rating: bool,
+}
+
+/// `enabled` (or unset) or `deferred`.
+fn index_from_env(name: &'static str) -> Result<bool, ConfigError> {
+    match std::env::var(name).as_deref() {
+        Err(_) | Ok("enabled") => Ok(true),
+        Ok("deferred") => Ok(false),
+        Ok(other) => Err(ConfigError::CatalogueIndex {
+            name,
+            value: other.to_owned(),
+        }),
     }
 }
 
@@ -222,10 +246,9 @@ impl Config {
                 name: "PERSONAL_DATA_DAYS",
                 value: "more than 65535".into(),
             })?,
-            catalogue_price_index: match std::env::var("CATALOGUE_PRICE_INDEX").as_deref() {
-                Err(_) | Ok("enabled") => true,
-                Ok("deferred") => false,
-                Ok(other) => return Err(ConfigError::CataloguePriceIndex(other.to_owned())),
+            catalogue_indexes: CatalogueIndexes {
+                price: index_from_env("CATALOGUE_PRICE_INDEX")?,
+                rating: index_from_env("CATALOGUE_RATING_INDEX")?,
             },
             reservations_per_minute: count_from_env(
                 "RESERVATIONS_PER_CUSTOMER_PER_MINUTE",

@@ -348,6 +348,7 @@ impl Bouquet {
             suspended: self.is_suspended(),
             version: self.version,
             vendor_name: None,
+            shop_rating: None,
             listed_at: self.listed_at,
             updated_at: self.updated_at,
         }
@@ -376,6 +377,9 @@ pub struct BouquetView {
     /// The shop's name, where the reader joined it (the catalogue's pages).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vendor_name: Option<String>,
+    /// The shop's rating, where the reader joined it (the catalogue's pages).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shop_rating: Option<crate::review::Rating>,
 }
 
 #[cfg(test)]

@@ -154,10 +154,12 @@ pub fn route(name: &str, ids: &EventIds) -> Vec<Channel> {
         }
         // A shop's reviews and rating are public: its page follows its channel, the
         // storefront's cards the catalogue.
-        "ReviewWritten" | "ReviewEdited" | "ReviewAnswered" => [vendor, Some(Channel::Catalogue)]
-            .into_iter()
-            .flatten()
-            .collect(),
+        "ReviewWritten" | "ReviewEdited" | "ReviewAnswered" | "ShopRatingChanged" => {
+            [vendor, Some(Channel::Catalogue)]
+                .into_iter()
+                .flatten()
+                .collect()
+        }
         // A hidden review's author is told, on its own orders channel.
         "ReviewHidden" => [vendor, Some(Channel::Catalogue), orders]
             .into_iter()
@@ -185,11 +187,12 @@ pub fn route(name: &str, ids: &EventIds) -> Vec<Channel> {
 }
 
 /// Frames a crowd needs only the latest of share a key: of a run of frames with one key, only
-/// the newest is pushed. A bouquet's freshness moves are such frames (the last score is the
-/// state); every other event is pushed frame by frame.
+/// the newest is pushed. A bouquet's freshness moves and a shop's rating moves are such frames
+/// (the last score, the last rating, is the state); every other event is pushed frame by frame.
 pub fn coalescing_key(name: &str, ids: &EventIds) -> Option<String> {
-    match (name, ids.bouquet_id) {
-        ("BouquetFreshnessChanged", Some(bouquet)) => Some(format!("freshness:{bouquet}")),
+    match (name, ids.bouquet_id, ids.vendor_id) {
+        ("BouquetFreshnessChanged", Some(bouquet), _) => Some(format!("freshness:{bouquet}")),
+        ("ShopRatingChanged", _, Some(vendor)) => Some(format!("rating:{vendor}")),
         _ => None,
     }
 }
@@ -326,6 +329,24 @@ mod tests {
 
     fn customer(id: &str) -> CustomerId {
         CustomerId::parse(id).unwrap()
+    }
+
+    #[test]
+    fn a_shops_rating_moves_reach_its_channel_and_the_catalogue_and_collapse_to_the_newest() {
+        let vendor = VendorId::generate();
+        let ids = EventIds {
+            vendor_id: Some(vendor),
+            ..EventIds::default()
+        };
+        assert_eq!(
+            route("ShopRatingChanged", &ids),
+            vec![Channel::Vendor(vendor), Channel::Catalogue]
+        );
+        assert_eq!(
+            coalescing_key("ShopRatingChanged", &ids),
+            Some(format!("rating:{vendor}"))
+        );
+        assert_eq!(coalescing_key("ReviewWritten", &ids), None);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::clock::Timestamp;
 use crate::ids::{BouquetId, CustomerId, EventId, OrderId, VaseId, VendorId};
 use crate::money::Money;
 use crate::photo::Photo;
+use crate::review::Rating;
 
 /// The payload of each event, by name (docs/contract.md, Events).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -184,6 +185,12 @@ pub enum EventData {
         stars: u8,
         reason: String,
     },
+    /// A shop's rating moved (its projector applied a review event): the whole rating, at
+    /// its version, so a reader needs only the latest.
+    ShopRatingChanged {
+        vendor_id: VendorId,
+        rating: Rating,
+    },
     BouquetFreshnessChanged {
         bouquet_id: BouquetId,
         vendor_id: VendorId,
@@ -196,7 +203,7 @@ pub enum EventData {
 
 impl EventData {
     /// Every event name (the EventBridge detail-types); `infra/events/{name}.json` is its schema.
-    pub const NAMES: [&'static str; 29] = [
+    pub const NAMES: [&'static str; 30] = [
         "VendorOnboarded",
         "VendorSuspended",
         "VendorReinstated",
@@ -226,6 +233,7 @@ impl EventData {
         "ReviewEdited",
         "ReviewAnswered",
         "ReviewHidden",
+        "ShopRatingChanged",
     ];
 
     pub fn name(&self) -> &'static str {
@@ -259,6 +267,7 @@ impl EventData {
             EventData::ReviewEdited { .. } => "ReviewEdited",
             EventData::ReviewAnswered { .. } => "ReviewAnswered",
             EventData::ReviewHidden { .. } => "ReviewHidden",
+            EventData::ShopRatingChanged { .. } => "ShopRatingChanged",
         }
     }
 }

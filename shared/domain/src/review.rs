@@ -232,9 +232,9 @@ impl Review {
     }
 }
 
-/// A shop's rating: how many visible reviews gave each number of stars.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// A shop's rating: how many visible reviews gave each number of stars. Readers see it as
+/// `{average, count, byStars}` (its `Serialize`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Rating {
     /// `by_stars[0]` counts 1-star reviews, ..., `by_stars[4]` 5-star ones.
     pub by_stars: [i64; 5],
@@ -247,15 +247,32 @@ impl Rating {
 
     /// The average stars to one decimal; `None` without a review.
     pub fn average(&self) -> Option<f64> {
+        self.average_tenths().map(|tenths| f64::from(tenths) / 10.0)
+    }
+
+    /// The average in tenths of a star (10..=50), rounded half up in integers so that the
+    /// catalogue's order and the figure shown agree; `None` without a review.
+    pub fn average_tenths(&self) -> Option<u8> {
         let count = self.count();
         let sum: i64 = (1..=5).zip(self.by_stars).map(|(s, n)| s * n).sum();
-        (count > 0).then(|| (sum as f64 / count as f64 * 10.0).round() / 10.0)
+        (count > 0).then(|| ((sum * 20 + count) / (count * 2)).clamp(0, 50) as u8)
     }
 
     pub fn apply(&mut self, change: RatingChange) {
         for (count, add) in self.by_stars.iter_mut().zip(change.0) {
             *count += add;
         }
+    }
+}
+
+impl Serialize for Rating {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = serializer.serialize_struct("Rating", 3)?;
+        out.serialize_field("average", &self.average())?;
+        out.serialize_field("count", &self.count())?;
+        out.serialize_field("byStars", &self.by_stars)?;
+        out.end()
     }
 }
 
@@ -329,6 +346,27 @@ mod tests {
             stars: Some(stars),
             text: Some(text.into()),
         }
+    }
+
+    #[test]
+    fn a_rating_reads_as_its_average_to_a_tenth_its_count_and_its_stars() {
+        let rating = Rating {
+            by_stars: [0, 0, 1, 0, 2],
+        };
+        // (3 + 5 + 5) / 3 = 4.333... → 4.3; 4.25 → 4.3 (half up).
+        assert_eq!(rating.average_tenths(), Some(43));
+        assert_eq!(
+            serde_json::to_value(rating).unwrap(),
+            serde_json::json!({"average": 4.3, "count": 3, "byStars": [0, 0, 1, 0, 2]})
+        );
+        let half = Rating {
+            by_stars: [0, 0, 0, 3, 1],
+        };
+        assert_eq!(half.average_tenths(), Some(43));
+        assert_eq!(
+            serde_json::to_value(Rating::default()).unwrap(),
+            serde_json::json!({"average": null, "count": 0, "byStars": [0, 0, 0, 0, 0]})
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::tx::Expr;
 use crate::Store;
 
 /// Items that lack a key their entity now always has.
-const LACKING_KEYS: &str = "(entity = :bouquet AND (attribute_not_exists(freshnessSort) OR attribute_not_exists(priceSort))) OR (entity = :vendor AND sk = :vendorSk AND attribute_not_exists(vendorKey)) OR (entity = :order AND attribute_not_exists(vendorStatusKey))";
+const LACKING_KEYS: &str = "(entity = :bouquet AND (attribute_not_exists(freshnessSort) OR attribute_not_exists(priceSort) OR attribute_not_exists(ratingSort))) OR (entity = :vendor AND sk = :vendorSk AND attribute_not_exists(vendorKey)) OR (entity = :order AND attribute_not_exists(vendorStatusKey))";
 
 /// What one page of the pass did.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -128,12 +128,14 @@ fn keys_for(item: Item) -> Result<Option<(Item, Expr, Expr)>, StoreError> {
             }
             .n(":version", bouquet.version)
             .n(":price", bouquet.price.minor());
-            let update = Expr::new("SET freshnessSort = :freshnessSort, priceSort = :priceSort")
+            // Bouquets from before reviews: unrated until their shop's projector moves them.
+            let update = Expr::new("SET freshnessSort = :freshnessSort, priceSort = :priceSort, ratingSort = if_not_exists(ratingSort, :ratingSort)")
                 .s(
                     ":freshnessSort",
                     keys::freshness_sort(bouquet.freshness, &id),
                 )
-                .s(":priceSort", keys::price_sort(bouquet.price.minor(), &id));
+                .s(":priceSort", keys::price_sort(bouquet.price.minor(), &id))
+                .s(":ratingSort", keys::rating_sort(&Default::default(), &id));
             Some((bouquet_key(&id), update, condition))
         }
         Some("vendor") => {

@@ -25,7 +25,24 @@ impl Store {
         table: &str,
         keys: Vec<Item>,
     ) -> Result<HashMap<String, Item>, StoreError> {
-        let mut found = HashMap::new();
+        Ok(self
+            .batch_get_all(table, keys)
+            .await?
+            .into_iter()
+            .filter_map(|item| match item.get("pk") {
+                Some(AttributeValue::S(pk)) => Some((pk.clone(), item)),
+                _ => None,
+            })
+            .collect())
+    }
+
+    /// The items found for `keys` in `table`, in no order (for keys sharing a partition).
+    pub(crate) async fn batch_get_all(
+        &self,
+        table: &str,
+        keys: Vec<Item>,
+    ) -> Result<Vec<Item>, StoreError> {
+        let mut found = Vec::new();
         if keys.is_empty() {
             return Ok(found);
         }
@@ -52,9 +69,7 @@ impl Store {
                 .remove(table)
                 .unwrap_or_default()
             {
-                if let Some(AttributeValue::S(pk)) = item.get("pk") {
-                    found.insert(pk.clone(), item);
-                }
+                found.push(item);
             }
             pending = output
                 .unprocessed_keys

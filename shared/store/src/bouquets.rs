@@ -66,6 +66,9 @@ pub enum CatalogueSort {
     PriceLowest,
     /// The same index read backwards: the dearest first.
     PriceHighest,
+    /// `CatalogueRatingIndex`, by `keys::rating_sort` read backwards: the best-rated shops'
+    /// bouquets first, shops without a review last.
+    Rating,
 }
 
 impl CatalogueSort {
@@ -74,6 +77,7 @@ impl CatalogueSort {
             Self::Newest => keys::INDEX_CATALOGUE,
             Self::Freshness => keys::INDEX_CATALOGUE_FRESHNESS,
             Self::PriceLowest | Self::PriceHighest => keys::INDEX_CATALOGUE_PRICE,
+            Self::Rating => keys::INDEX_CATALOGUE_RATING,
         }
     }
 
@@ -87,6 +91,7 @@ impl CatalogueSort {
             Self::Newest => "catalogueSort",
             Self::Freshness => "freshnessSort",
             Self::PriceLowest | Self::PriceHighest => "priceSort",
+            Self::Rating => "ratingSort",
         }
     }
 
@@ -95,7 +100,7 @@ impl CatalogueSort {
     fn encode_cursor(self, shards: Vec<ShardPosition>) -> String {
         match self {
             Self::Newest => cursor::encode(&shards),
-            Self::Freshness | Self::PriceLowest | Self::PriceHighest => {
+            Self::Freshness | Self::PriceLowest | Self::PriceHighest | Self::Rating => {
                 cursor::encode(&SortedCursor {
                     order: self.name().to_owned(),
                     shards,
@@ -107,7 +112,7 @@ impl CatalogueSort {
     fn decode_cursor(self, text: &str) -> Result<Vec<ShardPosition>, StoreError> {
         match self {
             Self::Newest => cursor::decode(text),
-            Self::Freshness | Self::PriceLowest | Self::PriceHighest => {
+            Self::Freshness | Self::PriceLowest | Self::PriceHighest | Self::Rating => {
                 let sorted: SortedCursor = cursor::decode(text)?;
                 if sorted.order == self.name() {
                     Ok(sorted.shards)
@@ -125,6 +130,7 @@ impl CatalogueSort {
             Self::Freshness => "freshness",
             Self::PriceLowest => "price",
             Self::PriceHighest => "-price",
+            Self::Rating => "rating",
         }
     }
 
@@ -135,6 +141,7 @@ impl CatalogueSort {
             Self::Freshness,
             Self::PriceLowest,
             Self::PriceHighest,
+            Self::Rating,
         ]
         .into_iter()
         .find(|sort| sort.name() == name)
@@ -147,6 +154,7 @@ impl CatalogueSort {
             Self::Newest => value,
             Self::Freshness => keys::freshness_sort_id(value)?,
             Self::PriceLowest | Self::PriceHighest => keys::price_sort_id(value)?,
+            Self::Rating => keys::rating_sort_id(value)?,
         };
         BouquetId::parse(id).is_ok().then_some(id)
     }
@@ -308,7 +316,7 @@ impl Store {
             Target::Bouquet(changed.bouquet_id),
             &self.table,
             bouquet_key(&changed.bouquet_id.to_string()),
-            replace_all_but(item, BouquetItem::SCORE, BouquetItem::OPTIONAL),
+            replace_all_but(item, BouquetItem::PROJECTED, BouquetItem::OPTIONAL),
             available_at_version(read_version, now),
         )?;
         if let Some(vase_id) = leaves_vase {
@@ -338,7 +346,7 @@ impl Store {
             Target::Bouquet(changed.bouquet_id),
             &self.table,
             bouquet_key(&changed.bouquet_id.to_string()),
-            replace_all_but(item, BouquetItem::SCORE, BouquetItem::OPTIONAL),
+            replace_all_but(item, BouquetItem::PROJECTED, BouquetItem::OPTIONAL),
             Expr::new("version = :readVersion").n(":readVersion", read_version),
         )?;
         tx.commit(self).await

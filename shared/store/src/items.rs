@@ -197,14 +197,25 @@ pub struct BouquetItem {
     /// bouquet is in `CataloguePriceIndex` exactly while it has `catalogueShard`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price_sort: Option<String>,
+    /// Always present (`keys::rating_sort`): written unrated with the bouquet, then moved by
+    /// the rating projector with its shop's rating (at `ratingVersion`, never backwards), so
+    /// the bouquet is in `CatalogueRatingIndex` exactly while it has `catalogueShard`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rating_sort: Option<String>,
     pub vendor_key: String,
     pub vendor_sort: String,
 }
 
 impl BouquetItem {
-    /// The attributes the bouquet's vase writes (`Store::save_reading`): a vendor's or an
-    /// administrator's write leaves them as they are.
-    pub const SCORE: &'static [&'static str] = &["freshness", "freshnessAt", "freshnessSort"];
+    /// The attributes others write (the vase's score, `Store::save_reading`; the shop's
+    /// rating, its projector): a vendor's or an administrator's write leaves them as they are.
+    pub const PROJECTED: &'static [&'static str] = &[
+        "freshness",
+        "freshnessAt",
+        "freshnessSort",
+        "ratingSort",
+        "ratingVersion",
+    ];
 
     /// Attributes a bouquet item carries only in some states.
     pub const OPTIONAL: &'static [&'static str] = &[
@@ -256,6 +267,7 @@ impl BouquetItem {
             catalogue_sort: listed.then(|| id.clone()),
             freshness_sort: Some(keys::freshness_sort(b.freshness, &id)),
             price_sort: Some(keys::price_sort(b.price.minor(), &id)),
+            rating_sort: Some(keys::rating_sort(&Default::default(), &id)),
             vendor_key: keys::vendor_bouquets_key(&b.vendor_id.to_string()),
             vendor_sort: id.clone(),
             bouquet_id: id,

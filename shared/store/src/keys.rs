@@ -17,6 +17,7 @@ pub const EXPIRY_SHARDS: u32 = 4;
 pub const INDEX_CATALOGUE: &str = "CatalogueIndex";
 pub const INDEX_CATALOGUE_FRESHNESS: &str = "CatalogueFreshnessIndex";
 pub const INDEX_CATALOGUE_PRICE: &str = "CataloguePriceIndex";
+pub const INDEX_CATALOGUE_RATING: &str = "CatalogueRatingIndex";
 pub const INDEX_VENDOR: &str = "VendorIndex";
 pub const INDEX_CUSTOMER: &str = "CustomerIndex";
 pub const INDEX_EXPIRY: &str = "OrderDueIndex";
@@ -135,6 +136,29 @@ pub fn freshness_sort(freshness: Option<u8>, bouquet_id: &str) -> String {
         Some(score) => format!("{score:03}#{bouquet_id}"),
         None => format!("-#{bouquet_id}"),
     }
+}
+
+/// A bouquet's place in `CatalogueRatingIndex`: its shop's average in tenths of a star (2
+/// digits), then its count of reviews (9 digits), then the id, so the index read backwards
+/// gives the best-rated shops first, the most reviewed first among equal averages, and shops
+/// without a review last (`-` sorts below every digit).
+pub fn rating_sort(rating: &bouquet_domain::review::Rating, bouquet_id: &str) -> String {
+    match rating.average_tenths() {
+        Some(tenths) => format!("{tenths:02}#{:09}#{bouquet_id}", rating.count().max(0)),
+        None => format!("-#{bouquet_id}"),
+    }
+}
+
+/// The bouquet id in a [`rating_sort`] value, when the value has that shape.
+pub fn rating_sort_id(value: &str) -> Option<&str> {
+    if let Some(id) = value.strip_prefix("-#") {
+        return Some(id);
+    }
+    let mut parts = value.splitn(3, '#');
+    let (tenths, count, id) = (parts.next()?, parts.next()?, parts.next()?);
+    let digits =
+        |text: &str, len: usize| text.len() == len && text.bytes().all(|b| b.is_ascii_digit());
+    (digits(tenths, 2) && digits(count, 9)).then_some(id)
 }
 
 /// A bouquet's place in `CataloguePriceIndex`: minor units over 12 digits (prices stop below

@@ -71,8 +71,10 @@ impl Store {
         )?;
         match tx.commit(self).await {
             Ok(()) => Ok(Processed::Applied),
+            // Its dedupe record exists: the event was applied before, whatever else moved
+            // since (another event's write to the same item fails its condition too).
             Err(StoreError::ConditionFailed(conflicts))
-                if conflicts.iter().all(|c| c.target == Target::Processed) =>
+                if conflicts.iter().any(|c| c.target == Target::Processed) =>
             {
                 Ok(Processed::Duplicate)
             }

@@ -2,13 +2,17 @@
 //! the order), written once on the condition that none exists, changed at the version read,
 //! each with its event. Visible reviews sit in `VendorIndex` under `REVIEWS#{shop}`, newest
 //! first; a hidden one leaves it. A shop's rating (`VENDOR#{id}` / `RATING`) counts its
-//! visible reviews by stars, kept by the rating projector once per event.
+//! visible reviews by stars, kept by the rating projector once per event at a version, and
+//! copied (`ratingSort`) onto the shop's bouquets for the catalogue's `?sort=rating`.
 
 use serde::{Deserialize, Serialize};
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use bouquet_domain::events::DomainEvent;
-use bouquet_domain::review::{Answer, Hidden, Rating, RatingChange, Review};
-use bouquet_domain::{CustomerId, OrderId, Timestamp, VendorId};
+use futures::StreamExt;
+
+use bouquet_domain::review::{Answer, Hidden, Rating, Review};
+use bouquet_domain::{BouquetId, CustomerId, OrderId, Timestamp, VendorId};
 
 use crate::cursor::Page;
 use crate::error::{StoreError, Target};
@@ -20,7 +24,7 @@ use crate::tx::{Expr, Tx};
 use crate::Store;
 
 const REVIEW_SK: &str = "REVIEW";
-const RATING_SK: &str = "RATING";
+pub(crate) const RATING_SK: &str = "RATING";
 
 fn review_key(order_id: &str) -> Item {
     keys::key(keys::order_pk(order_id), REVIEW_SK)
@@ -205,43 +209,152 @@ impl Store {
 
     /// A shop's rating as its projector kept it.
     pub async fn rating(&self, vendor_id: VendorId) -> Result<Rating, StoreError> {
-        let key = keys::key(keys::vendor_pk(&vendor_id.to_string()), RATING_SK);
-        let item = self.get_item(key, false).await?.unwrap_or_default();
-        let mut rating = Rating::default();
-        for (stars, count) in rating.by_stars.iter_mut().enumerate() {
-            *count = item
-                .get(&format!("stars{}", stars + 1))
-                .and_then(|v| v.as_n().ok())
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(0);
-        }
-        Ok(rating)
+        Ok(self.rating_at(vendor_id).await?.0)
     }
 
-    /// Applies `change` to `vendor_id`'s rating once per (`consumer`, `event_id`): `Ok(false)`
-    /// when the event was applied already.
-    pub async fn apply_rating_once(
+    /// A shop's rating and its version (0 before its first review), read consistently: the
+    /// projector writes the next version on the condition that it is still this one.
+    pub async fn rating_at(&self, vendor_id: VendorId) -> Result<(Rating, u64), StoreError> {
+        let item = self
+            .get_item(rating_key(vendor_id), true)
+            .await?
+            .unwrap_or_default();
+        Ok(rating_of(&item))
+    }
+
+    /// Writes `rating` at `read_version + 1` with its event, once per (`consumer`,
+    /// `event_id`): `Processed::Duplicate` when the event was applied already, and a
+    /// [`StoreError::ConditionFailed`] on [`Target::Vendor`] when another event moved the
+    /// rating since it was read (read it again).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn save_rating_once(
         &self,
         consumer: &str,
         event_id: &str,
         vendor_id: VendorId,
-        change: RatingChange,
+        rating: Rating,
+        read_version: u64,
+        event: &DomainEvent,
         now: Timestamp,
-    ) -> Result<bool, StoreError> {
-        let mut update = Expr::new(
-            "SET entity = :entity ADD stars1 :s1, stars2 :s2, stars3 :s3, stars4 :s4, stars5 :s5",
-        )
-        .s(":entity", "shop_rating");
-        for (index, by) in change.0.iter().enumerate() {
-            update = update.n(&format!(":s{}", index + 1), *by);
+    ) -> Result<Processed, StoreError> {
+        let mut item = rating_key(vendor_id);
+        item.insert("entity".into(), AttributeValue::S("shop_rating".into()));
+        item.insert(
+            "version".into(),
+            AttributeValue::N((read_version + 1).to_string()),
+        );
+        for (stars, count) in rating.by_stars.iter().enumerate() {
+            item.insert(
+                format!("stars{}", stars + 1),
+                AttributeValue::N(count.to_string()),
+            );
         }
+        let condition = if read_version == 0 {
+            Expr::new("attribute_not_exists(version)")
+        } else {
+            Expr::new("version = :readVersion").n(":readVersion", read_version)
+        };
         let mut tx = Tx::new();
-        tx.upsert(
+        tx.put(
             Target::Vendor(vendor_id),
             &self.table,
-            keys::key(keys::vendor_pk(&vendor_id.to_string()), RATING_SK),
-            update,
+            item,
+            Some(condition),
         )?;
-        Ok(self.commit_once(consumer, event_id, tx, now).await? == Processed::Applied)
+        tx.event(&self.table, event)?;
+        self.commit_once(consumer, event_id, tx, now).await
     }
+
+    /// Writes the shop's rating at `version` into the catalogue place (`ratingSort`) of its
+    /// bouquets, or of `only` that one, never over a newer one: returns how many moved.
+    pub async fn spread_rating(
+        &self,
+        vendor_id: VendorId,
+        rating: Rating,
+        version: u64,
+        only: Option<BouquetId>,
+    ) -> Result<usize, StoreError> {
+        let ids: Vec<BouquetId> = match only {
+            Some(id) => vec![id],
+            None => {
+                let mut ids = Vec::new();
+                let mut cursor = None;
+                loop {
+                    let page = self
+                        .vendor_bouquets(vendor_id, cursor.as_deref(), 100)
+                        .await?;
+                    ids.extend(page.items.iter().map(|b| b.bouquet_id));
+                    match page.next_cursor {
+                        Some(next) => cursor = Some(next),
+                        None => break,
+                    }
+                }
+                ids
+            }
+        };
+        let moved = futures::stream::iter(ids)
+            .map(|id| async move {
+                let text = id.to_string();
+                let written = self
+                    .client
+                    .update_item()
+                    .table_name(&self.table)
+                    .set_key(Some(keys::key(keys::bouquet_pk(&text), keys::BOUQUET_SK)))
+                    .update_expression("SET ratingSort = :sort, ratingVersion = :version")
+                    .condition_expression(
+                        "attribute_exists(pk) AND vendorId = :vendor AND \
+                         (attribute_not_exists(ratingVersion) OR ratingVersion < :version)",
+                    )
+                    .expression_attribute_values(
+                        ":sort",
+                        AttributeValue::S(keys::rating_sort(&rating, &text)),
+                    )
+                    .expression_attribute_values(":version", AttributeValue::N(version.to_string()))
+                    .expression_attribute_values(
+                        ":vendor",
+                        AttributeValue::S(vendor_id.to_string()),
+                    )
+                    .send()
+                    .await;
+                match written {
+                    Ok(_) => Ok(true),
+                    // Gone, another shop's, or already at this rating or a newer one.
+                    Err(error)
+                        if error
+                            .as_service_error()
+                            .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+                    {
+                        Ok(false)
+                    }
+                    Err(error) => Err(StoreError::backend(error)),
+                }
+            })
+            .buffer_unordered(8)
+            .collect::<Vec<Result<bool, StoreError>>>()
+            .await;
+        let mut count = 0;
+        for outcome in moved {
+            count += usize::from(outcome?);
+        }
+        Ok(count)
+    }
+}
+
+fn rating_key(vendor_id: VendorId) -> Item {
+    keys::key(keys::vendor_pk(&vendor_id.to_string()), RATING_SK)
+}
+
+/// The rating and its version in a rating item (an empty item: none yet).
+pub(crate) fn rating_of(item: &Item) -> (Rating, u64) {
+    let number = |name: &str| -> i64 {
+        item.get(name)
+            .and_then(|v| v.as_n().ok())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let mut rating = Rating::default();
+    for (stars, count) in rating.by_stars.iter_mut().enumerate() {
+        *count = number(&format!("stars{}", stars + 1));
+    }
+    (rating, number("version").max(0) as u64)
 }

@@ -2,6 +2,7 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use bouquet_domain::delivery::DeliverySettings;
 use bouquet_domain::events::DomainEvent;
+use bouquet_domain::review::Rating;
 use bouquet_domain::{Timestamp, Vendor, VendorId};
 use serde::{Deserialize, Serialize};
 
@@ -140,6 +141,46 @@ impl Store {
                 Some((v, item.get("name")?.as_s().ok()?.clone()))
             })
             .collect())
+    }
+
+    /// The name (when the shop exists) and the rating of each of `vendors`: one
+    /// `BatchGetItem` of their shop and rating items, for the catalogue's cards.
+    pub async fn shop_names_and_ratings(
+        &self,
+        vendors: &[VendorId],
+    ) -> Result<std::collections::HashMap<VendorId, (Option<String>, Rating)>, StoreError> {
+        let mut unique: Vec<VendorId> = vendors.to_vec();
+        unique.sort();
+        unique.dedup();
+        let keys = unique
+            .iter()
+            .flat_map(|v| {
+                let pk = keys::vendor_pk(&v.to_string());
+                [
+                    keys::key(pk.clone(), keys::VENDOR_SK),
+                    keys::key(pk, crate::reviews::RATING_SK),
+                ]
+            })
+            .collect();
+        let found = self.batch_get_all(&self.table, keys).await?;
+        let mut shops: std::collections::HashMap<VendorId, (Option<String>, Rating)> =
+            unique.iter().map(|v| (*v, Default::default())).collect();
+        for item in found {
+            let text = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
+            let Some(vendor) = text("pk")
+                .and_then(|pk| pk.strip_prefix("VENDOR#").map(str::to_owned))
+                .and_then(|id| VendorId::parse(&id).ok())
+            else {
+                continue;
+            };
+            let shop = shops.entry(vendor).or_default();
+            match text("sk").as_deref() {
+                Some(keys::VENDOR_SK) => shop.0 = text("name"),
+                Some(crate::reviews::RATING_SK) => shop.1 = crate::reviews::rating_of(&item).0,
+                _ => {}
+            }
+        }
+        Ok(shops)
     }
 
     /// One shop; `consistent` when a conditional write will follow.

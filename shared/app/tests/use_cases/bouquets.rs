@@ -3,6 +3,7 @@ use bouquet_app::domain::bouquet::BouquetChange;
 use bouquet_app::domain::identity::Identity;
 use bouquet_app::domain::{Bouquet, BouquetId, BouquetStatus, Vendor};
 use bouquet_app::store::CatalogueSort;
+use bouquet_app::CatalogueIndexes;
 
 use crate::support::*;
 
@@ -350,7 +351,11 @@ async fn the_whole_catalogue_reads_freshest_first_across_its_shards_page_by_page
 #[test]
 fn a_catalogue_request_names_each_problem_with_its_parameter() {
     let browse = |vendor: Option<&str>, sort: Option<&str>, min_price: Option<&str>| {
-        bouquets::parse_browse(vendor, sort, min_price, None, None, true)
+        let all = CatalogueIndexes {
+            price: true,
+            rating: true,
+        };
+        bouquets::parse_browse(vendor, sort, min_price, None, None, &all)
     };
     for (sort, expected) in [
         (None, CatalogueSort::Newest),
@@ -358,6 +363,7 @@ fn a_catalogue_request_names_each_problem_with_its_parameter() {
         (Some("freshness"), CatalogueSort::Freshness),
         (Some("price"), CatalogueSort::PriceLowest),
         (Some("-price"), CatalogueSort::PriceHighest),
+        (Some("rating"), CatalogueSort::Rating),
     ] {
         let (scope, _) = browse(None, sort, None).unwrap();
         assert_eq!(scope, CatalogueScope::All(expected), "{sort:?}");
@@ -376,9 +382,35 @@ fn a_catalogue_request_names_each_problem_with_its_parameter() {
     );
     let shop_sorted = browse(Some(&shop), Some("freshness"), None);
     assert_eq!(fields(shop_sorted.unwrap_err()), ["query/sort"]);
-    // Between the two deploys of an upgrade the price index is not there yet.
-    let deferred = bouquets::parse_browse(None, Some("-price"), None, None, None, false);
+    // Between the deploys of an upgrade an index is not there yet: its order is refused.
+    let without = |price, rating| CatalogueIndexes { price, rating };
+    let deferred = bouquets::parse_browse(
+        None,
+        Some("-price"),
+        None,
+        None,
+        None,
+        &without(false, true),
+    );
     assert_eq!(fields(deferred.unwrap_err()), ["query/sort"]);
+    let deferred = bouquets::parse_browse(
+        None,
+        Some("rating"),
+        None,
+        None,
+        None,
+        &without(true, false),
+    );
+    assert_eq!(fields(deferred.unwrap_err()), ["query/sort"]);
+    assert!(bouquets::parse_browse(
+        None,
+        Some("rating"),
+        None,
+        None,
+        None,
+        &without(false, true)
+    )
+    .is_ok());
 }
 
 #[tokio::test]

@@ -206,6 +206,8 @@ async fn a_review_is_edited_for_48_hours_answered_once_and_hidden_with_a_reason(
 async fn twenty_reviews_at_once_and_every_event_twice_give_the_exact_rating() {
     let world = World::new().await;
     let vendor = world.vendor().await;
+    // On sale while the reviews arrive: the projector moves it in the rating order.
+    let early = world.listed(&vendor, "20.00", None).await;
     let mut orders = Vec::new();
     for n in 0..20 {
         let who = format!("buyer-{n}");
@@ -272,4 +274,72 @@ async fn twenty_reviews_at_once_and_every_event_twice_give_the_exact_rating() {
             .all(|w| w[0].written_at >= w[1].written_at),
         "newest first"
     );
+
+    // Each applied event wrote the rating at its next version with a ShopRatingChanged.
+    let changes: Vec<serde_json::Value> = world
+        .events()
+        .await
+        .into_iter()
+        .filter(|(name, _)| name == "ShopRatingChanged")
+        .map(|(_, detail)| serde_json::from_str(&detail).expect("a detail"))
+        .collect();
+    let mut versions: Vec<u64> = changes
+        .iter()
+        .map(|c| c["aggregateVersion"].as_u64().unwrap())
+        .collect();
+    versions.sort_unstable();
+    assert_eq!(versions, (1..=22).collect::<Vec<u64>>());
+    let last = changes
+        .iter()
+        .max_by_key(|c| c["aggregateVersion"].as_u64())
+        .unwrap();
+    assert_eq!(
+        last["data"]["rating"],
+        serde_json::json!({"average": 3.3, "count": 19, "byStars": [3, 3, 4, 4, 5]})
+    );
+
+    // The catalogue by rating: the rated shop's bouquets first, a bouquet listed after the
+    // reviews once its BouquetListed is projected, shops without a review last.
+    let late = world.listed(&vendor, "25.00", None).await;
+    let other_shop = world.vendor().await;
+    let unrated = world.listed(&other_shop, "10.00", None).await;
+    let by_rating = || async {
+        let page = bouquet_app::bouquets::catalogue(
+            &world.app,
+            bouquet_app::bouquets::CatalogueScope::All(bouquet_app::store::CatalogueSort::Rating),
+            &Default::default(),
+            None,
+            10,
+            world.now(),
+        )
+        .await
+        .unwrap();
+        bouquet_app::bouquets::with_shops(&world.app, &page.items, world.now())
+            .await
+            .unwrap()
+    };
+    let ids = |views: &[bouquet_app::domain::bouquet::BouquetView]| -> Vec<_> {
+        views.iter().map(|v| v.bouquet_id).collect()
+    };
+    assert_eq!(
+        ids(&by_rating().await),
+        [early.bouquet_id, unrated.bouquet_id, late.bouquet_id]
+    );
+    let listed = serde_json::json!({
+        "source": "bouquet.marketplace",
+        "detail-type": "BouquetListed",
+        "detail": {"data": {"bouquetId": late.bouquet_id, "vendorId": vendor.vendor_id}},
+    });
+    assert!(reviews::rate_listed_bouquet(&world.app, &listed).await.unwrap());
+    assert!(
+        !reviews::rate_listed_bouquet(&world.app, &listed).await.unwrap(),
+        "a redelivery moves nothing"
+    );
+    let cards = by_rating().await;
+    assert_eq!(
+        ids(&cards),
+        [late.bouquet_id, early.bouquet_id, unrated.bouquet_id]
+    );
+    assert_eq!(cards[0].shop_rating, Some(rating), "each card shows its shop's rating");
+    assert_eq!(cards[2].shop_rating.map(|r| r.count()), Some(0));
 }
