@@ -1,6 +1,7 @@
-//! `GET /v1/vendors/{vendorId}/reviews?limit=&cursor=`: a shop's rating (average, count, count
-//! by stars) and a page of its visible reviews, newest first: public. One `GetItem` (the
-//! rating) and one `Query` of `VendorIndex`, side by side.
+//! `GET /v1/vendors/{vendorId}/reviews?limit=&cursor=`: a shop's name, its rating (average,
+//! count, count by stars) and a page of its visible reviews, newest first: public; 404 for an
+//! unknown shop. One `BatchGetItem` (the shop and its rating) and one `Query` of
+//! `VendorIndex`, side by side.
 
 use bouquet_app::domain::VendorId;
 use bouquet_app::{reviews, App};
@@ -17,15 +18,12 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let vendor_id = ctx.path("vendorId", VendorId::parse)?;
     let limit = ctx.limit()?;
-    let (rating, page) = reviews::shop_reviews(&ctx.app, vendor_id, ctx.cursor(), limit).await?;
+    let shop = reviews::shop_reviews(&ctx.app, vendor_id, ctx.cursor(), limit).await?;
     Reply::ok(&json!({
         "vendorId": vendor_id,
-        "rating": {
-            "average": rating.average(),
-            "count": rating.count(),
-            "byStars": rating.by_stars,
-        },
-        "items": page.items,
-        "nextCursor": page.next_cursor,
+        "name": shop.name,
+        "rating": shop.rating,
+        "items": shop.page.items,
+        "nextCursor": shop.page.next_cursor,
     }))
 }

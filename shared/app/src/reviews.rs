@@ -172,18 +172,33 @@ pub async fn hide(
     change(app, order_id, hide, correlation_id, now).await
 }
 
-/// A shop's rating and a page of its visible reviews, newest first (read side by side).
+/// A shop's page: its name, its rating and a page of its visible reviews, newest first (one
+/// `BatchGetItem` and one `Query`, side by side). An unknown shop is `NotFound`.
 pub async fn shop_reviews(
     app: &App,
     vendor_id: VendorId,
     cursor: Option<&str>,
     limit: usize,
-) -> Result<(Rating, Page<Review>), ReviewsError> {
-    let (rating, page) = tokio::try_join!(
-        app.store.rating(vendor_id),
+) -> Result<ShopReviews, ReviewsError> {
+    let shop = [vendor_id];
+    let (mut shops, page) = tokio::try_join!(
+        app.store.shop_names_and_ratings(&shop),
         app.store.shop_reviews(vendor_id, cursor, limit)
     )?;
-    Ok((rating, page))
+    let (name, rating) = shops.remove(&vendor_id).unwrap_or_default();
+    Ok(ShopReviews {
+        name: name.ok_or(ReviewsError::NotFound("shop"))?,
+        rating,
+        page,
+    })
+}
+
+/// What [`shop_reviews`] reads.
+#[derive(Debug)]
+pub struct ShopReviews {
+    pub name: String,
+    pub rating: Rating,
+    pub page: Page<Review>,
 }
 
 /// What a review event does to its shop's rating; `None` for the others.

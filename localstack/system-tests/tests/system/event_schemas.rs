@@ -117,6 +117,14 @@ async fn every_detail_the_system_writes_validates_against_its_schema() {
     )
     .await
     .unwrap();
+    // The rating projector, given the review as EventBridge delivers it, moves the rating.
+    let written = serde_json::json!({
+        "detail-type": "ReviewWritten",
+        "detail": {"eventId": ulid::Ulid::new().to_string(), "data": {"orderId": order_id, "vendorId": vendor, "stars": 5}},
+    });
+    assert!(bouquet_app::reviews::project_rating(&cloud.app, &written)
+        .await
+        .unwrap());
     let settings = cloud
         .send(fixture("put-delivery-settings").own_shop(&vendor))
         .await;

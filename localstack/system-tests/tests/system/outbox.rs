@@ -770,18 +770,18 @@ async fn the_dev_stack_delivers_the_template_rule_to_the_analytics_projector() {
     let order = cloud.reserved_order_id("customer-1", &[&bouquet]).await;
     assert_eq!(cloud.pay_by_card("customer-1", &order).await.status, 200);
     while outbox.mapping.poll().await.unwrap().records > 0 {}
-    // The rule's pattern passes OrderPaid only (not VendorOnboarded, BouquetListed,
-    // OrderReserved): one delivery.
+    // The rule's pattern passes BouquetListed (the bouquet takes its shop's rating) and
+    // OrderPaid, not VendorOnboarded or OrderReserved: two deliveries.
     let mut delivered = 0;
     for _ in 0..5 {
         let report = target.poll(1).await.unwrap();
         assert_eq!(report.failed, 0);
         delivered += report.delivered;
-        if delivered > 0 && report.delivered == 0 {
+        if delivered > 1 && report.delivered == 0 {
             break;
         }
     }
-    assert_eq!(delivered, 1);
+    assert_eq!(delivered, 2);
     let analytics = cloud
         .call(
             "get-vendor-analytics",

@@ -529,16 +529,19 @@ fn the_broadcasters_rule_takes_every_event_that_has_a_live_channel() {
 }
 
 /// DynamoDB refuses an attribute definition that no key uses, and a table update that adds
-/// more than one GSI: for each value of `CataloguePriceIndex`, `MarketTable`'s definitions are
-/// exactly its keys' attributes, and `deferred` leaves out one index (the first of an
-/// upgrade's two deploys, docs/deploying.md).
+/// more than one GSI: for each value of `CataloguePriceIndex` and `CatalogueRatingIndex`,
+/// `MarketTable`'s definitions are exactly its keys' attributes, and each `deferred` leaves
+/// out one index (an upgrade's deploys add one each, docs/deploying.md).
 #[test]
 fn the_market_table_defines_exactly_its_keys_with_the_price_index_or_without() {
     use std::collections::HashMap;
     let template = Template::repository().unwrap();
     let table = &template.resource("MarketTable").unwrap()["Properties"];
-    let chosen = |list: &serde_json::Value, value: &str| -> Vec<serde_json::Value> {
-        let parameters = HashMap::from([("CataloguePriceIndex", value)]);
+    let chosen = |list: &serde_json::Value, value: (&str, &str)| -> Vec<serde_json::Value> {
+        let parameters = HashMap::from([
+            ("CataloguePriceIndex", value.0),
+            ("CatalogueRatingIndex", value.1),
+        ]);
         list.as_array()
             .unwrap()
             .iter()
@@ -559,7 +562,12 @@ fn the_market_table_defines_exactly_its_keys_with_the_price_index_or_without() {
             .collect()
     };
     let mut index_counts = Vec::new();
-    for value in ["enabled", "deferred"] {
+    for value in [
+        ("enabled", "enabled"),
+        ("deferred", "enabled"),
+        ("enabled", "deferred"),
+        ("deferred", "deferred"),
+    ] {
         let defined: BTreeSet<String> = chosen(&table["AttributeDefinitions"], value)
             .iter()
             .map(|d| d["AttributeName"].as_str().unwrap().to_owned())
@@ -569,8 +577,13 @@ fn the_market_table_defines_exactly_its_keys_with_the_price_index_or_without() {
         for index in &indexes {
             keyed.extend(names(&index["KeySchema"]));
         }
-        assert_eq!(defined, keyed, "CataloguePriceIndex={value}");
+        assert_eq!(
+            defined, keyed,
+            "(CataloguePriceIndex, CatalogueRatingIndex)={value:?}"
+        );
         index_counts.push((value, indexes.len()));
     }
     assert_eq!(index_counts[0].1, index_counts[1].1 + 1, "{index_counts:?}");
+    assert_eq!(index_counts[0].1, index_counts[2].1 + 1, "{index_counts:?}");
+    assert_eq!(index_counts[0].1, index_counts[3].1 + 2, "{index_counts:?}");
 }

@@ -179,9 +179,10 @@ async fn a_review_is_edited_for_48_hours_answered_once_and_hidden_with_a_reason(
         hidden.hidden.as_ref().map(|h| h.reason.as_str()),
         Some("Names the courier")
     );
-    let (_, page) = reviews::shop_reviews(&world.app, vendor.vendor_id, None, 20)
+    let page = reviews::shop_reviews(&world.app, vendor.vendor_id, None, 20)
         .await
-        .unwrap();
+        .unwrap()
+        .page;
     assert!(
         page.items.is_empty(),
         "a hidden review leaves the shop's page"
@@ -254,9 +255,11 @@ async fn twenty_reviews_at_once_and_every_event_twice_give_the_exact_rating() {
         .filter(|applied| *applied)
         .count();
     assert_eq!(applied, 22, "each event once, its redelivery not");
-    let (rating, page) = reviews::shop_reviews(&world.app, vendor.vendor_id, None, 100)
-        .await
-        .unwrap();
+    let reviews::ShopReviews { name, rating, page } =
+        reviews::shop_reviews(&world.app, vendor.vendor_id, None, 100)
+            .await
+            .unwrap();
+    assert_eq!(name, vendor.name);
     // 4 reviews of each star; 1★ → 5★ once, one 2★ hidden.
     assert_eq!(rating.by_stars, [3, 3, 4, 4, 5]);
     assert_eq!(rating.count(), 19);
@@ -330,9 +333,13 @@ async fn twenty_reviews_at_once_and_every_event_twice_give_the_exact_rating() {
         "detail-type": "BouquetListed",
         "detail": {"data": {"bouquetId": late.bouquet_id, "vendorId": vendor.vendor_id}},
     });
-    assert!(reviews::rate_listed_bouquet(&world.app, &listed).await.unwrap());
+    assert!(reviews::rate_listed_bouquet(&world.app, &listed)
+        .await
+        .unwrap());
     assert!(
-        !reviews::rate_listed_bouquet(&world.app, &listed).await.unwrap(),
+        !reviews::rate_listed_bouquet(&world.app, &listed)
+            .await
+            .unwrap(),
         "a redelivery moves nothing"
     );
     let cards = by_rating().await;
@@ -340,6 +347,10 @@ async fn twenty_reviews_at_once_and_every_event_twice_give_the_exact_rating() {
         ids(&cards),
         [late.bouquet_id, early.bouquet_id, unrated.bouquet_id]
     );
-    assert_eq!(cards[0].shop_rating, Some(rating), "each card shows its shop's rating");
+    assert_eq!(
+        cards[0].shop_rating,
+        Some(rating),
+        "each card shows its shop's rating"
+    );
     assert_eq!(cards[2].shop_rating.map(|r| r.count()), Some(0));
 }
