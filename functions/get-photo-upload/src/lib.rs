@@ -30,7 +30,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     };
     let mut body = json!({
         "uploadId": upload.upload_id,
-        "bouquetId": upload.bouquet_id,
+        "bouquetId": bouquet_id,
         "status": upload.status.name(),
         "requestedAt": upload.requested_at,
     });

@@ -70,6 +70,7 @@ http_functions! {
     "add-vendor-member" => add_vendor_member,
     "start-payout-onboarding" => start_payout_onboarding,
     "request-photo-upload" => request_photo_upload,
+    "request-delivery-photo-upload" => request_delivery_photo_upload,
     "payment-webhook" => payment_webhook,
 }
 

@@ -25,6 +25,7 @@ pub mod payouts;
 pub mod photos;
 pub mod ports;
 pub mod problem;
+pub mod proof_of_delivery;
 pub mod queries;
 pub mod reservation;
 pub mod reviews;

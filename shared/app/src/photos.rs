@@ -8,9 +8,10 @@ use crate::problem::ApiError;
 use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::identity::{Identity, NotAllowed};
 use bouquet_domain::photo::{
-    ImageType, Photo, PhotoUpload, Refusal, UploadStatus, MAX_UPLOAD_BYTES,
+    ImageType, Photo, PhotoSubject, PhotoUpload, PhotoVariant, Refusal, UploadStatus,
+    MAX_UPLOAD_BYTES,
 };
-use bouquet_domain::{BouquetId, Timestamp, UploadId};
+use bouquet_domain::{BouquetId, DomainError, OrderStatus, Timestamp, UploadId};
 use bouquet_photos::{
     Fetched, PhotoObjects, PostPolicySigner, PresignedPost, Renderer, StorageError,
 };
@@ -35,6 +36,12 @@ pub enum PhotoError {
     FileMissing(String),
     #[error("the bouquet kept changing; retry shortly")]
     Busy,
+    /// No such order, or not the caller's shop's: 404 either way.
+    #[error("no such order")]
+    OrderNotFound,
+    /// The order is not out for delivery or delivered (or its details were redacted).
+    #[error("an order {} takes no delivery photo", .0.name())]
+    OrderState(OrderStatus),
     #[error(transparent)]
     Bouquet(BouquetError),
     #[error(transparent)]
@@ -74,7 +81,25 @@ pub async fn request_upload(
     now: Timestamp,
 ) -> Result<Replayable<UploadTicket>, PhotoError> {
     let bouquet = bouquets::editable(app, caller, bouquet_id).await?;
-    let upload = PhotoUpload::new(bouquet_id, bouquet.vendor_id, content_type, now);
+    let upload = PhotoUpload::new(
+        PhotoSubject::Bouquet(bouquet_id),
+        bouquet.vendor_id,
+        content_type,
+        now,
+    );
+    allow_upload(app, signer, upload, key, now).await
+}
+
+/// Signs the upload's POST policy and records it pending (with the request's idempotency
+/// record: a retry gets the same upload back).
+pub(crate) async fn allow_upload(
+    app: &App,
+    signer: &PostPolicySigner,
+    upload: PhotoUpload,
+    key: Option<Idempotency<'_, UploadTicket>>,
+    now: Timestamp,
+) -> Result<Replayable<UploadTicket>, PhotoError> {
+    let content_type = upload.content_type;
     let post = signer
         .sign(
             &upload.object_key(),
@@ -113,7 +138,7 @@ pub async fn upload_status(
         .store
         .photo_upload(upload_id, false)
         .await?
-        .filter(|u| u.bouquet_id == bouquet_id)
+        .filter(|u| u.subject == PhotoSubject::Bouquet(bouquet_id))
         .ok_or(PhotoError::UnknownUpload)?;
     // Upload ids are not public: another vendor's is 404, as if it did not exist.
     caller
@@ -191,20 +216,56 @@ pub async fn process_upload(
             };
         }
     };
-    futures::future::try_join_all(
-        rendered
-            .variants
-            .iter()
-            .map(|v| objects.put_variant(&v.key, &v.bytes)),
-    )
-    .await?;
-    let photo = Photo {
-        upload_id,
-        width: rendered.width,
-        height: rendered.height,
-        variants: rendered.variants.into_iter().map(|v| v.variant).collect(),
+    let processed = match upload.subject {
+        PhotoSubject::Bouquet(bouquet_id) => {
+            futures::future::try_join_all(
+                rendered
+                    .variants
+                    .iter()
+                    .map(|v| objects.put_variant(&v.key, &v.bytes)),
+            )
+            .await?;
+            let photo = Photo {
+                upload_id,
+                width: rendered.width,
+                height: rendered.height,
+                variants: rendered.variants.into_iter().map(|v| v.variant).collect(),
+            };
+            show(app, upload, bouquet_id, photo, correlation_id, now).await?
+        }
+        // A proof of delivery's sizes stay private, under their order (read through signed
+        // URLs only), never in the public photo bucket.
+        PhotoSubject::Delivery(order_id) => {
+            let variants: Vec<PhotoVariant> = rendered
+                .variants
+                .iter()
+                .map(|v| PhotoVariant {
+                    path: bouquet_domain::photo::delivery_variant_key(
+                        order_id,
+                        upload_id,
+                        v.variant.width,
+                    ),
+                    ..v.variant.clone()
+                })
+                .collect();
+            futures::future::try_join_all(
+                rendered
+                    .variants
+                    .iter()
+                    .zip(&variants)
+                    .map(|(v, private)| objects.put_private(&private.path, &v.bytes)),
+            )
+            .await?;
+            let photo = Photo {
+                upload_id,
+                width: rendered.width,
+                height: rendered.height,
+                variants,
+            };
+            crate::proof_of_delivery::show(app, upload, order_id, photo, correlation_id, now)
+                .await?
+        }
     };
-    let processed = show(app, upload, photo, correlation_id, now).await?;
     objects.delete_upload(key).await?;
     Ok(processed)
 }
@@ -214,13 +275,14 @@ pub async fn process_upload(
 async fn show(
     app: &App,
     upload: PhotoUpload,
+    bouquet_id: BouquetId,
     photo: Photo,
     correlation_id: &str,
     now: Timestamp,
 ) -> Result<Processed, PhotoError> {
     let mut retry = Retry::optimistic();
     while retry.next().await {
-        let read = app.store.bouquet(upload.bouquet_id, true).await?;
+        let read = app.store.bouquet(bouquet_id, true).await?;
         let mut changed = match read.clone() {
             Some(bouquet) => bouquet,
             None => return Err(PhotoError::NotFound),
@@ -236,28 +298,10 @@ async fn show(
             Err(_) => true,
         };
         if suspended || changed.is_suspended() {
-            let refused = PhotoUpload {
-                status: UploadStatus::Rejected {
-                    refusal: Refusal::ShopSuspended,
-                },
-                ..upload
-            };
-            return match app.store.finish_photo_upload(&refused, None, now).await {
-                Ok(()) => Ok(Processed::Rejected(Refusal::ShopSuspended)),
-                Err(StoreError::ConditionFailed(_)) => Ok(Processed::Duplicate),
-                Err(other) => Err(other.into()),
-            };
+            return end_unshown(app, upload, Some(Refusal::ShopSuspended), now).await;
         }
         if !changed.set_photo(photo.clone(), now) {
-            let superseded = PhotoUpload {
-                status: UploadStatus::Superseded,
-                ..upload
-            };
-            return match app.store.finish_photo_upload(&superseded, None, now).await {
-                Ok(()) => Ok(Processed::Superseded),
-                Err(StoreError::ConditionFailed(_)) => Ok(Processed::Duplicate),
-                Err(other) => Err(other.into()),
-            };
+            return end_unshown(app, upload, None, now).await;
         }
         let event = DomainEvent::new(
             changed.bouquet_id,
@@ -274,7 +318,7 @@ async fn show(
             status: UploadStatus::Ready,
             ..upload.clone()
         };
-        let shown = PhotoShown {
+        let shown = PhotoShown::Bouquet {
             read_version,
             changed: &changed,
             event: &event,
@@ -297,6 +341,40 @@ async fn show(
     Err(PhotoError::Busy)
 }
 
+/// Ends an upload whose photo is not shown: refused for `refusal`, or (`None`) superseded by
+/// a later upload shown first. A second run finds it ended: a duplicate.
+pub(crate) async fn end_unshown(
+    app: &App,
+    upload: PhotoUpload,
+    refusal: Option<Refusal>,
+    now: Timestamp,
+) -> Result<Processed, PhotoError> {
+    let (status, processed) = match refusal {
+        Some(refusal) => (
+            UploadStatus::Rejected {
+                refusal: refusal.clone(),
+            },
+            Processed::Rejected(refusal),
+        ),
+        None => (UploadStatus::Superseded, Processed::Superseded),
+    };
+    let ended = PhotoUpload { status, ..upload };
+    match app.store.finish_photo_upload(&ended, None, now).await {
+        Ok(()) => Ok(processed),
+        Err(StoreError::ConditionFailed(_)) => Ok(Processed::Duplicate),
+        Err(other) => Err(other.into()),
+    }
+}
+
+impl From<DomainError> for PhotoError {
+    fn from(error: DomainError) -> Self {
+        match error {
+            DomainError::OrderInvalidState(status) => PhotoError::OrderState(status),
+            other => PhotoError::Bouquet(BouquetError::from(other)),
+        }
+    }
+}
+
 impl From<PhotoError> for ApiError {
     fn from(error: PhotoError) -> Self {
         match error {
@@ -304,6 +382,8 @@ impl From<PhotoError> for ApiError {
             PhotoError::UnknownUpload => ApiError::NotFound("photo upload"),
             PhotoError::Forbidden(_) => ApiError::Forbidden,
             PhotoError::Busy => ApiError::Busy,
+            PhotoError::OrderNotFound => ApiError::NotFound("order"),
+            PhotoError::OrderState(status) => DomainError::OrderInvalidState(status).into(),
             PhotoError::Bouquet(error) => error.into(),
             PhotoError::Store(error) => error.into(),
             other @ (PhotoError::FileMissing(_) | PhotoError::Storage(_)) => {

@@ -165,9 +165,11 @@ pub fn route(name: &str, ids: &EventIds) -> Vec<Channel> {
             .into_iter()
             .flatten()
             .collect(),
-        "OrderDeliveryChanged" | "OrderAccepted" | "OrderOutForDelivery" | "OrderFulfilled" => {
-            [orders, vendor].into_iter().flatten().collect()
-        }
+        "OrderDeliveryChanged"
+        | "OrderAccepted"
+        | "OrderOutForDelivery"
+        | "OrderFulfilled"
+        | "OrderDeliveryPhotoAttached" => [orders, vendor].into_iter().flatten().collect(),
         "DeliverySettingsChanged"
         | "VendorCommissionChanged"
         | "VaseRegistered"

@@ -185,6 +185,13 @@ pub enum EventData {
         stars: u8,
         reason: String,
     },
+    /// The shop attached a photo of the delivered bouquets (proof of delivery): its readers
+    /// see it on the order, through signed URLs.
+    OrderDeliveryPhotoAttached {
+        order_id: OrderId,
+        vendor_id: VendorId,
+        customer_id: CustomerId,
+    },
     /// A shop's rating moved (its projector applied a review event): the whole rating, at
     /// its version, so a reader needs only the latest.
     ShopRatingChanged {
@@ -203,7 +210,7 @@ pub enum EventData {
 
 impl EventData {
     /// Every event name (the EventBridge detail-types); `infra/events/{name}.json` is its schema.
-    pub const NAMES: [&'static str; 30] = [
+    pub const NAMES: [&'static str; 31] = [
         "VendorOnboarded",
         "VendorSuspended",
         "VendorReinstated",
@@ -234,6 +241,7 @@ impl EventData {
         "ReviewAnswered",
         "ReviewHidden",
         "ShopRatingChanged",
+        "OrderDeliveryPhotoAttached",
     ];
 
     pub fn name(&self) -> &'static str {
@@ -268,6 +276,7 @@ impl EventData {
             EventData::ReviewAnswered { .. } => "ReviewAnswered",
             EventData::ReviewHidden { .. } => "ReviewHidden",
             EventData::ShopRatingChanged { .. } => "ShopRatingChanged",
+            EventData::OrderDeliveryPhotoAttached { .. } => "OrderDeliveryPhotoAttached",
         }
     }
 }

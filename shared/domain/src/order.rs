@@ -104,6 +104,11 @@ pub struct Order {
     /// When its vendor marked it delivered: its review window counts from here (issue 42).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fulfilled_at: Option<Timestamp>,
+    /// The shop's photo of the delivered bouquets (proof of delivery): its sizes' keys in the
+    /// private upload bucket, never a public path. Readers get signed, expiring URLs of it
+    /// ([`Order::delivery_photo`] is personal data: redacted with the delivery details).
+    #[serde(skip)]
+    pub delivery_photo: Option<crate::photo::Photo>,
     /// How many days after the order ends its delivery details are kept ([`Order::due_at`]);
     /// 0 once its customer asked for erasure.
     pub personal_data_days: u16,
@@ -259,6 +264,7 @@ impl Order {
             receipt: None,
             invoice_number: None,
             fulfilled_at: None,
+            delivery_photo: None,
             personal_data_days: DEFAULT_PERSONAL_DATA_DAYS,
             redacted_at: None,
             version: 1,
@@ -387,6 +393,7 @@ impl Order {
             return Ok(false);
         };
         self.delivery = Some(delivery.redacted());
+        self.delivery_photo = None;
         self.redacted_at = Some(now);
         self.version += 1;
         Ok(true)
@@ -398,8 +405,37 @@ impl Order {
     pub fn without_personal_data(&self) -> Order {
         Order {
             delivery: self.delivery.as_ref().map(Delivery::redacted),
+            delivery_photo: None,
             ..self.clone()
         }
+    }
+
+    /// The shop attaches `photo` as the proof of delivery (once out for delivery, or
+    /// delivered, and not yet redacted); `Ok(false)` when a later upload is already shown.
+    pub fn attach_delivery_photo(
+        &mut self,
+        photo: crate::photo::Photo,
+        now: Timestamp,
+    ) -> Result<bool, DomainError> {
+        if !self.takes_delivery_photo() {
+            return Err(DomainError::OrderInvalidState(self.status));
+        }
+        if !photo.replaces(self.delivery_photo.as_ref()) {
+            return Ok(false);
+        }
+        self.delivery_photo = Some(photo);
+        self.updated_at = now;
+        self.version += 1;
+        Ok(true)
+    }
+
+    /// Whether its shop may attach a delivery photo now: out for delivery or delivered, with
+    /// the delivery details not yet redacted.
+    pub fn takes_delivery_photo(&self) -> bool {
+        matches!(
+            self.status,
+            OrderStatus::OutForDelivery | OrderStatus::Fulfilled
+        ) && self.redacted_at.is_none()
     }
 
     /// The customer asked for erasure: an ended order is redacted now, an open one as soon

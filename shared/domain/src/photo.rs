@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
-use crate::ids::{BouquetId, UploadId, VendorId};
+use crate::ids::{BouquetId, OrderId, UploadId, VendorId};
 
 /// The largest file a vendor may upload (the upload policy's `content-length-range`).
 pub const MAX_UPLOAD_BYTES: u64 = 5 * 1024 * 1024;
@@ -78,6 +78,10 @@ pub enum Refusal {
     /// The shop was suspended before the photo was processed: a suspended shop shows nothing.
     #[error("the shop is suspended: its photos are not taken until it is reinstated")]
     ShopSuspended,
+    /// A delivery photo of an order that no longer takes one (its details redacted, or it
+    /// ended otherwise meanwhile).
+    #[error("the order takes no delivery photo any more")]
+    OrderClosed,
 }
 
 impl Refusal {
@@ -89,6 +93,7 @@ impl Refusal {
             Refusal::TooManyPixels { .. } => "photo.too_many_pixels",
             Refusal::Unreadable => "photo.unreadable",
             Refusal::ShopSuspended => "photo.shop_suspended",
+            Refusal::OrderClosed => "photo.order_closed",
         }
     }
 }
@@ -127,6 +132,12 @@ pub fn variant_sizes(width: u32, height: u32) -> Vec<(u32, u32)> {
     } else {
         sizes
     }
+}
+
+/// Where a delivery photo's size is kept: in the private upload bucket, under its order
+/// (outside `uploads/`, so neither processed again nor expired with the uploads).
+pub fn delivery_variant_key(order_id: OrderId, upload_id: UploadId, width: u32) -> String {
+    format!("delivered/{order_id}/{upload_id}/{width}.jpg")
 }
 
 /// Where a variant is served: content-addressed (`digest` is of the uploaded bytes), so a
@@ -188,11 +199,19 @@ impl UploadStatus {
     }
 }
 
-/// An upload a vendor was allowed: for which bouquet, of which type, until when.
+/// What a photo is of: a bouquet (public sizes, shown on the storefront) or an order's
+/// delivery (private sizes, proof of delivery, shown through signed URLs to its readers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PhotoSubject {
+    Bouquet(BouquetId),
+    Delivery(OrderId),
+}
+
+/// An upload a vendor was allowed: of what, of which type, until when.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PhotoUpload {
     pub upload_id: UploadId,
-    pub bouquet_id: BouquetId,
+    pub subject: PhotoSubject,
     pub vendor_id: VendorId,
     pub content_type: ImageType,
     pub status: UploadStatus,
@@ -203,14 +222,14 @@ const UPLOAD_PREFIX: &str = "uploads/";
 
 impl PhotoUpload {
     pub fn new(
-        bouquet_id: BouquetId,
+        subject: PhotoSubject,
         vendor_id: VendorId,
         content_type: ImageType,
         now: Timestamp,
     ) -> Self {
         Self {
             upload_id: UploadId::generate(),
-            bouquet_id,
+            subject,
             vendor_id,
             content_type,
             status: UploadStatus::Pending,
@@ -297,7 +316,7 @@ mod tests {
     #[test]
     fn upload_keys_name_their_upload_and_nothing_else() {
         let upload = PhotoUpload::new(
-            BouquetId::generate(),
+            PhotoSubject::Bouquet(BouquetId::generate()),
             VendorId::generate(),
             ImageType::Png,
             Timestamp::from_millis(0),

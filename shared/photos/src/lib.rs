@@ -83,6 +83,13 @@ pub trait PhotoObjects: Send + Sync {
     ) -> BoxFuture<'a, Result<(), StorageError>>;
     /// Removes a processed or refused upload (idempotent).
     fn delete_upload<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StorageError>>;
+    /// Stores one size of a private photo (a proof of delivery) in the upload bucket, outside
+    /// `uploads/`: read only through presigned URLs (idempotent: one key per upload and size).
+    fn put_private<'a>(
+        &'a self,
+        key: &'a str,
+        bytes: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), StorageError>>;
 }
 
 /// Both buckets in memory; told to, it fails every write (a storage outage, in tests).
@@ -169,6 +176,21 @@ impl PhotoObjects for MemoryObjects {
         Box::pin(async move {
             self.check()?;
             self.uploads.lock().expect("not poisoned").remove(key);
+            Ok(())
+        })
+    }
+
+    fn put_private<'a>(
+        &'a self,
+        key: &'a str,
+        bytes: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), StorageError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.uploads
+                .lock()
+                .expect("not poisoned")
+                .insert(key.to_owned(), bytes.to_vec());
             Ok(())
         })
     }

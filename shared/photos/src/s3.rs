@@ -115,4 +115,25 @@ impl PhotoObjects for S3Objects {
             Ok(())
         })
     }
+
+    fn put_private<'a>(
+        &'a self,
+        key: &'a str,
+        bytes: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), StorageError>> {
+        Box::pin(async move {
+            self.client
+                .put_object()
+                .bucket(&self.upload_bucket)
+                .key(key)
+                .content_type("image/jpeg")
+                // Personal data: no shared cache keeps it.
+                .cache_control("private, max-age=900")
+                .body(ByteStream::from(bytes.to_vec()))
+                .send()
+                .await
+                .map_err(unavailable)?;
+            Ok(())
+        })
+    }
 }

@@ -391,6 +391,9 @@ pub struct OrderItem {
     /// When it was delivered (absent before issue 42).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fulfilled_at: Option<i64>,
+    /// The proof-of-delivery photo's sizes (their keys in the private upload bucket).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_photo: Option<bouquet_domain::photo::Photo>,
     #[serde(default = "default_personal_data_days")]
     pub personal_data_days: u16,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -461,6 +464,7 @@ impl OrderItem {
                 .map_or(0, |p| p.vat.delivery_basis_points),
             invoice_number: o.invoice_number,
             fulfilled_at: o.fulfilled_at.map(Timestamp::as_millis),
+            delivery_photo: o.delivery_photo.clone(),
             personal_data_days: o.personal_data_days,
             redacted_at: o.redacted_at.map(Timestamp::as_millis),
             version: o.version,
@@ -542,6 +546,7 @@ impl OrderItem {
             receipt: None,
             invoice_number: self.invoice_number,
             fulfilled_at: self.fulfilled_at.map(Timestamp::from_millis),
+            delivery_photo: self.delivery_photo,
             personal_data_days: self.personal_data_days,
             redacted_at: self.redacted_at.map(Timestamp::from_millis),
             version: self.version,

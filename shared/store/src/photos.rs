@@ -4,8 +4,10 @@
 use serde::{Deserialize, Serialize};
 
 use bouquet_domain::events::DomainEvent;
-use bouquet_domain::photo::{ImageType, PhotoUpload, Refusal, UploadStatus, UPLOAD_RECORD_DAYS};
-use bouquet_domain::{Bouquet, BouquetId, Timestamp, UploadId, VendorId};
+use bouquet_domain::photo::{
+    ImageType, PhotoSubject, PhotoUpload, Refusal, UploadStatus, UPLOAD_RECORD_DAYS,
+};
+use bouquet_domain::{Bouquet, BouquetId, Order, OrderId, Timestamp, UploadId, VendorId};
 
 use crate::bouquets::bouquet_key;
 use crate::error::{StoreError, Target};
@@ -22,7 +24,11 @@ struct PhotoUploadItem {
     sk: String,
     entity: String,
     upload_id: String,
-    bouquet_id: String,
+    /// What it is a photo of: a bouquet, or an order's delivery (one of the two).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    bouquet_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    order_id: Option<String>,
     vendor_id: String,
     content_type: ImageType,
     /// `pending`, `ready`, `rejected`, `superseded`.
@@ -54,7 +60,14 @@ impl PhotoUploadItem {
             sk: keys::PHOTO_UPLOAD_SK.into(),
             entity: "photoUpload".into(),
             upload_id: id,
-            bouquet_id: upload.bouquet_id.to_string(),
+            bouquet_id: match upload.subject {
+                PhotoSubject::Bouquet(id) => Some(id.to_string()),
+                PhotoSubject::Delivery(_) => None,
+            },
+            order_id: match upload.subject {
+                PhotoSubject::Delivery(id) => Some(id.to_string()),
+                PhotoSubject::Bouquet(_) => None,
+            },
             vendor_id: upload.vendor_id.to_string(),
             content_type: upload.content_type,
             status: upload.status.name().into(),
@@ -81,7 +94,15 @@ impl PhotoUploadItem {
         };
         Ok(PhotoUpload {
             upload_id: UploadId::parse(&self.upload_id).map_err(StoreError::corrupt)?,
-            bouquet_id: BouquetId::parse(&self.bouquet_id).map_err(StoreError::corrupt)?,
+            subject: match (self.bouquet_id.as_deref(), self.order_id.as_deref()) {
+                (Some(bouquet), None) => {
+                    PhotoSubject::Bouquet(BouquetId::parse(bouquet).map_err(StoreError::corrupt)?)
+                }
+                (None, Some(order)) => {
+                    PhotoSubject::Delivery(OrderId::parse(order).map_err(StoreError::corrupt)?)
+                }
+                _ => return Err(StoreError::corrupt("a photo upload of no one thing")),
+            },
             vendor_id: VendorId::parse(&self.vendor_id).map_err(StoreError::corrupt)?,
             content_type: self.content_type,
             status,
@@ -90,11 +111,18 @@ impl PhotoUploadItem {
     }
 }
 
-/// The bouquet's side of a finished upload: the bouquet as read and as it is with the photo.
-pub struct PhotoShown<'a> {
-    pub read_version: u64,
-    pub changed: &'a Bouquet,
-    pub event: &'a DomainEvent,
+/// The photo's subject as read (its version) and as it is with the photo, with its event.
+pub enum PhotoShown<'a> {
+    Bouquet {
+        read_version: u64,
+        changed: &'a Bouquet,
+        event: &'a DomainEvent,
+    },
+    Delivery {
+        read_version: u64,
+        changed: &'a Order,
+        event: &'a DomainEvent,
+    },
 }
 
 impl Store {
@@ -161,20 +189,49 @@ impl Store {
             update,
             Expr::new("#status = :pending").s(":pending", "pending"),
         )?;
-        if let Some(shown) = shown {
-            let photo = serde_dynamo::to_attribute_value(&shown.changed.photo)
-                .map_err(StoreError::corrupt)?;
-            tx.update(
-                Target::Bouquet(shown.changed.bouquet_id),
-                &self.table,
-                bouquet_key(&shown.changed.bouquet_id.to_string()),
-                Expr::new("SET photo = :photo, version = :version, updatedAt = :now")
-                    .value(":photo", photo)
-                    .n(":version", shown.changed.version)
-                    .n(":now", now.as_millis()),
-                Expr::new("version = :readVersion").n(":readVersion", shown.read_version),
-            )?;
-            tx.event(&self.table, shown.event)?;
+        match shown {
+            None => {}
+            Some(PhotoShown::Bouquet {
+                read_version,
+                changed,
+                event,
+            }) => {
+                let photo = serde_dynamo::to_attribute_value(&changed.photo)
+                    .map_err(StoreError::corrupt)?;
+                tx.update(
+                    Target::Bouquet(changed.bouquet_id),
+                    &self.table,
+                    bouquet_key(&changed.bouquet_id.to_string()),
+                    Expr::new("SET photo = :photo, version = :version, updatedAt = :now")
+                        .value(":photo", photo)
+                        .n(":version", changed.version)
+                        .n(":now", now.as_millis()),
+                    Expr::new("version = :readVersion").n(":readVersion", read_version),
+                )?;
+                tx.event(&self.table, event)?;
+            }
+            Some(PhotoShown::Delivery {
+                read_version,
+                changed,
+                event,
+            }) => {
+                let photo = serde_dynamo::to_attribute_value(&changed.delivery_photo)
+                    .map_err(StoreError::corrupt)?;
+                tx.update(
+                    Target::Order(changed.order_id),
+                    &self.table,
+                    keys::key(
+                        keys::order_pk(&changed.order_id.to_string()),
+                        keys::ORDER_SK,
+                    ),
+                    Expr::new("SET deliveryPhoto = :photo, version = :version, updatedAt = :now")
+                        .value(":photo", photo)
+                        .n(":version", changed.version)
+                        .n(":now", now.as_millis()),
+                    Expr::new("version = :readVersion").n(":readVersion", read_version),
+                )?;
+                tx.event(&self.table, event)?;
+            }
         }
         tx.commit(self).await
     }

@@ -194,12 +194,13 @@ async fn every_detail_the_system_writes_validates_against_its_schema() {
         image::ExtendedColorType::Rgb8,
     )
     .unwrap();
+    let png_again = png.clone();
     cloud
         .s3
         .put_object()
         .bucket(&cloud.photo_buckets.uploads)
         .key(&key)
-        .body(aws_sdk_s3::primitives::ByteStream::from(png))
+        .body(aws_sdk_s3::primitives::ByteStream::from(png.clone()))
         .send()
         .await
         .unwrap();
@@ -216,6 +217,39 @@ async fn every_detail_the_system_writes_validates_against_its_schema() {
     assert!(
         matches!(processed, bouquet_app::photos::Processed::Shown(_)),
         "{processed:?}"
+    );
+    // The delivered order's proof of delivery, the same way.
+    let delivery = cloud
+        .send(
+            by_vendor("request-delivery-photo-upload", &vendor)
+                .order_id(&paid)
+                .json(serde_json::json!({ "contentType": "image/png" })),
+        )
+        .await;
+    assert_eq!(delivery.status, 201, "{}", delivery.body);
+    let delivery_key = delivery.body["fields"]["key"].as_str().unwrap().to_owned();
+    cloud
+        .s3
+        .put_object()
+        .bucket(&cloud.photo_buckets.uploads)
+        .key(&delivery_key)
+        .body(aws_sdk_s3::primitives::ByteStream::from(png_again))
+        .send()
+        .await
+        .unwrap();
+    let attached = bouquet_app::photos::process_upload(
+        &cloud.app,
+        functions.photo_objects.as_ref(),
+        &bouquet_photos::render::ImageRenderer,
+        &delivery_key,
+        "event-schemas",
+        cloud.app.clock.now(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(attached, bouquet_app::photos::Processed::Shown(_)),
+        "{attached:?}"
     );
 
     // The shop's commission set, then back to the marketplace's (a null in the detail);

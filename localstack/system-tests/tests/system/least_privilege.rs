@@ -595,12 +595,6 @@ async fn every_function_flow() {
         "{swept}"
     );
 
-    // c1 asks for erasure: the delivered order is redacted at once.
-    let erased = seen
-        .http(&cloud, by_customer("erase-personal-data", "c1"), 200)
-        .await;
-    assert_eq!(erased.body["redacted"], 1, "{}", erased.body);
-
     // Stripe's webhook settles an attempt that got no answer: payment_pending → paid.
     let fifth = cloud.bouquet(&vendor, "14.00").await;
     let settling = cloud.reserve("c5", &[&fifth]).await;
@@ -717,6 +711,99 @@ async fn every_function_flow() {
         200,
     )
     .await;
+
+    // Proof of delivery: the shop's upload for the delivered order (its form authorized by
+    // request-delivery-photo-upload's role), processed into private sizes under the order,
+    // and the order read with a URL get-order signs (authorized by its own role's read).
+    let delivery_ticket = seen
+        .http(
+            &cloud,
+            by_vendor("request-delivery-photo-upload", &vendor)
+                .order_id(&paid_order)
+                .json(json!({ "contentType": "image/png" })),
+            201,
+        )
+        .await;
+    let delivery_key = delivery_ticket.body["fields"]["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    seen.by_function
+        .entry("request-delivery-photo-upload".into())
+        .or_default()
+        .insert(Access::new(
+            "s3:PutObject",
+            format!("arn:aws:s3:::{}/{delivery_key}", buckets.uploads),
+        ));
+    cloud
+        .s3
+        .put_object()
+        .bucket(&buckets.uploads)
+        .key(&delivery_key)
+        .body(aws_sdk_s3::primitives::ByteStream::from(tiny_png()))
+        .send()
+        .await
+        .unwrap();
+    let s3_event = json!({"Records": [{"eventName": "ObjectCreated:Post",
+        "s3": {"bucket": {"name": buckets.uploads}, "object": {"key": delivery_key}}}]});
+    let processed = seen
+        .of(
+            "process-bouquet-photos",
+            run_event_function(
+                "process-bouquet-photos",
+                &photographing,
+                json!({ "Records": sqs_records(&[s3_event.to_string()]) }),
+            ),
+        )
+        .await
+        .expect("the delivery photo is processed");
+    assert_eq!(processed["batchItemFailures"], json!([]), "{processed}");
+    let delivered = seen
+        .http(
+            &cloud,
+            by_customer("get-order", "c1").order_id(&paid_order),
+            200,
+        )
+        .await;
+    let signed = delivered.body["deliveryPhoto"]["url"]
+        .as_str()
+        .expect("a signed photo URL")
+        .to_owned();
+    let signed_key = signed
+        .split('?')
+        .next()
+        .and_then(|base| base.split_once(&format!("{}/", buckets.uploads)))
+        .map(|(_, key)| key.to_owned())
+        .expect("the URL names a key of the upload bucket");
+    assert!(
+        signed_key.starts_with(&format!("delivered/{paid_order}/")),
+        "{signed}"
+    );
+    seen.by_function
+        .entry("get-order".into())
+        .or_default()
+        .insert(Access::new(
+            "s3:GetObject",
+            format!("arn:aws:s3:::{}/{signed_key}", buckets.uploads),
+        ));
+
+    // c1 asks for erasure: the delivered order is redacted at once, its photo with it.
+    let erased = seen
+        .http(&cloud, by_customer("erase-personal-data", "c1"), 200)
+        .await;
+    assert_eq!(erased.body["redacted"], 1, "{}", erased.body);
+    let redacted = seen
+        .http(
+            &cloud,
+            by_customer("get-order", "c1").order_id(&paid_order),
+            200,
+        )
+        .await;
+    assert!(
+        redacted.body.get("deliveryPhoto").is_none(),
+        "{}",
+        redacted.body
+    );
 
     // Shops: the administrators' list, a suspension and a reinstatement of the flow's shop.
     seen.http(&cloud, fixture("list-vendors").admin(), 200)

@@ -1,0 +1,156 @@
+//! Proof of delivery (issue 42): the shop of an order out for delivery or delivered uploads a
+//! photo of the bouquets at the door, through the same signed upload and processing as a
+//! bouquet's photo ([`crate::photos`]). Its sizes stay in the private upload bucket under the
+//! order; the order keeps their keys, and its readers (the customer, the shop, an
+//! administrator: whoever may read the order) get signed URLs that expire in
+//! [`SIGNED_FOR`]. It is personal data: redacting the order's delivery details drops it, after
+//! which no URL can be signed for it.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use bouquet_domain::events::{DomainEvent, EventData};
+use bouquet_domain::identity::Identity;
+use bouquet_domain::photo::{ImageType, Photo, PhotoSubject, PhotoUpload, Refusal, UploadStatus};
+use bouquet_domain::{Order, OrderId, Timestamp};
+use bouquet_photos::{PostPolicySigner, StorageError};
+use bouquet_store::retry::Retry;
+use bouquet_store::{PhotoShown, StoreError, Target};
+
+use crate::idempotency::{Idempotency, Replayable};
+use crate::photos::{self, PhotoError, Processed, UploadTicket};
+use crate::App;
+
+/// How long a signed URL of a delivery photo reads it.
+pub const SIGNED_FOR: Duration = Duration::from_secs(15 * 60);
+
+/// The order's shop may upload one delivery photo of `content_type` within the upload window
+/// (an `Idempotency-Key` retry gets the same upload). Anyone else gets `OrderNotFound`.
+pub async fn request_upload(
+    app: &App,
+    signer: &PostPolicySigner,
+    caller: &Identity,
+    order_id: OrderId,
+    content_type: ImageType,
+    key: Option<Idempotency<'_, UploadTicket>>,
+    now: Timestamp,
+) -> Result<Replayable<UploadTicket>, PhotoError> {
+    let order = app
+        .store
+        .order(order_id)
+        .await?
+        .ok_or(PhotoError::OrderNotFound)?;
+    caller
+        .require_vendor(order.vendor_id)
+        .map_err(|_| PhotoError::OrderNotFound)?;
+    if !order.takes_delivery_photo() {
+        return Err(PhotoError::OrderState(order.status));
+    }
+    let upload = PhotoUpload::new(
+        PhotoSubject::Delivery(order_id),
+        order.vendor_id,
+        content_type,
+        now,
+    );
+    photos::allow_upload(app, signer, upload, key, now).await
+}
+
+/// Puts the processed `photo` on its order at the version read (read again after a
+/// concurrent change), ending the upload and writing `OrderDeliveryPhotoAttached` in the same
+/// transaction. An order that no longer takes one refuses it; a later upload shown first
+/// supersedes it.
+pub(crate) async fn show(
+    app: &App,
+    upload: PhotoUpload,
+    order_id: OrderId,
+    photo: Photo,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Processed, PhotoError> {
+    let mut retry = Retry::optimistic();
+    while retry.next().await {
+        let order = app
+            .store
+            .order(order_id)
+            .await?
+            .ok_or(PhotoError::OrderNotFound)?;
+        let mut changed = order.clone();
+        match changed.attach_delivery_photo(photo.clone(), now) {
+            Err(_) => {
+                return photos::end_unshown(app, upload, Some(Refusal::OrderClosed), now).await
+            }
+            Ok(false) => return photos::end_unshown(app, upload, None, now).await,
+            Ok(true) => {}
+        }
+        let event = DomainEvent::new(
+            order_id,
+            changed.version,
+            now,
+            correlation_id,
+            EventData::OrderDeliveryPhotoAttached {
+                order_id,
+                vendor_id: changed.vendor_id,
+                customer_id: changed.customer_id.clone(),
+            },
+        );
+        let ready = PhotoUpload {
+            status: UploadStatus::Ready,
+            ..upload.clone()
+        };
+        let shown = PhotoShown::Delivery {
+            read_version: order.version,
+            changed: &changed,
+            event: &event,
+        };
+        match app
+            .store
+            .finish_photo_upload(&ready, Some(shown), now)
+            .await
+        {
+            Ok(()) => return Ok(Processed::Shown(photo)),
+            Err(StoreError::ConditionFailed(conflicts)) => {
+                if conflicts.iter().any(|c| c.target == Target::PhotoUpload) {
+                    return Ok(Processed::Duplicate);
+                }
+                // The order moved on (a step, an edit): read it again.
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(PhotoError::Busy)
+}
+
+/// A delivery photo as its readers get it: the largest size through a URL signed for
+/// [`SIGNED_FOR`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignedPhoto {
+    pub url: String,
+    pub width: u32,
+    pub height: u32,
+    pub expires_at: Timestamp,
+}
+
+/// The order's delivery photo, signed for a reader the caller already checked; `None`
+/// without one (or once redacted).
+pub async fn signed_photo(
+    signer: &PostPolicySigner,
+    order: &Order,
+    now: Timestamp,
+) -> Result<Option<SignedPhoto>, StorageError> {
+    let Some(largest) = order
+        .delivery_photo
+        .as_ref()
+        .and_then(|photo| photo.variants.last())
+    else {
+        return Ok(None);
+    };
+    let url = signer.presign_get(&largest.path, now, SIGNED_FOR).await?;
+    Ok(Some(SignedPhoto {
+        url,
+        width: largest.width,
+        height: largest.height,
+        expires_at: now.plus(SIGNED_FOR),
+    }))
+}
