@@ -11,7 +11,7 @@ use bouquet_domain::photo::{
     ImageType, Photo, PhotoSubject, PhotoUpload, PhotoVariant, Refusal, UploadStatus,
     MAX_UPLOAD_BYTES,
 };
-use bouquet_domain::{BouquetId, DomainError, OrderStatus, Timestamp, UploadId};
+use bouquet_domain::{BouquetId, DomainError, OrderId, OrderStatus, Timestamp, UploadId};
 use bouquet_photos::{
     Fetched, PhotoObjects, PostPolicySigner, PresignedPost, Renderer, StorageError,
 };
@@ -262,8 +262,7 @@ pub async fn process_upload(
                 height: rendered.height,
                 variants,
             };
-            crate::proof_of_delivery::show(app, upload, order_id, photo, correlation_id, now)
-                .await?
+            show_on_order(app, upload, order_id, photo, correlation_id, now).await?
         }
     };
     objects.delete_upload(key).await?;
@@ -334,6 +333,69 @@ async fn show(
                     return Ok(Processed::Duplicate);
                 }
                 // The bouquet moved on (a sale, an edit, a reading): read it again.
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(PhotoError::Busy)
+}
+
+/// Puts the processed `photo` on its order at the version read (read again after a
+/// concurrent change), ending the upload and writing `OrderDeliveryPhotoAttached` in the same
+/// transaction. An order that no longer takes one refuses it; a later upload shown first
+/// supersedes it.
+async fn show_on_order(
+    app: &App,
+    upload: PhotoUpload,
+    order_id: OrderId,
+    photo: Photo,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<Processed, PhotoError> {
+    let mut retry = Retry::optimistic();
+    while retry.next().await {
+        let order = app
+            .store
+            .order(order_id)
+            .await?
+            .ok_or(PhotoError::OrderNotFound)?;
+        let mut changed = order.clone();
+        match changed.attach_delivery_photo(photo.clone(), now) {
+            Err(_) => return end_unshown(app, upload, Some(Refusal::OrderClosed), now).await,
+            Ok(false) => return end_unshown(app, upload, None, now).await,
+            Ok(true) => {}
+        }
+        let event = DomainEvent::new(
+            order_id,
+            changed.version,
+            now,
+            correlation_id,
+            EventData::OrderDeliveryPhotoAttached {
+                order_id,
+                vendor_id: changed.vendor_id,
+                customer_id: changed.customer_id.clone(),
+            },
+        );
+        let ready = PhotoUpload {
+            status: UploadStatus::Ready,
+            ..upload.clone()
+        };
+        let shown = PhotoShown::Delivery {
+            read_version: order.version,
+            changed: &changed,
+            event: &event,
+        };
+        match app
+            .store
+            .finish_photo_upload(&ready, Some(shown), now)
+            .await
+        {
+            Ok(()) => return Ok(Processed::Shown(photo)),
+            Err(StoreError::ConditionFailed(conflicts)) => {
+                if conflicts.iter().any(|c| c.target == Target::PhotoUpload) {
+                    return Ok(Processed::Duplicate);
+                }
+                // The order moved on (a step, an edit): read it again.
             }
             Err(other) => return Err(other.into()),
         }

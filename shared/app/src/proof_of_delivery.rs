@@ -10,16 +10,13 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::identity::Identity;
-use bouquet_domain::photo::{ImageType, Photo, PhotoSubject, PhotoUpload, Refusal, UploadStatus};
+use bouquet_domain::photo::{ImageType, PhotoSubject, PhotoUpload};
 use bouquet_domain::{Order, OrderId, Timestamp};
 use bouquet_photos::{PostPolicySigner, StorageError};
-use bouquet_store::retry::Retry;
-use bouquet_store::{PhotoShown, StoreError, Target};
 
 use crate::idempotency::{Idempotency, Replayable};
-use crate::photos::{self, PhotoError, Processed, UploadTicket};
+use crate::photos::{self, PhotoError, UploadTicket};
 use crate::App;
 
 /// How long a signed URL of a delivery photo reads it.
@@ -54,71 +51,6 @@ pub async fn request_upload(
         now,
     );
     photos::allow_upload(app, signer, upload, key, now).await
-}
-
-/// Puts the processed `photo` on its order at the version read (read again after a
-/// concurrent change), ending the upload and writing `OrderDeliveryPhotoAttached` in the same
-/// transaction. An order that no longer takes one refuses it; a later upload shown first
-/// supersedes it.
-pub(crate) async fn show(
-    app: &App,
-    upload: PhotoUpload,
-    order_id: OrderId,
-    photo: Photo,
-    correlation_id: &str,
-    now: Timestamp,
-) -> Result<Processed, PhotoError> {
-    let mut retry = Retry::optimistic();
-    while retry.next().await {
-        let order = app
-            .store
-            .order(order_id)
-            .await?
-            .ok_or(PhotoError::OrderNotFound)?;
-        let mut changed = order.clone();
-        match changed.attach_delivery_photo(photo.clone(), now) {
-            Err(_) => {
-                return photos::end_unshown(app, upload, Some(Refusal::OrderClosed), now).await
-            }
-            Ok(false) => return photos::end_unshown(app, upload, None, now).await,
-            Ok(true) => {}
-        }
-        let event = DomainEvent::new(
-            order_id,
-            changed.version,
-            now,
-            correlation_id,
-            EventData::OrderDeliveryPhotoAttached {
-                order_id,
-                vendor_id: changed.vendor_id,
-                customer_id: changed.customer_id.clone(),
-            },
-        );
-        let ready = PhotoUpload {
-            status: UploadStatus::Ready,
-            ..upload.clone()
-        };
-        let shown = PhotoShown::Delivery {
-            read_version: order.version,
-            changed: &changed,
-            event: &event,
-        };
-        match app
-            .store
-            .finish_photo_upload(&ready, Some(shown), now)
-            .await
-        {
-            Ok(()) => return Ok(Processed::Shown(photo)),
-            Err(StoreError::ConditionFailed(conflicts)) => {
-                if conflicts.iter().any(|c| c.target == Target::PhotoUpload) {
-                    return Ok(Processed::Duplicate);
-                }
-                // The order moved on (a step, an edit): read it again.
-            }
-            Err(other) => return Err(other.into()),
-        }
-    }
-    Err(PhotoError::Busy)
 }
 
 /// A delivery photo as its readers get it: the largest size through a URL signed for

@@ -379,7 +379,7 @@ pub struct BouquetView {
     pub vendor_name: Option<String>,
     /// The shop's rating, where the reader joined it (the catalogue's pages).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub shop_rating: Option<crate::review::Rating>,
+    pub shop_rating: Option<crate::rating::Rating>,
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::clock::Timestamp;
 use crate::ids::{BouquetId, CustomerId, EventId, OrderId, VaseId, VendorId};
 use crate::money::Money;
 use crate::photo::Photo;
-use crate::review::Rating;
+use crate::rating::Rating;
 
 /// The payload of each event, by name (docs/contract.md, Events).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

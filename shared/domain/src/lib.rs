@@ -22,6 +22,7 @@ pub mod order;
 mod order_status;
 pub mod photo;
 pub mod pricing;
+pub mod rating;
 pub mod review;
 pub mod text;
 pub mod validation;
