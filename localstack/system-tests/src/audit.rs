@@ -58,6 +58,7 @@ pub const INVARIANTS: &[Invariant] = &[
     suspended_shops_sell_nothing,
     suspended_shops_write_nothing,
     bouquets_show_their_latest_photo,
+    orders_show_their_latest_delivery_photo,
     catalogue_indexes_hold_the_listed_bouquets_at_their_score,
     paid_orders_split_by_the_rule_to_their_shop,
     refunds_take_back_transfer_and_fee,
@@ -954,8 +955,9 @@ pub fn bouquets_show_their_latest_photo(evidence: &Evidence) -> Check {
             )
         })
         .collect();
+    // Proof-of-delivery uploads are the next invariant's.
     let ready: Vec<&Value> = with_prefix(&evidence.items, "PHOTO_UPLOAD#")
-        .filter(|u| s(u, "status") == "ready")
+        .filter(|u| s(u, "status") == "ready" && u.get("orderId").is_none())
         .collect();
     for upload in &ready {
         let (id, bouquet) = (s(upload, "uploadId"), s(upload, "bouquetId"));
@@ -1294,6 +1296,66 @@ pub fn earnings_equal_the_orders_per_shop_and_day(evidence: &Evidence) -> Check 
 
 /// Each shop's rating (its counters by stars) equals its visible reviews, star by star, and
 /// every review is of a delivered order of that shop.
+/// Each order shows its latest processed proof-of-delivery photo, unless its details were
+/// redacted (then it shows none); only an order out for delivery or delivered has one, and
+/// its sizes are private keys under the order, never a public path.
+pub fn orders_show_their_latest_delivery_photo(evidence: &Evidence) -> Check {
+    let mut violations = Vec::new();
+    let orders: HashMap<&str, &Value> = orders(evidence)
+        .into_iter()
+        .map(|o| (s(o, "orderId"), o))
+        .collect();
+    let mut checked = 0;
+    for order in orders.values() {
+        let Some(photo) = order.get("deliveryPhoto") else {
+            continue;
+        };
+        checked += 1;
+        let id = s(order, "orderId");
+        if !matches!(s(order, "status"), "out_for_delivery" | "fulfilled") {
+            violations.push(format!(
+                "order {id} has a delivery photo while {}",
+                s(order, "status")
+            ));
+        }
+        if order.get("redactedAt").is_some() {
+            violations.push(format!("order {id} kept its delivery photo past redaction"));
+        }
+        let prefix = format!("delivered/{id}/");
+        for variant in photo["variants"].as_array().into_iter().flatten() {
+            if !s(variant, "path").starts_with(&prefix) {
+                violations.push(format!(
+                    "order {id}'s delivery photo has a size at {}",
+                    s(variant, "path")
+                ));
+            }
+        }
+    }
+    let ready: Vec<&Value> = with_prefix(&evidence.items, "PHOTO_UPLOAD#")
+        .filter(|u| s(u, "status") == "ready" && u.get("orderId").is_some())
+        .collect();
+    for upload in &ready {
+        checked += 1;
+        let (id, order) = (s(upload, "uploadId"), s(upload, "orderId"));
+        match orders.get(order) {
+            Some(o) if o.get("redactedAt").is_some() => {}
+            Some(o) if o["deliveryPhoto"]["uploadId"].as_str().unwrap_or_default() >= id => {}
+            Some(o) => violations.push(format!(
+                "order {order} shows delivery photo {:?}, older than its ready upload {id}",
+                o["deliveryPhoto"]["uploadId"]
+            )),
+            None => violations.push(format!(
+                "upload {id} is ready for an order {order} that is gone"
+            )),
+        }
+    }
+    Check {
+        name: "each order shows its latest proof-of-delivery photo, privately",
+        checked,
+        violations,
+    }
+}
+
 pub fn ratings_equal_the_visible_reviews(evidence: &Evidence) -> Check {
     let mut visible = BTreeMap::<&str, [i64; 5]>::new();
     let mut violations = Vec::new();
@@ -1343,9 +1405,27 @@ pub fn ratings_equal_the_visible_reviews(evidence: &Evidence) -> Check {
             ));
         }
     }
+    // Every bouquet stands in the catalogue's rating order at its shop's rating.
+    let mut bouquets = 0;
+    for bouquet in with_prefix(&evidence.items, "BOUQUET#").filter(|b| s(b, "sk") == "BOUQUET") {
+        bouquets += 1;
+        let counts = ratings
+            .get(s(bouquet, "vendorId"))
+            .copied()
+            .unwrap_or_default();
+        let rating = bouquet_app::domain::review::Rating { by_stars: counts };
+        let want = bouquet_app::store::rating_sort(&rating, s(bouquet, "bouquetId"));
+        if s(bouquet, "ratingSort") != want {
+            violations.push(format!(
+                "bouquet {} stands at {:?} in the rating order, its shop's rating at {want:?}",
+                s(bouquet, "bouquetId"),
+                s(bouquet, "ratingSort")
+            ));
+        }
+    }
     Check {
-        name: "each shop's rating equals its visible reviews",
-        checked: reviews.len(),
+        name: "each shop's rating equals its visible reviews, and its bouquets stand at it",
+        checked: reviews.len() + bouquets,
         violations,
     }
 }

@@ -377,6 +377,10 @@ async fn customer_actor(
     journal: Shared,
 ) -> Result<(), String> {
     while Instant::now() < deadline {
+        // Now and then it reviews what was delivered.
+        if rng.random_bool(0.15) {
+            review_a_delivery(&api, &token, &mut rng, &journal).await;
+        }
         let vendors = catalogue.lock().unwrap().len();
         let vendor = newest(&catalogue, rng.random_range(0..vendors));
         let vendor = &vendor;
@@ -607,6 +611,10 @@ async fn vendor_actor(
         if rng.random_bool(0.4) {
             florist_step(&api, &vendor.token, &mut rng, &journal).await;
         }
+        // Now and then it answers a review of its shop (once each).
+        if rng.random_bool(0.2) {
+            answer_a_review(&api, &vendor, &journal).await;
+        }
         let fresh = newest(&catalogue, index);
         let bouquet = &fresh[rng.random_range(0..fresh.len())];
         // Read as its vendor: an anonymous read may be the edge's copy, a version behind.
@@ -661,15 +669,22 @@ const PHOTO: &[u8] = include_bytes!("../../devstack/demo-photos/peonies.png");
 /// Asks for an upload of `bouquet`'s photo and posts the file to the policy's URL; the photo
 /// function does the rest (the auditor checks that each bouquet shows its latest).
 async fn upload_photo(api: &Api, token: &str, bouquet: &str, journal: &Shared) {
+    let uploads = format!("/v1/bouquets/{bouquet}/photo-uploads");
+    send_photo(api, token, &uploads, "photo", journal).await;
+}
+
+/// Asks for an upload at `uploads` (a bouquet's photo, an order's proof of delivery) and
+/// posts the file to the policy's URL, as the console does.
+async fn send_photo(api: &Api, token: &str, uploads: &str, route: &str, journal: &Shared) {
     let (ticket, tries) = api
         .post(
-            &format!("/v1/bouquets/{bouquet}/photo-uploads"),
+            uploads,
             Some(token),
             None,
             Some(&json!({ "contentType": "image/png" })),
         )
         .await;
-    record(journal, "photo", &ticket, tries);
+    record(journal, route, &ticket, tries);
     let Some(url) = ticket.body["url"].as_str() else {
         return;
     };
@@ -729,6 +744,84 @@ async fn florist_step(api: &Api, token: &str, rng: &mut StdRng, journal: &Shared
         )
         .await;
     record(journal, route, &answer, tries);
+    // Half the deliveries come with a photo at the door (proof of delivery).
+    if route == "fulfil" && answer.status == 200 && rng.random_bool(0.5) {
+        let uploads = format!("/v1/orders/{order}/delivery-photo-uploads");
+        send_photo(api, token, &uploads, "delivery photo", journal).await;
+    }
+}
+
+/// The shop answers the newest of its reviews that has no answer yet.
+async fn answer_a_review(api: &Api, vendor: &Vendor, journal: &Shared) {
+    let page = api
+        .send(
+            "GET",
+            &format!("/v1/vendors/{}/reviews?limit=20", vendor.vendor_id),
+            None,
+            &[],
+            None,
+        )
+        .await;
+    let Some(order) = page.body["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|review| review.get("answer").is_none())
+        .and_then(|review| review["orderId"].as_str())
+    else {
+        return;
+    };
+    let (answer, tries) = api
+        .send_retried(
+            "PUT",
+            &format!("/v1/orders/{order}/review/answer"),
+            Some(&vendor.token),
+            &[],
+            Some(&json!({ "text": "Thank you for your kind words" })),
+        )
+        .await;
+    record(journal, "answer review", &answer, tries);
+}
+
+/// The customer reviews one of its delivered orders (a second review is refused with 409
+/// `review.exists`: recorded as such), and now and then changes its stars.
+async fn review_a_delivery(api: &Api, token: &str, rng: &mut StdRng, journal: &Shared) {
+    let listed = api
+        .send("GET", "/v1/orders?limit=50", Some(token), &[], None)
+        .await;
+    let delivered: Vec<String> = listed.body["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|o| o["status"] == "fulfilled")
+        .filter_map(|o| o["orderId"].as_str().map(str::to_owned))
+        .collect();
+    if delivered.is_empty() {
+        return;
+    }
+    let order = &delivered[rng.random_range(0..delivered.len())];
+    let stars = rng.random_range(1..=5);
+    let (written, tries) = api
+        .post(
+            &format!("/v1/orders/{order}/review"),
+            Some(token),
+            None,
+            Some(&json!({ "stars": stars, "text": "Fresh, and on the day" })),
+        )
+        .await;
+    record(journal, "review", &written, tries);
+    if written.code() == Some("review.exists") && rng.random_bool(0.3) {
+        let (edited, tries) = api
+            .send_retried(
+                "PATCH",
+                &format!("/v1/orders/{order}/review"),
+                Some(token),
+                &[],
+                Some(&json!({ "stars": rng.random_range(1..=5) })),
+            )
+            .await;
+        record(journal, "edit review", &edited, tries);
+    }
 }
 
 async fn vase_actor(

@@ -45,6 +45,8 @@ pub use connections::{
 pub use cursor::Page;
 pub use error::{BackendError, BackendKind, Conflict, StoreError, Target};
 pub use idempotency::{IdempotencyPut, IdempotencyRecord};
+/// A bouquet's place in the catalogue's rating order (the auditor checks each against its shop's rating).
+pub use keys::rating_sort;
 pub use keys::CATALOGUE_SHARDS;
 pub use limits::Counter;
 pub use orders::{BouquetEffect, DueCursor, OrderWrite, Reservation, ReservationRead};
