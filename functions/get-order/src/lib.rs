@@ -4,7 +4,7 @@
 //! (its sizes are private; the order keeps only their keys).
 
 use bouquet_app::domain::OrderId;
-use bouquet_app::{proof_of_delivery, queries, App};
+use bouquet_app::{proof_of_delivery, queries, reviews, App};
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, Reply, Route};
 
@@ -28,7 +28,11 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
             .map_err(ApiError::internal)
     };
     let (review, photo) = tokio::try_join!(
-        async { ctx.app.store.review(order_id).await.map_err(ApiError::from) },
+        async {
+            reviews::of_order(&ctx.app, order_id)
+                .await
+                .map_err(ApiError::from)
+        },
         photo
     )?;
     let mut body = serde_json::to_value(order.as_seen_at(ctx.now)).map_err(ApiError::internal)?;

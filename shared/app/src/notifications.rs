@@ -1,5 +1,6 @@
 //! Order emails (issue 30), run by an EventBridge consumer of `OrderPaid`, `OrderAccepted`,
-//! `OrderOutForDelivery`, `OrderFulfilled` and `OrderRejected` (the rule is in the template).
+//! `OrderOutForDelivery`, `OrderFulfilled`, `OrderDeliveryPhotoAttached` and `OrderRejected`
+//! (the rule is in the template).
 //! The customer gets a receipt and a message at each step (at the contact address given with
 //! the delivery details); the shop gets each new paid order (at its settings' contact address).
 //!
@@ -56,6 +57,7 @@ fn messages(name: &str) -> &'static [(&'static str, Template)] {
         "OrderAccepted" => &[("customer", Template::Accepted)],
         "OrderOutForDelivery" => &[("customer", Template::OutForDelivery)],
         "OrderFulfilled" => &[("customer", Template::Delivered)],
+        "OrderDeliveryPhotoAttached" => &[("customer", Template::DeliveryPhoto)],
         "OrderRejected" => &[("customer", Template::Rejected)],
         _ => &[],
     }
@@ -119,6 +121,16 @@ fn vars(
         ),
         ("reason", order.rejection_reason.clone().unwrap_or_default()),
         ("vat", vat_lines(order)),
+        // The proof of delivery is private: the email says where it is, never a (short-lived)
+        // signed link to it. A photo attached later is its own email.
+        (
+            "photo",
+            if order.delivery_photo.is_some() {
+                format!("{shop} took a photo at the door: sign in and open the order to see it.")
+            } else {
+                String::new()
+            },
+        ),
         (
             "invoice",
             order

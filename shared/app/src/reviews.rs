@@ -172,6 +172,12 @@ pub async fn hide(
     change(app, order_id, hide, correlation_id, now).await
 }
 
+/// The review of `order_id`, if written: for a reader of the order the caller already
+/// checked (the order's page shows it).
+pub async fn of_order(app: &App, order_id: OrderId) -> Result<Option<Review>, ReviewsError> {
+    Ok(app.store.review(order_id).await?)
+}
+
 /// A shop's page: its name, its rating and a page of its visible reviews, newest first (one
 /// `BatchGetItem` and one `Query`, side by side). An unknown shop is `NotFound`.
 pub async fn shop_reviews(

@@ -21,6 +21,8 @@ pub enum Template {
     Accepted,
     OutForDelivery,
     Delivered,
+    /// To the customer, when the shop attached a photo of the delivery (proof of delivery).
+    DeliveryPhoto,
     /// To the customer, with the refund.
     Rejected,
     /// To the shop, for a new paid order.
@@ -28,11 +30,12 @@ pub enum Template {
 }
 
 impl Template {
-    const ALL: [Template; 6] = [
+    const ALL: [Template; 7] = [
         Template::Receipt,
         Template::Accepted,
         Template::OutForDelivery,
         Template::Delivered,
+        Template::DeliveryPhoto,
         Template::Rejected,
         Template::NewOrder,
     ];
@@ -44,6 +47,7 @@ impl Template {
             Template::Accepted => "accepted",
             Template::OutForDelivery => "out_for_delivery",
             Template::Delivered => "delivered",
+            Template::DeliveryPhoto => "delivery_photo",
             Template::Rejected => "rejected",
             Template::NewOrder => "new_order",
         }
@@ -67,6 +71,10 @@ impl Template {
             Template::Delivered => (
                 include_str!("../templates/delivered.txt"),
                 include_str!("../templates/delivered.html"),
+            ),
+            Template::DeliveryPhoto => (
+                include_str!("../templates/delivery_photo.txt"),
+                include_str!("../templates/delivery_photo.html"),
             ),
             Template::Rejected => (
                 include_str!("../templates/rejected.txt"),
@@ -174,8 +182,9 @@ mod tests {
 
     /// The names `bouquet_app::notifications::vars` gives, for an order with delivery details
     /// (every email is about one: they are required before payment).
-    const CALLER_VARS: [&str; 14] = [
+    const CALLER_VARS: [&str; 15] = [
         "marketplace",
+        "photo",
         "vat",
         "invoice",
         "shop",
@@ -210,6 +219,11 @@ mod tests {
                 "Peonies: net 23.22 + VAT 1.28 at 5.5 % = 24.50 EUR".to_owned(),
             ),
             ("invoice", "FLEU-000017".to_owned()),
+            (
+                "photo",
+                "The shop took a photo at the door: sign in and open the order to see it."
+                    .to_owned(),
+            ),
         ])
     }
 

@@ -24,7 +24,7 @@ fn clean() -> Evidence {
                             "date": "2026-12-06"}}),
         json!({"pk": "BOUQUET#b1", "sk": "BOUQUET", "bouquetId": "b1", "status": "sold",
                "orderId": "o1", "freshness": 7, "freshnessSort": "007#b1", "priceMinor": 1000,
-               "priceSort": "000000001000#b1"}),
+               "priceSort": "000000001000#b1", "ratingSort": "-#b1"}),
         json!({"pk": "SIMPAY#o1-0", "sk": "CHARGE", "outcome": "approved", "chargeId": "ch_1",
                "amountMinor": 1250, "destination": "acct_sim_v1", "applicationFeeMinor": 188}),
         json!({"pk": "OUTBOX#o1", "sk": "EVENT#1", "eventName": "OrderPaid", "eventId": "e1",
@@ -148,7 +148,7 @@ fn a_suspended_shop_on_sale_and_an_older_photo_shown_are_caught() {
             json!({"pk": "BOUQUET#b2", "sk": "BOUQUET", "bouquetId": "b2",
             "vendorId": "v2", "status": "available", "suspended": true,
             "suspendedAt": NOW - 30_000, "freshnessSort": "-#b2", "priceMinor": 900,
-            "priceSort": "000000000900#b2"}),
+            "priceSort": "000000000900#b2", "ratingSort": "-#b2"}),
         );
         evidence
     };
@@ -315,7 +315,7 @@ fn each_planted_fault_is_caught_by_its_invariant() {
     unrefunded_rejection.items[1] = json!({"pk": "BOUQUET#b1", "sk": "BOUQUET",
         "bouquetId": "b1", "status": "available", "catalogueShard": "CATALOGUE#2",
         "catalogueSort": "b1", "freshnessSort": "-#b1", "priceMinor": 1250,
-        "priceSort": "000000001250#b1"});
+        "priceSort": "000000001250#b1", "ratingSort": "-#b1"});
     unrefunded_rejection.journal.frames.clear();
     let failures = violations(&unrefunded_rejection);
     let names: Vec<&str> = failures.iter().map(|(n, _)| *n).collect();
@@ -690,7 +690,8 @@ fn earnings_or_a_commission_that_are_not_the_orders_sums_are_caught() {
 
 #[test]
 fn a_rating_off_its_visible_reviews_or_a_review_of_an_undelivered_order_is_caught() {
-    const RATING: &str = "each shop's rating equals its visible reviews";
+    const RATING: &str =
+        "each shop's rating equals its visible reviews, and its bouquets stand at it";
     let mut reviewed = clean();
     reviewed.items[0]["status"] = json!("fulfilled");
     reviewed.items.push(
@@ -725,4 +726,68 @@ fn a_rating_off_its_visible_reviews_or_a_review_of_an_undelivered_order_is_caugh
     );
     undelivered.items.push(rating([0, 0, 0, 1, 0]));
     assert_eq!(check(&undelivered).len(), 1, "o1 is paid, not delivered");
+
+    // A bouquet of the rated shop left at its old place in the rating order is caught.
+    let mut rated = clean();
+    rated.items[0]["status"] = json!("fulfilled");
+    rated.items.push(
+        json!({"pk": "ORDER#o1", "sk": "REVIEW", "orderId": "o1", "vendorId": "v1", "stars": 4}),
+    );
+    rated.items.push(rating([0, 0, 0, 1, 0]));
+    rated.items.push(
+        json!({"pk": "BOUQUET#b7", "sk": "BOUQUET", "bouquetId": "b7",
+        "vendorId": "v1", "status": "available", "ratingSort": "-#b7"}),
+    );
+    assert_eq!(check(&rated).len(), 1, "b7 still stands unrated");
+    let b7 = rated.items.len() - 1;
+    rated.items[b7]["ratingSort"] = json!("40#000000001#b7");
+    assert_eq!(check(&rated), Vec::<String>::new());
+}
+
+#[test]
+fn a_delivery_photo_kept_past_redaction_public_or_older_than_its_upload_is_caught() {
+    let check = |evidence: &Evidence| orders_show_their_latest_delivery_photo(evidence).violations;
+    let photo = |upload: &str, path: &str| {
+        json!({"uploadId": upload, "width": 640, "height": 480,
+               "variants": [{"width": 640, "height": 480, "path": path}]})
+    };
+    let delivered = || {
+        let mut evidence = clean();
+        evidence.items[0]["status"] = json!("fulfilled");
+        evidence.items[0]["deliveryPhoto"] = photo("u2", "delivered/o1/u2/640.jpg");
+        evidence
+            .items
+            .push(json!({"pk": "PHOTO_UPLOAD#u1", "sk": "PHOTO_UPLOAD",
+            "uploadId": "u1", "orderId": "o1", "status": "ready"}));
+        evidence
+            .items
+            .push(json!({"pk": "PHOTO_UPLOAD#u2", "sk": "PHOTO_UPLOAD",
+            "uploadId": "u2", "orderId": "o1", "status": "ready"}));
+        evidence
+    };
+    let delivered_now = delivered();
+    assert_eq!(check(&delivered_now), Vec::<String>::new());
+    // Neither the bouquets' photo invariant mistakes a delivery upload for a bouquet's.
+    assert_eq!(
+        bouquets_show_their_latest_photo(&delivered_now).violations,
+        Vec::<String>::new()
+    );
+
+    let mut older = delivered();
+    older.items[0]["deliveryPhoto"] = photo("u1", "delivered/o1/u1/640.jpg");
+    assert_eq!(check(&older).len(), 1, "u2 is ready and newer");
+    let mut public = delivered();
+    public.items[0]["deliveryPhoto"] = photo("u2", "photos/abc/640.jpg");
+    assert_eq!(check(&public).len(), 1, "a size on a public path");
+    let mut kept = delivered();
+    kept.items[0]["redactedAt"] = json!(NOW);
+    assert_eq!(check(&kept).len(), 1, "kept past redaction");
+    kept.items[0]
+        .as_object_mut()
+        .unwrap()
+        .remove("deliveryPhoto");
+    assert_eq!(check(&kept), Vec::<String>::new(), "redacted: none shown");
+    let mut early = delivered();
+    early.items[0]["status"] = json!("paid");
+    assert_eq!(check(&early).len(), 1, "a paid order has no delivery photo");
 }

@@ -356,3 +356,129 @@ async fn a_photo_processed_after_its_shop_was_suspended_is_refused_and_never_sho
         ))
     );
 }
+
+/// The shop asks for a proof-of-delivery upload of `order` as `caller`.
+async fn delivery_upload(
+    world: &World,
+    caller: &bouquet_app::domain::identity::Identity,
+    order: bouquet_app::domain::OrderId,
+) -> Result<bouquet_app::idempotency::Replayable<photos::UploadTicket>, PhotoError> {
+    bouquet_app::proof_of_delivery::request_upload(
+        &world.app,
+        &signer(),
+        caller,
+        order,
+        bouquet_app::domain::photo::ImageType::Png,
+        None,
+        world.now(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_delivery_photo_is_the_shops_private_proof_signed_for_its_readers_and_redacted() {
+    use bouquet_app::domain::OrderStatus;
+    use bouquet_app::proof_of_delivery::{signed_photo, SIGNED_FOR};
+    let world = World::new().await;
+    let objects = MemoryObjects::default();
+    let vendor = world.vendor().await;
+    let shop = shop_caller(vendor.vendor_id);
+    let bouquet = world.listed(&vendor, "30.00", None).await;
+    let order = world.reserved(&customer("ana"), &[&bouquet]).await;
+    world
+        .pay("ana", order.order_id, "tok_visa")
+        .await
+        .expect("paid");
+    // Paid, not yet on its way: no photo of a delivery yet.
+    assert_matches!(
+        delivery_upload(&world, &shop, order.order_id).await,
+        Err(PhotoError::OrderState(OrderStatus::Paid))
+    );
+    let paid = world.order_now(order.order_id).await;
+    bouquet_app::checkout::fulfil(&world.app.store, &paid, CORRELATION, &|_| None, world.now())
+        .await
+        .expect("delivered");
+    // Another shop and the customer are not the shop: the order is not found for them.
+    let other = world.vendor().await;
+    for caller in [shop_caller(other.vendor_id), customer_caller("ana")] {
+        assert_matches!(
+            delivery_upload(&world, &caller, order.order_id).await,
+            Err(PhotoError::OrderNotFound)
+        );
+    }
+    let ticket = done(
+        delivery_upload(&world, &shop, order.order_id)
+            .await
+            .expect("the shop may upload"),
+    );
+    let key = ticket.upload.object_key();
+    objects.add_upload(&key, png(800, 600, 7));
+    let process = || {
+        photos::process_upload(
+            &world.app,
+            &objects,
+            &ImageRenderer,
+            &key,
+            CORRELATION,
+            world.now(),
+        )
+    };
+    assert_matches!(process().await, Ok(Processed::Shown(_)));
+    assert_matches!(process().await, Ok(Processed::Duplicate));
+
+    // Its sizes are private keys under the order: nothing went to the public photo bucket.
+    assert_eq!(objects.variant_count(), 0);
+    let shown = world.order_now(order.order_id).await;
+    let photo = shown.delivery_photo.clone().expect("the order carries it");
+    assert_eq!(photo.upload_id, ticket.upload.upload_id);
+    for size in &photo.variants {
+        assert!(
+            size.path
+                .starts_with(&format!("delivered/{}/", order.order_id)),
+            "{}",
+            size.path
+        );
+        assert!(objects.has_upload(&size.path), "{} stored", size.path);
+    }
+    let signed = signed_photo(&signer(), &shown, world.now())
+        .await
+        .unwrap()
+        .expect("signed for its readers");
+    let largest = photo.variants.last().unwrap();
+    assert!(signed.url.contains(&largest.path), "{}", signed.url);
+    assert!(signed.url.contains("X-Amz-Expires=900"), "{}", signed.url);
+    assert!(signed.url.contains("X-Amz-Signature="), "{}", signed.url);
+    assert_eq!(signed.expires_at, world.now().plus(SIGNED_FOR));
+    assert_eq!(
+        (signed.width, signed.height),
+        (largest.width, largest.height)
+    );
+    let attached = world
+        .events()
+        .await
+        .into_iter()
+        .filter(|(name, _)| name == "OrderDeliveryPhotoAttached")
+        .count();
+    assert_eq!(attached, 1, "one event, the redelivery none");
+
+    // Personal data: the customer's erasure redacts it with the delivery details, after
+    // which nothing can be signed, and no new photo is taken.
+    bouquet_app::delivery::erase(
+        &world.app,
+        &customer_caller("ana"),
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .expect("erased");
+    let erased = world.order_now(order.order_id).await;
+    assert!(erased.delivery_photo.is_none());
+    assert!(signed_photo(&signer(), &erased, world.now())
+        .await
+        .unwrap()
+        .is_none());
+    assert_matches!(
+        delivery_upload(&world, &shop, order.order_id).await,
+        Err(PhotoError::OrderState(OrderStatus::Fulfilled))
+    );
+}
