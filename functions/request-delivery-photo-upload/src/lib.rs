@@ -5,22 +5,13 @@
 //! `order.invalid_state`. The photo function processes it into private sizes under the order
 //! ([`bouquet_app::proof_of_delivery`]); the order then carries it (`deliveryPhoto`, signed).
 
-use bouquet_app::domain::photo::ImageType;
-use bouquet_app::domain::{FieldError, OrderId};
-use bouquet_app::photos::UploadTicket;
+use bouquet_app::domain::OrderId;
+use bouquet_app::photos::{UploadRequest, UploadTicket};
 use bouquet_app::{proof_of_delivery, App};
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, KeyedRequest, Reply, Route};
-use serde::Deserialize;
-use serde_json::json;
 
 pub const ROUTE: Route = Route::new("POST", "/v1/orders/{orderId}/delivery-photo-uploads");
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct NewUpload {
-    content_type: String,
-}
 
 pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
     run(app, request, ROUTE, handle).await
@@ -30,23 +21,9 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let signer = ctx.app.ports.photo_signer().await?;
     let order_id = ctx.path("orderId", OrderId::parse)?;
     let caller = ctx.caller()?;
-    let body: NewUpload = ctx.json()?;
-    let content_type = ImageType::parse(&body.content_type)
-        .map_err(|e| ApiError::Invalid(vec![FieldError::new("contentType", e)]))?;
+    let content_type = ctx.json::<UploadRequest>()?.image_type()?;
     let reply = move |ticket: &UploadTicket| {
-        let upload = &ticket.upload;
-        Reply::created(
-            &json!({
-                "uploadId": upload.upload_id,
-                "status": upload.status.name(),
-                "url": ticket.post.url,
-                "fields": ticket.post.fields,
-                "maxBytes": ticket.max_bytes,
-                "contentType": upload.content_type.mime(),
-                "expiresAt": upload.deadline(),
-            }),
-            format!("/v1/orders/{order_id}"),
-        )
+        Reply::created(&ticket.view(), format!("/v1/orders/{order_id}"))
     };
     let key = ctx.idempotency(reply);
     let outcome = proof_of_delivery::request_upload(

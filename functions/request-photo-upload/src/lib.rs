@@ -4,22 +4,13 @@
 //! no S3 call). The photo function takes it from there
 //! ([`bouquet_app::photos::request_upload`]).
 
-use bouquet_app::domain::photo::ImageType;
-use bouquet_app::domain::{BouquetId, FieldError};
-use bouquet_app::photos;
+use bouquet_app::domain::BouquetId;
+use bouquet_app::photos::{self, UploadRequest};
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, KeyedRequest, Reply, Route};
-use serde::Deserialize;
-use serde_json::json;
 
 pub const ROUTE: Route = Route::new("POST", "/v1/bouquets/{bouquetId}/photo-uploads");
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct NewUpload {
-    content_type: String,
-}
 
 pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
     run(app, request, ROUTE, handle).await
@@ -29,26 +20,13 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let signer = ctx.app.ports.photo_signer().await?;
     let bouquet_id = ctx.path("bouquetId", BouquetId::parse)?;
     let caller = ctx.caller()?;
-    let body: NewUpload = ctx.json()?;
-    let content_type = ImageType::parse(&body.content_type)
-        .map_err(|e| ApiError::Invalid(vec![FieldError::new("contentType", e)]))?;
+    let content_type = ctx.json::<UploadRequest>()?.image_type()?;
     let reply = move |ticket: &photos::UploadTicket| {
-        let upload = &ticket.upload;
-        Reply::created(
-            &json!({
-                "uploadId": upload.upload_id,
-                "status": upload.status.name(),
-                "url": ticket.post.url,
-                "fields": ticket.post.fields,
-                "maxBytes": ticket.max_bytes,
-                "contentType": upload.content_type.mime(),
-                "expiresAt": upload.deadline(),
-            }),
-            format!(
-                "/v1/bouquets/{bouquet_id}/photo-uploads/{}",
-                upload.upload_id
-            ),
-        )
+        let location = format!(
+            "/v1/bouquets/{bouquet_id}/photo-uploads/{}",
+            ticket.upload.upload_id
+        );
+        Reply::created(&ticket.view(), location)
     };
     let key = ctx.idempotency(reply);
     let outcome = photos::request_upload(

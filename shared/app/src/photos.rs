@@ -69,6 +69,36 @@ pub struct UploadTicket {
     pub max_bytes: u64,
 }
 
+impl UploadTicket {
+    /// The ticket as the upload routes answer it (201), a bouquet's or an order's alike.
+    pub fn view(&self) -> serde_json::Value {
+        serde_json::json!({
+            "uploadId": self.upload.upload_id,
+            "status": self.upload.status.name(),
+            "url": self.post.url,
+            "fields": self.post.fields,
+            "maxBytes": self.max_bytes,
+            "contentType": self.upload.content_type.mime(),
+            "expiresAt": self.upload.deadline(),
+        })
+    }
+}
+
+/// An upload route's body: `{contentType}`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UploadRequest {
+    content_type: String,
+}
+
+impl UploadRequest {
+    /// The image type asked for, or the field's error.
+    pub fn image_type(&self) -> Result<ImageType, ApiError> {
+        ImageType::parse(&self.content_type)
+            .map_err(|e| ApiError::Invalid(vec![bouquet_domain::FieldError::new("contentType", e)]))
+    }
+}
+
 /// The bouquet's vendor may upload one photo of `content_type` within the upload window. A
 /// request retried with its `Idempotency-Key` gets the same upload back.
 pub async fn request_upload(
@@ -313,29 +343,15 @@ async fn show(
                 photo: photo.clone(),
             },
         );
-        let ready = PhotoUpload {
-            status: UploadStatus::Ready,
-            ..upload.clone()
-        };
         let shown = PhotoShown::Bouquet {
             read_version,
             changed: &changed,
             event: &event,
         };
-        match app
-            .store
-            .finish_photo_upload(&ready, Some(shown), now)
-            .await
-        {
-            Ok(()) => return Ok(Processed::Shown(photo)),
-            Err(StoreError::ConditionFailed(conflicts)) => {
-                if conflicts.iter().any(|c| c.target == Target::PhotoUpload) {
-                    return Ok(Processed::Duplicate);
-                }
-                // The bouquet moved on (a sale, an edit, a reading): read it again.
-            }
-            Err(other) => return Err(other.into()),
+        if let Some(ended) = end_shown(app, &upload, shown, &photo, now).await? {
+            return Ok(ended);
         }
+        // The bouquet moved on (a sale, an edit, a reading): read it again.
     }
     Err(PhotoError::Busy)
 }
@@ -376,31 +392,44 @@ async fn show_on_order(
                 customer_id: changed.customer_id.clone(),
             },
         );
-        let ready = PhotoUpload {
-            status: UploadStatus::Ready,
-            ..upload.clone()
-        };
         let shown = PhotoShown::Delivery {
             read_version: order.version,
             changed: &changed,
             event: &event,
         };
-        match app
-            .store
-            .finish_photo_upload(&ready, Some(shown), now)
-            .await
-        {
-            Ok(()) => return Ok(Processed::Shown(photo)),
-            Err(StoreError::ConditionFailed(conflicts)) => {
-                if conflicts.iter().any(|c| c.target == Target::PhotoUpload) {
-                    return Ok(Processed::Duplicate);
-                }
-                // The order moved on (a step, an edit): read it again.
-            }
-            Err(other) => return Err(other.into()),
+        if let Some(ended) = end_shown(app, &upload, shown, &photo, now).await? {
+            return Ok(ended);
         }
+        // The order moved on (a step, an edit): read it again.
     }
     Err(PhotoError::Busy)
+}
+
+/// Ends the upload `ready`, its subject showing `photo` (at the version read, with its event):
+/// `None` when the subject moved since it was read (read it again).
+async fn end_shown(
+    app: &App,
+    upload: &PhotoUpload,
+    shown: PhotoShown<'_>,
+    photo: &Photo,
+    now: Timestamp,
+) -> Result<Option<Processed>, PhotoError> {
+    let ready = PhotoUpload {
+        status: UploadStatus::Ready,
+        ..upload.clone()
+    };
+    match app
+        .store
+        .finish_photo_upload(&ready, Some(shown), now)
+        .await
+    {
+        Ok(()) => Ok(Some(Processed::Shown(photo.clone()))),
+        Err(StoreError::ConditionFailed(conflicts)) => Ok(conflicts
+            .iter()
+            .any(|c| c.target == Target::PhotoUpload)
+            .then_some(Processed::Duplicate)),
+        Err(other) => Err(other.into()),
+    }
 }
 
 /// Ends an upload whose photo is not shown: refused for `refusal`, or (`None`) superseded by

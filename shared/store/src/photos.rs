@@ -189,49 +189,51 @@ impl Store {
             update,
             Expr::new("#status = :pending").s(":pending", "pending"),
         )?;
-        match shown {
-            None => {}
-            Some(PhotoShown::Bouquet {
-                read_version,
-                changed,
-                event,
-            }) => {
-                let photo = serde_dynamo::to_attribute_value(&changed.photo)
-                    .map_err(StoreError::corrupt)?;
-                tx.update(
+        if let Some(shown) = shown {
+            // The subject's photo attribute, at the version read, with its event.
+            let (target, key, attribute, photo, version, read_version, event) = match shown {
+                PhotoShown::Bouquet {
+                    read_version,
+                    changed,
+                    event,
+                } => (
                     Target::Bouquet(changed.bouquet_id),
-                    &self.table,
                     bouquet_key(&changed.bouquet_id.to_string()),
-                    Expr::new("SET photo = :photo, version = :version, updatedAt = :now")
-                        .value(":photo", photo)
-                        .n(":version", changed.version)
-                        .n(":now", now.as_millis()),
-                    Expr::new("version = :readVersion").n(":readVersion", read_version),
-                )?;
-                tx.event(&self.table, event)?;
-            }
-            Some(PhotoShown::Delivery {
-                read_version,
-                changed,
-                event,
-            }) => {
-                let photo = serde_dynamo::to_attribute_value(&changed.delivery_photo)
-                    .map_err(StoreError::corrupt)?;
-                tx.update(
+                    "photo",
+                    serde_dynamo::to_attribute_value(&changed.photo),
+                    changed.version,
+                    read_version,
+                    event,
+                ),
+                PhotoShown::Delivery {
+                    read_version,
+                    changed,
+                    event,
+                } => (
                     Target::Order(changed.order_id),
-                    &self.table,
                     keys::key(
                         keys::order_pk(&changed.order_id.to_string()),
                         keys::ORDER_SK,
                     ),
-                    Expr::new("SET deliveryPhoto = :photo, version = :version, updatedAt = :now")
-                        .value(":photo", photo)
-                        .n(":version", changed.version)
-                        .n(":now", now.as_millis()),
-                    Expr::new("version = :readVersion").n(":readVersion", read_version),
-                )?;
-                tx.event(&self.table, event)?;
-            }
+                    "deliveryPhoto",
+                    serde_dynamo::to_attribute_value(&changed.delivery_photo),
+                    changed.version,
+                    read_version,
+                    event,
+                ),
+            };
+            tx.update(
+                target,
+                &self.table,
+                key,
+                Expr::new("SET #photo = :photo, version = :version, updatedAt = :now")
+                    .name("#photo", attribute)
+                    .value(":photo", photo.map_err(StoreError::corrupt)?)
+                    .n(":version", version)
+                    .n(":now", now.as_millis()),
+                Expr::new("version = :readVersion").n(":readVersion", read_version),
+            )?;
+            tx.event(&self.table, event)?;
         }
         tx.commit(self).await
     }

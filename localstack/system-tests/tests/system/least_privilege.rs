@@ -66,6 +66,52 @@ impl Observed {
         assert_eq!(response.status, status, "{binary}: {}", response.body);
         response
     }
+
+    /// A photo as the console sends one: `request` asks for the upload (its S3 PutObject,
+    /// authorized by the asking function's role when the browser posts the form, is recorded
+    /// as that function's access), the file lands, and the photo function processes it.
+    async fn photo(
+        &mut self,
+        cloud: &TestCloud,
+        request: ApiRequest,
+        photographing: &system_tests::in_process::InProcess,
+        uploads: &str,
+    ) -> ApiResponse {
+        let binary = routed_binary(&request);
+        let ticket = self.http(cloud, request, 201).await;
+        let key = ticket.body["fields"]["key"].as_str().unwrap().to_owned();
+        self.by_function
+            .entry(binary)
+            .or_default()
+            .insert(Access::new(
+                "s3:PutObject",
+                format!("arn:aws:s3:::{uploads}/{key}"),
+            ));
+        cloud
+            .s3
+            .put_object()
+            .bucket(uploads)
+            .key(&key)
+            .body(aws_sdk_s3::primitives::ByteStream::from(tiny_png()))
+            .send()
+            .await
+            .unwrap();
+        let s3_event = json!({"Records": [{"eventName": "ObjectCreated:Post",
+            "s3": {"bucket": {"name": uploads}, "object": {"key": key}}}]});
+        let processed = self
+            .of(
+                "process-bouquet-photos",
+                run_event_function(
+                    "process-bouquet-photos",
+                    photographing,
+                    json!({ "Records": sqs_records(&[s3_event.to_string()]) }),
+                ),
+            )
+            .await
+            .expect("the photo is processed");
+        assert_eq!(processed["batchItemFailures"], json!([]), "{processed}");
+        ticket
+    }
 }
 
 /// A 2 × 2 PNG.
@@ -657,52 +703,22 @@ async fn every_function_flow() {
     // role when the browser posts the form (recorded here as that access), then the photo
     // function reading and deleting the upload and writing the sizes, and the status route.
     let buckets = cloud.photos().await.clone();
-    let ticket = seen
-        .http(
-            &cloud,
-            by_vendor("request-photo-upload", &vendor)
-                .bouquet_id(&bouquet)
-                .json(json!({ "contentType": "image/png" })),
-            201,
-        )
-        .await;
-    let upload_key = ticket.body["fields"]["key"].as_str().unwrap().to_owned();
-    seen.by_function
-        .entry("request-photo-upload".into())
-        .or_default()
-        .insert(Access::new(
-            "s3:PutObject",
-            format!("arn:aws:s3:::{}/{upload_key}", buckets.uploads),
-        ));
-    cloud
-        .s3
-        .put_object()
-        .bucket(&buckets.uploads)
-        .key(&upload_key)
-        .body(aws_sdk_s3::primitives::ByteStream::from(tiny_png()))
-        .send()
-        .await
-        .unwrap();
     let mut photographing = cloud.in_process(cloud.app.clone());
     photographing.photo_objects = Arc::new(bouquet_photos::s3::S3Objects::with_client(
         recorder.s3().await,
         &buckets.uploads,
         &buckets.photos,
     ));
-    let s3_event = json!({"Records": [{"eventName": "ObjectCreated:Post",
-        "s3": {"bucket": {"name": buckets.uploads}, "object": {"key": upload_key}}}]});
-    let processed = seen
-        .of(
-            "process-bouquet-photos",
-            run_event_function(
-                "process-bouquet-photos",
-                &photographing,
-                json!({ "Records": sqs_records(&[s3_event.to_string()]) }),
-            ),
+    let ticket = seen
+        .photo(
+            &cloud,
+            by_vendor("request-photo-upload", &vendor)
+                .bouquet_id(&bouquet)
+                .json(json!({ "contentType": "image/png" })),
+            &photographing,
+            &buckets.uploads,
         )
-        .await
-        .expect("the photo is processed");
-    assert_eq!(processed["batchItemFailures"], json!([]), "{processed}");
+        .await;
     seen.http(
         &cloud,
         by_vendor("get-photo-upload", &vendor)
@@ -715,49 +731,15 @@ async fn every_function_flow() {
     // Proof of delivery: the shop's upload for the delivered order (its form authorized by
     // request-delivery-photo-upload's role), processed into private sizes under the order,
     // and the order read with a URL get-order signs (authorized by its own role's read).
-    let delivery_ticket = seen
-        .http(
-            &cloud,
-            by_vendor("request-delivery-photo-upload", &vendor)
-                .order_id(&paid_order)
-                .json(json!({ "contentType": "image/png" })),
-            201,
-        )
-        .await;
-    let delivery_key = delivery_ticket.body["fields"]["key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    seen.by_function
-        .entry("request-delivery-photo-upload".into())
-        .or_default()
-        .insert(Access::new(
-            "s3:PutObject",
-            format!("arn:aws:s3:::{}/{delivery_key}", buckets.uploads),
-        ));
-    cloud
-        .s3
-        .put_object()
-        .bucket(&buckets.uploads)
-        .key(&delivery_key)
-        .body(aws_sdk_s3::primitives::ByteStream::from(tiny_png()))
-        .send()
-        .await
-        .unwrap();
-    let s3_event = json!({"Records": [{"eventName": "ObjectCreated:Post",
-        "s3": {"bucket": {"name": buckets.uploads}, "object": {"key": delivery_key}}}]});
-    let processed = seen
-        .of(
-            "process-bouquet-photos",
-            run_event_function(
-                "process-bouquet-photos",
-                &photographing,
-                json!({ "Records": sqs_records(&[s3_event.to_string()]) }),
-            ),
-        )
-        .await
-        .expect("the delivery photo is processed");
-    assert_eq!(processed["batchItemFailures"], json!([]), "{processed}");
+    seen.photo(
+        &cloud,
+        by_vendor("request-delivery-photo-upload", &vendor)
+            .order_id(&paid_order)
+            .json(json!({ "contentType": "image/png" })),
+        &photographing,
+        &buckets.uploads,
+    )
+    .await;
     let delivered = seen
         .http(
             &cloud,
