@@ -156,3 +156,100 @@ async fn a_delivered_order_is_reviewed_once_and_its_shop_shows_the_rating() {
         "a hidden review leaves the page"
     );
 }
+
+/// What reviews cost in DynamoDB round trips (a figure for docs/performance.md): the write,
+/// the projection of its event (the rating, then the shop's bouquets in the rating order),
+/// the shop's page, the catalogue by rating and the order's page with its review.
+#[tokio::test]
+async fn dynamodb_calls_of_a_review_its_rating_and_their_pages() {
+    use std::collections::HashMap;
+    let calls = |expected: &[(&str, usize)]| {
+        expected
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect::<HashMap<_, _>>()
+    };
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
+    let bouquet = cloud.bouquet(&vendor, "30.00").await;
+    // Two more on sale: the projector moves all three in the rating order.
+    cloud.bouquet(&vendor, "20.00").await;
+    cloud.bouquet(&vendor, "25.00").await;
+    let order = cloud.reserved_order_id("c1", &[&bouquet]).await;
+    assert_eq!(cloud.pay_by_card("c1", &order).await.status, 200);
+    let delivered = cloud
+        .send(by_vendor("fulfil-order", &vendor).order_id(&order))
+        .await;
+    assert_eq!(delivered.status, 200, "{}", delivered.body);
+
+    cloud.calls.reset();
+    assert_eq!(review(&cloud, "c1", &order, 4).await.status, 201);
+    assert_eq!(
+        cloud.calls.by_operation(),
+        calls(&[("GetItem", 1), ("TransactWriteItems", 1)]),
+        "write a review (the order, then the review with its event on a condition)"
+    );
+
+    let written: Value = cloud
+        .items_of("event")
+        .await
+        .iter()
+        .find(|e| e["eventName"].as_s().is_ok_and(|n| n == "ReviewWritten"))
+        .map(|e| serde_json::from_str(e["detail"].as_s().unwrap()).unwrap())
+        .expect("its event");
+    cloud.calls.reset();
+    let projected = cloud
+        .run_event_function(
+            "project-vendor-analytics",
+            json!({ "source": "bouquet.marketplace", "detail-type": "ReviewWritten", "detail": written }),
+        )
+        .await;
+    assert_eq!(projected["applied"], json!(true));
+    assert_eq!(
+        cloud.calls.by_operation(),
+        calls(&[
+            ("GetItem", 2),
+            ("TransactWriteItems", 1),
+            ("Query", 1),
+            ("UpdateItem", 3)
+        ]),
+        "project it (read the rating, write the next with ShopRatingChanged; read it again, \
+         the shop's bouquets, one update each)"
+    );
+
+    cloud.calls.reset();
+    let page = cloud
+        .send(fixture("list-shop-reviews").vendor_id(&vendor))
+        .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert_eq!(
+        cloud.calls.by_operation(),
+        calls(&[("BatchGetItem", 1), ("Query", 1)]),
+        "the shop's page (its name and rating, its reviews)"
+    );
+
+    cloud.calls.reset();
+    let by_rating = cloud
+        .send(fixture("list-bouquets").query("sort", "rating"))
+        .await;
+    assert_eq!(by_rating.status, 200, "{}", by_rating.body);
+    assert_eq!(
+        by_rating.body["items"][0]["shopRating"],
+        json!({ "average": 4.0, "count": 1, "byStars": [0, 0, 0, 1, 0] })
+    );
+    assert_eq!(
+        cloud.calls.by_operation(),
+        calls(&[("Query", 4), ("BatchGetItem", 1)]),
+        "the catalogue by rating (its four shards, then the page's shops and ratings)"
+    );
+
+    cloud.calls.reset();
+    let seen = cloud
+        .send(by_customer("get-order", "c1").order_id(&order))
+        .await;
+    assert_eq!(seen.body["review"]["stars"], json!(4), "{}", seen.body);
+    assert_eq!(
+        cloud.calls.by_operation(),
+        calls(&[("GetItem", 2)]),
+        "the order's page (the order, its review)"
+    );
+}
