@@ -3,13 +3,11 @@
 //! `rejected` with the refusal's code and message (the bouquet keeps its photo), or
 //! `superseded` (a later upload was shown first) ([`bouquet_app::photos::upload_status`]).
 
-use bouquet_app::domain::photo::UploadStatus;
 use bouquet_app::domain::{BouquetId, UploadId};
 use bouquet_app::photos;
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, Reply, Route};
-use serde_json::json;
 
 pub const ROUTE: Route = Route::new("GET", "/v1/bouquets/{bouquetId}/photo-uploads/{uploadId}");
 
@@ -22,20 +20,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let upload_id = ctx.path("uploadId", UploadId::parse)?;
     let caller = ctx.caller()?;
     let upload = photos::upload_status(&ctx.app, caller, bouquet_id, upload_id).await?;
-    let refusal = match &upload.status {
-        UploadStatus::Rejected { refusal } => {
-            Some(json!({"code": refusal.code(), "message": refusal.to_string()}))
-        }
-        _ => None,
-    };
-    let mut body = json!({
-        "uploadId": upload.upload_id,
-        "bouquetId": bouquet_id,
-        "status": upload.status.name(),
-        "requestedAt": upload.requested_at,
-    });
-    if let Some(refusal) = refusal {
-        body["refusal"] = refusal;
-    }
+    let mut body = photos::status_view(&upload);
+    body["bouquetId"] = serde_json::json!(bouquet_id);
     Ok(Reply::ok(&body)?.header("cache-control", "no-store"))
 }

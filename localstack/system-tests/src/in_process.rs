@@ -60,6 +60,7 @@ http_functions! {
     "list-vases" => list_vases,
     "get-vase-telemetry" => get_vase_telemetry,
     "get-photo-upload" => get_photo_upload,
+    "get-delivery-photo-upload" => get_delivery_photo_upload,
     "list-vendors" => list_vendors,
     "suspend-vendor" => suspend_vendor,
     "set-vendor-commission" => set_vendor_commission,

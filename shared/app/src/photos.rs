@@ -84,6 +84,20 @@ impl UploadTicket {
     }
 }
 
+/// An upload's state as the status routes answer it (the subject's id is the route's).
+pub fn status_view(upload: &PhotoUpload) -> serde_json::Value {
+    let mut body = serde_json::json!({
+        "uploadId": upload.upload_id,
+        "status": upload.status.name(),
+        "requestedAt": upload.requested_at,
+    });
+    if let UploadStatus::Rejected { refusal } = &upload.status {
+        body["refusal"] =
+            serde_json::json!({"code": refusal.code(), "message": refusal.to_string()});
+    }
+    body
+}
+
 /// An upload route's body: `{contentType}`.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -53,6 +53,26 @@ pub async fn request_upload(
     photos::allow_upload(app, signer, upload, key, now).await
 }
 
+/// How the shop's upload `upload_id` of `order_id`'s delivery photo stands (the console asks
+/// until it ends). Anyone else's, or another order's, is unknown to the caller.
+pub async fn upload_status(
+    app: &App,
+    caller: &Identity,
+    order_id: OrderId,
+    upload_id: bouquet_domain::UploadId,
+) -> Result<PhotoUpload, PhotoError> {
+    let upload = app
+        .store
+        .photo_upload(upload_id, false)
+        .await?
+        .filter(|u| u.subject == PhotoSubject::Delivery(order_id))
+        .ok_or(PhotoError::UnknownUpload)?;
+    caller
+        .require_vendor(upload.vendor_id)
+        .map_err(|_| PhotoError::UnknownUpload)?;
+    Ok(upload)
+}
+
 /// A delivery photo as its readers get it: the largest size through a URL signed for
 /// [`SIGNED_FOR`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -731,15 +731,29 @@ async fn every_function_flow() {
     // Proof of delivery: the shop's upload for the delivered order (its form authorized by
     // request-delivery-photo-upload's role), processed into private sizes under the order,
     // and the order read with a URL get-order signs (authorized by its own role's read).
-    seen.photo(
-        &cloud,
-        by_vendor("request-delivery-photo-upload", &vendor)
-            .order_id(&paid_order)
-            .json(json!({ "contentType": "image/png" })),
-        &photographing,
-        &buckets.uploads,
-    )
-    .await;
+    let delivery_ticket = seen
+        .photo(
+            &cloud,
+            by_vendor("request-delivery-photo-upload", &vendor)
+                .order_id(&paid_order)
+                .json(json!({ "contentType": "image/png" })),
+            &photographing,
+            &buckets.uploads,
+        )
+        .await;
+    let status = seen
+        .http(
+            &cloud,
+            by_vendor("get-delivery-photo-upload", &vendor)
+                .order_id(&paid_order)
+                .path(
+                    "uploadId",
+                    delivery_ticket.body["uploadId"].as_str().unwrap(),
+                ),
+            200,
+        )
+        .await;
+    assert_eq!(status.body["status"], "ready", "{}", status.body);
     let delivered = seen
         .http(
             &cloud,
