@@ -247,6 +247,26 @@ class Shop:
         path = f"/v1/bouquets/{bouquet_id}/photo-uploads/{ticket['uploadId']}"
         eventually(lambda: call("GET", path, self.token, None, 200)["status"] == "ready", "the photo is processed")
 
+    def delivered(self, buyer, name="Peonies", price="24.00"):
+        """A new bouquet of this shop bought by `buyer` (a customer's token), paid and delivered:
+        the order's id (it may be reviewed now)."""
+        bouquet_id = self.bouquet(name, price)["bouquetId"]
+        order_id = call("POST", "/v1/orders", buyer, {"bouquetIds": [bouquet_id]}, 201)["orderId"]
+        first = call("GET", f"/v1/vendors/{self.vendor_id}/delivery-settings", expect_status=200)["firstDate"]
+        put(f"/v1/orders/{order_id}/delivery", buyer, {
+            "recipient": {"name": "Rosa Lind", "phone": "+33 6 12 34 56 78"}, "date": first,
+            "address": {"street": "8 rue Verte", "postcode": "75003", "city": "Paris", "country": "FR"}}, '"1"')
+        call("POST", f"/v1/orders/{order_id}/payment", buyer, {"paymentToken": "tok_visa"}, 200)
+        call("POST", f"/v1/orders/{order_id}/fulfil", self.token, None, 200)
+        return order_id
+
+    def rated(self, by_stars):
+        """Waits until the shop's rating counts `by_stars` (1-star to 5-star reviews: its
+        projector counts a review a moment after it is written or edited); the rating."""
+        return eventually(lambda: (lambda r: r if r["byStars"] == by_stars else None)(
+            call("GET", f"/v1/vendors/{self.vendor_id}/reviews", expect_status=200)["rating"]),
+            f"the shop's rating counts {by_stars} reviews by stars")
+
     def vase(self):
         registered = call("POST", f"/v1/vendors/{self.vendor_id}/vases", self.token, None, 201)
         # What the vase connects with, kept beside what the console shows of it.
@@ -563,6 +583,176 @@ class Console(unittest.TestCase):
         row.get_by_role("button", name=f"Save the commission of {shop.name}").click()
         expect(row).to_have_attribute("data-commission", "")
 
+    def test_customer_reviews_a_delivered_order_from_the_order_page(self):
+        shop = Shop()
+        user = unique("rita")
+        buyer = mint("customer", user)
+        order_id = shop.delivered(buyer, "Peonies")
+        customer = self.page()
+        self.sign_in(customer, "customer", user)
+        self.open(customer, f"/orders/{order_id}")
+        expect(customer.locator('#order-status [data-status="fulfilled"]')).to_be_visible()
+        form = customer.locator("#review-form")
+        # Without stars it is refused beside the field, the text kept.
+        form.get_by_label("Your review").fill("Fresh peonies, on time.")
+        form.get_by_role("button", name="Post the review").click()
+        expect(customer.locator("#review-stars-error")).to_contain_text("Stars must be a whole number from 1 to 5")
+        expect(form.get_by_label("Stars")).to_have_attribute("aria-invalid", "true")
+        expect(form.get_by_label("Your review")).to_have_value("Fresh peonies, on time.")
+        form.get_by_label("Stars").select_option("4")
+        form.get_by_role("button", name="Post the review").click()
+        review = customer.locator("#review")
+        expect(review.get_by_role("img", name="4 out of 5 stars")).to_be_visible()
+        expect(review.locator('[data-field="text"]')).to_have_text("Fresh peonies, on time.")
+        expect(customer.locator("#review-form")).to_have_count(0)
+        # Once: a second review of the order is refused.
+        refused = call("POST", f"/v1/orders/{order_id}/review", buyer, {"stars": 5}, 409)
+        self.assertEqual(refused["code"], "review.exists")
+        # Editable for 48 hours: the stars changed, the text kept.
+        review.get_by_role("button", name="Edit").click()
+        customer.locator("#review-form").get_by_label("Stars").select_option("5")
+        customer.locator("#review-form").get_by_role("button", name="Save the review").click()
+        expect(review.get_by_role("img", name="5 out of 5 stars")).to_be_visible()
+        expect(review.locator('[data-field="text"]')).to_have_text("Fresh peonies, on time.")
+        self.no_reload(customer)
+        # On the shop's page for everyone, and in its rating.
+        shown = call("GET", f"/v1/vendors/{shop.vendor_id}/reviews", expect_status=200)["items"]
+        self.assertEqual([(r["orderId"], r["stars"], r.get("text")) for r in shown],
+                         [(order_id, 5, "Fresh peonies, on time.")])
+        self.assertEqual(shop.rated([0, 0, 0, 0, 1])["average"], 5)
+        # The order read again carries its review: shown, no form.
+        self.open(customer, f"/orders/{order_id}")
+        expect(customer.locator("#review").get_by_role("img", name="5 out of 5 stars")).to_be_visible()
+        expect(customer.locator("#review-form")).to_have_count(0)
+        self.shot(customer, "order-reviewed")
+
+    def test_the_shop_answers_a_review_on_its_page(self):
+        shop = Shop()
+        shop.deliver_in_paris()
+        buyer = mint("customer", unique("sam"))
+        order_id = shop.delivered(buyer, "Tulips")
+        call("POST", f"/v1/orders/{order_id}/review", buyer, {"stars": 5, "text": "Lovely tulips."}, 201)
+        on_sale = shop.bouquet("Irises", "31.00")["bouquetId"]
+        florist = self.page()
+        self.sign_in(florist, "vendor", unique("florist"), shop.vendor_id)
+        self.open(florist, f"/shops/{shop.vendor_id}")
+        self.subscribed(florist, "catalogue")
+        expect(florist.get_by_role("heading", level=1)).to_have_text(shop.name)
+        expect(florist.locator("#shop-delivery-area")).to_contain_text("Delivers to FR (postcodes starting 75, 92)")
+        expect(florist.locator(f'#shop-bouquets [data-bouquet="{on_sale}"]')).to_be_visible()
+        # The rating counts the review a moment after it was written: live, or as read.
+        expect(florist.locator("#shop-rating")).to_have_attribute("data-count", "1")
+        expect(florist.locator('#rating [data-stars="5"] [data-count]')).to_have_text("1")
+        review = florist.locator(f'#reviews [data-review="{order_id}"]')
+        expect(review).to_contain_text("Lovely tulips.")
+        review.get_by_label("Your answer").fill("Thank you, come again!")
+        review.get_by_role("button", name="Answer").click()
+        expect(review.locator('[data-field="answer"]')).to_have_text("Thank you, come again!")
+        expect(review.get_by_label("Your answer")).to_have_count(0)
+        # Once: the shop's second answer is refused.
+        refused = call("PUT", f"/v1/orders/{order_id}/review/answer", shop.token, {"text": "Again."}, 409)
+        self.assertEqual(refused["code"], "review.already_answered")
+        self.no_reload(florist)
+        # Everyone reads the answer; no one else is offered a form.
+        reader = self.page()
+        self.open(reader, f"/shops/{shop.vendor_id}")
+        expect(reader.locator(f'[data-review="{order_id}"] [data-field="answer"]')).to_have_text("Thank you, come again!")
+        expect(reader.get_by_label("Your answer")).to_have_count(0)
+        expect(reader.get_by_label("Reason for hiding it")).to_have_count(0)
+        self.subscribed(reader, "catalogue")
+        # An administrator hides it with a reason: it leaves the page (live for the reader) and
+        # the rating.
+        admin = self.page()
+        self.sign_in(admin, "admin", "admin-ada")
+        self.open(admin, f"/shops/{shop.vendor_id}")
+        hidden = admin.locator(f'#reviews [data-review="{order_id}"]')
+        hidden.get_by_label("Reason for hiding it").fill("Names a member of staff.")
+        hidden.get_by_role("button", name="Hide").click()
+        expect(hidden).to_have_count(0)
+        expect(reader.locator(f'[data-review="{order_id}"]')).to_have_count(0)
+        expect(reader.locator("#shop-rating")).to_have_attribute("data-count", "0")
+        self.no_reload(reader)
+        self.assertEqual(call("GET", f"/v1/vendors/{shop.vendor_id}/reviews", expect_status=200)["items"], [])
+
+    def test_a_cards_rating_moves_live(self):
+        shop = Shop()
+        on_sale = shop.bouquet("Anemones", "714.00")["bouquetId"]
+        first, second = (mint("customer", unique(n)) for n in ("una", "vic"))
+        orders = [shop.delivered(first, "Ranunculus"), shop.delivered(second, "Freesias")]
+        rival = Shop().bouquet("Lilies", "714.50")["bouquetId"]
+        on_the_storefront(on_sale, rival)
+        storefront = self.page()
+        self.open(storefront, "/")
+        self.subscribed(storefront, "catalogue")
+        card = storefront.locator(f'#catalogue [data-bouquet="{on_sale}"]')
+        rating = card.locator(".rating")
+        expect(rating).to_have_text("No reviews yet")
+        expect(card.get_by_role("link", name=f"Shop page: {shop.name}")).to_have_attribute("href", f"#/shops/{shop.vendor_id}")
+        # Another customer's review, through the API: the card's rating moves by itself.
+        call("POST", f"/v1/orders/{orders[0]}/review", first, {"stars": 4}, 201)
+        expect(rating).to_have_text("★ 4.0 (1 review)", timeout=30_000)
+        expect(card.get_by_role("img", name="Rated 4.0 out of 5 from 1 review")).to_be_visible()
+        call("POST", f"/v1/orders/{orders[1]}/review", second, {"stars": 5, "text": "Superb."}, 201)
+        expect(rating).to_have_text("★ 4.5 (2 reviews)", timeout=30_000)
+        self.no_reload(storefront)
+        # Best rated first: the rated shop before the unrated one (newest first, the other way).
+        filters = storefront.get_by_role("form", name="Filter the bouquets")
+        filters.get_by_label("From").fill("713")
+        filters.get_by_label("To").fill("715")
+        order = "() => [...document.querySelectorAll('#catalogue [data-bouquet]')].map((c) => c.dataset.bouquet)"
+        for sort, expected in [("newest first", [rival, on_sale]), ("best rated first", [on_sale, rival])]:
+            filters.get_by_label("Sort").select_option(label=sort)
+            seen = []
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline and seen != expected:
+                filters.get_by_role("button", name="Show").click()
+                storefront.wait_for_timeout(500)
+                seen = storefront.evaluate(order)
+            self.assertEqual(seen, expected, f"the cards, {sort}")
+        expect(rating).to_have_text("★ 4.5 (2 reviews)")
+        # The link leads to the shop's page, with the same figures.
+        card.get_by_role("link", name=f"Shop page: {shop.name}").click()
+        storefront.wait_for_function("document.body.dataset.page === 'shopPage' && document.body.dataset.ready === 'yes'")
+        expect(storefront.locator("#shop-rating")).to_contain_text("4.5")
+        expect(storefront.locator("#shop-rating")).to_have_attribute("data-count", "2")
+
+    def test_the_delivery_photo_shows_to_its_customer_and_nobody_else(self):
+        shop = Shop()
+        user = unique("wren")
+        buyer = mint("customer", user)
+        order_id = shop.delivered(buyer, "Dahlias")
+        florist = self.page()
+        self.sign_in(florist, "vendor", unique("florist"), shop.vendor_id)
+        self.open(florist, "/vendor")
+        row = florist.locator(f'#vendor-delivered tr[data-order="{order_id}"]')
+        row.get_by_label(re.compile("^Delivery photo")).set_input_files(
+            {"name": "delivered.png", "mimeType": "image/png", "buffer": png(640, 480, seed=90)})
+        row.get_by_role("button", name=f"Attach delivery photo to order {order_id}").click()
+        expect(row.locator(".form-message")).to_have_text("The delivery photo is in: the customer sees it on the order.",
+                                                          timeout=60_000)
+        # Its customer sees it on the order page, loaded.
+        customer = self.page()
+        self.sign_in(customer, "customer", user)
+        self.open(customer, f"/orders/{order_id}")
+        expect(customer.get_by_role("img", name="Photo of the delivery")).to_be_visible()
+        # Known gap: locally the signed image does not render yet (the dev stack's /local/s3 read
+        # of it); the element, the URL's signature and lifetime, and the refusals are checked.
+        photo = call("GET", f"/v1/orders/{order_id}", buyer, expect_status=200)["deliveryPhoto"]
+        self.assertGreater(photo["width"], 0)
+        self.assertGreater(datetime.fromisoformat(photo["expiresAt"].replace("Z", "+00:00")), datetime.now(timezone.utc))
+        self.assertNotIn("/photos/", photo["url"], "a signed URL, never the public photos' path")
+        self.shot(customer, "delivery-photo")
+        # Nobody else: another customer is told there is no such order, in the console and by
+        # the API; another shop too.
+        other = unique("xena")
+        call("GET", f"/v1/orders/{order_id}", mint("customer", other), expect_status=404)
+        call("GET", f"/v1/orders/{order_id}", Shop(payouts=False).token, expect_status=404)
+        stranger = self.page()
+        self.sign_in(stranger, "customer", other)
+        self.open(stranger, f"/orders/{order_id}")
+        expect(stranger.locator("#order-not-found")).to_be_visible()
+        expect(stranger.get_by_role("img", name="Photo of the delivery")).to_have_count(0)
+
     def axe(self, page, name):
         """axe-core's serious and critical violations on the page as it is now (none allowed)."""
         page.add_script_tag(path=AXE_JS)
@@ -594,15 +784,32 @@ class Console(unittest.TestCase):
         for route, name in [(f"/orders/{order}", "order and checkout"), ("/orders", "my orders")]:
             self.open(customer, route)
             checked.append(self.axe(customer, name))
+        # A delivered order: its review form, then the review on the shop's page, with the
+        # florist's answer form and the administrator's hiding form.
+        delivered = shop.delivered(token, "Asters")
+        self.open(customer, f"/orders/{delivered}")
+        expect(customer.locator("#review-form")).to_be_visible()
+        checked.append(self.axe(customer, "delivered order"))
+        call("POST", f"/v1/orders/{delivered}/review", token, {"stars": 4, "text": "Bright and fresh."}, 201)
+        shop.rated([0, 0, 0, 1, 0])
+        self.open(customer, f"/shops/{shop.vendor_id}")
+        expect(customer.locator(f'[data-review="{delivered}"]')).to_be_visible()
+        checked.append(self.axe(customer, "shop"))
         vendor = self.page()
         self.sign_in(vendor, "vendor", "vendor-axe", shop.vendor_id)
         self.open(vendor, "/vendor")
         checked.append(self.axe(vendor, "vendor console"))
+        self.open(vendor, f"/shops/{shop.vendor_id}")
+        expect(vendor.get_by_label("Your answer")).to_be_visible()
+        checked.append(self.axe(vendor, "shop, for its florist"))
         admin = self.page()
         self.sign_in(admin, "admin", "admin-axe")
         self.open(admin, "/admin")
         checked.append(self.axe(admin, "shops"))
-        self.assertEqual(len(checked), 8)
+        self.open(admin, f"/shops/{shop.vendor_id}")
+        expect(admin.get_by_label("Reason for hiding it")).to_be_visible()
+        checked.append(self.axe(admin, "shop, for an administrator"))
+        self.assertEqual(len(checked), 12)
 
     def tab_to(self, page, selector, limit=120):
         """Presses Tab until the element `selector` has the focus (fails after `limit` presses):
@@ -1151,13 +1358,20 @@ class Console(unittest.TestCase):
                    "the sale is in the vendor's analytics")
         eventually(lambda: len(call("GET", f"/v1/vases/{vase['vaseId']}/telemetry", shop.token, expect_status=200)["items"]) == 6,
                    "the six readings are stored")
+        # Delivered and reviewed, answered by the shop: the shop's page has a rating and a review.
+        call("POST", f"/v1/orders/{order['orderId']}/fulfil", shop.token, None, 200)
+        call("POST", f"/v1/orders/{order['orderId']}/review", buyer,
+             {"stars": 5, "text": "The ranunculus lasted two weeks.\nWould order again."}, 201)
+        call("PUT", f"/v1/orders/{order['orderId']}/review/answer", shop.token, {"text": "Thank you, Frank!"}, 200)
+        shop.rated([0, 0, 0, 0, 1])
         user = unique("erin")
         customer_token = mint("customer", user)
         call("PUT", f"/v1/cart/items/{bouquet_id}", customer_token, None, 200)
         for width in (1280, 390):
             customer = self.page(width)
             self.sign_in(customer, "customer", user)
-            pages = [("storefront", "/"), ("bouquet", f"/bouquets/{bouquet_id}"), ("cart", "/cart"), ("orders", "/orders")]
+            pages = [("storefront", "/"), ("bouquet", f"/bouquets/{bouquet_id}"), ("cart", "/cart"), ("orders", "/orders"),
+                     ("shop", f"/shops/{shop.vendor_id}")]
             for name, route in pages:
                 self.open(customer, route)
                 customer.wait_for_load_state("networkidle")  # the photos in view have loaded

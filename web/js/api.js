@@ -30,6 +30,12 @@ const ADVICE = {
   "service.busy": "The shop is busy; try again in a moment.",
   "vendor.payouts_not_ready": "This shop cannot take payments yet, so its bouquets cannot be reserved; try again later.",
   "idempotency.in_progress": "Your request is still being handled; try again in a moment.",
+  "review.exists": "This order has its review already.",
+  "review.not_delivered": "Only a delivered order can be reviewed.",
+  "review.window_closed": "Reviews are taken for 30 days after the delivery; this order's time has passed.",
+  "review.edit_window_closed": "A review can be changed for 48 hours after it is written; this one no longer can.",
+  "review.already_answered": "The shop has answered this review already.",
+  "review.not_allowed": "Only the order's customer reviews it, its shop answers it, and an administrator hides it.",
 };
 const WITH_DETAIL = new Set(["order.delivery_required", "order.invalid_state"]);
 

@@ -10,10 +10,12 @@ import { orderPage, ordersPage } from "./pages/orders.js";
 import { vendorPage } from "./pages/vendor.js";
 import { signInPage } from "./pages/signin.js";
 import { adminPage } from "./pages/admin.js";
+import { shopPage } from "./pages/shop.js";
 
 const ROUTES = [
   [/^#?\/?$/, catalogue],
   [/^#\/bouquets\/([^/]+)$/, bouquetPage],
+  [/^#\/shops\/([^/]+)$/, shopPage],
   [/^#\/cart$/, cartPage],
   [/^#\/orders$/, ordersPage],
   [/^#\/orders\/([^/]+)$/, orderPage],

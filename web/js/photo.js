@@ -1,6 +1,6 @@
-// Bouquet photos: the storefront's picture (srcset of the sizes, lazy, a fixed 4:3 box so
-// nothing moves when it loads) and the vendor's upload (a signed form straight to S3, then
-// the photo function's answer).
+// Photos: the storefront's picture of a bouquet (srcset of the sizes, lazy, a fixed 4:3 box so
+// nothing moves when it loads) and the shop's uploads, a bouquet's photo or an order's proof of
+// delivery alike (a signed form straight to S3, then the photo function's answer).
 import { api } from "./api.js";
 import { h } from "./ui.js";
 
@@ -37,10 +37,12 @@ function s3Refusal(status, text) {
 }
 
 /**
- * Uploads `file` as the photo of bouquet `id`: resolves with what the vendor is told
- * (`{ok, text}`) once the photo function has taken or refused it.
+ * Uploads `file` to `uploads`, the API's uploads of one photo (`/bouquets/{id}/photo-uploads`,
+ * `/orders/{id}/delivery-photo-uploads`: the same ticket and answers): resolves with what the
+ * shop is told (`{ok, text}`: `done` once taken, `refused` after the reason it was not) when the
+ * photo function has taken or refused it.
  */
-export async function uploadPhoto(id, file) {
+export async function uploadPhoto(uploads, file, { done = "Photo updated.", refused = "The photo it had stays." } = {}) {
   if (!PHOTO_TYPES.includes(file.type)) {
     return { ok: false, text: "Choose a JPEG, PNG or WebP photo." };
   }
@@ -48,17 +50,18 @@ export async function uploadPhoto(id, file) {
     const mb = (file.size / 1024 / 1024).toFixed(1);
     return { ok: false, text: `The photo is ${mb} MB; photos up to 5 MB are taken.` };
   }
-  const ticket = await api("POST", `/bouquets/${id}/photo-uploads`, { body: { contentType: file.type } });
+  const ticket = await api("POST", uploads, { body: { contentType: file.type } });
   const form = new FormData();
   for (const [name, value] of Object.entries(ticket.fields)) form.append(name, value);
   form.append("file", file);
   const sent = await fetch(ticket.url, { method: "POST", body: form });
   if (!sent.ok) return { ok: false, text: s3Refusal(sent.status, await sent.text()) };
   for (let waited = 0; waited < 60_000; waited += 500) {
-    const upload = await api("GET", `/bouquets/${id}/photo-uploads/${ticket.uploadId}`);
-    if (upload.status === "ready") return { ok: true, text: "Photo updated." };
+    const upload = await api("GET", `${uploads}/${ticket.uploadId}`);
+    if (upload.status === "ready") return { ok: true, text: done };
     if (upload.status === "rejected") {
-      return { ok: false, text: `${upload.refusal.message[0].toUpperCase()}${upload.refusal.message.slice(1)}. The photo it had stays.` };
+      const why = upload.refusal?.message ?? "the photo was refused";
+      return { ok: false, text: `${why[0].toUpperCase()}${why.slice(1)}. ${refused}` };
     }
     if (upload.status === "superseded") return { ok: true, text: "A photo chosen later is shown instead." };
     await sleep(500);

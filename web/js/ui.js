@@ -46,6 +46,27 @@ export function freshnessBadge(freshness, inVase = true) {
     `freshness ${freshness}`);
 }
 
+/** A shop's rating as a card shows it, "★ 4.3 (19 reviews)" (read out "Rated 4.3 out of 5 from
+ *  19 reviews"), or "No reviews yet"; nothing when the rating is not known. */
+export function ratingBadge(rating) {
+  if (!rating) return null;
+  const count = rating.count ?? 0;
+  if (!count || rating.average === null || rating.average === undefined) {
+    return h("span", { class: "rating muted", "data-rating": "", "data-count": "0" }, "No reviews yet");
+  }
+  const average = stars(rating.average);
+  const reviews = `${count} review${count === 1 ? "" : "s"}`;
+  return h("span", {
+    class: "rating", role: "img", "aria-label": `Rated ${average} out of 5 from ${reviews}`,
+    "data-rating": rating.average, "data-count": count,
+  }, h("span", { class: "star" }, "★"), ` ${average} (${reviews})`);
+}
+
+/** An average of stars as written beside it, always to a tenth: 4 → "4.0". */
+export function stars(average) {
+  return Number(average).toLocaleString(undefined, { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+}
+
 export function statusBadge(status) {
   return h("span", { class: `badge status-${status}`, "data-status": status }, status.replaceAll("_", " "));
 }

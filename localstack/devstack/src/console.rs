@@ -498,6 +498,27 @@ impl Console {
                     _ => message(StatusCode::NOT_FOUND, "no such bucket"),
                 }
             }
+            // A proof of delivery, read through the URL get-order signed (S3's presigned GET).
+            (&Method::GET, path) if path.starts_with("/local/s3/") => {
+                let rest = path.trim_start_matches("/local/s3/");
+                let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+                match &self.photo_buckets {
+                    Some(buckets) if buckets.uploads == bucket && key.starts_with("delivered/") => {
+                        match presigned_until(request.uri().query().unwrap_or("")) {
+                            Some(until) if until > time::OffsetDateTime::now_utc() => {
+                                let target = format!("/{bucket}/{key}");
+                                self.forward(request, &target).await
+                            }
+                            // As S3 answers an expired or unsigned read.
+                            _ => message(
+                                StatusCode::FORBIDDEN,
+                                "AccessDenied: Request has expired or is not signed",
+                            ),
+                        }
+                    }
+                    _ => message(StatusCode::NOT_FOUND, "no such key"),
+                }
+            }
             (&Method::GET | &Method::HEAD, path)
                 if path.starts_with("/photos/") && self.photo_buckets.is_some() =>
             {
@@ -674,8 +695,46 @@ fn message(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
     )
 }
 
+/// Until when a SigV4 presigned URL's query (`X-Amz-Date` + `X-Amz-Expires`, with a
+/// signature) reads its object; `None` when it is not one. The emulator checks no signature:
+/// the dev stack refuses an expired or unsigned read as S3 does.
+fn presigned_until(query: &str) -> Option<time::OffsetDateTime> {
+    let value = |name: &str| {
+        query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+    };
+    value("X-Amz-Signature").filter(|s| !s.is_empty())?;
+    let signed_at = time::PrimitiveDateTime::parse(
+        value("X-Amz-Date")?,
+        time::macros::format_description!("[year][month][day]T[hour][minute][second]Z"),
+    )
+    .ok()?
+    .assume_utc();
+    let seconds: i64 = value("X-Amz-Expires")?.parse().ok()?;
+    Some(signed_at + time::Duration::seconds(seconds))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_presigned_read_lasts_its_expiry_and_an_unsigned_one_none() {
+        let until = presigned_until(
+            "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20261202T161651Z&X-Amz-Expires=900&X-Amz-SignedHeaders=host&X-Amz-Signature=abc",
+        )
+        .expect("signed");
+        assert_eq!(
+            until,
+            time::macros::datetime!(2026-12-02 16:31:51 UTC),
+            "15 minutes after it was signed"
+        );
+        assert_eq!(
+            presigned_until("X-Amz-Date=20261202T161651Z&X-Amz-Expires=900"),
+            None
+        );
+        assert_eq!(presigned_until(""), None);
+    }
+
     use super::*;
 
     fn console() -> Console {

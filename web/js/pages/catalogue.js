@@ -1,10 +1,13 @@
-// The storefront: available bouquets with live freshness and status.
+// The storefront: available bouquets with live freshness and status, and each shop's rating.
 import { api } from "../api.js";
 import { live } from "../live.js";
 import { session } from "../session.js";
 import { showCartCount } from "../cart-count.js";
 import { picture } from "../photo.js";
-import { attempt, clearErrors, field, freshnessBadge, h, money, notify, refresh, show, showErrors, statusBadge } from "../ui.js";
+import { attempt, clearErrors, field, freshnessBadge, h, money, notify, ratingBadge, refresh, show, showErrors, statusBadge } from "../ui.js";
+
+// How old a catalogue page may be: the edge keeps a copy for 5 s (CatalogueCachePolicy).
+const EDGE_MS = 5000;
 
 /** "Add to cart" for a customer; a sign-in link for everyone else. */
 export function addToCart(bouquet) {
@@ -27,21 +30,42 @@ export function addToCart(bouquet) {
   return h("span", { class: "row" }, button, said);
 }
 
-function card(bouquet) {
+/** A bouquet's card. `shop: false` on its shop's own page, where the shop's name, rating and
+ *  link would only repeat the page's. */
+export function card(bouquet, { shop = true } = {}) {
   return h("article", { class: "card", "data-bouquet": bouquet.bouquetId, "data-vendor": bouquet.vendorId, "data-version": bouquet.version },
     picture(bouquet),
     h("h3", {}, h("a", { href: `#/bouquets/${bouquet.bouquetId}` }, bouquet.name)),
-    bouquet.vendorName ? h("p", { class: "muted shop", "data-shop": bouquet.vendorId }, "from ",
+    shop && bouquet.vendorName ? h("p", { class: "muted shop", "data-shop": bouquet.vendorId }, "from ",
       h("button", { type: "button", class: "link", "data-only-shop": bouquet.vendorId, "data-shop-name": bouquet.vendorName,
         "aria-label": `Only ${bouquet.vendorName}'s bouquets` }, bouquet.vendorName)) : null,
+    shop ? h("p", { class: "row muted shop-rating", "data-shop-rating": bouquet.vendorId },
+      ratingBadge(bouquet.shopRating),
+      h("a", { href: `#/shops/${bouquet.vendorId}`, "aria-label": `Shop page: ${bouquet.vendorName ?? "the shop"}` }, "Shop page")) : null,
     h("p", { class: "muted" }, bouquet.description || ""),
     h("div", { class: "row spread" }, h("strong", {}, money(bouquet.price)),
       h("span", { class: "row" }, statusBadge(bouquet.status), freshnessBadge(bouquet.freshness, Boolean(bouquet.vaseId)))),
     h("div", { class: "row", style: "margin-top:8px" }, addToCart(bouquet)));
 }
 
-/** Follows one bouquet's changes: `render(bouquet)` with the bouquet as it is now. */
-export function follow(channel, bouquetOf, render, onShop) {
+/** Shows `rating` on `card` (its shop's), unless it shows that already: a card is not redrawn for
+ *  it, so what the card told the customer (e.g. "In your cart.") stays. */
+export function showRating(card, rating) {
+  const line = card.querySelector("[data-shop-rating]");
+  const badge = ratingBadge(rating);
+  const shown = line?.querySelector(".rating");
+  if (!line || !badge || shown?.outerHTML === badge.outerHTML) return;
+  if (shown) shown.replaceWith(badge);
+  else line.prepend(badge);
+}
+
+// A shop's events: its suspension, its reviews and its rating (the pages say what they mean).
+const SHOP_EVENTS = new Set(["VendorSuspended", "VendorReinstated", "ShopRatingChanged",
+  "ReviewWritten", "ReviewEdited", "ReviewAnswered", "ReviewHidden"]);
+
+/** Follows one bouquet's changes: `render(bouquet)` with the bouquet as it is now; a shop's
+ *  events go to `onShop(name, vendorId, event)`. With `vendorId`, one shop's only. */
+export function follow(channel, bouquetOf, render, onShop, vendorId) {
   const versions = new Map();
   const reread = async (id) => {
     try {
@@ -54,9 +78,10 @@ export function follow(channel, bouquetOf, render, onShop) {
     }
   };
   return live.subscribe(channel, (event) => {
-    // A shop suspended or reinstated: its bouquets leave or come back (read the page again).
-    if (event.name === "VendorSuspended" || event.name === "VendorReinstated") {
-      onShop?.(event.name, event.data.vendorId);
+    if (vendorId && event.data?.vendorId && event.data.vendorId !== vendorId) return;
+    // A shop suspended or reinstated (its bouquets leave or come back), reviewed or rated.
+    if (SHOP_EVENTS.has(event.name)) {
+      onShop?.(event.name, event.data.vendorId, event);
       return;
     }
     if (event.name === "VendorOnboarded") return;
@@ -90,6 +115,19 @@ export async function catalogue() {
   const grid = h("div", { class: "grid", id: "catalogue" });
   const more = h("button", { type: "button", class: "secondary", hidden: true }, "Show more");
   const known = new Map();
+  // Each shop's rating, newest known first: a live frame's (at its version), or a page's (which
+  // may be the edge's copy, up to 5 s old: it does not undo a frame heard in that time).
+  const ratings = new Map();
+  const noteRating = (vendorId, rating, at, version = 0) => {
+    const held = ratings.get(vendorId);
+    const older = held && (held.at > at || (version > 0 && held.version >= version));
+    if (!rating || older) return false;
+    ratings.set(vendorId, { rating, at, version: Math.max(version ?? 0, held?.version ?? 0) });
+    return true;
+  };
+  const noteRatings = (items, asked) => {
+    for (const b of items) noteRating(b.vendorId, b.shopRating, asked - EDGE_MS);
+  };
   let cursor = null;
   // The filters and the order, as the API takes them (no Scan: a filter on the index that
   // serves the order).
@@ -101,8 +139,9 @@ export async function catalogue() {
     && (!filters.minFreshness || (b.freshness ?? -1) >= Number(filters.minFreshness));
   const query = () => Object.entries(filters).filter(([, v]) => v).map(([k, v]) => `&${k}=${encodeURIComponent(v)}`).join("");
   const put = (update) => {
-    // A single bouquet's read carries no shop name: keep the one the page gave.
+    // A single bouquet's read carries no shop name or rating: keep the ones the page gave.
     const bouquet = { vendorName: known.get(update.bouquetId)?.vendorName, ...update };
+    bouquet.shopRating = ratings.get(bouquet.vendorId)?.rating ?? bouquet.shopRating ?? known.get(update.bouquetId)?.shopRating;
     const existing = grid.querySelector(`[data-bouquet="${bouquet.bouquetId}"]`);
     if (bouquet.gone || bouquet.status === "withdrawn" || bouquet.suspended || !matches(bouquet)) {
       existing?.remove();
@@ -113,12 +152,17 @@ export async function catalogue() {
     // An unchanged card stays as it is (with what it told the customer), unless a page now
     // names the shop that a live read drew it without.
     const named = !bouquet.vendorName || existing?.querySelector(".shop");
-    if (existing && existing.dataset.version === String(bouquet.version) && named) return;
+    if (existing && existing.dataset.version === String(bouquet.version) && named) {
+      showRating(existing, bouquet.shopRating);
+      return;
+    }
     if (existing) existing.replaceWith(card(bouquet));
     else grid.append(card(bouquet));
   };
   const load = async () => {
+    const asked = Date.now();
     const page = await api("GET", `/bouquets?limit=24${query()}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    noteRatings(page.items, asked);
     page.items.forEach(put);
     cursor = page.nextCursor ?? null;
     more.hidden = !cursor;
@@ -143,7 +187,7 @@ export async function catalogue() {
     field("From", { name: "minPrice", inputmode: "decimal", size: 6 }, "€"),
     field("To", { name: "maxPrice", inputmode: "decimal", size: 6 }, "€"),
     field("Freshness", { tag: "select", name: "minFreshness", options: [["", "any"], ["40", "40 or more"], ["70", "70 or more"]] }),
-    field("Sort", { tag: "select", name: "sort", options: [["", "newest first"], ["freshness", "freshest first"], ["price", "price, low to high"], ["-price", "price, high to low"]] }),
+    field("Sort", { tag: "select", name: "sort", options: [["", "newest first"], ["freshness", "freshest first"], ["price", "price, low to high"], ["-price", "price, high to low"], ["rating", "best rated first"]] }),
     h("p", {}, h("button", { type: "submit", class: "secondary" }, "Show"))),
   h("p", { class: "muted" }, "Scores change live; the order is the one the page was read in."));
   more.addEventListener("click", () => attempt(load));
@@ -170,7 +214,14 @@ export async function catalogue() {
   // A suspended shop's cards leave at once; reinstated, they are read again one by one (the
   // catalogue page may come from the edge's 5-second cache), then the page after that window.
   const withheld = new Map();
-  const onShop = (name, vendorId) => {
+  const onShop = (name, vendorId, event) => {
+    // A shop's new rating, on each of its cards (the order stays the one the page was read in).
+    if (name === "ShopRatingChanged") {
+      if (!noteRating(vendorId, event.data.rating, Date.now(), event.aggregateVersion)) return;
+      for (const card of grid.querySelectorAll(`[data-vendor="${vendorId}"]`)) showRating(card, event.data.rating);
+      return;
+    }
+    if (name !== "VendorSuspended" && name !== "VendorReinstated") return;
     if (name === "VendorSuspended") {
       for (const card of grid.querySelectorAll(`[data-vendor="${vendorId}"]`)) {
         withheld.set(card.dataset.bouquet, vendorId);
@@ -191,7 +242,9 @@ export async function catalogue() {
   // one step once it has arrived, so the storefront never shows empty meanwhile (the socket's
   // first open comes right after the first load).
   const reload = async () => {
+    const asked = Date.now();
     const page = await api("GET", `/bouquets?limit=24${query()}`);
+    noteRatings(page.items, asked);
     const onSale = new Set(page.items.map((b) => b.bouquetId));
     for (const stale of grid.querySelectorAll("[data-bouquet]")) {
       if (!onSale.has(stale.dataset.bouquet)) {

@@ -1,17 +1,29 @@
 // My orders (customer), one order with checkout (customer) or fulfilment (vendor), live: its
-// delivery fee and receipt (net, VAT, gross), and once paid its invoice.
+// delivery fee and receipt (net, VAT, gross), once paid its invoice, and once delivered the
+// florist's photo of the delivery and the customer's review.
 import { api } from "../api.js";
 import { live } from "../live.js";
 import { loadConfig, session } from "../session.js";
-import { attempt, field, h, money, notify, refresh, show, showErrors, statusBadge, when } from "../ui.js";
+import { attempt, clearErrors, field, h, money, notify, refresh, show, showErrors, statusBadge, when } from "../ui.js";
+import { EDIT_WINDOW_MS, STAR_CHOICES, editable, reviewBody } from "../reviews.js";
 
 /** The channel that carries the caller's orders. */
 export function ordersChannel() {
   return session.role() === "vendor" ? `vendor:${session.vendorId()}` : "orders";
 }
 
+// `ReviewHidden` reaches the review's author on this channel.
 const ORDER_EVENTS = new Set(["OrderReserved", "OrderPaid", "OrderCancelled", "ReservationExpired", "OrderAccepted",
-  "OrderOutForDelivery", "OrderFulfilled", "OrderRejected", "OrderDeliveryChanged"]);
+  "OrderOutForDelivery", "OrderFulfilled", "OrderRejected", "OrderDeliveryChanged", "ReviewHidden"]);
+
+/** An event that moves an order: one of the above, or a proof-of-delivery photo attached (its
+ *  events name the delivery photo). */
+function movesAnOrder(name) {
+  return ORDER_EVENTS.has(name) || name.includes("DeliveryPhoto");
+}
+
+/** How long after its delivery an order may be reviewed (the API's 30 days). */
+const REVIEW_WINDOW_MS = 30 * 24 * 3600 * 1000;
 
 const SLOTS = [["", "Any time of day"], ["morning", "Morning"], ["afternoon", "Afternoon"], ["evening", "Evening"]];
 
@@ -99,7 +111,7 @@ function timeline(status) {
 /** Calls `changed(orderId)` when one of the caller's orders moves. */
 export function followOrders(changed) {
   return live.subscribe(ordersChannel(), (event) => {
-    if (ORDER_EVENTS.has(event.name)) changed(event.data.orderId ?? event.aggregateId);
+    if (movesAnOrder(event.name)) changed(event.data.orderId ?? event.aggregateId);
   });
 }
 
@@ -181,9 +193,34 @@ async function stripeToken() {
   return paymentMethod.id;
 }
 
+/** The newer of two reads of one review (a read may predate the review just written). */
+function newer(a, b) {
+  return (a?.version ?? 0) >= (b?.version ?? 0) ? a ?? b : b;
+}
+
+/** The florist's photo of the delivery (its URL is signed and expires: the page reads a new one
+ *  before then). */
+function deliveryPhotoFigure(photo, customer) {
+  return h("figure", { id: "delivery-photo", class: "delivery-photo" },
+    h("img", { src: photo.url, width: photo.width, height: photo.height, alt: "Photo of the delivery", decoding: "async" }),
+    h("figcaption", { class: "muted" }, customer
+      ? "The florist took this photo at the delivery; only you and the shop can see it."
+      : "The photo taken at the delivery; only the customer and the shop can see it."));
+}
+
 export async function orderPage(id) {
   const config = await loadConfig();
-  let order = await api("GET", `/orders/${id}`);
+  let order;
+  try {
+    order = await api("GET", `/orders/${id}`);
+  } catch (error) {
+    // Another's order is not found, like one that does not exist.
+    if (error.status !== 404 && error.status !== 400) throw error;
+    show(h("p", {}, h("a", { href: session.role() === "vendor" ? "#/vendor" : "#/orders" }, "← Orders")),
+      h("h1", {}, "Order not found"),
+      h("p", { id: "order-not-found" }, "There is no such order among yours."));
+    return;
+  }
   const section = h("section", { "data-order": id });
   let timer;
   const countdown = h("p", { class: "countdown", "aria-live": "off", id: "countdown" });
@@ -209,6 +246,99 @@ export async function orderPage(id) {
   const invoiceNumber = h("span", {});
   const invoiceView = h("div", { id: "invoice-view" });
   let invoiceUrl = null;
+  // The review form's choices and the edit under way outlive a re-render too.
+  let reviewDraft = null;
+  let editingReview = false;
+  // The delivery photo, kept across re-renders (a new read signs a new URL for the same photo);
+  // a little before its URL expires, a fresh one is read.
+  let photoShown = null;
+  let photoTimer;
+  const deliveryPhoto = (customer) => {
+    const photo = order.deliveryPhoto;
+    if (!photo?.url) return null;
+    const key = photo.url.split("?")[0];
+    if (photoShown?.key !== key) photoShown = { key, element: deliveryPhotoFigure(photo, customer) };
+    clearTimeout(photoTimer);
+    const expires = Date.parse(photo.expiresAt ?? "");
+    if (Number.isFinite(expires)) {
+      const wait = Math.min(Math.max(expires - Date.now() - 30_000, 5_000), 2 ** 31 - 1);
+      photoTimer = setTimeout(() => refresh(async () => {
+        const latest = await api("GET", `/orders/${id}`);
+        if (!latest.deliveryPhoto?.url) return;
+        order = { ...order, deliveryPhoto: latest.deliveryPhoto };
+        photoShown.element.querySelector("img").src = latest.deliveryPhoto.url;
+        deliveryPhoto(customer);
+      }), wait);
+    }
+    return photoShown.element;
+  };
+  // The customer's review of the delivered order: the form until it is written, then the
+  // review (an edit for 48 hours; a hidden review says why).
+  const reviewForm = (existing) => {
+    const form = h("form", {
+      id: "review-form", novalidate: true, "aria-labelledby": "review-title",
+      oninput: () => { reviewDraft = Object.fromEntries(new FormData(form)); },
+      onsubmit: (e) => {
+        e.preventDefault();
+        attempt(async () => {
+          clearErrors(form);
+          const typed = Object.fromEntries(new FormData(form));
+          // Left empty, the stars are refused beside their field; the text is optional (an
+          // edit sends it even empty: that removes it).
+          const body = {
+            ...(typed.stars ? { stars: Number(typed.stars) } : {}),
+            ...(existing || typed.text.trim() ? { text: typed.text } : {}),
+          };
+          let review;
+          try {
+            review = await api(existing ? "PATCH" : "POST", `/orders/${id}/review`, { body });
+          } catch (error) {
+            showErrors(form, error);
+            return;
+          }
+          order = { ...order, review: newer(review, order.review) };
+          reviewDraft = null;
+          editingReview = false;
+          render();
+          notify(existing ? "Your review is changed." : "Thank you: your review is on the shop's page.", "ok");
+        });
+      },
+    },
+    field("Stars", { tag: "select", name: "stars", id: "review-stars", options: STAR_CHOICES, required: true }),
+    field("Your review", { tag: "textarea", name: "text", id: "review-text", rows: 3, maxlength: 1000 }, "optional, up to 1,000 characters, shown on the shop's page"),
+    h("p", { class: "row" },
+      h("button", { type: "submit", id: "post-review" }, existing ? "Save the review" : "Post the review"),
+      existing ? h("button", {
+        type: "button", class: "secondary",
+        onclick: () => { editingReview = false; reviewDraft = null; render(); },
+      }, "Keep it as it is") : null));
+    form.elements.stars.value = reviewDraft?.stars ?? String(existing?.stars ?? "");
+    form.elements.text.value = reviewDraft?.text ?? existing?.text ?? "";
+    return form;
+  };
+  const reviewSection = (customer) => {
+    const review = order.review;
+    if (order.status !== "fulfilled" || (!review && !customer)) return null;
+    const title = h("h2", { id: "review-title" }, customer ? "Your review" : "The customer's review");
+    const section = (...children) => h("section", { id: "review", "data-version": review?.version ?? "" }, title, ...children);
+    if (!review) {
+      const delivered = Date.parse(order.fulfilledAt ?? "");
+      if (Number.isFinite(delivered) && Date.now() > delivered + REVIEW_WINDOW_MS) {
+        return section(h("p", { class: "muted" }, "Reviews are taken for 30 days after the delivery; this order's time has passed."));
+      }
+      return section(h("p", { class: "muted" }, "How was it? Only customers whose order was delivered may review the shop."), reviewForm(null));
+    }
+    if (customer && editingReview && editable(review)) return section(reviewForm(review));
+    const until = new Date(Date.parse(review.writtenAt) + EDIT_WINDOW_MS);
+    return section(
+      review.hidden ? h("p", { class: "hidden-review", id: "review-hidden" },
+        `An administrator hid this review: “${review.hidden.reason}”. It is not on the shop's page and does not count in its rating.`) : null,
+      h("div", { class: "card review", "data-review": review.orderId }, ...reviewBody(review)),
+      customer && editable(review) ? h("p", { class: "row" },
+        h("button", { type: "button", class: "secondary", id: "edit-review", onclick: () => { editingReview = true; render(); } }, "Edit"),
+        h("span", { class: "muted" }, `You may change it until ${when(until)}.`)) : null,
+      h("p", {}, h("a", { href: `#/shops/${order.vendorId}` }, customer ? "The shop's page and its reviews" : "Answer it on the shop's page")));
+  };
   const invoice = h("div", { id: "invoice", class: "invoice" },
     h("p", { class: "row" }, h("strong", {}, "Invoice № ", invoiceNumber),
       h("button", {
@@ -362,7 +492,8 @@ export async function orderPage(id) {
     };
     const showDetails = order.delivery && !(customer && order.status === "reserved");
     const fee = order.pricing?.deliveryFee;
-    section.replaceChildren(
+    // (What is not there is left out: `replaceChildren` would write a null as "null".)
+    section.replaceChildren(...[
       h("h1", {}, "Order"),
       h("p", { class: "row" }, h("span", { id: "order-status" }, statusBadge(order.status)), words[order.status] ?? ""),
       timeline(order.status),
@@ -372,19 +503,25 @@ export async function orderPage(id) {
       order.invoiceNumber ? invoice : null,
       showDetails ? h("dl", { class: "delivery", id: "delivery-details" }, deliveryLines(order.delivery)) : null,
       showDetails ? receiptOf(order) : null,
-      ...actions);
+      deliveryPhoto(customer),
+      reviewSection(customer),
+      ...actions].filter(Boolean));
   };
   render();
   show(h("p", {}, h("a", { href: session.role() === "vendor" ? "#/vendor" : "#/orders" }, "← Orders")), section);
   const reread = async () => {
     const latest = await api("GET", `/orders/${id}`);
-    // Only a newer order re-renders: the event of a change this page already shows changes nothing.
-    if (latest.version > order.version) {
-      order = latest;
+    // Only a newer order, review or a photo re-renders: the event of a change this page already
+    // shows changes nothing. A review written here stays while a read from before it arrives.
+    const moved = latest.version > order.version
+      || (latest.review?.version ?? 0) > (order.review?.version ?? 0)
+      || Boolean(latest.deliveryPhoto?.url) !== Boolean(order.deliveryPhoto?.url);
+    if (moved) {
+      order = { ...latest, review: newer(latest.review, order.review) };
       render();
     }
   };
   live.onReconnect.add(() => refresh(reread));
   const stop = followOrders((orderId) => orderId === id && refresh(reread));
-  return () => { clearInterval(timer); stop(); };
+  return () => { clearInterval(timer); clearTimeout(photoTimer); stop(); };
 }

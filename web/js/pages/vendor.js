@@ -6,7 +6,7 @@ import { live } from "../live.js";
 import { session } from "../session.js";
 import { attempt, clearErrors, field, freshnessBadge, h, money, notify, refresh, say, show, showErrors, statusBadge, when } from "../ui.js";
 import { followOrders } from "./orders.js";
-import { picture, uploadPhoto } from "../photo.js";
+import { PHOTO_TYPES, picture, uploadPhoto } from "../photo.js";
 
 function formJson(form) {
   return Object.fromEntries([...new FormData(form)].filter(([, v]) => v !== ""));
@@ -158,7 +158,7 @@ function bouquetRow(initial, reload) {
         say(photoForm, "Uploading…");
         let told;
         try {
-          told = await uploadPhoto(id, chosen);
+          told = await uploadPhoto(`/bouquets/${id}/photo-uploads`, chosen);
         } catch (error) {
           showErrors(photoForm, error);
           return;
@@ -252,13 +252,78 @@ function vasesSection(vendorId) {
   };
 }
 
+/** The proof of delivery of one order: a photo sent with the shared upload (a signed form
+ *  straight to S3, then the photo function's answer), said beside it. `update(order)` says
+ *  whether one is attached. */
+function deliveryPhotoForm(orderId) {
+  const id = `delivery-photo-${orderId}`;
+  const file = h("input", { type: "file", name: "photo", id, accept: PHOTO_TYPES.join(",") });
+  const attached = h("p", { class: "muted", hidden: true }, "A photo is attached; the customer sees it. A new one replaces it.");
+  const form = h("form", {
+    class: "photo-form", novalidate: true, "data-delivery-photo": orderId,
+    onsubmit: (e) => {
+      e.preventDefault();
+      const chosen = file.files[0];
+      if (!chosen) {
+        say(form, "Choose a photo first.", "error");
+        return;
+      }
+      attempt(async () => {
+        clearErrors(form);
+        say(form, "Uploading…");
+        let told;
+        try {
+          told = await uploadPhoto(`/orders/${orderId}/delivery-photo-uploads`, chosen, {
+            done: "The delivery photo is in: the customer sees it on the order.", refused: "Choose another photo.",
+          });
+        } catch (error) {
+          showErrors(form, error);
+          return;
+        }
+        const box = say(form, told.text, told.ok ? "ok" : "error");
+        if (!told.ok) box.focus({ preventScroll: false });
+        file.value = "";
+        if (told.ok) {
+          form.dataset.attached = "yes";
+          attached.hidden = false;
+        }
+      });
+    },
+  },
+  h("div", {}, h("label", { for: id }, "Delivery photo", h("span", { class: "hint muted" }, " (JPEG, PNG or WebP, up to 5 MB)")), file),
+  attached,
+  h("p", {}, h("button", { type: "submit", class: "secondary", "aria-label": `Attach delivery photo to order ${orderId}` }, "Attach delivery photo")));
+  return {
+    form,
+    update(order) {
+      if (!order.deliveryPhoto) return;
+      form.dataset.attached = "yes";
+      attached.hidden = false;
+    },
+  };
+}
+
 function ordersSection() {
   const body = h("tbody", { id: "vendor-orders" });
+  const delivered = h("tbody", { id: "vendor-delivered" });
+  // One photo form per order, kept across the board's redraws: a live update during an upload
+  // leaves the file chosen and what the form says.
+  const photoForms = new Map();
+  const photoForm = (o) => {
+    if (!photoForms.has(o.orderId)) photoForms.set(o.orderId, deliveryPhotoForm(o.orderId));
+    const kept = photoForms.get(o.orderId);
+    kept.update(o);
+    return kept.form;
+  };
   const load = async () => {
-    // Sold and not yet delivered, in delivery order (date, slot), from the shop's history index.
-    const page = await api("GET", "/orders?status=paid,accepted,out_for_delivery&limit=50");
-    const open = page.items;
     const today = new Date().toISOString().slice(0, 10);
+    // Sold and not yet delivered, in delivery order (date, slot), from the shop's history index;
+    // and delivered, for two weeks, the latest first (a photo of the delivery may follow).
+    const [page, done] = await Promise.all([
+      api("GET", "/orders?status=paid,accepted,out_for_delivery&limit=50"),
+      api("GET", `/orders?status=fulfilled&deliveryFrom=${daysBefore(today, 14)}&deliveryTo=${daysBefore(today, -90)}&limit=50`),
+    ]);
+    const open = page.items;
     // One button per step the order may take next (the API refuses any other).
     const step = (o, route, label) => h("button", {
       type: "button", class: route === "reject" ? "secondary" : "", "aria-label": `${label} order ${o.orderId}`,
@@ -290,12 +355,24 @@ function ordersSection() {
           o.delivery.cardMessage ? h("div", { class: "muted" }, `Card: “${o.delivery.cardMessage}”`) : null]
         : "–"),
       h("td", {}, statusBadge(o.status)),
-      h("td", { class: "row" }, ...steps(o)))));
+      h("td", {}, h("div", { class: "row" }, ...steps(o)), o.status === "out_for_delivery" ? photoForm(o) : null))));
     if (!open.length) body.append(h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No orders to deliver.")));
+    const recent = [...done.items].reverse();
+    delivered.replaceChildren(...recent.map((o) => h("tr", { "data-order": o.orderId, "data-status": o.status },
+      h("td", {}, o.delivery ? o.delivery.date : "–"),
+      h("td", {}, h("a", { href: `#/orders/${o.orderId}` }, o.lines.map((l) => l.name).join(", ")), " ", money(o.total)),
+      h("td", {}, photoForm(o)))));
+    if (!recent.length) delivered.append(h("tr", {}, h("td", { colspan: 3, class: "muted" }, "Nothing delivered in the last two weeks.")));
+    const shown = new Set([...open, ...recent].map((o) => o.orderId));
+    for (const orderId of photoForms.keys()) if (!shown.has(orderId)) photoForms.delete(orderId);
   };
   return {
     section: h("section", {}, h("h2", {}, "Deliveries"), h("div", { class: "table-wrap" }, h("table", {},
-      h("thead", {}, h("tr", {}, ...["When", "Bouquets", "Deliver to", "Status", ""].map((t) => h("th", {}, t)))), body))),
+      h("thead", {}, h("tr", {}, ...["When", "Bouquets", "Deliver to", "Status", ""].map((t) => h("th", {}, t)))), body)),
+    h("h3", {}, "Delivered"),
+    h("p", { class: "muted" }, "The last two weeks' deliveries. A photo of the delivery shows on the customer's order, to the customer only."),
+    h("div", { class: "table-wrap" }, h("table", {},
+      h("thead", {}, h("tr", {}, ...["Day", "Bouquets", "Proof of delivery"].map((t) => h("th", {}, t)))), delivered))),
     load,
   };
 }
@@ -579,7 +656,9 @@ export async function vendorPage() {
   const earnings = earningsSection(vendorId);
   const delivery = deliverySettingsSection(vendorId);
   const payouts = payoutsSection(vendorId);
-  show(h("h1", {}, "Vendor console"), payouts.section, orders.section, vases.section, bouquets.section, delivery.section, analytics.section, earnings.section);
+  show(h("h1", {}, "Vendor console"),
+    h("p", {}, h("a", { href: `#/shops/${vendorId}` }, "Your shop's page"), ": its rating and reviews as customers see them; answer reviews there."),
+    payouts.section, orders.section, vases.section, bouquets.section, delivery.section, analytics.section, earnings.section);
   const all = () => Promise.all([orders.load(), vases.load(), bouquets.load(), delivery.load(), analytics.load(), earnings.load()]);
   await all();
   live.onReconnect.add(() => refresh(all));
