@@ -735,8 +735,8 @@ class Console(unittest.TestCase):
         self.sign_in(customer, "customer", user)
         self.open(customer, f"/orders/{order_id}")
         expect(customer.get_by_role("img", name="Photo of the delivery")).to_be_visible()
-        # Known gap: locally the signed image does not render yet (the dev stack's /local/s3 read
-        # of it); the element, the URL's signature and lifetime, and the refusals are checked.
+        customer.wait_for_function(
+            "() => { const i = document.querySelector('#delivery-photo img'); return i && i.complete && i.naturalWidth > 0; }")
         photo = call("GET", f"/v1/orders/{order_id}", buyer, expect_status=200)["deliveryPhoto"]
         self.assertGreater(photo["width"], 0)
         self.assertGreater(datetime.fromisoformat(photo["expiresAt"].replace("Z", "+00:00")), datetime.now(timezone.utc))

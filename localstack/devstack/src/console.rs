@@ -166,17 +166,20 @@ impl Console {
     /// `GET /photos/{digest}/{width}.jpg`: the object of the photo bucket under that key, with
     /// its type and cache lifetime, as the distribution's `/photos/*` behaviour serves it.
     async fn photo(&self, path: &str) -> Response<Full<Bytes>> {
-        let (Some(reader), Some(buckets)) = (&self.photo_reader, &self.photo_buckets) else {
+        let Some(buckets) = &self.photo_buckets else {
             return message(StatusCode::NOT_FOUND, "no photos here");
         };
-        let key = path.trim_start_matches('/');
-        match reader
-            .get_object()
-            .bucket(&buckets.photos)
-            .key(key)
-            .send()
+        self.object(&buckets.photos, path.trim_start_matches('/'))
             .await
-        {
+    }
+
+    /// One object of the emulator's S3, read with the dev stack's credentials (the emulator
+    /// answers no anonymous read).
+    async fn object(&self, bucket: &str, key: &str) -> Response<Full<Bytes>> {
+        let Some(reader) = &self.photo_reader else {
+            return message(StatusCode::NOT_FOUND, "no photos here");
+        };
+        match reader.get_object().bucket(bucket).key(key).send().await {
             Ok(object) => {
                 let content_type = object
                     .content_type()
@@ -506,8 +509,7 @@ impl Console {
                     Some(buckets) if buckets.uploads == bucket && key.starts_with("delivered/") => {
                         match presigned_until(request.uri().query().unwrap_or("")) {
                             Some(until) if until > time::OffsetDateTime::now_utc() => {
-                                let target = format!("/{bucket}/{key}");
-                                self.forward(request, &target).await
+                                self.object(bucket, key).await
                             }
                             // As S3 answers an expired or unsigned read.
                             _ => message(
