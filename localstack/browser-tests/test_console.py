@@ -575,7 +575,14 @@ class Console(unittest.TestCase):
         expect(card).to_be_visible()
         self.no_reload(storefront)
         # The shop's own commission, then the marketplace's again.
-        row.get_by_label(f"Commission of {shop.name} in basis points").fill("1200")
+        rate = row.get_by_label(f"Commission of {shop.name} in basis points")
+        rate.fill("1200")
+        # Another shop opening meanwhile redraws the list live: the commission being typed, and
+        # the focus on it, stay.
+        other = call("POST", "/v1/vendors", mint("admin", "admin-browser"), {"name": unique("Iris")}, 201)
+        expect(admin.locator(f'#shops tr[data-shop="{other["vendorId"]}"]')).to_have_count(1)
+        expect(rate).to_have_value("1200")
+        expect(rate).to_be_focused()
         row.get_by_role("button", name=f"Save the commission of {shop.name}").click()
         expect(row).to_have_attribute("data-commission", "1200")
         self.shot(admin, "admin")

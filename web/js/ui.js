@@ -108,6 +108,50 @@ export async function refresh(action) {
   }
 }
 
+/** `load` for many callers at once (a click's own reload, live events, a reconnect): a call while
+ *  one runs waits for it and then runs once more, for all who called meanwhile. Runs never
+ *  overlap, so an older read is never drawn over a newer one, and the last drawing comes from
+ *  a read made after the last call. */
+export function serially(load) {
+  let tail = Promise.resolve();
+  let next = null;
+  return () => {
+    if (!next) {
+      next = tail.then(() => {
+        next = null;
+        return load();
+      });
+      tail = next.catch(() => undefined);
+    }
+    return next;
+  };
+}
+
+const drawnFrom = new WeakMap();
+
+/** Draws one row per item in `body`, keyed by `key(item)`; a row whose item has not changed
+ *  stays as it is (and where it is), so a live redraw keeps the focus and what is being typed in
+ *  it. `build(item)` draws a changed or new row; `empty`, if given, stands for no items. */
+export function drawRows(body, items, key, build, empty = null) {
+  const rows = new Map([...body.children].filter((row) => drawnFrom.has(row)).map((row) => [drawnFrom.get(row).key, row]));
+  const wanted = items.map((item) => {
+    const id = key(item);
+    const drawn = JSON.stringify(item);
+    const row = rows.get(id);
+    if (row && drawnFrom.get(row).drawn === drawn) return row;
+    const fresh = build(item);
+    drawnFrom.set(fresh, { key: id, drawn });
+    return fresh;
+  });
+  if (!wanted.length && empty) wanted.push(empty);
+  const keep = new Set(wanted);
+  for (const row of [...body.children]) if (!keep.has(row)) row.remove();
+  // Moves only what is out of place: a row moved loses the focus.
+  wanted.forEach((row, i) => {
+    if (body.children[i] !== row) body.insertBefore(row, body.children[i] ?? null);
+  });
+}
+
 /** A message beside a form (`role=status`, or `alert` for an error), where the eye is, that
  *  live refreshes leave alone: `say(form, "Saved.")`; `say(form, "")` clears it. */
 export function say(form, text, kind = "ok") {

@@ -5,7 +5,7 @@
 import { api } from "../api.js";
 import { live } from "../live.js";
 import { session } from "../session.js";
-import { attempt, clearErrors, field, h, money, refresh, say, show, showErrors, when } from "../ui.js";
+import { attempt, clearErrors, drawRows, field, h, money, refresh, say, serially, show, showErrors, when } from "../ui.js";
 
 function shopRow(shop, reload) {
   const suspended = Boolean(shop.suspendedAt);
@@ -89,7 +89,9 @@ export async function adminPage() {
   const body = h("tbody", {});
   const names = new Map();
   const commission = commissionSection(names);
-  const load = async () => {
+  // A shop's row is redrawn only when the shop changed: an event about another shop leaves a
+  // commission being typed as it is.
+  const load = serially(async () => {
     const rows = [];
     let cursor = null;
     do {
@@ -97,9 +99,9 @@ export async function adminPage() {
       rows.push(...page.items);
       cursor = page.nextCursor;
     } while (cursor);
-    body.replaceChildren(...rows.map((shop) => shopRow(shop, load)));
+    drawRows(body, rows, (shop) => shop.vendorId, (shop) => shopRow(shop, load));
     for (const shop of rows) names.set(shop.vendorId, shop.name);
-  };
+  });
   const create = h("form", {
     novalidate: true,
     "aria-label": "Open a shop",

@@ -4,7 +4,7 @@
 import { api } from "../api.js";
 import { live } from "../live.js";
 import { loadConfig, session } from "../session.js";
-import { attempt, clearErrors, field, h, money, notify, refresh, show, showErrors, statusBadge, when } from "../ui.js";
+import { attempt, clearErrors, drawRows, field, h, money, notify, refresh, serially, show, showErrors, statusBadge, when } from "../ui.js";
 import { EDIT_WINDOW_MS, STAR_CHOICES, editable, reviewBody } from "../reviews.js";
 
 /** The channel that carries the caller's orders. */
@@ -129,10 +129,10 @@ export async function ordersPage() {
     return;
   }
   const body = h("tbody", {});
-  const load = async () => {
+  const load = serially(async () => {
     const page = await api("GET", "/orders?limit=50");
-    body.replaceChildren(...page.items.map(orderRow));
-  };
+    drawRows(body, page.items, (order) => order.orderId, orderRow);
+  });
   show(h("h1", {}, "My orders"), h("div", { class: "table-wrap" }, h("table", {},
     h("thead", {}, h("tr", {}, h("th", {}, "Bouquets"), h("th", {}, "Total"), h("th", {}, "Status"), h("th", {}, "Ordered"))), body)));
   await load();

@@ -4,7 +4,7 @@ import { api } from "../api.js";
 import { chart } from "../chart.js";
 import { live } from "../live.js";
 import { session } from "../session.js";
-import { attempt, clearErrors, field, freshnessBadge, h, money, notify, refresh, say, show, showErrors, statusBadge, when } from "../ui.js";
+import { attempt, clearErrors, drawRows, field, freshnessBadge, h, money, notify, refresh, say, serially, show, showErrors, statusBadge, when } from "../ui.js";
 import { followOrders } from "./orders.js";
 import { PHOTO_TYPES, picture, uploadPhoto } from "../photo.js";
 
@@ -214,16 +214,16 @@ function vasesSection(vendorId) {
           chart({ title: "Temperature °C", labels: readings.map((r) => new Date(r.sentAt).toLocaleTimeString()), values: readings.map((r) => r.temperatureC) }))
       : h("p", { class: "muted" }, "No readings yet."));
   });
-  const load = async () => {
+  const load = serially(async () => {
     const page = await api("GET", `/vendors/${vendorId}/vases?limit=100`);
-    body.replaceChildren(...page.items.map((v) => h("tr", { "data-vase": v.vaseId },
+    drawRows(body, page.items, (v) => v.vaseId, (v) => h("tr", { "data-vase": v.vaseId },
       h("td", {}, h("code", {}, v.vaseId)),
       h("td", {}, statusBadge(v.connection)),
       h("td", {}, when(v.lastHeartbeatAt)),
       h("td", {}, v.latestReading ? `water ${v.latestReading.waterLevelPct}%, ${v.latestReading.temperatureC} °C` : "–"),
       h("td", {}, v.bouquetId ? freshnessBadge(v.freshness) : "empty"),
-      h("td", {}, h("button", { type: "button", class: "secondary", onclick: () => showReadings(v.vaseId) }, "Readings")))));
-  };
+      h("td", {}, h("button", { type: "button", class: "secondary", onclick: () => showReadings(v.vaseId) }, "Readings"))));
+  });
   const credentials = h("div", { id: "vase-credentials" });
   const register = h("button", {
     type: "button",
@@ -315,7 +315,9 @@ function ordersSection() {
     kept.update(o);
     return kept.form;
   };
-  const load = async () => {
+  // Rows of unchanged orders stay as they are across redraws: a live event about one order
+  // leaves the focus on another's button.
+  const load = serially(async () => {
     const today = new Date().toISOString().slice(0, 10);
     // Sold and not yet delivered, in delivery order (date, slot), from the shop's history index;
     // and delivered, for two weeks, the latest first (a photo of the delivery may follow).
@@ -346,7 +348,7 @@ function ordersSection() {
     })[o.status] ?? [];
     const dueOn = (d) => d ? h("span", {}, d.date <= today ? h("strong", { class: "badge", "data-today": "" }, d.date < today ? "late" : "today") : d.date,
       d.slot ? ` ${d.slot}` : "") : "–";
-    body.replaceChildren(...open.map((o) => h("tr", { "data-order": o.orderId, "data-status": o.status },
+    drawRows(body, open, (o) => o.orderId, (o) => h("tr", { "data-order": o.orderId, "data-status": o.status },
       h("td", {}, dueOn(o.delivery)),
       h("td", {}, h("a", { href: `#/orders/${o.orderId}` }, o.lines.map((l) => l.name).join(", ")), " ", money(o.total)),
       h("td", { "data-field": "deliver-to" }, o.delivery
@@ -355,17 +357,17 @@ function ordersSection() {
           o.delivery.cardMessage ? h("div", { class: "muted" }, `Card: “${o.delivery.cardMessage}”`) : null]
         : "–"),
       h("td", {}, statusBadge(o.status)),
-      h("td", {}, h("div", { class: "row" }, ...steps(o)), o.status === "out_for_delivery" ? photoForm(o) : null))));
-    if (!open.length) body.append(h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No orders to deliver.")));
+      h("td", {}, h("div", { class: "row" }, ...steps(o)), o.status === "out_for_delivery" ? photoForm(o) : null)),
+    h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No orders to deliver.")));
     const recent = [...done.items].reverse();
-    delivered.replaceChildren(...recent.map((o) => h("tr", { "data-order": o.orderId, "data-status": o.status },
+    drawRows(delivered, recent, (o) => o.orderId, (o) => h("tr", { "data-order": o.orderId, "data-status": o.status },
       h("td", {}, o.delivery ? o.delivery.date : "–"),
       h("td", {}, h("a", { href: `#/orders/${o.orderId}` }, o.lines.map((l) => l.name).join(", ")), " ", money(o.total)),
-      h("td", {}, photoForm(o)))));
-    if (!recent.length) delivered.append(h("tr", {}, h("td", { colspan: 3, class: "muted" }, "Nothing delivered in the last two weeks.")));
+      h("td", {}, photoForm(o))),
+    h("tr", {}, h("td", { colspan: 3, class: "muted" }, "Nothing delivered in the last two weeks.")));
     const shown = new Set([...open, ...recent].map((o) => o.orderId));
     for (const orderId of photoForms.keys()) if (!shown.has(orderId)) photoForms.delete(orderId);
-  };
+  });
   return {
     section: h("section", {}, h("h2", {}, "Deliveries"), h("div", { class: "table-wrap" }, h("table", {},
       h("thead", {}, h("tr", {}, ...["When", "Bouquets", "Deliver to", "Status", ""].map((t) => h("th", {}, t)))), body)),
