@@ -636,9 +636,16 @@ class Console(unittest.TestCase):
     def test_the_shop_answers_a_review_on_its_page(self):
         shop = Shop()
         shop.deliver_in_paris()
-        buyer = mint("customer", unique("sam"))
+        sam = unique("sam")
+        buyer = mint("customer", sam)
         order_id = shop.delivered(buyer, "Tulips")
         call("POST", f"/v1/orders/{order_id}/review", buyer, {"stars": 5, "text": "Lovely tulips."}, 201)
+        # Its author reads the order meanwhile: the answer reaches it live, on its own channel.
+        author = self.page()
+        self.sign_in(author, "customer", sam)
+        self.open(author, f"/orders/{order_id}")
+        self.subscribed(author, "orders")
+        expect(author.locator("#review")).to_contain_text("Lovely tulips.")
         on_sale = shop.bouquet("Irises", "31.00")["bouquetId"]
         florist = self.page()
         self.sign_in(florist, "vendor", unique("florist"), shop.vendor_id)
@@ -656,6 +663,8 @@ class Console(unittest.TestCase):
         review.get_by_role("button", name="Answer").click()
         expect(review.locator('[data-field="answer"]')).to_have_text("Thank you, come again!")
         expect(review.get_by_label("Your answer")).to_have_count(0)
+        expect(author.locator('#review [data-field="answer"]')).to_have_text("Thank you, come again!")
+        self.no_reload(author)
         # Once: the shop's second answer is refused.
         refused = call("PUT", f"/v1/orders/{order_id}/review/answer", shop.token, {"text": "Again."}, 409)
         self.assertEqual(refused["code"], "review.already_answered")
@@ -737,6 +746,10 @@ class Console(unittest.TestCase):
         row.get_by_role("button", name=f"Attach delivery photo to order {order_id}").click()
         expect(row.locator(".form-message")).to_have_text("The delivery photo is in: the customer sees it on the order.",
                                                           timeout=60_000)
+        # The board knows it after a reload too: the orders' list says one is attached.
+        self.open(florist, "/vendor")
+        expect(row.locator('form[data-attached="yes"]')).to_be_visible()
+        expect(row).to_contain_text("A photo is attached")
         # Its customer sees it on the order page, loaded.
         customer = self.page()
         self.sign_in(customer, "customer", user)

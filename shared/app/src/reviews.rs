@@ -140,6 +140,7 @@ pub async fn answer(
         Ok(Some(EventData::ReviewAnswered {
             order_id,
             vendor_id: review.vendor_id,
+            customer_id: review.customer_id.clone(),
         }))
     };
     change(app, order_id, answer, correlation_id, now).await

@@ -154,14 +154,15 @@ pub fn route(name: &str, ids: &EventIds) -> Vec<Channel> {
         }
         // A shop's reviews and rating are public: its page follows its channel, the
         // storefront's cards the catalogue.
-        "ReviewWritten" | "ReviewEdited" | "ReviewAnswered" | "ShopRatingChanged" => {
+        "ReviewWritten" | "ReviewEdited" | "ShopRatingChanged" => {
             [vendor, Some(Channel::Catalogue)]
                 .into_iter()
                 .flatten()
                 .collect()
         }
-        // A hidden review's author is told, on its own orders channel.
-        "ReviewHidden" => [vendor, Some(Channel::Catalogue), orders]
+        // The review's author is told of the shop's answer and of a hiding, on its own orders
+        // channel (the public frame names no customer and no reason: see `frame`).
+        "ReviewAnswered" | "ReviewHidden" => [vendor, Some(Channel::Catalogue), orders]
             .into_iter()
             .flatten()
             .collect(),
@@ -255,19 +256,28 @@ fn public_data(data: &Value) -> Value {
     Value::Object(kept)
 }
 
+/// What no public frame carries, of any event: who the customer is, and why their review was
+/// hidden (that is the author's business; the shop's page only needs to drop the review).
+const NEVER_PUBLIC: [&str; 2] = ["customerId", "reason"];
+
 /// The frame pushed to `channel` for the bus event `name` with `detail` (the event's
 /// envelope: `eventId`, `aggregateId`, `aggregateVersion`, `occurredAt`, `data`).
 ///
 /// On a public channel an order's event names no order: its aggregate is the order, so its
 /// `aggregateId` and `aggregateVersion` are left out (clients dedupe by `eventId`), and its
-/// `data` keeps only the bouquets and the vendor.
+/// `data` keeps only the bouquets and the vendor. No public frame names a customer.
 pub fn frame(channel: &Channel, name: &str, detail: &Value) -> Value {
     let public_order_event = channel.is_public() && is_order_event(name);
-    let data = if public_order_event {
+    let mut data = if public_order_event {
         public_data(&detail["data"])
     } else {
         detail["data"].clone()
     };
+    if channel.is_public() {
+        if let Some(fields) = data.as_object_mut() {
+            fields.retain(|field, _| !NEVER_PUBLIC.contains(&field.as_str()));
+        }
+    }
     let mut event = json!({
         "name": name,
         "eventId": detail["eventId"],
@@ -522,23 +532,68 @@ mod tests {
         assert_eq!(route("SomethingNew", &EventIds::default()), vec![]);
     }
 
-    #[test]
-    fn every_event_name_routes_somewhere() {
-        let ids = EventIds {
+    /// Every id routing reads, customer `c-1`'s among them.
+    fn every_id() -> EventIds {
+        EventIds {
             bouquet_id: Some(BouquetId::generate()),
             vendor_id: Some(VendorId::generate()),
             customer_id: Some(customer("c-1")),
             bouquet_ids: vec![BouquetId::generate()],
-        };
+        }
+    }
+
+    #[test]
+    fn no_public_frame_of_any_event_names_a_customer_or_a_hiding_reason() {
+        let ids = every_id();
+        let detail = json!({
+            "eventId": "E", "aggregateId": "A", "aggregateVersion": 4, "occurredAt": "t",
+            "data": { "customerId": "c-1", "reason": "Names a member of staff.", "vendorId": "V", "stars": 2 },
+        });
+        let mut public = 0;
+        for name in EventData::NAMES {
+            for channel in route(name, &ids) {
+                let pushed = frame(&channel, name, &detail);
+                let data = &pushed["event"]["data"];
+                if channel.is_public() {
+                    public += 1;
+                    assert!(
+                        data.get("customerId").is_none(),
+                        "{name} on {channel:?}: {data}"
+                    );
+                    assert!(
+                        data.get("reason").is_none(),
+                        "{name} on {channel:?}: {data}"
+                    );
+                    assert_eq!(data["vendorId"], "V", "{name}");
+                } else {
+                    // The customer's own and the shop's channels carry the event whole.
+                    assert_eq!(data, &detail["data"], "{name} on {channel:?}");
+                }
+            }
+        }
+        assert!(public >= 20, "{public} public frames checked");
+        // The author is told of the answer and of the hiding, with the reason.
+        for name in ["ReviewAnswered", "ReviewHidden"] {
+            assert!(
+                route(name, &ids).contains(&Channel::Orders(customer("c-1"))),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_event_name_routes_somewhere() {
+        let ids = every_id();
         for name in EventData::NAMES {
             let routed = route(name, &ids);
             assert!(!routed.is_empty(), "{name}");
-            // A customer's orders channel only ever gets order events, and the hiding of
-            // their own review.
+            // A customer's orders channel only ever gets order events, and the answer to
+            // and the hiding of their own review.
             if routed.iter().any(|c| matches!(c, Channel::Orders(_))) {
                 assert!(
                     name.starts_with("Order")
                         || name == "ReservationExpired"
+                        || name == "ReviewAnswered"
                         || name == "ReviewHidden",
                     "{name}"
                 );

@@ -172,10 +172,11 @@ pub enum EventData {
         stars: u8,
         visible: bool,
     },
-    /// The shop answered the review.
+    /// The shop answered the review; its author is told.
     ReviewAnswered {
         order_id: OrderId,
         vendor_id: VendorId,
+        customer_id: CustomerId,
     },
     /// An administrator hid the review; its author is told why.
     ReviewHidden {

@@ -107,7 +107,12 @@ pub struct Order {
     /// The shop's photo of the delivered bouquets (proof of delivery): its sizes' keys in the
     /// private upload bucket, never a public path. Readers get signed, expiring URLs of it
     /// ([`Order::delivery_photo`] is personal data: redacted with the delivery details).
-    #[serde(skip)]
+    /// Shown as `deliveryPhotoAttached: true` only: the shop's board knows it has one.
+    #[serde(
+        rename = "deliveryPhotoAttached",
+        serialize_with = "attached",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub delivery_photo: Option<crate::photo::Photo>,
     /// How many days after the order ends its delivery details are kept ([`Order::due_at`]);
     /// 0 once its customer asked for erasure.
@@ -169,6 +174,14 @@ pub const PAYMENT_LEASE: Duration = Duration::from_secs(60);
 pub const AUTHENTICATION_WINDOW: Duration = Duration::from_secs(10 * 60);
 /// The most an authentication may hold the bouquets past the reservation's own deadline.
 pub const MAX_AUTHENTICATION_EXTENSION: Duration = Duration::from_secs(10 * 60);
+
+/// An order's delivery photo as its JSON says it: that there is one (its keys are not shown).
+fn attached<S: serde::Serializer>(
+    photo: &Option<crate::photo::Photo>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_bool(photo.is_some())
+}
 
 /// Checks the shape of a list of bouquet ids: 1..=MAX, each a valid id, no repeats.
 pub fn parse_bouquet_ids(raw: &[String]) -> Result<Vec<BouquetId>, Vec<FieldError>> {
@@ -810,6 +823,55 @@ mod tests {
             expired.set_delivery(delivery(), free(), late),
             Err(DomainError::OrderInvalidState(OrderStatus::Expired))
         );
+    }
+
+    #[test]
+    fn a_delivery_photo_is_taken_once_dispatched_shown_as_attached_and_redacted() {
+        let photo = |id: &str| crate::photo::Photo {
+            upload_id: crate::ids::UploadId::parse(id).unwrap(),
+            width: 640,
+            height: 480,
+            variants: vec![crate::photo::PhotoVariant {
+                width: 640,
+                height: 480,
+                path: "delivered/O/U/640.jpg".into(),
+            }],
+        };
+        let first = photo("01JAAAAAAAAAAAAAAAAAAAAAAA");
+        let later = photo("01JBBBBBBBBBBBBBBBBBBBBBBB");
+        let b = bouquet(VendorId::generate(), 100, T0);
+        let mut order = with_delivery(Order::reserve(customer(), &[b], DEFAULT_HOLD, T0).unwrap());
+        order.begin_payment(T0).unwrap();
+        order.payment_succeeded("ch_1".into(), T0).unwrap();
+        assert_eq!(
+            order.attach_delivery_photo(first.clone(), T0),
+            Err(DomainError::OrderInvalidState(OrderStatus::Paid))
+        );
+        let json = serde_json::to_value(&order).unwrap();
+        assert!(json.get("deliveryPhotoAttached").is_none(), "{json}");
+        order.fulfil(T0).unwrap();
+        let version = order.version;
+        assert_eq!(order.attach_delivery_photo(later.clone(), T0), Ok(true));
+        assert_eq!(
+            order.attach_delivery_photo(first, T0),
+            Ok(false),
+            "an earlier upload never replaces a later one"
+        );
+        assert_eq!(
+            (order.version, order.delivery_photo.as_ref()),
+            (version + 1, Some(&later))
+        );
+        // Lists say that there is one; no key of it is ever in the order's JSON.
+        let json = serde_json::to_value(&order).unwrap();
+        assert_eq!(json["deliveryPhotoAttached"], true);
+        assert!(!json.to_string().contains("delivered/"), "{json}");
+        assert_eq!(order.redact(T0), Ok(true));
+        assert_eq!(order.delivery_photo, None);
+        assert!(!order.takes_delivery_photo());
+        assert!(serde_json::to_value(&order)
+            .unwrap()
+            .get("deliveryPhotoAttached")
+            .is_none());
     }
 
     #[test]

@@ -12,9 +12,9 @@ export function ordersChannel() {
   return session.role() === "vendor" ? `vendor:${session.vendorId()}` : "orders";
 }
 
-// `ReviewHidden` reaches the review's author on this channel.
+// The shop's answer (`ReviewAnswered`) and `ReviewHidden` reach the review's author on this channel.
 const ORDER_EVENTS = new Set(["OrderReserved", "OrderPaid", "OrderCancelled", "ReservationExpired", "OrderAccepted",
-  "OrderOutForDelivery", "OrderFulfilled", "OrderRejected", "OrderDeliveryChanged", "ReviewHidden"]);
+  "OrderOutForDelivery", "OrderFulfilled", "OrderRejected", "OrderDeliveryChanged", "ReviewAnswered", "ReviewHidden"]);
 
 /** An event that moves an order: one of the above, or a proof-of-delivery photo attached (its
  *  events name the delivery photo). */

@@ -296,7 +296,7 @@ function deliveryPhotoForm(orderId) {
   return {
     form,
     update(order) {
-      if (!order.deliveryPhoto) return;
+      if (!order.deliveryPhotoAttached) return;
       form.dataset.attached = "yes";
       attached.hidden = false;
     },
