@@ -252,6 +252,15 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
             journal.clone(),
         )));
     }
+    // An administrator hides one shop's newest review late in the run: the auditor's rating
+    // invariant then counts the hiding too.
+    actors.push(tokio::spawn(hide_a_review(
+        api.clone(),
+        admin.clone(),
+        shops,
+        Instant::now() + plan.duration.mul_f64(0.7),
+        journal.clone(),
+    )));
     for actor in actors {
         actor.await.map_err(|e| format!("an actor failed: {e}"))??;
     }
@@ -289,6 +298,54 @@ async fn admin_actor(
             }
             if attempt == 20 {
                 return Err(format!("{route} {vendor} never succeeded: {answer:?}"));
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+    Ok(())
+}
+
+/// At `when`, hides the newest visible review of the first of `shops` that has one, sending
+/// the request again (hiding twice changes nothing) until it is answered 200.
+async fn hide_a_review(
+    api: Api,
+    token: String,
+    shops: Vec<String>,
+    when: Instant,
+    journal: Shared,
+) -> Result<(), String> {
+    tokio::time::sleep_until(when.into()).await;
+    for vendor in shops {
+        let page = api
+            .send(
+                "GET",
+                &format!("/v1/vendors/{vendor}/reviews?limit=1"),
+                None,
+                &[],
+                None,
+            )
+            .await;
+        let Some(order) = page.body["items"][0]["orderId"].as_str() else {
+            continue;
+        };
+        for attempt in 0.. {
+            let (answer, tries) = api
+                .send_retried(
+                    "PUT",
+                    &format!("/v1/orders/{order}/review/hidden"),
+                    Some(&token),
+                    &[],
+                    Some(&json!({ "reason": "Names a member of staff" })),
+                )
+                .await;
+            record(&journal, "hide review", &answer, tries);
+            if answer.status == 200 {
+                return Ok(());
+            }
+            if attempt == 20 {
+                return Err(format!(
+                    "hiding the review of {order} never succeeded: {answer:?}"
+                ));
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
