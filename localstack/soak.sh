@@ -45,8 +45,11 @@ API_PORT=$PORT_BASE WS_PORT=$((PORT_BASE + 1)) FAULTS_PORT=$((PORT_BASE + 2)) MQ
 STACK="soak-$(date +%s)"
 # The soak's customers are scripts that reserve, pay and cancel in a loop: the per-customer
 # reservation limit (10 a minute) would stall them behind Retry-After, not test the system.
+# A sandbox the faults kill leaves its batch invisible for the queues' redelivery time: at
+# the deployed 180 s the drain would wait three minutes for it; 30 s (the workers' timeout)
+# redelivers the same messages, sooner.
 start_devstack "$STACK" "$API_PORT" "$WS_PORT" "$MQTT_PORT" --no-seed --schedule-speedup 5 "${ONE_ADDRESS_CROWD[@]}" \
-  --parameter-override ReservationsPerCustomerPerMinute=1000 "${OVERRIDES[@]}" \
+  --parameter-override ReservationsPerCustomerPerMinute=1000 --parameter-override QueueRedeliverySeconds=30 "${OVERRIDES[@]}" \
   --faults "rate=$RATE,seed=$SEED$ONLY" --faults-port "$FAULTS_PORT"
 
 log "soak: $SECONDS_OF_TRAFFIC s at ${RATE} faults, seed $SEED (stack $STACK)"
