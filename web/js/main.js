@@ -4,27 +4,27 @@ import { live } from "./live.js";
 import { notify } from "./ui.js";
 import { showCartCount } from "./cart-count.js";
 import { catalogue } from "./pages/catalogue.js";
-import { bouquetPage } from "./pages/bouquet.js";
-import { cartPage } from "./pages/cart.js";
-import { orderPage, ordersPage } from "./pages/orders.js";
-import { vendorPage } from "./pages/vendor.js";
-import { signInPage } from "./pages/signin.js";
-import { adminPage } from "./pages/admin.js";
-import { shopPage } from "./pages/shop.js";
+
+/** A page of module `load()`'s export `name`, fetched when first opened: the storefront's first
+ *  load carries only its own modules. */
+const later = (name, load) => ({ name, load: async () => (await load())[name] });
 
 const ROUTES = [
-  [/^#?\/?$/, catalogue],
-  [/^#\/bouquets\/([^/]+)$/, bouquetPage],
-  [/^#\/shops\/([^/]+)$/, shopPage],
-  [/^#\/cart$/, cartPage],
-  [/^#\/orders$/, ordersPage],
-  [/^#\/orders\/([^/]+)$/, orderPage],
-  [/^#\/vendor$/, vendorPage],
-  [/^#\/signin$/, signInPage],
-  [/^#\/admin$/, adminPage],
+  [/^#?\/?$/, { name: catalogue.name, load: async () => catalogue }],
+  [/^#\/bouquets\/([^/]+)$/, later("bouquetPage", () => import("./pages/bouquet.js"))],
+  [/^#\/shops\/([^/]+)$/, later("shopPage", () => import("./pages/shop.js"))],
+  [/^#\/cart$/, later("cartPage", () => import("./pages/cart.js"))],
+  [/^#\/orders$/, later("ordersPage", () => import("./pages/orders.js"))],
+  [/^#\/orders\/([^/]+)$/, later("orderPage", () => import("./pages/orders.js"))],
+  [/^#\/vendor$/, later("vendorPage", () => import("./pages/vendor.js"))],
+  [/^#\/signin$/, later("signInPage", () => import("./pages/signin.js"))],
+  [/^#\/admin$/, later("adminPage", () => import("./pages/admin.js"))],
 ];
 
 let leave = null;
+// Which navigation is the latest: one whose page module arrives after a later navigation began
+// is dropped, so a slow import never draws over the page the person went on to.
+let navigations = 0;
 
 function navigation() {
   const role = session.role();
@@ -38,6 +38,7 @@ function navigation() {
 }
 
 async function route() {
+  const mine = ++navigations;
   navigation();
   if (leave) leave();
   leave = null;
@@ -49,7 +50,9 @@ async function route() {
       document.body.dataset.page = page.name;
       document.body.dataset.ready = "no";
       try {
-        leave = (await page(...match.slice(1).map(decodeURIComponent))) ?? null;
+        const open = await page.load();
+        if (mine !== navigations) return;
+        leave = (await open(...match.slice(1).map(decodeURIComponent))) ?? null;
       } catch (error) {
         notify(error.message ?? String(error));
       }
