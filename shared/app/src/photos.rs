@@ -178,11 +178,22 @@ pub async fn upload_status(
     bouquet_id: BouquetId,
     upload_id: UploadId,
 ) -> Result<PhotoUpload, PhotoError> {
+    upload_of(app, caller, PhotoSubject::Bouquet(bouquet_id), upload_id).await
+}
+
+/// The caller's upload `upload_id` of `subject` (a bouquet's photo, or an order's delivery
+/// photo); another subject's or another vendor's is unknown.
+pub(crate) async fn upload_of(
+    app: &App,
+    caller: &Identity,
+    subject: PhotoSubject,
+    upload_id: UploadId,
+) -> Result<PhotoUpload, PhotoError> {
     let upload = app
         .store
         .photo_upload(upload_id, false)
         .await?
-        .filter(|u| u.subject == PhotoSubject::Bouquet(bouquet_id))
+        .filter(|u| u.subject == subject)
         .ok_or(PhotoError::UnknownUpload)?;
     // Upload ids are not public: another vendor's is 404, as if it did not exist.
     caller

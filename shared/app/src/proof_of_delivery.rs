@@ -61,16 +61,7 @@ pub async fn upload_status(
     order_id: OrderId,
     upload_id: bouquet_domain::UploadId,
 ) -> Result<PhotoUpload, PhotoError> {
-    let upload = app
-        .store
-        .photo_upload(upload_id, false)
-        .await?
-        .filter(|u| u.subject == PhotoSubject::Delivery(order_id))
-        .ok_or(PhotoError::UnknownUpload)?;
-    caller
-        .require_vendor(upload.vendor_id)
-        .map_err(|_| PhotoError::UnknownUpload)?;
-    Ok(upload)
+    photos::upload_of(app, caller, PhotoSubject::Delivery(order_id), upload_id).await
 }
 
 /// A delivery photo as its readers get it: the largest size through a URL signed for
