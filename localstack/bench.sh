@@ -10,13 +10,13 @@ cd "$REPO_DIR"
 
 trap stop_emulator EXIT
 ensure_venv
-start_emulator
 
-packages=(-p devstack -p hello-world)
+packages=(-p devstack -p hello-world -p dynamodb-engine)
 for function in functions/*/; do
   packages+=(-p "$(basename "$function")")
 done
 log "cargo build --release (every function, the hello world, the dev stack)"
 cargo build --release --locked "${packages[@]}"
 target="${CARGO_TARGET_DIR:-target}/release"
+DYNAMODB_ENGINE_BIN="$target/dynamodb-engine" start_emulator
 "$target/devstack" bench --binaries "$target" "$@"

@@ -1,40 +1,17 @@
-"""The offline AWS emulator: moto's server, with one correction.
+"""The offline AWS emulator: moto's server, for every service but DynamoDB, with corrections.
 
-moto's server is threaded and its DynamoDB backend takes no lock, so two concurrent
-TransactWriteItems can both pass their condition checks before either writes (seen here:
-20 concurrent reservations with one idempotency key produced two orders). Real DynamoDB
-evaluates each request's conditions and writes atomically. Serialising DynamoDB requests
-restores that guarantee; other services (SQS long polls among them) stay concurrent.
+DynamoDB and DynamoDB Streams are not moto's here: the local DynamoDB engine
+(`localstack/dynamodb-engine`, dynoxide on SQLite) serves them at AWS_ENDPOINT_URL_DYNAMODB, and a
+DynamoDB request that reaches moto is refused with a message saying so (docs/local-cloud.md).
 
-A second change is for speed: moto backs up every table a TransactWriteItems touches with
-a deep copy (once per item, stream records included), so each transaction costs time in
-proportion to everything the table ever held; a test suite slows down as it runs (a batch
-of 500 vase messages took 51 s). Here a transaction backs up only the items it touches and
-the length of the table's stream, and restores those when it is cancelled: the same
-all-or-nothing outcome.
-
-A third is for speed too: moto 5.2 writes every response through a generic, shape-driven
-serializer that costs about 0.1 ms per attribute, so a Query of 1,000 subscriptions spent
-~250 ms there alone (see `bench-live`). The results of DynamoDB's reads are already the wire
-JSON (attribute values as `{"S": ...}` maps; binary values base64, as the serializer writes
-them), so those four actions are written with `json.dumps`, the same document faster.
-
-And a fourth: moto answers a Query on a table's key by sorting every item of the table and
-comparing each one's partition key, so each Query costs time in proportion to the table
-(~55 ms for an empty partition once a test run had filled it). Here a Query on the table's
-own key reads only its partition, the same items in the same order.
-
-A fifth is a missing check: Cognito refuses an attribute the app client may not write
+The first correction is a missing check: Cognito refuses an attribute the app client may not write
 (the client's WriteAttributes) in SignUp and UpdateUserAttributes with NotAuthorizedException
 "A client attempted to write unauthorized attribute"; moto writes it. The marketplace relies on
 that refusal (a user must not set their own custom:vendorId), so the check is added here.
 Likewise ConfirmSignUp: the code went to the email (the pool's AutoVerifiedAttributes), so
 Cognito marks it email_verified=true; moto confirms the user but leaves the email unverified.
 
-A sixth is DynamoDB's idempotent TransactWriteItems (ClientRequestToken, see SerialDynamoDB),
-which moto ignores: a retried transaction whose first attempt committed is not cancelled.
-
-A seventh is S3's POST policy (browser uploads, `POST /{bucket}` with a form), which moto
+A second is S3's POST policy (browser uploads, `POST /{bucket}` with a form), which moto
 stores without reading: S3 checks the policy's SigV4 signature, its expiration, that every
 form field is covered by a condition and that each condition holds, and refuses a file
 outside `content-length-range` with EntityTooLarge or EntityTooSmall. The marketplace's photo
@@ -54,10 +31,8 @@ Usage: [BOUQUET_IOT_DIR=DIR] emulator.py HOST PORT
 """
 
 import base64
-import copy
 import datetime
 import glob
-import io
 import ipaddress
 import json
 import os
@@ -65,7 +40,6 @@ import secrets
 import signal
 import sys
 import threading
-import time
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -73,11 +47,6 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-import moto.dynamodb.models as dynamodb_models
-from moto.dynamodb.models import DynamoDBBackend
-from moto.dynamodb.models.dynamo_type import DynamoType
-from moto.dynamodb.models.table import Table
-from moto.dynamodb.responses import DynamoHandler
 
 from moto.cognitoidp.exceptions import NotAuthorizedError
 from moto.cognitoidp.models import CognitoIdpBackend
@@ -86,175 +55,26 @@ from werkzeug.serving import run_simple
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 
 
-# DynamoDB keeps a TransactWriteItems' ClientRequestToken for 10 minutes.
-IDEMPOTENCY_WINDOW_SECONDS = 600
-
-
-class SerialDynamoDB:
-    """DynamoDB's requests one at a time (see the module doc), and TransactWriteItems made
-    idempotent by its ClientRequestToken as DynamoDB documents it: the same token with the
-    same request within 10 minutes of a success succeeds again without writing; with other
-    parameters it is IdempotentParameterMismatchException. The SDKs fill the token in and keep
-    it across their retries, so a transaction that committed while its response was lost is
-    not cancelled by its own retry (moto ignores the token)."""
+class NoDynamoDB:
+    """DynamoDB and DynamoDB Streams are the DynamoDB engine's (`localstack/dynamodb-engine`,
+    at AWS_ENDPOINT_URL_DYNAMODB): a client that reaches moto for them has lost that setting,
+    and is told so instead of being served by moto's DynamoDB, one request at a time."""
 
     def __init__(self, app):
         self.app = app
-        self.lock = threading.Lock()
-        self.transactions = {}  # token -> (request without the token, when, status, headers, body)
 
     def __call__(self, environ, start_response):
-        target = environ.get("HTTP_X_AMZ_TARGET", "")
-        if not target.startswith("DynamoDB"):
+        if not environ.get("HTTP_X_AMZ_TARGET", "").startswith("DynamoDB"):
             return self.app(environ, start_response)
-        with self.lock:
-            if target.endswith(".TransactWriteItems"):
-                return self._transaction(environ, start_response)
-            return list(self.app(environ, start_response))
-
-    def _transaction(self, environ, start_response):
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(length)
-        environ["wsgi.input"] = io.BytesIO(body)
-        try:
-            request = json.loads(body)
-        except ValueError:
-            return list(self.app(environ, start_response))
-        token = request.pop("ClientRequestToken", None)
-        now = time.monotonic()
-        self.transactions = {
-            t: seen for t, seen in self.transactions.items()
-            if now - seen[1] < IDEMPOTENCY_WINDOW_SECONDS
-        }
-        if token is not None and token in self.transactions:
-            earlier, _, status, headers, answer = self.transactions[token]
-            if earlier != request:
-                start_response("400 Bad Request", [("Content-Type", "application/x-amz-json-1.0")])
-                return [json.dumps({
-                    "__type": "com.amazonaws.dynamodb.v20120810#IdempotentParameterMismatchException",
-                    "message": "The request uses the same client token as a previous, but non-identical request.",
-                }).encode()]
-            start_response(status, headers)
-            return [answer]
-        answered = {}
-
-        def remember(status, headers, exc_info=None):
-            answered["status"], answered["headers"] = status, list(headers)
-            return start_response(status, headers, exc_info)
-
-        answer = b"".join(self.app(environ, remember))
-        if token is not None and answered.get("status", "").startswith("200"):
-            self.transactions[token] = (request, now, answered["status"], answered["headers"], answer)
+        answer = json.dumps({
+            "__type": "com.amazon.coral.service#UnrecognizedClientException",
+            "message": "DynamoDB is not served here: set AWS_ENDPOINT_URL_DYNAMODB and "
+                       "AWS_ENDPOINT_URL_DYNAMODB_STREAMS to the local DynamoDB engine "
+                       "(localstack/lib.sh does)",
+        }).encode()
+        start_response("400 Bad Request", [("Content-Type", "application/x-amz-json-1.0"),
+                                           ("Content-Length", str(len(answer)))])
         return [answer]
-
-
-class _TablesByReference:
-    """`copy` for moto's DynamoDB module: tables are not deep-copied (see the module doc)."""
-
-    @staticmethod
-    def deepcopy(value, memo=None):
-        if isinstance(value, Table):
-            return value
-        return copy.deepcopy(value, memo)
-
-    def __getattr__(self, name):
-        return getattr(copy, name)
-
-
-def _key_of(table, op):
-    attrs = op.get("Item") or op.get("Key") or {}
-    hash_value = DynamoType(attrs[table.hash_key_attr])
-    range_value = DynamoType(attrs[table.range_key_attr]) if table.range_key_attr else None
-    return hash_value, range_value
-
-
-def _restore(table, hash_value, range_value, saved):
-    rows = table.items
-    if table.range_key_attr:
-        if saved is None:
-            rows.get(hash_value, {}).pop(range_value, None)
-        else:
-            rows[hash_value][range_value] = saved
-    elif saved is None:
-        rows.pop(hash_value, None)
-    else:
-        rows[hash_value] = saved
-
-
-_original_transact_write_items = DynamoDBBackend.transact_write_items
-
-
-def _transact_write_items(self, transact_items):
-    saved, streams = [], {}
-    for entry in transact_items:
-        op = next(iter(entry.values()), {})
-        table = self.tables.get(op.get("TableName"))
-        if table is None:
-            continue
-        try:
-            hash_value, range_value = _key_of(table, op)
-        except KeyError:
-            continue  # moto reports the malformed item itself
-        current = table.get_item(hash_value, range_value)
-        saved.append((table, hash_value, range_value, copy.deepcopy(current)))
-        if table.stream_shard is not None:
-            streams.setdefault(id(table), (table.stream_shard, len(table.stream_shard.items)))
-    try:
-        return _original_transact_write_items(self, transact_items)
-    except Exception:
-        for table, hash_value, range_value, item in reversed(saved):
-            _restore(table, hash_value, range_value, item)
-        for shard, length in streams.values():
-            del shard.items[length:]
-        raise
-
-
-_original_query = Table.query
-
-
-def _query(self, hash_key, *args, **kwargs):
-    index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
-    if index_name or hash_key is None:
-        return _original_query(self, hash_key, *args, **kwargs)
-    partition = self.items.get(hash_key)
-    if not partition:
-        rows = []
-    elif self.range_key_attr:
-        rows = list(partition.values())
-    else:
-        rows = [partition]
-    # moto's query filters `all_items()` by the partition key; give it only the partition.
-    # DynamoDB requests are serialised (SerialDynamoDB), so no other request sees this.
-    self.all_items = lambda: rows
-    try:
-        return _original_query(self, hash_key, *args, **kwargs)
-    finally:
-        del self.all_items
-
-
-Table.query = _query
-_READS = {"GetItem", "BatchGetItem", "Query", "Scan"}
-_original_serialized = DynamoHandler.serialized
-
-
-def _base64(value):
-    if isinstance(value, (bytes, bytearray)):
-        return base64.b64encode(value).decode()
-    raise TypeError(f"{type(value).__name__} is not a DynamoDB wire value")
-
-
-def _serialized(self, action_result):
-    result = action_result.result
-    if self._get_action() not in _READS or not isinstance(result, dict):
-        return _original_serialized(self, action_result)
-    headers = {"Content-Type": "application/x-amz-json-1.0"}
-    headers.update(self.response_headers)
-    return 200, headers, json.dumps(result, default=_base64)
-
-
-DynamoHandler.serialized = _serialized
-dynamodb_models.copy = _TablesByReference()
-DynamoDBBackend.transact_write_items = _transact_write_items
 
 
 def _refuse_unwritable(client, attributes):
@@ -709,7 +529,7 @@ def wsgi_app():
     app = SentMail(DomainDispatcherApplication(create_backend_app))
     if os.environ.get("BOUQUET_IOT_DIR"):
         app = IotBrokerSync(app, install_iot_ca(os.environ["BOUQUET_IOT_DIR"]))
-    return SerialDynamoDB(app)
+    return NoDynamoDB(app)
 
 
 def main():

@@ -10,6 +10,11 @@ EMULATOR_HOST="${EMULATOR_HOST:-127.0.0.1}"
 EMULATOR_PORT="${EMULATOR_PORT:-4566}"
 
 export AWS_ENDPOINT_URL="${AWS_ENDPOINT_URL:-http://$EMULATOR_HOST:$EMULATOR_PORT}"
+# DynamoDB and DynamoDB Streams: the DynamoDB engine (localstack/dynamodb-engine), reached by the
+# SDKs' standard per-service settings; moto answers every other service.
+DYNAMODB_PORT="${DYNAMODB_PORT:-$((EMULATOR_PORT + 1))}"
+export AWS_ENDPOINT_URL_DYNAMODB="${AWS_ENDPOINT_URL_DYNAMODB:-http://$EMULATOR_HOST:$DYNAMODB_PORT}"
+export AWS_ENDPOINT_URL_DYNAMODB_STREAMS="${AWS_ENDPOINT_URL_DYNAMODB_STREAMS:-$AWS_ENDPOINT_URL_DYNAMODB}"
 export AWS_REGION="${AWS_REGION:-eu-west-1}"
 export AWS_DEFAULT_REGION="$AWS_REGION"
 export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}"
@@ -82,9 +87,10 @@ ensure_aarch64_target() {
     || rustup target add aarch64-unknown-linux-gnu
 }
 
-# True when something answers HTTP at the endpoint (moto, or a LocalStack someone started).
+# True when something answers HTTP at the endpoint (moto, or a LocalStack someone started):
+# endpoint_answers [URL] (default $AWS_ENDPOINT_URL).
 endpoint_answers() {
-  python3 - "$AWS_ENDPOINT_URL" <<'PY' 2>/dev/null
+  python3 - "${1:-$AWS_ENDPOINT_URL}" <<'PY' 2>/dev/null
 import sys, urllib.request, urllib.error
 try:
     urllib.request.urlopen(sys.argv[1], timeout=1)
@@ -172,10 +178,49 @@ ensure_debian_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
 }
 
-# Starts moto on $EMULATOR_HOST:$EMULATOR_PORT unless an endpoint already answers there.
+# The DynamoDB engine's binary: the debug build's, which every suite's build makes (bench.sh
+# points DYNAMODB_ENGINE_BIN at its release build's).
+DYNAMODB_ENGINE_BIN="${DYNAMODB_ENGINE_BIN:-${CARGO_TARGET_DIR:-$REPO_DIR/target}/debug/dynamodb-engine}"
+
+# Starts the DynamoDB engine at $AWS_ENDPOINT_URL_DYNAMODB unless one answers there, building
+# it first when no build has yet.
+STARTED_DYNAMODB=""
+start_dynamodb_engine() {
+  mkdir -p "$RUN_DIR"
+  if endpoint_answers "$AWS_ENDPOINT_URL_DYNAMODB"; then
+    log "using the DynamoDB endpoint already answering at $AWS_ENDPOINT_URL_DYNAMODB"
+    return 0
+  fi
+  if ! [ -x "$DYNAMODB_ENGINE_BIN" ]; then
+    log "building the DynamoDB engine (cargo build -p dynamodb-engine)"
+    cargo build --locked -p dynamodb-engine
+  fi
+  local address="${AWS_ENDPOINT_URL_DYNAMODB#http://}"
+  address="${address%/}"
+  log "starting the DynamoDB engine on $address (log: $RUN_DIR/dynamodb.log)"
+  "$DYNAMODB_ENGINE_BIN" --host "${address%:*}" --port "${address##*:}" > "$RUN_DIR/dynamodb.log" 2>&1 &
+  STARTED_DYNAMODB=$!
+  echo "$STARTED_DYNAMODB" > "$RUN_DIR/dynamodb.pid"
+  for _ in $(seq 1 100); do
+    if endpoint_answers "$AWS_ENDPOINT_URL_DYNAMODB"; then
+      log "the DynamoDB engine is ready (pid $STARTED_DYNAMODB)"
+      return 0
+    fi
+    if ! kill -0 "$STARTED_DYNAMODB" 2>/dev/null; then
+      log "the DynamoDB engine exited during start-up:"; cat "$RUN_DIR/dynamodb.log" >&2
+      return 1
+    fi
+    sleep 0.1
+  done
+  log "the DynamoDB engine did not answer within 10 s"; return 1
+}
+
+# Starts the local cloud's two engines: the DynamoDB engine, and moto on
+# $EMULATOR_HOST:$EMULATOR_PORT unless an endpoint already answers there.
 STARTED_EMULATOR=""
 start_emulator() {
   mkdir -p "$RUN_DIR"
+  start_dynamodb_engine || return 1
   if endpoint_answers; then
     log "using the AWS endpoint already answering at $AWS_ENDPOINT_URL"
     return 0
@@ -200,8 +245,14 @@ start_emulator() {
   log "moto did not answer within 90 s"; return 1
 }
 
-# Stops the emulator if this script started it; leaves someone else's alone.
+# Stops the emulators this script started; leaves someone else's alone.
 stop_emulator() {
+  if [ -n "$STARTED_DYNAMODB" ] && kill -0 "$STARTED_DYNAMODB" 2>/dev/null; then
+    kill "$STARTED_DYNAMODB" 2>/dev/null || true
+    wait "$STARTED_DYNAMODB" 2>/dev/null || true
+    rm -f "$RUN_DIR/dynamodb.pid"
+    log "stopped the DynamoDB engine"
+  fi
   if [ -n "$STARTED_EMULATOR" ] && kill -0 "$STARTED_EMULATOR" 2>/dev/null; then
     kill "$STARTED_EMULATOR" 2>/dev/null || true
     wait "$STARTED_EMULATOR" 2>/dev/null || true

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs the whole system locally: the AWS emulator (started here unless one already answers
-# on :4566), the table from template.yaml, demo data, and the HTTP API on :3000. Every
-# function runs its built binary under a local Lambda Runtime API; a change to a source file
+# Runs the whole system locally: the local cloud (the DynamoDB engine on :4567 and moto on
+# :4566, each started here unless one already answers there), the table from template.yaml,
+# demo data, and the HTTP API on :3000. Every function runs its built binary under a local Lambda Runtime API; a change to a source file
 # is rebuilt in the background and the dev stack restarts the functions whose binary changed.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -17,7 +17,6 @@ stop_all() {
 }
 trap stop_all EXIT
 ensure_debian_packages mosquitto
-start_emulator
 
 # What the stack runs: the dev stack and every function's binary (not the test harness, the
 # simulator or the benchmark's baseline, which their own commands build).
@@ -39,8 +38,9 @@ watch_and_rebuild() {
   done
 }
 
-log "building the dev stack and every function binary"
+log "building the dev stack, the DynamoDB engine and every function binary"
 build_bins
+start_emulator
 watch_and_rebuild &
 WATCHER=$!
 "${CARGO_TARGET_DIR:-$REPO_DIR/target}/debug/devstack" up "$@"

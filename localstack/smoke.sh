@@ -15,8 +15,8 @@ TARGET_DIR="${CARGO_TARGET_DIR:-$REPO_DIR/target}"
 if [ "${1:-}" = "--local" ]; then
   trap stop_devstack_and_emulator EXIT
   ensure_debian_packages mosquitto
-  start_emulator
   [ "${2:-}" = "--no-build" ] || build_workspace
+  start_emulator
   start_devstack "smoke-$(date +%s)" 3600 3601 3603 --no-seed
   "$TARGET_DIR/debug/smoke" --api http://127.0.0.1:3600 --ws ws://127.0.0.1:3601 \
     --mqtt 127.0.0.1:3603 --ca "$BOUQUET_IOT_DIR/ca.pem" --local-tokens \

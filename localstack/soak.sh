@@ -38,8 +38,8 @@ done
 
 trap stop_devstack_and_emulator EXIT
 ensure_debian_packages mosquitto
-start_emulator
 [ "$BUILD" = 1 ] && build_workspace
+start_emulator
 API_PORT=$PORT_BASE WS_PORT=$((PORT_BASE + 1)) FAULTS_PORT=$((PORT_BASE + 2)) MQTT_PORT=$((PORT_BASE + 3))
 
 STACK="soak-$(date +%s)"

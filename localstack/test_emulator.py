@@ -1,14 +1,11 @@
-"""The emulator's speed changes give the answers moto itself gives; its corrections hold.
+"""The emulator's corrections hold, and it refuses DynamoDB (the DynamoDB engine's).
 
-Each speed case sends the same requests with `emulator.py`'s replacements and with moto's
-originals and compares the parsed answers. The IoT cases run the emulator's WSGI app with
+The IoT cases run the emulator's WSGI app with
 BOUQUET_IOT_DIR on a port of their own and read the files Mosquitto would. Run:
 `env -u AWS_ENDPOINT_URL localstack/.venv/bin/python localstack/test_emulator.py` (the test
 command does).
 """
 
-import base64
-import contextlib
 import json
 import logging
 import os
@@ -31,8 +28,6 @@ import emulator  # noqa: E402  (applies the replacements)
 
 import boto3  # noqa: E402
 from moto import mock_aws  # noqa: E402
-from moto.dynamodb.models.table import Table  # noqa: E402
-from moto.dynamodb.responses import DynamoHandler  # noqa: E402
 from moto.moto_server.werkzeug_app import MotoRequestHandler  # noqa: E402
 from cryptography import x509  # noqa: E402
 from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
@@ -41,113 +36,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID  # noqa: E402
 from werkzeug.serving import make_server  # noqa: E402
 
 
-@contextlib.contextmanager
-def moto_originals():
-    Table.query, DynamoHandler.serialized = emulator._original_query, emulator._original_serialized
-    try:
-        yield
-    finally:
-        Table.query, DynamoHandler.serialized = emulator._query, emulator._serialized
-
-
-def strip_metadata(response):
-    response.pop("ResponseMetadata", None)
-    # boto3 decodes binary values; encode them again to compare and to assert on.
-    return json.loads(json.dumps(response, default=lambda value: base64.b64encode(value).decode()))
-
-
-class SameAnswers(unittest.TestCase):
-    def setUp(self):
-        self.mock = mock_aws()
-        self.mock.start()
-        self.db = boto3.client("dynamodb", region_name="eu-west-1")
-        self.db.create_table(
-            TableName="t",
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-                {"AttributeName": "g", "AttributeType": "S"},
-            ],
-            GlobalSecondaryIndexes=[
-                {
-                    "IndexName": "byG",
-                    "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
-                    "Projection": {"ProjectionType": "ALL"},
-                }
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        self.db.put_item(
-            TableName="t",
-            Item={
-                "pk": {"S": "p"}, "sk": {"S": "0"}, "g": {"S": "x"},
-                "b": {"B": b"\x00\x01hi"}, "bs": {"BS": [b"a", b"b"]},
-                "n": {"N": "1.50"}, "ns": {"NS": ["1", "2"]}, "ss": {"SS": ["x", "y"]},
-                "l": {"L": [{"S": "a"}, {"N": "2"}, {"NULL": True}, {"BOOL": False}]},
-                "m": {"M": {"k": {"S": "v"}, "e": {"M": {}}}}, "u": {"S": "\u00e9\u2028"},
-            },
-        )
-        for i in range(1, 40):
-            partition = "p" if i % 2 else "q"
-            self.db.put_item(
-                TableName="t",
-                Item={"pk": {"S": partition}, "sk": {"S": f"{i:03d}"}, "g": {"S": "x"}},
-            )
-        self.requests = [
-            ("get_item", {"Key": {"pk": {"S": "p"}, "sk": {"S": "0"}}}),
-            ("get_item", {"Key": {"pk": {"S": "p"}, "sk": {"S": "none"}}}),
-            ("batch_get_item", {"RequestItems": {"t": {"Keys": [
-                {"pk": {"S": "p"}, "sk": {"S": "0"}}, {"pk": {"S": "q"}, "sk": {"S": "002"}}]}}}),
-            ("scan", {"Limit": 7, "ReturnConsumedCapacity": "TOTAL"}),
-            ("query", {"KeyConditionExpression": "pk = :p",
-                       "ExpressionAttributeValues": {":p": {"S": "p"}}}),
-            ("query", {"KeyConditionExpression": "pk = :p",
-                       "ExpressionAttributeValues": {":p": {"S": "nobody"}}}),
-            ("query", {"KeyConditionExpression": "pk = :p AND begins_with(sk, :s)",
-                       "ExpressionAttributeValues": {":p": {"S": "q"}, ":s": {"S": "01"}},
-                       "ScanIndexForward": False, "ProjectionExpression": "sk"}),
-            ("query", {"KeyConditionExpression": "pk = :p", "Limit": 5,
-                       "ExclusiveStartKey": {"pk": {"S": "p"}, "sk": {"S": "011"}},
-                       "ExpressionAttributeValues": {":p": {"S": "p"}}}),
-            ("query", {"IndexName": "byG", "KeyConditionExpression": "g = :g", "Limit": 9,
-                       "ExpressionAttributeValues": {":g": {"S": "x"}}}),
-        ]
-
-    def tearDown(self):
-        self.mock.stop()
-
-    def answers(self):
-        return [
-            strip_metadata(getattr(self.db, action)(**({"TableName": "t"} | args)
-                                                    if action != "batch_get_item" else args))
-            for action, args in self.requests
-        ]
-
-    def test_reads_answer_as_moto_does(self):
-        fast = self.answers()
-        with moto_originals():
-            original = self.answers()
-        self.assertEqual(len(fast), len(self.requests))
-        for request, mine, theirs in zip(self.requests, fast, original):
-            self.assertEqual(mine, theirs, request)
-        # The cases cover what they claim: binary values, paging, an empty partition.
-        self.assertEqual(fast[0]["Item"]["b"], {"B": "AAFoaQ=="})
-        self.assertIn("LastEvaluatedKey", fast[7])
-        self.assertEqual(fast[5]["Count"], 0)
-
-    def test_errors_still_go_through_moto(self):
-        with self.assertRaises(self.db.exceptions.ResourceNotFoundException):
-            self.db.query(TableName="missing", KeyConditionExpression="pk = :p",
-                          ExpressionAttributeValues={":p": {"S": "p"}})
-
-
-
-class IdempotentTransactions(unittest.TestCase):
-    """TransactWriteItems with a ClientRequestToken, through the emulator's WSGI app."""
+class DynamoDBIsNotMotos(unittest.TestCase):
+    """A DynamoDB client that reached moto lost AWS_ENDPOINT_URL_DYNAMODB: it is told so."""
 
     def setUp(self):
         self.mock = mock_aws()
@@ -160,28 +50,21 @@ class IdempotentTransactions(unittest.TestCase):
                              request_handler=MotoRequestHandler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         self.addCleanup(server.shutdown)
-        self.db = boto3.client("dynamodb", region_name="eu-west-1",
-                               endpoint_url=f"http://127.0.0.1:{server.port}")
-        self.db.create_table(
-            TableName="t",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        self.endpoint = f"http://127.0.0.1:{server.port}"
 
-    def claim(self, pk, token, n="1"):
-        return self.db.transact_write_items(ClientRequestToken=token, TransactItems=[{"Put": {
-            "TableName": "t", "Item": {"pk": {"S": pk}, "n": {"N": n}},
-            "ConditionExpression": "attribute_not_exists(pk)"}}])
+    def test_dynamodb_and_its_streams_are_refused_with_the_setting_to_fix(self):
+        import botocore.exceptions
 
-    def test_a_retried_token_succeeds_once_and_a_changed_request_is_refused(self):
-        self.claim("a", "token-1")
-        self.claim("a", "token-1")  # the retry of a committed transaction: no cancellation
-        with self.assertRaises(self.db.exceptions.TransactionCanceledException):
-            self.claim("a", "token-2")  # a new request: its condition fails
-        with self.assertRaises(self.db.exceptions.IdempotentParameterMismatchException):
-            self.claim("a", "token-1", n="2")
-        self.assertEqual(self.db.get_item(TableName="t", Key={"pk": {"S": "a"}})["Item"]["n"], {"N": "1"})
+        for service, call in (("dynamodb", "list_tables"), ("dynamodbstreams", "list_streams")):
+            client = boto3.client(service, region_name="eu-west-1", endpoint_url=self.endpoint)
+            with self.assertRaises(botocore.exceptions.ClientError) as refused:
+                getattr(client, call)()
+            self.assertIn("AWS_ENDPOINT_URL_DYNAMODB", str(refused.exception))
+
+    def test_other_services_are_motos(self):
+        sqs = boto3.client("sqs", region_name="eu-west-1", endpoint_url=self.endpoint)
+        url = sqs.create_queue(QueueName="q")["QueueUrl"]
+        self.assertTrue(url.endswith("/q"))
 
 
 class CognitoWriteAttributes(unittest.TestCase):

@@ -12,8 +12,8 @@ trap stop_devstack_and_emulator EXIT
 ensure_debian_packages chromium mosquitto
 ensure_browser_venv
 ensure_axe
-start_emulator
 build_workspace
+start_emulator
 
 # A stack of its own each run: one left on a long-lived emulator keeps its queues' backlog.
 start_devstack "bouquet-browser-$(date +%s)" 3100 3101 1893 --no-seed "${ONE_ADDRESS_CROWD[@]}"

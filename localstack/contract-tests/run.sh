@@ -14,8 +14,8 @@ log "validating infra/openapi.yaml (openapi-spec-validator, OpenAPI 3.1)"
 "$VENV/bin/openapi-spec-validator" infra/openapi.yaml
 
 ensure_contract_venv
-start_emulator
 build_workspace
+start_emulator
 STACK="bouquet-contract-$(date +%s)"
 start_devstack "$STACK" 3200 3201 1993 "${ONE_ADDRESS_CROWD[@]}"
 

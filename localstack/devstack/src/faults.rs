@@ -1,8 +1,9 @@
 //! Faults injected into the local cloud, switched on per run (`devstack up --faults
 //! rate=0.05,seed=7`) for the chaos soak (`./localstack/soak.sh`, docs/testing.md).
 //!
-//! - **Between the functions and the emulator**: [`FaultProxy`] is the functions'
-//!   `AWS_ENDPOINT_URL`. At the configured rate it answers a request as AWS does when it fails:
+//! - **Between the functions and the local cloud**: [`FaultProxy`] is the functions'
+//!   `AWS_ENDPOINT_URL` and `AWS_ENDPOINT_URL_DYNAMODB{,_STREAMS}`; it sends each request to
+//!   its engine ([`Upstreams`]). At the configured rate it answers a request as AWS does when it fails:
 //!   DynamoDB throttling, `InternalServerError` and `TransactionConflict`; EventBridge
 //!   `FailedEntryCount` on some of a batch's entries; SQS `InternalError`; a latency spike; and
 //!   the worst one, a write that is applied while its response is lost (the connection closes
@@ -90,9 +91,9 @@ pub struct Faults {
     /// `$disconnect` function failed (AWS retries neither). Whatever they stored is left to
     /// the table's TTL, and the soak's auditor allows exactly these.
     undelivered_disconnects: Mutex<std::collections::BTreeSet<String>>,
-    /// The emulator's time: calls forwarded and the milliseconds they took, summed (the
-    /// emulator's share of the functions' time).
-    upstream: Mutex<(u64, f64)>,
+    /// The local services' time, by engine (`dynamodb`, `moto`): calls forwarded and the
+    /// milliseconds they took, summed (their share of the functions' time).
+    upstream: Mutex<BTreeMap<&'static str, (u64, f64)>>,
 }
 
 impl Faults {
@@ -181,15 +182,28 @@ impl Faults {
         }
     }
 
-    fn time_upstream(&self, took: Duration) {
+    fn time_upstream(&self, engine: &'static str, took: Duration) {
         if let Ok(mut upstream) = self.upstream.lock() {
-            upstream.0 += 1;
-            upstream.1 += took.as_secs_f64() * 1000.0;
+            let (calls, ms) = upstream.entry(engine).or_default();
+            *calls += 1;
+            *ms += took.as_secs_f64() * 1000.0;
         }
     }
 
     pub fn report(&self) -> Value {
-        let (calls, ms) = self.upstream.lock().map(|u| *u).unwrap_or_default();
+        let by_engine = self.upstream.lock().map(|u| u.clone()).unwrap_or_default();
+        let (calls, ms) = by_engine
+            .values()
+            .fold((0, 0.0), |(c, m), (calls, ms)| (c + calls, m + ms));
+        let by_engine: serde_json::Map<String, Value> = by_engine
+            .iter()
+            .map(|(engine, (calls, ms))| {
+                (
+                    (*engine).to_owned(),
+                    json!({ "calls": calls, "totalMs": ms.round() }),
+                )
+            })
+            .collect();
         let injected = self.injected.lock().map(|i| i.clone()).unwrap_or_default();
         let undelivered = self
             .undelivered_disconnects
@@ -203,7 +217,7 @@ impl Faults {
             "injected": injected,
             "total": injected.values().sum::<u64>(),
             "undeliveredDisconnects": undelivered,
-            "emulator": { "calls": calls, "totalMs": ms.round() },
+            "emulator": { "calls": calls, "totalMs": ms.round(), "byEngine": by_engine },
         })
     }
 }
@@ -301,7 +315,52 @@ impl Call {
     }
 }
 
-/// The functions' way to the emulator, failing at the run's rate.
+/// Where the local cloud's services answer: DynamoDB and DynamoDB Streams on the DynamoDB
+/// engine (`AWS_ENDPOINT_URL_DYNAMODB`), every other service on moto (`AWS_ENDPOINT_URL`).
+#[derive(Clone, Debug)]
+pub struct Upstreams {
+    pub emulator: hyper::Uri,
+    pub dynamodb: hyper::Uri,
+}
+
+impl Upstreams {
+    pub fn new(emulator: &str, dynamodb: &str) -> Result<Self, DevError> {
+        let uri = |url: &str| {
+            url.parse::<hyper::Uri>()
+                .map_err(|e| DevError::Unexpected(format!("the endpoint {url:?}: {e}")))
+        };
+        Ok(Self {
+            emulator: uri(emulator)?,
+            dynamodb: uri(dynamodb)?,
+        })
+    }
+
+    /// From the SDK's standard settings, as the dev stack's own clients read them.
+    pub fn from_env() -> Result<Self, DevError> {
+        let emulator =
+            std::env::var("AWS_ENDPOINT_URL").map_err(|_| "AWS_ENDPOINT_URL is not set")?;
+        let dynamodb = std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
+            .map_err(|_| "AWS_ENDPOINT_URL_DYNAMODB is not set")?;
+        Self::new(&emulator, &dynamodb)
+    }
+
+    /// The engine a request is for: DynamoDB's and DynamoDB Streams' JSON protocol names its
+    /// service in `X-Amz-Target` (`DynamoDB_20120810.`, `DynamoDBStreams_20120810.`).
+    fn of(&self, request: &http::request::Parts) -> (&'static str, &hyper::Uri) {
+        let target = request
+            .headers
+            .get("x-amz-target")
+            .and_then(|t| t.to_str().ok())
+            .unwrap_or_default();
+        if target.starts_with("DynamoDB") {
+            ("dynamodb", &self.dynamodb)
+        } else {
+            ("moto", &self.emulator)
+        }
+    }
+}
+
+/// The functions' way to the local cloud, failing at the run's rate.
 pub struct FaultProxy {
     pub address: SocketAddr,
 }
@@ -309,16 +368,14 @@ pub struct FaultProxy {
 type Answer = Result<Response<Full<Bytes>>, DevError>;
 
 impl FaultProxy {
-    /// Listens on `port` (0: any) and forwards to `upstream` (`http://127.0.0.1:4566`),
+    /// Listens on `port` (0: any) and forwards to `upstream` (each request to its engine),
     /// failing at `faults`' rate (the installed ones, or a test's own).
     pub async fn start(
         faults: &'static Faults,
-        upstream: &str,
+        upstream: &Upstreams,
         port: u16,
     ) -> Result<Self, DevError> {
-        let upstream: hyper::Uri = upstream
-            .parse()
-            .map_err(|e| DevError::Unexpected(format!("the emulator's endpoint: {e}")))?;
+        let upstream = upstream.clone();
         let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port))).await?;
         let address = listener.local_addr()?;
         let client: Client<HttpConnector, Full<Bytes>> =
@@ -349,7 +406,7 @@ impl FaultProxy {
 async fn answer(
     faults: &'static Faults,
     client: &Client<HttpConnector, Full<Bytes>>,
-    upstream: &hyper::Uri,
+    upstream: &Upstreams,
     request: Request<Incoming>,
 ) -> Answer {
     let (parts, body) = request.into_parts();
@@ -433,10 +490,11 @@ fn control_answer(faults: &Faults, control: &str) -> Response<Full<Bytes>> {
 async fn forward(
     faults: &Faults,
     client: &Client<HttpConnector, Full<Bytes>>,
-    upstream: &hyper::Uri,
+    upstream: &Upstreams,
     parts: &http::request::Parts,
     body: Bytes,
 ) -> Answer {
+    let (engine, upstream) = upstream.of(parts);
     let mut uri = upstream.clone().into_parts();
     uri.path_and_query = parts.uri.path_and_query().cloned();
     let uri =
@@ -452,14 +510,14 @@ async fn forward(
     let response = client
         .request(request)
         .await
-        .map_err(|e| DevError::Unexpected(format!("the emulator: {e}")))?;
+        .map_err(|e| DevError::Unexpected(format!("the local {engine}: {e}")))?;
     let (parts, body) = response.into_parts();
     let body = body
         .collect()
         .await
         .map_err(|e| DevError::Unexpected(format!("a body: {e}")))?
         .to_bytes();
-    faults.time_upstream(asked.elapsed());
+    faults.time_upstream(engine, asked.elapsed());
     Ok(Response::from_parts(parts, Full::new(body)))
 }
 
@@ -524,7 +582,7 @@ fn transaction_conflict(faults: &Faults, body: &Bytes) -> Response<Full<Bytes>> 
 async fn put_events_partly(
     faults: &Faults,
     client: &Client<HttpConnector, Full<Bytes>>,
-    upstream: &hyper::Uri,
+    upstream: &Upstreams,
     parts: &http::request::Parts,
     body: Bytes,
 ) -> Answer {

@@ -233,7 +233,8 @@ pub struct LocalSettings {
     pub jwt_secret: String,
     /// E.g. `http://127.0.0.1:3001`.
     pub websocket_management_url: String,
-    /// The functions' `AWS_ENDPOINT_URL` when it is not the dev stack's own (the fault proxy).
+    /// The functions' endpoint for every service when it is not the dev stack's own (the fault
+    /// proxy).
     pub aws_endpoint_url: Option<String>,
     /// Where the browser posts photo uploads: the dev stack's `/local/s3` (e.g.
     /// `http://127.0.0.1:3000/local/s3`), which hands them to the emulator's S3 as the bucket's
@@ -293,8 +294,14 @@ impl LocalSettings {
             }
         }
         if let Some(endpoint) = &self.aws_endpoint_url {
-            env.retain(|(k, _)| k != "AWS_ENDPOINT_URL");
-            env.push(("AWS_ENDPOINT_URL".into(), endpoint.clone()));
+            // Every service the functions call, DynamoDB's too, goes through it.
+            const ENDPOINTS: [&str; 3] = [
+                "AWS_ENDPOINT_URL",
+                "AWS_ENDPOINT_URL_DYNAMODB",
+                "AWS_ENDPOINT_URL_DYNAMODB_STREAMS",
+            ];
+            env.retain(|(k, _)| !ENDPOINTS.contains(&k.as_str()));
+            env.extend(ENDPOINTS.map(|k| (k.to_owned(), endpoint.clone())));
         }
         // The local cloud cannot reach Stripe: the simulated gateway, opted into explicitly.
         if env.iter().any(|(k, _)| k == "PAYMENT_PROVIDER") {

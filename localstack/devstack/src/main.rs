@@ -189,12 +189,25 @@ async fn main() -> Result<(), DevError> {
             let (_, names, _) = provision_all(&template, &stack).await?;
             let functions =
                 Functions::from_template(&template, &names, &binaries, &Default::default())?;
-            // The functions reach the emulator through TLS, as they reach AWS.
-            let emulator =
-                std::env::var("AWS_ENDPOINT_URL").map_err(|_| "AWS_ENDPOINT_URL is not set")?;
-            let tls = devstack::tls_proxy::TlsProxy::start(&emulator).await?;
+            // The functions reach the local cloud through TLS, as they reach AWS: moto and the
+            // DynamoDB engine each behind a proxy, one trust store for both.
+            let upstreams = devstack::faults::Upstreams::from_env()?;
+            let tls = devstack::tls_proxy::TlsProxy::start(&upstreams.emulator.to_string()).await?;
+            let tls_dynamodb =
+                devstack::tls_proxy::TlsProxy::start(&upstreams.dynamodb.to_string()).await?;
+            let mut trust = std::fs::read_to_string(&tls.trust_store)?;
+            trust.push_str(&tls_dynamodb.certificate_pem);
+            std::fs::write(&tls.trust_store, trust)?;
             let mut sdk_settings = vec![
                 ("AWS_ENDPOINT_URL".to_owned(), tls.endpoint.clone()),
+                (
+                    "AWS_ENDPOINT_URL_DYNAMODB".to_owned(),
+                    tls_dynamodb.endpoint.clone(),
+                ),
+                (
+                    "AWS_ENDPOINT_URL_DYNAMODB_STREAMS".to_owned(),
+                    tls_dynamodb.endpoint.clone(),
+                ),
                 (
                     "SSL_CERT_FILE".to_owned(),
                     tls.trust_store.display().to_string(),
@@ -303,12 +316,11 @@ async fn main() -> Result<(), DevError> {
             let mut fault_proxy = None;
             if let Some(spec) = faults {
                 let faults = devstack::faults::install(devstack::faults::Faults::parse(&spec)?)?;
-                let emulator =
-                    std::env::var("AWS_ENDPOINT_URL").map_err(|_| "AWS_ENDPOINT_URL is not set")?;
+                let upstreams = devstack::faults::Upstreams::from_env()?;
                 let proxy =
-                    devstack::faults::FaultProxy::start(faults, &emulator, faults_port).await?;
+                    devstack::faults::FaultProxy::start(faults, &upstreams, faults_port).await?;
                 eprintln!(
-                    "faults: rate {} seed {}; the functions reach the emulator through {} (GET /_faults)",
+                    "faults: rate {} seed {}; the functions reach the local cloud through {} (GET /_faults)",
                     faults.rate,
                     faults.seed,
                     proxy.endpoint()

@@ -182,7 +182,7 @@ impl StreamMapping {
                         .into_iter()
                         .flatten()
                         .filter_map(|f| f["itemIdentifier"].as_str())
-                        .min()
+                        .min_by(|a, b| sequence_order(a, b))
                         .map(str::to_owned),
                     // A function error fails the whole batch.
                     Err(_) => Some(first.clone()),
@@ -214,13 +214,13 @@ impl StreamMapping {
                         report.failed_batches += 1;
                         let delivered_before = matching
                             .iter()
-                            .take_while(|r| sequence_number(r) < failed.as_str())
+                            .take_while(|r| sequence_order(sequence_number(r), &failed).is_lt())
                             .count();
                         report.delivered += delivered_before;
                         // Resume at the failed record: checkpoint the one before it.
                         let before = records
                             .iter()
-                            .take_while(|r| sequence_number(r) < failed.as_str())
+                            .take_while(|r| sequence_order(sequence_number(r), &failed).is_lt())
                             .last();
                         if let Some(record) = before {
                             self.checkpoints
@@ -358,6 +358,13 @@ pub fn start_all(
 }
 
 /// A stream record's sequence number (empty when absent).
+/// Sequence numbers compared as the numbers they are: AWS's are decimal strings of varying
+/// length (21 to 40 digits), so as strings "9" would come after "10".
+fn sequence_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let (a, b) = (a.trim_start_matches('0'), b.trim_start_matches('0'));
+    a.len().cmp(&b.len()).then_with(|| a.cmp(b))
+}
+
 fn sequence_number(record: &Value) -> &str {
     record["dynamodb"]["SequenceNumber"]
         .as_str()
@@ -438,5 +445,26 @@ mod tests {
             &pattern,
             &json!({ "eventName": "REMOVE", "dynamodb": {} })
         ));
+    }
+
+    #[test]
+    fn sequence_numbers_compare_as_numbers_whatever_their_length() {
+        use std::cmp::Ordering::*;
+        assert_eq!(sequence_order("9", "10"), Less);
+        assert_eq!(
+            sequence_order("100000000000000000009", "99999999999999999999"),
+            Greater
+        );
+        assert_eq!(sequence_order("000123", "123"), Equal);
+        assert_eq!(
+            sequence_order(
+                "49590338271490256608559692538361571095921575989136588898",
+                "49590338271490256608559692540925702759324208523137515618"
+            ),
+            Less
+        );
+        let mut failed = ["12", "9", "100"];
+        failed.sort_by(|a, b| sequence_order(a, b));
+        assert_eq!(failed, ["9", "12", "100"]);
     }
 }

@@ -25,6 +25,8 @@ pub struct TlsProxy {
     pub endpoint: String,
     /// The system's roots plus this run's certificate, for `SSL_CERT_FILE`.
     pub trust_store: PathBuf,
+    /// This run's certificate alone, for a trust store that has another proxy's too.
+    pub certificate_pem: String,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -60,7 +62,8 @@ impl TlsProxy {
             .iter()
             .find_map(|path| std::fs::read_to_string(path).ok())
             .unwrap_or_default();
-        pem.push_str(&certified.cert.pem());
+        let certificate_pem = certified.cert.pem();
+        pem.push_str(&certificate_pem);
         let trust_store = std::env::temp_dir().join(format!(
             "devstack-bench-{}.pem",
             ulid::Ulid::new().to_string().to_lowercase()
@@ -91,6 +94,7 @@ impl TlsProxy {
         Ok(Self {
             endpoint: format!("https://127.0.0.1:{port}"),
             trust_store,
+            certificate_pem,
             task,
         })
     }

@@ -324,8 +324,8 @@ impl TestCloud {
                 .await;
         if !matches!(reachable, Ok(Ok(_))) {
             panic!(
-                "\n\nThe AWS emulator is not reachable at {} ({reachable:?}).\nRun the tests with ./localstack/test.sh, which starts it, or start moto/LocalStack there yourself.\n\n",
-                endpoint()
+                "\n\nThe local DynamoDB is not reachable at {} ({reachable:?}).\nRun the tests with ./localstack/test.sh, which starts it (and moto), or start ./localstack/dynamodb-engine there yourself.\n\n",
+                dynamodb_endpoint()
             );
         }
         let registrar = Arc::new(register_vase::Registrar {
@@ -748,8 +748,8 @@ impl TestCloud {
             devstack::provision::resolve(&template, v, &names)
         });
         devstack::lambda::simulated_payments(&mut env);
+        env.extend(endpoint_environment());
         env.extend([
-            ("AWS_ENDPOINT_URL".to_owned(), endpoint()),
             ("AWS_ACCESS_KEY_ID".to_owned(), "test".to_owned()),
             ("AWS_SECRET_ACCESS_KEY".to_owned(), "test".to_owned()),
             (

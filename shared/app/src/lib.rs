@@ -32,6 +32,7 @@ pub mod reviews;
 mod root;
 mod runner;
 pub mod scheduled;
+pub mod shard_audiences;
 pub mod shard_counts;
 pub mod shops;
 #[cfg(feature = "iot")]

@@ -281,6 +281,8 @@ pub struct App {
     pub payments: Arc<dyn PaymentGateway>,
     /// Channels' subscription shard counts, as this container last read them.
     pub shard_counts: crate::shard_counts::ShardCounts,
+    /// Crowded shards' subscriber lists, as this container's fan-out last read them.
+    pub shard_audiences: crate::shard_audiences::ShardAudiences,
     /// The adapters beyond the table, the clock and the payments, each built at its first use
     /// from the container's SDK configuration (an app a test made has none: it gives the ports
     /// it uses).
@@ -295,6 +297,7 @@ impl App {
             config,
             payments: Arc::new(SimulatedGateway::new()),
             shard_counts: crate::shard_counts::ShardCounts::default(),
+            shard_audiences: crate::shard_audiences::ShardAudiences::default(),
             ports: crate::ports::Ports::default(),
         }
     }

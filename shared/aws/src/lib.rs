@@ -10,6 +10,7 @@ use aws_smithy_runtime_api::client::http::{http_client_fn, HttpClient, SharedHtt
 use aws_smithy_types::retry::RetryConfig;
 use aws_smithy_types::timeout::TimeoutConfig;
 use aws_types::region::Region;
+use aws_types::service_config::{LoadServiceConfig, ServiceConfigKey};
 
 mod xray;
 
@@ -91,6 +92,7 @@ pub fn aws_sdk_config() -> Result<SdkConfig, NotLambdaEnvironment> {
     let LambdaEnvironment {
         region,
         endpoint_url,
+        service_endpoint_urls,
         credentials,
     } = lambda_environment(|name| std::env::var(name).ok())?;
     let timeouts = TimeoutConfig::builder()
@@ -106,7 +108,41 @@ pub fn aws_sdk_config() -> Result<SdkConfig, NotLambdaEnvironment> {
         .timeout_config(timeouts)
         .http_client(https_client_made_at_first_request());
     config.set_endpoint_url(endpoint_url);
-    Ok(config.build())
+    Ok(config.service_config(service_endpoint_urls).build())
+}
+
+/// The per-service endpoints of the local cloud (`AWS_ENDPOINT_URL_DYNAMODB`,
+/// `AWS_ENDPOINT_URL_DYNAMODB_STREAMS`, ...), which the SDK asks for before the general
+/// `AWS_ENDPOINT_URL`, as its standard environment settings document. Read once at init, like
+/// the rest of the environment; empty on Lambda.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct ServiceEndpointUrls(Vec<(String, String)>);
+
+impl ServiceEndpointUrls {
+    const PREFIX: &'static str = "AWS_ENDPOINT_URL_";
+
+    /// The variable the SDK's standard settings name for a service: its id upper-cased, spaces
+    /// as underscores (`DynamoDB Streams` -> `AWS_ENDPOINT_URL_DYNAMODB_STREAMS`).
+    fn variable(service_id: &str) -> String {
+        format!(
+            "{}{}",
+            Self::PREFIX,
+            service_id.to_ascii_uppercase().replace([' ', '-'], "_")
+        )
+    }
+}
+
+impl LoadServiceConfig for ServiceEndpointUrls {
+    fn load_config(&self, key: ServiceConfigKey<'_>) -> Option<String> {
+        if key.env() != "AWS_ENDPOINT_URL" {
+            return None;
+        }
+        let variable = Self::variable(key.service_id());
+        self.0
+            .iter()
+            .find(|(name, _)| *name == variable)
+            .map(|(_, url)| url.clone())
+    }
 }
 
 /// The SDK's default HTTPS client, made when the first request needs it. Every SDK client
@@ -133,8 +169,12 @@ fn https_client_made_at_first_request() -> SharedHttpClient {
 struct LambdaEnvironment {
     region: String,
     endpoint_url: Option<String>,
+    service_endpoint_urls: ServiceEndpointUrls,
     credentials: Credentials,
 }
+
+/// The services whose own endpoint the local cloud may set (the ones the functions call).
+const SERVICE_IDS: [&str; 2] = ["DynamoDB", "DynamoDB Streams"];
 
 fn lambda_environment(
     var: impl Fn(&str) -> Option<String>,
@@ -154,6 +194,13 @@ fn lambda_environment(
     Ok(LambdaEnvironment {
         region: required("AWS_REGION")?,
         endpoint_url: set("AWS_ENDPOINT_URL"),
+        service_endpoint_urls: ServiceEndpointUrls(
+            SERVICE_IDS
+                .iter()
+                .map(|id| ServiceEndpointUrls::variable(id))
+                .filter_map(|name| set(&name).map(|url| (name, url)))
+                .collect(),
+        ),
         credentials,
     })
 }
@@ -185,6 +232,7 @@ mod tests {
             Some(LambdaEnvironment {
                 region: "eu-west-1".into(),
                 endpoint_url: None,
+                service_endpoint_urls: ServiceEndpointUrls::default(),
                 credentials: Credentials::new(
                     "AKIA",
                     "secret",
@@ -203,6 +251,37 @@ mod tests {
             environment(&local).and_then(|e| e.endpoint_url).as_deref(),
             Some("http://127.0.0.1:4566")
         );
+    }
+
+    #[test]
+    fn a_service_of_its_own_endpoint_is_asked_before_the_general_one() {
+        let local = [
+            LAMBDA.as_slice(),
+            &[
+                ("AWS_ENDPOINT_URL", "http://127.0.0.1:4566"),
+                ("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:4567"),
+                ("AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "http://127.0.0.1:4568"),
+            ],
+        ]
+        .concat();
+        let urls = environment(&local).unwrap().service_endpoint_urls;
+        let key = |service_id| {
+            ServiceConfigKey::builder()
+                .service_id(service_id)
+                .env("AWS_ENDPOINT_URL")
+                .profile("endpoint_url")
+                .build()
+                .unwrap()
+        };
+        assert_eq!(
+            urls.load_config(key("DynamoDB")).as_deref(),
+            Some("http://127.0.0.1:4567")
+        );
+        assert_eq!(
+            urls.load_config(key("DynamoDB Streams")).as_deref(),
+            Some("http://127.0.0.1:4568")
+        );
+        assert_eq!(urls.load_config(key("SQS")), None, "the general endpoint");
     }
 
     #[test]

@@ -22,12 +22,34 @@ use bouquet_http::lambda_http::{self, Body, Request, RequestExt};
 pub mod http_client;
 
 pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:4566";
+/// The local cloud's DynamoDB and DynamoDB Streams (`localstack/dynamodb-engine`).
+pub const DEFAULT_DYNAMODB_ENDPOINT: &str = "http://127.0.0.1:4567";
 
 /// A fixed start for every test clock: 2026-12-02T16:16:51Z.
 pub const T0: Timestamp = Timestamp::from_millis(1_796_228_211_000);
 
 pub fn endpoint() -> String {
     std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| DEFAULT_ENDPOINT.to_owned())
+}
+
+/// DynamoDB's and DynamoDB Streams' endpoint (`AWS_ENDPOINT_URL_DYNAMODB`, set by
+/// `localstack/lib.sh`): not moto's, which the local cloud does not use for them.
+pub fn dynamodb_endpoint() -> String {
+    std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
+        .unwrap_or_else(|_| DEFAULT_DYNAMODB_ENDPOINT.to_owned())
+}
+
+/// The environment that sends a process's SDK clients to the local cloud: moto for most
+/// services, the DynamoDB engine for DynamoDB and its streams.
+pub fn endpoint_environment() -> [(String, String); 3] {
+    [
+        ("AWS_ENDPOINT_URL".to_owned(), endpoint()),
+        ("AWS_ENDPOINT_URL_DYNAMODB".to_owned(), dynamodb_endpoint()),
+        (
+            "AWS_ENDPOINT_URL_DYNAMODB_STREAMS".to_owned(),
+            dynamodb_endpoint(),
+        ),
+    ]
 }
 
 pub fn repository_root() -> PathBuf {
@@ -84,10 +106,24 @@ impl Intercept for CallCounter {
     }
 }
 
-/// SDK configuration for the emulator: its endpoint, dummy credentials, never real AWS.
+/// DynamoDB and its streams at [`dynamodb_endpoint`], whatever the environment says, so that
+/// no test reaches moto's DynamoDB by a missing variable.
+#[derive(Debug)]
+struct LocalCloudEndpoints;
+
+impl aws_types::service_config::LoadServiceConfig for LocalCloudEndpoints {
+    fn load_config(&self, key: aws_types::service_config::ServiceConfigKey<'_>) -> Option<String> {
+        (key.env() == "AWS_ENDPOINT_URL"
+            && matches!(key.service_id(), "DynamoDB" | "DynamoDB Streams"))
+        .then(dynamodb_endpoint)
+    }
+}
+
+/// SDK configuration for the local cloud: its endpoints, dummy credentials, never real AWS.
+/// The general endpoint is set on the configuration, not the loader: a loader's is
+/// programmatic, and a programmatic endpoint overrides every service's own.
 pub async fn emulator_sdk_config() -> aws_config::SdkConfig {
-    aws_config::defaults(BehaviorVersion::latest())
-        .endpoint_url(endpoint())
+    let sdk = aws_config::defaults(BehaviorVersion::latest())
         .region(Region::new(
             std::env::var("AWS_REGION").unwrap_or_else(|_| "eu-west-1".into()),
         ))
@@ -99,7 +135,10 @@ pub async fn emulator_sdk_config() -> aws_config::SdkConfig {
             "bouquet-testkit",
         ))
         .load()
-        .await
+        .await;
+    let mut builder = sdk.into_builder();
+    builder.set_endpoint_url(Some(endpoint()));
+    builder.service_config(LocalCloudEndpoints).build()
 }
 
 /// An API Gateway v2 request, starting from a fixture in `events/`.

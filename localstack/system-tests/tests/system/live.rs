@@ -347,9 +347,12 @@ async fn lost_responses_neither_leak_nor_double_a_connection_slot() {
     let faults: &'static Faults = Box::leak(Box::new(
         Faults::parse("rate=1,only=response_lost_after_commit").unwrap(),
     ));
-    let proxy = FaultProxy::start(faults, &system_tests::endpoint(), 0)
-        .await
-        .unwrap();
+    let upstreams = devstack::faults::Upstreams::new(
+        &system_tests::endpoint(),
+        &system_tests::dynamodb_endpoint(),
+    )
+    .unwrap();
+    let proxy = FaultProxy::start(faults, &upstreams, 0).await.unwrap();
     let sdk = emulator_sdk_config().await;
     let client = aws_sdk_dynamodb::Client::from_conf(
         aws_sdk_dynamodb::config::Builder::from(&sdk)

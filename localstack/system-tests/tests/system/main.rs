@@ -1,4 +1,5 @@
-//! System tests: the real handlers against the AWS emulator, one fresh table per test.
+//! System tests: the real handlers against the local cloud (the DynamoDB engine and moto), one
+//! fresh table per test.
 //! Run them with `./localstack/test.sh`, which starts the emulator.
 
 mod abuse;
@@ -9,6 +10,7 @@ mod bouquets;
 mod cart;
 mod catalogue;
 mod delivery;
+mod dynamodb_engine;
 mod emails;
 mod event_schemas;
 mod fixtures;

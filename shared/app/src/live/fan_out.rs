@@ -480,8 +480,9 @@ async fn push_unit(
     let reading = std::time::Instant::now();
     let audience = match unit.shard {
         Some(shard) => {
-            let audience = store
-                .shard_subscribers(&unit.channel, shard.index, app.clock.now())
+            let audience = app
+                .shard_audiences
+                .of(store, &unit.channel, shard.index, app.clock.now())
                 .await?;
             if audience.len() > SHARD_SUBSCRIBERS && shard.of < MAX_SUBSCRIPTION_SHARDS {
                 let to = (shard.of * 2).min(MAX_SUBSCRIPTION_SHARDS);
@@ -494,7 +495,7 @@ async fn push_unit(
             }
             audience
         }
-        None => unit.connections.clone(),
+        None => Arc::new(unit.connections.clone()),
     };
     let read_ms = reading.elapsed().as_millis();
     let pushing = std::time::Instant::now();
@@ -557,6 +558,7 @@ async fn push_unit(
             }
         }
     }
+    app.shard_audiences.forget(&gone);
     for connection in gone {
         if let Err(error) = store.remove_connection(&connection).await {
             tracing::warn!(%connection, error = %bouquet_aws::describe(&error), "gone connection not removed; its TTL removes it");

@@ -716,6 +716,7 @@ async fn a_crowded_channel_grows_and_its_new_subscribers_land_in_the_new_shards(
     // one of them, with the crowd, gets the next frame once.
     let mut newcomer = world.app.clone();
     newcomer.shard_counts = Default::default();
+    newcomer.shard_audiences = Default::default();
     let mut joined = Vec::new();
     for i in 0..20 {
         let connection = format!("new-{i}");
@@ -1034,4 +1035,108 @@ async fn a_public_event_queues_units_only_for_the_shards_someone_may_be_in() {
         .await
         .unwrap();
     assert_eq!(lapsed.queued, 0, "{lapsed:?}");
+}
+
+/// Subscriptions laid down as their subscribes would write them: `connections` in `shard` of
+/// the channel `key`, live for a connection's retention.
+async fn subscribed(world: &World, key: &str, shard: u32, connections: &[String]) {
+    use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
+    let expires = world
+        .now()
+        .plus(bouquet_app::store::CONNECTION_RETENTION)
+        .as_epoch_seconds()
+        .to_string();
+    for chunk in connections.chunks(25) {
+        let requests: Vec<WriteRequest> = chunk
+            .iter()
+            .map(|c| {
+                let item = HashMap::from([
+                    (
+                        "pk".to_owned(),
+                        AttributeValue::S(format!("CHANNEL#{key}#{shard}")),
+                    ),
+                    (
+                        "sk".to_owned(),
+                        AttributeValue::S(format!("CONNECTION#{c}")),
+                    ),
+                    ("connectionId".to_owned(), AttributeValue::S(c.clone())),
+                    ("expiresAt".to_owned(), AttributeValue::N(expires.clone())),
+                ]);
+                WriteRequest::builder()
+                    .put_request(PutRequest::builder().set_item(Some(item)).build().unwrap())
+                    .build()
+            })
+            .collect();
+        world
+            .dynamodb
+            .batch_write_item()
+            .request_items(&world.table, requests)
+            .send()
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_crowded_shards_subscribers_are_read_once_a_second_and_a_quiet_shards_every_time() {
+    use bouquet_app::shard_audiences::{ShardAudiences, AUDIENCE_TTL, CACHED_AUDIENCE_MIN};
+    use std::time::Duration;
+    let world = World::new().await;
+    let key = "catalogue";
+    let crowd: Vec<String> = (0..CACHED_AUDIENCE_MIN + 20)
+        .map(|i| format!("crowd-{i}"))
+        .collect();
+    let few: Vec<String> = (0..5).map(|i| format!("few-{i}")).collect();
+    subscribed(&world, key, 3, &crowd).await;
+    subscribed(&world, key, 4, &few).await;
+    let audiences = ShardAudiences::default();
+    let store = &world.app.store;
+    let at = |ms: u64| world.now().plus(Duration::from_millis(ms));
+    assert_eq!(
+        audiences.of(store, key, 3, at(0)).await.unwrap().len(),
+        crowd.len()
+    );
+    assert_eq!(
+        audiences.of(store, key, 4, at(0)).await.unwrap().len(),
+        few.len()
+    );
+    // One subscriber of each shard leaves.
+    for (shard, connection) in [(3, &crowd[0]), (4, &few[0])] {
+        world
+            .dynamodb
+            .delete_item()
+            .table_name(&world.table)
+            .key(
+                "pk",
+                aws_sdk_dynamodb::types::AttributeValue::S(format!("CHANNEL#{key}#{shard}")),
+            )
+            .key(
+                "sk",
+                aws_sdk_dynamodb::types::AttributeValue::S(format!("CONNECTION#{connection}")),
+            )
+            .send()
+            .await
+            .unwrap();
+    }
+    let within = AUDIENCE_TTL.as_millis() as u64 - 1;
+    assert_eq!(
+        audiences.of(store, key, 3, at(within)).await.unwrap().len(),
+        crowd.len(),
+        "the crowded shard's list of a moment ago"
+    );
+    assert_eq!(
+        audiences.of(store, key, 4, at(within)).await.unwrap().len(),
+        few.len() - 1,
+        "a quiet shard is read each time"
+    );
+    let after = AUDIENCE_TTL.as_millis() as u64;
+    assert_eq!(
+        audiences.of(store, key, 3, at(after)).await.unwrap().len(),
+        crowd.len() - 1
+    );
+    // A connection API Gateway found gone leaves the cached list at once.
+    audiences.forget(std::slice::from_ref(&crowd[1]));
+    let cached = audiences.of(store, key, 3, at(after + 1)).await.unwrap();
+    assert_eq!(cached.len(), crowd.len() - 2);
+    assert!(!cached.contains(&crowd[1]));
 }

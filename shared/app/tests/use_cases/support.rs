@@ -35,8 +35,10 @@ pub struct World {
     pub table: String,
 }
 
+/// The local cloud's DynamoDB (`localstack/dynamodb-engine`), as `localstack/lib.sh` sets it.
 fn endpoint() -> String {
-    std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| "http://127.0.0.1:4566".to_owned())
+    std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
+        .unwrap_or_else(|_| "http://127.0.0.1:4567".to_owned())
 }
 
 impl World {
@@ -61,7 +63,7 @@ impl World {
         .await;
         if !matches!(created, Ok(Ok(_))) {
             panic!(
-                "\n\nNo table on the AWS emulator at {} ({created:?}).\nRun the tests with ./localstack/test.sh, which starts it.\n\n",
+                "\n\nNo table on the local DynamoDB at {} ({created:?}).\nRun the tests with ./localstack/test.sh, which starts it.\n\n",
                 endpoint()
             );
         }
