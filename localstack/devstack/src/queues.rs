@@ -73,13 +73,19 @@ impl QueueMapping {
         }
     }
 
-    /// Polls for ever, [`Self::pollers`] batches at once, logging each batch.
+    /// Polls for ever, [`Self::pollers`] batches at once, logging each batch. An idle mapping
+    /// polls its queue [`IDLE_PAUSE`] apart whatever its pollers (they take turns, each
+    /// `pollers` pauses apart), and each of them polls again at once after a batch: they scale
+    /// with the backlog, as Lambda's do, without a Python emulator's CPU spent on empty
+    /// receives (11 mappings of up to 4 pollers made 5 receives a second each).
     pub fn spawn(self: std::sync::Arc<Self>) {
-        for _ in 0..self.pollers {
+        let idle_pause = IDLE_PAUSE * self.pollers.max(1) as u32;
+        for turn in 0..self.pollers {
             let mapping = self.clone();
             tokio::spawn(async move {
+                tokio::time::sleep(IDLE_PAUSE * turn as u32).await;
                 loop {
-                    match mapping.poll().await {
+                    match mapping.poll_pausing(idle_pause).await {
                         Ok(report) if report.received > 0 => {
                             tracing::info!(function = %mapping.function, ?report, "SQS batch")
                         }
@@ -97,6 +103,11 @@ impl QueueMapping {
     /// Receives one batch (up to `BatchSize`, gathering for up to the batching window) and
     /// delivers it; pauses briefly when the queue is empty.
     pub async fn poll(&self) -> Result<QueuePoll, DevError> {
+        self.poll_pausing(IDLE_PAUSE).await
+    }
+
+    /// [`Self::poll`], pausing for `idle_pause` when the queue is empty.
+    pub async fn poll_pausing(&self, idle_pause: Duration) -> Result<QueuePoll, DevError> {
         let mut messages: Vec<Message> = Vec::new();
         let started = Instant::now();
         while messages.len() < self.batch_size {
@@ -124,7 +135,7 @@ impl QueueMapping {
             }
         }
         if messages.is_empty() {
-            tokio::time::sleep(IDLE_PAUSE).await;
+            tokio::time::sleep(idle_pause).await;
             return Ok(QueuePoll::default());
         }
         let event = self.event(&messages);

@@ -35,6 +35,27 @@ pub struct Plan {
     pub vendors: usize,
     pub bouquets_per_vendor: usize,
     pub vases_per_vendor: usize,
+    pub customers_pace: Pace,
+}
+
+/// How the customers shop.
+#[derive(Clone, Copy, Debug)]
+pub struct Pace {
+    /// Their pause between two orders, in milliseconds (a range drawn from; `0..=0`: none,
+    /// a closed loop that measures the system's throughput, not the customers' patience).
+    pub think_ms: (u64, u64),
+    /// Write-heavy: they compete for this many of each shop's newest bouquets, and write no
+    /// reviews (reserve, delivery details, pay, cancel).
+    pub hot_bouquets: Option<usize>,
+}
+
+impl Default for Pace {
+    fn default() -> Self {
+        Self {
+            think_ms: (50, 400),
+            hot_bouquets: None,
+        }
+    }
 }
 
 /// What the traffic did and saw.
@@ -201,12 +222,14 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
         let socket = socket?;
         sockets.push(listen(socket, customer.clone(), journal.clone()));
         let rng = StdRng::seed_from_u64(plan.seed.wrapping_add(c as u64));
+        // Each customer from an address of its own (127.0.0.10, 127.0.0.11, ...).
+        let source = std::net::Ipv4Addr::new(127, 0, 0, 10 + (c % 240) as u8);
         actors.push(tokio::spawn(customer_actor(
-            api.clone(),
+            Api::from_address(&target.api, source.into()),
             customer,
             token,
             catalogue.clone(),
-            rng,
+            (rng, plan.customers_pace),
             deadline,
             journal.clone(),
         )));
@@ -429,17 +452,20 @@ async fn customer_actor(
     customer: String,
     token: String,
     catalogue: Stock,
-    mut rng: StdRng,
+    (mut rng, pace): (StdRng, Pace),
     deadline: Instant,
     journal: Shared,
 ) -> Result<(), String> {
     while Instant::now() < deadline {
         // Now and then it reviews what was delivered.
-        if rng.random_bool(0.15) {
+        if pace.hot_bouquets.is_none() && rng.random_bool(0.15) {
             review_a_delivery(&api, &token, &mut rng, &journal).await;
         }
         let vendors = catalogue.lock().unwrap().len();
-        let vendor = newest(&catalogue, rng.random_range(0..vendors));
+        let mut vendor = newest(&catalogue, rng.random_range(0..vendors));
+        if let Some(hot) = pace.hot_bouquets {
+            vendor.drain(..vendor.len().saturating_sub(hot));
+        }
         let vendor = &vendor;
         let first = rng.random_range(0..vendor.len());
         let mut wanted = vec![vendor[first].clone()];
@@ -478,7 +504,7 @@ async fn customer_actor(
             }
         }
         let Some(order) = reserved.body["orderId"].as_str().map(str::to_owned) else {
-            pause(&mut rng).await;
+            pause(&mut rng, pace).await;
             continue;
         };
         journal
@@ -504,7 +530,7 @@ async fn customer_actor(
             // Walks away: the hold lapses, or stays while the soak runs.
             _ => {}
         }
-        pause(&mut rng).await;
+        pause(&mut rng, pace).await;
     }
     Ok(())
 }
@@ -990,8 +1016,11 @@ async fn vase_actor(
     Ok(())
 }
 
-async fn pause(rng: &mut StdRng) {
-    tokio::time::sleep(Duration::from_millis(rng.random_range(50..400))).await;
+async fn pause(rng: &mut StdRng, pace: Pace) {
+    let (low, high) = pace.think_ms;
+    if high > 0 {
+        tokio::time::sleep(Duration::from_millis(rng.random_range(low..=high))).await;
+    }
 }
 
 /// Requests by outcome, for the report.

@@ -44,6 +44,27 @@ struct Args {
     /// How long to wait for the system to drain after the traffic.
     #[arg(long, default_value_t = 300)]
     quiet_seconds: u64,
+    /// The customers' pause between two orders, `MIN-MAX` milliseconds (`0`: none, a closed
+    /// loop that measures throughput).
+    #[arg(long, default_value = "50-400", value_parser = think_ms)]
+    think_ms: (u64, u64),
+    /// Write-heavy: the customers compete for this many of each shop's newest bouquets and
+    /// write no reviews.
+    #[arg(long)]
+    write_heavy: Option<usize>,
+}
+
+fn think_ms(text: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("{text:?}: expected MIN-MAX milliseconds, or one number");
+    let (low, high) = text.split_once('-').unwrap_or((text, text));
+    let (low, high) = (
+        low.trim().parse().map_err(|_| bad())?,
+        high.trim().parse().map_err(|_| bad())?,
+    );
+    if low > high {
+        return Err(bad());
+    }
+    Ok((low, high))
 }
 
 #[tokio::main]
@@ -83,6 +104,10 @@ async fn run(args: &Args) -> Result<usize, String> {
         vendors: 2,
         bouquets_per_vendor: 6,
         vases_per_vendor: args.vases_per_vendor,
+        customers_pace: system_tests::soak::Pace {
+            think_ms: args.think_ms,
+            hot_bouquets: args.write_heavy,
+        },
     };
     let control = Api::new(&args.faults);
     let started = Instant::now();
@@ -402,4 +427,18 @@ fn print_load(
         emulator["calls"],
         100.0 * emulator_ms / all
     );
+    // The local services' share by engine: what a faster engine could still win.
+    if let Some(engines) = emulator["byEngine"].as_object() {
+        for (engine, time) in engines {
+            let ms = time["totalMs"].as_f64().unwrap_or(0.0);
+            let calls = time["calls"].as_f64().unwrap_or(0.0).max(1.0);
+            println!(
+                "    {engine}: {:.0} s over {} calls ({:.1} ms a call, {:.0}% of the functions' time)",
+                ms / 1000.0,
+                time["calls"],
+                ms / calls,
+                100.0 * ms / all
+            );
+        }
+    }
 }
