@@ -212,8 +212,9 @@ async fn a_cancelled_transaction_writes_nothing_and_says_which_condition_failed_
 async fn a_retried_client_request_token_succeeds_without_writing_again_and_a_changed_request_is_refused(
 ) {
     let table = EngineTable::new().await;
-    // A token is the account's for 10 minutes, whatever the table: one of this run's own.
-    let token = format!("token-{}", table.name);
+    // A token is the account's for 10 minutes, whatever the table: one of this run's own
+    // (at most 36 characters, as DynamoDB and the engine check).
+    let token = ulid::Ulid::new().to_string();
     let claim = |n: &str| {
         table
             .dynamodb
