@@ -288,7 +288,22 @@ class LocalIotCa:
             self._reload_brokers()
             return True
 
+    # Mosquitto drops a SIGHUP that arrives while it reloads (its flag is cleared after the
+    # reload), so a burst of IoT writes (a registration is four) could leave a broker on the
+    # files of the burst's first write (seen in CI: a new vase refused for seconds). A second
+    # signal this long after the burst's last write makes the broker load the final files.
+    TRAILING_RELOAD_SECONDS = 0.25
+
     def _reload_brokers(self):
+        self._signal_brokers()
+        trailing = getattr(self, "_trailing", None)
+        if trailing is not None:
+            trailing.cancel()
+        self._trailing = threading.Timer(self.TRAILING_RELOAD_SECONDS, self._signal_brokers)
+        self._trailing.daemon = True
+        self._trailing.start()
+
+    def _signal_brokers(self):
         for pid_file in glob.glob(os.path.join(self.dir, "brokers", "*.pid")):
             try:
                 with open(pid_file) as f:

@@ -417,6 +417,37 @@ class IotCertificatesForMosquitto(unittest.TestCase):
         self.assertEqual(broker.wait(timeout=5), -signal.SIGHUP)
         self.assertIsNone(other.poll())
 
+    def test_a_burst_of_iot_writes_ends_with_a_reload_after_its_last(self):
+        brokers = os.path.join(self.dir, "brokers")
+        # A stand-in broker that counts its SIGHUPs (Mosquitto drops one that comes while it
+        # reloads, so the last write of a burst needs a signal of its own, after it).
+        script = os.path.join(self.dir, "mosquitto")
+        counted = os.path.join(self.dir, "reloads")
+        with open(script, "w") as f:
+            f.write(f"#!{sys.executable}\n"
+                    "import signal, sys, time\n"
+                    f"signal.signal(signal.SIGHUP, lambda *_: open({counted!r}, 'a').write(f'{{time.monotonic()}}\\n'))\n"
+                    "time.sleep(30)\n")
+        os.chmod(script, 0o755)
+        broker = subprocess.Popen([script], preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
+        self.addCleanup(broker.wait)
+        self.addCleanup(broker.kill)
+        with open(os.path.join(brokers, "counting.pid"), "w") as f:
+            f.write(f"{broker.pid}\n")
+        self.addCleanup(os.remove, os.path.join(brokers, "counting.pid"))
+        deadline = time.monotonic() + 10
+        while pathlib.Path(f"/proc/{broker.pid}/comm").read_text().strip() != "mosquitto" or not os.path.exists(script):
+            self.assertLess(time.monotonic(), deadline, "the stand-in broker never started")
+            time.sleep(0.01)
+        time.sleep(0.5)  # its handler installed
+        for _ in range(3):
+            self.iot.create_keys_and_certificate(setAsActive=True)
+        last_write = time.monotonic()
+        time.sleep(emulator.LocalIotCa.TRAILING_RELOAD_SECONDS + 0.5)
+        signals = [float(line) for line in pathlib.Path(counted).read_text().split()]
+        self.assertGreaterEqual(len(signals), 4, "one per write and a trailing one")
+        self.assertGreater(max(signals), last_write, "a reload after the burst's last write")
+
 
 if __name__ == "__main__":
     unittest.main()
