@@ -178,6 +178,25 @@ ensure_debian_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
 }
 
+# Waits until something answers at URL while the process PID (NAME, its log LOG) runs, for at
+# most SECONDS: wait_until_answers URL PID NAME LOG SECONDS.
+wait_until_answers() {
+  local url="$1" pid="$2" name="$3" log_file="$4" seconds="$5" deadline
+  deadline=$((SECONDS + seconds))
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    if endpoint_answers "$url"; then
+      log "$name is ready (pid $pid)"
+      return 0
+    fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      log "$name exited during start-up:"; cat "$log_file" >&2
+      return 1
+    fi
+    sleep 0.1
+  done
+  log "$name did not answer within $seconds s"; return 1
+}
+
 # The DynamoDB engine's binary: the debug build's, which every suite's build makes (bench.sh
 # points DYNAMODB_ENGINE_BIN at its release build's).
 DYNAMODB_ENGINE_BIN="${DYNAMODB_ENGINE_BIN:-${CARGO_TARGET_DIR:-$REPO_DIR/target}/debug/dynamodb-engine}"
@@ -201,18 +220,7 @@ start_dynamodb_engine() {
   "$DYNAMODB_ENGINE_BIN" --host "${address%:*}" --port "${address##*:}" > "$RUN_DIR/dynamodb.log" 2>&1 &
   STARTED_DYNAMODB=$!
   echo "$STARTED_DYNAMODB" > "$RUN_DIR/dynamodb.pid"
-  for _ in $(seq 1 100); do
-    if endpoint_answers "$AWS_ENDPOINT_URL_DYNAMODB"; then
-      log "the DynamoDB engine is ready (pid $STARTED_DYNAMODB)"
-      return 0
-    fi
-    if ! kill -0 "$STARTED_DYNAMODB" 2>/dev/null; then
-      log "the DynamoDB engine exited during start-up:"; cat "$RUN_DIR/dynamodb.log" >&2
-      return 1
-    fi
-    sleep 0.1
-  done
-  log "the DynamoDB engine did not answer within 10 s"; return 1
+  wait_until_answers "$AWS_ENDPOINT_URL_DYNAMODB" "$STARTED_DYNAMODB" "the DynamoDB engine" "$RUN_DIR/dynamodb.log" 10
 }
 
 # Starts the local cloud's two engines: the DynamoDB engine, and moto on
@@ -231,18 +239,7 @@ start_emulator() {
   STARTED_EMULATOR=$!
   echo "$STARTED_EMULATOR" > "$RUN_DIR/moto.pid"
   # Its first start imports a lot of Python; on two busy cores that took over 20 s once.
-  for _ in $(seq 1 450); do
-    if endpoint_answers; then
-      log "moto is ready (pid $STARTED_EMULATOR)"
-      return 0
-    fi
-    if ! kill -0 "$STARTED_EMULATOR" 2>/dev/null; then
-      log "moto exited during start-up:"; cat "$RUN_DIR/moto.log" >&2
-      return 1
-    fi
-    sleep 0.2
-  done
-  log "moto did not answer within 90 s"; return 1
+  wait_until_answers "$AWS_ENDPOINT_URL" "$STARTED_EMULATOR" moto "$RUN_DIR/moto.log" 90
 }
 
 # Stops the emulators this script started; leaves someone else's alone.

@@ -644,18 +644,12 @@ async fn throttled_pushes_are_retried_and_failed_ones_are_parked_whole_and_redri
 
 #[tokio::test]
 async fn a_crowded_channel_grows_and_its_new_subscribers_land_in_the_new_shards() {
-    use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
     let world = World::new().await;
     let vendor = world.vendor().await;
     let bouquet = world.bouquet_of(&vendor).await;
     let key = format!("bouquet:{}", bouquet.bouquet_id);
     // A crowd already in the channel's one shard: one more than a shard should hold, and
     // the shard's lease, as their subscribes wrote it.
-    let expires = world
-        .now()
-        .plus(bouquet_app::store::CONNECTION_RETENTION)
-        .as_epoch_seconds()
-        .to_string();
     world
         .app
         .store
@@ -669,35 +663,7 @@ async fn a_crowded_channel_grows_and_its_new_subscribers_land_in_the_new_shards(
     let crowd: Vec<String> = (0..=bouquet_app::store::SHARD_SUBSCRIBERS)
         .map(|i| format!("crowd-{i}"))
         .collect();
-    for chunk in crowd.chunks(25) {
-        let requests: Vec<WriteRequest> = chunk
-            .iter()
-            .map(|c| {
-                let item = HashMap::from([
-                    (
-                        "pk".to_owned(),
-                        AttributeValue::S(format!("CHANNEL#{key}#0")),
-                    ),
-                    (
-                        "sk".to_owned(),
-                        AttributeValue::S(format!("CONNECTION#{c}")),
-                    ),
-                    ("connectionId".to_owned(), AttributeValue::S(c.clone())),
-                    ("expiresAt".to_owned(), AttributeValue::N(expires.clone())),
-                ]);
-                WriteRequest::builder()
-                    .put_request(PutRequest::builder().set_item(Some(item)).build().unwrap())
-                    .build()
-            })
-            .collect();
-        world
-            .dynamodb
-            .batch_write_item()
-            .request_items(&world.table, requests)
-            .send()
-            .await
-            .unwrap();
-    }
+    subscribed(&world, &key, 0, &crowd).await;
     let pusher = Throttling::default();
     let detail = json!({ "eventId": "e-1", "aggregateId": bouquet.bouquet_id, "aggregateVersion": 2, "data": { "bouquetId": bouquet.bouquet_id, "vendorId": vendor.vendor_id } });
     let first = broadcast(&world, &pusher, "BouquetChanged", &detail).await;
