@@ -427,6 +427,7 @@ class IotCertificatesForMosquitto(unittest.TestCase):
             f.write(f"#!{sys.executable}\n"
                     "import signal, sys, time\n"
                     f"signal.signal(signal.SIGHUP, lambda *_: open({counted!r}, 'a').write(f'{{time.monotonic()}}\\n'))\n"
+                    f"open({counted!r}, 'w').close()\n"
                     "time.sleep(30)\n")
         os.chmod(script, 0o755)
         broker = subprocess.Popen([script], preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
@@ -435,11 +436,13 @@ class IotCertificatesForMosquitto(unittest.TestCase):
         with open(os.path.join(brokers, "counting.pid"), "w") as f:
             f.write(f"{broker.pid}\n")
         self.addCleanup(os.remove, os.path.join(brokers, "counting.pid"))
-        deadline = time.monotonic() + 10
-        while pathlib.Path(f"/proc/{broker.pid}/comm").read_text().strip() != "mosquitto" or not os.path.exists(script):
+        # Its handler is installed once it has made the file (a busy machine takes a while to
+        # start Python): a SIGHUP before that would end it.
+        deadline = time.monotonic() + 30
+        while not os.path.exists(counted):
             self.assertLess(time.monotonic(), deadline, "the stand-in broker never started")
+            self.assertIsNone(broker.poll(), "the stand-in broker ended")
             time.sleep(0.01)
-        time.sleep(0.5)  # its handler installed
         for _ in range(3):
             self.iot.create_keys_and_certificate(setAsActive=True)
         last_write = time.monotonic()
