@@ -433,16 +433,16 @@ class IotCertificatesForMosquitto(unittest.TestCase):
         broker = subprocess.Popen([script], preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
         self.addCleanup(broker.wait)
         self.addCleanup(broker.kill)
-        with open(os.path.join(brokers, "counting.pid"), "w") as f:
-            f.write(f"{broker.pid}\n")
-        self.addCleanup(os.remove, os.path.join(brokers, "counting.pid"))
-        # Its handler is installed once it has made the file (a busy machine takes a while to
-        # start Python): a SIGHUP before that would end it.
+        # Registered once its handler is in (it has made the file; a busy machine takes a while
+        # to start Python): a SIGHUP before that, an earlier test's trailing one say, would end it.
         deadline = time.monotonic() + 30
         while not os.path.exists(counted):
             self.assertLess(time.monotonic(), deadline, "the stand-in broker never started")
             self.assertIsNone(broker.poll(), "the stand-in broker ended")
             time.sleep(0.01)
+        with open(os.path.join(brokers, "counting.pid"), "w") as f:
+            f.write(f"{broker.pid}\n")
+        self.addCleanup(os.remove, os.path.join(brokers, "counting.pid"))
         for _ in range(3):
             self.iot.create_keys_and_certificate(setAsActive=True)
         last_write = time.monotonic()
