@@ -121,25 +121,21 @@ env -u AWS_ENDPOINT_URL "$VENV/bin/python" "$LOCALSTACK_DIR/test_emulator.py"
 log "cargo test (AWS_ENDPOINT_URL=$AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_DYNAMODB=$AWS_ENDPOINT_URL_DYNAMODB)"
 cargo test --workspace --locked "$@"
 
-# Three suites side by side, each on a dev stack of its own whose data the others never meet
-# (their own stack's tables, queues and broker; their own ports): the browser suite waits on
-# Chromium and its pages most of its time, and on 2 cores the other two fill those waits. The
-# contract and smoke suites' output is printed when each is collected.
-# - the published contract: infra/openapi.yaml validated, then schemathesis against a dev stack
-#   of its own (ports 3200, 3201, 1993), a token per role; prints the cases per route;
-# - the smoke suite a team runs against a deployed stack (./localstack/smoke.sh <stack>), here
-#   against a dev stack of its own (ports 3600-3603): HTTP, WebSocket, MQTT over TLS;
-# - the web console in headless Chromium against a dev stack of its own (ports 3100, 3101, 1893).
-finish_job contract-tools
-log "in the background: contract tests (openapi-spec-validator, schemathesis) and the smoke suite (black-box: HTTP, WebSocket, a registered vase over MQTT/TLS)"
-start_job contract-tests bash "$LOCALSTACK_DIR/contract-tests/run.sh"
-start_job smoke-suite bash "$LOCALSTACK_DIR/smoke.sh" --local --no-build
+# The web console in headless Chromium against a dev stack of its own (ports 3100, 3101, 1893).
 finish_job browser-tools
 log "browser tests of the web console"
 bash "$LOCALSTACK_DIR/browser-tests/run.sh"
-log "collecting the contract tests and the smoke suite"
-finish_job smoke-suite
-finish_job contract-tests
+
+# The published contract: infra/openapi.yaml validated, then schemathesis against a dev stack
+# of its own (ports 3200, 3201, 1993), a token per role; prints the cases per route.
+finish_job contract-tools
+log "contract tests (openapi-spec-validator, schemathesis)"
+bash "$LOCALSTACK_DIR/contract-tests/run.sh"
+
+# The smoke suite a team runs against a deployed stack (./localstack/smoke.sh <stack>), here
+# against a dev stack of its own (ports 3600-3603): HTTP, WebSocket, MQTT over TLS.
+log "smoke suite (black-box: HTTP, WebSocket, a registered vase over MQTT/TLS)"
+bash "$LOCALSTACK_DIR/smoke.sh" --local --no-build
 
 # Traffic and faults at once, then the auditor (docs/testing.md, "The chaos soak"): a dev stack
 # of its own (ports 3400-3403), 60 s at 5% faults with seed 7 (6 customers, 2 vases: a load two
