@@ -12,7 +12,8 @@ use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
 use serde::Deserialize;
 use serde_json::json;
 
-pub const ROUTE: Route = Route::new("POST", "/v1/vendors/{vendorId}/members");
+pub const ROUTE: Route =
+    Route::new("POST", "/v1/vendors/{vendorId}/members").for_the_shop_in_the_path();
 
 #[derive(Deserialize)]
 struct NewMember {

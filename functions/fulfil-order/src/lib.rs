@@ -8,7 +8,8 @@ use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::owned::order_transition;
 use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
 
-pub const ROUTE: Route = Route::new("POST", "/v1/orders/{orderId}/fulfil");
+pub const ROUTE: Route =
+    Route::new("POST", "/v1/orders/{orderId}/fulfil").goes_on_while_suspended();
 
 pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
     run(app, request, ROUTE, handle).await

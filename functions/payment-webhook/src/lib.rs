@@ -1,7 +1,11 @@
-//! `POST /v1/payments/webhook`: Stripe's events about the marketplace's PaymentIntents. No JWT:
-//! the `Stripe-Signature` header is checked instead (HMAC-SHA256 of `timestamp.body` under
-//! the endpoint's signing secret, 5 minutes' tolerance, constant-time comparison). A request
-//! that does not verify is 400 and writes nothing.
+//! `POST /v1/payments/webhook`: Stripe's events about the marketplace's PaymentIntents and its
+//! shops' connected accounts. No JWT: the `Stripe-Signature` header is checked instead
+//! (HMAC-SHA256 of `timestamp.body`, 5 minutes' tolerance, constant-time comparison) under
+//! one of two signing secrets, as Stripe documents it: the platform endpoint's (payments) and
+//! the Connect endpoint's (connected accounts' events); both endpoints may share this URL. A
+//! request that does not verify is 400 and writes nothing. An event is acted on only if it
+//! came to its own endpoint and its `livemode` is the deployment's (`STRIPE_LIVEMODE`): a
+//! test-mode event at a live deployment is acknowledged, counted and dropped.
 //!
 //! - `payment_intent.succeeded`: the attempt it paid becomes `paid` (bouquets `sold`), once;
 //!   money for an attempt that no longer stands (the hold lapsed, another attempt paid) is
@@ -23,7 +27,7 @@ use bouquet_app::domain::{FieldError, OrderId, Timestamp, VendorId};
 use bouquet_app::idempotency::IdempotencyPut;
 use bouquet_app::payments::stripe_webhook::{self, PaymentEvent};
 use bouquet_app::payouts::{self, Reported};
-use bouquet_app::App;
+use bouquet_app::{metrics, App};
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, Reply, Route};
 use serde_json::json;
@@ -34,11 +38,25 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
     run(app, request, ROUTE, handle).await
 }
 
+/// Whether this deployment takes live-mode events (`STRIPE_LIVEMODE=true`, the prod stage's);
+/// read once per container.
+static LIVE_MODE: std::sync::LazyLock<bool> =
+    std::sync::LazyLock::new(|| std::env::var("STRIPE_LIVEMODE").is_ok_and(|v| v == "true"));
+
+/// Acknowledges an event the marketplace does not act on (200: Stripe stops retrying),
+/// counted by why.
+fn dropped(event: &stripe_webhook::Event, outcome: &'static str) -> Result<Reply, ApiError> {
+    metrics::count(metrics::WEBHOOK_EVENTS, outcome, 1);
+    bouquet_app::tracing::info!(event_id = %event.id, kind = %event.kind, outcome, "webhook event dropped");
+    Reply::ok(&json!({ "received": true, "eventId": event.id, "outcome": outcome }))
+}
+
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
-    stripe_webhook::verify(
+    let endpoint = stripe_webhook::verify_endpoint(
         ctx.header("stripe-signature"),
         ctx.raw_body(),
         ctx.app.ports.webhook_secret().await?,
+        ctx.app.ports.connect_webhook_secret().await?,
         ctx.now.as_epoch_seconds(),
     )
     .map_err(|error| {
@@ -46,12 +64,23 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         ApiError::Invalid(vec![FieldError::new("Stripe-Signature", error)])
     })?;
     let event: stripe_webhook::Event = ctx.json()?;
+    if event.livemode != *LIVE_MODE {
+        return dropped(&event, "other_mode");
+    }
+    // A connected account's event comes only to the Connect endpoint, and the platform's
+    // own only to its endpoint: anything else was not sent by Stripe as configured.
+    let to_connect = event.connected_account.is_some();
+    if to_connect != (endpoint == stripe_webhook::Endpoint::Connect) {
+        return dropped(&event, "wrong_endpoint");
+    }
     if let Some(account) = event.account() {
+        metrics::count(metrics::WEBHOOK_EVENTS, "acted", 1);
         return account_updated(ctx, &event, account).await;
     }
     let Some(payment) = event.payment() else {
-        return Reply::ok(&json!({ "received": true, "outcome": "ignored" }));
+        return dropped(&event, "ignored");
     };
+    metrics::count(metrics::WEBHOOK_EVENTS, "acted", 1);
     let (order_id, settlement) = match payment {
         PaymentEvent::Succeeded {
             intent_id,

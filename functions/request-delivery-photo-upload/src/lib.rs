@@ -11,7 +11,8 @@ use bouquet_app::{proof_of_delivery, App};
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, KeyedRequest, Reply, Route};
 
-pub const ROUTE: Route = Route::new("POST", "/v1/orders/{orderId}/delivery-photo-uploads");
+pub const ROUTE: Route =
+    Route::new("POST", "/v1/orders/{orderId}/delivery-photo-uploads").goes_on_while_suspended();
 
 pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
     run(app, request, ROUTE, handle).await

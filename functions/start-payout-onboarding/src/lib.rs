@@ -4,7 +4,7 @@
 //! `refreshUrl` when it has expired. Until the provider reports the account can take charges,
 //! the shop's bouquets cannot be reserved (`vendor.payouts_not_ready`).
 
-use bouquet_app::domain::vendor::return_url;
+use bouquet_app::domain::vendor::{return_url, ConsoleOrigins};
 use bouquet_app::domain::{Validation, VendorId};
 use bouquet_app::payments::OnboardingLinks;
 use bouquet_app::payouts;
@@ -23,6 +23,12 @@ struct OnboardingRequest {
     refresh_url: String,
 }
 
+/// Where the console is served from (`CONSOLE_ORIGINS`, from the template), read once per
+/// container; unset, this machine only.
+static CONSOLE: std::sync::LazyLock<ConsoleOrigins> = std::sync::LazyLock::new(|| {
+    ConsoleOrigins::parse(&std::env::var("CONSOLE_ORIGINS").unwrap_or_default())
+});
+
 pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
     run(app, request, ROUTE, handle).await
 }
@@ -32,8 +38,8 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let vendor_id = ctx.path("vendorId", VendorId::parse)?;
     let body: OnboardingRequest = ctx.json()?;
     let mut validation = Validation::new();
-    let return_to = validation.check("returnUrl", return_url(&body.return_url));
-    let refresh = validation.check("refreshUrl", return_url(&body.refresh_url));
+    let return_to = validation.check("returnUrl", return_url(&body.return_url, &CONSOLE));
+    let refresh = validation.check("refreshUrl", return_url(&body.refresh_url, &CONSOLE));
     let links = validation
         .finish(|| OnboardingLinks {
             return_url: return_to.unwrap_or_default(),

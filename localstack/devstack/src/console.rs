@@ -35,7 +35,14 @@ pub struct Console {
     photo_reader: Option<aws_sdk_s3::Client>,
     /// The stack's functions, whose sandboxes `GET /local/functions` reports.
     functions: Option<crate::lambda::Functions>,
+    /// Signs as the functions sign their presigned reads of the upload bucket: a read's
+    /// signature is checked against it, as S3 checks it.
+    read_signer: Option<std::sync::Arc<bouquet_photos::PostPolicySigner>>,
 }
+
+/// The local console's origins: this machine (the simulated onboarding returns only there).
+static LOCAL_CONSOLE: std::sync::LazyLock<bouquet_app::domain::vendor::ConsoleOrigins> =
+    std::sync::LazyLock::new(bouquet_app::domain::vendor::ConsoleOrigins::this_machine);
 
 /// A simulated provider's report of an account, ready for the webhook route: the
 /// `Stripe-Signature`, the event, and where the member goes back to.
@@ -139,6 +146,7 @@ impl Console {
             photo_buckets: None,
             photo_reader: None,
             functions: None,
+            read_signer: None,
         }
     }
 
@@ -149,6 +157,41 @@ impl Console {
     }
 
     /// Serves the photo buckets on the emulator at `endpoint` (see [`PhotoBuckets`]).
+    /// Checks every presigned read of the upload bucket against `signer` (the functions'
+    /// credentials, region and upload URL).
+    pub fn with_read_signer(mut self, signer: bouquet_photos::PostPolicySigner) -> Self {
+        self.read_signer = Some(std::sync::Arc::new(signer));
+        self
+    }
+
+    /// Whether `query` is a presigned read of `key` that S3 would take now: unexpired, and its
+    /// signature the one the functions' credentials make for it.
+    async fn genuine_read(&self, key: &str, query: &str) -> bool {
+        let Some(read) = presigned(query) else {
+            return false;
+        };
+        if read.until() <= time::OffsetDateTime::now_utc() {
+            return false;
+        }
+        let Some(signer) = &self.read_signer else {
+            return false;
+        };
+        let signed_at = bouquet_app::domain::Timestamp::from_millis(
+            (read.signed_at.unix_timestamp_nanos() / 1_000_000) as i64,
+        );
+        let expected = signer
+            .presign_get(
+                key,
+                signed_at,
+                std::time::Duration::from_secs(read.expires.max(0) as u64),
+            )
+            .await;
+        expected.is_ok_and(|url| {
+            presigned(url.split_once('?').map_or("", |(_, q)| q))
+                .is_some_and(|again| again.signature == read.signature)
+        })
+    }
+
     pub fn with_photos(
         mut self,
         endpoint: &str,
@@ -430,7 +473,7 @@ impl Console {
             form_urlencoded::parse(body).into_owned().collect();
         let return_url = fields
             .get("return_url")
-            .filter(|url| bouquet_app::domain::vendor::return_url(url).is_ok())
+            .filter(|url| bouquet_app::domain::vendor::return_url(url, &LOCAL_CONSOLE).is_ok())
             .cloned()
             .ok_or_else(|| {
                 Box::new(message(
@@ -507,15 +550,15 @@ impl Console {
                 let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
                 match &self.photo_buckets {
                     Some(buckets) if buckets.uploads == bucket && key.starts_with("delivered/") => {
-                        match presigned_until(request.uri().query().unwrap_or("")) {
-                            Some(until) if until > time::OffsetDateTime::now_utc() => {
-                                self.object(bucket, key).await
-                            }
-                            // As S3 answers an expired or unsigned read.
-                            _ => message(
+                        let query = request.uri().query().unwrap_or("");
+                        if self.genuine_read(key, query).await {
+                            self.object(bucket, key).await
+                        } else {
+                            // As S3 answers an expired, unsigned or forged read.
+                            message(
                                 StatusCode::FORBIDDEN,
-                                "AccessDenied: Request has expired or is not signed",
-                            ),
+                                "AccessDenied: Request has expired, is not signed or its signature does not match",
+                            )
                         }
                     }
                     _ => message(StatusCode::NOT_FOUND, "no such key"),
@@ -638,13 +681,15 @@ pub fn simulated_account_report(
         "object": "event",
         "type": "account.updated",
         "created": now,
+        "livemode": false,
+        "account": account,
         "data": {"object": {"id": account, "object": "account", "charges_enabled": enabled,
             "payouts_enabled": enabled, "metadata": {"vendorId": vendor_id}}},
     })
     .to_string();
     let signature = bouquet_app::payments::stripe_webhook::sign(
         event.as_bytes(),
-        crate::lambda::LOCAL_WEBHOOK_SECRET,
+        crate::lambda::LOCAL_CONNECT_WEBHOOK_SECRET,
         now,
     );
     (signature, event.into_bytes())
@@ -660,7 +705,7 @@ fn connect_page(path: &str, query: &str) -> Response<Full<Bytes>> {
             .collect();
     let return_url = fields.get("return_url").cloned().unwrap_or_default();
     if !account.starts_with("acct_sim_")
-        || bouquet_app::domain::vendor::return_url(&return_url).is_err()
+        || bouquet_app::domain::vendor::return_url(&return_url, &LOCAL_CONSOLE).is_err()
     {
         return message(StatusCode::NOT_FOUND, "no such onboarding link");
     }
@@ -697,44 +742,60 @@ fn message(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
     )
 }
 
-/// Until when a SigV4 presigned URL's query (`X-Amz-Date` + `X-Amz-Expires`, with a
-/// signature) reads its object; `None` when it is not one. The emulator checks no signature:
-/// the dev stack refuses an expired or unsigned read as S3 does.
-fn presigned_until(query: &str) -> Option<time::OffsetDateTime> {
+/// A presigned read's query: when it was signed, for how long, and its signature.
+#[derive(Debug, PartialEq, Eq)]
+struct Presigned {
+    signed_at: time::OffsetDateTime,
+    expires: i64,
+    signature: String,
+}
+
+impl Presigned {
+    fn until(&self) -> time::OffsetDateTime {
+        self.signed_at + time::Duration::seconds(self.expires)
+    }
+}
+
+/// The presigned read `query` is, if it names its time, expiry and signature.
+fn presigned(query: &str) -> Option<Presigned> {
     let value = |name: &str| {
         query
             .split('&')
             .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
     };
-    value("X-Amz-Signature").filter(|s| !s.is_empty())?;
+    let signature = value("X-Amz-Signature").filter(|s| !s.is_empty())?;
     let signed_at = time::PrimitiveDateTime::parse(
         value("X-Amz-Date")?,
         time::macros::format_description!("[year][month][day]T[hour][minute][second]Z"),
     )
     .ok()?
     .assume_utc();
-    let seconds: i64 = value("X-Amz-Expires")?.parse().ok()?;
-    Some(signed_at + time::Duration::seconds(seconds))
+    Some(Presigned {
+        signed_at,
+        expires: value("X-Amz-Expires")?.parse().ok()?,
+        signature: signature.to_owned(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn a_presigned_read_lasts_its_expiry_and_an_unsigned_one_none() {
-        let until = presigned_until(
+        let read = presigned(
             "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date=20261202T161651Z&X-Amz-Expires=900&X-Amz-SignedHeaders=host&X-Amz-Signature=abc",
         )
         .expect("signed");
+        assert_eq!(read.signature, "abc");
         assert_eq!(
-            until,
+            read.until(),
             time::macros::datetime!(2026-12-02 16:31:51 UTC),
             "15 minutes after it was signed"
         );
         assert_eq!(
-            presigned_until("X-Amz-Date=20261202T161651Z&X-Amz-Expires=900"),
+            presigned("X-Amz-Date=20261202T161651Z&X-Amz-Expires=900"),
             None
         );
-        assert_eq!(presigned_until(""), None);
+        assert_eq!(presigned(""), None);
     }
 
     use super::*;

@@ -418,9 +418,112 @@ fn not_modified(incoming: &Incoming, answer: Answer) -> Answer {
     (status, headers, body)
 }
 
+/// One header a CloudFront response headers policy adds: `(name, value, override)`; without
+/// override it is added only where the origin sent none.
+pub type PolicyHeader = (String, String, bool);
+
+/// The headers the template's `ApiSecurityHeadersPolicy` makes the distribution add to every
+/// `/v1` answer, the API Gateway's own 401, 403 and 404 included (they pass the edge too).
+pub fn api_security_headers(template: &Template) -> Vec<PolicyHeader> {
+    let Some(policy) = template.resource("ApiSecurityHeadersPolicy") else {
+        return Vec::new();
+    };
+    let config = &policy["Properties"]["ResponseHeadersPolicyConfig"];
+    let security = &config["SecurityHeadersConfig"];
+    let overrides = |field: &serde_json::Value| field["Override"].as_bool() == Some(true);
+    let mut headers = Vec::new();
+    let csp = &security["ContentSecurityPolicy"];
+    if let Some(value) = csp["ContentSecurityPolicy"].as_str() {
+        headers.push((
+            "content-security-policy".into(),
+            value.into(),
+            overrides(csp),
+        ));
+    }
+    let hsts = &security["StrictTransportSecurity"];
+    if let Some(age) = hsts["AccessControlMaxAgeSec"].as_u64() {
+        let mut value = format!("max-age={age}");
+        if hsts["IncludeSubdomains"].as_bool() == Some(true) {
+            value.push_str("; includeSubDomains");
+        }
+        headers.push(("strict-transport-security".into(), value, overrides(hsts)));
+    }
+    let nosniff = &security["ContentTypeOptions"];
+    if !nosniff.is_null() {
+        headers.push((
+            "x-content-type-options".into(),
+            "nosniff".into(),
+            overrides(nosniff),
+        ));
+    }
+    let frame = &security["FrameOptions"];
+    if let Some(option) = frame["FrameOption"].as_str() {
+        headers.push(("x-frame-options".into(), option.into(), overrides(frame)));
+    }
+    let referrer = &security["ReferrerPolicy"];
+    if let Some(policy) = referrer["ReferrerPolicy"].as_str() {
+        headers.push(("referrer-policy".into(), policy.into(), overrides(referrer)));
+    }
+    for item in config["CustomHeadersConfig"]["Items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if let (Some(name), Some(value)) = (item["Header"].as_str(), item["Value"].as_str()) {
+            headers.push((name.to_ascii_lowercase(), value.into(), overrides(item)));
+        }
+    }
+    headers
+}
+
+/// Adds `policy`'s headers to an answer as CloudFront does.
+pub fn apply_policy(policy: &[PolicyHeader], headers: &mut Vec<(String, String)>) {
+    for (name, value, overrides) in policy {
+        let present = headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+        if *overrides {
+            headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+        } else if present {
+            continue;
+        }
+        headers.push((name.clone(), value.clone()));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_apis_security_headers_override_the_origins_and_add_no_store_only_where_missing() {
+        let policy = api_security_headers(&Template::repository().unwrap());
+        // The gateway's own 401: a plain body and its content type, nothing else.
+        let mut refused = vec![("content-type".to_owned(), "application/json".to_owned())];
+        apply_policy(&policy, &mut refused);
+        let header = |headers: &[(String, String)], name: &str| {
+            headers
+                .iter()
+                .filter(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(header(&refused, "x-content-type-options"), ["nosniff"]);
+        assert_eq!(header(&refused, "x-frame-options"), ["DENY"]);
+        assert_eq!(header(&refused, "referrer-policy"), ["no-referrer"]);
+        assert_eq!(header(&refused, "cache-control"), ["no-store"]);
+        assert!(header(&refused, "strict-transport-security")[0].starts_with("max-age="));
+        assert_eq!(
+            header(&refused, "content-security-policy"),
+            ["default-src 'none'; frame-ancestors 'none'"]
+        );
+        // A public read keeps its own Cache-Control; a security header is replaced, once.
+        let mut public = vec![
+            ("cache-control".to_owned(), "public, max-age=5".to_owned()),
+            ("x-frame-options".to_owned(), "SAMEORIGIN".to_owned()),
+        ];
+        apply_policy(&policy, &mut public);
+        assert_eq!(header(&public, "cache-control"), ["public, max-age=5"]);
+        assert_eq!(header(&public, "x-frame-options"), ["DENY"]);
+    }
 
     #[test]
     fn patterns_match_as_cloudfront_documents() {

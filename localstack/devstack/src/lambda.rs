@@ -258,6 +258,8 @@ impl Default for LocalSettings {
 
 /// The signing secret of the local `payment-webhook` (local only, never a deployed secret).
 pub const LOCAL_WEBHOOK_SECRET: &str = "whsec_bouquet_local";
+/// The local Connect endpoint's signing secret: the simulated provider's account reports.
+pub const LOCAL_CONNECT_WEBHOOK_SECRET: &str = "whsec_bouquet_local_connect";
 
 impl LocalSettings {
     /// Rewrites a function's resolved environment for the dev stack: token validators trust
@@ -278,8 +280,11 @@ impl LocalSettings {
             }
         }
         for (key, value) in env.iter_mut() {
-            if key == "WEBSOCKET_MANAGEMENT_URL" {
-                value.clone_from(&self.websocket_management_url);
+            match key.as_str() {
+                "WEBSOCKET_MANAGEMENT_URL" => value.clone_from(&self.websocket_management_url),
+                // The local console is served from this machine, not the distribution.
+                "CONSOLE_ORIGINS" => *value = "http://localhost,http://127.0.0.1".into(),
+                _ => {}
             }
         }
         let upload_bucket = env
@@ -314,6 +319,10 @@ impl LocalSettings {
             .any(|(k, _)| k == "STRIPE_WEBHOOK_SECRET_PARAMETER")
         {
             env.push(("STRIPE_WEBHOOK_SECRET".into(), LOCAL_WEBHOOK_SECRET.into()));
+            env.push((
+                "STRIPE_CONNECT_WEBHOOK_SECRET".into(),
+                LOCAL_CONNECT_WEBHOOK_SECRET.into(),
+            ));
         }
     }
 }

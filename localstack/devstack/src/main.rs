@@ -512,6 +512,17 @@ async fn main() -> Result<(), DevError> {
                     },
                     bouquet_photos::s3::client(&sdk),
                 )
+                .with_read_signer(
+                    bouquet_photos::PostPolicySigner::from_sdk(
+                        &sdk,
+                        names.get("PhotoUploadBucket").cloned().unwrap_or_default(),
+                        format!(
+                            "http://127.0.0.1:{port}/local/s3/{}",
+                            names.get("PhotoUploadBucket").cloned().unwrap_or_default()
+                        ),
+                    )
+                    .map_err(|e| devstack::error::DevError::Aws(Box::new(e)))?,
+                )
                 .with_security_headers(devstack::console::security_headers(
                     &template,
                     &format!("ws://127.0.0.1:{ws_port}"),

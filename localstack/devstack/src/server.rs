@@ -30,6 +30,8 @@ pub struct LocalApi {
     invocations: std::sync::atomic::AtomicUsize,
     /// The distribution's cache in front of the routes, when on.
     edge: Option<crate::edge_cache::EdgeCache>,
+    /// The distribution's `ApiSecurityHeadersPolicy`, with the edge.
+    api_headers: Vec<crate::edge_cache::PolicyHeader>,
     /// The edge's web ACL and origin header, and the stage's throttles, when on.
     limits: Option<crate::edge_limits::EdgeLimits>,
 }
@@ -65,6 +67,7 @@ impl LocalApi {
             verifier,
             invocations: Default::default(),
             edge: None,
+            api_headers: Vec::new(),
             limits: None,
         })
     }
@@ -79,6 +82,7 @@ impl LocalApi {
     /// console's origin is the same distribution).
     pub fn with_edge_cache(mut self, template: &Template) -> Self {
         self.edge = Some(crate::edge_cache::EdgeCache::from_template(template));
+        self.api_headers = crate::edge_cache::api_security_headers(template);
         self
     }
 
@@ -128,10 +132,17 @@ impl LocalApi {
         }
         match &self.edge {
             Some(edge) => {
-                edge.serve(&incoming, |forwarded| async move {
-                    self.route(&forwarded).await
-                })
-                .await
+                let (status, mut headers, body) = edge
+                    .serve(&incoming, |forwarded| async move {
+                        self.route(&forwarded).await
+                    })
+                    .await;
+                // Every /v1 answer passes the distribution's response headers policy, the
+                // gateway's own refusals too.
+                if incoming.path.starts_with("/v1/") {
+                    crate::edge_cache::apply_policy(&self.api_headers, &mut headers);
+                }
+                (status, headers, body)
             }
             None => self.route(&incoming).await,
         }
@@ -249,6 +260,17 @@ impl LocalApi {
             }
         };
         let path = parts.uri.path();
+        // The dev stack's own writes are the developer's: a page elsewhere cannot post to them.
+        if parts.method != hyper::Method::GET
+            && parts.method != hyper::Method::HEAD
+            && path.starts_with("/local/")
+            && !same_origin_or_not_a_browser(&parts.headers)
+        {
+            return to_hyper(message(
+                StatusCode::FORBIDDEN,
+                "cross-origin writes to the dev stack's own routes are refused",
+            ));
+        }
         if let (Some(console), true) = (
             &self.console,
             parts.method == hyper::Method::POST && path == "/local/authenticate",
@@ -383,4 +405,63 @@ fn to_hyper(
         }
     }
     response
+}
+
+/// Whether a write comes from the dev stack's own pages or from a program, never from a page
+/// elsewhere (the check Go's `http.CrossOriginProtection` makes): a browser's
+/// `Sec-Fetch-Site` must be `same-origin` or `none` (typed or bookmarked); without it, an
+/// `Origin` must name this host; a request with neither comes from no browser (the scripts,
+/// curl), which no other page can make a browser send.
+pub fn same_origin_or_not_a_browser(headers: &hyper::HeaderMap) -> bool {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(site) = header("sec-fetch-site") {
+        return matches!(site, "same-origin" | "none");
+    }
+    match (header("origin"), header("host")) {
+        (None, _) => true,
+        (Some(origin), Some(host)) => origin
+            .split_once("://")
+            .is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(host)),
+        (Some(_), None) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> hyper::HeaderMap {
+        let mut map = hyper::HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, hyper::header::HeaderValue::from_static(value));
+        }
+        map
+    }
+
+    #[test]
+    fn a_page_elsewhere_cannot_write_to_the_dev_stacks_own_routes() {
+        let host = ("host", "127.0.0.1:3000");
+        for allowed in [
+            headers(&[host]),
+            headers(&[host, ("sec-fetch-site", "same-origin")]),
+            headers(&[host, ("sec-fetch-site", "none")]),
+            headers(&[host, ("origin", "http://127.0.0.1:3000")]),
+        ] {
+            assert!(same_origin_or_not_a_browser(&allowed), "{allowed:?}");
+        }
+        for refused in [
+            // Issue 51: a plain form on any page the developer visits.
+            headers(&[
+                host,
+                ("sec-fetch-site", "cross-site"),
+                ("origin", "https://evil.example"),
+            ]),
+            headers(&[host, ("sec-fetch-site", "same-site")]),
+            headers(&[host, ("origin", "https://evil.example")]),
+            headers(&[host, ("origin", "http://127.0.0.1:3001")]),
+            headers(&[host, ("origin", "null")]),
+        ] {
+            assert!(!same_origin_or_not_a_browser(&refused), "{refused:?}");
+        }
+    }
 }

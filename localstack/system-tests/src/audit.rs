@@ -12,6 +12,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{json, Map, Value};
 
 use crate::soak::Journal;
+use bouquet_app::domain::events::Actor;
 
 /// Everything the auditor reads, once.
 pub struct Evidence {
@@ -849,18 +850,12 @@ pub fn suspended_shops_sell_nothing(evidence: &Evidence) -> Check {
     }
 }
 
-/// What a shop writes of its own accord, by the events those writes emit (its open orders'
-/// steps are not among them: they go on while it is suspended).
-const SHOP_WRITES: &[&str] = &[
-    "BouquetListed",
-    "BouquetChanged",
-    "BouquetWithdrawn",
-    "BouquetPhotoChanged",
-    "VaseRegistered",
-    "VaseCertificateRotated",
-    "VaseDecommissioned",
-    "DeliverySettingsChanged",
-];
+/// Whether `name` is an event of a shop's own write: the domain's classification of every
+/// event ([`Actor::of`]), the same rule the pipeline enforces (a shop's open orders' steps
+/// are not among them: they go on while it is suspended).
+fn shop_write(name: &str) -> bool {
+    Actor::of(name) == Some(Actor::Shop)
+}
 
 /// How long a transaction may be in flight after the stamp it carries: a stamp is taken
 /// before the transaction is sent, and under the soak's faults one attempt may be held up to
@@ -912,10 +907,7 @@ pub fn suspended_shops_write_nothing(evidence: &Evidence) -> Check {
     };
     let mut violations = Vec::new();
     let mut checked = 0;
-    for event in events
-        .iter()
-        .filter(|e| SHOP_WRITES.contains(&s(e, "eventName")))
-    {
+    for event in events.iter().filter(|e| shop_write(s(e, "eventName"))) {
         checked += 1;
         let Some(vendor) = vendor_of(event) else {
             violations.push(format!(

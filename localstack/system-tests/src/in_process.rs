@@ -221,6 +221,8 @@ pub struct InProcess {
     pub photo_signer: Arc<bouquet_photos::PostPolicySigner>,
     /// `process-bouquet-photos`' buckets: this test's, on the emulator.
     pub photo_objects: Arc<dyn bouquet_photos::PhotoObjects>,
+    /// The upload bucket's delivery photos, which redaction and erasure remove: this test's.
+    pub private_photos: Arc<dyn bouquet_photos::PrivatePhotos>,
 }
 
 impl InProcess {
@@ -234,7 +236,9 @@ impl InProcess {
             .with_registrar(self.registrar.clone())
             .with_directory(self.directory.clone())
             .with_photo_signer(self.photo_signer.clone())
-            .with_webhook_secret(crate::WEBHOOK_SECRET);
+            .with_private_photos(self.private_photos.clone())
+            .with_webhook_secret(crate::WEBHOOK_SECRET)
+            .with_connect_webhook_secret(crate::CONNECT_WEBHOOK_SECRET);
         if let Some(pusher) = &self.pusher {
             ports = ports.with_pusher(pusher.clone());
         }

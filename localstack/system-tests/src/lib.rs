@@ -245,10 +245,12 @@ pub fn token(role: &str, sub: &str, vendor_id: Option<&str>) -> String {
 /// One test's cloud: a fresh table, a clock the test moves, the app the handlers get.
 /// The Stripe webhook signing secret the in-process `payment-webhook` checks against.
 pub const WEBHOOK_SECRET: &str = "whsec_system_tests";
+/// The Connect endpoint's signing secret: the connected accounts' events are signed with it.
+pub const CONNECT_WEBHOOK_SECRET: &str = "whsec_system_tests_connect";
 
 /// Stripe's `account.updated` of `account` (`vendor_id`'s shop), taking charges and paying out
-/// or not, created at `created` (unix seconds), and its `Stripe-Signature` under
-/// [`WEBHOOK_SECRET`] then.
+/// or not, created at `created` (unix seconds), as Stripe sends it to the Connect endpoint
+/// (naming the `account`), and its `Stripe-Signature` under [`CONNECT_WEBHOOK_SECRET`] then.
 pub fn account_report_event(
     account: &str,
     vendor_id: &str,
@@ -257,12 +259,13 @@ pub fn account_report_event(
 ) -> (Value, String) {
     let event = json!({
         "id": format!("evt_{}", ulid::Ulid::new()), "type": "account.updated", "created": created,
+        "livemode": false, "account": account,
         "data": {"object": {"id": account, "object": "account", "charges_enabled": enabled,
             "payouts_enabled": enabled, "metadata": {"vendorId": vendor_id}}},
     });
     let signature = bouquet_app::payments::stripe_webhook::sign(
         event.to_string().as_bytes(),
-        WEBHOOK_SECRET,
+        CONNECT_WEBHOOK_SECRET,
         created,
     );
     (event, signature)
@@ -402,6 +405,11 @@ impl TestCloud {
 
     /// The handlers in process on `app`, for the dev stack's HTTP API and mappings.
     pub fn in_process(&self, app: App) -> InProcess {
+        let objects = Arc::new(bouquet_photos::s3::S3Objects::with_client(
+            self.s3.clone(),
+            &self.photo_buckets.uploads,
+            &self.photo_buckets.photos,
+        ));
         InProcess {
             app,
             registrar: self.registrar.clone(),
@@ -427,11 +435,8 @@ impl TestCloud {
                     self.photo_buckets.uploads
                 ),
             )),
-            photo_objects: Arc::new(bouquet_photos::s3::S3Objects::with_client(
-                self.s3.clone(),
-                &self.photo_buckets.uploads,
-                &self.photo_buckets.photos,
-            )),
+            photo_objects: objects.clone(),
+            private_photos: objects,
         }
     }
 

@@ -28,9 +28,6 @@ pub enum BouquetError {
     NotAvailable,
     #[error("the bouquet kept changing; retry shortly")]
     Busy,
-    /// Its shop is suspended (or gone): it changes nothing.
-    #[error(transparent)]
-    NotTrading(#[from] crate::shops::NotTrading),
     #[error(transparent)]
     Domain(DomainError),
     #[error(transparent)]
@@ -231,8 +228,8 @@ pub fn parse_filter(
 /// given.
 /// The bouquet `caller` may change or withdraw, read consistently: another vendor's is
 /// refused before anything of the request is looked at (so a refusal is 403 or 404 whatever
-/// the body or `If-Match` held); a suspended shop's is refused next
-/// ([`crate::shops::require_trading`]).
+/// the body or `If-Match` held). A suspended shop's request never gets here: the pipeline
+/// refuses it ([`crate::shops::ShopStanding`]).
 pub async fn editable(
     app: &App,
     caller: &Identity,
@@ -244,7 +241,6 @@ pub async fn editable(
         .await?
         .ok_or(BouquetError::NotFound)?;
     caller.require_vendor(bouquet.vendor_id)?;
-    crate::shops::require_trading(app, bouquet.vendor_id).await?;
     Ok(bouquet)
 }
 
@@ -411,7 +407,6 @@ impl From<BouquetError> for ApiError {
             ),
             BouquetError::NotAvailable => ApiError::BouquetNotAvailableForChange,
             BouquetError::Busy => ApiError::Busy,
-            BouquetError::NotTrading(error) => error.into(),
             BouquetError::Domain(error) => error.into(),
             BouquetError::Store(error) => error.into(),
         }

@@ -37,6 +37,27 @@ pub enum CheckoutError {
     Gateway(#[from] GatewayError),
     #[error("no order {0}")]
     UnknownOrder(bouquet_domain::OrderId),
+    /// The order's delivery photos could not be removed before its redaction (retried).
+    #[error("the order's delivery photos could not be removed")]
+    Photos(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Removes `order_id`'s delivery photos (every size of every upload): before its redaction is
+/// written, so that a failure leaves the order unredacted and the redaction is tried again;
+/// a URL signed before it then reads nothing.
+pub async fn remove_delivery_photos(
+    app: &crate::App,
+    order_id: bouquet_domain::OrderId,
+) -> Result<usize, CheckoutError> {
+    let photos = app
+        .ports
+        .private_photos()
+        .await
+        .map_err(|e| CheckoutError::Photos(e.into()))?;
+    photos
+        .delete_under(&bouquet_domain::photo::delivery_prefix(order_id))
+        .await
+        .map_err(|e| CheckoutError::Photos(e.into()))
 }
 
 /// Writes the transition of `before` to `order` with `effects` on its bouquets and the event
@@ -497,12 +518,12 @@ pub enum Swept {
 /// bouquets it still holds) or resolves a `payment_pending` order whose attempt outlived its
 /// lease, by asking the gateway. Conditions decide races: losing one is `Skipped`.
 pub async fn sweep_one(
-    store: &Store,
-    payments: &dyn PaymentGateway,
+    app: &crate::App,
     order_id: bouquet_domain::OrderId,
     correlation_id: &str,
     now: Timestamp,
 ) -> Result<Swept, CheckoutError> {
+    let (store, payments) = (&app.store, app.payments.as_ref());
     let Some(order) = store.order(order_id).await? else {
         return Ok(Swept::Skipped);
     };
@@ -556,6 +577,7 @@ pub async fn sweep_one(
         {
             let mut redacted = order.clone();
             redacted.redact(now)?;
+            remove_delivery_photos(app, order.order_id).await?;
             write_unannounced(store, &order, &redacted, correlation_id, now)
                 .await
                 .map(|()| Swept::Redacted)
@@ -676,6 +698,7 @@ impl From<CheckoutError> for ApiError {
             CheckoutError::Changed => ApiError::Busy,
             CheckoutError::Gateway(_) => ApiError::PaymentUnavailable,
             CheckoutError::UnknownOrder(_) => ApiError::NotFound("order"),
+            CheckoutError::Photos(error) => ApiError::Internal(error),
         }
     }
 }

@@ -34,13 +34,13 @@ pub enum DeliveryError {
     Changed,
     #[error(transparent)]
     Domain(#[from] DomainError),
-    /// The shop is suspended: it changes nothing.
-    #[error(transparent)]
-    NotTrading(#[from] crate::shops::NotTrading),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
     Checkout(CheckoutError),
+    /// Erasing a review's text failed (retried by repeating the erasure).
+    #[error(transparent)]
+    Reviews(Box<crate::reviews::ReviewsError>),
 }
 
 impl From<CheckoutError> for DeliveryError {
@@ -121,7 +121,6 @@ pub async fn change_settings(
     now: Timestamp,
 ) -> Result<VersionedSettings, DeliveryError> {
     caller.require_vendor(vendor_id)?;
-    crate::shops::require_trading(app, vendor_id).await?;
     let current = app.store.delivery_settings(vendor_id, true).await?;
     // The contact address is not in the public view, so a console may not have it to send
     // back: left out, the saved one is kept; an empty one removes it. A new one must be the
@@ -240,6 +239,8 @@ pub struct Erasure {
     pub redacted: usize,
     /// Open orders (the vendor still delivers them): redacted by the sweeper as each ends.
     pub when_ended: usize,
+    /// Reviews whose text was erased now (their stars stay in the shop's rating).
+    pub reviews: usize,
 }
 
 /// The signed-in customer asks for their personal data to be erased: every one of their
@@ -260,7 +261,14 @@ pub async fn erase(
             .customer_orders(&caller.subject, cursor.as_deref(), 100)
             .await?;
         for order in page.items {
+            let order_id = order.order_id;
             erase_one(app, order, correlation_id, now, &mut erasure).await?;
+            if crate::reviews::erase_text(app, order_id, correlation_id, now)
+                .await
+                .map_err(|e| DeliveryError::Reviews(Box::new(e)))?
+            {
+                erasure.reviews += 1;
+            }
         }
         match page.next_cursor {
             Some(next) => cursor = Some(next),
@@ -282,6 +290,9 @@ async fn erase_one(
         let mut erased = order.clone();
         if !erased.erase_personal_data(now)? {
             return Ok(());
+        }
+        if erased.redacted_at.is_some() {
+            checkout::remove_delivery_photos(app, order.order_id).await?;
         }
         match checkout::write_unannounced(&app.store, &order, &erased, correlation_id, now).await {
             Ok(()) => {
@@ -313,10 +324,10 @@ impl From<DeliveryError> for ApiError {
             DeliveryError::Changed => {
                 ApiError::PreconditionFailed("it has changed since that version; fetch it again")
             }
-            DeliveryError::NotTrading(error) => error.into(),
             DeliveryError::Domain(error) => error.into(),
             DeliveryError::Store(error) => error.into(),
             DeliveryError::Checkout(error) => error.into(),
+            DeliveryError::Reviews(error) => (*error).into(),
         }
     }
 }

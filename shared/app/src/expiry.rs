@@ -62,14 +62,7 @@ pub async fn sweep(
             .map(|order_id| async move {
                 (
                     order_id,
-                    checkout::sweep_one(
-                        &app.store,
-                        app.payments.as_ref(),
-                        order_id,
-                        correlation_id,
-                        now,
-                    )
-                    .await,
+                    checkout::sweep_one(app, order_id, correlation_id, now).await,
                 )
             })
             .buffer_unordered(CONCURRENCY)

@@ -2,7 +2,6 @@
 //! (`POST /v1/vendors/{vendorId}/members`). The role comes only from the `vendor` group.
 
 use crate::problem::ApiError;
-use crate::shops::NotTrading;
 use crate::App;
 use bouquet_directory::{DirectoryError, DirectoryUser, UserDirectory};
 use bouquet_domain::identity::{Email, VENDOR_GROUP};
@@ -33,8 +32,6 @@ pub enum MembershipError {
     OtherVendor(String),
     #[error("the user has not confirmed this email address")]
     Unverified,
-    #[error("the shop is suspended")]
-    Suspended,
     #[error(transparent)]
     Directory(#[from] DirectoryError),
     #[error(transparent)]
@@ -57,11 +54,9 @@ pub async fn add_vendor_member(
     now: Timestamp,
 ) -> Result<Membership, MembershipError> {
     let store = &app.store;
-    match crate::shops::require_trading(app, vendor_id).await {
-        Ok(_) => {}
-        Err(NotTrading::Unknown) => return Err(MembershipError::UnknownVendor),
-        Err(NotTrading::Suspended) => return Err(MembershipError::Suspended),
-        Err(NotTrading::Store(error)) => return Err(error.into()),
+    // The shop's standing was the pipeline's (`ShopStanding::ShopInPath`); it must exist.
+    if store.vendor(vendor_id, true).await?.is_none() {
+        return Err(MembershipError::UnknownVendor);
     }
     let shop = vendor_id.to_string();
     let existing = directory.find(email.as_str()).await?;
@@ -111,7 +106,6 @@ impl From<MembershipError> for ApiError {
             MembershipError::UnknownVendor => ApiError::NotFound("vendor"),
             MembershipError::OtherVendor(vendor) => ApiError::MemberOfOtherVendor(vendor),
             MembershipError::Unverified => ApiError::MemberUnverified,
-            MembershipError::Suspended => ApiError::VendorSuspended,
             MembershipError::Directory(DirectoryError::Throttled) => ApiError::Busy,
             error @ MembershipError::Directory(_) => ApiError::internal(error),
             MembershipError::Store(error) => error.into(),

@@ -46,6 +46,21 @@ impl From<StoreError> for TransitionError {
     }
 }
 
+/// The order as `caller` may know it: `None` when there is none or the caller may not read it
+/// (so a stranger learns nothing from any order-scoped route: 404 whatever they asked). Every
+/// order-scoped use case that reads its order first reads it through this.
+pub async fn readable(
+    app: &App,
+    caller: &Identity,
+    order_id: OrderId,
+) -> Result<Option<Order>, StoreError> {
+    Ok(app
+        .store
+        .order(order_id)
+        .await?
+        .filter(|order| order.readable_by(caller)))
+}
+
 /// `caller` moves `order_id` by `action`: its customer cancels, its vendor fulfils; an order
 /// the caller may not touch is `NotFound`. A request with a key that was used before gets the
 /// stored answer (read first), and the record is written with the transition. A lost race

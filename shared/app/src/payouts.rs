@@ -73,7 +73,12 @@ pub async fn start_onboarding(
     caller.require_vendor(vendor_id)?;
     let mut retry = Retry::optimistic();
     while retry.next().await {
-        let shop = crate::shops::require_trading(app, vendor_id).await?;
+        // The shop's standing was the pipeline's (`ShopStanding`).
+        let shop = app
+            .store
+            .vendor(vendor_id, true)
+            .await?
+            .ok_or(NotTrading::Unknown)?;
         let (charges_enabled, payouts_enabled) = shop
             .payout_account
             .as_ref()

@@ -76,9 +76,12 @@ pub struct Ports {
     photo_signer: Port<Arc<bouquet_photos::PostPolicySigner>>,
     #[cfg(feature = "stripe")]
     webhook_secret: Port<WebhookSecret>,
+    #[cfg(feature = "stripe")]
+    connect_webhook_secret: Port<WebhookSecret>,
     #[cfg(feature = "fanout")]
     live: Port<LivePorts>,
     pusher: Port<Arc<dyn Pusher>>,
+    private_photos: Port<Arc<dyn bouquet_photos::PrivatePhotos>>,
 }
 
 impl Ports {
@@ -163,6 +166,25 @@ impl Ports {
         self
     }
 
+    /// The Connect endpoint's signing secret, for the connected accounts' events (see
+    /// [`WebhookSecret`]: `STRIPE_CONNECT_WEBHOOK_SECRET[_PARAMETER]`).
+    #[cfg(feature = "stripe")]
+    pub async fn connect_webhook_secret(&self) -> Result<&str, PortError> {
+        let secret = self
+            .connect_webhook_secret
+            .get_or_build("Connect webhook secret", self.sdk.as_ref(), |sdk| {
+                WebhookSecret::from_env_named(sdk, "STRIPE_CONNECT_WEBHOOK_SECRET")
+            })
+            .await?;
+        secret.get().await
+    }
+
+    #[cfg(feature = "stripe")]
+    pub fn with_connect_webhook_secret(mut self, secret: impl Into<String>) -> Self {
+        self.connect_webhook_secret = Port::given(WebhookSecret::given(secret.into()));
+        self
+    }
+
     /// The broadcaster's pusher and fan-out queue.
     #[cfg(feature = "fanout")]
     pub async fn live(&self) -> Result<&LivePorts, PortError> {
@@ -194,6 +216,42 @@ impl Ports {
         self.pusher = Port::given(pusher);
         self
     }
+
+    /// The upload bucket's private photos (`PHOTO_UPLOAD_BUCKET`), which redaction and erasure
+    /// remove; in a function that does not link S3 (feature `private-photos`), an error.
+    pub async fn private_photos(&self) -> Result<&dyn bouquet_photos::PrivatePhotos, PortError> {
+        let photos = self
+            .private_photos
+            .get_or_build("private photos", self.sdk.as_ref(), private_photos)
+            .await?;
+        Ok(photos.as_ref())
+    }
+
+    pub fn with_private_photos(mut self, photos: Arc<dyn bouquet_photos::PrivatePhotos>) -> Self {
+        self.private_photos = Port::given(photos);
+        self
+    }
+}
+
+#[cfg(feature = "private-photos")]
+fn private_photos(
+    sdk: &bouquet_aws::SdkConfig,
+) -> Result<Arc<dyn bouquet_photos::PrivatePhotos>, String> {
+    let bucket =
+        std::env::var("PHOTO_UPLOAD_BUCKET").map_err(|_| "PHOTO_UPLOAD_BUCKET is not set")?;
+    // Only the upload bucket is used: the storefront's sizes are not personal data.
+    Ok(Arc::new(bouquet_photos::s3::S3Objects::new(
+        sdk,
+        bucket,
+        String::new(),
+    )))
+}
+
+#[cfg(not(feature = "private-photos"))]
+fn private_photos(
+    _: &bouquet_aws::SdkConfig,
+) -> Result<Arc<dyn bouquet_photos::PrivatePhotos>, String> {
+    Err("this function does not link S3 (the app's feature private-photos)".into())
 }
 
 /// What the broadcaster and its workers push through: API Gateway's `@connections` and the
@@ -263,12 +321,18 @@ impl WebhookSecret {
         }
     }
 
-    fn from_env(sdk: &bouquet_aws::SdkConfig) -> Result<Self, &'static str> {
-        if let Ok(secret) = std::env::var("STRIPE_WEBHOOK_SECRET") {
+    fn from_env(sdk: &bouquet_aws::SdkConfig) -> Result<Self, String> {
+        Self::from_env_named(sdk, "STRIPE_WEBHOOK_SECRET")
+    }
+
+    /// `{variable}` when set (the dev stack's), else the SSM parameter `{variable}_PARAMETER`
+    /// names.
+    fn from_env_named(sdk: &bouquet_aws::SdkConfig, variable: &str) -> Result<Self, String> {
+        if let Ok(secret) = std::env::var(variable) {
             return Ok(Self::given(secret));
         }
-        let name = std::env::var("STRIPE_WEBHOOK_SECRET_PARAMETER")
-            .map_err(|_| "STRIPE_WEBHOOK_SECRET_PARAMETER is not set")?;
+        let name = std::env::var(format!("{variable}_PARAMETER"))
+            .map_err(|_| format!("{variable}_PARAMETER is not set"))?;
         Ok(Self {
             secret: OnceCell::new(),
             parameter: Some((sdk.clone(), name)),

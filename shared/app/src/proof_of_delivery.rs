@@ -33,14 +33,11 @@ pub async fn request_upload(
     key: Option<Idempotency<'_, UploadTicket>>,
     now: Timestamp,
 ) -> Result<Replayable<UploadTicket>, PhotoError> {
-    let order = app
-        .store
-        .order(order_id)
+    let order = crate::orders::readable(app, caller, order_id)
         .await?
         .ok_or(PhotoError::OrderNotFound)?;
-    caller
-        .require_vendor(order.vendor_id)
-        .map_err(|_| PhotoError::OrderNotFound)?;
+    // Its customer and administrators may read the order, not photograph its delivery.
+    caller.require_vendor(order.vendor_id)?;
     if !order.takes_delivery_photo() {
         return Err(PhotoError::OrderState(order.status));
     }

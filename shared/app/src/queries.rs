@@ -27,18 +27,8 @@ pub enum QueryError {
 
 /// One order, for its customer, its vendor or an administrator.
 pub async fn order(app: &App, caller: &Identity, order_id: OrderId) -> Result<Order, QueryError> {
-    let order = app
-        .store
-        .order(order_id)
+    crate::orders::readable(app, caller, order_id)
         .await?
-        .ok_or(QueryError::NotFound("order"))?;
-    let visible = match caller.role {
-        Role::Customer => order.customer_id == caller.subject,
-        Role::Vendor => caller.vendor_id == Some(order.vendor_id),
-        Role::Admin => true,
-    };
-    visible
-        .then_some(order)
         .ok_or(QueryError::NotFound("order"))
 }
 

@@ -39,7 +39,8 @@ pub enum ReviewsError {
 pub const CONSUMER: &str = "shop-ratings";
 
 fn event(review: &Review, now: Timestamp, correlation_id: &str, data: EventData) -> DomainEvent {
-    DomainEvent::new(review.order_id, review.version, now, correlation_id, data)
+    // The review's own id: a public frame of it names no order.
+    DomainEvent::new(review.review_id, review.version, now, correlation_id, data)
 }
 
 /// `caller` reviews its delivered order `order_id`.
@@ -51,9 +52,7 @@ pub async fn write(
     correlation_id: &str,
     now: Timestamp,
 ) -> Result<Review, ReviewsError> {
-    let order = app
-        .store
-        .order(order_id)
+    let order = crate::orders::readable(app, caller, order_id)
         .await?
         .ok_or(ReviewsError::NotFound("order"))?;
     let review = Review::write(&order, caller, draft, now)?;
@@ -82,15 +81,18 @@ pub async fn write(
 /// when nothing changed) and saves it at the version read.
 async fn change(
     app: &App,
+    caller: &Identity,
     order_id: OrderId,
     change: impl FnOnce(&mut Review) -> Result<Option<EventData>, ReviewError>,
     correlation_id: &str,
     now: Timestamp,
 ) -> Result<Review, ReviewsError> {
+    // A caller who may not read the order learns nothing of it: 404, as for no review.
     let mut review = app
         .store
         .review(order_id)
         .await?
+        .filter(|review| review.readable_by(caller))
         .ok_or(ReviewsError::NotFound("review"))?;
     let read_version = review.version;
     let Some(data) = change(&mut review)? else {
@@ -123,7 +125,7 @@ pub async fn edit(
             visible: review.visible(),
         }))
     };
-    change(app, order_id, edit, correlation_id, now).await
+    change(app, caller, order_id, edit, correlation_id, now).await
 }
 
 /// The review's shop answers it, once.
@@ -143,7 +145,46 @@ pub async fn answer(
             customer_id: review.customer_id.clone(),
         }))
     };
-    change(app, order_id, answer, correlation_id, now).await
+    change(app, caller, order_id, answer, correlation_id, now).await
+}
+
+/// Its author's erasure reaches the review of `order_id`, if written: its text goes, its stars
+/// stay (`ReviewEdited` with the same stars: the rating does not move, the shop's page
+/// redraws); `Ok(false)` when there was nothing to erase.
+pub async fn erase_text(
+    app: &App,
+    order_id: OrderId,
+    correlation_id: &str,
+    now: Timestamp,
+) -> Result<bool, ReviewsError> {
+    let mut retry = bouquet_store::retry::Retry::optimistic();
+    loop {
+        let Some(mut review) = app.store.review(order_id).await? else {
+            return Ok(false);
+        };
+        let read_version = review.version;
+        if !review.erase_text() {
+            return Ok(false);
+        }
+        let edited = event(
+            &review,
+            now,
+            correlation_id,
+            EventData::ReviewEdited {
+                order_id,
+                vendor_id: review.vendor_id,
+                previous_stars: review.stars,
+                stars: review.stars,
+                visible: review.visible(),
+            },
+        );
+        match app.store.save_review(&review, read_version, &edited).await {
+            Ok(()) => return Ok(true),
+            Err(StoreError::ConditionFailed(_)) if retry.wait().await => continue,
+            Err(StoreError::ConditionFailed(_)) => return Err(ReviewsError::Changed),
+            Err(other) => return Err(other.into()),
+        }
+    }
 }
 
 /// An administrator hides the review with `reason` (hiding it again changes nothing).
@@ -170,7 +211,7 @@ pub async fn hide(
                     .unwrap_or_default(),
             }))
     };
-    change(app, order_id, hide, correlation_id, now).await
+    change(app, caller, order_id, hide, correlation_id, now).await
 }
 
 /// The review of `order_id`, if written: for a reader of the order the caller already
@@ -180,9 +221,11 @@ pub async fn of_order(app: &App, order_id: OrderId) -> Result<Option<Review>, Re
 }
 
 /// A shop's page: its name, its rating and a page of its visible reviews, newest first (one
-/// `BatchGetItem` and one `Query`, side by side). An unknown shop is `NotFound`.
+/// `BatchGetItem` and one `Query`, side by side). An unknown shop is `NotFound`. Each review
+/// names its order only to a `caller` who may read it (the shop's members answer by it).
 pub async fn shop_reviews(
     app: &App,
+    caller: Option<&Identity>,
     vendor_id: VendorId,
     cursor: Option<&str>,
     limit: usize,
@@ -193,10 +236,23 @@ pub async fn shop_reviews(
         app.store.shop_reviews(vendor_id, cursor, limit)
     )?;
     let (name, rating) = shops.remove(&vendor_id).unwrap_or_default();
+    let items = page
+        .items
+        .into_iter()
+        .map(|review| ShopPageReview {
+            order_id: caller
+                .filter(|caller| review.readable_by(caller))
+                .map(|_| review.order_id),
+            review,
+        })
+        .collect();
     Ok(ShopReviews {
         name: name.ok_or(ReviewsError::NotFound("shop"))?,
         rating,
-        page,
+        page: Page {
+            items,
+            next_cursor: page.next_cursor,
+        },
     })
 }
 
@@ -205,7 +261,17 @@ pub async fn shop_reviews(
 pub struct ShopReviews {
     pub name: String,
     pub rating: Rating,
-    pub page: Page<Review>,
+    pub page: Page<ShopPageReview>,
+}
+
+/// A review on its shop's page: its public view, and its order's id for a reader of the order.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShopPageReview {
+    #[serde(flatten)]
+    pub review: Review,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order_id: Option<OrderId>,
 }
 
 /// What a review event does to its shop's rating; `None` for the others.

@@ -47,11 +47,65 @@ pub enum NotTrading {
     Store(#[from] StoreError),
 }
 
-/// The one guard of every write a shop makes of its own accord (listing, edits, withdrawals,
-/// photos, vases, delivery settings, members): a suspended shop changes nothing. Its open
-/// orders are not guarded (accepting, dispatching, delivering and rejecting go on). The shop
-/// is read consistently, so a write that starts after the suspension's stamp is refused; a
-/// write that is one transaction also conditions on the shop (listing does).
+/// What a route does on a shop's behalf, as its crate declares it (`bouquet_http::Route`).
+/// The HTTP pipeline reads it before the handler runs ([`require_standing`]), so the rule
+/// holds for every route, present and future: a suspended shop may accept, dispatch, deliver
+/// (with its proof-of-delivery photo) and reject the orders it already has, and nothing else.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ShopStanding {
+    /// Every route unless it says otherwise: a shop member's write (any method but `GET`) is
+    /// refused while the member's shop is suspended.
+    #[default]
+    MembersWrites,
+    /// Also an administrator's write to the shop in the path (`{vendorId}`): adding a member.
+    ShopInPath,
+    /// A step of the shop's open orders: it goes on while the shop is suspended.
+    OpenOrders,
+}
+
+impl ShopStanding {
+    /// The shop whose standing decides this request, if any: `write` is whether the request
+    /// changes anything, `path_shop` the route's `{vendorId}`.
+    pub fn shop_to_check(
+        self,
+        write: bool,
+        caller: Option<&Identity>,
+        path_shop: Option<VendorId>,
+    ) -> Option<VendorId> {
+        if !write || self == ShopStanding::OpenOrders {
+            return None;
+        }
+        let caller = caller?;
+        match (self, caller.role) {
+            (_, Role::Vendor) => caller.vendor_id,
+            (ShopStanding::ShopInPath, Role::Admin) => path_shop,
+            _ => None,
+        }
+    }
+}
+
+/// The one check of a shop's standing, for every request ([`ShopStanding`]): the shop is read
+/// consistently, so a write that starts after the suspension's stamp is refused. A write that
+/// is one transaction also conditions on the shop (listing does), and a bouquet photo
+/// processed after a suspension is not shown (`photos`).
+pub async fn require_standing(
+    app: &App,
+    standing: ShopStanding,
+    write: bool,
+    caller: Option<&Identity>,
+    path_shop: Option<VendorId>,
+) -> Result<(), NotTrading> {
+    match standing.shop_to_check(write, caller, path_shop) {
+        // Only a suspension refuses here; an unknown shop is the use case's to answer.
+        Some(shop) => match require_trading(app, shop).await {
+            Err(NotTrading::Unknown) => Ok(()),
+            other => other.map(drop),
+        },
+        None => Ok(()),
+    }
+}
+
+/// The shop, if it trades: its item read consistently.
 pub async fn require_trading(app: &App, vendor_id: VendorId) -> Result<Vendor, NotTrading> {
     let vendor = app
         .store
@@ -295,5 +349,60 @@ impl From<ShopError> for ApiError {
             ShopError::Busy => ApiError::Busy,
             ShopError::Store(error) => error.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bouquet_domain::CustomerId;
+
+    fn caller(role: Role, shop: Option<VendorId>) -> Identity {
+        Identity {
+            subject: CustomerId::parse("sub-1").unwrap(),
+            role,
+            vendor_id: shop,
+            email: None,
+        }
+    }
+
+    #[test]
+    fn a_members_writes_are_checked_against_its_own_shop_unless_they_are_open_order_steps() {
+        let (own, other) = (VendorId::generate(), VendorId::generate());
+        let member = caller(Role::Vendor, Some(own));
+        for standing in [ShopStanding::MembersWrites, ShopStanding::ShopInPath] {
+            assert_eq!(
+                standing.shop_to_check(true, Some(&member), Some(other)),
+                Some(own),
+                "{standing:?}: the member acts for its own shop, whatever the path names"
+            );
+            assert_eq!(standing.shop_to_check(false, Some(&member), None), None);
+        }
+        assert_eq!(
+            ShopStanding::OpenOrders.shop_to_check(true, Some(&member), Some(own)),
+            None
+        );
+    }
+
+    #[test]
+    fn an_administrators_write_is_checked_only_where_it_acts_for_the_shop_in_the_path() {
+        let shop = VendorId::generate();
+        let admin = caller(Role::Admin, None);
+        assert_eq!(
+            ShopStanding::ShopInPath.shop_to_check(true, Some(&admin), Some(shop)),
+            Some(shop)
+        );
+        for standing in [ShopStanding::MembersWrites, ShopStanding::OpenOrders] {
+            assert_eq!(standing.shop_to_check(true, Some(&admin), Some(shop)), None);
+        }
+        let customer = caller(Role::Customer, None);
+        assert_eq!(
+            ShopStanding::ShopInPath.shop_to_check(true, Some(&customer), Some(shop)),
+            None
+        );
+        assert_eq!(
+            ShopStanding::MembersWrites.shop_to_check(true, None, Some(shop)),
+            None
+        );
     }
 }

@@ -18,7 +18,6 @@ use bouquet_store::retry::Retry;
 use bouquet_store::{StoreError, Target};
 
 use crate::idempotency::{self, Idempotency, Replayable};
-use crate::shops::NotTrading;
 use crate::App;
 
 #[derive(Debug, thiserror::Error)]
@@ -33,9 +32,6 @@ pub enum VaseSagaError {
     /// A bouquet stands in the vase.
     #[error("bouquet {0} stands in this vase")]
     InUse(BouquetId),
-    /// The shop is suspended: it changes nothing.
-    #[error(transparent)]
-    NotTrading(#[from] NotTrading),
     /// The vase kept changing (heartbeats, another rotation): nothing was left behind.
     #[error("the vase kept changing; retry shortly")]
     Busy,
@@ -83,7 +79,6 @@ async fn own_vase(app: &App, caller: &Identity, vase_id: VaseId) -> Result<Vase,
         .await?
         .filter(|vase| caller.require_vendor(vase.vendor_id).is_ok())
         .ok_or(VaseSagaError::NotFound)?;
-    crate::shops::require_trading(app, vase.vendor_id).await?;
     Ok(vase)
 }
 
@@ -110,10 +105,10 @@ pub async fn register(
     if let Some(replay) = replay(app, key.as_ref(), now).await? {
         return Ok(replay);
     }
-    match crate::shops::require_trading(app, vendor_id).await {
-        Err(NotTrading::Unknown) => return Err(VaseSagaError::UnknownVendor),
-        other => other?,
-    };
+    // The shop's standing was the pipeline's (`ShopStanding`); it must still exist.
+    if app.store.vendor(vendor_id, true).await?.is_none() {
+        return Err(VaseSagaError::UnknownVendor);
+    }
     let vase = Vase::register(VaseId::generate(), vendor_id, now);
     let (registry, policy) = (registrar.registry.clone(), registrar.policy.clone());
     let (thing, vendor) = (vase.vase_id.to_string(), vendor_id.to_string());
@@ -415,7 +410,6 @@ impl From<VaseSagaError> for ApiError {
             E::NotFound => ApiError::NotFound("vase"),
             E::Forbidden(_) => ApiError::Forbidden,
             E::InUse(bouquet_id) => ApiError::VaseInUse(bouquet_id),
-            E::NotTrading(error) => error.into(),
             E::Busy => ApiError::Busy,
             E::Store(error) => error.into(),
             error @ (E::Registration(_) | E::Task(_)) => ApiError::internal(error),

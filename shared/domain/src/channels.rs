@@ -256,9 +256,10 @@ fn public_data(data: &Value) -> Value {
     Value::Object(kept)
 }
 
-/// What no public frame carries, of any event: who the customer is, and why their review was
-/// hidden (that is the author's business; the shop's page only needs to drop the review).
-const NEVER_PUBLIC: [&str; 2] = ["customerId", "reason"];
+/// What no public frame carries, of any event: who the customer is, why their review was
+/// hidden (that is the author's business; the shop's page only needs to drop the review), and
+/// which order a review is of (a review's aggregate is its own id).
+const NEVER_PUBLIC: [&str; 3] = ["customerId", "reason", "orderId"];
 
 /// The frame pushed to `channel` for the bus event `name` with `detail` (the event's
 /// envelope: `eventId`, `aggregateId`, `aggregateVersion`, `occurredAt`, `data`).
@@ -543,11 +544,11 @@ mod tests {
     }
 
     #[test]
-    fn no_public_frame_of_any_event_names_a_customer_or_a_hiding_reason() {
+    fn no_public_frame_of_any_event_names_a_customer_a_hiding_reason_or_an_order() {
         let ids = every_id();
         let detail = json!({
             "eventId": "E", "aggregateId": "A", "aggregateVersion": 4, "occurredAt": "t",
-            "data": { "customerId": "c-1", "reason": "Names a member of staff.", "vendorId": "V", "stars": 2 },
+            "data": { "customerId": "c-1", "reason": "Names a member of staff.", "orderId": "O-1", "vendorId": "V", "stars": 2 },
         });
         let mut public = 0;
         for name in EventData::NAMES {
@@ -563,6 +564,17 @@ mod tests {
                     assert!(
                         data.get("reason").is_none(),
                         "{name} on {channel:?}: {data}"
+                    );
+                    assert!(
+                        data.get("orderId").is_none(),
+                        "{name} on {channel:?}: {data}"
+                    );
+                    // An order's own events drop their aggregate (the order) on a public
+                    // channel; every other aggregate is not an order (a review's is its id).
+                    let aggregate = &pushed["event"]["aggregateId"];
+                    assert!(
+                        aggregate.is_null() || !is_order_event(name),
+                        "{name} on {channel:?}: {aggregate}"
                     );
                     assert_eq!(data["vendorId"], "V", "{name}");
                 } else {

@@ -282,6 +282,62 @@ impl EventData {
     }
 }
 
+/// Who decides the change an event records. A shop's own writes ([`Actor::Shop`]) are what a
+/// suspension refuses; the steps of its open orders ([`Actor::ShopOpenOrder`]) go on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Actor {
+    /// The shop of its own accord: listing, edits, photos, vases, settings, answers.
+    Shop,
+    /// The shop moving an order it already has: accept, dispatch, deliver, reject.
+    ShopOpenOrder,
+    Customer,
+    Administrator,
+    /// The marketplace itself, a vase or a payment provider: schedules, readings, webhooks.
+    System,
+}
+
+impl Actor {
+    /// Who decides the event named `name`; `None` for a name that is not an event. Every name
+    /// in [`EventData::NAMES`] has one (a test holds it), so a new event is classified when
+    /// it is added, and the auditor's list of shop writes is this, not a copy.
+    pub fn of(name: &str) -> Option<Actor> {
+        Some(match name {
+            "BouquetListed"
+            | "BouquetChanged"
+            | "BouquetWithdrawn"
+            | "BouquetPhotoChanged"
+            | "DeliverySettingsChanged"
+            | "VaseRegistered"
+            | "VaseCertificateRotated"
+            | "VaseDecommissioned"
+            | "ReviewAnswered" => Actor::Shop,
+            "OrderAccepted"
+            | "OrderOutForDelivery"
+            | "OrderFulfilled"
+            | "OrderRejected"
+            | "OrderDeliveryPhotoAttached" => Actor::ShopOpenOrder,
+            "OrderReserved"
+            | "OrderPaid"
+            | "OrderCancelled"
+            | "OrderDeliveryChanged"
+            | "ReviewWritten"
+            | "ReviewEdited" => Actor::Customer,
+            "VendorOnboarded"
+            | "VendorSuspended"
+            | "VendorReinstated"
+            | "VendorCommissionChanged"
+            | "ReviewHidden" => Actor::Administrator,
+            "VendorPayoutsChanged"
+            | "ReservationExpired"
+            | "VaseCameOnline"
+            | "VaseWentOffline"
+            | "BouquetFreshnessChanged"
+            | "ShopRatingChanged" => Actor::System,
+            _ => return None,
+        })
+    }
+}
+
 /// One event with its envelope: the EventBridge detail.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -314,5 +370,23 @@ impl DomainEvent {
 
     pub fn name(&self) -> &'static str {
         self.data.name()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_event_says_who_decides_it() {
+        for name in EventData::NAMES {
+            assert!(Actor::of(name).is_some(), "{name} has no actor");
+        }
+        assert_eq!(Actor::of("NoSuchEvent"), None);
+        assert_eq!(Actor::of("ReviewAnswered"), Some(Actor::Shop));
+        assert_eq!(
+            Actor::of("OrderDeliveryPhotoAttached"),
+            Some(Actor::ShopOpenOrder)
+        );
     }
 }

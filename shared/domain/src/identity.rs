@@ -72,6 +72,17 @@ impl Identity {
         }
     }
 
+    /// Whether the caller may know of a dealing between `customer` and `vendor` (an order,
+    /// its review): its customer, the shop's members and administrators. Anyone else is told
+    /// it does not exist (404), whatever they asked to do with it.
+    pub fn may_read(&self, customer: &CustomerId, vendor: VendorId) -> bool {
+        match self.role {
+            Role::Customer => self.subject == *customer,
+            Role::Vendor => self.vendor_id == Some(vendor),
+            Role::Admin => true,
+        }
+    }
+
     /// The caller, if it is a vendor acting for `vendor_id` (its own shop).
     pub fn require_vendor(&self, vendor_id: VendorId) -> Result<&Self, NotAllowed> {
         if self.role == Role::Vendor && self.vendor_id == Some(vendor_id) {

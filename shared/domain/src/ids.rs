@@ -69,6 +69,10 @@ ulid_id!(
     OrderId
 );
 ulid_id!(
+    /// A review: its own id, so that nothing public names the order it is of.
+    ReviewId
+);
+ulid_id!(
     /// A smart vase (also its IoT thing name and MQTT client id).
     VaseId
 );

@@ -33,7 +33,7 @@ pub use bouquet::{Bouquet, BouquetStatus};
 pub use cart::Cart;
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use error::DomainError;
-pub use ids::{BouquetId, CustomerId, EventId, OrderId, UploadId, VaseId, VendorId};
+pub use ids::{BouquetId, CustomerId, EventId, OrderId, ReviewId, UploadId, VaseId, VendorId};
 pub use money::{Currency, Money};
 pub use order::{Order, OrderLine, OrderStatus};
 pub use validation::{FieldError, Validation};

@@ -218,6 +218,11 @@ pub fn parse_bouquet_ids(raw: &[String]) -> Result<Vec<BouquetId>, Vec<FieldErro
 }
 
 impl Order {
+    /// Whether `caller` may know this order exists: its customer, its shop, administrators.
+    pub fn readable_by(&self, caller: &crate::identity::Identity) -> bool {
+        caller.may_read(&self.customer_id, self.vendor_id)
+    }
+
     /// Decides a reservation of `bouquets` (as read, in request order) for `customer`.
     /// Refuses bouquets that are not available at `now`, naming all of them, and orders
     /// that mix vendors or currencies.

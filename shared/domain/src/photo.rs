@@ -137,7 +137,12 @@ pub fn variant_sizes(width: u32, height: u32) -> Vec<(u32, u32)> {
 /// Where a delivery photo's size is kept: in the private upload bucket, under its order
 /// (outside `uploads/`, so neither processed again nor expired with the uploads).
 pub fn delivery_variant_key(order_id: OrderId, upload_id: UploadId, width: u32) -> String {
-    format!("delivered/{order_id}/{upload_id}/{width}.jpg")
+    format!("{}{upload_id}/{width}.jpg", delivery_prefix(order_id))
+}
+
+/// Every delivery photo of an order is under this: what its redaction removes.
+pub fn delivery_prefix(order_id: OrderId) -> String {
+    format!("delivered/{order_id}/")
 }
 
 /// Where a variant is served: content-addressed (`digest` is of the uploaded bytes), so a

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
 use crate::identity::{Identity, Role};
-use crate::ids::{CustomerId, OrderId, VendorId};
+use crate::ids::{CustomerId, OrderId, ReviewId, VendorId};
 use crate::order::{Order, OrderStatus};
 use crate::text;
 use crate::validation::{FieldError, Validation};
@@ -53,6 +53,11 @@ pub struct Hidden {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Review {
+    /// What the public knows it by (the shop's page, the catalogue's frames).
+    pub review_id: ReviewId,
+    /// Never in a review's own view: shown only where the caller may read the order
+    /// ([`Review::readable_by`]).
+    #[serde(skip)]
     pub order_id: OrderId,
     pub vendor_id: VendorId,
     #[serde(skip)]
@@ -110,6 +115,21 @@ fn plain(field: &str, value: &str, v: &mut Validation) -> Option<String> {
 }
 
 impl Review {
+    /// Whether `caller` may know of this review beyond its public view: as of its order.
+    pub fn readable_by(&self, caller: &Identity) -> bool {
+        caller.may_read(&self.customer_id, self.vendor_id)
+    }
+
+    /// Its author asked for erasure: the text goes, the stars stay (the shop's rating is not
+    /// personal data, and a review never shows who wrote it). `false` when it had no text.
+    pub fn erase_text(&mut self) -> bool {
+        if self.text.take().is_none() {
+            return false;
+        }
+        self.version += 1;
+        true
+    }
+
     /// `caller` reviews `order` at `now`: its customer, once it was delivered, within the window.
     /// (That it is the first review of the order is the store's condition.)
     pub fn write(
@@ -133,6 +153,7 @@ impl Review {
         let text = draft.text.as_deref().and_then(|t| plain("text", t, &mut v));
         let stars = v.finish(|| stars).map_err(ReviewError::Invalid)?;
         Ok(Review {
+            review_id: ReviewId::generate(),
             order_id: order.order_id,
             vendor_id: order.vendor_id,
             customer_id: order.customer_id.clone(),

@@ -68,26 +68,67 @@ pub struct AccountReport {
     pub reported_at: Timestamp,
 }
 
-/// A page the PSP's onboarding sends the shop's member back to: an absolute `https` URL, or
-/// `http` on this machine (the local console), at most 2,000 characters.
-pub fn return_url(value: &str) -> Result<String, &'static str> {
-    const MESSAGE: &str = "must be an absolute https URL (http only to localhost or 127.0.0.1)";
-    let local = ["http://localhost", "http://127.0.0.1"]
-        .iter()
-        .any(|origin| {
-            value
-                .strip_prefix(origin)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/', '?', '#']))
-        });
-    let https = value
-        .strip_prefix("https://")
-        .is_some_and(|rest| !rest.is_empty() && !rest.starts_with(['/', '?', '#']));
-    let clean = value.len() <= 2_000 && !value.chars().any(|c| c.is_whitespace() || c.is_control());
-    if (local || https) && clean {
-        Ok(value.to_owned())
-    } else {
-        Err(MESSAGE)
+/// The origins the console is served from: where the PSP's onboarding may send a shop's
+/// member back to. Deployed, the distribution's own (and the template's `ConsoleOrigins`);
+/// without any, this machine only (`http://localhost` and `http://127.0.0.1`, any port: the
+/// dev stack's console).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConsoleOrigins(Vec<url::Url>);
+
+impl ConsoleOrigins {
+    /// A comma-separated list of origins (`https://shop.example`, `https://shop.example:8443`);
+    /// an origin without a port allows any port of its host. Entries that are not an origin
+    /// are left out; none at all means this machine only.
+    pub fn parse(list: &str) -> ConsoleOrigins {
+        let origins: Vec<url::Url> = list
+            .split(',')
+            .filter_map(|entry| url::Url::parse(entry.trim()).ok())
+            .filter(|url| {
+                matches!(url.scheme(), "https" | "http")
+                    && url.host().is_some()
+                    && url.username().is_empty()
+                    && url.password().is_none()
+            })
+            .collect();
+        if origins.is_empty() {
+            return Self::this_machine();
+        }
+        ConsoleOrigins(origins)
     }
+
+    /// `http://localhost` and `http://127.0.0.1`, any port.
+    pub fn this_machine() -> ConsoleOrigins {
+        ConsoleOrigins(
+            ["http://localhost", "http://127.0.0.1"]
+                .into_iter()
+                .filter_map(|origin| url::Url::parse(origin).ok())
+                .collect(),
+        )
+    }
+
+    fn allow(&self, url: &url::Url) -> bool {
+        self.0.iter().any(|origin| {
+            origin.scheme() == url.scheme()
+                && origin.host() == url.host()
+                && (origin.port().is_none() || origin.port() == url.port())
+        })
+    }
+}
+
+/// A page the PSP's onboarding sends the shop's member back to, parsed as a browser parses it:
+/// an absolute URL on one of the console's `origins`, with no user or password part (which
+/// would make `http://localhost:@evil.example/` a visit to `evil.example`), at most 2,000
+/// characters. Returned as parsed (normalised), so what is kept is what was checked.
+pub fn return_url(value: &str, origins: &ConsoleOrigins) -> Result<String, &'static str> {
+    const MESSAGE: &str = "must be a page of this marketplace's console";
+    if value.len() > 2_000 || value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(MESSAGE);
+    }
+    let url = url::Url::parse(value).map_err(|_| MESSAGE)?;
+    if !url.username().is_empty() || url.password().is_some() || !origins.allow(&url) {
+        return Err(MESSAGE);
+    }
+    Ok(url.into())
 }
 
 /// Why a shop's bouquets cannot be reserved for payment yet.
@@ -268,16 +309,27 @@ mod tests {
     }
 
     #[test]
-    fn onboarding_returns_only_to_the_console_over_https_or_on_this_machine() {
-        for good in [
-            "https://shop.example/#/shop/payouts",
-            "http://127.0.0.1:4000/#/shop",
-            "http://localhost:8080/",
+    fn onboarding_returns_only_to_the_consoles_own_origins() {
+        let deployed = ConsoleOrigins::parse("https://shop.example, not a url,");
+        let local = ConsoleOrigins::parse("");
+        assert_eq!(local, ConsoleOrigins::this_machine());
+        for (good, origins) in [
+            ("https://shop.example/#/shop/payouts", &deployed),
+            ("https://shop.example:8443/x", &deployed),
+            ("http://127.0.0.1:4000/#/shop", &local),
+            ("http://localhost:8080/", &local),
         ] {
-            assert_eq!(return_url(good).as_deref(), Ok(good));
+            assert_eq!(return_url(good, origins).as_deref(), Ok(good));
         }
         for bad in [
+            // Issue 51: each was taken by the prefix check and redirected off the marketplace.
+            "http://localhost:@evil.example/",
+            "http://127.0.0.1:80@evil.example/x",
+            "https://evil.example/phish",
+            "https://shop.example@evil.example/",
+            "https://user:pw@shop.example/",
             "http://shop.example/",
+            "https://shop.example.evil.example/",
             "http://localhost.evil.example/",
             "https:///path",
             "javascript:alert(1)",
@@ -285,8 +337,14 @@ mod tests {
             "https://shop.example/ x",
             "",
         ] {
-            assert!(return_url(bad).is_err(), "{bad:?}");
+            for origins in [&deployed, &local] {
+                assert!(return_url(bad, origins).is_err(), "{bad:?}");
+            }
         }
+        assert!(
+            return_url("http://localhost:3000/", &deployed).is_err(),
+            "a deployed console is not this machine"
+        );
     }
 
     #[test]

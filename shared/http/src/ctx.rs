@@ -17,18 +17,48 @@ use crate::caller::Caller;
 use crate::idempotency::IdempotencyIntent;
 use crate::problem::ApiError;
 use crate::reply::{self, Reply};
+use bouquet_app::shops::{self, ShopStanding};
 use bouquet_app::{App, Idempotency};
 
-/// The route a function serves, as in `template.yaml`.
+/// The route a function serves, as in `template.yaml`, and what it does on a shop's behalf.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Route {
     pub method: &'static str,
     pub path: &'static str,
+    /// Checked by the pipeline before the handler runs.
+    pub standing: ShopStanding,
 }
 
 impl Route {
+    /// A route whose shop members' writes a suspension refuses (every route's default).
     pub const fn new(method: &'static str, path: &'static str) -> Self {
-        Self { method, path }
+        Self {
+            method,
+            path,
+            standing: ShopStanding::MembersWrites,
+        }
+    }
+
+    /// A route an administrator uses to write to the shop in its path (refused while that
+    /// shop is suspended, as its members' writes are).
+    pub const fn for_the_shop_in_the_path(self) -> Self {
+        Self {
+            standing: ShopStanding::ShopInPath,
+            ..self
+        }
+    }
+
+    /// A step of a shop's open orders: it goes on while the shop is suspended.
+    pub const fn goes_on_while_suspended(self) -> Self {
+        Self {
+            standing: ShopStanding::OpenOrders,
+            ..self
+        }
+    }
+
+    /// Whether the route changes anything (every method but `GET` and `HEAD`).
+    pub fn writes(&self) -> bool {
+        !matches!(self.method, "GET" | "HEAD")
     }
 
     pub fn key(&self) -> String {
@@ -103,6 +133,21 @@ impl Ctx {
         })
     }
 
+    /// Who is signed in on a public route (no authorizer runs there): the gateway's claims if
+    /// any, else the bearer token verified here as the authorizer would (the template gives
+    /// the function the same issuer, audience and keys). `None` for an anonymous request or a
+    /// token that does not verify: a public route answers it as anonymous.
+    #[cfg(feature = "signed-in-readers")]
+    pub async fn signed_in_caller(&self) -> Option<Caller> {
+        if let Some(caller) = &self.caller {
+            return Some(caller.clone());
+        }
+        let token = self.header("authorization")?.strip_prefix("Bearer ")?;
+        let verifier = PUBLIC_ROUTE_VERIFIER.as_ref()?;
+        let claims = verifier.verify(token).await.ok()?;
+        Caller::from_claims(|name| claims.get(name).map(String::as_str)).ok()
+    }
+
     /// The authenticated caller; 401 on a request without claims.
     pub fn caller(&self) -> Result<&Caller, ApiError> {
         self.caller.as_ref().ok_or(ApiError::Unauthenticated)
@@ -119,6 +164,24 @@ impl Ctx {
             .get(name)
             .ok_or_else(|| ApiError::internal(format!("route has no path parameter {name}")))?;
         parse(raw).map_err(|e| ApiError::Invalid(vec![FieldError::new(format!("path/{name}"), e)]))
+    }
+
+    /// The route's [`ShopStanding`], checked once here for every handler: a suspended shop's
+    /// write is refused (409 `vendor.suspended`) before anything else of it is read.
+    async fn require_standing(&self) -> Result<(), ApiError> {
+        let path_shop = self
+            .path
+            .get("vendorId")
+            .and_then(|id| bouquet_domain::VendorId::parse(id).ok());
+        shops::require_standing(
+            &self.app,
+            self.route.standing,
+            self.route.writes(),
+            self.caller.as_ref(),
+            path_shop,
+        )
+        .await
+        .map_err(ApiError::from)
     }
 
     pub fn query(&self, name: &str) -> Option<&str> {
@@ -335,7 +398,11 @@ where
                 let result = if deadline <= tokio::time::Instant::now() {
                     Err(ApiError::DeadlineExceeded)
                 } else {
-                    match tokio::time::timeout_at(deadline, handler(&ctx)).await {
+                    let checked_then_handled = async {
+                        ctx.require_standing().await?;
+                        handler(&ctx).await
+                    };
+                    match tokio::time::timeout_at(deadline, checked_then_handled).await {
                         Ok(result) => result,
                         Err(_) => Err(ApiError::DeadlineExceeded),
                     }
@@ -397,6 +464,16 @@ where
     );
     Ok(response)
 }
+
+/// The verifier of a public route's optional token, once per container (`JWKS_URL`, or the
+/// dev stack's `LOCAL_JWT_SECRET`); unset, every request is anonymous.
+#[cfg(feature = "signed-in-readers")]
+static PUBLIC_ROUTE_VERIFIER: std::sync::LazyLock<Option<bouquet_authn::Verifier>> =
+    std::sync::LazyLock::new(|| {
+        bouquet_authn::Verifier::from_env()
+            .inspect_err(|error| tracing::warn!(%error, "no token verifier: readers are anonymous"))
+            .ok()
+    });
 
 /// The digest of the header CloudFront adds to every request it sends the API
 /// (`ORIGIN_VERIFY`, the template's `EdgeOriginSecret`), once per container; unset, every

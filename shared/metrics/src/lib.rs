@@ -35,6 +35,11 @@ pub const PUSHES: &str = "Pushes";
 /// A WebSocket connect: `admitted`, `refused` (its IP or user at the cap).
 pub const LIVE_CONNECTIONS: &str = "LiveConnections";
 
+/// A payment provider's webhook event: `acted` on, `ignored` (not one the marketplace acts on),
+/// `wrong_endpoint` (a connected account's event signed by the platform's endpoint or the
+/// reverse), `other_mode` (a test-mode event at a live deployment, or the reverse).
+pub const WEBHOOK_EVENTS: &str = "WebhookEvents";
+
 /// Counts `n` of `metric` with `outcome`.
 pub fn count(metric: &'static str, outcome: &'static str, n: u64) {
     if n > 0 {

@@ -83,7 +83,41 @@ pub struct Event {
     /// When Stripe produced the event (unix seconds): orders reports of one object.
     #[serde(default)]
     pub created: i64,
+    /// Whether it is a live-mode event (a test-mode key's events are not).
+    #[serde(default)]
+    pub livemode: bool,
+    /// The connected account it happened on: set on every event Stripe sends a Connect
+    /// endpoint, never on the platform's own.
+    #[serde(default, rename = "account")]
+    pub connected_account: Option<String>,
     pub data: EventData,
+}
+
+/// Which of the marketplace's two webhook endpoints an event's signature says it came to:
+/// Stripe sends the platform's own events and its connected accounts' events to separate
+/// endpoints, each with its own signing secret.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    Platform,
+    Connect,
+}
+
+/// Checks `header` against the platform's secret, then the Connect endpoint's: which one
+/// signed it, or why neither did.
+pub fn verify_endpoint(
+    header: Option<&str>,
+    payload: &[u8],
+    platform: &str,
+    connect: &str,
+    now: i64,
+) -> Result<Endpoint, SignatureError> {
+    match verify(header, payload, platform, now) {
+        Ok(()) => Ok(Endpoint::Platform),
+        Err(SignatureError::Mismatch) => {
+            verify(header, payload, connect, now).map(|()| Endpoint::Connect)
+        }
+        Err(other) => Err(other),
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -170,6 +204,19 @@ mod tests {
 
     const SECRET: &str = "whsec_test";
     const NOW: i64 = 1_796_300_000;
+
+    #[test]
+    fn the_signature_says_which_endpoint_an_event_came_to() {
+        let payload = br#"{"id":"evt_1"}"#;
+        let connect = "whsec_connect";
+        let by = |secret: &str| sign(payload, secret, NOW);
+        let endpoint = |header: &str| verify_endpoint(Some(header), payload, SECRET, connect, NOW);
+        assert_eq!(endpoint(&by(SECRET)), Ok(Endpoint::Platform));
+        assert_eq!(endpoint(&by(connect)), Ok(Endpoint::Connect));
+        assert_eq!(endpoint(&by("whsec_other")), Err(SignatureError::Mismatch));
+        let stale = sign(payload, connect, NOW - 301);
+        assert_eq!(endpoint(&stale), Err(SignatureError::Stale));
+    }
 
     #[test]
     fn a_genuine_signature_verifies_and_every_forgery_does_not() {

@@ -92,6 +92,13 @@ pub trait PhotoObjects: Send + Sync {
     ) -> BoxFuture<'a, Result<(), StorageError>>;
 }
 
+/// The upload bucket's private photos (proofs of delivery, `delivered/{orderId}/...`), as
+/// erasure and redaction remove them.
+pub trait PrivatePhotos: Send + Sync {
+    /// Deletes every object under `prefix` (idempotent: none left is done); how many went.
+    fn delete_under<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<usize, StorageError>>;
+}
+
 /// Both buckets in memory; told to, it fails every write (a storage outage, in tests).
 #[derive(Default)]
 pub struct MemoryObjects {
@@ -192,6 +199,18 @@ impl PhotoObjects for MemoryObjects {
                 .expect("not poisoned")
                 .insert(key.to_owned(), bytes.to_vec());
             Ok(())
+        })
+    }
+}
+
+impl PrivatePhotos for MemoryObjects {
+    fn delete_under<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<usize, StorageError>> {
+        Box::pin(async move {
+            self.check()?;
+            let mut uploads = self.uploads.lock().expect("not poisoned");
+            let before = uploads.len();
+            uploads.retain(|key, _| !key.starts_with(prefix));
+            Ok(before - uploads.len())
         })
     }
 }

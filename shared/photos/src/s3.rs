@@ -6,7 +6,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 use futures::future::BoxFuture;
 
-use crate::{Fetched, PhotoObjects, StorageError, VARIANT_CACHE_CONTROL};
+use crate::{Fetched, PhotoObjects, PrivatePhotos, StorageError, VARIANT_CACHE_CONTROL};
 
 pub struct S3Objects {
     client: Client,
@@ -134,6 +134,61 @@ impl PhotoObjects for S3Objects {
                 .await
                 .map_err(unavailable)?;
             Ok(())
+        })
+    }
+}
+
+impl PrivatePhotos for S3Objects {
+    /// `ListObjectsV2` under the prefix, then `DeleteObjects` of each page (up to 1,000 keys
+    /// a call, as S3 takes them): a proof of delivery is a handful of sizes.
+    fn delete_under<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<usize, StorageError>> {
+        use aws_sdk_s3::types::{Delete, ObjectIdentifier};
+        Box::pin(async move {
+            let mut deleted = 0;
+            loop {
+                let listed = self
+                    .client
+                    .list_objects_v2()
+                    .bucket(&self.upload_bucket)
+                    .prefix(prefix)
+                    .send()
+                    .await
+                    .map_err(unavailable)?;
+                let keys: Vec<ObjectIdentifier> = listed
+                    .contents()
+                    .iter()
+                    .filter_map(|object| object.key())
+                    .filter_map(|key| ObjectIdentifier::builder().key(key).build().ok())
+                    .collect();
+                if keys.is_empty() {
+                    return Ok(deleted);
+                }
+                let count = keys.len();
+                let delete = Delete::builder()
+                    .set_objects(Some(keys))
+                    .quiet(true)
+                    .build()
+                    .map_err(unavailable)?;
+                let answer = self
+                    .client
+                    .delete_objects()
+                    .bucket(&self.upload_bucket)
+                    .delete(delete)
+                    .send()
+                    .await
+                    .map_err(unavailable)?;
+                if let Some(failed) = answer.errors().first() {
+                    return Err(StorageError::Unavailable(
+                        format!(
+                            "DeleteObjects left {}: {}",
+                            failed.key().unwrap_or_default(),
+                            failed.message().unwrap_or_default()
+                        )
+                        .into(),
+                    ));
+                }
+                deleted += count;
+            }
         })
     }
 }

@@ -28,6 +28,10 @@ pub struct IndexQuery<'a> {
     pub after: Option<&'a str>,
     /// Only sort key values between these two (inclusive), in the key condition.
     pub sort_between: Option<(String, String)>,
+    /// Resume after `after` by a key condition (`<` newest first, `>` oldest first) rather
+    /// than a start key: for an index whose sort values do not name the item's table key
+    /// (a public cursor must not carry it). Sort values must be unique in the partition.
+    pub after_by_condition: bool,
     pub limit: usize,
 }
 
@@ -66,7 +70,17 @@ impl Store {
                 .s(":low", low.clone())
                 .s(":high", high.clone());
         }
-        let mut start: Option<HashMap<String, AttributeValue>> = q.after.map(start_key);
+        let mut start: Option<HashMap<String, AttributeValue>> = None;
+        match q.after {
+            Some(after) if q.after_by_condition => {
+                let op = if q.newest_first { "<" } else { ">" };
+                key_condition.push_str(&format!(" AND #sk {op} :after"));
+                filter = filter
+                    .name("#sk", q.sort_attr)
+                    .s(":after", after.to_owned());
+            }
+            after => start = after.map(start_key),
+        }
         let mut items = Vec::new();
         for _ in 0..MAX_READS_PER_PAGE {
             let output = self

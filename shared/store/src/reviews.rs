@@ -12,7 +12,7 @@ use bouquet_domain::events::DomainEvent;
 use futures::StreamExt;
 
 use bouquet_domain::review::{Answer, Hidden, Rating, Review};
-use bouquet_domain::{BouquetId, CustomerId, OrderId, Timestamp, VendorId};
+use bouquet_domain::{BouquetId, CustomerId, OrderId, ReviewId, Timestamp, VendorId};
 
 use crate::cursor::Page;
 use crate::error::{StoreError, Target};
@@ -40,6 +40,7 @@ struct ReviewItem {
     pk: String,
     sk: String,
     entity: String,
+    review_id: String,
     order_id: String,
     vendor_id: String,
     customer_id: String,
@@ -73,6 +74,7 @@ impl ReviewItem {
             pk: keys::order_pk(&order_id),
             sk: REVIEW_SK.into(),
             entity: "review".into(),
+            review_id: r.review_id.to_string(),
             vendor_id: r.vendor_id.to_string(),
             customer_id: r.customer_id.to_string(),
             stars: r.stars,
@@ -85,13 +87,16 @@ impl ReviewItem {
             hidden_at: r.hidden.as_ref().map(|h| h.hidden_at.as_millis()),
             version: r.version,
             vendor_key: visible.then(|| shop_reviews_key(&r.vendor_id.to_string())),
-            vendor_sort: visible.then(|| format!("{:013}#{order_id}", r.written_at.as_millis())),
+            // The review's id, not the order's: the sort value is the shop page's cursor.
+            vendor_sort: visible
+                .then(|| format!("{:013}#{}", r.written_at.as_millis(), r.review_id)),
             order_id,
         }
     }
 
     fn into_domain(self) -> Result<Review, StoreError> {
         Ok(Review {
+            review_id: ReviewId::parse(&self.review_id).map_err(StoreError::corrupt)?,
             order_id: OrderId::parse(&self.order_id).map_err(StoreError::corrupt)?,
             vendor_id: VendorId::parse(&self.vendor_id).map_err(StoreError::corrupt)?,
             customer_id: CustomerId::parse(&self.customer_id).map_err(StoreError::corrupt)?,
@@ -170,13 +175,13 @@ impl Store {
         cursor: Option<&str>,
         limit: usize,
     ) -> Result<Page<Review>, StoreError> {
-        // The sort value: the time written (13 digits) and the order's id.
+        // The sort value: the time written (13 digits) and the review's id.
         let after: Option<String> = cursor.map(crate::cursor::decode).transpose()?;
         if let Some(after) = &after {
-            let (at, order) = after.split_once('#').ok_or(StoreError::InvalidCursor)?;
+            let (at, review) = after.split_once('#').ok_or(StoreError::InvalidCursor)?;
             if at.len() != 13
                 || !at.bytes().all(|b| b.is_ascii_digit())
-                || OrderId::parse(order).is_err()
+                || ReviewId::parse(review).is_err()
             {
                 return Err(StoreError::InvalidCursor);
             }
@@ -192,9 +197,11 @@ impl Store {
                     newest_first: true,
                     after: after.as_deref(),
                     sort_between: None,
+                    after_by_condition: true,
                     limit,
                 },
-                |sort| review_key(sort.rsplit('#').next().unwrap_or_default()),
+                // Resumed by the key condition: no start key is made.
+                |_| Item::new(),
             )
             .await?;
         Ok(Page {

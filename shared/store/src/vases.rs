@@ -347,6 +347,7 @@ impl Store {
                     newest_first: false,
                     after: after.as_deref(),
                     sort_between: None,
+                    after_by_condition: false,
                     limit,
                 },
                 |id| keys::key(keys::vase_pk(id), keys::VASE_SK),

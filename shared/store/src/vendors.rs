@@ -235,6 +235,7 @@ impl Store {
                     newest_first: false,
                     after: after.as_deref(),
                     sort_between: None,
+                    after_by_condition: false,
                     limit,
                 },
                 |id| keys::key(keys::vendor_pk(id), keys::VENDOR_SK),

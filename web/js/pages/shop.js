@@ -96,47 +96,47 @@ export async function shopPage(vendorId) {
   let shown = [];
   let cursor = null;
   const latest = new Map();
-  const drawn = new Map(); // orderId -> {version, element}
+  const drawn = new Map(); // reviewId -> {version, element}
   const pick = (review) => {
-    const held = latest.get(review.orderId);
+    const held = latest.get(review.reviewId);
     if (held && held.version > review.version) return held;
-    latest.set(review.orderId, review);
+    latest.set(review.reviewId, review);
     return review;
   };
   const settle = (review) => {
     const now = pick(review);
-    shown = shown.map((r) => (r.orderId === now.orderId ? now : r));
+    shown = shown.map((r) => (r.reviewId === now.reviewId ? now : r));
     draw();
   };
   const item = (review) => {
-    const answerable = member && !review.answer;
-    return h("article", { class: "card review", "data-review": review.orderId, "data-version": review.version, "data-stars": review.stars },
+    const answerable = member && !review.answer && review.orderId;
+    return h("article", { class: "card review", "data-review": review.reviewId, "data-version": review.version, "data-stars": review.stars },
       ...reviewBody(review),
       answerable ? reviewForm(
-        { label: "Your answer", name: "text", id: `answer-${review.orderId}`, hint: "public, once, up to 1,000 characters", button: "Answer", rows: 2 },
+        { label: "Your answer", name: "text", id: `answer-${review.reviewId}`, hint: "public, once, up to 1,000 characters", button: "Answer", rows: 2 },
         (text) => api("PUT", `/orders/${review.orderId}/review/answer`, { body: { text } }),
         (answered) => { settle(answered); notify("Your answer is published under the review.", "ok"); }) : null,
-      admin ? reviewForm(
-        { label: "Reason for hiding it", name: "reason", id: `hide-${review.orderId}`, hint: "its author is told", button: "Hide" },
+      admin && review.orderId ? reviewForm(
+        { label: "Reason for hiding it", name: "reason", id: `hide-${review.reviewId}`, hint: "its author is told", button: "Hide" },
         (reason) => api("PUT", `/orders/${review.orderId}/review/hidden`, { body: { reason } }),
-        () => { forget(review.orderId); notify("The review is hidden; its author is told why.", "ok"); refresh(reloadReviews); }) : null);
+        () => { forget(review.reviewId); notify("The review is hidden; its author is told why.", "ok"); refresh(reloadReviews); }) : null);
   };
   // Moves only what changed: a member typing an answer under one review keeps the focus while
   // another arrives above it.
   const draw = () => {
     const elements = shown.map((review) => {
-      const kept = drawn.get(review.orderId);
+      const kept = drawn.get(review.reviewId);
       if (kept?.version === review.version) return kept.element;
       const element = item(review);
       kept?.element.replaceWith(element);
-      drawn.set(review.orderId, { version: review.version, element });
+      drawn.set(review.reviewId, { version: review.version, element });
       return element;
     });
     const keep = new Set(elements);
-    for (const [orderId, { element }] of drawn) {
+    for (const [reviewId, { element }] of drawn) {
       if (!keep.has(element)) {
         element.remove();
-        drawn.delete(orderId);
+        drawn.delete(reviewId);
       }
     }
     let at = list.firstChild;
@@ -147,8 +147,8 @@ export async function shopPage(vendorId) {
     none.hidden = shown.length > 0;
     more.hidden = !cursor;
   };
-  const forget = (orderId) => {
-    shown = shown.filter((r) => r.orderId !== orderId);
+  const forget = (reviewId) => {
+    shown = shown.filter((r) => r.reviewId !== reviewId);
     draw();
   };
   // The first page again (a review written, edited, answered or hidden). Reviews read with
@@ -158,17 +158,17 @@ export async function shopPage(vendorId) {
     const page = await api("GET", `/vendors/${vendorId}/reviews?limit=${REVIEWS_PER_PAGE}`);
     pageRating(page.rating, asked);
     const first = page.items.map(pick);
-    const firstIds = new Set(first.map((r) => r.orderId));
+    const firstIds = new Set(first.map((r) => r.reviewId));
     const oldest = first.at(-1)?.writtenAt ?? "";
-    const older = page.nextCursor ? shown.filter((r) => !firstIds.has(r.orderId) && r.writtenAt < oldest) : [];
+    const older = page.nextCursor ? shown.filter((r) => !firstIds.has(r.reviewId) && r.writtenAt < oldest) : [];
     if (!older.length) cursor = page.nextCursor ?? null;
     shown = [...first, ...older];
     draw();
   };
   more.addEventListener("click", () => attempt(async () => {
     const page = await api("GET", `/vendors/${vendorId}/reviews?limit=${REVIEWS_PER_PAGE}&cursor=${encodeURIComponent(cursor)}`);
-    const have = new Set(shown.map((r) => r.orderId));
-    shown.push(...page.items.filter((r) => !have.has(r.orderId)).map(pick));
+    const have = new Set(shown.map((r) => r.reviewId));
+    shown.push(...page.items.filter((r) => !have.has(r.reviewId)).map(pick));
     cursor = page.nextCursor ?? null;
     draw();
   }));
@@ -237,7 +237,7 @@ export async function shopPage(vendorId) {
   const onShop = (event, _, frame) => {
     if (event === "ShopRatingChanged") liveRating(frame.data.rating, frame.aggregateVersion);
     else if (event.startsWith("Review")) {
-      if (event === "ReviewHidden" && frame.data.orderId) forget(frame.data.orderId);
+      if (event === "ReviewHidden") forget(frame.aggregateId); // a review's own id
       refresh(reloadReviews);
     } else if (event === "VendorSuspended") {
       for (const id of [...known.keys()]) put({ bouquetId: id, gone: true });

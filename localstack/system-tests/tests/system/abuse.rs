@@ -95,8 +95,47 @@ async fn idempotency_records_keep_no_personal_data_and_replays_after_erasure_sho
         "its customer reads its details"
     );
 
+    // Its proof of delivery in the upload bucket (two sizes), and another order's.
+    let uploads = cloud.photos().await.uploads.clone();
+    let photo = |order: &str, width: u32| {
+        format!("delivered/{order}/01JF0000000000000000000000/{width}.jpg")
+    };
+    let other_order = "01JF0000000000000000000001";
+    for key in [
+        photo(&order_id, 320),
+        photo(&order_id, 640),
+        photo(other_order, 640),
+    ] {
+        cloud
+            .s3
+            .put_object()
+            .bucket(&uploads)
+            .key(key)
+            .body(vec![0xff, 0xd8].into())
+            .send()
+            .await
+            .expect("the emulator keeps the photo");
+    }
+    let exists = |key: String| {
+        let (s3, bucket) = (cloud.s3.clone(), uploads.clone());
+        async move {
+            s3.head_object()
+                .bucket(bucket)
+                .key(key)
+                .send()
+                .await
+                .is_ok()
+        }
+    };
+
     let erased = cloud.send(by_customer("erase-personal-data", "ana")).await;
     assert_eq!(erased.status, 200, "{}", erased.body);
+    // Issue 51: erasure deletes the ended order's delivery photos (S3), only its own.
+    assert!(!exists(photo(&order_id, 320)).await && !exists(photo(&order_id, 640)).await);
+    assert!(
+        exists(photo(other_order, 640)).await,
+        "another order's photo stays"
+    );
     for (who, binary, request) in [
         ("the customer's payment", "pay-order", pay),
         ("the vendor's delivery", "fulfil-order", fulfil),

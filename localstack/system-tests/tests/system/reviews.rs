@@ -35,9 +35,10 @@ async fn a_delivered_order_is_reviewed_once_and_its_shop_shows_the_rating() {
         .send(by_vendor("fulfil-order", &vendor).order_id(&order))
         .await;
     assert_eq!(delivered.status, 200, "{}", delivered.body);
+    // Issue 51: a stranger is not told the order exists, whatever it asks.
     assert_eq!(
         review(&cloud, "c2", &order, 5).await.status_and_code(),
-        (403, Some("review.not_allowed"))
+        (404, Some("not_found"))
     );
     let bad = review(&cloud, "c1", &order, 6).await;
     assert_eq!(bad.status_and_code(), (400, Some("request.invalid")));
@@ -87,7 +88,15 @@ async fn a_delivered_order_is_reviewed_once_and_its_shop_shows_the_rating() {
         page.body["rating"],
         json!({ "average": 5.0, "count": 1, "byStars": [0, 0, 0, 0, 1] })
     );
-    assert_eq!(page.body["items"][0]["orderId"], order.as_str());
+    // Issue 51: the public page names no order; the shop's member sees which it is.
+    let public_review = &page.body["items"][0];
+    assert!(public_review.get("orderId").is_none(), "{public_review}");
+    assert_eq!(public_review["reviewId"], written.body["reviewId"]);
+    assert_eq!(written.body["reviewId"].as_str().map(str::len), Some(26));
+    let as_shop = cloud
+        .send(by_vendor("list-shop-reviews", &vendor).vendor_id(&vendor))
+        .await;
+    assert_eq!(as_shop.body["items"][0]["orderId"], order.as_str());
 
     // Edited by its author, answered once by its shop, hidden by an administrator only.
     let edited = cloud
@@ -112,7 +121,19 @@ async fn a_delivered_order_is_reviewed_once_and_its_shop_shows_the_rating() {
             )
             .await
             .status_and_code(),
-        (403, Some("review.not_allowed"))
+        (404, Some("not_found"))
+    );
+    let other_shop = cloud.vendor("Elsewhere").await;
+    assert_eq!(
+        cloud
+            .send(
+                by_vendor("answer-review", &other_shop)
+                    .order_id(&order)
+                    .json(json!({ "text": "Not ours" }))
+            )
+            .await
+            .status_and_code(),
+        (404, Some("not_found"))
     );
     let answer = |text: &str| {
         by_vendor("answer-review", &vendor)

@@ -4,7 +4,7 @@ use bouquet_app::checkout::CheckoutError;
 use bouquet_app::delivery::{self, DeliveryError, Erasure};
 use bouquet_app::domain::delivery::{DeliverySettings, REDACTED};
 use bouquet_app::domain::order::FulfilmentStep;
-use bouquet_app::domain::{DomainError, Order, OrderStatus};
+use bouquet_app::domain::{DomainError, Order, OrderId, OrderStatus};
 use bouquet_app::expiry::sweep;
 use bouquet_app::orders::Action;
 use bouquet_app::payment::PayError;
@@ -345,13 +345,33 @@ async fn delivery_details_are_redacted_their_retention_after_the_order_ends_and_
             .unwrap();
         order.order_id
     };
+    // Its proof of delivery, in two sizes, and another order's photo.
+    let photo = |order: OrderId, width: u32| {
+        format!("delivered/{order}/01JF0000000000000000000000/{width}.jpg")
+    };
+    let other = OrderId::generate();
+    for key in [
+        photo(delivered, 320),
+        photo(delivered, 640),
+        photo(other, 640),
+    ] {
+        world.private_photos.add_upload(&key, vec![1, 2, 3]);
+    }
     world.advance(Duration::from_secs(29 * 86_400));
     let early = sweep(&world.app, CORRELATION, deadline()).await.unwrap();
     assert_eq!(early.redacted, 0, "{early:?}");
     assert!(world.order_now(delivered).await.holds_personal_data());
+    assert!(world.private_photos.has_upload(&photo(delivered, 640)));
     world.advance(Duration::from_secs(86_400 + 60));
     let due = sweep(&world.app, CORRELATION, deadline()).await.unwrap();
     assert_eq!(due.redacted, 1, "{due:?}");
+    // Issue 51: the photos go with the details (a URL signed before reads nothing).
+    assert!(!world.private_photos.has_upload(&photo(delivered, 320)));
+    assert!(!world.private_photos.has_upload(&photo(delivered, 640)));
+    assert!(
+        world.private_photos.has_upload(&photo(other, 640)),
+        "only its own"
+    );
     let redacted = world.order_now(delivered).await;
     let details = redacted.delivery.clone().unwrap();
     assert_eq!(details.recipient_name, REDACTED);
@@ -374,13 +394,17 @@ async fn delivery_details_are_redacted_their_retention_after_the_order_ends_and_
     let bouquet = world.bouquet_of(&vendor).await;
     let open = world.reserved(&customer("ben"), &[&bouquet]).await;
     world.pay("ben", open.order_id, "tok_visa").await.unwrap();
+    for order in [cancelled.order_id, open.order_id] {
+        world.private_photos.add_upload(&photo(order, 640), vec![1]);
+    }
     let ben = customer_caller("ben");
     let erase = || delivery::erase(&world.app, &ben, CORRELATION, world.now());
     assert_eq!(
         erase().await.unwrap(),
         Erasure {
             redacted: 1,
-            when_ended: 1
+            when_ended: 1,
+            reviews: 0
         }
     );
     assert_eq!(
@@ -388,6 +412,11 @@ async fn delivery_details_are_redacted_their_retention_after_the_order_ends_and_
         Erasure::default(),
         "repeating changes nothing"
     );
+    // The ended order's photos go now; the open one's when it ends (the sweeper's).
+    assert!(!world
+        .private_photos
+        .has_upload(&photo(cancelled.order_id, 640)));
+    assert!(world.private_photos.has_upload(&photo(open.order_id, 640)));
     assert!(!world
         .order_now(cancelled.order_id)
         .await

@@ -82,8 +82,22 @@ async fn only_the_customer_of_a_delivered_order_reviews_it_once_within_the_windo
     let vendor = world.vendor().await;
     let order = delivered(&world, &vendor, "ana").await;
     assert_eq!(order.status, OrderStatus::Fulfilled);
+    // A stranger is not told the order exists (404); its shop, which may read it, may not
+    // review it (403).
     assert!(matches!(
         write(&world, "bob", &order, 5).await,
+        Err(ReviewsError::NotFound("order"))
+    ));
+    assert!(matches!(
+        reviews::write(
+            &world.app,
+            &vendor_caller(&vendor),
+            order.order_id,
+            &draft(5, "Self-praise"),
+            CORRELATION,
+            world.now(),
+        )
+        .await,
         Err(ReviewsError::Refused(ReviewError::NotAllowed))
     ));
     let bouquet = world.listed(&vendor, "12.00", None).await;
@@ -99,6 +113,15 @@ async fn only_the_customer_of_a_delivered_order_reviews_it_once_within_the_windo
         (review.stars, review.text.as_deref()),
         (5, Some("Fresh and on time"))
     );
+    // Its events and its public view are the review's own: no order id.
+    let written = review_events(&world).await;
+    assert_eq!(
+        written[0]["detail"]["aggregateId"],
+        review.review_id.to_string()
+    );
+    let view = serde_json::to_value(&review).unwrap();
+    assert!(view.get("orderId").is_none(), "{view}");
+    assert_eq!(view["reviewId"], review.review_id.to_string());
     assert!(matches!(
         write(&world, "ana", &order, 4).await,
         Err(ReviewsError::Refused(ReviewError::AlreadyReviewed))
@@ -142,6 +165,22 @@ async fn a_review_is_edited_for_48_hours_answered_once_and_hidden_with_a_reason(
         .await,
         Err(ReviewsError::Refused(ReviewError::EditWindowClosed))
     ));
+    // Another shop, or another customer, may not know the review exists: 404, as for none.
+    let other_shop = world.vendor().await;
+    for stranger in [vendor_caller(&other_shop), customer_caller("bob")] {
+        assert!(matches!(
+            reviews::answer(
+                &world.app,
+                &stranger,
+                order.order_id,
+                "Not ours",
+                CORRELATION,
+                world.now()
+            )
+            .await,
+            Err(ReviewsError::NotFound("review"))
+        ));
+    }
     let shop = vendor_caller(&vendor);
     reviews::answer(
         &world.app,
@@ -179,7 +218,7 @@ async fn a_review_is_edited_for_48_hours_answered_once_and_hidden_with_a_reason(
         hidden.hidden.as_ref().map(|h| h.reason.as_str()),
         Some("Names the courier")
     );
-    let page = reviews::shop_reviews(&world.app, vendor.vendor_id, None, 20)
+    let page = reviews::shop_reviews(&world.app, None, vendor.vendor_id, None, 20)
         .await
         .unwrap()
         .page;
@@ -256,16 +295,32 @@ async fn twenty_reviews_at_once_and_every_event_twice_give_the_exact_rating() {
         .count();
     assert_eq!(applied, 22, "each event once, its redelivery not");
     let reviews::ShopReviews { name, rating, page } =
-        reviews::shop_reviews(&world.app, vendor.vendor_id, None, 100)
+        reviews::shop_reviews(&world.app, None, vendor.vendor_id, None, 100)
             .await
             .unwrap();
+    // Anonymous: no review names its order; the shop's member sees each one's.
+    assert!(page.items.iter().all(|r| r.order_id.is_none()));
+    let as_shop = reviews::shop_reviews(
+        &world.app,
+        Some(&vendor_caller(&vendor)),
+        vendor.vendor_id,
+        None,
+        100,
+    )
+    .await
+    .unwrap()
+    .page;
+    assert!(as_shop
+        .items
+        .iter()
+        .all(|r| r.order_id == Some(r.review.order_id)));
     assert_eq!(name, vendor.name);
     // 4 reviews of each star; 1★ → 5★ once, one 2★ hidden.
     assert_eq!(rating.by_stars, [3, 3, 4, 4, 5]);
     assert_eq!(rating.count(), 19);
     let mut visible = [0i64; 5];
     for review in &page.items {
-        visible[usize::from(review.stars) - 1] += 1;
+        visible[usize::from(review.review.stars) - 1] += 1;
     }
     assert_eq!(
         visible, rating.by_stars,
@@ -274,7 +329,7 @@ async fn twenty_reviews_at_once_and_every_event_twice_give_the_exact_rating() {
     assert!(
         page.items
             .windows(2)
-            .all(|w| w[0].written_at >= w[1].written_at),
+            .all(|w| w[0].review.written_at >= w[1].review.written_at),
         "newest first"
     );
 
@@ -353,4 +408,41 @@ async fn twenty_reviews_at_once_and_every_event_twice_give_the_exact_rating() {
         "each card shows its shop's rating"
     );
     assert_eq!(cards[2].shop_rating.map(|r| r.count()), Some(0));
+}
+
+/// Issue 51: erasure reaches its author's reviews: the text goes, the stars stay in the
+/// rating (a review never names its author), announced as an edit of the same stars.
+#[tokio::test]
+async fn an_erased_customers_reviews_lose_their_text_and_keep_their_stars() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let order = delivered(&world, &vendor, "ana").await;
+    write(&world, "ana", &order, 4).await.expect("reviewed");
+    let ana = customer_caller("ana");
+    let erase = || bouquet_app::delivery::erase(&world.app, &ana, CORRELATION, world.now());
+    let erasure = erase().await.expect("erased");
+    assert_eq!((erasure.redacted, erasure.reviews), (1, 1));
+    let review = reviews::of_order(&world.app, order.order_id)
+        .await
+        .unwrap()
+        .expect("the review stays");
+    assert_eq!((review.stars, review.text.as_deref()), (4, None));
+    let again = erase().await.unwrap();
+    assert_eq!(again.reviews, 0, "once");
+    let edits: Vec<serde_json::Value> = review_events(&world)
+        .await
+        .into_iter()
+        .filter(|e| e["detail-type"] == "ReviewEdited")
+        .collect();
+    assert_eq!(edits.len(), 1);
+    let data = &edits[0]["detail"]["data"];
+    assert_eq!(
+        (data["previousStars"].as_u64(), data["stars"].as_u64()),
+        (Some(4), Some(4))
+    );
+    assert_eq!(
+        reviews::rating_change("ReviewEdited", data).unwrap(),
+        Some(bouquet_app::domain::review::RatingChange::edited(4, 4)),
+        "the rating does not move"
+    );
 }

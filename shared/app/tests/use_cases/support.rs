@@ -30,6 +30,8 @@ pub struct World {
     pub app: App,
     pub clock: Arc<ManualClock>,
     pub gateway: Arc<SimulatedGateway>,
+    /// The upload bucket's delivery photos, which redaction and erasure remove.
+    pub private_photos: Arc<bouquet_photos::MemoryObjects>,
     /// The table, for tests that lay items down as a crowd would.
     pub dynamodb: aws_sdk_dynamodb::Client,
     pub table: String,
@@ -69,14 +71,21 @@ impl World {
         }
         let clock = Arc::new(ManualClock::at(T0));
         let gateway = Arc::new(SimulatedGateway::new());
+        let private_photos = Arc::new(bouquet_photos::MemoryObjects::default());
         let app = App::new(
             Store::new(client.clone(), table.clone()),
             clock.clone(),
             config,
         )
         .with_payments(gateway.clone());
+        let ports = app
+            .ports
+            .clone()
+            .with_private_photos(private_photos.clone());
+        let app = app.with_ports(ports);
         Self {
             app,
+            private_photos,
             clock,
             gateway,
             dynamodb: client,
