@@ -56,6 +56,7 @@ pub const INVARIANTS: &[Invariant] = &[
     vases_keep_their_newest_heartbeat,
     rejected_orders_refunded_once,
     delivery_details_stay_with_their_readers,
+    erased_reviews_keep_no_text,
     suspended_shops_sell_nothing,
     suspended_shops_write_nothing,
     bouquets_show_their_latest_photo,
@@ -846,6 +847,40 @@ pub fn suspended_shops_sell_nothing(evidence: &Evidence) -> Check {
     Check {
         name: "a suspended shop's bouquets are off sale, and only those",
         checked: bouquets.len(),
+        violations,
+    }
+}
+
+/// Issue 51: an erased customer's reviews keep their stars but no text: the review of every
+/// redacted order whose customer asked for erasure (`personalDataDays` 0). (A redacted order's
+/// delivery photo is `orders_show_their_latest_delivery_photo`'s; the photos' objects,
+/// `system/abuse.rs`'s.)
+pub fn erased_reviews_keep_no_text(evidence: &Evidence) -> Check {
+    let reviews: HashMap<&str, &Value> = with_prefix(&evidence.items, "ORDER#")
+        .filter(|i| s(i, "sk") == "REVIEW")
+        .map(|r| (s(r, "pk"), r))
+        .collect();
+    let mut violations = Vec::new();
+    let mut checked = 0;
+    for order in orders(evidence) {
+        let erased = order["personalDataDays"].as_i64() == Some(0);
+        if !erased || order["redactedAt"].is_null() {
+            continue;
+        }
+        let Some(review) = reviews.get(s(order, "pk")) else {
+            continue;
+        };
+        checked += 1;
+        if review.get("text").is_some_and(|t| !t.is_null()) {
+            violations.push(format!(
+                "the review of order {} keeps its text after its customer's erasure",
+                s(order, "orderId")
+            ));
+        }
+    }
+    Check {
+        name: "an erased customer's reviews keep their stars and no text",
+        checked,
         violations,
     }
 }

@@ -533,6 +533,15 @@ async fn customer_actor(
         }
         pause(&mut rng, pace).await;
     }
+    // Half the customers ask for their data to be erased as they leave (nothing of theirs is
+    // written after it): the auditor checks no copy of it survives (issue 51). Repeating an
+    // erasure changes nothing, so it is sent again until it is answered.
+    if rng.random_bool(0.5) {
+        let (erased, tries) = api
+            .send_retried("POST", "/v1/me/erasure", Some(&token), &[], None)
+            .await;
+        record(&journal, "erase", &erased, tries);
+    }
     Ok(())
 }
 

@@ -460,7 +460,12 @@ impl Order {
     /// as it ends (the vendor still has to deliver it). `Ok(false)`: nothing changed.
     pub fn erase_personal_data(&mut self, now: Timestamp) -> Result<bool, DomainError> {
         if self.status.is_final() {
-            return self.redact(now);
+            let redacted = self.redact(now)?;
+            if redacted {
+                // The order records that its customer asked (the auditor reads it).
+                self.personal_data_days = 0;
+            }
+            return Ok(redacted);
         }
         if self.personal_data_days == 0 {
             return Ok(false);

@@ -791,3 +791,33 @@ fn a_delivery_photo_kept_past_redaction_public_or_older_than_its_upload_is_caugh
     early.items[0]["status"] = json!("paid");
     assert_eq!(check(&early).len(), 1, "a paid order has no delivery photo");
 }
+
+/// Issue 51: a review that keeps its text after its customer's erasure is caught; one written
+/// by a customer who did not ask, or of an order not yet redacted, is not.
+#[test]
+fn a_review_keeping_its_text_after_its_customers_erasure_is_caught() {
+    let check = |evidence: &Evidence| erased_reviews_keep_no_text(evidence);
+    let reviewed = |text: Option<&str>| {
+        let mut evidence = clean();
+        evidence.items[0]["status"] = json!("fulfilled");
+        evidence
+            .items
+            .push(json!({"pk": "ORDER#o1", "sk": "REVIEW", "stars": 4, "text": text}));
+        evidence
+    };
+    let mut erased = reviewed(Some("Lovely"));
+    erased.items[0]["personalDataDays"] = json!(0);
+    erased.items[0]["redactedAt"] = json!(NOW);
+    let caught = check(&erased);
+    assert_eq!((caught.checked, caught.violations.len()), (1, 1));
+    let mut clean_erasure = reviewed(None);
+    clean_erasure.items[0]["personalDataDays"] = json!(0);
+    clean_erasure.items[0]["redactedAt"] = json!(NOW);
+    let passed = check(&clean_erasure);
+    assert_eq!((passed.checked, passed.violations.len()), (1, 0));
+    // Not erased, or erased but still open (its redaction comes when it ends): not checked.
+    assert_eq!(check(&reviewed(Some("Lovely"))).checked, 0);
+    let mut open = reviewed(Some("Lovely"));
+    open.items[0]["personalDataDays"] = json!(0);
+    assert_eq!(check(&open).checked, 0);
+}
