@@ -144,6 +144,7 @@ async fn run(args: &Args) -> Result<usize, String> {
     // The customers stay connected while the system drains (a payment the sweeper settles
     // now is still pushed to its customer), then leave; quiet includes their connections gone.
     let mut quiet_since = None;
+    let mut settled_since: Option<Instant> = None;
     let mut running = Some(running);
     let mut journal = None;
     let mut polls = 0u32;
@@ -176,12 +177,20 @@ async fn run(args: &Args) -> Result<usize, String> {
             .filter_map(|i| i["pk"].as_str()?.strip_prefix("CONNECTION#"))
             .filter(|id| !undelivered.contains(*id))
             .count();
+        // The customers leave once nothing is queued or pending for 5 s: a payment the sweeper
+        // settled just now still has its event on the way to their sockets (stream, bus,
+        // broadcast), which no queue depth shows.
         if queued == 0 && unresolved == 0 {
-            if let Some(running) = running.take() {
-                journal = Some(running.close().await);
-                quiet_since = None;
-                continue;
+            let since = *settled_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= Duration::from_secs(5) {
+                if let Some(running) = running.take() {
+                    journal = Some(running.close().await);
+                    quiet_since = None;
+                    continue;
+                }
             }
+        } else {
+            settled_since = None;
         }
         let quiet = queued == 0 && unresolved == 0 && connections == 0;
         if quiet {
