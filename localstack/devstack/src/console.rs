@@ -800,6 +800,58 @@ mod tests {
 
     use super::*;
 
+    /// Issue 51: a proof of delivery is read only through a URL the functions signed, for that
+    /// key, unexpired; a forged or borrowed signature is refused as S3 refuses it.
+    #[tokio::test]
+    async fn only_an_unexpired_read_the_functions_signed_for_its_key_is_genuine() {
+        let signer = |secret: &str| {
+            bouquet_photos::PostPolicySigner::with_credentials(
+                aws_sdk_s3::config::Credentials::new("AKIDLOCAL", secret, None, None, "test"),
+                "eu-west-1",
+                "uploads",
+                "http://127.0.0.1:3000/local/s3/uploads",
+            )
+        };
+        let checked = console().with_read_signer(signer("functions"));
+        let key = "delivered/01JF0000000000000000000000/01JF0000000000000000000001/640.jpg";
+        let at = |seconds_ago: i64| {
+            bouquet_app::domain::Timestamp::from_millis(
+                (time::OffsetDateTime::now_utc().unix_timestamp() - seconds_ago) * 1000,
+            )
+        };
+        let read = |secret: &'static str, seconds_ago: i64| async move {
+            let url = signer(secret)
+                .presign_get(key, at(seconds_ago), std::time::Duration::from_secs(900))
+                .await
+                .expect("signed");
+            url.split_once('?').expect("a query").1.to_owned()
+        };
+        let genuine = read("functions", 0).await;
+        assert!(checked.genuine_read(key, &genuine).await);
+        let other_key = key.replace("640", "1280");
+        assert!(
+            !checked.genuine_read(&other_key, &genuine).await,
+            "another key"
+        );
+        let signature = presigned(&genuine).expect("signed").signature;
+        let forged = genuine.replace(&signature, "00");
+        assert!(
+            !checked.genuine_read(key, &forged).await,
+            "X-Amz-Signature=00"
+        );
+        assert!(!checked.genuine_read(key, &read("stranger", 0).await).await);
+        assert!(
+            !checked
+                .genuine_read(key, &read("functions", 901).await)
+                .await,
+            "expired"
+        );
+        assert!(
+            !console().genuine_read(key, &genuine).await,
+            "no signer: nothing read"
+        );
+    }
+
     fn console() -> Console {
         Console::new(
             &repository_web_dir(),
