@@ -7,8 +7,10 @@
 //! - the rating: a consumer of `ReviewWritten`, `ReviewEdited` and `ReviewHidden` writes each
 //!   event's change to the shop's counters once per event (its dedupe record and a
 //!   `ShopRatingChanged` in the same transaction, at the rating's next version), so the rating
-//!   equals the visible reviews whenever none is in flight; then it copies the rating onto the
-//!   shop's bouquets (`ratingSort`, for `?sort=rating`), as it does for each `BouquetListed`.
+//!   equals the visible reviews whenever none is in flight; then, when the shop's catalogue
+//!   place moved (its average in tenths, or its reviews' power of two), it copies the rating
+//!   onto the shop's bouquets (`ratingSort`, for `?sort=rating`), as it does for each
+//!   `BouquetListed`.
 
 use serde_json::Value;
 
@@ -301,8 +303,8 @@ pub fn rating_change(name: &str, data: &Value) -> Result<Option<RatingChange>, P
 const RATING_ATTEMPTS: u32 = 40;
 
 /// Applies one EventBridge event to its shop's rating (at the next version, with a
-/// `ShopRatingChanged`), then moves the shop's bouquets in the catalogue's rating order;
-/// `Ok(false)` when it was a duplicate or not one of ours.
+/// `ShopRatingChanged`), then, when the shop's catalogue place changed, moves its bouquets in
+/// the catalogue's rating order; `Ok(false)` when it was a duplicate or not one of ours.
 pub async fn project_rating(app: &App, event: &Value) -> Result<bool, ProjectionError> {
     let name = event["detail-type"]
         .as_str()
@@ -318,8 +320,9 @@ pub async fn project_rating(app: &App, event: &Value) -> Result<bool, Projection
     let correlation_id = detail["correlationId"].as_str().unwrap_or(event_id);
     let now = app.clock.now();
     let mut contention = bouquet_store::retry::Retry::attempts(RATING_ATTEMPTS);
-    let applied = loop {
+    let (applied, moved) = loop {
         let (mut rating, version) = app.store.rating_at(vendor_id).await?;
+        let place = rating.catalogue_place();
         rating.apply(change);
         let changed = DomainEvent::new(
             vendor_id,
@@ -335,7 +338,12 @@ pub async fn project_rating(app: &App, event: &Value) -> Result<bool, Projection
             )
             .await
         {
-            Ok(processed) => break processed == Processed::Applied,
+            Ok(processed) => {
+                break (
+                    processed == Processed::Applied,
+                    rating.catalogue_place() != place,
+                )
+            }
             Err(StoreError::ConditionFailed(conflicts))
                 if conflicts
                     .iter()
@@ -348,9 +356,13 @@ pub async fn project_rating(app: &App, event: &Value) -> Result<bool, Projection
             Err(other) => return Err(other.into()),
         }
     };
-    // A redelivery spreads too: a projector stopped between its write and this step is
-    // completed by the retry, and a spread never moves a bouquet back to an older rating.
-    spread_rating(app, vendor_id, None).await?;
+    // Only a change of the shop's catalogue place is spread (each spread rewrites every
+    // bouquet of the shop); a later change spreads whatever stands then, never backwards. A
+    // redelivery spreads too: a projector stopped between its write and this step is
+    // completed by the retry.
+    if moved || !applied {
+        spread_rating(app, vendor_id, None).await?;
+    }
     Ok(applied)
 }
 

@@ -5,16 +5,19 @@
 //!
 //! Suspending takes the shop's bouquets off sale (each off the catalogue index, on the version
 //! read), then marks the shop (with `VendorSuspended`, which the storefront follows live: from
-//! then on it cannot list), then takes off what was listed meanwhile: so no bouquet listed
+//! then on it cannot list), then takes off what was listed meanwhile (a bouquet costs one
+//! conditional write on the index's copy, read again only when that copy was stale): so no bouquet listed
 //! before the suspension can be reserved after it. Reinstating marks the shop, then puts its
 //! bouquets back. The request is idempotent as a whole: if it fails part-way the administrator
 //! sends it again, and what the first attempt left is done then.
+
+use std::collections::HashSet;
 
 use crate::problem::ApiError;
 use bouquet_domain::commission::CommissionRate;
 use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::identity::{Identity, NotAllowed, Role};
-use bouquet_domain::{BouquetId, Timestamp, Vendor, VendorId};
+use bouquet_domain::{Bouquet, BouquetId, Timestamp, Vendor, VendorId};
 use bouquet_store::retry::Retry;
 use bouquet_store::{Page, StoreError};
 use futures::{StreamExt, TryStreamExt};
@@ -173,11 +176,14 @@ async fn set_suspended(
         return Err(ShopError::NotFound);
     }
     let mut bouquets_moved = 0;
+    // The bouquets already marked by this request: the pass after the shop's mark only
+    // looks for those listed meanwhile.
+    let mut marked = HashSet::new();
     if suspended {
-        bouquets_moved += mark_bouquets(app, vendor_id, true, now).await?;
+        bouquets_moved += mark_bouquets(app, vendor_id, true, now, &mut marked).await?;
     }
     let vendor = mark_shop(app, vendor_id, suspended, correlation_id, now).await?;
-    bouquets_moved += mark_bouquets(app, vendor_id, suspended, now).await?;
+    bouquets_moved += mark_bouquets(app, vendor_id, suspended, now, &mut marked).await?;
     Ok(ShopChange {
         vendor,
         bouquets_moved,
@@ -190,12 +196,14 @@ async fn set_suspended(
 /// at 8).
 const MARKS_AT_ONCE: usize = 32;
 
-/// Every bouquet of the shop off sale (or back on); how many moved.
+/// Every bouquet of the shop off sale (or back on), but those in `marked`, which gains them;
+/// how many moved.
 async fn mark_bouquets(
     app: &App,
     vendor_id: VendorId,
     suspended: bool,
     now: Timestamp,
+    marked: &mut HashSet<BouquetId>,
 ) -> Result<usize, ShopError> {
     let mut moved = 0;
     let mut cursor = None;
@@ -204,13 +212,18 @@ async fn mark_bouquets(
             .store
             .vendor_bouquets(vendor_id, cursor.as_deref(), SWEEP_PAGE)
             .await?;
+        let unmarked: Vec<Bouquet> = page
+            .items
+            .into_iter()
+            .filter(|bouquet| marked.insert(bouquet.bouquet_id))
+            .collect();
         // A page's bouquets at once, a few at a time: each is its own conditional write.
-        let marked: Vec<bool> = futures::stream::iter(page.items)
-            .map(|bouquet| mark_bouquet(app, bouquet.bouquet_id, suspended, now))
+        let outcomes: Vec<bool> = futures::stream::iter(unmarked)
+            .map(|bouquet| mark_bouquet(app, bouquet, suspended, now))
             .buffer_unordered(MARKS_AT_ONCE)
             .try_collect()
             .await?;
-        moved += marked.into_iter().filter(|moved| *moved).count();
+        moved += outcomes.into_iter().filter(|moved| *moved).count();
         match page.next_cursor {
             Some(next) => cursor = Some(next),
             None => return Ok(moved),
@@ -301,34 +314,61 @@ async fn change_shop(
     Err(ShopError::Busy)
 }
 
-/// One bouquet off or back on sale, on the version read; `false` when it already was.
+/// One bouquet off or back on sale, on the version read; `false` when it already was. The
+/// page's copy is tried first, so a bouquet usually costs one write, not a read and a write:
+/// the index may lag, and then the write's condition fails and the bouquet is read again, as
+/// is a copy that seems to need no change before it is believed.
 async fn mark_bouquet(
     app: &App,
-    bouquet_id: BouquetId,
+    listed: Bouquet,
     suspended: bool,
     now: Timestamp,
 ) -> Result<bool, ShopError> {
+    if mark(app, &listed, suspended, now).await? == Marked::Written {
+        return Ok(true);
+    }
     let mut retry = Retry::optimistic();
     while retry.next().await {
-        let Some(read) = app.store.bouquet(bouquet_id, true).await? else {
+        let Some(read) = app.store.bouquet(listed.bouquet_id, true).await? else {
             return Ok(false);
         };
-        let mut changed = read.clone();
-        // Stamped after the read, not at the request's start: every order holding the
-        // bouquet committed before this read (else the write below fails and reads again),
-        // so no order created after `suspendedAt` can hold it (the auditor checks this).
-        let now = now.max(app.clock.now());
-        if !changed.set_suspended(suspended, now) {
-            return Ok(false);
-        }
-        match app.store.save_bouquet_as_read(&changed, read.version).await {
-            Ok(()) => return Ok(true),
+        match mark(app, &read, suspended, now).await? {
+            Marked::Written => return Ok(true),
+            Marked::AlreadySo => return Ok(false),
             // A sale, an edit or a reading moved it meanwhile: read it again.
-            Err(StoreError::ConditionFailed(_)) => continue,
-            Err(other) => return Err(other.into()),
+            Marked::Moved => continue,
         }
     }
     Err(ShopError::Busy)
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Marked {
+    Written,
+    AlreadySo,
+    Moved,
+}
+
+/// `read` marked and written at its version.
+async fn mark(
+    app: &App,
+    read: &Bouquet,
+    suspended: bool,
+    now: Timestamp,
+) -> Result<Marked, ShopError> {
+    let mut changed = read.clone();
+    // Stamped after the read, not at the request's start: every order holding the bouquet
+    // committed before this read (else the write below fails and reads again), so no order
+    // created after `suspendedAt` can hold it (the auditor checks this).
+    let now = now.max(app.clock.now());
+    if !changed.set_suspended(suspended, now) {
+        return Ok(Marked::AlreadySo);
+    }
+    match app.store.save_bouquet_as_read(&changed, read.version).await {
+        Ok(()) => Ok(Marked::Written),
+        Err(StoreError::ConditionFailed(_)) => Ok(Marked::Moved),
+        Err(other) => Err(other.into()),
+    }
 }
 
 impl From<NotTrading> for ApiError {

@@ -15,7 +15,7 @@ use crate::order::{Order, OrderStatus};
 use crate::text;
 use crate::validation::{FieldError, Validation};
 
-pub use crate::rating::{Rating, RatingChange};
+pub use crate::rating::{CataloguePlace, Rating, RatingChange};
 
 /// How long after its delivery an order may be reviewed.
 pub const REVIEW_WINDOW: Duration = Duration::from_secs(30 * 24 * 3600);

@@ -138,27 +138,34 @@ pub fn freshness_sort(freshness: Option<u8>, bouquet_id: &str) -> String {
     }
 }
 
-/// A bouquet's place in `CatalogueRatingIndex`: its shop's average in tenths of a star (2
-/// digits), then its count of reviews (9 digits), then the id, so the index read backwards
-/// gives the best-rated shops first, the most reviewed first among equal averages, and shops
-/// without a review last (`-` sorts below every digit).
+/// A bouquet's place in `CatalogueRatingIndex`: its shop's [`catalogue_place`] (the average
+/// in tenths of a star, 2 digits; the reviews' band, 2 digits), then the id, so the index read
+/// backwards gives the best-rated shops first, the most reviewed first among equal averages,
+/// and shops without a review last (`-` sorts below every digit).
+///
+/// [`catalogue_place`]: bouquet_domain::review::Rating::catalogue_place
 pub fn rating_sort(rating: &bouquet_domain::review::Rating, bouquet_id: &str) -> String {
-    match rating.average_tenths() {
-        Some(tenths) => format!("{tenths:02}#{:09}#{bouquet_id}", rating.count().max(0)),
+    match rating.catalogue_place() {
+        Some(place) => format!(
+            "{:02}#{:02}#{bouquet_id}",
+            place.average_tenths, place.reviews_band
+        ),
         None => format!("-#{bouquet_id}"),
     }
 }
 
-/// The bouquet id in a [`rating_sort`] value, when the value has that shape.
+/// The bouquet id in a [`rating_sort`] value, when the value has that shape (or the shape
+/// before issue 50, whose count had 9 digits: the projector rewrites those at the shop's next
+/// move).
 pub fn rating_sort_id(value: &str) -> Option<&str> {
     if let Some(id) = value.strip_prefix("-#") {
         return Some(id);
     }
     let mut parts = value.splitn(3, '#');
-    let (tenths, count, id) = (parts.next()?, parts.next()?, parts.next()?);
-    let digits =
-        |text: &str, len: usize| text.len() == len && text.bytes().all(|b| b.is_ascii_digit());
-    (digits(tenths, 2) && digits(count, 9)).then_some(id)
+    let (tenths, band, id) = (parts.next()?, parts.next()?, parts.next()?);
+    let digits = |text: &str| text.bytes().all(|b| b.is_ascii_digit());
+    (tenths.len() == 2 && matches!(band.len(), 2 | 9) && digits(tenths) && digits(band))
+        .then_some(id)
 }
 
 /// A bouquet's place in `CataloguePriceIndex`: minor units over 12 digits (prices stop below
@@ -233,6 +240,20 @@ mod tests {
             let written = key(&a);
             proptest::prop_assert_eq!(price_sort_id(&written), Some(a.1.as_str()));
         }
+
+        #[test]
+        fn the_rating_key_sorts_as_the_catalogue_place_then_id(
+            a in (proptest::array::uniform5(0i64..2_000), ulid()),
+            b in (proptest::array::uniform5(0i64..2_000), ulid()),
+        ) {
+            use bouquet_domain::review::Rating;
+            let rating = |stars: [i64; 5]| Rating { by_stars: stars };
+            let key = |(stars, id): &([i64; 5], String)| rating_sort(&rating(*stars), id);
+            let rank = |(stars, id): &([i64; 5], String)| (rating(*stars).catalogue_place(), id.clone());
+            proptest::prop_assert_eq!(key(&a).cmp(&key(&b)), rank(&a).cmp(&rank(&b)));
+            let written = key(&a);
+            proptest::prop_assert_eq!(rating_sort_id(&written), Some(a.1.as_str()));
+        }
     }
 
     #[test]
@@ -243,5 +264,14 @@ mod tests {
         for value in ["01J", "100#01J", "00000000000a#01J", "0000000000001#01J"] {
             assert_eq!(price_sort_id(value), None, "{value}");
         }
+        for value in ["01J", "4#01#01J", "45#1#01J", "45#000000012#", "4a#01#01J"] {
+            assert_eq!(
+                rating_sort_id(value).filter(|id| !id.is_empty()),
+                None,
+                "{value}"
+            );
+        }
+        // The shape before issue 50 still names its bouquet.
+        assert_eq!(rating_sort_id("45#000000012#01J"), Some("01J"));
     }
 }

@@ -446,3 +446,69 @@ async fn an_erased_customers_reviews_lose_their_text_and_keep_their_stars() {
         "the rating does not move"
     );
 }
+
+/// A review that leaves the shop's catalogue place as it was (its average in tenths, its
+/// reviews' power of two) rewrites none of its bouquets; one that moves it rewrites them all.
+#[tokio::test]
+async fn only_a_review_that_moves_the_shops_place_rewrites_its_bouquets() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let on_sale = world.listed(&vendor, "20.00", None).await;
+    let mut orders = Vec::new();
+    for n in 0..4 {
+        let who = format!("regular-{n}");
+        orders.push((who.clone(), delivered(&world, &vendor, &who).await));
+    }
+    let raw = || async {
+        let item = world
+            .dynamodb
+            .get_item()
+            .table_name(&world.table)
+            .key(
+                "pk",
+                aws_sdk_dynamodb::types::AttributeValue::S(format!(
+                    "BOUQUET#{}",
+                    on_sale.bouquet_id
+                )),
+            )
+            .key(
+                "sk",
+                aws_sdk_dynamodb::types::AttributeValue::S("BOUQUET".into()),
+            )
+            .consistent_read(true)
+            .send()
+            .await
+            .unwrap()
+            .item
+            .unwrap();
+        let text = |name: &str| match item.get(name) {
+            Some(aws_sdk_dynamodb::types::AttributeValue::S(s)) => s.clone(),
+            Some(aws_sdk_dynamodb::types::AttributeValue::N(n)) => n.clone(),
+            _ => "-".to_owned(),
+        };
+        (text("ratingSort"), text("ratingVersion"))
+    };
+    let id = on_sale.bouquet_id;
+    // Each five stars: one review (band 1), two (band 2), three (still 2), four (band 3).
+    let mut seen = Vec::new();
+    for (who, order) in &orders {
+        write(&world, who, order, 5).await.expect("reviewed");
+        let events = review_events(&world).await;
+        let written = events
+            .iter()
+            .find(|e| e["detail"]["data"]["orderId"] == order.order_id.to_string())
+            .expect("its ReviewWritten");
+        assert!(reviews::project_rating(&world.app, written).await.unwrap());
+        seen.push(raw().await);
+    }
+    assert_eq!(
+        seen,
+        [
+            (format!("50#01#{id}"), "1".to_owned()),
+            (format!("50#02#{id}"), "2".to_owned()),
+            (format!("50#02#{id}"), "2".to_owned()),
+            (format!("50#03#{id}"), "4".to_owned()),
+        ],
+        "the third review moved no bouquet"
+    );
+}
