@@ -9,12 +9,14 @@
 #                        [--vases-per-vendor 2] [--port-base 3400] [--no-build]
 #                        [--only function.killed_mid_invocation+latency_spike]
 #                        [--parameter-override Name=Value ...]
-#                        [--think-ms 50-400] [--write-heavy N]
+#                        [--think-ms 50-400] [--write-heavy N] [--season SCALE]
 #
 # At --rate 0 it is the shop load: it prints requests a second, each route's p50 and p99,
 # and where the functions' time went (docs/testing.md, "The shop load"). --think-ms 0 makes
 # the customers a closed loop (throughput); --write-heavy N has them compete for N bouquets of
-# each shop (reserve, details, pay, cancel).
+# each shop (reserve, details, pay, cancel). --season 1 first seeds issue 50's season (200
+# shops, 50,000 orders, ...; `season`, docs/performance.md) into the table; the auditor then
+# checks the load's own shops.
 #
 # --only injects those kinds of fault only (the names the report prints), to replay one.
 # The dev stack runs its schedules 5 times faster (the minutely sweeper every 12 s, the
@@ -23,7 +25,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_DIR"
 
-SECONDS_OF_TRAFFIC=120 SEED=7 RATE=0.05 CUSTOMERS=8 VASES=2 PORT_BASE=3400 BUILD=1 ONLY="" OVERRIDES=() LOAD=()
+SECONDS_OF_TRAFFIC=120 SEED=7 RATE=0.05 CUSTOMERS=8 VASES=2 PORT_BASE=3400 BUILD=1 ONLY="" OVERRIDES=() LOAD=() SEASON=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) SECONDS_OF_TRAFFIC="$2"; shift 2 ;;
@@ -36,6 +38,7 @@ while [ $# -gt 0 ]; do
     --only) ONLY=",only=$2"; shift 2 ;;
     --parameter-override) OVERRIDES+=(--parameter-override "$2"); shift 2 ;;
     --think-ms|--write-heavy) LOAD+=("$1" "$2"); shift 2 ;;
+    --season) SEASON="$2"; shift 2 ;;
     *) log "unknown option $1"; exit 2 ;;
   esac
 done
@@ -56,8 +59,15 @@ start_devstack "$STACK" "$API_PORT" "$WS_PORT" "$MQTT_PORT" --no-seed --schedule
   --parameter-override ReservationsPerCustomerPerMinute=1000 --parameter-override QueueRedeliverySeconds=30 "${OVERRIDES[@]}" \
   --faults "rate=$RATE,seed=$SEED$ONLY" --faults-port "$FAULTS_PORT"
 
+BIN="${CARGO_TARGET_DIR:-$REPO_DIR/target}/debug"
+if [ -n "$SEASON" ]; then
+  log "seeding a season (scale $SEASON) into $STACK"
+  "$BIN/season" --stack "$STACK" --api "http://127.0.0.1:$API_PORT" --scale "$SEASON" --manifest "$RUN_DIR/$STACK-season.json"
+  LOAD+=(--season-manifest "$RUN_DIR/$STACK-season.json")
+fi
+
 log "soak: $SECONDS_OF_TRAFFIC s at ${RATE} faults, seed $SEED (stack $STACK)"
-SOAK_REPORT="$RUN_DIR/$STACK-report.json" "${CARGO_TARGET_DIR:-$REPO_DIR/target}/debug/soak" \
+SOAK_REPORT="$RUN_DIR/$STACK-report.json" "$BIN/soak" \
   --stack "$STACK" --api "http://127.0.0.1:$API_PORT" --ws "ws://127.0.0.1:$WS_PORT" \
   --mqtt "127.0.0.1:$MQTT_PORT" --ca "$BOUQUET_IOT_DIR/ca.pem" --faults "http://127.0.0.1:$FAULTS_PORT" \
   --seconds "$SECONDS_OF_TRAFFIC" --seed "$SEED" --customers "$CUSTOMERS" --vases-per-vendor "$VASES" "${LOAD[@]}" \

@@ -788,6 +788,36 @@ fn value_json(value: &AttributeValue) -> Value {
     }
 }
 
+/// The items of `items` that belong to none of a seeded season's shops and vases (`manifest`,
+/// [`crate::season::Season::manifest`]): the season is history written straight into the
+/// table, without the events and counters the invariants follow, so the auditor checks the
+/// load's own shops; the season's own consistency is its generator's tests'. Returns how many
+/// were set aside.
+pub fn set_aside_season(items: &mut Vec<Value>, manifest: &Value) -> usize {
+    let names = |field: &str| -> HashSet<String> {
+        manifest[field]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    };
+    let (vendors, vases) = (names("vendorIds"), names("vaseIds"));
+    let before = items.len();
+    items.retain(|item| {
+        let pk = s(item, "pk");
+        let owner = |prefix: &str| {
+            pk.strip_prefix(prefix)
+                .map(|rest| rest.split('#').next().unwrap_or(rest))
+        };
+        !(vendors.contains(s(item, "vendorId"))
+            || owner("VENDOR#").is_some_and(|id| vendors.contains(id))
+            || vases.contains(s(item, "vaseId"))
+            || owner("VASE#").is_some_and(|id| vases.contains(id)))
+    });
+    before - items.len()
+}
+
 /// Every item of `table`, as JSON.
 pub async fn scan(client: &aws_sdk_dynamodb::Client, table: &str) -> Result<Vec<Value>, String> {
     Ok(crate::scan_all(client, table)

@@ -18,6 +18,8 @@ use tokio_tungstenite::tungstenite::Message;
 pub struct Answer {
     pub status: u16,
     pub etag: Option<String>,
+    /// `X-Cache`: whether the edge answered from its cache.
+    pub cache: Option<String>,
     pub body: Value,
     /// From sending the request to reading the whole answer.
     pub took: Duration,
@@ -93,6 +95,7 @@ impl Api {
         let failed = |reason: String| Answer {
             status: 0,
             etag: None,
+            cache: None,
             body: Value::String(reason),
             took: sent.elapsed(),
         };
@@ -113,6 +116,11 @@ impl Api {
             .get("etag")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        let cache = response
+            .headers()
+            .get("x-cache")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let body = match response.into_body().collect().await {
             Ok(body) => body.to_bytes(),
             Err(e) => return failed(e.to_string()),
@@ -120,6 +128,7 @@ impl Api {
         Answer {
             status,
             etag,
+            cache,
             body: serde_json::from_slice(&body).unwrap_or(Value::Null),
             took: sent.elapsed(),
         }

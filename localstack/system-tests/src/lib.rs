@@ -24,6 +24,7 @@ pub mod iam;
 pub mod identity;
 pub mod in_process;
 pub mod live;
+pub mod season;
 pub mod soak;
 pub mod vases;
 

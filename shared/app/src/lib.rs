@@ -42,7 +42,9 @@ pub mod vases;
 #[doc(hidden)]
 pub use bouquet_runtime::__runner;
 pub use idempotency::{Idempotency, Replayable};
-pub use root::{aws_sdk_config, App, CatalogueIndexes, Config, ConfigError};
+pub use root::{
+    aws_sdk_config, App, CatalogueIndexes, Config, ConfigError, DEFAULT_COMMISSION_BASIS_POINTS,
+};
 
 /// The span an EventBridge consumer handles `bus_event` in: every line it logs then carries
 /// the event's correlation id (the request that caused it), its id and type.

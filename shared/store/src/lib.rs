@@ -15,6 +15,7 @@ mod cursor;
 mod error;
 mod events;
 mod idempotency;
+mod import;
 mod items;
 mod keys;
 mod limits;
@@ -45,6 +46,7 @@ pub use connections::{
 pub use cursor::Page;
 pub use error::{BackendError, BackendKind, Conflict, StoreError, Target};
 pub use idempotency::{IdempotencyPut, IdempotencyRecord};
+pub use import::Imported;
 /// A bouquet's place in the catalogue's rating order (the auditor checks each against its shop's rating).
 pub use keys::rating_sort;
 pub use keys::CATALOGUE_SHARDS;

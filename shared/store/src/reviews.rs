@@ -244,18 +244,7 @@ impl Store {
         event: &DomainEvent,
         now: Timestamp,
     ) -> Result<Processed, StoreError> {
-        let mut item = rating_key(vendor_id);
-        item.insert("entity".into(), AttributeValue::S("shop_rating".into()));
-        item.insert(
-            "version".into(),
-            AttributeValue::N((read_version + 1).to_string()),
-        );
-        for (stars, count) in rating.by_stars.iter().enumerate() {
-            item.insert(
-                format!("stars{}", stars + 1),
-                AttributeValue::N(count.to_string()),
-            );
-        }
+        let item = rating_item(vendor_id, &rating, read_version + 1);
         let condition = if read_version == 0 {
             Expr::new("attribute_not_exists(version)")
         } else {
@@ -345,6 +334,25 @@ impl Store {
         }
         Ok(count)
     }
+}
+
+/// The shop's rating item at `version`.
+pub(crate) fn rating_item(vendor_id: VendorId, rating: &Rating, version: u64) -> Item {
+    let mut item = rating_key(vendor_id);
+    item.insert("entity".into(), AttributeValue::S("shop_rating".into()));
+    item.insert("version".into(), AttributeValue::N(version.to_string()));
+    for (stars, count) in rating.by_stars.iter().enumerate() {
+        item.insert(
+            format!("stars{}", stars + 1),
+            AttributeValue::N(count.to_string()),
+        );
+    }
+    item
+}
+
+/// A review's item.
+pub(crate) fn review_item(review: &Review) -> Result<Item, StoreError> {
+    to_item(&ReviewItem::from_domain(review))
 }
 
 fn rating_key(vendor_id: VendorId) -> Item {

@@ -662,7 +662,7 @@ impl Store {
     }
 }
 
-fn reading_item(
+pub(crate) fn reading_item(
     vase_id: VaseId,
     reading: &Reading,
     received_at: Timestamp,
@@ -675,6 +675,11 @@ fn reading_item(
         received_at: received_at.as_millis(),
         expires_at: reading.sent_at.plus(READING_RETENTION).as_epoch_seconds(),
     })
+}
+
+/// A vase's item.
+pub(crate) fn vase_item(vase: &Vase) -> Result<Item, StoreError> {
+    to_item(&VaseItem::from_domain(vase))
 }
 
 /// A transaction refused only because the reading already exists is a redelivery.

@@ -52,6 +52,10 @@ struct Args {
     /// write no reviews.
     #[arg(long)]
     write_heavy: Option<usize>,
+    /// A season seeded into the table (`season`'s manifest): the auditor sets its shops and
+    /// vases aside.
+    #[arg(long)]
+    season_manifest: Option<PathBuf>,
 }
 
 fn think_ms(text: &str) -> Result<(u64, u64), String> {
@@ -231,8 +235,19 @@ async fn run(args: &Args) -> Result<usize, String> {
         .map_err(|_| "the journal is still shared".to_owned())?
         .into_inner()
         .map_err(|e| e.to_string())?;
+    let mut items = audit::scan(&dynamodb, &table).await?;
+    if let Some(path) = &args.season_manifest {
+        let manifest: serde_json::Value = std::fs::read(path)
+            .map_err(|e| format!("{}: {e}", path.display()))
+            .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()))?;
+        let aside = audit::set_aside_season(&mut items, &manifest);
+        println!(
+            "the season's {aside} items are set aside: the auditor checks the load's own shops ({})",
+            path.display()
+        );
+    }
     let evidence = Evidence {
-        items: audit::scan(&dynamodb, &table).await?,
+        items,
         live_items: audit::scan(&dynamodb, &live_table).await?,
         queues: queue_contents(&sqs, &args.stack).await?,
         now_ms: audit::now_ms(),

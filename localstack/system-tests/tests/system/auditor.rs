@@ -821,3 +821,25 @@ fn a_review_keeping_its_text_after_its_customers_erasure_is_caught() {
     open.items[0]["personalDataDays"] = json!(0);
     assert_eq!(check(&open).checked, 0);
 }
+
+#[test]
+fn a_seeded_season_is_set_aside_by_its_shops_and_vases_and_nothing_else() {
+    let mut items = vec![
+        json!({"pk": "VENDOR#s1", "sk": "VENDOR"}),
+        json!({"pk": "VENDOR#s1", "sk": "RATING"}),
+        json!({"pk": "ORDER#o1", "sk": "ORDER", "vendorId": "s1"}),
+        json!({"pk": "VASE#x1", "sk": "READING#0001"}),
+        json!({"pk": "VASE#x1", "sk": "VASE", "vendorId": "s1"}),
+        json!({"pk": "VENDOR#v1", "sk": "VENDOR"}),
+        json!({"pk": "ORDER#o2", "sk": "ORDER", "vendorId": "v1"}),
+        json!({"pk": "VASE#x2", "sk": "READING#0001"}),
+        json!({"pk": "VENDOR#s10", "sk": "VENDOR"}),
+    ];
+    let manifest = json!({"vendorIds": ["s1"], "vaseIds": ["x1"]});
+    assert_eq!(
+        system_tests::audit::set_aside_season(&mut items, &manifest),
+        5
+    );
+    let left: Vec<&str> = items.iter().map(|i| i["pk"].as_str().unwrap()).collect();
+    assert_eq!(left, ["VENDOR#v1", "ORDER#o2", "VASE#x2", "VENDOR#s10"]);
+}
