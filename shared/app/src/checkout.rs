@@ -42,20 +42,24 @@ pub enum CheckoutError {
     Photos(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
-/// Removes `order_id`'s delivery photos (every size of every upload): before its redaction is
+/// Removes `order`'s delivery photos (every size of every upload): before its redaction is
 /// written, so that a failure leaves the order unredacted and the redaction is tried again;
-/// a URL signed before it then reads nothing.
+/// a URL signed before it then reads nothing. An order that never went out for delivery
+/// had none (uploads are signed only from then on), and costs no call.
 pub async fn remove_delivery_photos(
     app: &crate::App,
-    order_id: bouquet_domain::OrderId,
+    order: &Order,
 ) -> Result<usize, CheckoutError> {
+    if !order.went_out_for_delivery() {
+        return Ok(0);
+    }
     let photos = app
         .ports
         .private_photos()
         .await
         .map_err(|e| CheckoutError::Photos(e.into()))?;
     photos
-        .delete_under(&bouquet_domain::photo::delivery_prefix(order_id))
+        .delete_under(&bouquet_domain::photo::delivery_prefix(order.order_id))
         .await
         .map_err(|e| CheckoutError::Photos(e.into()))
 }
@@ -577,7 +581,7 @@ pub async fn sweep_one(
         {
             let mut redacted = order.clone();
             redacted.redact(now)?;
-            remove_delivery_photos(app, order.order_id).await?;
+            remove_delivery_photos(app, &order).await?;
             write_unannounced(store, &order, &redacted, correlation_id, now)
                 .await
                 .map(|()| Swept::Redacted)

@@ -317,7 +317,7 @@ async fn erase_one(
             return Ok(());
         }
         if erased.redacted_at.is_some() {
-            checkout::remove_delivery_photos(app, order.order_id).await?;
+            checkout::remove_delivery_photos(app, &order).await?;
         }
         match checkout::write_unannounced(&app.store, &order, &erased, correlation_id, now).await {
             Ok(()) => {

@@ -447,13 +447,19 @@ impl Order {
         Ok(true)
     }
 
-    /// Whether its shop may attach a delivery photo now: out for delivery or delivered, with
-    /// the delivery details not yet redacted.
-    pub fn takes_delivery_photo(&self) -> bool {
+    /// Whether it ever went out for delivery (out for delivery now, or delivered since): only
+    /// then can its shop have uploaded a delivery photo.
+    pub fn went_out_for_delivery(&self) -> bool {
         matches!(
             self.status,
             OrderStatus::OutForDelivery | OrderStatus::Fulfilled
-        ) && self.redacted_at.is_none()
+        )
+    }
+
+    /// Whether its shop may attach a delivery photo now: out for delivery or delivered, with
+    /// the delivery details not yet redacted.
+    pub fn takes_delivery_photo(&self) -> bool {
+        self.went_out_for_delivery() && self.redacted_at.is_none()
     }
 
     /// The customer asked for erasure: an ended order is redacted now, an open one as soon

@@ -384,7 +384,8 @@ async fn delivery_details_are_redacted_their_retention_after_the_order_ends_and_
     let again = sweep(&world.app, CORRELATION, deadline()).await.unwrap();
     assert_eq!(again.redacted, 0, "once");
 
-    // Erasure: the ended order now, the open one when it ends.
+    // Erasure: the ended orders now (one delivered with its photo, one cancelled), the open
+    // one when it ends.
     let bouquet = world.bouquet_of(&vendor).await;
     let cancelled = world.reserved(&customer("ben"), &[&bouquet]).await;
     world
@@ -392,9 +393,20 @@ async fn delivery_details_are_redacted_their_retention_after_the_order_ends_and_
         .await
         .unwrap();
     let bouquet = world.bouquet_of(&vendor).await;
+    let received = world.reserved(&customer("ben"), &[&bouquet]).await;
+    world
+        .pay("ben", received.order_id, "tok_visa")
+        .await
+        .unwrap();
+    world
+        .transition(&vendor_caller(&vendor), received.order_id, Action::Fulfil)
+        .await
+        .unwrap();
+    let bouquet = world.bouquet_of(&vendor).await;
     let open = world.reserved(&customer("ben"), &[&bouquet]).await;
     world.pay("ben", open.order_id, "tok_visa").await.unwrap();
-    for order in [cancelled.order_id, open.order_id] {
+    // (A cancelled order never went out for delivery: no upload was ever signed for it.)
+    for order in [received.order_id, open.order_id] {
         world.private_photos.add_upload(&photo(order, 640), vec![1]);
     }
     let ben = customer_caller("ben");
@@ -402,7 +414,7 @@ async fn delivery_details_are_redacted_their_retention_after_the_order_ends_and_
     assert_eq!(
         erase().await.unwrap(),
         Erasure {
-            redacted: 1,
+            redacted: 2,
             when_ended: 1,
             reviews: 0
         }
@@ -415,7 +427,7 @@ async fn delivery_details_are_redacted_their_retention_after_the_order_ends_and_
     // The ended order's photos go now; the open one's when it ends (the sweeper's).
     assert!(!world
         .private_photos
-        .has_upload(&photo(cancelled.order_id, 640)));
+        .has_upload(&photo(received.order_id, 640)));
     assert!(world.private_photos.has_upload(&photo(open.order_id, 640)));
     assert!(!world
         .order_now(cancelled.order_id)
