@@ -4,7 +4,9 @@
 //! in the template): a thin function over [`bouquet_app::analytics::project`] (sales and
 //! earnings per day, deduped by event), [`bouquet_app::reviews::project_rating`] (each shop's
 //! rating, deduped by event, then copied onto its bouquets) and
-//! [`bouquet_app::reviews::rate_listed_bouquet`] (a new bouquet takes its shop's rating).
+//! [`bouquet_app::reviews::rate_listed_bouquet`] and
+//! [`bouquet_app::reviews::rate_returned_bouquets`] (a new bouquet, or one a rejected order
+//! puts back on sale, takes its shop's rating).
 
 use lambda_runtime::{Error, LambdaEvent};
 use serde_json::{json, Value};
@@ -21,7 +23,8 @@ pub async fn handler(app: &App, event: LambdaEvent<Value>) -> Result<Value, Erro
         } else if name == "BouquetListed" {
             bouquet_app::reviews::rate_listed_bouquet(app, &event.payload).await?
         } else {
-            bouquet_app::analytics::project(app, &event.payload).await?
+            let rated = bouquet_app::reviews::rate_returned_bouquets(app, &event.payload).await?;
+            bouquet_app::analytics::project(app, &event.payload).await? || rated
         };
         tracing::info!(applied, "projected");
         Ok(json!({ "applied": applied }))

@@ -1462,9 +1462,12 @@ pub fn ratings_equal_the_visible_reviews(evidence: &Evidence) -> Check {
             ));
         }
     }
-    // Every bouquet stands in the catalogue's rating order at its shop's rating.
+    // Every bouquet on sale stands in the catalogue's rating order at its shop's rating (a
+    // sold or withdrawn one is in no catalogue order).
     let mut bouquets = 0;
-    for bouquet in with_prefix(&evidence.items, "BOUQUET#").filter(|b| s(b, "sk") == "BOUQUET") {
+    for bouquet in with_prefix(&evidence.items, "BOUQUET#")
+        .filter(|b| s(b, "sk") == "BOUQUET" && matches!(s(b, "status"), "available" | "reserved"))
+    {
         bouquets += 1;
         let counts = ratings
             .get(s(bouquet, "vendorId"))

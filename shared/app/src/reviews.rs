@@ -9,8 +9,8 @@
 //!   `ShopRatingChanged` in the same transaction, at the rating's next version), so the rating
 //!   equals the visible reviews whenever none is in flight; then, when the shop's catalogue
 //!   place moved (its average in tenths, or its reviews' power of two), it copies the rating
-//!   onto the shop's bouquets (`ratingSort`, for `?sort=rating`), as it does for each
-//!   `BouquetListed`.
+//!   onto the shop's bouquets on sale (`ratingSort`, for `?sort=rating`), as it does for
+//!   each `BouquetListed` and each bouquet an `OrderRejected` puts back on sale.
 
 use serde_json::Value;
 
@@ -376,7 +376,25 @@ pub async fn rate_listed_bouquet(app: &App, event: &Value) -> Result<bool, Proje
     Ok(spread_rating(app, vendor_id, Some(bouquet_id)).await? > 0)
 }
 
-/// Copies the shop's rating as it now stands onto its bouquets (or `only` one).
+/// Bouquets of a rejected order put back on sale take their shop's rating in the catalogue's
+/// rating order (`OrderRejected`; spreads pass over sold bouquets); `Ok(false)` when none
+/// moved (withdrawn, already there, or a redelivery).
+pub async fn rate_returned_bouquets(app: &App, event: &Value) -> Result<bool, ProjectionError> {
+    let data = &event["detail"]["data"];
+    if event["detail-type"] != "OrderRejected" || data["bouquetsWithdrawn"] == true {
+        return Ok(false);
+    }
+    let vendor_id = vendor_of(&event["detail"])?;
+    let mut moved = 0;
+    for id in data["bouquetIds"].as_array().into_iter().flatten() {
+        let bouquet_id = BouquetId::parse(id.as_str().unwrap_or_default())
+            .map_err(|e| ProjectionError::Unreadable(format!("bouquetIds: {e}")))?;
+        moved += spread_rating(app, vendor_id, Some(bouquet_id)).await?;
+    }
+    Ok(moved > 0)
+}
+
+/// Copies the shop's rating as it now stands onto its bouquets on sale (or `only` one).
 async fn spread_rating(
     app: &App,
     vendor_id: VendorId,

@@ -262,7 +262,9 @@ impl Store {
     }
 
     /// Writes the shop's rating at `version` into the catalogue place (`ratingSort`) of its
-    /// bouquets, or of `only` that one, never over a newer one: returns how many moved.
+    /// bouquets on sale (a sold or withdrawn one is in no catalogue order; one put back on
+    /// sale takes the rating then), or of `only` that one, never over a newer one: returns
+    /// how many moved.
     pub async fn spread_rating(
         &self,
         vendor_id: VendorId,
@@ -279,7 +281,12 @@ impl Store {
                     let page = self
                         .vendor_bouquets(vendor_id, cursor.as_deref(), 100)
                         .await?;
-                    ids.extend(page.items.iter().map(|b| b.bouquet_id));
+                    ids.extend(
+                        page.items
+                            .iter()
+                            .filter(|b| b.status.is_on_sale())
+                            .map(|b| b.bouquet_id),
+                    );
                     match page.next_cursor {
                         Some(next) => cursor = Some(next),
                         None => break,

@@ -192,7 +192,7 @@ async fn dynamodb_calls_of_a_review_its_rating_and_their_pages() {
     };
     let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "30.00").await;
-    // Two more on sale: the projector moves all three in the rating order.
+    // Two more on sale: the projector moves them in the rating order (not the sold one).
     cloud.bouquet(&vendor, "20.00").await;
     cloud.bouquet(&vendor, "25.00").await;
     let order = cloud.reserved_order_id("c1", &[&bouquet]).await;
@@ -231,10 +231,11 @@ async fn dynamodb_calls_of_a_review_its_rating_and_their_pages() {
             ("GetItem", 2),
             ("TransactWriteItems", 1),
             ("Query", 1),
-            ("UpdateItem", 3)
+            ("UpdateItem", 2)
         ]),
         "project it (read the rating, write the next with ShopRatingChanged; read it again, \
-         the shop's bouquets, one update each)"
+         the shop's bouquets, one update for each of the two on sale: the sold one is in no \
+         catalogue order)"
     );
 
     cloud.calls.reset();
@@ -272,5 +273,46 @@ async fn dynamodb_calls_of_a_review_its_rating_and_their_pages() {
         cloud.calls.by_operation(),
         calls(&[("GetItem", 2)]),
         "the order's page (the order, its review)"
+    );
+
+    // Two more reviews of four stars: the second moves the shop's place (two reviews are a
+    // new power of two), the third does not (4.0 of three reviews stands where 4.0 of two
+    // did), and its projection writes no bouquet.
+    let mut projections = Vec::new();
+    for customer in ["c2", "c3"] {
+        let bouquet = cloud.bouquet(&vendor, "22.00").await;
+        let order = cloud.reserved_order_id(customer, &[&bouquet]).await;
+        assert_eq!(cloud.pay_by_card(customer, &order).await.status, 200);
+        let delivered = cloud
+            .send(by_vendor("fulfil-order", &vendor).order_id(&order))
+            .await;
+        assert_eq!(delivered.status, 200, "{}", delivered.body);
+        assert_eq!(review(&cloud, customer, &order, 4).await.status, 201);
+        let written: Value = cloud
+            .items_of("event")
+            .await
+            .iter()
+            .map(|e| serde_json::from_str::<Value>(e["detail"].as_s().unwrap()).unwrap())
+            .find(|e| e["data"]["orderId"] == json!(order) && e["data"]["stars"] == json!(4))
+            .expect("its ReviewWritten");
+        cloud.calls.reset();
+        let projected = cloud
+            .run_event_function(
+                "project-vendor-analytics",
+                json!({ "source": "bouquet.marketplace", "detail-type": "ReviewWritten", "detail": written }),
+            )
+            .await;
+        assert_eq!(projected["applied"], json!(true));
+        projections.push(cloud.calls.by_operation());
+    }
+    assert_eq!(
+        projections[0].get("UpdateItem"),
+        Some(&2),
+        "the second review moves the place: each of the shop's two bouquets on sale"
+    );
+    assert_eq!(
+        projections[1],
+        calls(&[("GetItem", 1), ("TransactWriteItems", 1)]),
+        "the third leaves the place: the rating read and written, no bouquet"
     );
 }

@@ -447,6 +447,24 @@ async fn an_erased_customers_reviews_lose_their_text_and_keep_their_stars() {
     );
 }
 
+/// The bouquet's place in the catalogue's rating order, as stored.
+async fn rating_sort_of(world: &World, id: bouquet_app::domain::BouquetId) -> String {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let item = world
+        .dynamodb
+        .get_item()
+        .table_name(&world.table)
+        .key("pk", AttributeValue::S(format!("BOUQUET#{id}")))
+        .key("sk", AttributeValue::S("BOUQUET".into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap();
+    item["ratingSort"].as_s().unwrap().clone()
+}
+
 /// A review that leaves the shop's catalogue place as it was (its average in tenths, its
 /// reviews' power of two) rewrites none of its bouquets; one that moves it rewrites them all.
 #[tokio::test]
@@ -510,5 +528,53 @@ async fn only_a_review_that_moves_the_shops_place_rewrites_its_bouquets() {
             (format!("50#03#{id}"), "4".to_owned()),
         ],
         "the third review moved no bouquet"
+    );
+
+    // A sold bouquet is in no catalogue order: spreads pass it over. Put back on sale by a
+    // rejection, it takes the shop's rating with the `OrderRejected`.
+    let sold = world.listed(&vendor, "40.00", None).await;
+    let order = world.reserved(&customer("late"), &[&sold]).await;
+    world
+        .pay("late", order.order_id, "tok_visa")
+        .await
+        .expect("paid");
+    // Listed after the reviews and never projected: it stands unrated.
+    assert_eq!(
+        rating_sort_of(&world, sold.bouquet_id).await,
+        format!("-#{}", sold.bouquet_id)
+    );
+    world
+        .transition(
+            &vendor_caller(&vendor),
+            order.order_id,
+            bouquet_app::orders::Action::Reject {
+                reason: "No van today",
+                withdraw: false,
+            },
+        )
+        .await
+        .expect("rejected");
+    let rejected = world
+        .events()
+        .await
+        .into_iter()
+        .find(|(name, _)| name == "OrderRejected")
+        .map(|(name, detail)| {
+            serde_json::json!({"detail-type": name, "detail": serde_json::from_str::<serde_json::Value>(&detail).unwrap()})
+        })
+        .expect("its OrderRejected");
+    assert!(reviews::rate_returned_bouquets(&world.app, &rejected)
+        .await
+        .unwrap());
+    assert_eq!(
+        rating_sort_of(&world, sold.bouquet_id).await,
+        format!("50#03#{}", sold.bouquet_id),
+        "back on sale at the shop's place"
+    );
+    assert!(
+        !reviews::rate_returned_bouquets(&world.app, &rejected)
+            .await
+            .unwrap(),
+        "a redelivery moves nothing"
     );
 }
