@@ -10,6 +10,8 @@
 
 use std::time::Duration;
 
+use futures::StreamExt;
+
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use serde_json::Value;
 
@@ -19,6 +21,9 @@ use crate::async_invoke::FailureDestination;
 use crate::error::{aws, DevError};
 use crate::lambda::{Invoke, Resolver};
 use crate::provision::{local_name, resolve, Names};
+
+/// How many of a poll's events are invoked at once (a receive gives at most 10).
+const AT_ONCE: usize = 10;
 
 /// How soon a failed delivery is retried locally (EventBridge backs off; locally a few
 /// seconds keep the loop short).
@@ -136,59 +141,77 @@ impl RuleTarget {
             .map_err(aws)?
             .messages
             .unwrap_or_default();
-        let mut report = RulePoll::default();
-        for message in messages {
-            let event: Value = match serde_json::from_str(message.body().unwrap_or_default()) {
-                Ok(event) => event,
-                Err(error) => {
-                    tracing::warn!(function = %self.function, %error, "not an EventBridge event; left for the dead-letter queue");
-                    report.failed += 1;
-                    continue;
-                }
-            };
-            let attempt: i64 = message
-                .attributes()
-                .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(1);
-            let Some(handle) = message.receipt_handle() else {
-                continue;
-            };
-            let outcome = crate::lambda::invoke_retrying_throttles(
-                &self.invoke,
-                event.clone(),
-                crate::lambda::THROTTLE_PATIENCE,
-            )
+        // Lambda's asynchronous invocation runs queued events side by side, as many as the
+        // function's concurrency allows (the invoke throttles past it), in no order.
+        let outcomes: Vec<Result<RulePoll, DevError>> = futures::stream::iter(messages)
+            .map(|message| self.deliver(message))
+            .buffer_unordered(AT_ONCE)
+            .collect()
             .await;
-            match outcome {
-                Ok(_) => {
-                    report.delivered += 1;
-                    self.delete(handle).await?;
+        let mut report = RulePoll::default();
+        for outcome in outcomes {
+            let one = outcome?;
+            report.delivered += one.delivered;
+            report.failed += one.failed;
+            report.sent_to_on_failure += one.sent_to_on_failure;
+        }
+        Ok(report)
+    }
+
+    /// Invokes the function with one queued event, then deletes it, returns it for a retry,
+    /// or, its attempts spent, sends it to the failure destination.
+    async fn deliver(&self, message: aws_sdk_sqs::types::Message) -> Result<RulePoll, DevError> {
+        let mut report = RulePoll::default();
+        let event: Value = match serde_json::from_str(message.body().unwrap_or_default()) {
+            Ok(event) => event,
+            Err(error) => {
+                tracing::warn!(function = %self.function, %error, "not an EventBridge event; left for the dead-letter queue");
+                report.failed += 1;
+                return Ok(report);
+            }
+        };
+        let attempt: i64 = message
+            .attributes()
+            .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1);
+        let Some(handle) = message.receipt_handle() else {
+            return Ok(report);
+        };
+        let outcome = crate::lambda::invoke_retrying_throttles(
+            &self.invoke,
+            event.clone(),
+            crate::lambda::THROTTLE_PATIENCE,
+        )
+        .await;
+        match outcome {
+            Ok(_) => {
+                report.delivered += 1;
+                self.delete(handle).await?;
+            }
+            Err(error) if attempt >= self.on_failure.max_attempts => {
+                report.failed += 1;
+                tracing::warn!(function = %self.function, %error, attempt, "asynchronous invocation failed for the last time");
+                if self
+                    .on_failure
+                    .send(&self.sqs, &self.function, &event, &error, attempt)
+                    .await?
+                {
+                    report.sent_to_on_failure += 1;
                 }
-                Err(error) if attempt >= self.on_failure.max_attempts => {
-                    report.failed += 1;
-                    tracing::warn!(function = %self.function, %error, attempt, "asynchronous invocation failed for the last time");
-                    if self
-                        .on_failure
-                        .send(&self.sqs, &self.function, &event, &error, attempt)
-                        .await?
-                    {
-                        report.sent_to_on_failure += 1;
-                    }
-                    self.delete(handle).await?;
-                }
-                Err(error) => {
-                    report.failed += 1;
-                    tracing::warn!(function = %self.function, %error, attempt, "asynchronous invocation failed; Lambda retries it");
-                    self.sqs
-                        .change_message_visibility()
-                        .queue_url(&self.queue_url)
-                        .receipt_handle(handle)
-                        .visibility_timeout(self.retry_after.as_secs() as i32)
-                        .send()
-                        .await
-                        .map_err(aws)?;
-                }
+                self.delete(handle).await?;
+            }
+            Err(error) => {
+                report.failed += 1;
+                tracing::warn!(function = %self.function, %error, attempt, "asynchronous invocation failed; Lambda retries it");
+                self.sqs
+                    .change_message_visibility()
+                    .queue_url(&self.queue_url)
+                    .receipt_handle(handle)
+                    .visibility_timeout(self.retry_after.as_secs() as i32)
+                    .send()
+                    .await
+                    .map_err(aws)?;
             }
         }
         Ok(report)
