@@ -4,7 +4,7 @@
 //! (docs/local-cloud.md). The rest of the local cloud (SQS, EventBridge, S3, IoT, Cognito,
 //! SES, SSM) stays on moto.
 //!
-//! Three things are added to the engine, each where it falls short of DynamoDB (docs/local-cloud.md):
+//! Two things are added to the engine, each where it falls short of DynamoDB (docs/local-cloud.md):
 //!
 //! - **Stream records indexed.** dynoxide keeps every table's stream records in one SQLite table
 //!   without an index: each write asked for the stream's last sequence number by reading all of
@@ -13,9 +13,6 @@
 //!   before serving, turn both into index searches (SQLite's own min/max optimisation).
 //!   That needs a database file (in memory, the engine's connection is the only one): a fresh
 //!   one under the temporary directory unless `--file` names one, removed at exit.
-//! - **A cache the size of a season.** SQLite's 2 MB page cache, which dynoxide keeps, made every
-//!   call a little slower as the tables grew (a 30-minute soak's median request from 7 to
-//!   17 ms); the engine turns on dynoxide's bulk-loading settings (64 MB cache, 256 MB mapped).
 //! - **TTL.** The engine deletes expired items only when asked; DynamoDB's TTL deletes them in the
 //!   background (AWS documents "within a few days", typically minutes), with a stream record
 //!   whose identity is the DynamoDB service. A sweep every `--ttl-sweep-seconds` plays that part
@@ -74,12 +71,6 @@ async fn main() -> Result<(), String> {
     rusqlite::Connection::open(&path)
         .and_then(|c| c.execute_batch(STREAM_RECORD_INDEXES))
         .map_err(|e| format!("indexing the stream records of {}: {e}", path.display()))?;
-    // SQLite's defaults keep 2 MB of pages: a table that grows past it is read through the
-    // operating system, a little slower with every write. dynoxide's bulk-loading settings
-    // (64 MB of cache, 256 MB memory-mapped, no fsync) keep it in memory; a local cloud can
-    // lose its last writes to a power cut (not to a crash of the engine).
-    db.enable_bulk_loading()
-        .map_err(|e| format!("configuring the DynamoDB engine's cache: {e}"))?;
     if args.ttl_sweep_seconds > 0 {
         let sweeper = db.clone();
         let every = Duration::from_secs(args.ttl_sweep_seconds);
