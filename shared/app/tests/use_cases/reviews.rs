@@ -449,20 +449,10 @@ async fn an_erased_customers_reviews_lose_their_text_and_keep_their_stars() {
 
 /// The bouquet's place in the catalogue's rating order, as stored.
 async fn rating_sort_of(world: &World, id: bouquet_app::domain::BouquetId) -> String {
-    use aws_sdk_dynamodb::types::AttributeValue;
-    let item = world
-        .dynamodb
-        .get_item()
-        .table_name(&world.table)
-        .key("pk", AttributeValue::S(format!("BOUQUET#{id}")))
-        .key("sk", AttributeValue::S("BOUQUET".into()))
-        .consistent_read(true)
-        .send()
-        .await
-        .unwrap()
-        .item
-        .unwrap();
-    item["ratingSort"].as_s().unwrap().clone()
+    world.bouquet_item(id).await["ratingSort"]
+        .as_s()
+        .expect("a rating place")
+        .clone()
 }
 
 /// A review that leaves the shop's catalogue place as it was (its average in tenths, its
@@ -478,27 +468,7 @@ async fn only_a_review_that_moves_the_shops_place_rewrites_its_bouquets() {
         orders.push((who.clone(), delivered(&world, &vendor, &who).await));
     }
     let raw = || async {
-        let item = world
-            .dynamodb
-            .get_item()
-            .table_name(&world.table)
-            .key(
-                "pk",
-                aws_sdk_dynamodb::types::AttributeValue::S(format!(
-                    "BOUQUET#{}",
-                    on_sale.bouquet_id
-                )),
-            )
-            .key(
-                "sk",
-                aws_sdk_dynamodb::types::AttributeValue::S("BOUQUET".into()),
-            )
-            .consistent_read(true)
-            .send()
-            .await
-            .unwrap()
-            .item
-            .unwrap();
+        let item = world.bouquet_item(on_sale.bouquet_id).await;
         let text = |name: &str| match item.get(name) {
             Some(aws_sdk_dynamodb::types::AttributeValue::S(s)) => s.clone(),
             Some(aws_sdk_dynamodb::types::AttributeValue::N(n)) => n.clone(),

@@ -170,20 +170,10 @@ async fn only_administrators_list_every_shop() {
 
 /// The raw item, to see which catalogue indexes it is in.
 async fn in_catalogue_indexes(world: &World, bouquet_id: bouquet_app::domain::BouquetId) -> bool {
-    use aws_sdk_dynamodb::types::AttributeValue;
-    let item = world
-        .dynamodb
-        .get_item()
-        .table_name(&world.table)
-        .key("pk", AttributeValue::S(format!("BOUQUET#{bouquet_id}")))
-        .key("sk", AttributeValue::S("BOUQUET".into()))
-        .consistent_read(true)
-        .send()
+    world
+        .bouquet_item(bouquet_id)
         .await
-        .unwrap()
-        .item
-        .unwrap();
-    item.contains_key("catalogueShard")
+        .contains_key("catalogueShard")
 }
 
 #[tokio::test]

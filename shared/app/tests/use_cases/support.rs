@@ -233,6 +233,25 @@ impl World {
             .expect("the bouquet exists")
     }
 
+    /// The bouquet's item as stored (its index keys, which the domain does not show).
+    pub async fn bouquet_item(
+        &self,
+        id: BouquetId,
+    ) -> std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> {
+        use aws_sdk_dynamodb::types::AttributeValue;
+        self.dynamodb
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(format!("BOUQUET#{id}")))
+            .key("sk", AttributeValue::S("BOUQUET".into()))
+            .consistent_read(true)
+            .send()
+            .await
+            .expect("read")
+            .item
+            .expect("the bouquet exists")
+    }
+
     /// The names of the outbox events in the table, with the details' text (a scan: tests
     /// only).
     pub async fn events(&self) -> Vec<(String, String)> {
