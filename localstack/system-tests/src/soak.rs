@@ -383,6 +383,11 @@ type Stock = Arc<Mutex<Vec<Vec<String>>>>;
 /// How many of a vendor's newest bouquets customers choose from.
 const FRESH: usize = 4;
 
+/// How many listings a vendor keeps: past it, the oldest still on sale is withdrawn, as a
+/// florist clears old stock. Without it a 30-minute soak's shops grow hundreds of bouquets on
+/// sale, and every move of a shop's rating rewrites them all (issue 50's long soak).
+const SHELF: usize = 24;
+
 fn newest(stock: &Stock, vendor: usize) -> Vec<String> {
     let stock = stock.lock().unwrap();
     let all = &stock[vendor];
@@ -693,6 +698,7 @@ async fn vendor_actor(
             if let Some(id) = answer.body["bouquetId"].as_str() {
                 catalogue.lock().unwrap()[index].push(id.to_owned());
             }
+            clear_old_stock(&api, &vendor.token, &catalogue, index, &journal).await;
         }
         // Now and then a new photo of one of its bouquets, sent as the console sends it.
         if rng.random_bool(0.1) {
@@ -754,6 +760,51 @@ async fn vendor_actor(
         tokio::time::sleep(Duration::from_millis(rng.random_range(200..800))).await;
     }
     Ok(())
+}
+
+/// Withdraws the vendor's oldest listings past [`SHELF`] that are still available (a sold or
+/// held one is left to its order).
+async fn clear_old_stock(
+    api: &Api,
+    token: &str,
+    catalogue: &Stock,
+    index: usize,
+    journal: &Shared,
+) {
+    loop {
+        let oldest = {
+            let mut stock = catalogue.lock().unwrap();
+            if stock[index].len() <= SHELF {
+                return;
+            }
+            stock[index].remove(0)
+        };
+        let current = api
+            .send(
+                "GET",
+                &format!("/v1/bouquets/{oldest}"),
+                Some(token),
+                &[],
+                None,
+            )
+            .await;
+        let (Some(etag), "available") = (
+            current.etag.as_deref(),
+            current.body["status"].as_str().unwrap_or_default(),
+        ) else {
+            continue;
+        };
+        let (answer, tries) = api
+            .send_retried(
+                "DELETE",
+                &format!("/v1/bouquets/{oldest}"),
+                Some(token),
+                &[("if-match", etag)],
+                None,
+            )
+            .await;
+        record(journal, "withdraw old stock", &answer, tries);
+    }
 }
 
 /// The demo's drawing of peonies (7 KB PNG): the photo the soak's florists upload.
