@@ -7,6 +7,10 @@
 - The layout in docs/architecture.md ("Layout in full") names every shared crate, every app
   module and every function, and everything it names under shared/, shared/app/src/,
   functions/ and localstack/ exists.
+- Every test the docs name as proof (`system/x.rs::name`, `use_cases/x.rs::name`,
+  `shared/.../x.rs::name`, browser `test_name`) exists, so a claim in docs/status.md cannot
+  outlive its test.
+- docs/architecture.md names every function built on `bouquet_runtime::main!`.
 
 Prints each problem and exits 1 if there is one.
 """
@@ -135,10 +139,54 @@ def check_layout(problems):
             problems.append(f"docs/architecture.md layout: localstack/{name} is named but does not exist")
 
 
+TEST_REFERENCE = re.compile(
+    r"`((?:system|use_cases)/[\w/]+\.rs|shared/[\w/.-]+\.rs|localstack/[\w/.-]+\.rs)::(\w+)`"
+)
+BROWSER_TEST = re.compile(r"browser `(test_\w+)`")
+TEST_DIRS = {
+    "system/": "localstack/system-tests/tests/system/",
+    "use_cases/": "shared/app/tests/use_cases/",
+}
+
+
+def check_test_references(problems):
+    browser = (ROOT / "localstack/browser-tests/test_console.py").read_text(encoding="utf-8")
+    for path in markdown_files():
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(ROOT)
+        for file, name in TEST_REFERENCE.findall(text):
+            for short, long in TEST_DIRS.items():
+                if file.startswith(short):
+                    file = long + file[len(short):]
+            source = ROOT / file
+            if not source.exists():
+                problems.append(f"{where}: names {file}, which does not exist")
+            elif not re.search(rf"\b(?:fn|mod) {name}\b", source.read_text(encoding="utf-8")):
+                problems.append(f"{where}: names {file}::{name}, which is no function there")
+        for name in BROWSER_TEST.findall(text):
+            if not re.search(rf"\bdef {name}\b", browser):
+                problems.append(f"{where}: names browser test {name}, which does not exist")
+
+
+def check_runtime_functions(problems):
+    text = (ROOT / "docs/architecture.md").read_text(encoding="utf-8")
+    listed = re.search(r"built on\s+`bouquet_runtime::main!`:([^(]*)\(checked by", text)
+    named = set(re.split(r"[\s,]+", listed.group(1))) if listed else set()
+    for main in sorted((ROOT / "functions").glob("*/src/main.rs")):
+        name = main.parent.parent.name
+        if "bouquet_runtime::main!" in main.read_text(encoding="utf-8") and name not in named:
+            problems.append(
+                "docs/architecture.md: the list of functions built on `bouquet_runtime::main!` "
+                f"(\"built on `bouquet_runtime::main!`: ... (checked by\") does not name {name}"
+            )
+
+
 def main():
     problems = []
     check_links(problems)
     check_layout(problems)
+    check_test_references(problems)
+    check_runtime_functions(problems)
     for problem in problems:
         print(problem)
     files = len(list(markdown_files()))

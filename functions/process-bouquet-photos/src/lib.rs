@@ -1,52 +1,28 @@
 //! Consumes the photo queue, which the upload bucket's `s3:ObjectCreated:*` notifications
-//! feed (`uploads/` keys only). Each message is one S3 event; each record of it runs
-//! [`bouquet_app::photos::process_upload`]: the sizes are made and written to the photo bucket,
-//! the bouquet shows them (`BouquetPhotoChanged`), or the upload is recorded as refused (not an
-//! image, too large, too many pixels, damaged: the console tells the vendor).
+//! feed (`uploads/` keys only). Each message is one S3 event notification, which
+//! [`bouquet_app::photos::receive_notification`] processes: the sizes are made and written to
+//! the photo bucket, the bouquet shows them (`BouquetPhotoChanged`), or the upload is recorded
+//! as refused (not an image, too large, too many pixels, damaged: the console tells the
+//! vendor).
 //!
-//! The answer is `ReportBatchItemFailures`: a message whose processing failed (S3 or DynamoDB
-//! unavailable, a body that is not an S3 event) is delivered again after the visibility
-//! timeout, and the queue's redrive parks it whole on `PhotoDeadLetterQueue` after
-//! `maxReceiveCount` receives (alarmed; redrive with SQS's `StartMessageMoveTask`). A
-//! redelivered event changes nothing: the upload has ended, and the sizes' keys name their
-//! content. Messages run one after another: each decodes an image of up to 24 megapixels,
-//! and one at a time bounds the function's memory.
+//! The batch goes through the one runner ([`bouquet_runtime::batch`]): a message whose
+//! processing failed (S3 or DynamoDB unavailable, a body that is not an S3 event) is answered
+//! in `batchItemFailures`, delivered again after the visibility timeout, and parked whole on
+//! `PhotoDeadLetterQueue` by the queue's redrive after `maxReceiveCount` receives (alarmed;
+//! redrive with SQS's `StartMessageMoveTask`). A redelivered event changes nothing: the upload
+//! has ended, and the sizes' keys name their content. Messages run one after another: each
+//! decodes an image of up to 24 megapixels, and one at a time bounds the function's memory.
 
-use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use lambda_runtime::{Error, LambdaEvent};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use bouquet_app::photos::{self, PhotoError, Processed};
+use bouquet_app::photos::{self, Processed, Received};
 use bouquet_app::App;
 use bouquet_photos::render::ImageRenderer;
 use bouquet_photos::s3::S3Objects;
 use bouquet_photos::PhotoObjects;
-
-/// What is read of an S3 event notification: each record's event name and object key. The
-/// rest (identities, request ids, sequencers) is not needed, and not every sender fills it.
-#[derive(Deserialize)]
-struct S3Notification {
-    #[serde(rename = "Records", default)]
-    records: Vec<S3Record>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct S3Record {
-    #[serde(default)]
-    event_name: String,
-    s3: S3Entity,
-}
-
-#[derive(Deserialize)]
-struct S3Entity {
-    object: S3Object,
-}
-
-#[derive(Deserialize)]
-struct S3Object {
-    key: String,
-}
+use bouquet_runtime::batch::{self, Message, Outcome, Plan, Settled};
 
 pub struct ProcessPhotos {
     pub app: App,
@@ -62,10 +38,31 @@ pub struct BatchReport {
     pub rejected: usize,
     pub superseded: usize,
     pub duplicates: usize,
-    /// Keys no upload was allowed for, and S3's test event.
+    /// Keys no upload was allowed for, uploads for bouquets that are gone, and S3's test
+    /// event.
     pub ignored: usize,
-    /// Reported in `batchItemFailures`: SQS delivers them again.
+    /// Answered in `batchItemFailures`: SQS delivers them again.
     pub retried: usize,
+}
+
+impl BatchReport {
+    fn of(settled: &Settled<Vec<Received>>) -> Self {
+        let mut report = BatchReport {
+            received: settled.received,
+            retried: settled.retried.len(),
+            ..BatchReport::default()
+        };
+        for received in settled.done.iter().flatten() {
+            match received {
+                Received::Processed(Processed::Shown(_)) => report.shown += 1,
+                Received::Processed(Processed::Rejected(_)) => report.rejected += 1,
+                Received::Processed(Processed::Superseded) => report.superseded += 1,
+                Received::Processed(Processed::Duplicate) => report.duplicates += 1,
+                Received::Processed(Processed::Unknown) | Received::Ignored => report.ignored += 1,
+            }
+        }
+        report
+    }
 }
 
 impl ProcessPhotos {
@@ -82,92 +79,35 @@ impl ProcessPhotos {
     }
 
     pub async fn handle(&self, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, Error> {
-        let (response, report) = self.process(event.payload.records).await;
-        tracing::info!(
-            received = report.received,
-            shown = report.shown,
-            rejected = report.rejected,
-            superseded = report.superseded,
-            duplicates = report.duplicates,
-            ignored = report.ignored,
-            retried = report.retried,
-            "photo batch"
-        );
+        let (response, _) = self.process(event.payload.records).await;
         Ok(response)
     }
 
-    pub async fn process(&self, messages: Vec<SqsMessage>) -> (SqsBatchResponse, BatchReport) {
-        let mut report = BatchReport {
-            received: messages.len(),
-            ..Default::default()
-        };
-        let mut response = SqsBatchResponse::default();
-        for message in messages {
-            let id = message.message_id.clone().unwrap_or_default();
-            match self.message(&message, &mut report).await {
-                Ok(()) => {}
-                Err(error) => {
-                    tracing::warn!(message_id = %id, error = %bouquet_app::aws::describe(&*error), "photo message failed; SQS delivers it again");
-                    report.retried += 1;
-                    let mut failure = BatchItemFailure::default();
-                    failure.item_identifier = id;
-                    response.batch_item_failures.push(failure);
-                }
-            }
-        }
-        (response, report)
-    }
-
-    async fn message(
-        &self,
-        message: &SqsMessage,
-        report: &mut BatchReport,
-    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        let body = message.body.as_deref().unwrap_or_default();
-        let value: serde_json::Value = serde_json::from_str(body)?;
-        // S3 sends one when the notification is configured; it names no object.
-        if value["Event"] == "s3:TestEvent" {
-            report.ignored += 1;
-            return Ok(());
-        }
-        let event: S3Notification = serde_json::from_value(value)?;
-        for record in event.records {
-            if !record.event_name.starts_with("ObjectCreated") {
-                report.ignored += 1;
-                continue;
-            }
-            let key = record.s3.object.key;
-            // Keys in S3 events are URL-encoded, spaces as `+`.
-            let key = key.replace('+', " ");
-            let key = percent_encoding::percent_decode_str(&key).decode_utf8()?;
-            let correlation_id = message.message_id.clone().unwrap_or_default();
-            let now = self.app.clock.now();
-            match photos::process_upload(
-                &self.app,
-                self.objects.as_ref(),
-                &ImageRenderer,
-                &key,
-                &correlation_id,
-                now,
-            )
-            .await
-            {
-                Ok(Processed::Shown(_)) => report.shown += 1,
-                Ok(Processed::Rejected(refusal)) => {
-                    tracing::info!(%key, code = refusal.code(), "upload refused");
-                    report.rejected += 1
-                }
-                Ok(Processed::Superseded) => report.superseded += 1,
-                Ok(Processed::Duplicate) => report.duplicates += 1,
-                Ok(Processed::Unknown) => report.ignored += 1,
-                Err(error @ (PhotoError::NotFound | PhotoError::Forbidden(_))) => {
-                    // The bouquet is gone: nothing will ever show this photo.
-                    tracing::warn!(%key, %error, "upload for a bouquet that is gone");
-                    report.ignored += 1
-                }
-                Err(error) => return Err(Box::new(error)),
-            }
-        }
-        Ok(())
+    pub async fn process(&self, records: Vec<SqsMessage>) -> (SqsBatchResponse, BatchReport) {
+        let settled = batch::run(
+            Message::from_sqs(records),
+            Plan::ONE_AT_A_TIME,
+            |_| None,
+            |message| async move {
+                let received = photos::receive_notification(
+                    &self.app,
+                    self.objects.as_ref(),
+                    &ImageRenderer,
+                    &message.body,
+                    &message.id,
+                )
+                .await;
+                let outcome = match received {
+                    Ok(received) => Outcome::Done(received),
+                    Err(error) => Outcome::Retry(bouquet_app::aws::describe(&error)),
+                };
+                (message, outcome)
+            },
+            None,
+        )
+        .await;
+        let report = BatchReport::of(&settled);
+        tracing::info!(?report, "photo batch");
+        (settled.sqs_response(), report)
     }
 }

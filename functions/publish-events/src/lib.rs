@@ -8,11 +8,12 @@
 use std::time::Duration;
 
 use aws_lambda_events::event::dynamodb::Event;
-use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use lambda_runtime::{Error, LambdaEvent};
 
 use bouquet_bus::emf;
 use bouquet_events::StreamRecord;
+use bouquet_runtime::batch::Settled;
 
 /// Kept back from the Lambda deadline for parking and answering.
 const DEADLINE_MARGIN: Duration = Duration::from_secs(3);
@@ -36,6 +37,7 @@ impl Publisher {
             DEADLINE_MARGIN,
             Duration::from_secs(30),
         );
+        let received = event.payload.records.len();
         let records = event.payload.records.into_iter().map(StreamRecord::read);
         let (events, poison) = bouquet_bus::outgoing(records);
         let mut report = bouquet_bus::publish(self.outbox.sink.as_ref(), &events, deadline).await;
@@ -44,12 +46,7 @@ impl Publisher {
         let mut failures = poison;
         failures.extend(report.failed.iter().cloned());
         emf::outbox_batch(&report, failures.len());
-        let mut response = DynamoDbEventResponse::default();
-        for sequence_number in failures {
-            let mut failure = DynamoDbBatchItemFailure::default();
-            failure.item_identifier = Some(sequence_number);
-            response.batch_item_failures.push(failure);
-        }
-        Ok(response)
+        // The records publish in order as one batch, not one by one: the runner's answer only.
+        Ok(Settled::<()>::retrying(received, failures).stream_response())
     }
 }

@@ -184,11 +184,7 @@ impl TestCloud {
     pub async fn ingest(&self) -> Ingest {
         let sqs = aws_sdk_sqs::Client::new(&emulator_sdk_config().await);
         let url = crate::create_queue(&sqs, &format!("{}-vase-dlq", self.table)).await;
-        Ingest {
-            app: self.app.clone(),
-            sqs,
-            dead_letter_queue_url: url,
-        }
+        Ingest::new(self.app.clone(), sqs, url)
     }
 
     /// Applies vase messages (rule outputs) through the ingest function.

@@ -400,13 +400,13 @@ impl From<BouquetError> for ApiError {
     fn from(error: BouquetError) -> Self {
         match error {
             BouquetError::NotFound => ApiError::NotFound("bouquet"),
-            BouquetError::Forbidden(_) => ApiError::Forbidden,
+            BouquetError::Forbidden(_) => ApiError::forbidden(),
             BouquetError::VersionRequired => ApiError::PreconditionRequired,
             BouquetError::Changed => ApiError::PreconditionFailed(
                 "the bouquet has changed since that version; fetch it again",
             ),
-            BouquetError::NotAvailable => ApiError::BouquetNotAvailableForChange,
-            BouquetError::Busy => ApiError::Busy,
+            BouquetError::NotAvailable => DomainError::BouquetNotAvailableForChange.into(),
+            BouquetError::Busy => ApiError::busy(),
             BouquetError::Domain(error) => error.into(),
             BouquetError::Store(error) => error.into(),
         }

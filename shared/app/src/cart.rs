@@ -112,7 +112,7 @@ async fn view(store: &Store, cart: Cart, now: Timestamp) -> Result<CartView, Car
 impl From<CartViewError> for ApiError {
     fn from(error: CartViewError) -> Self {
         match error {
-            CartViewError::Unavailable(id) => ApiError::BouquetUnavailable(vec![id]),
+            CartViewError::Unavailable(id) => DomainError::BouquetUnavailable(vec![id]).into(),
             CartViewError::Domain(error) => error.into(),
             CartViewError::Store(error) => error.into(),
             error @ CartViewError::Total(_) => ApiError::internal(error),

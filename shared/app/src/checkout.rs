@@ -699,8 +699,8 @@ impl From<CheckoutError> for ApiError {
         match error {
             CheckoutError::Domain(error) => error.into(),
             CheckoutError::Store(error) => error.into(),
-            CheckoutError::Changed => ApiError::Busy,
-            CheckoutError::Gateway(_) => ApiError::PaymentUnavailable,
+            CheckoutError::Changed => ApiError::busy(),
+            CheckoutError::Gateway(_) => ApiError::payment_unavailable(),
             CheckoutError::UnknownOrder(_) => ApiError::NotFound("order"),
             CheckoutError::Photos(error) => ApiError::Internal(error),
         }

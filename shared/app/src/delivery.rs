@@ -343,7 +343,7 @@ impl From<DeliveryError> for ApiError {
     fn from(error: DeliveryError) -> Self {
         match error {
             DeliveryError::NotFound(what) => ApiError::NotFound(what),
-            DeliveryError::Forbidden(_) => ApiError::Forbidden,
+            DeliveryError::Forbidden(_) => ApiError::forbidden(),
             DeliveryError::Invalid(errors) => ApiError::Invalid(errors),
             DeliveryError::VersionRequired => ApiError::PreconditionRequired,
             DeliveryError::Changed => {

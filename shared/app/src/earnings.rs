@@ -234,7 +234,7 @@ impl From<EarningsError> for ApiError {
     fn from(error: EarningsError) -> Self {
         match error {
             EarningsError::Query(error) => error.into(),
-            EarningsError::Payouts(_) => ApiError::PaymentUnavailable,
+            EarningsError::Payouts(_) => ApiError::payment_unavailable(),
         }
     }
 }

@@ -117,7 +117,7 @@ impl From<ListingError> for ApiError {
         match error {
             ListingError::Invalid(errors) => ApiError::Invalid(errors),
             ListingError::UnknownVendor => ApiError::NotFound("vendor"),
-            ListingError::VendorSuspended => ApiError::VendorSuspended,
+            ListingError::VendorSuspended => crate::shops::suspended(),
             ListingError::Store(error) => error.into(),
             error @ ListingError::UnexpectedConflict(_) => ApiError::internal(error),
         }

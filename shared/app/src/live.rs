@@ -25,6 +25,6 @@ pub use connections::{
 };
 pub use context::{context_of, token_expiry_of, viewer_of};
 pub use fan_out::{
-    broadcast, fan_out, Broadcast, BroadcastError, DigestFlush, FanOut, PushUnit, Pushes, ShardRef,
-    UnitFrame, Work, CONCURRENT_PUSHES, DIGEST_WINDOW,
+    broadcast, fan_out, receive_work, Broadcast, BroadcastError, DigestFlush, FanOut, PushUnit,
+    Pushes, ShardRef, UnitFrame, Work, CONCURRENT_PUSHES, DIGEST_WINDOW,
 };

@@ -1,7 +1,7 @@
 //! Vendor memberships: an administrator makes a user of the directory a member of a shop
 //! (`POST /v1/vendors/{vendorId}/members`). The role comes only from the `vendor` group.
 
-use crate::problem::ApiError;
+use crate::problem::{ApiError, Refusal};
 use crate::App;
 use bouquet_directory::{DirectoryError, DirectoryUser, UserDirectory};
 use bouquet_domain::identity::{Email, VENDOR_GROUP};
@@ -104,9 +104,17 @@ impl From<MembershipError> for ApiError {
     fn from(error: MembershipError) -> Self {
         match error {
             MembershipError::UnknownVendor => ApiError::NotFound("vendor"),
-            MembershipError::OtherVendor(vendor) => ApiError::MemberOfOtherVendor(vendor),
-            MembershipError::Unverified => ApiError::MemberUnverified,
-            MembershipError::Directory(DirectoryError::Throttled) => ApiError::Busy,
+            MembershipError::OtherVendor(vendor) => ApiError::Conflict(Refusal::new(
+                "member.other_vendor",
+                "Member of another vendor",
+                format!("this user already belongs to vendor {vendor}; a user is a member of one shop"),
+            )),
+            MembershipError::Unverified => ApiError::Conflict(Refusal::new(
+                "member.unverified",
+                "Member unverified",
+                "this user has not confirmed their email address; they must finish signing up (or be invited) first",
+            )),
+            MembershipError::Directory(DirectoryError::Throttled) => ApiError::busy(),
             error @ MembershipError::Directory(_) => ApiError::internal(error),
             MembershipError::Store(error) => error.into(),
         }

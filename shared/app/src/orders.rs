@@ -137,7 +137,7 @@ impl From<TransitionError> for ApiError {
     fn from(error: TransitionError) -> Self {
         match error {
             TransitionError::NotFound => ApiError::NotFound("order"),
-            TransitionError::Busy => ApiError::Busy,
+            TransitionError::Busy => ApiError::busy(),
             TransitionError::Checkout(error) => error.into(),
         }
     }

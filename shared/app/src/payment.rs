@@ -17,7 +17,7 @@
 //! ended. Paying a paid order returns it. [`crate::checkout`] says what happens when the
 //! process dies between 3 and 4.
 
-use crate::problem::ApiError;
+use crate::problem::{ApiError, Refusal};
 use bouquet_domain::limits::LimitReached;
 use bouquet_domain::{CustomerId, DomainError, FieldError, Order, OrderId, OrderStatus, Timestamp};
 use bouquet_payments::{valid_token, ChargeOutcome, GatewayError};
@@ -233,14 +233,22 @@ impl From<PayError> for ApiError {
     fn from(error: PayError) -> Self {
         match error {
             PayError::NotFound => ApiError::NotFound("order"),
-            PayError::Declined { .. } => ApiError::PaymentDeclined,
-            PayError::GatewayUnavailable(_) => ApiError::PaymentUnavailable,
-            PayError::InProgress => ApiError::IdempotencyInProgress,
+            PayError::Declined { .. } => DomainError::PaymentDeclined.into(),
+            PayError::GatewayUnavailable(_) => ApiError::payment_unavailable(),
+            PayError::InProgress => ApiError::idempotency_in_progress(),
             PayError::AttemptsExceeded(reached) => {
-                ApiError::PaymentAttemptsExceeded(reached.retry_after_secs)
+                let seconds = reached.retry_after_secs;
+                ApiError::RateLimited(
+                    Refusal::new(
+                        "payment.attempts_exceeded",
+                        "Too many payment attempts",
+                        format!("too many declined payments; no card is tried for this order or customer for {seconds} s"),
+                    )
+                    .retry_after(seconds),
+                )
             }
-            PayError::Busy => ApiError::Busy,
-            PayError::PayoutsNotReady => ApiError::PayoutsNotReady,
+            PayError::Busy => ApiError::busy(),
+            PayError::PayoutsNotReady => ApiError::payouts_not_ready(),
             PayError::Checkout(error) => error.into(),
         }
     }

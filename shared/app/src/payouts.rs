@@ -41,10 +41,10 @@ impl From<PayoutsError> for ApiError {
     fn from(error: PayoutsError) -> Self {
         match error {
             PayoutsError::NotFound => ApiError::NotFound("vendor"),
-            PayoutsError::Forbidden(_) => ApiError::Forbidden,
+            PayoutsError::Forbidden(_) => ApiError::forbidden(),
             PayoutsError::NotTrading(error) => error.into(),
-            PayoutsError::Busy => ApiError::Busy,
-            PayoutsError::Gateway(_) => ApiError::PaymentUnavailable,
+            PayoutsError::Busy => ApiError::busy(),
+            PayoutsError::Gateway(_) => ApiError::payment_unavailable(),
             PayoutsError::Store(error) => error.into(),
         }
     }

@@ -24,6 +24,10 @@ use crate::App;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PhotoError {
+    /// A queued message that is no S3 event notification (or names a key that is not UTF-8
+    /// once decoded): retried, then parked whole by the queue's redrive.
+    #[error("not an S3 event notification: {0}")]
+    NotANotification(String),
     #[error("no such bouquet")]
     NotFound,
     #[error("no such upload for this bouquet")]
@@ -215,6 +219,88 @@ pub enum Processed {
     Duplicate,
     /// A key no upload was allowed for (not one of ours, or its record expired).
     Unknown,
+}
+
+/// What one record of an S3 event notification came to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Received {
+    Processed(Processed),
+    /// S3's test event, an event other than a creation, or an upload for a bouquet that is
+    /// gone (nothing will ever show it).
+    Ignored,
+}
+
+/// What is read of an S3 event notification: each record's event name and object key. The
+/// rest (identities, request ids, sequencers) is not needed, and not every sender fills it.
+#[derive(serde::Deserialize)]
+struct S3Notification {
+    #[serde(rename = "Records", default)]
+    records: Vec<S3Record>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct S3Record {
+    #[serde(default)]
+    event_name: String,
+    s3: S3Entity,
+}
+
+#[derive(serde::Deserialize)]
+struct S3Entity {
+    object: S3Object,
+}
+
+#[derive(serde::Deserialize)]
+struct S3Object {
+    key: String,
+}
+
+/// Processes one S3 event notification from the photo queue (`body` as S3 sent it): each
+/// created object's key goes to [`process_upload`]. A failure of storage or table fails the
+/// whole message; its records are safe to process again.
+pub async fn receive_notification(
+    app: &App,
+    objects: &dyn PhotoObjects,
+    renderer: &dyn Renderer,
+    body: &str,
+    correlation_id: &str,
+) -> Result<Vec<Received>, PhotoError> {
+    let value: serde_json::Value =
+        serde_json::from_str(body).map_err(|e| PhotoError::NotANotification(e.to_string()))?;
+    // S3 sends one when the notification is configured; it names no object.
+    if value["Event"] == "s3:TestEvent" {
+        return Ok(vec![Received::Ignored]);
+    }
+    let notification: S3Notification =
+        serde_json::from_value(value).map_err(|e| PhotoError::NotANotification(e.to_string()))?;
+    let mut received = Vec::with_capacity(notification.records.len());
+    for record in notification.records {
+        if !record.event_name.starts_with("ObjectCreated") {
+            received.push(Received::Ignored);
+            continue;
+        }
+        // Keys in S3 events are URL-encoded, spaces as `+`.
+        let key = record.s3.object.key.replace('+', " ");
+        let key = percent_encoding::percent_decode_str(&key)
+            .decode_utf8()
+            .map_err(|e| PhotoError::NotANotification(format!("key: {e}")))?;
+        let now = app.clock.now();
+        match process_upload(app, objects, renderer, &key, correlation_id, now).await {
+            Ok(processed) => {
+                if let Processed::Rejected(refusal) = &processed {
+                    tracing::info!(%key, code = refusal.code(), "upload refused");
+                }
+                received.push(Received::Processed(processed));
+            }
+            Err(error @ (PhotoError::NotFound | PhotoError::Forbidden(_))) => {
+                tracing::warn!(%key, %error, "upload for a bouquet that is gone");
+                received.push(Received::Ignored);
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(received)
 }
 
 /// Processes the file S3 says arrived under `key` of the upload bucket. Safe to run twice on
@@ -496,15 +582,15 @@ impl From<PhotoError> for ApiError {
         match error {
             PhotoError::NotFound => ApiError::NotFound("bouquet"),
             PhotoError::UnknownUpload => ApiError::NotFound("photo upload"),
-            PhotoError::Forbidden(_) => ApiError::Forbidden,
-            PhotoError::Busy => ApiError::Busy,
+            PhotoError::Forbidden(_) => ApiError::forbidden(),
+            PhotoError::Busy => ApiError::busy(),
             PhotoError::OrderNotFound => ApiError::NotFound("order"),
             PhotoError::OrderState(status) => DomainError::OrderInvalidState(status).into(),
             PhotoError::Bouquet(error) => error.into(),
             PhotoError::Store(error) => error.into(),
-            other @ (PhotoError::FileMissing(_) | PhotoError::Storage(_)) => {
-                ApiError::internal(other)
-            }
+            other @ (PhotoError::FileMissing(_)
+            | PhotoError::Storage(_)
+            | PhotoError::NotANotification(_)) => ApiError::internal(other),
         }
     }
 }

@@ -1,144 +1,369 @@
-//! The one problem table: every status, stable code (docs/contract.md, Errors) and title a
-//! client can be answered with, and the problem+json document of each.
+//! What a use case answers when it refuses or fails: a *kind* (not found, conflict, invalid,
+//! ...) and, where the kind has many reasons, a [`Refusal`] with the stable code a client
+//! matches on (docs/contract.md, Errors), its title, its detail and any specifics.
 //!
-//! Each use case's error says which row it is by its own `From<…> for ApiError`, next to the
-//! error in its module: adding an error or a use case edits no central file; adding a *code*
-//! adds a row here. The HTTP pipeline (`bouquet-http`) only renders what this decides.
+//! Each use case's error says which by its own `From<…> for ApiError`, next to the error in
+//! its module, with its own code: adding an error, a use case or a code edits no central
+//! file. The app knows no HTTP: the HTTP crate (`bouquet_http::problem`) gives each kind its
+//! status and renders the problem+json document.
 
-use http::StatusCode;
 use serde_json::{json, Value};
 
 use bouquet_domain::identity::NotAllowed;
-use bouquet_domain::{BouquetId, DomainError, FieldError, OrderStatus};
+use bouquet_domain::{DomainError, FieldError, OrderStatus};
 use bouquet_store::StoreError;
 
+/// The kinds of failure a request can meet. Every variant but [`ApiError::Internal`] is the
+/// client's to act on; the HTTP crate maps each to one status.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
+    /// Fields that break their rules (`request.invalid`, with `errors`).
     #[error("the request is invalid")]
     Invalid(Vec<FieldError>),
+    /// A request that cannot be read at all.
     #[error("{0}")]
-    Malformed(String),
-    #[error("the body must be JSON (application/json)")]
-    UnsupportedMediaType,
-    #[error("the body is larger than {0} bytes")]
-    TooLarge(usize),
+    Unreadable(Unreadable),
     #[error("a valid bearer token is required")]
     Unauthenticated,
-    #[error("the caller may not do this")]
-    Forbidden,
+    #[error("{0}")]
+    Forbidden(Refusal),
     #[error("no such {0}")]
     NotFound(&'static str),
-    #[error("bouquets are not available")]
-    BouquetUnavailable(Vec<BouquetId>),
-    #[error("the bouquet can only be changed or withdrawn while it is available")]
-    BouquetNotAvailableForChange,
-    #[error("all bouquets must come from one vendor")]
-    VendorMismatch,
-    #[error("the reservation has expired")]
-    ReservationExpired,
-    #[error("you already hold bouquets with {0} orders; pay, cancel or let one expire first")]
-    ReservationLimit(u32),
-    #[error("the order is {0}")]
-    OrderInvalidState(OrderStatus),
-    #[error("a payment for this order is in progress; retry shortly")]
-    PaymentInProgress,
-    #[error("{}", delivery_required(.0.as_deref()))]
-    DeliveryRequired(Option<String>),
-    /// A paid order's new delivery details cost another fee than the one charged.
+    /// The resource's state refuses the request (each use case's own code).
     #[error("{0}")]
-    DeliveryFeeChanged(String),
-    /// A review refused by its rules (issue 42): the code names which.
-    #[error("{1}")]
-    Review(&'static str, String),
-    /// Only the order's customer reviews it, only its shop answers, only an admin hides.
-    #[error("{0}")]
-    ReviewNotAllowed(String),
-    #[error("the payment was declined")]
-    PaymentDeclined,
-    #[error("the payment gateway gave no answer; retry with the same Idempotency-Key, you will be charged at most once")]
-    PaymentUnavailable,
-    #[error("the cart holds bouquets of one vendor only; remove the others first")]
-    CartVendorMismatch,
-    #[error("the cart is full (at most {0} bouquets)")]
-    CartFull(usize),
-    #[error("the cart is empty")]
-    CartEmpty,
+    Conflict(Refusal),
+    /// `If-Match` named a version that is no longer current.
     #[error("{0}")]
     PreconditionFailed(&'static str),
     #[error("this request needs an If-Match header with the current version")]
     PreconditionRequired,
-    #[error("the idempotency key was already used with a different request")]
-    IdempotencyKeyReused,
-    #[error("a request with this idempotency key is still in progress; retry shortly")]
-    IdempotencyInProgress,
-    #[error("the request ran out of time before it could finish safely")]
-    DeadlineExceeded,
-    #[error("bouquet {0} stands in this vase; withdraw it or take it out of the vase first")]
-    VaseInUse(BouquetId),
-    #[error("the resource is busy; retry shortly")]
-    Busy,
-    #[error("this user already belongs to vendor {0}; a user is a member of one shop")]
-    MemberOfOtherVendor(String),
-    #[error("this user has not confirmed their email address; they must finish signing up (or be invited) first")]
-    MemberUnverified,
+    #[error("{0}")]
+    PaymentRequired(Refusal),
+    /// Understood, but refused as sent (an idempotency key reused for another request).
+    #[error("{0}")]
+    Unprocessable(Refusal),
+    #[error("{0}")]
+    RateLimited(Refusal),
+    /// Not now, through no fault of the request: retry (`Retry-After` when the refusal says).
+    #[error("{0}")]
+    Unavailable(Refusal),
     #[error("{0}")]
     NotImplemented(&'static str),
-    #[error("too many requests of this kind; try again in {0} s")]
-    RateLimited(u64),
-    #[error("too many declined payments; no card is tried for this order or customer for {0} s")]
-    PaymentAttemptsExceeded(u64),
-    #[error("the shop is suspended: it changes nothing until an administrator reinstates it (its open orders go on)")]
-    VendorSuspended,
-    #[error("the shop cannot take payments yet: its payout account is not set up; its bouquets can be reserved once it is")]
-    PayoutsNotReady,
     /// Something went wrong on our side: the error kept whole (its kind and source chain) for
     /// the one log line; the client is told nothing of it.
     #[error("internal error")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
-/// What a payment without usable delivery details is told.
-fn delivery_required(lapsed: Option<&str>) -> String {
-    match lapsed {
-        None => "the order needs its delivery details (PUT /v1/orders/{orderId}/delivery) before it can be paid".into(),
-        Some(why) => format!(
-            "the delivery date is no longer available ({why}): give another (PUT /v1/orders/{{orderId}}/delivery), then pay"
-        ),
+/// Why a request could not be read (all `request.invalid` but the size).
+#[derive(Debug, thiserror::Error)]
+pub enum Unreadable {
+    #[error("{0}")]
+    Malformed(String),
+    #[error("the body must be JSON (application/json)")]
+    NotJson,
+    #[error("the body is larger than {0} bytes")]
+    TooLarge(usize),
+}
+
+/// A refusal's stable code, title and detail, with what else a client needs to act on it
+/// (the bouquets that are gone, the order's state, when to retry).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Refusal {
+    pub code: &'static str,
+    pub title: &'static str,
+    pub detail: String,
+    /// Members added to the problem document (`bouquetIds`, `orderStatus`, ...).
+    pub extensions: Vec<(&'static str, Value)>,
+    /// After how many seconds the client should try again (`Retry-After`).
+    pub retry_after: Option<u64>,
+}
+
+impl Refusal {
+    pub fn new(code: &'static str, title: &'static str, detail: impl Into<String>) -> Self {
+        Refusal {
+            code,
+            title,
+            detail: detail.into(),
+            extensions: Vec::new(),
+            retry_after: None,
+        }
+    }
+
+    /// Adds the member `name` to the problem document.
+    pub fn with(mut self, name: &'static str, value: impl serde::Serialize) -> Self {
+        self.extensions.push((name, json!(value)));
+        self
+    }
+
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
 }
 
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
+
+/// The refusals many use cases share.
 impl ApiError {
     /// An internal error from anything that is one (a typed error keeps its type).
     pub fn internal(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
         ApiError::Internal(error.into())
     }
+
+    pub fn forbidden() -> Self {
+        ApiError::Forbidden(Refusal::new(
+            "auth.forbidden",
+            "Forbidden",
+            "the caller may not do this",
+        ))
+    }
+
+    /// The item kept changing under the request (or a dependency throttled it).
+    pub fn busy() -> Self {
+        ApiError::Unavailable(
+            Refusal::new(
+                "service.busy",
+                "Busy",
+                "the resource is busy; retry shortly",
+            )
+            .retry_after(1),
+        )
+    }
+
+    pub fn malformed(detail: impl Into<String>) -> Self {
+        ApiError::Unreadable(Unreadable::Malformed(detail.into()))
+    }
+
+    pub fn deadline_exceeded() -> Self {
+        ApiError::Unavailable(Refusal::new(
+            "deadline.exceeded",
+            "Deadline exceeded",
+            "the request ran out of time before it could finish safely",
+        ))
+    }
+
+    pub fn idempotency_in_progress() -> Self {
+        ApiError::Conflict(
+            Refusal::new(
+                "idempotency.in_progress",
+                "Idempotency key in progress",
+                "a request with this idempotency key is still in progress; retry shortly",
+            )
+            .retry_after(1),
+        )
+    }
+
+    pub fn idempotency_key_reused() -> Self {
+        ApiError::Unprocessable(Refusal::new(
+            "idempotency.key_reused",
+            "Idempotency key reused",
+            "the idempotency key was already used with a different request",
+        ))
+    }
+
+    pub fn rate_limited(retry_after_secs: u64) -> Self {
+        ApiError::RateLimited(
+            Refusal::new(
+                "rate.limited",
+                "Too many requests",
+                format!("too many requests of this kind; try again in {retry_after_secs} s"),
+            )
+            .retry_after(retry_after_secs),
+        )
+    }
+
+    /// The payment provider gave no answer (a charge, a payout account, a balance).
+    pub fn payment_unavailable() -> Self {
+        ApiError::Unavailable(
+            Refusal::new(
+                "payment.unavailable",
+                "Payment gateway unavailable",
+                "the payment gateway gave no answer; retry with the same Idempotency-Key, you will be charged at most once",
+            )
+            .retry_after(1),
+        )
+    }
+
+    /// The shop cannot take payments yet (reserving and paying refuse alike).
+    pub fn payouts_not_ready() -> Self {
+        ApiError::Conflict(Refusal::new(
+            "vendor.payouts_not_ready",
+            "Shop not ready for payments",
+            "the shop cannot take payments yet: its payout account is not set up; its bouquets can be reserved once it is",
+        ))
+    }
+
+    /// The stable code clients match on (docs/contract.md, Errors).
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::Invalid(_) => "request.invalid",
+            ApiError::Unreadable(Unreadable::TooLarge(_)) => "request.too_large",
+            ApiError::Unreadable(_) => "request.invalid",
+            ApiError::Unauthenticated => "auth.unauthenticated",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::PreconditionFailed(_) | ApiError::PreconditionRequired => {
+                "precondition.failed"
+            }
+            ApiError::NotImplemented(_) => "not_implemented",
+            ApiError::Internal(_) => "internal",
+            ApiError::Forbidden(refusal)
+            | ApiError::Conflict(refusal)
+            | ApiError::PaymentRequired(refusal)
+            | ApiError::Unprocessable(refusal)
+            | ApiError::RateLimited(refusal)
+            | ApiError::Unavailable(refusal) => refusal.code,
+        }
+    }
+
+    /// The refusal's own code, title, specifics and retry, where the kind has them.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            ApiError::Forbidden(refusal)
+            | ApiError::Conflict(refusal)
+            | ApiError::PaymentRequired(refusal)
+            | ApiError::Unprocessable(refusal)
+            | ApiError::RateLimited(refusal)
+            | ApiError::Unavailable(refusal) => Some(refusal),
+            _ => None,
+        }
+    }
+
+    pub fn title(&self) -> &'static str {
+        match self {
+            ApiError::Invalid(_) => "Invalid request",
+            ApiError::Unreadable(Unreadable::TooLarge(_)) => "Request too large",
+            ApiError::Unreadable(_) => "Invalid request",
+            ApiError::Unauthenticated => "Unauthenticated",
+            ApiError::NotFound(_) => "Not found",
+            ApiError::PreconditionFailed(_) | ApiError::PreconditionRequired => {
+                "Precondition failed"
+            }
+            ApiError::NotImplemented(_) => "Not implemented",
+            ApiError::Internal(_) => "Internal error",
+            other => other.refusal().map_or("Error", |refusal| refusal.title),
+        }
+    }
+
+    /// After how many seconds the client should try again (`Retry-After`), if it should.
+    pub fn retry_after(&self) -> Option<u64> {
+        self.refusal().and_then(|refusal| refusal.retry_after)
+    }
+
+    /// The problem document's members but `status` (which the HTTP crate adds). Internal
+    /// details are logged, never sent.
+    pub fn problem_members(&self) -> Value {
+        let code = self.code();
+        let detail = match self {
+            ApiError::Internal(_) => {
+                "something went wrong on our side; the correlation id identifies it".to_owned()
+            }
+            other => other.to_string(),
+        };
+        let mut body = json!({
+            "type": format!("https://bouquet.market/problems/{code}"),
+            "title": self.title(),
+            "detail": detail,
+            "code": code,
+        });
+        if let ApiError::Invalid(errors) = self {
+            body["errors"] = json!(errors);
+        }
+        for (name, value) in self.refusal().map_or(&[][..], |r| &r.extensions[..]) {
+            body[*name] = value.clone();
+        }
+        body
+    }
 }
 
+/// The domain's rules, each refused with its code (the same from every use case).
 impl From<DomainError> for ApiError {
     fn from(error: DomainError) -> Self {
+        let said = error.to_string();
+        let conflict = |code, title| ApiError::Conflict(Refusal::new(code, title, said.clone()));
         match error {
             DomainError::Invalid(errors) => ApiError::Invalid(errors),
-            DomainError::BouquetUnavailable(ids) => ApiError::BouquetUnavailable(ids),
-            DomainError::BouquetNotAvailableForChange => ApiError::BouquetNotAvailableForChange,
-            DomainError::VendorMismatch => ApiError::VendorMismatch,
             DomainError::Money(error) => {
                 ApiError::Invalid(vec![FieldError::new("bouquetIds", error)])
             }
-            DomainError::ReservationExpired => ApiError::ReservationExpired,
-            DomainError::OrderInvalidState(status) => ApiError::OrderInvalidState(status),
-            DomainError::PaymentInProgress => ApiError::PaymentInProgress,
-            DomainError::PaymentDeclined => ApiError::PaymentDeclined,
-            DomainError::CartVendorMismatch => ApiError::CartVendorMismatch,
-            DomainError::CartFull => ApiError::CartFull(bouquet_domain::cart::MAX_CART_ITEMS),
-            DomainError::CartEmpty => ApiError::CartEmpty,
-            DomainError::DeliveryRequired => ApiError::DeliveryRequired(None),
-            DomainError::DeliveryDateLapsed(why) => ApiError::DeliveryRequired(Some(why)),
-            error @ DomainError::DeliveryFeeChanged { .. } => {
-                ApiError::DeliveryFeeChanged(error.to_string())
+            DomainError::BouquetUnavailable(ids) => ApiError::Conflict(
+                Refusal::new(
+                    "bouquet.unavailable",
+                    "Bouquet unavailable",
+                    "bouquets are not available",
+                )
+                .with("bouquetIds", ids),
+            ),
+            DomainError::BouquetNotAvailableForChange => conflict(
+                "bouquet.not_available_for_change",
+                "Bouquet not available for change",
+            ),
+            DomainError::VendorMismatch => conflict("cart.vendor_mismatch", "Vendor mismatch"),
+            DomainError::CartVendorMismatch => ApiError::Conflict(Refusal::new(
+                "cart.vendor_mismatch",
+                "Vendor mismatch",
+                "the cart holds bouquets of one vendor only; remove the others first",
+            )),
+            DomainError::ReservationExpired => {
+                conflict("reservation.expired", "Reservation expired")
+            }
+            DomainError::OrderInvalidState(status) => order_invalid_state(status),
+            DomainError::PaymentInProgress => ApiError::Conflict(
+                Refusal::new(
+                    "order.invalid_state",
+                    "Payment in progress",
+                    "a payment for this order is in progress; retry shortly",
+                )
+                .with("orderStatus", OrderStatus::PaymentPending)
+                .retry_after(1),
+            ),
+            DomainError::PaymentDeclined => ApiError::PaymentRequired(Refusal::new(
+                "payment.declined",
+                "Payment declined",
+                "the payment was declined",
+            )),
+            DomainError::CartFull => ApiError::Conflict(Refusal::new(
+                "cart.full",
+                "Cart full",
+                format!(
+                    "the cart is full (at most {} bouquets)",
+                    bouquet_domain::cart::MAX_CART_ITEMS
+                ),
+            )),
+            DomainError::CartEmpty => conflict("cart.empty", "Cart empty"),
+            DomainError::DeliveryRequired => ApiError::Conflict(Refusal::new(
+                "order.delivery_required",
+                "Delivery details required",
+                "the order needs its delivery details (PUT /v1/orders/{orderId}/delivery) before it can be paid",
+            )),
+            DomainError::DeliveryDateLapsed(why) => ApiError::Conflict(Refusal::new(
+                "order.delivery_required",
+                "Delivery details required",
+                format!("the delivery date is no longer available ({why}): give another (PUT /v1/orders/{{orderId}}/delivery), then pay"),
+            )),
+            DomainError::DeliveryFeeChanged { .. } => {
+                conflict("order.delivery_fee_changed", "Delivery fee changed")
             }
         }
     }
 }
+
+/// The order is not in a state that allows the request (`orderStatus` says which it is).
+pub fn order_invalid_state(status: OrderStatus) -> ApiError {
+    ApiError::Conflict(
+        Refusal::new(
+            "order.invalid_state",
+            "Invalid order state",
+            format!("the order is {}", status.name()),
+        )
+        .with("orderStatus", status),
+    )
+}
+
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {
@@ -147,8 +372,8 @@ impl From<StoreError> for ApiError {
             StoreError::IdempotencyReplay(_) => {
                 ApiError::internal("an idempotency replay was not answered")
             }
-            StoreError::IdempotencyInProgress => ApiError::IdempotencyInProgress,
-            StoreError::Contention(_) => ApiError::Busy,
+            StoreError::IdempotencyInProgress => ApiError::idempotency_in_progress(),
+            StoreError::Contention(_) => ApiError::busy(),
             StoreError::InvalidCursor => ApiError::Invalid(vec![FieldError::new(
                 "cursor",
                 "is not a cursor this list returned",
@@ -163,7 +388,7 @@ impl From<StoreError> for ApiError {
 }
 impl From<NotAllowed> for ApiError {
     fn from(_: NotAllowed) -> Self {
-        ApiError::Forbidden
+        ApiError::forbidden()
     }
 }
 impl From<Vec<FieldError>> for ApiError {
@@ -172,369 +397,31 @@ impl From<Vec<FieldError>> for ApiError {
     }
 }
 
-impl ApiError {
-    /// The one table: status, stable code (docs/contract.md, Errors) and title of every variant.
-    fn spec(&self) -> (StatusCode, &'static str, &'static str) {
-        use StatusCode as S;
-        match self {
-            ApiError::Invalid(_) => (S::BAD_REQUEST, "request.invalid", "Invalid request"),
-            ApiError::Malformed(_) => (S::BAD_REQUEST, "request.invalid", "Invalid request"),
-            ApiError::UnsupportedMediaType => (
-                S::UNSUPPORTED_MEDIA_TYPE,
-                "request.invalid",
-                "Invalid request",
-            ),
-            ApiError::TooLarge(_) => (
-                S::PAYLOAD_TOO_LARGE,
-                "request.too_large",
-                "Request too large",
-            ),
-            ApiError::Unauthenticated => {
-                (S::UNAUTHORIZED, "auth.unauthenticated", "Unauthenticated")
-            }
-            ApiError::Forbidden => (S::FORBIDDEN, "auth.forbidden", "Forbidden"),
-            ApiError::NotFound(_) => (S::NOT_FOUND, "not_found", "Not found"),
-            ApiError::BouquetUnavailable(_) => {
-                (S::CONFLICT, "bouquet.unavailable", "Bouquet unavailable")
-            }
-            ApiError::BouquetNotAvailableForChange => (
-                S::CONFLICT,
-                "bouquet.not_available_for_change",
-                "Bouquet not available for change",
-            ),
-            ApiError::VendorMismatch => (S::CONFLICT, "cart.vendor_mismatch", "Vendor mismatch"),
-            ApiError::CartVendorMismatch => {
-                (S::CONFLICT, "cart.vendor_mismatch", "Vendor mismatch")
-            }
-            ApiError::CartFull(_) => (S::CONFLICT, "cart.full", "Cart full"),
-            ApiError::CartEmpty => (S::CONFLICT, "cart.empty", "Cart empty"),
-            ApiError::ReservationExpired => {
-                (S::CONFLICT, "reservation.expired", "Reservation expired")
-            }
-            ApiError::ReservationLimit(_) => (
-                S::CONFLICT,
-                "reservation.limit",
-                "Reservation limit reached",
-            ),
-            ApiError::OrderInvalidState(_) => {
-                (S::CONFLICT, "order.invalid_state", "Invalid order state")
-            }
-            ApiError::PaymentInProgress => {
-                (S::CONFLICT, "order.invalid_state", "Payment in progress")
-            }
-            ApiError::DeliveryRequired(_) => (
-                S::CONFLICT,
-                "order.delivery_required",
-                "Delivery details required",
-            ),
-            ApiError::DeliveryFeeChanged(_) => (
-                S::CONFLICT,
-                "order.delivery_fee_changed",
-                "Delivery fee changed",
-            ),
-            ApiError::Review(code, _) => (S::CONFLICT, code, "Review refused"),
-            ApiError::ReviewNotAllowed(_) => {
-                (S::FORBIDDEN, "review.not_allowed", "Review not allowed")
-            }
-            ApiError::PaymentDeclined => {
-                (S::PAYMENT_REQUIRED, "payment.declined", "Payment declined")
-            }
-            ApiError::PaymentUnavailable => (
-                S::SERVICE_UNAVAILABLE,
-                "payment.unavailable",
-                "Payment gateway unavailable",
-            ),
-            ApiError::PreconditionFailed(_) => (
-                S::PRECONDITION_FAILED,
-                "precondition.failed",
-                "Precondition failed",
-            ),
-            ApiError::PreconditionRequired => (
-                S::PRECONDITION_REQUIRED,
-                "precondition.failed",
-                "Precondition failed",
-            ),
-            ApiError::IdempotencyKeyReused => (
-                S::UNPROCESSABLE_ENTITY,
-                "idempotency.key_reused",
-                "Idempotency key reused",
-            ),
-            ApiError::IdempotencyInProgress => (
-                S::CONFLICT,
-                "idempotency.in_progress",
-                "Idempotency key in progress",
-            ),
-            ApiError::DeadlineExceeded => (
-                S::SERVICE_UNAVAILABLE,
-                "deadline.exceeded",
-                "Deadline exceeded",
-            ),
-            ApiError::VaseInUse(_) => (S::CONFLICT, "vase.in_use", "Vase in use"),
-            ApiError::Busy => (S::SERVICE_UNAVAILABLE, "service.busy", "Busy"),
-            ApiError::MemberOfOtherVendor(_) => (
-                S::CONFLICT,
-                "member.other_vendor",
-                "Member of another vendor",
-            ),
-            ApiError::MemberUnverified => (S::CONFLICT, "member.unverified", "Member unverified"),
-            ApiError::VendorSuspended => (S::CONFLICT, "vendor.suspended", "Shop suspended"),
-            ApiError::PayoutsNotReady => (
-                S::CONFLICT,
-                "vendor.payouts_not_ready",
-                "Shop not ready for payments",
-            ),
-            ApiError::RateLimited(_) => (S::TOO_MANY_REQUESTS, "rate.limited", "Too many requests"),
-            ApiError::PaymentAttemptsExceeded(_) => (
-                S::TOO_MANY_REQUESTS,
-                "payment.attempts_exceeded",
-                "Too many payment attempts",
-            ),
-            ApiError::NotImplemented(_) => {
-                (S::NOT_IMPLEMENTED, "not_implemented", "Not implemented")
-            }
-            ApiError::Internal(_) => (S::INTERNAL_SERVER_ERROR, "internal", "Internal error"),
-        }
-    }
-
-    pub fn status(&self) -> StatusCode {
-        self.spec().0
-    }
-
-    /// The stable code clients match on (docs/contract.md, Errors).
-    pub fn code(&self) -> &'static str {
-        self.spec().1
-    }
-
-    fn title(&self) -> &'static str {
-        self.spec().2
-    }
-
-    /// After how many seconds the client should try again (`Retry-After`), if it should.
-    pub fn retry_after(&self) -> Option<u64> {
-        match self {
-            ApiError::Busy
-            | ApiError::IdempotencyInProgress
-            | ApiError::PaymentInProgress
-            | ApiError::PaymentUnavailable => Some(1),
-            ApiError::RateLimited(seconds) | ApiError::PaymentAttemptsExceeded(seconds) => {
-                Some(*seconds)
-            }
-            _ => None,
-        }
-    }
-
-    /// The problem document. Internal details are logged, never sent.
-    pub fn problem(&self) -> Value {
-        let code = self.code();
-        let detail = match self {
-            ApiError::Internal(_) => {
-                "something went wrong on our side; the correlation id identifies it".to_owned()
-            }
-            other => other.to_string(),
-        };
-        let mut body = json!({
-            "type": format!("https://bouquet.market/problems/{code}"),
-            "title": self.title(),
-            "status": self.status().as_u16(),
-            "detail": detail,
-            "code": code,
-        });
-        match self {
-            ApiError::Invalid(errors) => body["errors"] = json!(errors),
-            ApiError::BouquetUnavailable(ids) => body["bouquetIds"] = json!(ids),
-            ApiError::OrderInvalidState(status) => body["orderStatus"] = json!(status),
-            ApiError::PaymentInProgress => body["orderStatus"] = json!(OrderStatus::PaymentPending),
-            ApiError::VaseInUse(bouquet_id) => body["bouquetId"] = json!(bouquet_id),
-            _ => {}
-        }
-        body
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Exhaustive: a new variant does not compile here until it has a case below.
-    fn variant(error: &ApiError) -> usize {
-        match error {
-            ApiError::Invalid(_) => 0,
-            ApiError::Malformed(_) => 1,
-            ApiError::UnsupportedMediaType => 2,
-            ApiError::TooLarge(_) => 3,
-            ApiError::Unauthenticated => 4,
-            ApiError::Forbidden => 5,
-            ApiError::NotFound(_) => 6,
-            ApiError::BouquetUnavailable(_) => 7,
-            ApiError::BouquetNotAvailableForChange => 8,
-            ApiError::VendorMismatch => 9,
-            ApiError::ReservationExpired => 10,
-            ApiError::OrderInvalidState(_) => 11,
-            ApiError::PaymentInProgress => 12,
-            ApiError::PaymentDeclined => 13,
-            ApiError::PaymentUnavailable => 14,
-            ApiError::CartVendorMismatch => 15,
-            ApiError::CartFull(_) => 16,
-            ApiError::CartEmpty => 17,
-            ApiError::PreconditionFailed(_) => 18,
-            ApiError::PreconditionRequired => 19,
-            ApiError::IdempotencyKeyReused => 20,
-            ApiError::IdempotencyInProgress => 21,
-            ApiError::DeadlineExceeded => 22,
-            ApiError::Busy => 23,
-            ApiError::Internal(_) => 24,
-            ApiError::ReservationLimit(_) => 25,
-            ApiError::VaseInUse(_) => 26,
-            ApiError::MemberOfOtherVendor(_) => 27,
-            ApiError::NotImplemented(_) => 28,
-            ApiError::MemberUnverified => 29,
-            ApiError::DeliveryRequired(_) => 30,
-            ApiError::VendorSuspended => 31,
-            ApiError::RateLimited(_) => 32,
-            ApiError::PaymentAttemptsExceeded(_) => 33,
-            ApiError::PayoutsNotReady => 34,
-            ApiError::DeliveryFeeChanged(_) => 35,
-            ApiError::Review(..) => 36,
-            ApiError::ReviewNotAllowed(_) => 37,
-        }
-    }
-    const VARIANTS: usize = 38;
-
-    #[test]
-    fn every_error_has_a_stable_code_and_status() {
-        let id = BouquetId::generate();
-        let cases: Vec<(ApiError, u16, &str)> = vec![
-            (
-                ApiError::Invalid(vec![FieldError::new("name", "must not be empty")]),
-                400,
-                "request.invalid",
-            ),
-            (
-                ApiError::Malformed("not JSON".into()),
-                400,
-                "request.invalid",
-            ),
-            (ApiError::TooLarge(16384), 413, "request.too_large"),
-            (ApiError::Unauthenticated, 401, "auth.unauthenticated"),
-            (ApiError::Forbidden, 403, "auth.forbidden"),
-            (
-                ApiError::MemberOfOtherVendor("V".into()),
-                409,
-                "member.other_vendor",
-            ),
-            (ApiError::NotImplemented("no"), 501, "not_implemented"),
-            (ApiError::MemberUnverified, 409, "member.unverified"),
-            (ApiError::VendorSuspended, 409, "vendor.suspended"),
-            (ApiError::PayoutsNotReady, 409, "vendor.payouts_not_ready"),
-            (
-                ApiError::DeliveryFeeChanged("paid 4.00".into()),
-                409,
-                "order.delivery_fee_changed",
-            ),
-            (
-                ApiError::Review("review.exists", "reviewed already".into()),
-                409,
-                "review.exists",
-            ),
-            (
-                ApiError::ReviewNotAllowed("not yours".into()),
-                403,
-                "review.not_allowed",
-            ),
-            (ApiError::RateLimited(30), 429, "rate.limited"),
-            (
-                ApiError::PaymentAttemptsExceeded(600),
-                429,
-                "payment.attempts_exceeded",
-            ),
-            (ApiError::NotFound("order"), 404, "not_found"),
-            (
-                ApiError::BouquetUnavailable(vec![id]),
-                409,
-                "bouquet.unavailable",
-            ),
-            (
-                ApiError::BouquetNotAvailableForChange,
-                409,
-                "bouquet.not_available_for_change",
-            ),
-            (ApiError::VendorMismatch, 409, "cart.vendor_mismatch"),
-            (ApiError::ReservationExpired, 409, "reservation.expired"),
-            (
-                ApiError::OrderInvalidState(OrderStatus::Paid),
-                409,
-                "order.invalid_state",
-            ),
-            (
-                ApiError::PreconditionFailed("stale"),
-                412,
-                "precondition.failed",
-            ),
-            (ApiError::PreconditionRequired, 428, "precondition.failed"),
-            (
-                ApiError::IdempotencyKeyReused,
-                422,
-                "idempotency.key_reused",
-            ),
-            (
-                ApiError::IdempotencyInProgress,
-                409,
-                "idempotency.in_progress",
-            ),
-            (ApiError::DeadlineExceeded, 503, "deadline.exceeded"),
-            (ApiError::internal("secret detail"), 500, "internal"),
-            (ApiError::UnsupportedMediaType, 415, "request.invalid"),
-            (ApiError::PaymentInProgress, 409, "order.invalid_state"),
-            (ApiError::PaymentDeclined, 402, "payment.declined"),
-            (ApiError::PaymentUnavailable, 503, "payment.unavailable"),
-            (ApiError::CartVendorMismatch, 409, "cart.vendor_mismatch"),
-            (ApiError::CartFull(20), 409, "cart.full"),
-            (ApiError::CartEmpty, 409, "cart.empty"),
-            (ApiError::Busy, 503, "service.busy"),
-            (ApiError::ReservationLimit(5), 409, "reservation.limit"),
-            (ApiError::VaseInUse(id), 409, "vase.in_use"),
-            (
-                ApiError::DeliveryRequired(None),
-                409,
-                "order.delivery_required",
-            ),
-        ];
-        let covered: std::collections::BTreeSet<usize> =
-            cases.iter().map(|(error, _, _)| variant(error)).collect();
-        assert_eq!(covered.len(), VARIANTS, "every variant has a case");
-        for (error, status, code) in cases {
-            let problem = error.problem();
-            assert_eq!(
-                (problem["status"].as_u64(), problem["code"].as_str()),
-                (Some(u64::from(status)), Some(code)),
-                "{error:?}"
-            );
-            assert_eq!(
-                problem["type"],
-                format!("https://bouquet.market/problems/{code}")
-            );
-            assert!(problem["title"].is_string() && problem["detail"].is_string());
-        }
-    }
+    use bouquet_domain::BouquetId;
 
     #[test]
     fn problems_carry_their_specifics_but_no_internals() {
         let id = BouquetId::generate();
-        assert_eq!(
-            ApiError::BouquetUnavailable(vec![id]).problem()["bouquetIds"],
-            json!([id.to_string()])
-        );
+        let gone = ApiError::from(DomainError::BouquetUnavailable(vec![id])).problem_members();
+        assert_eq!(gone["bouquetIds"], json!([id.to_string()]));
+        assert_eq!(gone["code"], "bouquet.unavailable");
         let invalid = ApiError::Invalid(vec![FieldError::new(
             "price.amount",
             "must be greater than zero",
         )])
-        .problem();
+        .problem_members();
         assert_eq!(
             invalid["errors"],
             json!([{"field": "price.amount", "message": "must be greater than zero"}])
         );
-        let internal = ApiError::internal("connection refused to 10.0.0.1").problem();
+        let internal = ApiError::internal("connection refused to 10.0.0.1").problem_members();
         assert!(!internal.to_string().contains("10.0.0.1"));
+        let paying = ApiError::from(DomainError::PaymentInProgress);
+        assert_eq!(paying.problem_members()["orderStatus"], "payment_pending");
+        assert_eq!(paying.retry_after(), Some(1));
     }
 
     #[test]
@@ -546,6 +433,10 @@ mod tests {
         assert_eq!(
             ApiError::from(DomainError::ReservationExpired).code(),
             "reservation.expired"
+        );
+        assert_eq!(
+            ApiError::from(DomainError::DeliveryDateLapsed("a Sunday".into())).code(),
+            "order.delivery_required"
         );
         assert_eq!(
             ApiError::from(StoreError::InvalidCursor).code(),
@@ -563,5 +454,6 @@ mod tests {
             .code(),
             "internal"
         );
+        assert_eq!(ApiError::rate_limited(30).retry_after(), Some(30));
     }
 }

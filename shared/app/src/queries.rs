@@ -182,7 +182,7 @@ impl From<QueryError> for ApiError {
     fn from(error: QueryError) -> Self {
         match error {
             QueryError::NotFound(what) => ApiError::NotFound(what),
-            QueryError::Forbidden(_) => ApiError::Forbidden,
+            QueryError::Forbidden(_) => ApiError::forbidden(),
             QueryError::Invalid(errors) => ApiError::Invalid(errors),
             QueryError::Store(error) => error.into(),
         }

@@ -7,7 +7,7 @@
 //! `OrderReserved` event and the idempotency record (and deletes the cart at the version
 //! read). A replay is answered from the first read: one call.
 
-use crate::problem::ApiError;
+use crate::problem::{ApiError, Refusal};
 use bouquet_domain::events::DomainEvent;
 use bouquet_domain::{Bouquet, BouquetId, CustomerId, DomainError, Order, Timestamp};
 use bouquet_metrics as metrics;
@@ -193,13 +193,17 @@ impl From<ReserveError> for ApiError {
     fn from(error: ReserveError) -> Self {
         match error {
             ReserveError::Domain(error) => error.into(),
-            ReserveError::Unavailable(ids) => ApiError::BouquetUnavailable(ids),
-            ReserveError::Limit(holds) => ApiError::ReservationLimit(holds),
+            ReserveError::Unavailable(ids) => DomainError::BouquetUnavailable(ids).into(),
+            ReserveError::Limit(holds) => ApiError::Conflict(Refusal::new(
+                "reservation.limit",
+                "Reservation limit reached",
+                format!("you already hold bouquets with {holds} orders; pay, cancel or let one expire first"),
+            )),
             ReserveError::RateLimited { retry_after_secs } => {
-                ApiError::RateLimited(retry_after_secs)
+                ApiError::rate_limited(retry_after_secs)
             }
-            ReserveError::Busy => ApiError::Busy,
-            ReserveError::PayoutsNotReady => ApiError::PayoutsNotReady,
+            ReserveError::Busy => ApiError::busy(),
+            ReserveError::PayoutsNotReady => ApiError::payouts_not_ready(),
             ReserveError::Store(error) => error.into(),
             error @ (ReserveError::Unexpected(_) | ReserveError::UnexpectedConflict(_)) => {
                 ApiError::internal(error)

@@ -21,7 +21,7 @@ use bouquet_domain::{BouquetId, OrderId, Timestamp, VendorId};
 use bouquet_store::{Page, Processed, StoreError, Target};
 
 use crate::analytics::ProjectionError;
-use crate::problem::ApiError;
+use crate::problem::{ApiError, Refusal};
 use crate::App;
 
 #[derive(Debug, thiserror::Error)]
@@ -415,27 +415,34 @@ fn vendor_of(detail: &Value) -> Result<VendorId, ProjectionError> {
         .map_err(|e| ProjectionError::Unreadable(format!("vendorId: {e}")))
 }
 
+/// A review refused by its rules (issue 42): the code names which.
+fn refused(code: &'static str, said: String) -> ApiError {
+    ApiError::Conflict(Refusal::new(code, "Review refused", said))
+}
+
 impl From<ReviewsError> for ApiError {
     fn from(error: ReviewsError) -> Self {
         let said = error.to_string();
         match error {
             ReviewsError::NotFound(what) => ApiError::NotFound(what),
             ReviewsError::Refused(ReviewError::Invalid(errors)) => ApiError::Invalid(errors),
-            ReviewsError::Refused(ReviewError::NotAllowed) => ApiError::ReviewNotAllowed(said),
+            ReviewsError::Refused(ReviewError::NotAllowed) => ApiError::Forbidden(Refusal::new(
+                "review.not_allowed",
+                "Review not allowed",
+                said,
+            )),
             ReviewsError::Refused(ReviewError::NotDelivered(_)) => {
-                ApiError::Review("review.not_delivered", said)
+                refused("review.not_delivered", said)
             }
             ReviewsError::Refused(ReviewError::WindowClosed) => {
-                ApiError::Review("review.window_closed", said)
+                refused("review.window_closed", said)
             }
-            ReviewsError::Refused(ReviewError::AlreadyReviewed) => {
-                ApiError::Review("review.exists", said)
-            }
+            ReviewsError::Refused(ReviewError::AlreadyReviewed) => refused("review.exists", said),
             ReviewsError::Refused(ReviewError::EditWindowClosed) => {
-                ApiError::Review("review.edit_window_closed", said)
+                refused("review.edit_window_closed", said)
             }
             ReviewsError::Refused(ReviewError::AlreadyAnswered) => {
-                ApiError::Review("review.already_answered", said)
+                refused("review.already_answered", said)
             }
             ReviewsError::Changed => {
                 ApiError::PreconditionFailed("the review changed meanwhile; read it again")

@@ -13,7 +13,7 @@
 
 use std::collections::HashSet;
 
-use crate::problem::ApiError;
+use crate::problem::{ApiError, Refusal};
 use bouquet_domain::commission::CommissionRate;
 use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::identity::{Identity, NotAllowed, Role};
@@ -371,10 +371,19 @@ async fn mark(
     }
 }
 
+/// A suspended shop's write, refused (on every route but those that go on while suspended).
+pub fn suspended() -> ApiError {
+    ApiError::Conflict(Refusal::new(
+        "vendor.suspended",
+        "Shop suspended",
+        "the shop is suspended: it changes nothing until an administrator reinstates it (its open orders go on)",
+    ))
+}
+
 impl From<NotTrading> for ApiError {
     fn from(error: NotTrading) -> Self {
         match error {
-            NotTrading::Suspended => ApiError::VendorSuspended,
+            NotTrading::Suspended => suspended(),
             NotTrading::Unknown => ApiError::NotFound("vendor"),
             NotTrading::Store(error) => error.into(),
         }
@@ -385,8 +394,8 @@ impl From<ShopError> for ApiError {
     fn from(error: ShopError) -> Self {
         match error {
             ShopError::NotFound => ApiError::NotFound("vendor"),
-            ShopError::Forbidden(_) => ApiError::Forbidden,
-            ShopError::Busy => ApiError::Busy,
+            ShopError::Forbidden(_) => ApiError::forbidden(),
+            ShopError::Busy => ApiError::busy(),
             ShopError::Store(error) => error.into(),
         }
     }

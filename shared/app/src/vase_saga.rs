@@ -5,7 +5,7 @@
 //! IoT steps run in a task of their own, so that a request's deadline cannot cut a saga
 //! between a step and its undo.
 
-use crate::problem::ApiError;
+use crate::problem::{ApiError, Refusal};
 use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::identity::{Identity, NotAllowed};
 use bouquet_domain::vase::Vase;
@@ -408,9 +408,16 @@ impl From<VaseSagaError> for ApiError {
         match error {
             E::UnknownVendor => ApiError::NotFound("vendor"),
             E::NotFound => ApiError::NotFound("vase"),
-            E::Forbidden(_) => ApiError::Forbidden,
-            E::InUse(bouquet_id) => ApiError::VaseInUse(bouquet_id),
-            E::Busy => ApiError::Busy,
+            E::Forbidden(_) => ApiError::forbidden(),
+            E::InUse(bouquet_id) => ApiError::Conflict(
+                Refusal::new(
+                    "vase.in_use",
+                    "Vase in use",
+                    format!("bouquet {bouquet_id} stands in this vase; withdraw it or take it out of the vase first"),
+                )
+                .with("bouquetId", bouquet_id),
+            ),
+            E::Busy => ApiError::busy(),
             E::Store(error) => error.into(),
             error @ (E::Registration(_) | E::Task(_)) => ApiError::internal(error),
         }

@@ -23,6 +23,9 @@ const ATTEMPTS: u32 = 5;
 
 #[derive(Debug, thiserror::Error)]
 pub enum VaseError {
+    /// Not a message a vase sends (a rule or firmware fault): it can never be applied.
+    #[error("malformed: {0}")]
+    Malformed(#[from] bouquet_domain::vase::MessageError),
     #[error("vase {0} is not registered")]
     UnknownVase(VaseId),
     #[error("vase {0} kept changing during {ATTEMPTS} attempts")]
@@ -47,6 +50,29 @@ pub enum Applied {
     HistoryReading,
     /// A reading already stored: a redelivery, nothing changed.
     DuplicateReading,
+}
+
+impl VaseError {
+    /// Whether a later delivery could succeed (a malformed message, or one for a vase that
+    /// was never registered, never will: it is parked at once rather than retried).
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, VaseError::Malformed(_) | VaseError::UnknownVase(_))
+    }
+}
+
+/// The vase a queued message is for, when it is a vase message: one vase's messages are
+/// applied in order, since side by side they write the same item and only contend.
+pub fn vase_of(body: &str) -> Option<VaseId> {
+    VaseMessage::parse(body)
+        .ok()
+        .map(|message| message.vase_id())
+}
+
+/// Receives one message from the vase queue as the IoT rule forwarded it: parsed, then
+/// [`apply`]d. `correlation_id` ties the events to the message.
+pub async fn receive(app: &App, body: &str, correlation_id: &str) -> Result<Applied, VaseError> {
+    let message = VaseMessage::parse(body)?;
+    apply(app, &message, correlation_id).await
 }
 
 /// Applies one vase message. `correlation_id` ties the events to the message.

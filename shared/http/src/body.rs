@@ -5,7 +5,7 @@ use serde::de::DeserializeOwned;
 
 use bouquet_domain::FieldError;
 
-use crate::problem::ApiError;
+use crate::problem::{ApiError, Unreadable};
 
 /// Bodies larger than this are refused before parsing (413 `request.too_large`). The largest
 /// legitimate body (a bouquet with a 2,000-character description) is well under it.
@@ -32,18 +32,18 @@ pub fn parse_json<T: DeserializeOwned>(
             .trim()
             .to_ascii_lowercase();
         if essence != "application/json" && !essence.ends_with("+json") {
-            return Err(ApiError::UnsupportedMediaType);
+            return Err(ApiError::Unreadable(Unreadable::NotJson));
         }
     }
     if body.is_empty() {
-        return Err(ApiError::Malformed("a JSON body is required".into()));
+        return Err(ApiError::malformed("a JSON body is required"));
     }
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let path = error.path().to_string();
         let inner = error.into_inner();
         if inner.is_syntax() || inner.is_eof() {
-            ApiError::Malformed(format!("the body is not valid JSON: {inner}"))
+            ApiError::malformed(format!("the body is not valid JSON: {inner}"))
         } else {
             let field = if path == "." {
                 String::new()
@@ -58,7 +58,7 @@ pub fn parse_json<T: DeserializeOwned>(
     })?;
     deserializer
         .end()
-        .map_err(|e| ApiError::Malformed(format!("the body is not valid JSON: {e}")))?;
+        .map_err(|e| ApiError::malformed(format!("the body is not valid JSON: {e}")))?;
     Ok(value)
 }
 
@@ -120,15 +120,15 @@ mod tests {
     fn refuses_non_json() {
         assert!(matches!(
             parse_json::<Body>(None, b"{\"name\": "),
-            Err(ApiError::Malformed(_))
+            Err(ApiError::Unreadable(Unreadable::Malformed(_)))
         ));
         assert!(matches!(
             parse_json::<Body>(None, b""),
-            Err(ApiError::Malformed(_))
+            Err(ApiError::Unreadable(Unreadable::Malformed(_)))
         ));
         assert!(matches!(
             parse_json::<Body>(Some("text/plain"), b"{}"),
-            Err(ApiError::UnsupportedMediaType)
+            Err(ApiError::Unreadable(Unreadable::NotJson))
         ));
         assert!(parse_json::<Body>(
             Some("application/json; charset=utf-8"),

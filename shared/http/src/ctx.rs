@@ -15,7 +15,7 @@ use bouquet_store::IdempotencyPut;
 use crate::body::{self, MAX_BODY_BYTES};
 use crate::caller::Caller;
 use crate::idempotency::IdempotencyIntent;
-use crate::problem::ApiError;
+use crate::problem::{self, ApiError, Unreadable};
 use crate::reply::{self, Reply};
 use bouquet_app::shops::{self, ShopStanding};
 use bouquet_app::{App, Idempotency};
@@ -97,7 +97,7 @@ impl Ctx {
     ) -> Result<Self, ApiError> {
         let body = body::bytes(request.body());
         if body.len() > MAX_BODY_BYTES {
-            return Err(ApiError::TooLarge(MAX_BODY_BYTES));
+            return Err(ApiError::Unreadable(Unreadable::TooLarge(MAX_BODY_BYTES)));
         }
         let caller = crate::caller::caller_of(request)?;
         let idempotency = match (&caller, request.method()) {
@@ -396,7 +396,7 @@ where
                 let fingerprint = ctx.idempotency.as_ref().map(|i| i.fingerprint.clone());
                 // With no time left, do not start work that could not finish.
                 let result = if deadline <= tokio::time::Instant::now() {
-                    Err(ApiError::DeadlineExceeded)
+                    Err(ApiError::deadline_exceeded())
                 } else {
                     let checked_then_handled = async {
                         ctx.require_standing().await?;
@@ -404,7 +404,7 @@ where
                     };
                     match tokio::time::timeout_at(deadline, checked_then_handled).await {
                         Ok(result) => result,
-                        Err(_) => Err(ApiError::DeadlineExceeded),
+                        Err(_) => Err(ApiError::deadline_exceeded()),
                     }
                 };
                 (result, fingerprint)
@@ -441,7 +441,7 @@ where
         // The key was used for another request.
         Ok(Reply {
             replay: Some(_), ..
-        }) => problem_response(&ApiError::IdempotencyKeyReused),
+        }) => problem_response(&ApiError::idempotency_key_reused()),
         Ok(reply) => reply.into_response(),
         Err(error) => {
             if let ApiError::Internal(source) = &error {
@@ -530,9 +530,9 @@ fn security_headers(headers: &mut lambda_http::http::HeaderMap) {
 
 fn problem_response(error: &ApiError) -> Response<Body> {
     let mut response = reply::build(
-        error.status(),
+        problem::status(error),
         "application/problem+json",
-        error.problem().to_string(),
+        problem::document(error).to_string(),
     );
     if let Some(seconds) = error.retry_after() {
         response

@@ -1,7 +1,10 @@
 //! The `main` of every event-driven function (EventBridge targets, queues, streams,
 //! schedules, the WebSocket routes), so that its `main.rs` is one line:
 //! `bouquet_runtime::main!(function = publish_events::Publisher);`. Functions whose handler
-//! takes the app use `bouquet_app::main!`, HTTP functions `bouquet_http::main!`.
+//! takes the app use `bouquet_app::main!`, HTTP functions `bouquet_http::main!`. Queue and
+//! stream functions answer through [`batch`].
+
+pub mod batch;
 
 /// The `main` of an event-driven function whose type has `async fn from_env() -> Result<Self,
 /// E>` and `async fn handle(&self, LambdaEvent<E>)`: tracing, the function built once per

@@ -1,5 +1,5 @@
 //! Per-vendor, per-day counters kept by the analytics projector, applied once per event
-//! through [`Store::commit_once`](crate::Store::commit_once).
+//! through [`Store::commit_once`](crate::store::Store::commit_once).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -10,8 +10,8 @@ use bouquet_domain::{Timestamp, VendorId};
 use crate::error::{StoreError, Target};
 use crate::keys;
 use crate::processed::Processed;
+use crate::store::Store;
 use crate::tx::{Expr, Tx};
-use crate::Store;
 
 /// What one event adds to a vendor's day.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -13,8 +13,8 @@ use crate::error::StoreError;
 use crate::items::{from_item, Item, OrderItem, VendorItem};
 use crate::keys;
 use crate::orders::decode_order;
+use crate::store::Store;
 use crate::tx::Expr;
-use crate::Store;
 
 /// Items that lack a key their entity now always has.
 const LACKING_KEYS: &str = "(entity = :bouquet AND (attribute_not_exists(freshnessSort) OR attribute_not_exists(priceSort) OR attribute_not_exists(ratingSort))) OR (entity = :vendor AND sk = :vendorSk AND attribute_not_exists(vendorKey)) OR (entity = :order AND attribute_not_exists(vendorStatusKey))";

@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 
 use crate::error::StoreError;
 use crate::items::Item;
-use crate::Store;
+use crate::store::Store;
 use bouquet_retry::Retry;
 
 impl Store {

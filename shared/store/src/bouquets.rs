@@ -9,8 +9,8 @@ use crate::idempotency::IdempotencyPut;
 use crate::items::{from_item, to_item, BouquetItem, Item};
 use crate::keys::{self, CATALOGUE_SHARDS};
 use crate::query::IndexQuery;
+use crate::store::Store;
 use crate::tx::{Expr, Tx};
-use crate::Store;
 
 /// DynamoDB's statement of `Bouquet::is_available`: available, or held past its deadline, and
 /// its shop not suspended.
@@ -347,7 +347,7 @@ impl Store {
             &self.table,
             bouquet_key(&changed.bouquet_id.to_string()),
             replace_all_but(item, BouquetItem::PROJECTED, BouquetItem::OPTIONAL),
-            Expr::new("version = :readVersion").n(":readVersion", read_version),
+            Expr::at_version(read_version),
         )?;
         tx.commit(self).await
     }
@@ -373,31 +373,17 @@ impl Store {
         limit: usize,
     ) -> Result<Page<Bouquet>, StoreError> {
         let after = decode_id_cursor(cursor)?;
-        let page = self
-            .query_index(
-                IndexQuery {
-                    index: keys::INDEX_VENDOR,
-                    partition_attr: "vendorKey",
-                    partition: keys::vendor_bouquets_key(&vendor_id.to_string()),
-                    sort_attr: "vendorSort",
-                    filter,
-                    newest_first,
-                    after: after.as_deref(),
-                    sort_between: None,
-                    after_by_condition: false,
-                    limit,
-                },
-                bouquet_key,
-            )
-            .await?;
-        Ok(Page {
-            items: page
-                .items
-                .into_iter()
-                .map(decode_bouquet)
-                .collect::<Result<_, _>>()?,
-            next_cursor: page.resume_after.map(|id| cursor::encode(&id)),
-        })
+        let partition = keys::vendor_bouquets_key(&vendor_id.to_string());
+        self.query_index(
+            IndexQuery {
+                filter,
+                newest_first,
+                ..IndexQuery::vendor_index(partition, after.as_deref(), limit)
+            },
+            bouquet_key,
+        )
+        .await?
+        .into_page::<BouquetItem>()
     }
 
     /// The public catalogue in `sort`'s order: reads every shard of that sort's index in

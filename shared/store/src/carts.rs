@@ -11,7 +11,7 @@ use bouquet_domain::{Bouquet, BouquetId, Cart, CustomerId, DomainError, Timestam
 use crate::error::StoreError;
 use crate::items::Item;
 use crate::keys;
-use crate::Store;
+use crate::store::Store;
 
 pub(crate) fn cart_key(customer_id: &CustomerId) -> Item {
     keys::key(cart_pk(customer_id), keys::CART_SK)

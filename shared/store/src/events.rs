@@ -20,3 +20,22 @@ impl Tx {
         )
     }
 }
+
+impl crate::store::Store {
+    /// Puts `item` (of `target`) on `condition` (usually [`Expr::at_version`]) with its event,
+    /// if any, in one transaction: the shape of every versioned change of a whole item.
+    pub(crate) async fn put_with_event(
+        &self,
+        target: Target,
+        item: crate::items::Item,
+        condition: Expr,
+        event: Option<&DomainEvent>,
+    ) -> Result<(), StoreError> {
+        let mut tx = Tx::new();
+        tx.put(target, &self.table, item, Some(condition))?;
+        if let Some(event) = event {
+            tx.event(&self.table, event)?;
+        }
+        tx.commit(self).await
+    }
+}

@@ -74,7 +74,7 @@ impl Tx {
     }
 }
 
-impl crate::Store {
+impl crate::store::Store {
     /// The live record under `key_hash`, for routes that must know of a replay before doing
     /// work outside DynamoDB (vase registration creates IoT resources).
     pub async fn idempotency_record(

@@ -12,7 +12,8 @@ use bouquet_domain::{Bouquet, Order, Timestamp, VaseId, Vendor, VendorId};
 
 use crate::error::StoreError;
 use crate::items::{to_item, BouquetItem, Item, OrderItem, VendorItem};
-use crate::{keys, reviews, vases, Store};
+use crate::store::Store;
+use crate::{keys, reviews, vases};
 use bouquet_retry::Retry;
 
 /// One aggregate of history, as the use cases would have stored it.

@@ -11,8 +11,8 @@ use bouquet_domain::Timestamp;
 
 use crate::error::{StoreError, Target};
 use crate::items::Item;
+use crate::store::Store;
 use crate::tx::{Expr, Tx};
-use crate::Store;
 
 /// How long a counter outlives its window (the TTL deletes it later, at leisure).
 const RETENTION_MS: i64 = 86_400_000;

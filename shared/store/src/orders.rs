@@ -17,8 +17,8 @@ use crate::items::{from_item, to_item, Item, OrderItem};
 use crate::keys;
 use crate::limits::{self, Counter};
 use crate::query::IndexQuery;
+use crate::store::Store;
 use crate::tx::{Expr, Tx};
-use crate::Store;
 
 /// What a reservation needs to read before it writes.
 #[derive(Debug)]
@@ -402,7 +402,7 @@ impl Store {
             Target::Order(order.order_id),
             &self.table,
             item,
-            Some(Expr::new("version = :readVersion").n(":readVersion", read_version)),
+            Some(Expr::at_version(read_version)),
         )?;
         let held_by_order = Expr::new("orderId = :orderId AND #status = :reservedStatus")
             .name("#status", "status")
@@ -661,19 +661,8 @@ impl Store {
                 |id| keys::key(keys::order_pk(id), keys::ORDER_SK),
             )
             .await?;
-        decode_page(page)
+        page.into_page::<OrderItem>()
     }
-}
-
-fn decode_page(page: crate::query::QueryPage) -> Result<Page<Order>, StoreError> {
-    Ok(Page {
-        items: page
-            .items
-            .into_iter()
-            .map(decode_order)
-            .collect::<Result<_, _>>()?,
-        next_cursor: page.resume_after.map(|sort| cursor::encode(&sort)),
-    })
 }
 
 fn order_key(order_id: OrderId) -> Item {

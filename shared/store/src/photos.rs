@@ -14,8 +14,8 @@ use crate::error::{StoreError, Target};
 use crate::idempotency::IdempotencyPut;
 use crate::items::{from_item, to_item};
 use crate::keys;
+use crate::store::Store;
 use crate::tx::{Expr, Tx};
-use crate::Store;
 
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -231,7 +231,7 @@ impl Store {
                     .value(":photo", photo.map_err(StoreError::corrupt)?)
                     .n(":version", version)
                     .n(":now", now.as_millis()),
-                Expr::new("version = :readVersion").n(":readVersion", read_version),
+                Expr::at_version(read_version),
             )?;
             tx.event(&self.table, event)?;
         }

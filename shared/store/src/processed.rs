@@ -13,8 +13,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use bouquet_domain::Timestamp;
 
 use crate::error::{StoreError, Target};
+use crate::store::Store;
 use crate::tx::{Expr, Tx};
-use crate::Store;
 
 /// Dedupe records outlive any redelivery (EventBridge retries for up to 24 h).
 pub const PROCESSED_RETENTION: Duration = Duration::from_secs(7 * 24 * 60 * 60);

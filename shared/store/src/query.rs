@@ -11,8 +11,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::error::StoreError;
 use crate::items::Item;
+use crate::store::Store;
 use crate::tx::Expr;
-use crate::Store;
 
 /// Give up filling a page after this many reads; the cursor continues where it stopped.
 const MAX_READS_PER_PAGE: usize = 5;
@@ -39,6 +39,41 @@ pub struct QueryPage {
     pub items: Vec<Item>,
     /// Sort key of the last item returned, when more items may follow.
     pub resume_after: Option<String>,
+}
+
+impl<'a> IndexQuery<'a> {
+    /// One partition of `VendorIndex` (a shop's bouquets, vases or reviews; every shop), read
+    /// oldest first from the start or after `after`, unfiltered.
+    pub fn vendor_index(partition: String, after: Option<&'a str>, limit: usize) -> Self {
+        IndexQuery {
+            index: crate::keys::INDEX_VENDOR,
+            partition_attr: "vendorKey",
+            partition,
+            sort_attr: "vendorSort",
+            filter: None,
+            newest_first: false,
+            after,
+            sort_between: None,
+            after_by_condition: false,
+            limit,
+        }
+    }
+}
+
+impl QueryPage {
+    /// The page's items read into the domain, with the cursor that resumes after the last.
+    pub(crate) fn into_page<I: crate::items::Stored>(
+        self,
+    ) -> Result<crate::cursor::Page<I::Domain>, StoreError> {
+        Ok(crate::cursor::Page {
+            items: self
+                .items
+                .into_iter()
+                .map(I::read)
+                .collect::<Result<_, _>>()?,
+            next_cursor: self.resume_after.map(|sort| crate::cursor::encode(&sort)),
+        })
+    }
 }
 
 impl Store {

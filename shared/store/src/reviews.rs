@@ -20,8 +20,8 @@ use crate::items::{from_item, to_item, Item};
 use crate::keys;
 use crate::processed::Processed;
 use crate::query::IndexQuery;
+use crate::store::Store;
 use crate::tx::{Expr, Tx};
-use crate::Store;
 
 const REVIEW_SK: &str = "REVIEW";
 pub(crate) const RATING_SK: &str = "RATING";
@@ -65,6 +65,8 @@ struct ReviewItem {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     vendor_sort: Option<String>,
 }
+
+crate::items::stored!(ReviewItem => Review);
 
 impl ReviewItem {
     fn from_domain(r: &Review) -> Self {
@@ -147,7 +149,7 @@ impl Store {
         read_version: u64,
         event: &DomainEvent,
     ) -> Result<(), StoreError> {
-        let condition = Expr::new("version = :readVersion").n(":readVersion", read_version);
+        let condition = Expr::at_version(read_version);
         self.put_review(changed, condition, event).await
     }
 
@@ -157,15 +159,13 @@ impl Store {
         condition: Expr,
         event: &DomainEvent,
     ) -> Result<(), StoreError> {
-        let mut tx = Tx::new();
-        tx.put(
+        self.put_with_event(
             Target::Review,
-            &self.table,
             to_item(&ReviewItem::from_domain(review))?,
-            Some(condition),
-        )?;
-        tx.event(&self.table, event)?;
-        tx.commit(self).await
+            condition,
+            Some(event),
+        )
+        .await
     }
 
     /// A page of a shop's visible reviews, newest first (`VendorIndex`: no Scan).
@@ -204,14 +204,7 @@ impl Store {
                 |_| Item::new(),
             )
             .await?;
-        Ok(Page {
-            items: page
-                .items
-                .into_iter()
-                .map(|item| from_item::<ReviewItem>(item)?.into_domain())
-                .collect::<Result<_, _>>()?,
-            next_cursor: page.resume_after.map(|sort| crate::cursor::encode(&sort)),
-        })
+        page.into_page::<ReviewItem>()
     }
 
     /// A shop's rating as its projector kept it.
@@ -248,7 +241,7 @@ impl Store {
         let condition = if read_version == 0 {
             Expr::new("attribute_not_exists(version)")
         } else {
-            Expr::new("version = :readVersion").n(":readVersion", read_version)
+            Expr::at_version(read_version)
         };
         let mut tx = Tx::new();
         tx.put(

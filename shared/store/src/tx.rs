@@ -11,7 +11,7 @@ use aws_sdk_dynamodb::types::{
 
 use crate::error::{BackendKind, Cancelled, Conflict, StoreError, Target};
 use crate::items::Item;
-use crate::Store;
+use crate::store::Store;
 use bouquet_retry::Retry;
 
 /// A condition or update expression with its placeholders.
@@ -28,6 +28,12 @@ impl Expr {
             text: text.into(),
             ..Self::default()
         }
+    }
+
+    /// The item is still at the version that was read (optimistic concurrency: a write
+    /// refused on it is re-read and decided again).
+    pub fn at_version(read_version: u64) -> Self {
+        Self::new("version = :readVersion").n(":readVersion", read_version)
     }
 
     pub fn name(mut self, placeholder: &str, attribute: &str) -> Self {

@@ -28,8 +28,8 @@ use crate::idempotency::IdempotencyPut;
 use crate::items::{from_item, to_item, Item};
 use crate::keys;
 use crate::query::IndexQuery;
+use crate::store::Store;
 use crate::tx::{Expr, Tx};
-use crate::Store;
 
 /// Readings are deleted by TTL 30 days after they were sent.
 pub const READING_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
@@ -110,6 +110,8 @@ pub struct BouquetScore {
     /// For a score that is news: the bouquet's version as read, which the write moves on.
     pub read_version: Option<u64>,
 }
+
+crate::items::stored!(VaseItem => Vase);
 
 impl VaseItem {
     fn from_domain(v: &Vase) -> Self {
@@ -336,31 +338,12 @@ impl Store {
         limit: usize,
     ) -> Result<Page<Vase>, StoreError> {
         let after = crate::bouquets::decode_id_cursor(cursor)?;
-        let page = self
-            .query_index(
-                IndexQuery {
-                    index: keys::INDEX_VENDOR,
-                    partition_attr: "vendorKey",
-                    partition: vendor_vases_key(vendor_id),
-                    sort_attr: "vendorSort",
-                    filter: None,
-                    newest_first: false,
-                    after: after.as_deref(),
-                    sort_between: None,
-                    after_by_condition: false,
-                    limit,
-                },
-                |id| keys::key(keys::vase_pk(id), keys::VASE_SK),
-            )
-            .await?;
-        Ok(Page {
-            items: page
-                .items
-                .into_iter()
-                .map(|item| from_item::<VaseItem>(item)?.into_domain())
-                .collect::<Result<_, _>>()?,
-            next_cursor: page.resume_after.map(|id| cursor::encode(&id)),
-        })
+        self.query_index(
+            IndexQuery::vendor_index(vendor_vases_key(vendor_id), after.as_deref(), limit),
+            |id| keys::key(keys::vase_pk(id), keys::VASE_SK),
+        )
+        .await?
+        .into_page::<VaseItem>()
     }
 
     /// A vase's readings sent at or after `since`, oldest first.

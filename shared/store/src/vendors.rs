@@ -12,8 +12,8 @@ use crate::idempotency::IdempotencyPut;
 use crate::items::{from_item, to_item, VendorItem};
 use crate::keys;
 use crate::query::IndexQuery;
+use crate::store::Store;
 use crate::tx::{Expr, Tx};
-use crate::Store;
 
 /// A vendor's delivery settings as stored: one item beside the vendor's.
 #[derive(Serialize, Deserialize)]
@@ -204,17 +204,13 @@ impl Store {
         read_version: u64,
         event: Option<&DomainEvent>,
     ) -> Result<(), StoreError> {
-        let mut tx = Tx::new();
-        tx.put(
+        self.put_with_event(
             Target::Vendor(changed.vendor_id),
-            &self.table,
             to_item(&VendorItem::from_domain(changed))?,
-            Some(Expr::new("version = :readVersion").n(":readVersion", read_version)),
-        )?;
-        if let Some(event) = event {
-            tx.event(&self.table, event)?;
-        }
-        tx.commit(self).await
+            Expr::at_version(read_version),
+            event,
+        )
+        .await
     }
 
     /// A page of every shop, oldest first (`VendorIndex`, partition `VENDORS`: no Scan).
@@ -224,31 +220,12 @@ impl Store {
         limit: usize,
     ) -> Result<Page<Vendor>, StoreError> {
         let after = crate::bouquets::decode_id_cursor(cursor)?;
-        let page = self
-            .query_index(
-                IndexQuery {
-                    index: keys::INDEX_VENDOR,
-                    partition_attr: "vendorKey",
-                    partition: keys::ALL_VENDORS_KEY.into(),
-                    sort_attr: "vendorSort",
-                    filter: None,
-                    newest_first: false,
-                    after: after.as_deref(),
-                    sort_between: None,
-                    after_by_condition: false,
-                    limit,
-                },
-                |id| keys::key(keys::vendor_pk(id), keys::VENDOR_SK),
-            )
-            .await?;
-        Ok(Page {
-            items: page
-                .items
-                .into_iter()
-                .map(|item| from_item::<VendorItem>(item)?.into_domain())
-                .collect::<Result<_, _>>()?,
-            next_cursor: page.resume_after.map(|id| crate::cursor::encode(&id)),
-        })
+        self.query_index(
+            IndexQuery::vendor_index(keys::ALL_VENDORS_KEY.into(), after.as_deref(), limit),
+            |id| keys::key(keys::vendor_pk(id), keys::VENDOR_SK),
+        )
+        .await?
+        .into_page::<VendorItem>()
     }
 
     /// The vendor's name, if it exists.
@@ -309,16 +286,9 @@ impl Store {
         let condition = if read_version == 0 {
             Expr::new("attribute_not_exists(pk)")
         } else {
-            Expr::new("version = :readVersion").n(":readVersion", read_version)
+            Expr::at_version(read_version)
         };
-        let mut tx = Tx::new();
-        tx.put(
-            Target::Vendor(vendor_id),
-            &self.table,
-            item,
-            Some(condition),
-        )?;
-        tx.event(&self.table, event)?;
-        tx.commit(self).await
+        self.put_with_event(Target::Vendor(vendor_id), item, condition, Some(event))
+            .await
     }
 }

@@ -845,11 +845,11 @@ async fn every_function_flow() {
 
     // Vases: messages (one malformed, to the dead-letter queue), routes, the offline sweep.
     let env = environment(&template, "ingest-vase-messages", &names);
-    let ingest = Ingest {
-        app: cloud.app.clone(),
-        sqs: sqs.clone(),
-        dead_letter_queue_url: env["DEAD_LETTER_QUEUE_URL"].clone(),
-    };
+    let ingest = Ingest::new(
+        cloud.app.clone(),
+        sqs.clone(),
+        env["DEAD_LETTER_QUEUE_URL"].clone(),
+    );
     let bodies = [
         heartbeat(&vase, T0).to_string(),
         reading(&vase, T0.plus(MINUTE), 40.0, 19.5).to_string(),

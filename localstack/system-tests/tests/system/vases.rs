@@ -741,7 +741,7 @@ async fn a_batch_of_500_with_5_percent_malformed_applies_every_valid_one_once_an
     for _ in 0..10 {
         let got = sqs
             .receive_message()
-            .queue_url(&ingest.dead_letter_queue_url)
+            .queue_url(&ingest.dead_letters.queue_url)
             .max_number_of_messages(10)
             .message_attribute_names("All")
             .send()

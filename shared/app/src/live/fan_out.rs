@@ -595,3 +595,59 @@ async fn push(pusher: &dyn Pusher, connection: &str, frame: &[u8]) -> Result<(),
         }
     }
 }
+
+/// The workers' batch, as the fan-out queue delivers it: each body parsed as [`Work`] (a
+/// body that is none can never succeed: parked at once on the queue's dead-letter queue, with
+/// its reason), then [`fan_out`]; a unit whose audience could not be read is retried.
+pub async fn receive_work(
+    app: &App,
+    pusher: &dyn Pusher,
+    queue: &dyn WorkQueue,
+    messages: Vec<bouquet_runtime::batch::Message>,
+) -> (bouquet_runtime::batch::Settled<()>, FanOut) {
+    use bouquet_runtime::batch::{self, Outcome, Plan};
+    let parsed = batch::run(
+        messages,
+        Plan::ONE_AT_A_TIME,
+        |_| None,
+        |message| async move {
+            let outcome = match serde_json::from_str::<Work>(&message.body) {
+                Ok(work) => Outcome::Done((message.id.clone(), work)),
+                Err(error) => Outcome::Reject(format!("not a unit of fan-out work: {error}")),
+            };
+            (message, outcome)
+        },
+        Some(&ParkOnWorkQueue(queue)),
+    )
+    .await;
+    let settled = batch::Settled {
+        received: parsed.received,
+        done: vec![(); parsed.done.len()],
+        dead_lettered: parsed.dead_lettered,
+        retried: parsed.retried,
+    };
+    let report = fan_out(app, pusher, queue, parsed.done).await;
+    (settled.and_retry(report.retried.iter().cloned()), report)
+}
+
+/// The work queue's dead-letter queue as the batch runner's (the bodies whole; the reasons
+/// are in the log, since the queue's park takes bodies).
+struct ParkOnWorkQueue<'a>(&'a dyn WorkQueue);
+
+impl bouquet_runtime::batch::DeadLetters for ParkOnWorkQueue<'_> {
+    fn park<'a>(
+        &'a self,
+        rejected: &'a [bouquet_runtime::batch::Rejected],
+    ) -> futures::future::BoxFuture<'a, Vec<String>> {
+        Box::pin(async move {
+            let bodies: Vec<String> = rejected.iter().map(|r| r.message.body.clone()).collect();
+            match self.0.park(&bodies).await {
+                Ok(()) => Vec::new(),
+                Err(error) => {
+                    tracing::warn!(%error, "malformed units not parked; they go back to the queue");
+                    rejected.iter().map(|r| r.message.id.clone()).collect()
+                }
+            }
+        })
+    }
+}

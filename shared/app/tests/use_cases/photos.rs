@@ -468,3 +468,50 @@ async fn a_delivery_photo_is_the_shops_private_proof_signed_for_its_readers_and_
         Err(PhotoError::OrderState(OrderStatus::Fulfilled))
     );
 }
+
+/// The photo queue's messages as S3 sends them: each created key processed (URL-decoded),
+/// S3's test event and other events ignored, a body that is no notification an error.
+#[tokio::test]
+async fn an_s3_notification_processes_each_created_key_and_ignores_the_rest() {
+    let world = World::new().await;
+    let bouquet = world.bouquet().await;
+    let objects = MemoryObjects::default();
+    let upload = uploaded(&world, &bouquet, &objects, png(320, 240, 7)).await;
+    let notification = |event: &str, key: &str| {
+        serde_json::json!({ "Records": [{ "eventName": event, "s3": { "object": { "key": key } } }] })
+            .to_string()
+    };
+    let receive = |body: String| {
+        let (world, objects) = (&world, &objects);
+        async move {
+            photos::receive_notification(&world.app, objects, &ImageRenderer, &body, CORRELATION)
+                .await
+        }
+    };
+    assert_eq!(
+        receive(notification("ObjectRemoved:Delete", &upload.object_key()))
+            .await
+            .unwrap(),
+        vec![photos::Received::Ignored]
+    );
+    assert_eq!(
+        receive(r#"{"Event":"s3:TestEvent"}"#.to_owned())
+            .await
+            .unwrap(),
+        vec![photos::Received::Ignored]
+    );
+    let shown = receive(notification("ObjectCreated:Post", &upload.object_key()))
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            shown[..],
+            [photos::Received::Processed(Processed::Shown(_))]
+        ),
+        "{shown:?}"
+    );
+    assert!(matches!(
+        receive("{not json".to_owned()).await,
+        Err(PhotoError::NotANotification(_))
+    ));
+}

@@ -187,3 +187,45 @@ async fn a_silent_vase_is_taken_offline_once() {
         .unwrap();
     assert_eq!(again.went_offline, 0, "{again:?}");
 }
+
+#[tokio::test]
+async fn a_queued_message_is_applied_or_said_to_be_one_that_never_will() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    let vase = world.vase_of(&vendor).await;
+    let body = |vase_id: &str| {
+        serde_json::json!({
+            "vaseId": vase_id,
+            "messageType": "heartbeat",
+            "sentAt": "2026-12-02T16:16:51Z",
+            "receivedAt": world.now().as_millis(),
+        })
+        .to_string()
+    };
+    let known = body(&vase.vase_id.to_string());
+    assert_eq!(vases::vase_of(&known), Some(vase.vase_id));
+    assert_eq!(
+        vases::receive(&world.app, &known, CORRELATION)
+            .await
+            .unwrap(),
+        Applied::CameOnline
+    );
+    // Malformed, or for a vase nobody registered: parked at once, never retried.
+    let malformed = vases::receive(&world.app, "{not json", CORRELATION)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(malformed, vases::VaseError::Malformed(_)) && malformed.is_permanent(),
+        "{malformed:?}"
+    );
+    assert_eq!(vases::vase_of("{not json"), None);
+    let stranger = bouquet_app::domain::VaseId::generate();
+    let unknown = vases::receive(&world.app, &body(&stranger.to_string()), CORRELATION)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(unknown, vases::VaseError::UnknownVase(id) if id == stranger)
+            && unknown.is_permanent(),
+        "{unknown:?}"
+    );
+}

@@ -31,8 +31,14 @@ use bouquet_domain::ids::InvalidId;
 use bouquet_domain::{CustomerId, Timestamp, VendorId};
 
 use crate::error::{applied, StoreError, Target};
+use crate::store::Store;
 use crate::tx::{Expr, Tx};
-use crate::Store;
+
+mod audience;
+mod digest;
+mod shards;
+
+pub use digest::Digested;
 
 /// API Gateway closes a WebSocket connection after 2 h; the items outlive it a little.
 pub const CONNECTION_RETENTION: Duration = Duration::from_secs(2 * 3600 + 600);
@@ -81,16 +87,6 @@ pub struct ConnectionLimit {
     /// `ip:{address}` or `user:{sub}`.
     pub key: String,
     pub cap: u32,
-}
-
-/// What adding a frame to a digest window came to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Digested {
-    /// The window's first entry: its writer schedules the flush.
-    First,
-    Added,
-    /// The window is being flushed: add it to the next one.
-    Flushed,
 }
 
 /// What a subscribe came to.
@@ -350,130 +346,6 @@ impl Store {
             message_window: number(&item, "messageWindow").unwrap_or(0) as i64,
             messages: number(&item, "messages").unwrap_or(0) as u32,
         }))
-    }
-
-    /// The current shard count of each channel key (its initial count when never grown):
-    /// one `BatchGetItem`. The count only grows, so a count read a little stale still
-    /// places a subscriber in a shard that is read; the broadcaster reads it fresh.
-    pub async fn subscription_shards(
-        &self,
-        channel_keys: &[String],
-    ) -> Result<HashMap<String, u32>, StoreError> {
-        let found = self
-            .batch_get_in(
-                &self.live_table,
-                channel_keys.iter().map(|key| shards_key(key)).collect(),
-            )
-            .await?;
-        Ok(channel_keys
-            .iter()
-            .map(|key| {
-                let grown = found
-                    .get(&format!("CHANNEL#{key}"))
-                    .and_then(|item| number(item, "shards"))
-                    .and_then(|n| u32::try_from(n).ok());
-                (
-                    key.clone(),
-                    grown.unwrap_or_else(|| initial_shards(key)).max(1),
-                )
-            })
-            .collect())
-    }
-
-    /// Each channel's shard count and the shards whose lease runs at `now`: one
-    /// `BatchGetItem` (two items a channel), read consistently, for the broadcaster.
-    pub async fn channel_shards(
-        &self,
-        channel_keys: &[String],
-        now: Timestamp,
-    ) -> Result<HashMap<String, ChannelShards>, StoreError> {
-        let keys = channel_keys
-            .iter()
-            .flat_map(|key| [shards_key(key), occupancy_key(key)])
-            .collect();
-        let found = self.batch_get_in(&self.live_table, keys).await?;
-        let now = now.as_epoch_seconds();
-        Ok(channel_keys
-            .iter()
-            .map(|key| {
-                let count = found
-                    .get(&format!("CHANNEL#{key}"))
-                    .and_then(|item| number(item, "shards"))
-                    .and_then(|n| u32::try_from(n).ok())
-                    .unwrap_or_else(|| initial_shards(key))
-                    .max(1);
-                let occupied = found
-                    .get(&format!("OCCUPIED#{key}"))
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|(name, value)| {
-                        let shard = name.strip_prefix('s')?.parse::<u32>().ok()?;
-                        let until = match value {
-                            AttributeValue::N(n) => n.parse::<i64>().ok()?,
-                            _ => return None,
-                        };
-                        (until > now && shard < count).then_some(shard)
-                    })
-                    .collect();
-                (key.clone(), ChannelShards { count, occupied })
-            })
-            .collect())
-    }
-
-    /// Extends the lease of `channel_key`'s shard `shard` to `until` (a lease never
-    /// shortens): the shard may hold a subscriber until then. The item expires with its
-    /// latest lease.
-    pub async fn occupy_shard(
-        &self,
-        channel_key: &str,
-        shard: u32,
-        until: Timestamp,
-    ) -> Result<(), StoreError> {
-        let until = until.as_epoch_seconds();
-        let result = self
-            .client
-            .update_item()
-            .table_name(&self.live_table)
-            .set_key(Some(occupancy_key(channel_key)))
-            .update_expression("SET #shard = :until, expiresAt = :expires, entity = :entity")
-            .condition_expression("attribute_not_exists(#shard) OR #shard < :until")
-            .expression_attribute_names("#shard", format!("s{shard}"))
-            .expression_attribute_values(":until", AttributeValue::N(until.to_string()))
-            .expression_attribute_values(":expires", AttributeValue::N((until + 600).to_string()))
-            .expression_attribute_values(":entity", s("channelOccupancy"))
-            .send()
-            .await;
-        // A later lease already there is as good.
-        applied(result).map(|_| ())
-    }
-
-    /// Raises a channel's shard count from `from` to `to` (never lowers it). `false` when
-    /// another worker moved it first.
-    pub async fn grow_subscription_shards(
-        &self,
-        channel_key: &str,
-        from: u32,
-        to: u32,
-    ) -> Result<bool, StoreError> {
-        let result = self
-            .client
-            .update_item()
-            .table_name(&self.live_table)
-            .set_key(Some(shards_key(channel_key)))
-            .update_expression("SET shards = :to, entity = :entity")
-            .condition_expression(
-                "(attribute_not_exists(shards) AND :from = :initial) OR shards = :from",
-            )
-            .expression_attribute_values(":to", AttributeValue::N(to.to_string()))
-            .expression_attribute_values(":from", AttributeValue::N(from.to_string()))
-            .expression_attribute_values(
-                ":initial",
-                AttributeValue::N(initial_shards(channel_key).to_string()),
-            )
-            .expression_attribute_values(":entity", s("channelShards"))
-            .send()
-            .await;
-        applied(result)
     }
 
     /// Subscribes a live connection to `channels`, all or none, each in the shard its
@@ -754,185 +626,5 @@ impl Store {
             Err(StoreError::ConditionFailed(_)) => Ok(()),
             Err(other) => Err(other),
         }
-    }
-
-    /// Every connection subscribed to `channel` whose subscription has not expired at `now`,
-    /// all shards read at once (the channel's count read consistently).
-    pub async fn subscribers(
-        &self,
-        channel: &Channel,
-        now: Timestamp,
-    ) -> Result<Vec<String>, StoreError> {
-        let key = channel.key();
-        let count = self
-            .subscription_shards(std::slice::from_ref(&key))
-            .await?
-            .get(&key)
-            .copied()
-            .unwrap_or(1);
-        let shards = futures::future::try_join_all(
-            (0..count).map(|shard| self.shard_subscribers(&key, shard, now)),
-        )
-        .await?;
-        Ok(shards.into_iter().flatten().collect())
-    }
-
-    /// The connections of one shard of a channel whose subscription has not expired at
-    /// `now`: one `Query`, paged.
-    pub async fn shard_subscribers(
-        &self,
-        channel_key: &str,
-        shard: u32,
-        now: Timestamp,
-    ) -> Result<Vec<String>, StoreError> {
-        // Past its `expiresAt` a subscription is over, whenever TTL deletes it (that can take
-        // days): time is data.
-        // Eventually consistent: half the read units, and a subscription a moment old may
-        // miss this frame as it would miss one pushed a moment earlier.
-        self.partition_texts(
-            &subscription_pk(channel_key, shard),
-            "connectionId",
-            Some(now),
-            false,
-        )
-        .await
-    }
-
-    /// One text attribute of every item of the live table's partition `pk`, read with a
-    /// `Query` (`consistent` or not), paged; with `live_at`, only the items whose `expiresAt`
-    /// is after it.
-    async fn partition_texts(
-        &self,
-        pk: &str,
-        attribute: &str,
-        live_at: Option<Timestamp>,
-        consistent: bool,
-    ) -> Result<Vec<String>, StoreError> {
-        let mut texts = Vec::new();
-        let mut start = None;
-        loop {
-            let mut query = self
-                .client
-                .query()
-                .table_name(&self.live_table)
-                .key_condition_expression("pk = :pk")
-                .expression_attribute_values(":pk", s(pk))
-                .consistent_read(consistent)
-                .projection_expression("#attribute")
-                .expression_attribute_names("#attribute", attribute)
-                .set_exclusive_start_key(start);
-            if let Some(at) = live_at {
-                query = query
-                    .filter_expression("expiresAt > :now")
-                    .expression_attribute_values(
-                        ":now",
-                        AttributeValue::N(at.as_epoch_seconds().to_string()),
-                    );
-            }
-            let output = query.send().await.map_err(StoreError::backend)?;
-            texts.extend(
-                output
-                    .items
-                    .unwrap_or_default()
-                    .iter()
-                    .filter_map(|item| item.get(attribute)?.as_s().ok().cloned()),
-            );
-            start = output.last_evaluated_key;
-            if start.is_none() {
-                return Ok(texts);
-            }
-        }
-    }
-}
-
-impl Store {
-    /// Adds `frame` (its JSON) to the digest of `channel_key` for `window`, as `entry`: the
-    /// entry's newest version wins (a freshness move's key keeps its last score; an event's
-    /// own id keeps that event). Each entry is an item of its own (`DIGEST#{key}#{window}` /
-    /// `ENTRY#{entry}`), beside a small marker of the window (`DIGEST#{key}` /
-    /// `WINDOW#{window}`) that counts them and says when the window is flushed: a write costs
-    /// the frame's size, not the window's. Two writes: the entry, then the marker (so a
-    /// flush that passed in between sends the frame in this window and the next: a frame is
-    /// never lost, and clients drop a repeated event).
-    pub async fn add_to_digest(
-        &self,
-        channel_key: &str,
-        window: i64,
-        entry: &str,
-        frame: &str,
-        version: u64,
-        expires_at: Timestamp,
-    ) -> Result<Digested, StoreError> {
-        let expires = AttributeValue::N(expires_at.as_epoch_seconds().to_string());
-        let mut item = digest_entry_key(channel_key, window, entry);
-        item.insert("entity".into(), s("digestEntry"));
-        item.insert("frame".into(), s(frame));
-        item.insert("version".into(), AttributeValue::N(version.to_string()));
-        item.insert("expiresAt".into(), expires.clone());
-        let put = self
-            .client
-            .put_item()
-            .table_name(&self.live_table)
-            .set_item(Some(item))
-            // A newer frame of this entry already in stays.
-            .condition_expression("attribute_not_exists(version) OR version <= :version")
-            .expression_attribute_values(":version", AttributeValue::N(version.to_string()))
-            .send()
-            .await;
-        applied(put)?;
-        let result = self
-            .client
-            .update_item()
-            .table_name(&self.live_table)
-            .set_key(Some(digest_key(channel_key, window)))
-            .update_expression("SET expiresAt = :expires, entity = :entity ADD entries :one")
-            // A window being flushed takes nothing more: the frame goes to the next one.
-            .condition_expression("attribute_not_exists(flushed)")
-            .expression_attribute_values(":expires", expires)
-            .expression_attribute_values(":entity", s("digest"))
-            .expression_attribute_values(":one", AttributeValue::N("1".into()))
-            .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
-            .send()
-            .await;
-        match result {
-            Ok(output) => Ok(
-                if output.attributes.as_ref().and_then(|a| number(a, "entries")) == Some(1) {
-                    Digested::First
-                } else {
-                    Digested::Added
-                },
-            ),
-            Err(error) => match error.as_service_error() {
-                Some(
-                    aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(
-                        _,
-                    ),
-                ) => Ok(Digested::Flushed),
-                _ => Err(StoreError::backend(error)),
-            },
-        }
-    }
-
-    /// Closes a digest window and returns its frames (JSON texts): the marker is flagged in
-    /// one `UpdateItem` (an entry added after this goes to the next window), then the
-    /// window's entries are read with a consistent `Query` (paged). Taking it again returns
-    /// the same.
-    pub async fn take_digest(
-        &self,
-        channel_key: &str,
-        window: i64,
-    ) -> Result<Vec<String>, StoreError> {
-        self.client
-            .update_item()
-            .table_name(&self.live_table)
-            .set_key(Some(digest_key(channel_key, window)))
-            .update_expression("SET flushed = :true")
-            .expression_attribute_values(":true", AttributeValue::Bool(true))
-            .send()
-            .await
-            .map_err(StoreError::backend)?;
-        // Consistent: every entry written before the window closed is read.
-        self.partition_texts(&digest_entries_pk(channel_key, window), "frame", None, true)
-            .await
     }
 }
