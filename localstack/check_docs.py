@@ -103,6 +103,7 @@ def check_layout(problems):
     top = None
     named = {"shared": set(), "app": set(), "functions": set(), "localstack": set()}
     parent = None
+    current_room = None
     for line in layout_block().splitlines():
         if re.match(r"^\S", line):
             top = line.split()[0].rstrip("/").split("/")[0]
@@ -115,9 +116,15 @@ def check_layout(problems):
                 named["shared"].add(name)
             elif top == "localstack":
                 named["localstack"].add(name)
-        module = re.match(r"^    (\w+)\.rs\b", line)
+        module = re.match(r"^    (?:(\w+)/|  )?\s*(\w+)\.rs\b", line) if parent == "app/" else None
+        room = re.match(r"^    (\w+)/\s", line) if parent == "app/" else None
+        if room and top == "shared":
+            current_room = room.group(1)
+            named["app"].add(current_room + "/")
         if module and top == "shared" and parent == "app/":
-            named["app"].add(module.group(1))
+            indent = len(line) - len(line.lstrip())
+            name = module.group(2)
+            named["app"].add(f"{current_room}/{name}" if indent == 6 else name)
         if top == "functions":
             # The names by trigger (and any function the description names).
             named["functions"].update(re.findall(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b", line))
@@ -130,7 +137,12 @@ def check_layout(problems):
 
     crates = {p.parent.name for p in (ROOT / "shared").glob("*/Cargo.toml")}
     compare("crate shared/", crates, named["shared"])
-    modules = {p.stem for p in (ROOT / "shared/app/src").glob("*.rs")} - {"lib"}
+    app = ROOT / "shared/app/src"
+    # Each room is a folder of modules (its mod.rs only names them); live/ is live.rs's own.
+    rooms = {p.name for p in app.iterdir() if p.is_dir() and (p / "mod.rs").exists()}
+    modules = {p.stem for p in app.glob("*.rs")} - {"lib"}
+    modules |= {f"{r}/" for r in rooms}
+    modules |= {f"{r}/{p.stem}" for r in rooms for p in (app / r).glob("*.rs") if p.stem != "mod"}
     compare("app module shared/app/src/", modules, named["app"])
     functions = {p.parent.name for p in (ROOT / "functions").glob("*/Cargo.toml")}
     compare("function functions/", functions, named["functions"])

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Import loops inside a crate (run by the test command beside the crate arrows).
 
-The crates point one way (`check_arrows` in lib.sh); so must the modules inside each crate.
+The crates point one way (`check_arrows` in lib.sh); so must the modules inside each crate,
+and the modules inside each of its rooms (a folder module with a mod.rs).
 For every crate of the workspace this reads which of the crate's top-level modules each
 module names (`crate::name`, `crate::{name, ...}`, or an item the crate root re-exports from
 it, as `crate::App` for `pub use root::App`), outside comments, and reports every cycle: two or more modules
@@ -66,6 +67,28 @@ def module_graph(crate):
     return graph
 
 
+def room_graphs(crate):
+    """The modules inside each folder module with a mod.rs (a room), by the same references
+    (`crate::name` through the root's re-export, or `super::name`): a room hides no loop."""
+    src = crate / "src"
+    graphs = {}
+    for mod_rs in sorted(src.glob("*/mod.rs")):
+        room = mod_rs.parent
+        members = set(MODULE.findall(code_only(mod_rs.read_text(encoding="utf-8"))))
+        graph = {m: set() for m in members}
+        for member in members:
+            path = room / f"{member}.rs"
+            if not path.exists():
+                continue
+            code = code_only(path.read_text(encoding="utf-8"))
+            names = REFERENCE.findall(code) + re.findall(r"\bsuper::(\w+)", code)
+            for group in GROUP.findall(code):
+                names += [item.strip().split("::")[0] for item in group.split(",") if item.strip()]
+            graph[member] |= {n for n in names if n in members and n != member}
+        graphs[room.name] = graph
+    return graphs
+
+
 def cycles(graph):
     """Strongly connected components of more than one module (Tarjan)."""
     index, low, stack, on_stack, found = {}, {}, [], set(), []
@@ -104,9 +127,12 @@ def main():
     for crate in crates():
         graph = module_graph(crate)
         checked += 1
-        for component in cycles(graph):
-            edges = [f"{a} -> {b}" for a in component for b in sorted(graph[a]) if b in component]
-            loops.append(f"{crate.relative_to(ROOT)}: {', '.join(component)} ({'; '.join(edges)})")
+        graphs = [("", graph)] + [(f"{room}/", g) for room, g in room_graphs(crate).items()]
+        for prefix, graph in graphs:
+            for component in cycles(graph):
+                edges = [f"{a} -> {b}" for a in component for b in sorted(graph[a]) if b in component]
+                where = f"{crate.relative_to(ROOT)}/{prefix}".rstrip("/")
+                loops.append(f"{where}: {', '.join(component)} ({'; '.join(edges)})")
     for loop in loops:
         print(f"import loop in {loop}")
     print(f"module loops: {checked} crates, {len(loops)} loops")

@@ -1,9 +1,9 @@
 //! `POST /v1/me/erasure`: the signed-in customer asks for their personal data to be erased.
 //! The delivery details of every one of their orders are redacted now, or, for an order the
 //! vendor still has to deliver, as soon as it ends; the orders stay for the vendor's books
-//! ([`bouquet_app::delivery::erase`]). Repeating it is harmless.
+//! ([`bouquet_app::erasure::erase`]). Repeating it is harmless.
 
-use bouquet_app::delivery;
+use bouquet_app::erasure;
 use bouquet_app::App;
 use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
@@ -16,6 +16,6 @@ pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Erro
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?.require(Role::Customer)?;
-    let erasure = delivery::erase(&ctx.app, caller, &ctx.correlation_id, ctx.now).await?;
+    let erasure = erasure::erase(&ctx.app, caller, &ctx.correlation_id, ctx.now).await?;
     Reply::ok(&erasure)
 }

@@ -5,39 +5,38 @@
 //! HTTP pipeline (`bouquet-http`) sits above this crate, event-driven functions use it
 //! directly. Below it: the pure domain, the DynamoDB store and the adapters.
 
-pub mod analytics;
-pub mod bouquets;
-pub mod cart;
-pub mod checkout;
-pub mod delivery;
-pub mod earnings;
-pub mod expiry;
+// Rooms by the business they serve; each keeps its use cases, and its modules are named at
+// the root too, as every caller knows them (`bouquet_app::checkout`).
+pub mod catalogue;
+pub mod money;
+pub mod sales;
+pub mod shop;
+pub mod vase;
+
+pub use catalogue::{bouquets, listing, photos};
+pub use money::{analytics, earnings};
+pub use sales::{
+    cart, checkout, delivery, expiry, invoice, notifications, orders, payment, proof_of_delivery,
+    queries, reservation,
+};
+pub use shop::{members, payouts, shops};
+#[cfg(feature = "iot")]
+pub use vase::vase_saga;
+pub use vase::vases;
+
+// Across the rooms.
+pub mod erasure;
 pub mod idempotency;
-pub mod invoice;
-pub mod listing;
 pub mod live;
 pub mod maintenance;
-pub mod members;
-pub mod notifications;
-pub mod orders;
-pub mod payment;
-pub mod payouts;
-pub mod photos;
 pub mod ports;
 pub mod problem;
-pub mod proof_of_delivery;
-pub mod queries;
-pub mod reservation;
 pub mod reviews;
 mod root;
 mod runner;
 pub mod scheduled;
 pub mod shard_audiences;
 pub mod shard_counts;
-pub mod shops;
-#[cfg(feature = "iot")]
-pub mod vase_saga;
-pub mod vases;
 
 #[doc(hidden)]
 pub use bouquet_runtime::__runner;

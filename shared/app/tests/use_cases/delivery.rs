@@ -1,10 +1,11 @@
 use std::time::Duration;
 
 use bouquet_app::checkout::CheckoutError;
-use bouquet_app::delivery::{self, DeliveryError, Erasure};
+use bouquet_app::delivery::{self, DeliveryError};
 use bouquet_app::domain::delivery::{DeliverySettings, REDACTED};
 use bouquet_app::domain::order::FulfilmentStep;
 use bouquet_app::domain::{DomainError, Order, OrderId, OrderStatus};
+use bouquet_app::erasure::{self, Erasure};
 use bouquet_app::expiry::sweep;
 use bouquet_app::orders::Action;
 use bouquet_app::payment::PayError;
@@ -410,7 +411,7 @@ async fn delivery_details_are_redacted_their_retention_after_the_order_ends_and_
         world.private_photos.add_upload(&photo(order, 640), vec![1]);
     }
     let ben = customer_caller("ben");
-    let erase = || delivery::erase(&world.app, &ben, CORRELATION, world.now());
+    let erase = || erasure::erase(&world.app, &ben, CORRELATION, world.now());
     assert_eq!(
         erase().await.unwrap(),
         Erasure {
@@ -439,14 +440,14 @@ async fn delivery_details_are_redacted_their_retention_after_the_order_ends_and_
         "the vendor still delivers it"
     );
     assert!(matches!(
-        delivery::erase(
+        erasure::erase(
             &world.app,
             &vendor_caller(&vendor),
             CORRELATION,
             world.now()
         )
         .await,
-        Err(DeliveryError::Forbidden(_))
+        Err(erasure::ErasureError::Forbidden(_))
     ));
     world
         .transition(&vendor_caller(&vendor), open.order_id, Action::Fulfil)

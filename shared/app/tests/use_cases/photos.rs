@@ -449,7 +449,7 @@ async fn a_delivery_photo_is_the_shops_private_proof_signed_for_its_readers_and_
 
     // Personal data: the customer's erasure redacts it with the delivery details, after
     // which nothing can be signed, and no new photo is taken.
-    bouquet_app::delivery::erase(
+    bouquet_app::erasure::erase(
         &world.app,
         &customer_caller("ana"),
         CORRELATION,

@@ -419,7 +419,7 @@ async fn an_erased_customers_reviews_lose_their_text_and_keep_their_stars() {
     let order = delivered(&world, &vendor, "ana").await;
     write(&world, "ana", &order, 4).await.expect("reviewed");
     let ana = customer_caller("ana");
-    let erase = || bouquet_app::delivery::erase(&world.app, &ana, CORRELATION, world.now());
+    let erase = || bouquet_app::erasure::erase(&world.app, &ana, CORRELATION, world.now());
     let erasure = erase().await.expect("erased");
     assert_eq!((erasure.redacted, erasure.reviews), (1, 1));
     let review = reviews::of_order(&world.app, order.order_id)

@@ -1,6 +1,6 @@
-//! Delivery (issue 30): a vendor's delivery settings, the customer's delivery details on an
+//! Delivery (issue 30): a vendor's delivery settings and the customer's delivery details on an
 //! order (checked against those settings, required before payment, changeable until the
-//! vendor accepts), and the customer's erasure of their personal data.
+//! vendor accepts). The customer's erasure of their personal data is [`crate::erasure`].
 //!
 //! DynamoDB calls: the settings are one `GetItem`; giving the details is a consistent
 //! `BatchGetItem` of the order and the key, one `GetItem` of its vendor's settings and one
@@ -10,11 +10,9 @@
 use crate::problem::ApiError;
 use bouquet_domain::delivery::{DeliveryRequest, DeliverySettings};
 use bouquet_domain::events::{DomainEvent, EventData};
-use bouquet_domain::identity::{Identity, NotAllowed, Role};
+use bouquet_domain::identity::{Identity, NotAllowed};
 use bouquet_domain::{DomainError, FieldError, Order, OrderId, Timestamp, VendorId};
 use bouquet_store::{StoreError, VersionedSettings};
-use futures::{StreamExt, TryStreamExt};
-use serde::Serialize;
 
 use crate::checkout::{self, CheckoutError};
 use crate::idempotency::{self, Idempotency, Replayable};
@@ -39,9 +37,6 @@ pub enum DeliveryError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Checkout(CheckoutError),
-    /// Erasing a review's text failed (retried by repeating the erasure).
-    #[error(transparent)]
-    Reviews(Box<crate::reviews::ReviewsError>),
 }
 
 impl From<CheckoutError> for DeliveryError {
@@ -232,113 +227,6 @@ pub async fn set_order_delivery(
     Ok(Replayable::Done(changed))
 }
 
-/// What an erasure did.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Erasure {
-    /// Ended orders whose delivery details were redacted now.
-    pub redacted: usize,
-    /// Open orders (the vendor still delivers them): redacted by the sweeper as each ends.
-    pub when_ended: usize,
-    /// Reviews whose text was erased now (their stars stay in the shop's rating).
-    pub reviews: usize,
-}
-
-/// The signed-in customer asks for their personal data to be erased: every one of their
-/// orders is redacted now, or, while the vendor still has to deliver it, as soon as it ends.
-/// The orders stay (the vendor's books). Repeating it changes nothing more.
-pub async fn erase(
-    app: &App,
-    caller: &Identity,
-    correlation_id: &str,
-    now: Timestamp,
-) -> Result<Erasure, DeliveryError> {
-    caller.require(Role::Customer)?;
-    let mut erasure = Erasure::default();
-    let mut cursor: Option<String> = None;
-    loop {
-        let page = app
-            .store
-            .customer_orders(&caller.subject, cursor.as_deref(), 100)
-            .await?;
-        // A page's orders a few at a time: each is its own reads and conditional writes
-        // (and a photo folder), and a regular customer has many.
-        let erased: Vec<Erasure> = futures::stream::iter(page.items)
-            .map(|order| erase_order(app, order, correlation_id, now))
-            .buffer_unordered(ERASURES_AT_ONCE)
-            .try_collect()
-            .await?;
-        for one in erased {
-            erasure.redacted += one.redacted;
-            erasure.when_ended += one.when_ended;
-            erasure.reviews += one.reviews;
-        }
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => return Ok(erasure),
-        }
-    }
-}
-
-/// How many of a customer's orders are erased at once.
-const ERASURES_AT_ONCE: usize = 8;
-
-/// Erases one order and the text of its review.
-async fn erase_order(
-    app: &App,
-    order: Order,
-    correlation_id: &str,
-    now: Timestamp,
-) -> Result<Erasure, DeliveryError> {
-    let order_id = order.order_id;
-    let mut erasure = Erasure::default();
-    erase_one(app, order, correlation_id, now, &mut erasure).await?;
-    if crate::reviews::erase_text(app, order_id, correlation_id, now)
-        .await
-        .map_err(|e| DeliveryError::Reviews(Box::new(e)))?
-    {
-        erasure.reviews += 1;
-    }
-    Ok(erasure)
-}
-
-/// Erases one order, reading it again if it changed under the write.
-async fn erase_one(
-    app: &App,
-    mut order: Order,
-    correlation_id: &str,
-    now: Timestamp,
-    erasure: &mut Erasure,
-) -> Result<(), DeliveryError> {
-    let mut retry = bouquet_store::retry::Retry::optimistic();
-    loop {
-        let mut erased = order.clone();
-        if !erased.erase_personal_data(now)? {
-            return Ok(());
-        }
-        if erased.redacted_at.is_some() {
-            checkout::remove_delivery_photos(app, &order).await?;
-        }
-        match checkout::write_unannounced(&app.store, &order, &erased, correlation_id, now).await {
-            Ok(()) => {
-                if erased.status.is_final() {
-                    erasure.redacted += 1;
-                } else {
-                    erasure.when_ended += 1;
-                }
-                return Ok(());
-            }
-            Err(CheckoutError::Changed) if retry.wait().await => {
-                match app.store.order(order.order_id).await? {
-                    Some(current) => order = current,
-                    None => return Ok(()),
-                }
-            }
-            Err(other) => return Err(other.into()),
-        }
-    }
-}
-
 impl From<DeliveryError> for ApiError {
     fn from(error: DeliveryError) -> Self {
         match error {
@@ -352,7 +240,6 @@ impl From<DeliveryError> for ApiError {
             DeliveryError::Domain(error) => error.into(),
             DeliveryError::Store(error) => error.into(),
             DeliveryError::Checkout(error) => error.into(),
-            DeliveryError::Reviews(error) => (*error).into(),
         }
     }
 }

@@ -1,0 +1,6 @@
+//! Smart vases: what a vase sends (heartbeats and readings), the offline sweep, and the
+//! registration saga with IoT Core.
+
+#[cfg(feature = "iot")]
+pub mod vase_saga;
+pub mod vases;
