@@ -352,12 +352,14 @@ mod tests {
         }
     }
 
-    fn by_body(message: &Message) -> Outcome<usize> {
-        match message.body.as_str() {
+    /// `bad` can never be handled, `later` not now, anything else is done (its length).
+    async fn settle_by_body(message: Message) -> (Message, Outcome<usize>) {
+        let outcome = match message.body.as_str() {
             "bad" => Outcome::Reject("malformed".into()),
             "later" => Outcome::Retry("table unavailable".into()),
             body => Outcome::Done(body.len()),
-        }
+        };
+        (message, outcome)
     }
 
     #[tokio::test]
@@ -367,10 +369,7 @@ mod tests {
             messages(&["a", "bad", "later", "ccc", "bad"]),
             Plan::at_once(4),
             |_| None,
-            |m| async move {
-                let outcome = by_body(&m);
-                (m, outcome)
-            },
+            settle_by_body,
             Some(&parking),
         )
         .await;
@@ -406,10 +405,7 @@ mod tests {
             messages(&["bad", "ok"]),
             Plan::ONE_AT_A_TIME,
             |_| None,
-            |m| async move {
-                let outcome = by_body(&m);
-                (m, outcome)
-            },
+            settle_by_body,
             Some(&parking),
         )
         .await;
@@ -420,10 +416,7 @@ mod tests {
             messages(&["bad"]),
             Plan::ONE_AT_A_TIME,
             |_| None,
-            |m| async move {
-                let outcome = by_body(&m);
-                (m, outcome)
-            },
+            settle_by_body,
             None,
         )
         .await;
