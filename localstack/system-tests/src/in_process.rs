@@ -8,72 +8,32 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
+use bouquet_app::iot::Registrar;
 use bouquet_app::App;
 use bouquet_http::lambda_http::{self, Body, Error, Request, Response};
 use bouquet_http::Route;
 use devstack::lambda::{Invoke, InvokeError, Resolver};
-use register_vase::Registrar;
 
 pub type HttpHandler = fn(InProcess, Request) -> BoxFuture<'static, Result<Response<Body>, Error>>;
 
 macro_rules! http_functions {
-    ($($binary:literal => $krate:ident),* $(,)?) => {
+    ($($binary:literal => $module:ident),* $(,)?) => {
         /// (binary, the route the crate declares, its handler) of every HTTP function.
         pub const HTTP_FUNCTIONS: &[(&str, Route, HttpHandler)] = &[
-            $(($binary, $krate::ROUTE, |f, request| Box::pin(async move { $krate::handler(&f.ported(), request).await }))),*
+            $(($binary, $module::ROUTE, |f, request| Box::pin(async move { $module::handler(&f.ported(), request).await }))),*
         ];
     };
 }
 
-http_functions! {
-    "create-vendor" => create_vendor,
-    "list-bouquets" => list_bouquets,
-    "get-bouquet" => get_bouquet,
-    "create-bouquet" => create_bouquet,
-    "update-bouquet" => update_bouquet,
-    "withdraw-bouquet" => withdraw_bouquet,
-    "create-order" => create_order,
-    "list-orders" => list_orders,
-    "get-order" => get_order,
-    "pay-order" => pay_order,
-    "cancel-order" => cancel_order,
-    "fulfil-order" => fulfil_order,
-    "accept-order" => accept_order,
-    "dispatch-order" => dispatch_order,
-    "reject-order" => reject_order,
-    "put-order-delivery" => put_order_delivery,
-    "get-delivery-settings" => get_delivery_settings,
-    "put-delivery-settings" => put_delivery_settings,
-    "erase-personal-data" => erase_personal_data,
-    "get-cart" => get_cart,
-    "put-cart-item" => put_cart_item,
-    "delete-cart-item" => delete_cart_item,
-    "get-vendor-analytics" => get_vendor_analytics,
-    "get-vendor-earnings" => get_vendor_earnings,
-    "get-marketplace-commission" => get_marketplace_commission,
-    "get-order-invoice" => get_order_invoice,
-    "create-review" => create_review,
-    "list-shop-reviews" => list_shop_reviews,
-    "edit-review" => edit_review,
-    "answer-review" => answer_review,
-    "hide-review" => hide_review,
-    "list-vases" => list_vases,
-    "get-vase-telemetry" => get_vase_telemetry,
-    "get-photo-upload" => get_photo_upload,
-    "get-delivery-photo-upload" => get_delivery_photo_upload,
-    "list-vendors" => list_vendors,
-    "suspend-vendor" => suspend_vendor,
-    "set-vendor-commission" => set_vendor_commission,
-    "reinstate-vendor" => reinstate_vendor,
-    "register-vase" => register_vase,
-    "rotate-vase-certificate" => rotate_vase_certificate,
-    "decommission-vase" => decommission_vase,
-    "add-vendor-member" => add_vendor_member,
-    "start-payout-onboarding" => start_payout_onboarding,
-    "request-photo-upload" => request_photo_upload,
-    "request-delivery-photo-upload" => request_delivery_photo_upload,
-    "payment-webhook" => payment_webhook,
+/// Every HTTP function's crate, as a module of this one (`build.rs` finds them under
+/// `functions/`), and [`HTTP_FUNCTIONS`], their table.
+pub mod routes {
+    use super::*;
+
+    include!(concat!(env!("OUT_DIR"), "/http_functions.rs"));
 }
+
+pub use routes::HTTP_FUNCTIONS;
 
 /// The functions an EventBridge schedule triggers.
 pub const SCHEDULED_FUNCTIONS: &[&str] = &[

@@ -220,7 +220,7 @@ pub fn function_binary(name: &str) -> PathBuf {
 /// A bearer token the tests' local API accepts.
 /// `app` with `registrar` as its IoT Core port (a test's registry: the emulator's, or one
 /// that fails on purpose).
-pub fn with_registrar(app: &App, registrar: &register_vase::Registrar) -> App {
+pub fn with_registrar(app: &App, registrar: &bouquet_app::iot::Registrar) -> App {
     let ports = app
         .ports
         .clone()
@@ -283,7 +283,7 @@ pub fn account_report(account: &str, vendor_id: &str, enabled: bool, created: i6
 pub struct TestCloud {
     pub app: App,
     /// `register-vase`'s IoT Core: the emulator's, with a test vase policy.
-    pub registrar: Arc<register_vase::Registrar>,
+    pub registrar: Arc<bouquet_app::iot::Registrar>,
     pub clock: Arc<ManualClock>,
     /// `add-vendor-member`'s directory: one in memory unless a test puts moto's pool in.
     pub directory: Arc<dyn bouquet_app::directory::UserDirectory>,
@@ -332,7 +332,7 @@ impl TestCloud {
                 dynamodb_endpoint()
             );
         }
-        let registrar = Arc::new(register_vase::Registrar {
+        let registrar = Arc::new(bouquet_app::iot::Registrar {
             registry: vases::emulator_registry().await,
             policy: vases::test_vase_policy().await,
         });

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use bouquet_app::domain::Timestamp;
+use bouquet_app::iot::Registrar;
 use bouquet_iot::{AwsDeviceRegistry, DeviceRegistry};
 use ingest_vase_messages::{BatchReport, Ingest};
-use register_vase::Registrar;
 
 use crate::{emulator_sdk_config, ApiRequest, ApiResponse, TestCloud};
 
@@ -136,7 +136,7 @@ impl TestCloud {
     ) -> ApiResponse {
         let app = crate::with_registrar(&self.app, registrar);
         ApiResponse::from(
-            register_vase::handler(&app, request.build())
+            crate::in_process::routes::register_vase::handler(&app, request.build())
                 .await
                 .expect("handlers always answer"),
         )

@@ -22,12 +22,12 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use bouquet_app::domain::{Timestamp, VaseId};
+use bouquet_app::iot::Registrar;
 use bouquet_app::realtime::ApiGatewayPusher;
 use bouquet_iot::{AwsDeviceRegistry, DeviceRegistry, NewThing};
 use bouquet_template::Template;
 use devstack::websocket::{Limits, LocalWebSocketApi};
 use ingest_vase_messages::Ingest;
-use register_vase::Registrar;
 use system_tests::iam::{
     event_bus_arn, queue_arn, queue_url_arn, table_arn, Access, AccessRecorder, Names, Policy,
 };
@@ -909,7 +909,7 @@ async fn every_function_flow() {
     let rotated = seen
         .of(
             "rotate-vase-certificate",
-            rotate_vase_certificate::handler(
+            system_tests::in_process::routes::rotate_vase_certificate::handler(
                 &system_tests::with_registrar(&cloud.app, &registrar),
                 ApiRequest::fixture("rotate-vase-certificate")
                     .vendor(&vendor)
@@ -923,7 +923,7 @@ async fn every_function_flow() {
     let decommissioned = seen
         .of(
             "decommission-vase",
-            decommission_vase::handler(
+            system_tests::in_process::routes::decommission_vase::handler(
                 &system_tests::with_registrar(&cloud.app, &registrar),
                 ApiRequest::fixture("decommission-vase")
                     .vendor(&vendor)

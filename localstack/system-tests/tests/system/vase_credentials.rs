@@ -35,9 +35,16 @@ async fn call(
     let app = system_tests::with_registrar(&cloud.app, registrar);
     ApiResponse::from(
         match binary {
-            "register-vase" => register_vase::handler(&app, request).await,
-            "rotate-vase-certificate" => rotate_vase_certificate::handler(&app, request).await,
-            "decommission-vase" => decommission_vase::handler(&app, request).await,
+            "register-vase" => {
+                system_tests::in_process::routes::register_vase::handler(&app, request).await
+            }
+            "rotate-vase-certificate" => {
+                system_tests::in_process::routes::rotate_vase_certificate::handler(&app, request)
+                    .await
+            }
+            "decommission-vase" => {
+                system_tests::in_process::routes::decommission_vase::handler(&app, request).await
+            }
             other => panic!("no vase credential route {other}"),
         }
         .expect("handlers always answer"),

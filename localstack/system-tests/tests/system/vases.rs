@@ -9,8 +9,8 @@ use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
 use bouquet_app::domain::Timestamp;
+use bouquet_app::iot::Registrar;
 use bouquet_iot::{Certificate, DeviceRegistry, IotError, NewThing, Page, Thing};
-use register_vase::Registrar;
 use system_tests::vases::{
     emulator_registry, heartbeat, reading, rule_output, sqs_records, test_vase_policy,
 };
