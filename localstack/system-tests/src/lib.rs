@@ -1,7 +1,7 @@
 //! The system tests' harness, on top of everything. Every test gets its own table (a unique
 //! name, created from `template.yaml`) on the AWS emulator at `AWS_ENDPOINT_URL`, its own
-//! manual clock, and calls the real handlers with API Gateway v2 requests built from the
-//! `events/` fixtures.
+//! manual clock, and calls the real handlers with API Gateway v2 requests built from each
+//! route's example in `infra/openapi.yaml` (`bouquet_testkit::contract`).
 //!
 //! A test that needs the emulator fails loudly when it cannot reach it; it never skips.
 
@@ -61,7 +61,7 @@ pub async fn scan_all(
     }
 }
 
-/// The request API Gateway sends the HTTP function `binary`: its `events/` fixture.
+/// The request API Gateway sends the HTTP function `binary`: its OpenAPI operation's example.
 pub fn fixture(binary: &str) -> ApiRequest {
     ApiRequest::fixture(binary)
 }

@@ -1,5 +1,5 @@
 //! Test support that sits on the shared crates only: the emulator's SDK configuration, a
-//! DynamoDB call counter, API Gateway v2 request fixtures from `events/` and their answers,
+//! DynamoDB call counter, API Gateway v2 requests made from the HTTP contract and their answers,
 //! a small HTTP client. The system tests (`localstack/system-tests`) build on it.
 //!
 //! A test that needs the emulator fails loudly when it cannot reach it; it never skips.
@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 use bouquet_app::domain::Timestamp;
 use bouquet_http::lambda_http::{self, Body, Request, RequestExt};
 
+pub mod contract;
 pub mod http_client;
 
 pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:4566";
@@ -141,7 +142,7 @@ pub async fn emulator_sdk_config() -> aws_config::SdkConfig {
     builder.service_config(LocalCloudEndpoints).build()
 }
 
-/// An API Gateway v2 request, starting from a fixture in `events/`.
+/// An API Gateway v2 request, starting from its route's example ([`contract::route_event`]).
 #[derive(Clone, Debug)]
 pub struct ApiRequest {
     event: Value,
@@ -149,14 +150,13 @@ pub struct ApiRequest {
 }
 
 impl ApiRequest {
+    /// The example request of the HTTP function `binary`, as its OpenAPI operation gives it.
     pub fn fixture(binary: &str) -> Self {
-        let path = repository_root()
-            .join("events")
-            .join(format!("{binary}.json"));
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()));
+        let event = contract::route_event(binary).unwrap_or_else(|| {
+            panic!("infra/openapi.yaml has no operation with `x-function: {binary}`")
+        });
         Self {
-            event: serde_json::from_str(&text).expect("fixtures are JSON"),
+            event,
             deadline_in: None,
         }
     }

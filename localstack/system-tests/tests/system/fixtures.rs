@@ -1,5 +1,5 @@
-//! Each `events/` fixture, exactly as committed, is a request its function answers with a
-//! well-formed response (never a 5xx) against an empty table.
+//! Each route's example request (its OpenAPI operation's, as API Gateway sends it) gets a
+//! well-formed answer from its function (never a 5xx) against an empty table.
 
 use system_tests::in_process::HTTP_FUNCTIONS;
 use system_tests::{by_vendor, fixture, Outcome, PathParams, TestCloud};

@@ -1,5 +1,6 @@
-//! template.yaml is the source of wiring: every route has a function crate, a fixture and a
-//! handler the dev stack serves, and every function crate is in the template.
+//! template.yaml is the source of wiring: every route has a function crate, an OpenAPI
+//! operation (its example request is the route's fixture) and a handler the dev stack serves,
+//! and every function crate is in the template; every other function has its `events/` payload.
 
 use std::collections::BTreeSet;
 
@@ -39,12 +40,18 @@ fn template_functions_crates_fixtures_and_routes_agree() {
             manifest.contains(&format!("name = \"{binary}\"")),
             "functions/{binary} must build a binary named {binary} (BuildProperties.Binary)"
         );
+    }
+    let http: BTreeSet<&str> = HTTP_FUNCTIONS
+        .iter()
+        .map(|(binary, _, _)| *binary)
+        .collect();
+    for binary in crates.iter().filter(|b| !http.contains(b.as_str())) {
         assert!(
             repository_root()
                 .join("events")
                 .join(format!("{binary}.json"))
                 .is_file(),
-            "events/{binary}.json is missing"
+            "write events/{binary}.json: {binary}'s trigger payload (an HTTP function's is its OpenAPI operation's example)"
         );
     }
 
@@ -70,27 +77,30 @@ fn template_functions_crates_fixtures_and_routes_agree() {
     );
 }
 
+/// Each route's fixture is made from its operation: it names its route, carries claims iff
+/// the route is protected, and parses as `lambda_http` parses API Gateway's event.
 #[test]
 fn every_route_fixture_names_its_route() {
     let template = Template::repository().unwrap();
     for route in template.http_routes().unwrap() {
-        let text = std::fs::read_to_string(
-            repository_root()
-                .join("events")
-                .join(format!("{}.json", route.binary)),
-        )
-        .unwrap();
-        let event: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let request = system_tests::fixture(&route.binary);
+        let event = request.event();
         assert_eq!(
             event["routeKey"],
             format!("{} {}", route.method, route.path),
-            "events/{}.json",
+            "infra/openapi.yaml: the operation with x-function: {}",
             route.binary
         );
         assert_eq!(
             event["requestContext"]["authorizer"].is_object(),
             route.authorized,
-            "events/{}.json: claims iff the route is protected",
+            "infra/openapi.yaml: {}'s security (claims iff the route is protected)",
+            route.binary
+        );
+        let built = request.build();
+        assert!(
+            !built.uri().path().contains('{'),
+            "{}: every path parameter has an example",
             route.binary
         );
     }
