@@ -5,23 +5,16 @@
 use bouquet_app::domain::identity::Email;
 use bouquet_app::domain::{FieldError, VendorId};
 use bouquet_app::members::{add_vendor_member, MembershipChange};
-use bouquet_app::App;
 use bouquet_http::lambda_http::http::StatusCode;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
+use bouquet_http::{ApiError, Ctx, Reply, Role};
 use serde::Deserialize;
 use serde_json::json;
 
-pub const ROUTE: Route =
-    Route::new("POST", "/v1/vendors/{vendorId}/members").for_the_shop_in_the_path();
+bouquet_http::route!(POST "/v1/vendors/{vendorId}/members" => handle, for_the_shop_in_the_path);
 
 #[derive(Deserialize)]
 struct NewMember {
     email: String,
-}
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
 }
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {

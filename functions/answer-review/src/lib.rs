@@ -2,21 +2,16 @@
 //! once (409 `review.already_answered` after).
 
 use bouquet_app::domain::OrderId;
-use bouquet_app::{reviews, App};
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use bouquet_app::reviews;
+use bouquet_http::{ApiError, Ctx, Reply};
 use serde::Deserialize;
 
-pub const ROUTE: Route = Route::new("PUT", "/v1/orders/{orderId}/review/answer");
+bouquet_http::route!(PUT "/v1/orders/{orderId}/review/answer" => handle);
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AnswerRequest {
     text: String,
-}
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
 }
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {

@@ -6,12 +6,10 @@ use bouquet_app::domain::bouquet::NewBouquet;
 use bouquet_app::domain::money::MoneyDto;
 use bouquet_app::domain::{Bouquet, VendorId};
 use bouquet_app::listing;
-use bouquet_app::App;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, KeyedRequest, Reply, Route};
+use bouquet_http::{ApiError, Ctx, KeyedRequest, Reply};
 use serde::Deserialize;
 
-pub const ROUTE: Route = Route::new("POST", "/v1/vendors/{vendorId}/bouquets");
+bouquet_http::route!(POST "/v1/vendors/{vendorId}/bouquets" => handle);
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -20,10 +18,6 @@ struct Listing {
     description: Option<String>,
     price: MoneyDto,
     vase_id: Option<String>,
-}
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
 }
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {

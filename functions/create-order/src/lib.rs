@@ -5,21 +5,15 @@
 use bouquet_app::domain::order::parse_bouquet_ids;
 use bouquet_app::domain::Order;
 use bouquet_app::reservation::{self, ReserveFrom};
-use bouquet_app::App;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, KeyedRequest, Reply, Role, Route};
+use bouquet_http::{ApiError, Ctx, KeyedRequest, Reply, Role};
 use serde::Deserialize;
 
-pub const ROUTE: Route = Route::new("POST", "/v1/orders");
+bouquet_http::route!(POST "/v1/orders" => handle);
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct ReservationBody {
     bouquet_ids: Vec<String>,
-}
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
 }
 
 fn reply(order: &Order) -> Result<Reply, ApiError> {

@@ -3,21 +3,15 @@
 
 use bouquet_app::domain::Vendor;
 use bouquet_app::listing;
-use bouquet_app::App;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, KeyedRequest, Reply, Role, Route};
+use bouquet_http::{ApiError, Ctx, KeyedRequest, Reply, Role};
 use serde::Deserialize;
 
-pub const ROUTE: Route = Route::new("POST", "/v1/vendors");
+bouquet_http::route!(POST "/v1/vendors" => handle);
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NewVendor {
     name: String,
-}
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
 }
 
 fn reply(vendor: &Vendor) -> Result<Reply, ApiError> {

@@ -10,16 +10,10 @@
 
 use bouquet_app::domain::VaseId;
 use bouquet_app::vase_saga;
-use bouquet_app::App;
 use bouquet_http::lambda_http::http::StatusCode;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use bouquet_http::{ApiError, Ctx, Reply};
 
-pub const ROUTE: Route = Route::new("DELETE", "/v1/vases/{vaseId}");
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
+bouquet_http::route!(DELETE "/v1/vases/{vaseId}" => handle);
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let registrar = ctx.app.ports.registrar().await?;

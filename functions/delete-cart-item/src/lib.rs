@@ -3,15 +3,9 @@
 
 use bouquet_app::cart;
 use bouquet_app::domain::BouquetId;
-use bouquet_app::App;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
+use bouquet_http::{ApiError, Ctx, Reply, Role};
 
-pub const ROUTE: Route = Route::new("DELETE", "/v1/cart/items/{bouquetId}");
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
+bouquet_http::route!(DELETE "/v1/cart/items/{bouquetId}" => handle);
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?.require(Role::Customer)?;

@@ -3,15 +3,10 @@
 
 use bouquet_app::domain::review::ReviewDraft;
 use bouquet_app::domain::OrderId;
-use bouquet_app::{reviews, App};
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use bouquet_app::reviews;
+use bouquet_http::{ApiError, Ctx, Reply};
 
-pub const ROUTE: Route = Route::new("PATCH", "/v1/orders/{orderId}/review");
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
+bouquet_http::route!(PATCH "/v1/orders/{orderId}/review" => handle);
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?;

@@ -4,15 +4,9 @@
 //! ([`bouquet_app::erasure::erase`]). Repeating it is harmless.
 
 use bouquet_app::erasure;
-use bouquet_app::App;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
+use bouquet_http::{ApiError, Ctx, Reply, Role};
 
-pub const ROUTE: Route = Route::new("POST", "/v1/me/erasure");
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
+bouquet_http::route!(POST "/v1/me/erasure" => handle);
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?.require(Role::Customer)?;

@@ -5,18 +5,10 @@
 //! shop gets 404.
 
 use bouquet_app::domain::{OrderId, UploadId};
-use bouquet_app::{photos, proof_of_delivery, App};
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use bouquet_app::{photos, proof_of_delivery};
+use bouquet_http::{ApiError, Ctx, Reply};
 
-pub const ROUTE: Route = Route::new(
-    "GET",
-    "/v1/orders/{orderId}/delivery-photo-uploads/{uploadId}",
-);
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
+bouquet_http::route!(GET "/v1/orders/{orderId}/delivery-photo-uploads/{uploadId}" => handle);
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let order_id = ctx.path("orderId", OrderId::parse)?;

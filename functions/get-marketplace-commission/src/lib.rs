@@ -2,18 +2,13 @@
 //! fees refunded) per day and shop, for the administrators (default: the last 30 days; at most
 //! 366). One `Query` on the marketplace's commission partition.
 
-use bouquet_app::{earnings, App};
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use bouquet_app::earnings;
+use bouquet_http::{ApiError, Ctx, Reply};
 use serde_json::json;
 
-pub const ROUTE: Route = Route::new("GET", "/v1/commission");
+bouquet_http::route!(GET "/v1/commission" => handle);
 
 const MAX_DAYS: u64 = 366;
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?;

@@ -3,15 +3,10 @@
 //! that was never paid has no invoice: 409 `order.invalid_state`.
 
 use bouquet_app::domain::OrderId;
-use bouquet_app::{invoice, App};
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use bouquet_app::invoice;
+use bouquet_http::{ApiError, Ctx, Reply};
 
-pub const ROUTE: Route = Route::new("GET", "/v1/orders/{orderId}/invoice");
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
+bouquet_http::route!(GET "/v1/orders/{orderId}/invoice" => handle);
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?;

@@ -4,15 +4,10 @@
 //! (its sizes are private; the order keeps only their keys).
 
 use bouquet_app::domain::OrderId;
-use bouquet_app::{proof_of_delivery, queries, reviews, App};
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use bouquet_app::{proof_of_delivery, queries, reviews};
+use bouquet_http::{ApiError, Ctx, Reply};
 
-pub const ROUTE: Route = Route::new("GET", "/v1/orders/{orderId}");
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
+bouquet_http::route!(GET "/v1/orders/{orderId}" => handle);
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?;

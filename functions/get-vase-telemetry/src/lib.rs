@@ -6,18 +6,12 @@ use std::time::Duration;
 
 use bouquet_app::domain::{FieldError, Timestamp, VaseId};
 use bouquet_app::queries;
-use bouquet_app::App;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
+use bouquet_http::{ApiError, Ctx, Reply, Role};
 use serde_json::json;
 
-pub const ROUTE: Route = Route::new("GET", "/v1/vases/{vaseId}/telemetry");
+bouquet_http::route!(GET "/v1/vases/{vaseId}/telemetry" => handle);
 
 const DEFAULT_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let vase_id = ctx.path("vaseId", VaseId::parse)?;

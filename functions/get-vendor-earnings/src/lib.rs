@@ -5,17 +5,12 @@
 //! shop, side by side, then the provider's payouts list.
 
 use bouquet_app::domain::VendorId;
-use bouquet_app::{earnings, App};
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use bouquet_app::earnings;
+use bouquet_http::{ApiError, Ctx, Reply};
 
-pub const ROUTE: Route = Route::new("GET", "/v1/vendors/{vendorId}/earnings");
+bouquet_http::route!(GET "/v1/vendors/{vendorId}/earnings" => handle);
 
 const MAX_DAYS: u64 = 366;
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let vendor_id = ctx.path("vendorId", VendorId::parse)?;

@@ -3,21 +3,16 @@
 //! stops counting it. Hiding it again changes nothing.
 
 use bouquet_app::domain::OrderId;
-use bouquet_app::{reviews, App};
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use bouquet_app::reviews;
+use bouquet_http::{ApiError, Ctx, Reply};
 use serde::Deserialize;
 
-pub const ROUTE: Route = Route::new("PUT", "/v1/orders/{orderId}/review/hidden");
+bouquet_http::route!(PUT "/v1/orders/{orderId}/review/hidden" => handle);
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct HideRequest {
     reason: String,
-}
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
 }
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {

@@ -6,16 +6,10 @@
 //! Paginated with `?limit=` and `?cursor=`.
 
 use bouquet_app::bouquets;
-use bouquet_app::App;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use bouquet_http::{ApiError, Ctx, Reply};
 use serde_json::json;
 
-pub const ROUTE: Route = Route::new("GET", "/v1/bouquets");
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
+bouquet_http::route!(GET "/v1/bouquets" => handle);
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let limit = ctx.limit()?;

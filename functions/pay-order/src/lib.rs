@@ -7,23 +7,17 @@
 
 use bouquet_app::domain::{Order, OrderId};
 use bouquet_app::payment::{self, Paid};
-use bouquet_app::App;
 use bouquet_http::lambda_http::http::StatusCode;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::owned::{order_idempotency, order_reply};
-use bouquet_http::{run, ApiError, Ctx, KeyedRequest, Reply, Role, Route};
+use bouquet_http::{ApiError, Ctx, KeyedRequest, Reply, Role};
 use serde::Deserialize;
 
-pub const ROUTE: Route = Route::new("POST", "/v1/orders/{orderId}/payment");
+bouquet_http::route!(POST "/v1/orders/{orderId}/payment" => handle);
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Payment {
     payment_token: String,
-}
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
 }
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {

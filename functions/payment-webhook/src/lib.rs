@@ -25,18 +25,13 @@ use bouquet_app::checkout::{self, CheckoutError, Settled, Settlement};
 use bouquet_app::domain::vendor::AccountReport;
 use bouquet_app::domain::{FieldError, OrderId, Timestamp, VendorId};
 use bouquet_app::idempotency::IdempotencyPut;
+use bouquet_app::metrics;
 use bouquet_app::payments::stripe_webhook::{self, PaymentEvent};
 use bouquet_app::payouts::{self, Reported};
-use bouquet_app::{metrics, App};
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use bouquet_http::{ApiError, Ctx, Reply};
 use serde_json::json;
 
-pub const ROUTE: Route = Route::new("POST", "/v1/payments/webhook");
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
+bouquet_http::route!(POST "/v1/payments/webhook" => handle);
 
 /// Whether this deployment takes live-mode events (`STRIPE_LIVEMODE=true`, the prod stage's);
 /// read once per container.

@@ -6,16 +6,10 @@
 use bouquet_app::delivery;
 use bouquet_app::domain::delivery::DeliveryRequest;
 use bouquet_app::domain::{Order, OrderId};
-use bouquet_app::App;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::owned::{order_idempotency, order_reply};
-use bouquet_http::{run, ApiError, Ctx, KeyedRequest, Reply, Role, Route};
+use bouquet_http::{ApiError, Ctx, KeyedRequest, Reply, Role};
 
-pub const ROUTE: Route = Route::new("PUT", "/v1/orders/{orderId}/delivery");
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
+bouquet_http::route!(PUT "/v1/orders/{orderId}/delivery" => handle);
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?.require(Role::Customer)?;

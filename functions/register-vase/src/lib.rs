@@ -8,13 +8,11 @@
 use bouquet_app::domain::vase::Vase;
 use bouquet_app::domain::VendorId;
 use bouquet_app::vase_saga::{self, Registered};
-use bouquet_app::App;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, KeyedRequest, Reply, Route};
+use bouquet_http::{ApiError, Ctx, KeyedRequest, Reply};
 use serde::Deserialize;
 use serde_json::json;
 
-pub const ROUTE: Route = Route::new("POST", "/v1/vendors/{vendorId}/vases");
+bouquet_http::route!(POST "/v1/vendors/{vendorId}/vases" => handle);
 
 /// What registration needs besides the app: IoT Core and the vase policy's name.
 pub use bouquet_app::iot::Registrar;
@@ -23,10 +21,6 @@ pub use bouquet_app::iot::Registrar;
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct Registration {}
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
 
 /// The answer: the vase, its certificate and (this once) private key, the IoT data endpoint
 /// and its topics. The stored copy for replays is the same without the key.

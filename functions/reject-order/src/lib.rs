@@ -2,17 +2,10 @@
 
 use bouquet_app::domain::OrderId;
 use bouquet_app::orders::Action;
-use bouquet_app::App;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
 use bouquet_http::owned::order_transition;
-use bouquet_http::{run, ApiError, Ctx, Reply, Role, Route};
+use bouquet_http::{ApiError, Ctx, Reply, Role};
 
-pub const ROUTE: Route =
-    Route::new("POST", "/v1/orders/{orderId}/reject").goes_on_while_suspended();
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
+bouquet_http::route!(POST "/v1/orders/{orderId}/reject" => handle, goes_on_while_suspended);
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     ctx.caller()?.require(Role::Vendor)?;

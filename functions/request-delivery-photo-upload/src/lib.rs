@@ -7,16 +7,10 @@
 
 use bouquet_app::domain::OrderId;
 use bouquet_app::photos::{UploadRequest, UploadTicket};
-use bouquet_app::{proof_of_delivery, App};
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, KeyedRequest, Reply, Route};
+use bouquet_app::proof_of_delivery;
+use bouquet_http::{ApiError, Ctx, KeyedRequest, Reply};
 
-pub const ROUTE: Route =
-    Route::new("POST", "/v1/orders/{orderId}/delivery-photo-uploads").goes_on_while_suspended();
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
+bouquet_http::route!(POST "/v1/orders/{orderId}/delivery-photo-uploads" => handle, goes_on_while_suspended);
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let signer = ctx.app.ports.photo_signer().await?;

@@ -6,15 +6,9 @@
 
 use bouquet_app::domain::BouquetId;
 use bouquet_app::photos::{self, UploadRequest};
-use bouquet_app::App;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, KeyedRequest, Reply, Route};
+use bouquet_http::{ApiError, Ctx, KeyedRequest, Reply};
 
-pub const ROUTE: Route = Route::new("POST", "/v1/bouquets/{bouquetId}/photo-uploads");
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
+bouquet_http::route!(POST "/v1/bouquets/{bouquetId}/photo-uploads" => handle);
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let signer = ctx.app.ports.photo_signer().await?;

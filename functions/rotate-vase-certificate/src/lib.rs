@@ -11,22 +11,16 @@
 
 use bouquet_app::domain::VaseId;
 use bouquet_app::vase_saga::{self, Rotated};
-use bouquet_app::App;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, KeyedRequest, Reply, Route};
+use bouquet_http::{ApiError, Ctx, KeyedRequest, Reply};
 use serde::Deserialize;
 use serde_json::json;
 
-pub const ROUTE: Route = Route::new("POST", "/v1/vases/{vaseId}/certificate");
+bouquet_http::route!(POST "/v1/vases/{vaseId}/certificate" => handle);
 
 /// The body is optional; nothing is required to rotate.
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct Rotation {}
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
 
 /// The new credentials; the stored copy for replays is the same without the key.
 fn reply(rotated: &Rotated, with_key: bool) -> Result<Reply, ApiError> {

@@ -6,13 +6,11 @@
 use bouquet_app::domain::commission::CommissionRate;
 use bouquet_app::domain::{FieldError, VendorId};
 use bouquet_app::shops;
-use bouquet_app::App;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use bouquet_http::{ApiError, Ctx, Reply};
 use serde::Deserialize;
 use serde_json::Value;
 
-pub const ROUTE: Route = Route::new("PUT", "/v1/vendors/{vendorId}/commission");
+bouquet_http::route!(PUT "/v1/vendors/{vendorId}/commission" => handle);
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -25,10 +23,6 @@ struct CommissionRequest {
 /// `Some` for any value the body gave, `null` included: only an absent field is `None`.
 fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
     Value::deserialize(deserializer).map(Some)
-}
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
 }
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {

@@ -8,13 +8,11 @@ use bouquet_app::domain::vendor::{return_url, ConsoleOrigins};
 use bouquet_app::domain::{Validation, VendorId};
 use bouquet_app::payments::OnboardingLinks;
 use bouquet_app::payouts;
-use bouquet_app::App;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use bouquet_http::{ApiError, Ctx, Reply};
 use serde::Deserialize;
 use serde_json::json;
 
-pub const ROUTE: Route = Route::new("POST", "/v1/vendors/{vendorId}/payouts/onboarding");
+bouquet_http::route!(POST "/v1/vendors/{vendorId}/payouts/onboarding" => handle);
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -28,10 +26,6 @@ struct OnboardingRequest {
 static CONSOLE: std::sync::LazyLock<ConsoleOrigins> = std::sync::LazyLock::new(|| {
     ConsoleOrigins::parse(&std::env::var("CONSOLE_ORIGINS").unwrap_or_default())
 });
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let caller = ctx.caller()?;

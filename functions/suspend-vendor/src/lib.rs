@@ -5,16 +5,10 @@
 
 use bouquet_app::domain::VendorId;
 use bouquet_app::shops;
-use bouquet_app::App;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use bouquet_http::{ApiError, Ctx, Reply};
 use serde_json::json;
 
-pub const ROUTE: Route = Route::new("PUT", "/v1/vendors/{vendorId}/suspension");
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
+bouquet_http::route!(PUT "/v1/vendors/{vendorId}/suspension" => handle);
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let vendor_id = ctx.path("vendorId", VendorId::parse)?;

@@ -6,12 +6,10 @@ use bouquet_app::bouquets;
 use bouquet_app::domain::bouquet::BouquetChange;
 use bouquet_app::domain::money::MoneyDto;
 use bouquet_app::domain::{Bouquet, BouquetId};
-use bouquet_app::App;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use bouquet_http::{ApiError, Ctx, Reply};
 use serde::Deserialize;
 
-pub const ROUTE: Route = Route::new("PATCH", "/v1/bouquets/{bouquetId}");
+bouquet_http::route!(PATCH "/v1/bouquets/{bouquetId}" => handle);
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -19,10 +17,6 @@ struct Patch {
     name: Option<String>,
     description: Option<String>,
     price: Option<MoneyDto>,
-}
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
 }
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {

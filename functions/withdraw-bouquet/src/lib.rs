@@ -5,15 +5,9 @@
 
 use bouquet_app::bouquets;
 use bouquet_app::domain::BouquetId;
-use bouquet_app::App;
-use bouquet_http::lambda_http::{Body, Error, Request, Response};
-use bouquet_http::{run, ApiError, Ctx, Reply, Route};
+use bouquet_http::{ApiError, Ctx, Reply};
 
-pub const ROUTE: Route = Route::new("DELETE", "/v1/bouquets/{bouquetId}");
-
-pub async fn handler(app: &App, request: Request) -> Result<Response<Body>, Error> {
-    run(app, request, ROUTE, handle).await
-}
+bouquet_http::route!(DELETE "/v1/bouquets/{bouquetId}" => handle);
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     let bouquet_id = ctx.path("bouquetId", BouquetId::parse)?;

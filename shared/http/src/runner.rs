@@ -27,7 +27,34 @@ macro_rules! main {
     };
 }
 
-/// What the macro's expansion calls; not an API.
+/// A route's declaration in its crate's `lib.rs`: `ROUTE` (method, path and what differs from
+/// the pipeline's rules) and `handler(&App, Request)`, the pipeline ([`run`](crate::run))
+/// around the crate's `handle(&Ctx)`.
+///
+/// - `route!(POST "/v1/orders" => handle);`
+/// - `route!(POST "/v1/orders/{orderId}/accept" => handle, goes_on_while_suspended);`: each name
+///   after the handle is a [`Route`](crate::Route) option.
+#[macro_export]
+macro_rules! route {
+    ($method:ident $path:literal => $handle:ident $(, $option:ident)* $(,)?) => {
+        /// This function's route (its template entry and OpenAPI operation say the same; the
+        /// consistency tests check).
+        pub const ROUTE: $crate::Route = $crate::Route::new(stringify!($method), $path)$(.$option())*;
+
+        /// What `lambda_http` calls: the pipeline around this crate's `handle`.
+        pub async fn handler(
+            app: &$crate::__runner::App,
+            request: $crate::lambda_http::Request,
+        ) -> ::core::result::Result<
+            $crate::lambda_http::Response<$crate::lambda_http::Body>,
+            $crate::lambda_http::Error,
+        > {
+            $crate::run(app, request, ROUTE, $handle).await
+        }
+    };
+}
+
+/// What the macros' expansions call; not an API.
 #[doc(hidden)]
 pub mod __runner {
     pub use bouquet_app::__runner::{block_on, start};

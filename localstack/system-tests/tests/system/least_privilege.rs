@@ -1163,9 +1163,14 @@ async fn every_function_flow() {
     // its reads are checked from the start; a flow of its own, on data, proves its writes.
     for (binary, _, _) in HTTP_FUNCTIONS {
         if !seen.by_function.contains_key(*binary) {
-            let response = seen.of(binary, cloud.call(binary, ApiRequest::fixture(binary))).await;
+            let response = seen
+                .of(binary, cloud.call(binary, ApiRequest::fixture(binary)))
+                .await;
             assert!(response.status < 500, "{binary}: {}", response.body);
-            eprintln!("{binary}: checked on its example request only ({})", response.status);
+            eprintln!(
+                "{binary}: checked on its example request only ({})",
+                response.status
+            );
         }
     }
 
