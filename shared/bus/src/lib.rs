@@ -12,8 +12,6 @@
 
 use std::collections::HashSet;
 
-use futures::future::BoxFuture;
-
 use bouquet_events::{OutboxItem, StreamRecord, SOURCE};
 use bouquet_retry::Retry;
 
@@ -91,13 +89,11 @@ pub fn outgoing(records: impl IntoIterator<Item = StreamRecord>) -> (Vec<Outgoin
 pub type EntryResult = Result<(), EntryFailure>;
 
 /// Where events go: EventBridge in production, fakes in tests.
+#[async_trait::async_trait]
 pub trait EventSink: Send + Sync {
     /// Publishes `entries`; `Ok` holds one result per entry, in order. `Err` means the whole
     /// call failed (nothing can be assumed published).
-    fn put_events<'a>(
-        &'a self,
-        entries: &'a [OutboxItem],
-    ) -> BoxFuture<'a, Result<Vec<EntryResult>, CallError>>;
+    async fn put_events(&self, entries: &[OutboxItem]) -> Result<Vec<EntryResult>, CallError>;
 }
 
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -258,43 +254,39 @@ pub struct EventBridgeSink {
     pub bus_name: String,
 }
 
+#[async_trait::async_trait]
 impl EventSink for EventBridgeSink {
-    fn put_events<'a>(
-        &'a self,
-        entries: &'a [OutboxItem],
-    ) -> BoxFuture<'a, Result<Vec<EntryResult>, CallError>> {
-        Box::pin(async move {
-            use aws_sdk_eventbridge::primitives::DateTime;
-            use aws_sdk_eventbridge::types::PutEventsRequestEntry;
-            let request = entries.iter().map(|e| {
-                PutEventsRequestEntry::builder()
-                    .event_bus_name(&self.bus_name)
-                    .source(SOURCE)
-                    .detail_type(&e.event_name)
-                    .detail(&e.detail)
-                    .time(DateTime::from_millis(e.occurred_at))
-                    .set_trace_header(e.trace_header.clone())
-                    .build()
-            });
-            let output = self
-                .client
-                .put_events()
-                .set_entries(Some(request.collect()))
-                .send()
-                .await
-                .map_err(call_error)?;
-            Ok(output
-                .entries()
-                .iter()
-                .map(|entry| match entry.error_code() {
-                    Some(code) => Err(EntryFailure {
-                        code: code.to_owned(),
-                        message: entry.error_message().unwrap_or_default().to_owned(),
-                    }),
-                    None => Ok(()),
-                })
-                .collect())
-        })
+    async fn put_events(&self, entries: &[OutboxItem]) -> Result<Vec<EntryResult>, CallError> {
+        use aws_sdk_eventbridge::primitives::DateTime;
+        use aws_sdk_eventbridge::types::PutEventsRequestEntry;
+        let request = entries.iter().map(|e| {
+            PutEventsRequestEntry::builder()
+                .event_bus_name(&self.bus_name)
+                .source(SOURCE)
+                .detail_type(&e.event_name)
+                .detail(&e.detail)
+                .time(DateTime::from_millis(e.occurred_at))
+                .set_trace_header(e.trace_header.clone())
+                .build()
+        });
+        let output = self
+            .client
+            .put_events()
+            .set_entries(Some(request.collect()))
+            .send()
+            .await
+            .map_err(call_error)?;
+        Ok(output
+            .entries()
+            .iter()
+            .map(|entry| match entry.error_code() {
+                Some(code) => Err(EntryFailure {
+                    code: code.to_owned(),
+                    message: entry.error_message().unwrap_or_default().to_owned(),
+                }),
+                None => Ok(()),
+            })
+            .collect())
     }
 }
 
@@ -398,38 +390,34 @@ mod tests {
             })
     }
 
+    #[async_trait::async_trait]
     impl EventSink for FlakyBus {
-        fn put_events<'a>(
-            &'a self,
-            entries: &'a [OutboxItem],
-        ) -> BoxFuture<'a, Result<Vec<EntryResult>, CallError>> {
-            Box::pin(async move {
-                let call = {
-                    let mut calls = self.calls.lock().unwrap();
-                    *calls += 1;
-                    *calls
-                };
-                if self.fail_every_nth_call > 0 && call % self.fail_every_nth_call == 0 {
-                    return Err(CallError::Throttled);
-                }
-                let mut failures = self.failures.lock().unwrap();
-                Ok(entries
-                    .iter()
-                    .map(|e| {
-                        let tries = failures.entry(e.event_id.clone()).or_default();
-                        *tries += 1;
-                        if hash(&e.event_id, *tries) % 100 < self.entry_failure_percent {
-                            Err(EntryFailure {
-                                code: "InternalFailure".into(),
-                                message: String::new(),
-                            })
-                        } else {
-                            self.published.lock().unwrap().push(e.event_id.clone());
-                            Ok(())
-                        }
-                    })
-                    .collect())
-            })
+        async fn put_events(&self, entries: &[OutboxItem]) -> Result<Vec<EntryResult>, CallError> {
+            let call = {
+                let mut calls = self.calls.lock().unwrap();
+                *calls += 1;
+                *calls
+            };
+            if self.fail_every_nth_call > 0 && call % self.fail_every_nth_call == 0 {
+                return Err(CallError::Throttled);
+            }
+            let mut failures = self.failures.lock().unwrap();
+            Ok(entries
+                .iter()
+                .map(|e| {
+                    let tries = failures.entry(e.event_id.clone()).or_default();
+                    *tries += 1;
+                    if hash(&e.event_id, *tries) % 100 < self.entry_failure_percent {
+                        Err(EntryFailure {
+                            code: "InternalFailure".into(),
+                            message: String::new(),
+                        })
+                    } else {
+                        self.published.lock().unwrap().push(e.event_id.clone());
+                        Ok(())
+                    }
+                })
+                .collect())
         }
     }
 
@@ -518,30 +506,30 @@ mod tests {
             record(4, "a", 3),
         ];
         struct FailFirstOfA(Mutex<Vec<Vec<String>>>);
+        #[async_trait::async_trait]
         impl EventSink for FailFirstOfA {
-            fn put_events<'a>(
-                &'a self,
-                entries: &'a [OutboxItem],
-            ) -> BoxFuture<'a, Result<Vec<EntryResult>, CallError>> {
+            async fn put_events(
+                &self,
+                entries: &[OutboxItem],
+            ) -> Result<Vec<EntryResult>, CallError> {
                 self.0
                     .lock()
                     .unwrap()
                     .push(entries.iter().map(|e| e.event_id.clone()).collect());
-                Box::pin(async move {
-                    Ok(entries
-                        .iter()
-                        .map(|e| {
-                            if e.event_id == "ev-a-1" {
-                                Err(EntryFailure {
-                                    code: "InternalFailure".into(),
-                                    message: String::new(),
-                                })
-                            } else {
-                                Ok(())
-                            }
-                        })
-                        .collect())
-                })
+
+                Ok(entries
+                    .iter()
+                    .map(|e| {
+                        if e.event_id == "ev-a-1" {
+                            Err(EntryFailure {
+                                code: "InternalFailure".into(),
+                                message: String::new(),
+                            })
+                        } else {
+                            Ok(())
+                        }
+                    })
+                    .collect())
             }
         }
         let sink = FailFirstOfA(Mutex::default());

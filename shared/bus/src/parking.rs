@@ -5,8 +5,6 @@
 
 use std::collections::HashMap;
 
-use futures::future::BoxFuture;
-
 use bouquet_events::OutboxItem;
 
 use crate::{publish, CallError, EventSink, Outgoing, PublishReport};
@@ -19,15 +17,16 @@ pub struct Parked {
 }
 
 /// Where events are parked.
+#[async_trait::async_trait]
 pub trait ParkingLot: Send + Sync {
     /// Parks `items` whole; `Err` when not every one of them was parked.
-    fn park<'a>(&'a self, items: &'a [OutboxItem]) -> BoxFuture<'a, Result<(), CallError>>;
+    async fn park(&self, items: &[OutboxItem]) -> Result<(), CallError>;
     /// Up to 10 parked events (none when the lot is empty).
-    fn take(&self) -> BoxFuture<'_, Result<Vec<Parked>, CallError>>;
+    async fn take(&self) -> Result<Vec<Parked>, CallError>;
     /// Removes republished events.
-    fn remove<'a>(&'a self, handles: &'a [String]) -> BoxFuture<'a, Result<(), CallError>>;
+    async fn remove(&self, handles: &[String]) -> Result<(), CallError>;
     /// Gives back events taken but not republished, at once (the next redrive sees them).
-    fn release<'a>(&'a self, handles: &'a [String]) -> BoxFuture<'a, Result<(), CallError>>;
+    async fn release(&self, handles: &[String]) -> Result<(), CallError>;
 }
 
 /// Parks the events `report` could not publish: when that succeeds they are no longer
@@ -128,123 +127,116 @@ fn sqs_error(error: impl std::error::Error + Send + Sync + 'static) -> CallError
     CallError::Unavailable(Box::new(error))
 }
 
+#[async_trait::async_trait]
 impl ParkingLot for SqsParkingLot {
-    fn park<'a>(&'a self, items: &'a [OutboxItem]) -> BoxFuture<'a, Result<(), CallError>> {
-        Box::pin(async move {
-            use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
-            for chunk in items.chunks(10) {
-                let mut entries = Vec::with_capacity(chunk.len());
-                for (i, item) in chunk.iter().enumerate() {
-                    let body = serde_json::to_string(item).map_err(sqs_error)?;
-                    entries.push(
-                        SendMessageBatchRequestEntry::builder()
-                            .id(i.to_string())
-                            .message_body(body)
-                            .build()
-                            .map_err(sqs_error)?,
-                    );
-                }
-                let output = self
-                    .client
-                    .send_message_batch()
-                    .queue_url(&self.queue_url)
-                    .set_entries(Some(entries))
-                    .send()
-                    .await
-                    .map_err(sqs_error)?;
-                if let Some(failed) = output.failed().first() {
-                    return Err(CallError::Refused(
-                        format!(
-                            "parking refused: {} {}",
-                            failed.code(),
-                            failed.message().unwrap_or_default()
-                        )
-                        .into(),
-                    ));
-                }
+    async fn park(&self, items: &[OutboxItem]) -> Result<(), CallError> {
+        use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
+        for chunk in items.chunks(10) {
+            let mut entries = Vec::with_capacity(chunk.len());
+            for (i, item) in chunk.iter().enumerate() {
+                let body = serde_json::to_string(item).map_err(sqs_error)?;
+                entries.push(
+                    SendMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .message_body(body)
+                        .build()
+                        .map_err(sqs_error)?,
+                );
             }
-            Ok(())
-        })
-    }
-
-    fn take(&self) -> BoxFuture<'_, Result<Vec<Parked>, CallError>> {
-        Box::pin(async move {
             let output = self
                 .client
-                .receive_message()
+                .send_message_batch()
                 .queue_url(&self.queue_url)
-                .max_number_of_messages(10)
+                .set_entries(Some(entries))
                 .send()
                 .await
                 .map_err(sqs_error)?;
-            let mut parked = Vec::new();
-            for message in output.messages.unwrap_or_default() {
-                let (Some(handle), Some(body)) = (message.receipt_handle, message.body) else {
-                    continue;
-                };
-                match serde_json::from_str(&body) {
-                    Ok(item) => parked.push(Parked { handle, item }),
-                    // Left on the queue: it becomes visible again and, after the queue's
-                    // redrive policy, moves on; never deleted unread.
-                    Err(error) => tracing::error!(%error, "a parked message is not an outbox item"),
-                }
+            if let Some(failed) = output.failed().first() {
+                return Err(CallError::Refused(
+                    format!(
+                        "parking refused: {} {}",
+                        failed.code(),
+                        failed.message().unwrap_or_default()
+                    )
+                    .into(),
+                ));
             }
-            Ok(parked)
-        })
+        }
+        Ok(())
     }
 
-    fn remove<'a>(&'a self, handles: &'a [String]) -> BoxFuture<'a, Result<(), CallError>> {
-        Box::pin(async move {
-            use aws_sdk_sqs::types::DeleteMessageBatchRequestEntry;
-            for chunk in handles.chunks(10) {
-                let entries = chunk
-                    .iter()
-                    .enumerate()
-                    .map(|(i, handle)| {
-                        DeleteMessageBatchRequestEntry::builder()
-                            .id(i.to_string())
-                            .receipt_handle(handle)
-                            .build()
-                            .map_err(sqs_error)
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                self.client
-                    .delete_message_batch()
-                    .queue_url(&self.queue_url)
-                    .set_entries(Some(entries))
-                    .send()
-                    .await
-                    .map_err(sqs_error)?;
+    async fn take(&self) -> Result<Vec<Parked>, CallError> {
+        let output = self
+            .client
+            .receive_message()
+            .queue_url(&self.queue_url)
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .map_err(sqs_error)?;
+        let mut parked = Vec::new();
+        for message in output.messages.unwrap_or_default() {
+            let (Some(handle), Some(body)) = (message.receipt_handle, message.body) else {
+                continue;
+            };
+            match serde_json::from_str(&body) {
+                Ok(item) => parked.push(Parked { handle, item }),
+                // Left on the queue: it becomes visible again and, after the queue's
+                // redrive policy, moves on; never deleted unread.
+                Err(error) => tracing::error!(%error, "a parked message is not an outbox item"),
             }
-            Ok(())
-        })
+        }
+        Ok(parked)
     }
 
-    fn release<'a>(&'a self, handles: &'a [String]) -> BoxFuture<'a, Result<(), CallError>> {
-        Box::pin(async move {
-            use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry;
-            for chunk in handles.chunks(10) {
-                let entries = chunk
-                    .iter()
-                    .enumerate()
-                    .map(|(i, handle)| {
-                        ChangeMessageVisibilityBatchRequestEntry::builder()
-                            .id(i.to_string())
-                            .receipt_handle(handle)
-                            .visibility_timeout(0)
-                            .build()
-                            .map_err(sqs_error)
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                self.client
-                    .change_message_visibility_batch()
-                    .queue_url(&self.queue_url)
-                    .set_entries(Some(entries))
-                    .send()
-                    .await
-                    .map_err(sqs_error)?;
-            }
-            Ok(())
-        })
+    async fn remove(&self, handles: &[String]) -> Result<(), CallError> {
+        use aws_sdk_sqs::types::DeleteMessageBatchRequestEntry;
+        for chunk in handles.chunks(10) {
+            let entries = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, handle)| {
+                    DeleteMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .receipt_handle(handle)
+                        .build()
+                        .map_err(sqs_error)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            self.client
+                .delete_message_batch()
+                .queue_url(&self.queue_url)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .map_err(sqs_error)?;
+        }
+        Ok(())
+    }
+
+    async fn release(&self, handles: &[String]) -> Result<(), CallError> {
+        use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry;
+        for chunk in handles.chunks(10) {
+            let entries = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, handle)| {
+                    ChangeMessageVisibilityBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .receipt_handle(handle)
+                        .visibility_timeout(0)
+                        .build()
+                        .map_err(sqs_error)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            self.client
+                .change_message_visibility_batch()
+                .queue_url(&self.queue_url)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .map_err(sqs_error)?;
+        }
+        Ok(())
     }
 }

@@ -4,8 +4,6 @@
 use aws_sdk_cognitoidentityprovider::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_cognitoidentityprovider::types::{AttributeType, DeliveryMediumType, UserStatusType};
 use aws_sdk_cognitoidentityprovider::Client;
-use futures::future::BoxFuture;
-use futures::FutureExt;
 
 use crate::{DirectoryError, DirectoryUser, UserDirectory, VENDOR_ATTRIBUTE};
 
@@ -70,114 +68,95 @@ fn user_of(username: String, attributes: &[AttributeType], confirmed: bool) -> D
     }
 }
 
+#[async_trait::async_trait]
 impl UserDirectory for CognitoDirectory {
-    fn find(&self, email: &str) -> BoxFuture<'_, Result<Option<DirectoryUser>, DirectoryError>> {
+    async fn find(&self, email: &str) -> Result<Option<DirectoryUser>, DirectoryError> {
         let email = email.to_owned();
-        async move {
-            // The pool signs users in by email, so the email is a username alias.
-            match self
-                .client
-                .admin_get_user()
-                .user_pool_id(&self.user_pool_id)
-                .username(&email)
-                .send()
-                .await
-            {
-                Ok(found) => {
-                    // CONFIRMED, or FORCE_CHANGE_PASSWORD: invited by an administrator, who
-                    // vouched for the address.
-                    let confirmed = matches!(
-                        found.user_status(),
-                        Some(UserStatusType::Confirmed | UserStatusType::ForceChangePassword)
-                    );
-                    Ok(Some(user_of(
-                        found.username().to_owned(),
-                        found.user_attributes(),
-                        confirmed,
-                    )))
-                }
-                Err(error)
-                    if error
-                        .as_service_error()
-                        .is_some_and(|e| e.is_user_not_found_exception()) =>
-                {
-                    Ok(None)
-                }
-                Err(error) => Err(classify(error)),
+
+        // The pool signs users in by email, so the email is a username alias.
+        match self
+            .client
+            .admin_get_user()
+            .user_pool_id(&self.user_pool_id)
+            .username(&email)
+            .send()
+            .await
+        {
+            Ok(found) => {
+                // CONFIRMED, or FORCE_CHANGE_PASSWORD: invited by an administrator, who
+                // vouched for the address.
+                let confirmed = matches!(
+                    found.user_status(),
+                    Some(UserStatusType::Confirmed | UserStatusType::ForceChangePassword)
+                );
+                Ok(Some(user_of(
+                    found.username().to_owned(),
+                    found.user_attributes(),
+                    confirmed,
+                )))
             }
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|e| e.is_user_not_found_exception()) =>
+            {
+                Ok(None)
+            }
+            Err(error) => Err(classify(error)),
         }
-        .boxed()
     }
 
-    fn invite(
-        &self,
-        email: &str,
-        vendor_id: &str,
-    ) -> BoxFuture<'_, Result<DirectoryUser, DirectoryError>> {
+    async fn invite(&self, email: &str, vendor_id: &str) -> Result<DirectoryUser, DirectoryError> {
         let (email, vendor_id) = (email.to_owned(), vendor_id.to_owned());
-        async move {
-            let created = self
-                .client
-                .admin_create_user()
-                .user_pool_id(&self.user_pool_id)
-                .username(&email)
-                .user_attributes(attribute("email", &email)?)
-                // The administrator vouches for the address the invitation goes to.
-                .user_attributes(attribute("email_verified", "true")?)
-                .user_attributes(attribute(VENDOR_ATTRIBUTE, &vendor_id)?)
-                .desired_delivery_mediums(DeliveryMediumType::Email)
-                .send()
-                .await
-                .map_err(classify)?;
-            let user = created.user().ok_or_else(|| {
-                DirectoryError::Unavailable("AdminCreateUser returned no user".into())
-            })?;
-            Ok(user_of(
-                user.username().unwrap_or(&email).to_owned(),
-                user.attributes(),
-                true,
-            ))
-        }
-        .boxed()
+
+        let created = self
+            .client
+            .admin_create_user()
+            .user_pool_id(&self.user_pool_id)
+            .username(&email)
+            .user_attributes(attribute("email", &email)?)
+            // The administrator vouches for the address the invitation goes to.
+            .user_attributes(attribute("email_verified", "true")?)
+            .user_attributes(attribute(VENDOR_ATTRIBUTE, &vendor_id)?)
+            .desired_delivery_mediums(DeliveryMediumType::Email)
+            .send()
+            .await
+            .map_err(classify)?;
+        let user = created.user().ok_or_else(|| {
+            DirectoryError::Unavailable("AdminCreateUser returned no user".into())
+        })?;
+        Ok(user_of(
+            user.username().unwrap_or(&email).to_owned(),
+            user.attributes(),
+            true,
+        ))
     }
 
-    fn set_vendor(
-        &self,
-        username: &str,
-        vendor_id: &str,
-    ) -> BoxFuture<'_, Result<(), DirectoryError>> {
+    async fn set_vendor(&self, username: &str, vendor_id: &str) -> Result<(), DirectoryError> {
         let (username, vendor_id) = (username.to_owned(), vendor_id.to_owned());
-        async move {
-            self.client
-                .admin_update_user_attributes()
-                .user_pool_id(&self.user_pool_id)
-                .username(&username)
-                .user_attributes(attribute(VENDOR_ATTRIBUTE, &vendor_id)?)
-                .send()
-                .await
-                .map_err(classify)?;
-            Ok(())
-        }
-        .boxed()
+
+        self.client
+            .admin_update_user_attributes()
+            .user_pool_id(&self.user_pool_id)
+            .username(&username)
+            .user_attributes(attribute(VENDOR_ATTRIBUTE, &vendor_id)?)
+            .send()
+            .await
+            .map_err(classify)?;
+        Ok(())
     }
 
-    fn add_to_group(
-        &self,
-        username: &str,
-        group: &str,
-    ) -> BoxFuture<'_, Result<(), DirectoryError>> {
+    async fn add_to_group(&self, username: &str, group: &str) -> Result<(), DirectoryError> {
         let (username, group) = (username.to_owned(), group.to_owned());
-        async move {
-            self.client
-                .admin_add_user_to_group()
-                .user_pool_id(&self.user_pool_id)
-                .username(&username)
-                .group_name(&group)
-                .send()
-                .await
-                .map_err(classify)?;
-            Ok(())
-        }
-        .boxed()
+
+        self.client
+            .admin_add_user_to_group()
+            .user_pool_id(&self.user_pool_id)
+            .username(&username)
+            .group_name(&group)
+            .send()
+            .await
+            .map_err(classify)?;
+        Ok(())
     }
 }

@@ -2,8 +2,6 @@
 //! belongs to and which groups grant roles. The marketplace never stores passwords or emails of
 //! its own; this seam is all the app sees of the pool.
 
-use futures::future::BoxFuture;
-
 #[cfg(feature = "cognito")]
 pub mod cognito;
 mod memory;
@@ -44,26 +42,15 @@ pub enum DirectoryError {
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
+#[async_trait::async_trait]
 pub trait UserDirectory: Send + Sync {
     /// The user whose email (and sign-in name) is `email`.
-    fn find(&self, email: &str) -> BoxFuture<'_, Result<Option<DirectoryUser>, DirectoryError>>;
+    async fn find(&self, email: &str) -> Result<Option<DirectoryUser>, DirectoryError>;
     /// Creates the user with a verified `email` and `vendor_id`, and sends an invitation
     /// with a temporary password.
-    fn invite(
-        &self,
-        email: &str,
-        vendor_id: &str,
-    ) -> BoxFuture<'_, Result<DirectoryUser, DirectoryError>>;
+    async fn invite(&self, email: &str, vendor_id: &str) -> Result<DirectoryUser, DirectoryError>;
     /// Sets the user's shop.
-    fn set_vendor(
-        &self,
-        username: &str,
-        vendor_id: &str,
-    ) -> BoxFuture<'_, Result<(), DirectoryError>>;
+    async fn set_vendor(&self, username: &str, vendor_id: &str) -> Result<(), DirectoryError>;
     /// Adds the user to `group` (a no-op when already a member).
-    fn add_to_group(
-        &self,
-        username: &str,
-        group: &str,
-    ) -> BoxFuture<'_, Result<(), DirectoryError>>;
+    async fn add_to_group(&self, username: &str, group: &str) -> Result<(), DirectoryError>;
 }

@@ -3,8 +3,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use futures::future::BoxFuture;
-use futures::FutureExt;
 
 use crate::{DirectoryError, DirectoryUser, UserDirectory};
 
@@ -27,22 +25,19 @@ impl MemoryDirectory {
     }
 }
 
+#[async_trait::async_trait]
 impl UserDirectory for MemoryDirectory {
-    fn find(&self, email: &str) -> BoxFuture<'_, Result<Option<DirectoryUser>, DirectoryError>> {
+    async fn find(&self, email: &str) -> Result<Option<DirectoryUser>, DirectoryError> {
         let found = self
             .users
             .lock()
             .unwrap()
             .get(email)
             .map(|(u, _)| u.clone());
-        async move { Ok(found) }.boxed()
+        Ok(found)
     }
 
-    fn invite(
-        &self,
-        email: &str,
-        vendor_id: &str,
-    ) -> BoxFuture<'_, Result<DirectoryUser, DirectoryError>> {
+    async fn invite(&self, email: &str, vendor_id: &str) -> Result<DirectoryUser, DirectoryError> {
         let result = {
             let mut users = self.users.lock().unwrap();
             if users.contains_key(email) {
@@ -60,14 +55,10 @@ impl UserDirectory for MemoryDirectory {
                 Ok(user)
             }
         };
-        async move { result }.boxed()
+        result
     }
 
-    fn set_vendor(
-        &self,
-        username: &str,
-        vendor_id: &str,
-    ) -> BoxFuture<'_, Result<(), DirectoryError>> {
+    async fn set_vendor(&self, username: &str, vendor_id: &str) -> Result<(), DirectoryError> {
         let result = match self.users.lock().unwrap().get_mut(username) {
             Some((user, _)) => {
                 user.vendor_id = Some(vendor_id.to_owned());
@@ -77,14 +68,10 @@ impl UserDirectory for MemoryDirectory {
                 format!("no user {username}").into(),
             )),
         };
-        async move { result }.boxed()
+        result
     }
 
-    fn add_to_group(
-        &self,
-        username: &str,
-        group: &str,
-    ) -> BoxFuture<'_, Result<(), DirectoryError>> {
+    async fn add_to_group(&self, username: &str, group: &str) -> Result<(), DirectoryError> {
         let result = match self.users.lock().unwrap().get_mut(username) {
             Some((_, groups)) => {
                 groups.insert(group.to_owned());
@@ -94,6 +81,6 @@ impl UserDirectory for MemoryDirectory {
                 format!("no user {username}").into(),
             )),
         };
-        async move { result }.boxed()
+        result
     }
 }

@@ -17,8 +17,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-
 mod aws;
 pub mod reconcile;
 
@@ -124,67 +122,44 @@ impl std::fmt::Debug for Certificate {
 }
 
 /// The IoT Core operations registration needs, and their undo.
+#[async_trait::async_trait]
 pub trait DeviceRegistry: Send + Sync {
     /// The `iot:Data-ATS` endpoint devices connect to.
-    fn data_endpoint(&self) -> BoxFuture<'_, Result<String, IotError>>;
-    fn create_thing<'a>(&'a self, thing: &'a NewThing<'a>) -> BoxFuture<'a, Result<(), IotError>>;
+    async fn data_endpoint(&self) -> Result<String, IotError>;
+    async fn create_thing<'a>(&self, thing: &NewThing<'a>) -> Result<(), IotError>;
     /// A new key pair and an active certificate.
-    fn create_certificate(&self) -> BoxFuture<'_, Result<Certificate, IotError>>;
-    fn attach_policy<'a>(
-        &'a self,
-        policy: &'a str,
-        certificate_arn: &'a str,
-    ) -> BoxFuture<'a, Result<(), IotError>>;
-    fn attach_thing_principal<'a>(
-        &'a self,
-        thing: &'a str,
-        certificate_arn: &'a str,
-    ) -> BoxFuture<'a, Result<(), IotError>>;
+    async fn create_certificate(&self) -> Result<Certificate, IotError>;
+    async fn attach_policy(&self, policy: &str, certificate_arn: &str) -> Result<(), IotError>;
+    async fn attach_thing_principal(
+        &self,
+        thing: &str,
+        certificate_arn: &str,
+    ) -> Result<(), IotError>;
 
-    fn detach_thing_principal<'a>(
-        &'a self,
-        thing: &'a str,
-        certificate_arn: &'a str,
-    ) -> BoxFuture<'a, Result<(), IotError>>;
-    fn detach_policy<'a>(
-        &'a self,
-        policy: &'a str,
-        certificate_arn: &'a str,
-    ) -> BoxFuture<'a, Result<(), IotError>>;
+    async fn detach_thing_principal(
+        &self,
+        thing: &str,
+        certificate_arn: &str,
+    ) -> Result<(), IotError>;
+    async fn detach_policy(&self, policy: &str, certificate_arn: &str) -> Result<(), IotError>;
     /// Marks the certificate inactive and deletes it (IoT Core deletes inactive ones only).
-    fn delete_certificate<'a>(
-        &'a self,
-        certificate_id: &'a str,
-    ) -> BoxFuture<'a, Result<(), IotError>>;
-    fn delete_thing<'a>(&'a self, thing: &'a str) -> BoxFuture<'a, Result<(), IotError>>;
+    async fn delete_certificate(&self, certificate_id: &str) -> Result<(), IotError>;
+    async fn delete_thing(&self, thing: &str) -> Result<(), IotError>;
 
     /// The certificate ARNs attached to a thing (`ListThingPrincipals`).
-    fn thing_principals<'a>(
-        &'a self,
-        thing: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<String>, IotError>>;
+    async fn thing_principals(&self, thing: &str) -> Result<Vec<String>, IotError>;
     /// One page of the things whose `vasePolicy` attribute is `policy` (`ListThings`).
-    fn vase_things<'a>(
-        &'a self,
-        policy: &'a str,
-        next: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Page<Thing>, IotError>>;
+    async fn vase_things(&self, policy: &str, next: Option<&str>) -> Result<Page<Thing>, IotError>;
     /// One page of the certificate ARNs `policy` is attached to (`ListTargetsForPolicy`).
-    fn policy_certificates<'a>(
-        &'a self,
-        policy: &'a str,
-        next: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Page<String>, IotError>>;
+    async fn policy_certificates(
+        &self,
+        policy: &str,
+        next: Option<&str>,
+    ) -> Result<Page<String>, IotError>;
     /// The things a certificate is attached to (`ListPrincipalThings`).
-    fn principal_things<'a>(
-        &'a self,
-        certificate_arn: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<String>, IotError>>;
+    async fn principal_things(&self, certificate_arn: &str) -> Result<Vec<String>, IotError>;
     /// When a certificate was created, epoch seconds (`DescribeCertificate`).
-    fn certificate_created_at<'a>(
-        &'a self,
-        certificate_id: &'a str,
-    ) -> BoxFuture<'a, Result<i64, IotError>>;
+    async fn certificate_created_at(&self, certificate_id: &str) -> Result<i64, IotError>;
 }
 
 /// The certificate id in a certificate ARN (`arn:aws:iot:{region}:{account}:cert/{id}`).

@@ -4,8 +4,6 @@
 
 use std::sync::Mutex;
 
-use futures::future::BoxFuture;
-
 pub mod documents;
 #[cfg(feature = "ses")]
 pub mod ses;
@@ -32,8 +30,9 @@ pub enum MailError {
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
+#[async_trait::async_trait]
 pub trait Mailer: Send + Sync {
-    fn send<'a>(&'a self, email: &'a Email) -> BoxFuture<'a, Result<(), MailError>>;
+    async fn send(&self, email: &Email) -> Result<(), MailError>;
 }
 
 /// Keeps what it was given; refuses the addresses it is told to (a bounce, in tests).
@@ -56,14 +55,13 @@ impl MemoryMailer {
     }
 }
 
+#[async_trait::async_trait]
 impl Mailer for MemoryMailer {
-    fn send<'a>(&'a self, email: &'a Email) -> BoxFuture<'a, Result<(), MailError>> {
-        Box::pin(async move {
-            if self.refused.contains(&email.to) {
-                return Err(MailError::Rejected(format!("{} bounced", email.to)));
-            }
-            self.sent.lock().expect("not poisoned").push(email.clone());
-            Ok(())
-        })
+    async fn send(&self, email: &Email) -> Result<(), MailError> {
+        if self.refused.contains(&email.to) {
+            return Err(MailError::Rejected(format!("{} bounced", email.to)));
+        }
+        self.sent.lock().expect("not poisoned").push(email.clone());
+        Ok(())
     }
 }

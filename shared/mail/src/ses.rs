@@ -3,7 +3,6 @@
 
 use aws_sdk_sesv2::types::{Body, Content, Destination, EmailContent, Message};
 use aws_sdk_sesv2::Client;
-use futures::future::BoxFuture;
 
 use crate::{Email, MailError, Mailer};
 
@@ -40,44 +39,43 @@ fn content(text: &str) -> Result<Content, MailError> {
         .map_err(|e| MailError::Rejected(e.to_string()))
 }
 
+#[async_trait::async_trait]
 impl Mailer for SesMailer {
-    fn send<'a>(&'a self, email: &'a Email) -> BoxFuture<'a, Result<(), MailError>> {
-        Box::pin(async move {
-            let message = Message::builder()
-                .subject(content(&email.subject)?)
-                .body(
-                    Body::builder()
-                        .text(content(&email.text)?)
-                        .html(content(&email.html)?)
-                        .build(),
-                )
-                .build();
-            let result = self
-                .client
-                .send_email()
-                .from_email_address(&self.from)
-                .destination(Destination::builder().to_addresses(&email.to).build())
-                .content(EmailContent::builder().simple(message).build())
-                .set_configuration_set_name(self.configuration_set.clone())
-                .send()
-                .await;
-            match result {
-                Ok(_) => Ok(()),
-                Err(error) => {
-                    let refused = error.as_service_error().is_some_and(|e| {
-                        e.is_message_rejected()
-                            || e.is_bad_request_exception()
-                            || e.is_account_suspended_exception()
-                            || e.is_sending_paused_exception()
-                            || e.is_mail_from_domain_not_verified_exception()
-                    });
-                    if refused {
-                        Err(MailError::Rejected(bouquet_aws::describe(&error)))
-                    } else {
-                        Err(MailError::Unavailable(Box::new(error)))
-                    }
+    async fn send(&self, email: &Email) -> Result<(), MailError> {
+        let message = Message::builder()
+            .subject(content(&email.subject)?)
+            .body(
+                Body::builder()
+                    .text(content(&email.text)?)
+                    .html(content(&email.html)?)
+                    .build(),
+            )
+            .build();
+        let result = self
+            .client
+            .send_email()
+            .from_email_address(&self.from)
+            .destination(Destination::builder().to_addresses(&email.to).build())
+            .content(EmailContent::builder().simple(message).build())
+            .set_configuration_set_name(self.configuration_set.clone())
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                let refused = error.as_service_error().is_some_and(|e| {
+                    e.is_message_rejected()
+                        || e.is_bad_request_exception()
+                        || e.is_account_suspended_exception()
+                        || e.is_sending_paused_exception()
+                        || e.is_mail_from_domain_not_verified_exception()
+                });
+                if refused {
+                    Err(MailError::Rejected(bouquet_aws::describe(&error)))
+                } else {
+                    Err(MailError::Unavailable(Box::new(error)))
                 }
             }
-        })
+        }
     }
 }

@@ -5,36 +5,29 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use futures::future::BoxFuture;
 
 use crate::{ChargeOutcome, ChargeRequest, GatewayError, Payout};
 
+#[async_trait::async_trait]
 pub trait Ledger: Send + Sync {
     /// Records `proposed` for the request's key unless an outcome is recorded already;
     /// returns the recorded outcome (the first one, whatever was proposed since).
-    fn record<'a>(
-        &'a self,
-        request: &'a ChargeRequest,
+    async fn record(
+        &self,
+        request: &ChargeRequest,
         proposed: ChargeOutcome,
-    ) -> BoxFuture<'a, Result<ChargeOutcome, GatewayError>>;
-    fn outcome<'a>(
-        &'a self,
-        key: &'a str,
-    ) -> BoxFuture<'a, Result<Option<ChargeOutcome>, GatewayError>>;
+    ) -> Result<ChargeOutcome, GatewayError>;
+    async fn outcome(&self, key: &str) -> Result<Option<ChargeOutcome>, GatewayError>;
     /// Marks the key's approved charge refunded (a no-op when there is none, or again), and
     /// for a destination charge (`transferred`) its transfer reversed and its fee refunded.
-    fn refund<'a>(
-        &'a self,
-        key: &'a str,
-        transferred: bool,
-    ) -> BoxFuture<'a, Result<(), GatewayError>>;
+    async fn refund(&self, key: &str, transferred: bool) -> Result<(), GatewayError>;
     /// The payouts of `account` arriving from `from` to `to` (`YYYY-MM-DD`), oldest first.
-    fn payouts<'a>(
-        &'a self,
-        account: &'a str,
-        from: &'a str,
-        to: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<Payout>, GatewayError>>;
+    async fn payouts(
+        &self,
+        account: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<Payout>, GatewayError>;
 }
 
 /// This process's memory (unit and system tests that count charges).
@@ -69,68 +62,56 @@ impl MemoryLedger {
     }
 }
 
+#[async_trait::async_trait]
 impl Ledger for MemoryLedger {
-    fn record<'a>(
-        &'a self,
-        request: &'a ChargeRequest,
+    async fn record(
+        &self,
+        request: &ChargeRequest,
         proposed: ChargeOutcome,
-    ) -> BoxFuture<'a, Result<ChargeOutcome, GatewayError>> {
-        Box::pin(async move {
-            let mut outcomes = self
-                .outcomes
-                .lock()
-                .map_err(|_| GatewayError::Unavailable("ledger poisoned".into()))?;
-            Ok(outcomes
-                .entry(request.idempotency_key.clone())
-                .or_insert(proposed)
-                .clone())
-        })
+    ) -> Result<ChargeOutcome, GatewayError> {
+        let mut outcomes = self
+            .outcomes
+            .lock()
+            .map_err(|_| GatewayError::Unavailable("ledger poisoned".into()))?;
+        Ok(outcomes
+            .entry(request.idempotency_key.clone())
+            .or_insert(proposed)
+            .clone())
     }
 
-    fn outcome<'a>(
-        &'a self,
-        key: &'a str,
-    ) -> BoxFuture<'a, Result<Option<ChargeOutcome>, GatewayError>> {
-        Box::pin(async move { Ok(self.outcomes.lock().ok().and_then(|o| o.get(key).cloned())) })
+    async fn outcome(&self, key: &str) -> Result<Option<ChargeOutcome>, GatewayError> {
+        Ok(self.outcomes.lock().ok().and_then(|o| o.get(key).cloned()))
     }
 
-    fn refund<'a>(
-        &'a self,
-        key: &'a str,
-        _transferred: bool,
-    ) -> BoxFuture<'a, Result<(), GatewayError>> {
-        Box::pin(async move {
-            let approved = matches!(
-                self.outcomes.lock().ok().and_then(|o| o.get(key).cloned()),
-                Some(ChargeOutcome::Approved { .. })
-            );
-            if let Ok(mut refunded) = self.refunded.lock() {
-                if approved && !refunded.iter().any(|k| k == key) {
-                    refunded.push(key.to_owned());
-                }
+    async fn refund(&self, key: &str, _transferred: bool) -> Result<(), GatewayError> {
+        let approved = matches!(
+            self.outcomes.lock().ok().and_then(|o| o.get(key).cloned()),
+            Some(ChargeOutcome::Approved { .. })
+        );
+        if let Ok(mut refunded) = self.refunded.lock() {
+            if approved && !refunded.iter().any(|k| k == key) {
+                refunded.push(key.to_owned());
             }
-            Ok(())
-        })
+        }
+        Ok(())
     }
 
-    fn payouts<'a>(
-        &'a self,
-        account: &'a str,
-        from: &'a str,
-        to: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<Payout>, GatewayError>> {
-        Box::pin(async move {
-            let mut found: Vec<Payout> = self
-                .payouts
-                .lock()
-                .map_err(|_| GatewayError::Unavailable("ledger poisoned".into()))?
-                .iter()
-                .filter(|(a, p)| a == account && (from..=to).contains(&p.arrival_date.as_str()))
-                .map(|(_, p)| p.clone())
-                .collect();
-            found.sort_by(|a, b| a.arrival_date.cmp(&b.arrival_date));
-            Ok(found)
-        })
+    async fn payouts(
+        &self,
+        account: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<Payout>, GatewayError> {
+        let mut found: Vec<Payout> = self
+            .payouts
+            .lock()
+            .map_err(|_| GatewayError::Unavailable("ledger poisoned".into()))?
+            .iter()
+            .filter(|(a, p)| a == account && (from..=to).contains(&p.arrival_date.as_str()))
+            .map(|(_, p)| p.clone())
+            .collect();
+        found.sort_by(|a, b| a.arrival_date.cmp(&b.arrival_date));
+        Ok(found)
     }
 }
 
@@ -334,121 +315,111 @@ impl TableLedger {
     }
 }
 
+#[async_trait::async_trait]
 impl Ledger for TableLedger {
-    fn payouts<'a>(
-        &'a self,
-        account: &'a str,
-        from: &'a str,
-        to: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<Payout>, GatewayError>> {
-        Box::pin(self.read_payouts(account, from, to))
+    async fn payouts(
+        &self,
+        account: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<Payout>, GatewayError> {
+        Box::pin(self.read_payouts(account, from, to)).await
     }
 
-    fn record<'a>(
-        &'a self,
-        request: &'a ChargeRequest,
+    async fn record(
+        &self,
+        request: &ChargeRequest,
         proposed: ChargeOutcome,
-    ) -> BoxFuture<'a, Result<ChargeOutcome, GatewayError>> {
-        Box::pin(async move {
-            let mut put = self
-                .client
-                .put_item()
-                .table_name(&self.table)
-                .condition_expression("attribute_not_exists(pk)")
+    ) -> Result<ChargeOutcome, GatewayError> {
+        let mut put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .condition_expression("attribute_not_exists(pk)")
+            .item(
+                "amountMinor",
+                AttributeValue::N(request.amount_minor.to_string()),
+            )
+            .item("currency", AttributeValue::S(request.currency.clone()));
+        // A destination charge: the shop's account gets the amount less the fee.
+        if let Some(transfer) = &request.transfer {
+            put = put
                 .item(
-                    "amountMinor",
-                    AttributeValue::N(request.amount_minor.to_string()),
+                    "destination",
+                    AttributeValue::S(transfer.destination.clone()),
                 )
-                .item("currency", AttributeValue::S(request.currency.clone()));
-            // A destination charge: the shop's account gets the amount less the fee.
-            if let Some(transfer) = &request.transfer {
-                put = put
-                    .item(
-                        "destination",
-                        AttributeValue::S(transfer.destination.clone()),
-                    )
-                    .item(
-                        "applicationFeeMinor",
-                        AttributeValue::N(transfer.application_fee_minor.to_string()),
-                    );
+                .item(
+                    "applicationFeeMinor",
+                    AttributeValue::N(transfer.application_fee_minor.to_string()),
+                );
+        }
+        for (name, value) in Self::key(&request.idempotency_key) {
+            put = put.item(name, value);
+        }
+        put = match &proposed {
+            ChargeOutcome::Approved { charge_id } => put
+                .item("outcome", AttributeValue::S("approved".into()))
+                .item("chargeId", AttributeValue::S(charge_id.clone())),
+            ChargeOutcome::Declined { reason } => put
+                .item("outcome", AttributeValue::S("declined".into()))
+                .item("reason", AttributeValue::S(reason.clone())),
+            ChargeOutcome::RequiresAction {
+                intent_id,
+                client_secret,
+            } => put
+                .item("outcome", AttributeValue::S("requires_action".into()))
+                .item("chargeId", AttributeValue::S(intent_id.clone()))
+                .item("clientSecret", AttributeValue::S(client_secret.clone())),
+        };
+        match put.send().await {
+            Ok(_) => Ok(proposed),
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                self.read(&request.idempotency_key).await?.ok_or_else(|| {
+                    GatewayError::Unavailable("simulated ledger: charge vanished".into())
+                })
             }
-            for (name, value) in Self::key(&request.idempotency_key) {
-                put = put.item(name, value);
-            }
-            put = match &proposed {
-                ChargeOutcome::Approved { charge_id } => put
-                    .item("outcome", AttributeValue::S("approved".into()))
-                    .item("chargeId", AttributeValue::S(charge_id.clone())),
-                ChargeOutcome::Declined { reason } => put
-                    .item("outcome", AttributeValue::S("declined".into()))
-                    .item("reason", AttributeValue::S(reason.clone())),
-                ChargeOutcome::RequiresAction {
-                    intent_id,
-                    client_secret,
-                } => put
-                    .item("outcome", AttributeValue::S("requires_action".into()))
-                    .item("chargeId", AttributeValue::S(intent_id.clone()))
-                    .item("clientSecret", AttributeValue::S(client_secret.clone())),
-            };
-            match put.send().await {
-                Ok(_) => Ok(proposed),
-                Err(error)
-                    if error
-                        .as_service_error()
-                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-                {
-                    self.read(&request.idempotency_key).await?.ok_or_else(|| {
-                        GatewayError::Unavailable("simulated ledger: charge vanished".into())
-                    })
-                }
-                Err(error) => Err(unavailable(error)),
-            }
-        })
+            Err(error) => Err(unavailable(error)),
+        }
     }
 
-    fn outcome<'a>(
-        &'a self,
-        key: &'a str,
-    ) -> BoxFuture<'a, Result<Option<ChargeOutcome>, GatewayError>> {
-        Box::pin(self.read(key))
+    async fn outcome(&self, key: &str) -> Result<Option<ChargeOutcome>, GatewayError> {
+        Box::pin(self.read(key)).await
     }
 
-    fn refund<'a>(
-        &'a self,
-        key: &'a str,
-        transferred: bool,
-    ) -> BoxFuture<'a, Result<(), GatewayError>> {
-        Box::pin(async move {
-            // A destination charge's refund takes the shop's transfer back and returns the
-            // marketplace's fee, as Stripe's `reverse_transfer` and `refund_application_fee`.
-            let update = if transferred {
-                "SET refunded = :yes, transferReversed = :yes, feeRefunded = :yes"
-            } else {
-                "SET refunded = :yes"
-            };
-            let result = self
-                .client
-                .update_item()
-                .table_name(&self.table)
-                .set_key(Some(Self::key(key).into_iter().collect()))
-                .update_expression(update)
-                .condition_expression("outcome = :approved")
-                .expression_attribute_values(":yes", AttributeValue::Bool(true))
-                .expression_attribute_values(":approved", AttributeValue::S("approved".into()))
-                .send()
-                .await;
-            match result {
-                Ok(_) => Ok(()),
-                // Nothing approved under this key: nothing to refund.
-                Err(error)
-                    if error
-                        .as_service_error()
-                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-                {
-                    Ok(())
-                }
-                Err(error) => Err(unavailable(error)),
+    async fn refund(&self, key: &str, transferred: bool) -> Result<(), GatewayError> {
+        // A destination charge's refund takes the shop's transfer back and returns the
+        // marketplace's fee, as Stripe's `reverse_transfer` and `refund_application_fee`.
+        let update = if transferred {
+            "SET refunded = :yes, transferReversed = :yes, feeRefunded = :yes"
+        } else {
+            "SET refunded = :yes"
+        };
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(Self::key(key).into_iter().collect()))
+            .update_expression(update)
+            .condition_expression("outcome = :approved")
+            .expression_attribute_values(":yes", AttributeValue::Bool(true))
+            .expression_attribute_values(":approved", AttributeValue::S("approved".into()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            // Nothing approved under this key: nothing to refund.
+            Err(error)
+                if error
+                    .as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
             }
-        })
+            Err(error) => Err(unavailable(error)),
+        }
     }
 }

@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-
 /// What to charge.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChargeRequest {
@@ -57,56 +55,51 @@ pub enum GatewayError {
     Timeout,
 }
 
+#[async_trait::async_trait]
 pub trait PaymentGateway: Send + Sync {
     /// Which provider this is (`simulated`, `stripe`): the API names it, never a secret.
     fn provider(&self) -> &'static str;
     /// Charges, or returns the earlier outcome for the same idempotency key.
-    fn charge(&self, request: ChargeRequest) -> BoxFuture<'_, Result<ChargeOutcome, GatewayError>>;
+    async fn charge(&self, request: ChargeRequest) -> Result<ChargeOutcome, GatewayError>;
     /// The outcome recorded for a key, if the gateway made a charge for it.
-    fn lookup(
-        &self,
-        idempotency_key: &str,
-    ) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>>;
+    async fn lookup(&self, idempotency_key: &str) -> Result<Option<ChargeOutcome>, GatewayError>;
     /// Refunds `charge_id`, the approved charge made under `idempotency_key` (at Stripe its
     /// PaymentIntent). A destination charge (`transferred`) also takes its transfer back from
     /// the shop and gives the marketplace's fee back. `Ok` only when the gateway says it is
     /// refunded (or was already): a refund is never reported that did not happen.
-    fn refund<'a>(
-        &'a self,
-        idempotency_key: &'a str,
-        charge_id: &'a str,
+    async fn refund(
+        &self,
+        idempotency_key: &str,
+        charge_id: &str,
         transferred: bool,
-    ) -> BoxFuture<'a, Result<(), GatewayError>>;
+    ) -> Result<(), GatewayError>;
     /// Creates `vendor_id`'s connected account (Connect, Express) and returns its id. The shop
     /// id is the PSP's idempotency key, so a retry returns the same account. A gateway without
     /// connected accounts (a test's stand-in) says so.
-    fn create_account<'a>(
-        &'a self,
-        vendor_id: &'a str,
-    ) -> BoxFuture<'a, Result<String, GatewayError>> {
+    async fn create_account(&self, vendor_id: &str) -> Result<String, GatewayError> {
         let _ = vendor_id;
-        Box::pin(async move { Err(no_connected_accounts(self.provider())) })
+        Err(no_connected_accounts(self.provider()))
     }
     /// A one-time address where the shop finishes onboarding `account_id` at the PSP: it
     /// comes back to `return_url` when done, to `refresh_url` when the link has expired.
-    fn onboarding_link<'a>(
-        &'a self,
-        account_id: &'a str,
-        links: &'a OnboardingLinks,
-    ) -> BoxFuture<'a, Result<String, GatewayError>> {
+    async fn onboarding_link(
+        &self,
+        account_id: &str,
+        links: &OnboardingLinks,
+    ) -> Result<String, GatewayError> {
         let _ = (account_id, links);
-        Box::pin(async move { Err(no_connected_accounts(self.provider())) })
+        Err(no_connected_accounts(self.provider()))
     }
     /// The payouts of `account_id` arriving from `from` to `to` (`YYYY-MM-DD`, inclusive),
     /// oldest first.
-    fn payouts<'a>(
-        &'a self,
-        account_id: &'a str,
-        from: &'a str,
-        to: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<Payout>, GatewayError>> {
+    async fn payouts(
+        &self,
+        account_id: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<Payout>, GatewayError> {
         let _ = (account_id, from, to);
-        Box::pin(async move { Err(no_connected_accounts(self.provider())) })
+        Err(no_connected_accounts(self.provider()))
     }
 }
 
@@ -148,38 +141,30 @@ pub fn valid_token(token: &str) -> bool {
 /// payments): every call fails with `Unavailable`, and says why.
 pub struct NotLinked(pub &'static str);
 
+#[async_trait::async_trait]
 impl PaymentGateway for NotLinked {
     fn provider(&self) -> &'static str {
         self.0
     }
 
-    fn charge(&self, _: ChargeRequest) -> BoxFuture<'_, Result<ChargeOutcome, GatewayError>> {
-        Box::pin(async move { Err(self.unlinked()) })
+    async fn charge(&self, _: ChargeRequest) -> Result<ChargeOutcome, GatewayError> {
+        Err(self.unlinked())
     }
 
-    fn lookup(&self, _: &str) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>> {
-        Box::pin(async move { Err(self.unlinked()) })
+    async fn lookup(&self, _: &str) -> Result<Option<ChargeOutcome>, GatewayError> {
+        Err(self.unlinked())
     }
 
-    fn refund<'a>(
-        &'a self,
-        _: &'a str,
-        _: &'a str,
-        _: bool,
-    ) -> BoxFuture<'a, Result<(), GatewayError>> {
-        Box::pin(async move { Err(self.unlinked()) })
+    async fn refund(&self, _: &str, _: &str, _: bool) -> Result<(), GatewayError> {
+        Err(self.unlinked())
     }
 
-    fn create_account<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<String, GatewayError>> {
-        Box::pin(async move { Err(self.unlinked()) })
+    async fn create_account(&self, _: &str) -> Result<String, GatewayError> {
+        Err(self.unlinked())
     }
 
-    fn onboarding_link<'a>(
-        &'a self,
-        _: &'a str,
-        _: &'a OnboardingLinks,
-    ) -> BoxFuture<'a, Result<String, GatewayError>> {
-        Box::pin(async move { Err(self.unlinked()) })
+    async fn onboarding_link(&self, _: &str, _: &OnboardingLinks) -> Result<String, GatewayError> {
+        Err(self.unlinked())
     }
 }
 
@@ -271,107 +256,91 @@ impl<L: Ledger> SimulatedGateway<L> {
     }
 }
 
+#[async_trait::async_trait]
 impl<L: Ledger> PaymentGateway for SimulatedGateway<L> {
     fn provider(&self) -> &'static str {
         "simulated"
     }
 
-    fn charge(&self, request: ChargeRequest) -> BoxFuture<'_, Result<ChargeOutcome, GatewayError>> {
-        Box::pin(async move {
-            self.pause().await;
-            if request.payment_token == "tok_unavailable" {
-                return Err(GatewayError::Unavailable("simulated outage".into()));
-            }
-            let proposed = match request.payment_token.as_str() {
-                "tok_decline" => ChargeOutcome::Declined {
-                    reason: "card_declined".into(),
-                },
-                "tok_3ds" => {
-                    let intent_id = format!("pi_sim_{}", ulid::Ulid::new());
-                    ChargeOutcome::RequiresAction {
-                        client_secret: format!("{intent_id}_secret"),
-                        intent_id,
-                    }
+    async fn charge(&self, request: ChargeRequest) -> Result<ChargeOutcome, GatewayError> {
+        self.pause().await;
+        if request.payment_token == "tok_unavailable" {
+            return Err(GatewayError::Unavailable("simulated outage".into()));
+        }
+        let proposed = match request.payment_token.as_str() {
+            "tok_decline" => ChargeOutcome::Declined {
+                reason: "card_declined".into(),
+            },
+            "tok_3ds" => {
+                let intent_id = format!("pi_sim_{}", ulid::Ulid::new());
+                ChargeOutcome::RequiresAction {
+                    client_secret: format!("{intent_id}_secret"),
+                    intent_id,
                 }
-                _ => ChargeOutcome::Approved {
-                    charge_id: format!("ch_{}", ulid::Ulid::new()),
-                },
-            };
-            let outcome = self.ledger.record(&request, proposed).await?;
-            if request.payment_token == "tok_timeout" {
-                return Err(GatewayError::Timeout);
             }
-            Ok(outcome)
-        })
+            _ => ChargeOutcome::Approved {
+                charge_id: format!("ch_{}", ulid::Ulid::new()),
+            },
+        };
+        let outcome = self.ledger.record(&request, proposed).await?;
+        if request.payment_token == "tok_timeout" {
+            return Err(GatewayError::Timeout);
+        }
+        Ok(outcome)
     }
 
-    fn lookup(
-        &self,
-        idempotency_key: &str,
-    ) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>> {
+    async fn lookup(&self, idempotency_key: &str) -> Result<Option<ChargeOutcome>, GatewayError> {
         let key = idempotency_key.to_owned();
-        Box::pin(async move {
-            self.pause().await;
-            self.ledger.outcome(&key).await
-        })
+
+        self.pause().await;
+        self.ledger.outcome(&key).await
     }
 
     /// Its ledger knows each charge by its key, and whether it was transferred.
-    fn refund<'a>(
-        &'a self,
-        idempotency_key: &'a str,
-        _charge_id: &'a str,
+    async fn refund(
+        &self,
+        idempotency_key: &str,
+        _charge_id: &str,
         transferred: bool,
-    ) -> BoxFuture<'a, Result<(), GatewayError>> {
-        Box::pin(async move {
-            self.pause().await;
-            self.ledger.refund(idempotency_key, transferred).await
-        })
+    ) -> Result<(), GatewayError> {
+        self.pause().await;
+        self.ledger.refund(idempotency_key, transferred).await
     }
 
-    fn create_account<'a>(
-        &'a self,
-        vendor_id: &'a str,
-    ) -> BoxFuture<'a, Result<String, GatewayError>> {
-        Box::pin(async move {
-            self.pause().await;
-            Ok(format!("acct_sim_{vendor_id}"))
-        })
+    async fn create_account(&self, vendor_id: &str) -> Result<String, GatewayError> {
+        self.pause().await;
+        Ok(format!("acct_sim_{vendor_id}"))
     }
 
     /// Its ledger's payouts (made locally through the dev stack's account page).
-    fn payouts<'a>(
-        &'a self,
-        account_id: &'a str,
-        from: &'a str,
-        to: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<Payout>, GatewayError>> {
-        Box::pin(async move {
-            self.pause().await;
-            self.ledger.payouts(account_id, from, to).await
-        })
+    async fn payouts(
+        &self,
+        account_id: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<Payout>, GatewayError> {
+        self.pause().await;
+        self.ledger.payouts(account_id, from, to).await
     }
 
-    fn onboarding_link<'a>(
-        &'a self,
-        account_id: &'a str,
-        links: &'a OnboardingLinks,
-    ) -> BoxFuture<'a, Result<String, GatewayError>> {
-        Box::pin(async move {
-            self.pause().await;
-            let origin = url_origin(&links.return_url).ok_or_else(|| {
-                GatewayError::Unavailable(
-                    format!("the return URL {:?} has no origin", links.return_url).into(),
-                )
-            })?;
-            Ok(format!(
-                "{origin}/local/connect/{account_id}?{}",
-                form_urlencoded::Serializer::new(String::new())
-                    .append_pair("return_url", &links.return_url)
-                    .append_pair("refresh_url", &links.refresh_url)
-                    .finish()
-            ))
-        })
+    async fn onboarding_link(
+        &self,
+        account_id: &str,
+        links: &OnboardingLinks,
+    ) -> Result<String, GatewayError> {
+        self.pause().await;
+        let origin = url_origin(&links.return_url).ok_or_else(|| {
+            GatewayError::Unavailable(
+                format!("the return URL {:?} has no origin", links.return_url).into(),
+            )
+        })?;
+        Ok(format!(
+            "{origin}/local/connect/{account_id}?{}",
+            form_urlencoded::Serializer::new(String::new())
+                .append_pair("return_url", &links.return_url)
+                .append_pair("refresh_url", &links.refresh_url)
+                .finish()
+        ))
     }
 }
 

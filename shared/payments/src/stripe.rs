@@ -25,7 +25,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use serde::Deserialize;
@@ -291,218 +290,203 @@ fn outcome_of(intent: Intent) -> Option<ChargeOutcome> {
     }
 }
 
+#[async_trait::async_trait]
 impl PaymentGateway for StripeGateway {
     fn provider(&self) -> &'static str {
         "stripe"
     }
 
-    fn charge(&self, request: ChargeRequest) -> BoxFuture<'_, Result<ChargeOutcome, GatewayError>> {
-        Box::pin(async move {
-            // Built in a block: the serializer is not `Send` and must not live across an await.
-            let form = {
-                let mut form = form_urlencoded::Serializer::new(String::new());
-                form.append_pair("amount", &request.amount_minor.to_string())
-                    .append_pair("currency", &request.currency.to_ascii_lowercase())
-                    .append_pair("payment_method", &request.payment_token)
-                    .append_pair("confirm", "true")
-                    .append_pair("automatic_payment_methods[enabled]", "true")
-                    .append_pair("automatic_payment_methods[allow_redirects]", "never")
-                    .append_pair("metadata[orderId]", &request.order_id)
-                    .append_pair("metadata[attemptKey]", &request.idempotency_key);
-                if let Some(transfer) = &request.transfer {
-                    form.append_pair("transfer_data[destination]", &transfer.destination)
-                        .append_pair(
-                            "application_fee_amount",
-                            &transfer.application_fee_minor.to_string(),
-                        );
-                }
-                form.finish()
-            };
-            let (status, body) = self
-                .send(
-                    hyper::Method::POST,
-                    "/v1/payment_intents",
-                    Some(form),
-                    Some(&request.idempotency_key),
-                )
-                .await?;
-            match status {
-                200 => {
-                    let intent: Intent = serde_json::from_slice(&body)
-                        .map_err(|e| GatewayError::Unavailable(Box::new(e)))?;
-                    outcome_of(intent).ok_or_else(|| {
-                        GatewayError::Unavailable("stripe: the payment is still processing".into())
+    async fn charge(&self, request: ChargeRequest) -> Result<ChargeOutcome, GatewayError> {
+        // Built in a block: the serializer is not `Send` and must not live across an await.
+        let form = {
+            let mut form = form_urlencoded::Serializer::new(String::new());
+            form.append_pair("amount", &request.amount_minor.to_string())
+                .append_pair("currency", &request.currency.to_ascii_lowercase())
+                .append_pair("payment_method", &request.payment_token)
+                .append_pair("confirm", "true")
+                .append_pair("automatic_payment_methods[enabled]", "true")
+                .append_pair("automatic_payment_methods[allow_redirects]", "never")
+                .append_pair("metadata[orderId]", &request.order_id)
+                .append_pair("metadata[attemptKey]", &request.idempotency_key);
+            if let Some(transfer) = &request.transfer {
+                form.append_pair("transfer_data[destination]", &transfer.destination)
+                    .append_pair(
+                        "application_fee_amount",
+                        &transfer.application_fee_minor.to_string(),
+                    );
+            }
+            form.finish()
+        };
+        let (status, body) = self
+            .send(
+                hyper::Method::POST,
+                "/v1/payment_intents",
+                Some(form),
+                Some(&request.idempotency_key),
+            )
+            .await?;
+        match status {
+            200 => {
+                let intent: Intent = serde_json::from_slice(&body)
+                    .map_err(|e| GatewayError::Unavailable(Box::new(e)))?;
+                outcome_of(intent).ok_or_else(|| {
+                    GatewayError::Unavailable("stripe: the payment is still processing".into())
+                })
+            }
+            402 => match serde_json::from_slice::<ErrorBody>(&body) {
+                Ok(ErrorBody { error }) if error.kind == "card_error" => {
+                    Ok(ChargeOutcome::Declined {
+                        reason: error
+                            .decline_code
+                            .or(error.code)
+                            .unwrap_or_else(|| "card_declined".into()),
                     })
                 }
-                402 => match serde_json::from_slice::<ErrorBody>(&body) {
-                    Ok(ErrorBody { error }) if error.kind == "card_error" => {
-                        Ok(ChargeOutcome::Declined {
-                            reason: error
-                                .decline_code
-                                .or(error.code)
-                                .unwrap_or_else(|| "card_declined".into()),
-                        })
-                    }
-                    _ => Err(unavailable(status, &body)),
-                },
                 _ => Err(unavailable(status, &body)),
-            }
-        })
+            },
+            _ => Err(unavailable(status, &body)),
+        }
     }
 
-    fn lookup(
-        &self,
-        idempotency_key: &str,
-    ) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>> {
+    async fn lookup(&self, idempotency_key: &str) -> Result<Option<ChargeOutcome>, GatewayError> {
         let key = idempotency_key.to_owned();
-        Box::pin(async move { Ok(self.intent_of(&key).await?.and_then(outcome_of)) })
+        Ok(self.intent_of(&key).await?.and_then(outcome_of))
     }
 
     /// By the PaymentIntent itself, never through Search: Search lags writes by up to a
     /// minute, and a refund it did not find yet must not pass for one made.
-    fn refund<'a>(
-        &'a self,
-        idempotency_key: &'a str,
-        charge_id: &'a str,
+    async fn refund(
+        &self,
+        idempotency_key: &str,
+        charge_id: &str,
         transferred: bool,
-    ) -> BoxFuture<'a, Result<(), GatewayError>> {
-        Box::pin(async move {
-            let form = {
-                let mut form = form_urlencoded::Serializer::new(String::new());
-                form.append_pair("payment_intent", charge_id);
-                if transferred {
-                    form.append_pair("reverse_transfer", "true")
-                        .append_pair("refund_application_fee", "true");
-                }
-                form.finish()
-            };
-            let (status, body) = self
-                .send(
-                    hyper::Method::POST,
-                    "/v1/refunds",
-                    Some(form),
-                    Some(&format!("refund-{idempotency_key}")),
-                )
-                .await?;
-            match status {
-                200 => Ok(()),
-                // Refunded already (e.g. from Stripe's dashboard): nothing left to do.
-                400 if String::from_utf8_lossy(&body).contains("charge_already_refunded") => Ok(()),
-                _ => Err(unavailable(status, &body)),
+    ) -> Result<(), GatewayError> {
+        let form = {
+            let mut form = form_urlencoded::Serializer::new(String::new());
+            form.append_pair("payment_intent", charge_id);
+            if transferred {
+                form.append_pair("reverse_transfer", "true")
+                    .append_pair("refund_application_fee", "true");
             }
-        })
+            form.finish()
+        };
+        let (status, body) = self
+            .send(
+                hyper::Method::POST,
+                "/v1/refunds",
+                Some(form),
+                Some(&format!("refund-{idempotency_key}")),
+            )
+            .await?;
+        match status {
+            200 => Ok(()),
+            // Refunded already (e.g. from Stripe's dashboard): nothing left to do.
+            400 if String::from_utf8_lossy(&body).contains("charge_already_refunded") => Ok(()),
+            _ => Err(unavailable(status, &body)),
+        }
     }
 
     /// `POST /v1/accounts`: an Express account that takes card payments and transfers, the
     /// shop's id in its metadata (its `account.updated` events name the shop by it) and as
     /// the idempotency key.
-    fn create_account<'a>(
-        &'a self,
-        vendor_id: &'a str,
-    ) -> BoxFuture<'a, Result<String, GatewayError>> {
-        Box::pin(async move {
-            let form = form_urlencoded::Serializer::new(String::new())
-                .append_pair("type", "express")
-                .append_pair("capabilities[card_payments][requested]", "true")
-                .append_pair("capabilities[transfers][requested]", "true")
-                .append_pair("metadata[vendorId]", vendor_id)
-                .finish();
-            let key = format!("account-{vendor_id}");
-            let created = self.create("/v1/accounts", form, &key).await?;
-            Ok(created.id)
-        })
+    async fn create_account(&self, vendor_id: &str) -> Result<String, GatewayError> {
+        let form = form_urlencoded::Serializer::new(String::new())
+            .append_pair("type", "express")
+            .append_pair("capabilities[card_payments][requested]", "true")
+            .append_pair("capabilities[transfers][requested]", "true")
+            .append_pair("metadata[vendorId]", vendor_id)
+            .finish();
+        let key = format!("account-{vendor_id}");
+        let created = self.create("/v1/accounts", form, &key).await?;
+        Ok(created.id)
     }
 
     /// `POST /v1/account_links` of type `account_onboarding`: Stripe's hosted onboarding.
-    fn onboarding_link<'a>(
-        &'a self,
-        account_id: &'a str,
-        links: &'a OnboardingLinks,
-    ) -> BoxFuture<'a, Result<String, GatewayError>> {
-        Box::pin(async move {
-            let form = form_urlencoded::Serializer::new(String::new())
-                .append_pair("account", account_id)
-                .append_pair("type", "account_onboarding")
-                .append_pair("return_url", &links.return_url)
-                .append_pair("refresh_url", &links.refresh_url)
-                .finish();
-            // A link is single-use and short-lived: each request wants a new one, so no key.
-            let (status, body) = self
-                .send(hyper::Method::POST, "/v1/account_links", Some(form), None)
-                .await?;
-            if status != 200 {
-                return Err(unavailable(status, &body));
-            }
-            let created: Created = serde_json::from_slice(&body)
-                .map_err(|e| GatewayError::Unavailable(Box::new(e)))?;
-            Ok(created.url)
-        })
+    async fn onboarding_link(
+        &self,
+        account_id: &str,
+        links: &OnboardingLinks,
+    ) -> Result<String, GatewayError> {
+        let form = form_urlencoded::Serializer::new(String::new())
+            .append_pair("account", account_id)
+            .append_pair("type", "account_onboarding")
+            .append_pair("return_url", &links.return_url)
+            .append_pair("refresh_url", &links.refresh_url)
+            .finish();
+        // A link is single-use and short-lived: each request wants a new one, so no key.
+        let (status, body) = self
+            .send(hyper::Method::POST, "/v1/account_links", Some(form), None)
+            .await?;
+        if status != 200 {
+            return Err(unavailable(status, &body));
+        }
+        let created: Created =
+            serde_json::from_slice(&body).map_err(|e| GatewayError::Unavailable(Box::new(e)))?;
+        Ok(created.url)
     }
 
     /// `GET /v1/payouts` on behalf of the shop's account (`Stripe-Account`), by arrival date,
     /// page by page.
-    fn payouts<'a>(
-        &'a self,
-        account_id: &'a str,
-        from: &'a str,
-        to: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<Payout>, GatewayError>> {
-        Box::pin(async move {
-            let seconds = |day: &str, plus_days: i64| -> Result<i64, GatewayError> {
-                let date: jiff::civil::Date = day
-                    .parse()
-                    .map_err(|e: jiff::Error| GatewayError::Unavailable(Box::new(e)))?;
-                let start = date
-                    .checked_add(jiff::Span::new().days(plus_days))
-                    .and_then(|d| d.to_zoned_datetime(jiff::tz::TimeZone::UTC))
-                    .map_err(|e| GatewayError::Unavailable(Box::new(e)))?;
-                Ok(start.timestamp().as_second())
+    async fn payouts(
+        &self,
+        account_id: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<Payout>, GatewayError> {
+        let seconds = |day: &str, plus_days: i64| -> Result<i64, GatewayError> {
+            let date: jiff::civil::Date = day
+                .parse()
+                .map_err(|e: jiff::Error| GatewayError::Unavailable(Box::new(e)))?;
+            let start = date
+                .checked_add(jiff::Span::new().days(plus_days))
+                .and_then(|d| d.to_zoned_datetime(jiff::tz::TimeZone::UTC))
+                .map_err(|e| GatewayError::Unavailable(Box::new(e)))?;
+            Ok(start.timestamp().as_second())
+        };
+        let (gte, lt) = (seconds(from, 0)?, seconds(to, 1)?);
+        let mut payouts = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let path = {
+                let mut query = form_urlencoded::Serializer::new(String::new());
+                query
+                    .append_pair("arrival_date[gte]", &gte.to_string())
+                    .append_pair("arrival_date[lt]", &lt.to_string())
+                    .append_pair("limit", "100");
+                if let Some(after) = &after {
+                    query.append_pair("starting_after", after);
+                }
+                format!("/v1/payouts?{}", query.finish())
             };
-            let (gte, lt) = (seconds(from, 0)?, seconds(to, 1)?);
-            let mut payouts = Vec::new();
-            let mut after: Option<String> = None;
-            loop {
-                let path = {
-                    let mut query = form_urlencoded::Serializer::new(String::new());
-                    query
-                        .append_pair("arrival_date[gte]", &gte.to_string())
-                        .append_pair("arrival_date[lt]", &lt.to_string())
-                        .append_pair("limit", "100");
-                    if let Some(after) = &after {
-                        query.append_pair("starting_after", after);
-                    }
-                    format!("/v1/payouts?{}", query.finish())
-                };
-                let (status, body) = self
-                    .send_as(Some(account_id), hyper::Method::GET, &path, None, None)
-                    .await?;
-                if status != 200 {
-                    return Err(unavailable(status, &body));
-                }
-                let page: PayoutList = serde_json::from_slice(&body)
-                    .map_err(|e| GatewayError::Unavailable(Box::new(e)))?;
-                after = page.data.last().map(|p| p.id.clone());
-                for payout in page.data {
-                    let arrival = jiff::Timestamp::from_second(payout.arrival_date)
-                        .map_err(|e| GatewayError::Unavailable(Box::new(e)))?;
-                    payouts.push(Payout {
-                        id: payout.id,
-                        amount_minor: payout.amount,
-                        currency: payout.currency.to_ascii_uppercase(),
-                        arrival_date: arrival
-                            .to_zoned_datetime(jiff::tz::TimeZone::UTC)
-                            .date()
-                            .to_string(),
-                        status: payout.status,
-                    });
-                }
-                if !page.has_more || after.is_none() {
-                    // Stripe lists newest first.
-                    payouts.sort_by(|a, b| a.arrival_date.cmp(&b.arrival_date));
-                    return Ok(payouts);
-                }
+            let (status, body) = self
+                .send_as(Some(account_id), hyper::Method::GET, &path, None, None)
+                .await?;
+            if status != 200 {
+                return Err(unavailable(status, &body));
             }
-        })
+            let page: PayoutList = serde_json::from_slice(&body)
+                .map_err(|e| GatewayError::Unavailable(Box::new(e)))?;
+            after = page.data.last().map(|p| p.id.clone());
+            for payout in page.data {
+                let arrival = jiff::Timestamp::from_second(payout.arrival_date)
+                    .map_err(|e| GatewayError::Unavailable(Box::new(e)))?;
+                payouts.push(Payout {
+                    id: payout.id,
+                    amount_minor: payout.amount,
+                    currency: payout.currency.to_ascii_uppercase(),
+                    arrival_date: arrival
+                        .to_zoned_datetime(jiff::tz::TimeZone::UTC)
+                        .date()
+                        .to_string(),
+                    status: payout.status,
+                });
+            }
+            if !page.has_more || after.is_none() {
+                // Stripe lists newest first.
+                payouts.sort_by(|a, b| a.arrival_date.cmp(&b.arrival_date));
+                return Ok(payouts);
+            }
+        }
     }
 }
 

@@ -7,8 +7,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use futures::future::BoxFuture;
-
 use bouquet_domain::photo::{PhotoVariant, Refusal};
 
 mod policy;
@@ -68,35 +66,25 @@ pub enum Fetched {
 }
 
 /// The two buckets as the photo function uses them.
+#[async_trait::async_trait]
 pub trait PhotoObjects: Send + Sync {
     /// The uploaded file under `key`, read only if it is at most `max_bytes`.
-    fn upload<'a>(
-        &'a self,
-        key: &'a str,
-        max_bytes: u64,
-    ) -> BoxFuture<'a, Result<Fetched, StorageError>>;
+    async fn upload(&self, key: &str, max_bytes: u64) -> Result<Fetched, StorageError>;
     /// Stores one size (idempotent: its key names its content).
-    fn put_variant<'a>(
-        &'a self,
-        key: &'a str,
-        bytes: &'a [u8],
-    ) -> BoxFuture<'a, Result<(), StorageError>>;
+    async fn put_variant(&self, key: &str, bytes: &[u8]) -> Result<(), StorageError>;
     /// Removes a processed or refused upload (idempotent).
-    fn delete_upload<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StorageError>>;
+    async fn delete_upload(&self, key: &str) -> Result<(), StorageError>;
     /// Stores one size of a private photo (a proof of delivery) in the upload bucket, outside
     /// `uploads/`: read only through presigned URLs (idempotent: one key per upload and size).
-    fn put_private<'a>(
-        &'a self,
-        key: &'a str,
-        bytes: &'a [u8],
-    ) -> BoxFuture<'a, Result<(), StorageError>>;
+    async fn put_private(&self, key: &str, bytes: &[u8]) -> Result<(), StorageError>;
 }
 
 /// The upload bucket's private photos (proofs of delivery, `delivered/{orderId}/...`), as
 /// erasure and redaction remove them.
+#[async_trait::async_trait]
 pub trait PrivatePhotos: Send + Sync {
     /// Deletes every object under `prefix` (idempotent: none left is done); how many went.
-    fn delete_under<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<usize, StorageError>>;
+    async fn delete_under(&self, prefix: &str) -> Result<usize, StorageError>;
 }
 
 /// Both buckets in memory; told to, it fails every write (a storage outage, in tests).
@@ -147,70 +135,48 @@ impl MemoryObjects {
     }
 }
 
+#[async_trait::async_trait]
 impl PhotoObjects for MemoryObjects {
-    fn upload<'a>(
-        &'a self,
-        key: &'a str,
-        max_bytes: u64,
-    ) -> BoxFuture<'a, Result<Fetched, StorageError>> {
-        Box::pin(async move {
-            Ok(match self.uploads.lock().expect("not poisoned").get(key) {
-                None => Fetched::Missing,
-                Some(bytes) if bytes.len() as u64 > max_bytes => {
-                    Fetched::TooLarge(bytes.len() as u64)
-                }
-                Some(bytes) => Fetched::Bytes(bytes.clone()),
-            })
+    async fn upload(&self, key: &str, max_bytes: u64) -> Result<Fetched, StorageError> {
+        Ok(match self.uploads.lock().expect("not poisoned").get(key) {
+            None => Fetched::Missing,
+            Some(bytes) if bytes.len() as u64 > max_bytes => Fetched::TooLarge(bytes.len() as u64),
+            Some(bytes) => Fetched::Bytes(bytes.clone()),
         })
     }
 
-    fn put_variant<'a>(
-        &'a self,
-        key: &'a str,
-        bytes: &'a [u8],
-    ) -> BoxFuture<'a, Result<(), StorageError>> {
-        Box::pin(async move {
-            self.check()?;
-            self.variants
-                .lock()
-                .expect("not poisoned")
-                .insert(key.to_owned(), bytes.to_vec());
-            Ok(())
-        })
+    async fn put_variant(&self, key: &str, bytes: &[u8]) -> Result<(), StorageError> {
+        self.check()?;
+        self.variants
+            .lock()
+            .expect("not poisoned")
+            .insert(key.to_owned(), bytes.to_vec());
+        Ok(())
     }
 
-    fn delete_upload<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StorageError>> {
-        Box::pin(async move {
-            self.check()?;
-            self.uploads.lock().expect("not poisoned").remove(key);
-            Ok(())
-        })
+    async fn delete_upload(&self, key: &str) -> Result<(), StorageError> {
+        self.check()?;
+        self.uploads.lock().expect("not poisoned").remove(key);
+        Ok(())
     }
 
-    fn put_private<'a>(
-        &'a self,
-        key: &'a str,
-        bytes: &'a [u8],
-    ) -> BoxFuture<'a, Result<(), StorageError>> {
-        Box::pin(async move {
-            self.check()?;
-            self.uploads
-                .lock()
-                .expect("not poisoned")
-                .insert(key.to_owned(), bytes.to_vec());
-            Ok(())
-        })
+    async fn put_private(&self, key: &str, bytes: &[u8]) -> Result<(), StorageError> {
+        self.check()?;
+        self.uploads
+            .lock()
+            .expect("not poisoned")
+            .insert(key.to_owned(), bytes.to_vec());
+        Ok(())
     }
 }
 
+#[async_trait::async_trait]
 impl PrivatePhotos for MemoryObjects {
-    fn delete_under<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<usize, StorageError>> {
-        Box::pin(async move {
-            self.check()?;
-            let mut uploads = self.uploads.lock().expect("not poisoned");
-            let before = uploads.len();
-            uploads.retain(|key, _| !key.starts_with(prefix));
-            Ok(before - uploads.len())
-        })
+    async fn delete_under(&self, prefix: &str) -> Result<usize, StorageError> {
+        self.check()?;
+        let mut uploads = self.uploads.lock().expect("not poisoned");
+        let before = uploads.len();
+        uploads.retain(|key, _| !key.starts_with(prefix));
+        Ok(before - uploads.len())
     }
 }

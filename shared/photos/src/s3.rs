@@ -4,7 +4,6 @@
 use aws_sdk_s3::error::SdkError;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
-use futures::future::BoxFuture;
 
 use crate::{Fetched, PhotoObjects, PrivatePhotos, StorageError, VARIANT_CACHE_CONTROL};
 
@@ -52,143 +51,124 @@ fn unavailable(error: impl std::error::Error + Send + Sync + 'static) -> Storage
     StorageError::Unavailable(Box::new(error))
 }
 
+#[async_trait::async_trait]
 impl PhotoObjects for S3Objects {
-    fn upload<'a>(
-        &'a self,
-        key: &'a str,
-        max_bytes: u64,
-    ) -> BoxFuture<'a, Result<Fetched, StorageError>> {
-        Box::pin(async move {
-            let object = match self
-                .client
-                .get_object()
-                .bucket(&self.upload_bucket)
-                .key(key)
-                .send()
-                .await
-            {
-                Ok(object) => object,
-                Err(SdkError::ServiceError(e)) if e.err().is_no_such_key() => {
-                    return Ok(Fetched::Missing)
-                }
-                Err(error) => return Err(unavailable(error)),
-            };
-            let size = object.content_length().unwrap_or(0).max(0) as u64;
-            if size > max_bytes {
-                // The body is dropped unread: the connection closes.
-                return Ok(Fetched::TooLarge(size));
+    async fn upload(&self, key: &str, max_bytes: u64) -> Result<Fetched, StorageError> {
+        let object = match self
+            .client
+            .get_object()
+            .bucket(&self.upload_bucket)
+            .key(key)
+            .send()
+            .await
+        {
+            Ok(object) => object,
+            Err(SdkError::ServiceError(e)) if e.err().is_no_such_key() => {
+                return Ok(Fetched::Missing)
             }
-            let bytes = object.body.collect().await.map_err(unavailable)?;
-            Ok(Fetched::Bytes(bytes.into_bytes().to_vec()))
-        })
+            Err(error) => return Err(unavailable(error)),
+        };
+        let size = object.content_length().unwrap_or(0).max(0) as u64;
+        if size > max_bytes {
+            // The body is dropped unread: the connection closes.
+            return Ok(Fetched::TooLarge(size));
+        }
+        let bytes = object.body.collect().await.map_err(unavailable)?;
+        Ok(Fetched::Bytes(bytes.into_bytes().to_vec()))
     }
 
-    fn put_variant<'a>(
-        &'a self,
-        key: &'a str,
-        bytes: &'a [u8],
-    ) -> BoxFuture<'a, Result<(), StorageError>> {
-        Box::pin(async move {
-            self.client
-                .put_object()
-                .bucket(&self.photo_bucket)
-                .key(key)
-                .content_type("image/jpeg")
-                .cache_control(VARIANT_CACHE_CONTROL)
-                .body(ByteStream::from(bytes.to_vec()))
-                .send()
-                .await
-                .map_err(unavailable)?;
-            Ok(())
-        })
+    async fn put_variant(&self, key: &str, bytes: &[u8]) -> Result<(), StorageError> {
+        self.client
+            .put_object()
+            .bucket(&self.photo_bucket)
+            .key(key)
+            .content_type("image/jpeg")
+            .cache_control(VARIANT_CACHE_CONTROL)
+            .body(ByteStream::from(bytes.to_vec()))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
     }
 
-    fn delete_upload<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StorageError>> {
-        Box::pin(async move {
-            self.client
-                .delete_object()
-                .bucket(&self.upload_bucket)
-                .key(key)
-                .send()
-                .await
-                .map_err(unavailable)?;
-            Ok(())
-        })
+    async fn delete_upload(&self, key: &str) -> Result<(), StorageError> {
+        self.client
+            .delete_object()
+            .bucket(&self.upload_bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
     }
 
-    fn put_private<'a>(
-        &'a self,
-        key: &'a str,
-        bytes: &'a [u8],
-    ) -> BoxFuture<'a, Result<(), StorageError>> {
-        Box::pin(async move {
-            self.client
-                .put_object()
-                .bucket(&self.upload_bucket)
-                .key(key)
-                .content_type("image/jpeg")
-                // Personal data: no shared cache keeps it.
-                .cache_control("private, max-age=900")
-                .body(ByteStream::from(bytes.to_vec()))
-                .send()
-                .await
-                .map_err(unavailable)?;
-            Ok(())
-        })
+    async fn put_private(&self, key: &str, bytes: &[u8]) -> Result<(), StorageError> {
+        self.client
+            .put_object()
+            .bucket(&self.upload_bucket)
+            .key(key)
+            .content_type("image/jpeg")
+            // Personal data: no shared cache keeps it.
+            .cache_control("private, max-age=900")
+            .body(ByteStream::from(bytes.to_vec()))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
     }
 }
 
+#[async_trait::async_trait]
 impl PrivatePhotos for S3Objects {
     /// `ListObjectsV2` under the prefix, then `DeleteObjects` of each page (up to 1,000 keys
     /// a call, as S3 takes them): a proof of delivery is a handful of sizes.
-    fn delete_under<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<usize, StorageError>> {
+    async fn delete_under(&self, prefix: &str) -> Result<usize, StorageError> {
         use aws_sdk_s3::types::{Delete, ObjectIdentifier};
-        Box::pin(async move {
-            let mut deleted = 0;
-            loop {
-                let listed = self
-                    .client
-                    .list_objects_v2()
-                    .bucket(&self.upload_bucket)
-                    .prefix(prefix)
-                    .send()
-                    .await
-                    .map_err(unavailable)?;
-                let keys: Vec<ObjectIdentifier> = listed
-                    .contents()
-                    .iter()
-                    .filter_map(|object| object.key())
-                    .filter_map(|key| ObjectIdentifier::builder().key(key).build().ok())
-                    .collect();
-                if keys.is_empty() {
-                    return Ok(deleted);
-                }
-                let count = keys.len();
-                let delete = Delete::builder()
-                    .set_objects(Some(keys))
-                    .quiet(true)
-                    .build()
-                    .map_err(unavailable)?;
-                let answer = self
-                    .client
-                    .delete_objects()
-                    .bucket(&self.upload_bucket)
-                    .delete(delete)
-                    .send()
-                    .await
-                    .map_err(unavailable)?;
-                if let Some(failed) = answer.errors().first() {
-                    return Err(StorageError::Unavailable(
-                        format!(
-                            "DeleteObjects left {}: {}",
-                            failed.key().unwrap_or_default(),
-                            failed.message().unwrap_or_default()
-                        )
-                        .into(),
-                    ));
-                }
-                deleted += count;
+
+        let mut deleted = 0;
+        loop {
+            let listed = self
+                .client
+                .list_objects_v2()
+                .bucket(&self.upload_bucket)
+                .prefix(prefix)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            let keys: Vec<ObjectIdentifier> = listed
+                .contents()
+                .iter()
+                .filter_map(|object| object.key())
+                .filter_map(|key| ObjectIdentifier::builder().key(key).build().ok())
+                .collect();
+            if keys.is_empty() {
+                return Ok(deleted);
             }
-        })
+            let count = keys.len();
+            let delete = Delete::builder()
+                .set_objects(Some(keys))
+                .quiet(true)
+                .build()
+                .map_err(unavailable)?;
+            let answer = self
+                .client
+                .delete_objects()
+                .bucket(&self.upload_bucket)
+                .delete(delete)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            if let Some(failed) = answer.errors().first() {
+                return Err(StorageError::Unavailable(
+                    format!(
+                        "DeleteObjects left {}: {}",
+                        failed.key().unwrap_or_default(),
+                        failed.message().unwrap_or_default()
+                    )
+                    .into(),
+                ));
+            }
+            deleted += count;
+        }
     }
 }

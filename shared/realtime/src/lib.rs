@@ -8,8 +8,6 @@ use aws_sdk_apigatewaymanagement::error::SdkError;
 use aws_sdk_apigatewaymanagement::operation::post_to_connection::PostToConnectionError;
 use aws_sdk_apigatewaymanagement::primitives::Blob;
 use aws_sdk_apigatewaymanagement::Client;
-use futures::future::BoxFuture;
-use futures::FutureExt;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PushError {
@@ -29,12 +27,9 @@ pub enum PushError {
 }
 
 /// Posts one frame to one connection.
+#[async_trait::async_trait]
 pub trait Pusher: Send + Sync {
-    fn post<'a>(
-        &'a self,
-        connection_id: &'a str,
-        frame: &'a [u8],
-    ) -> BoxFuture<'a, Result<(), PushError>>;
+    async fn post(&self, connection_id: &str, frame: &[u8]) -> Result<(), PushError>;
 }
 
 /// [`Pusher`] on API Gateway's management API.
@@ -72,40 +67,34 @@ impl ApiGatewayPusher {
     }
 }
 
+#[async_trait::async_trait]
 impl Pusher for ApiGatewayPusher {
-    fn post<'a>(
-        &'a self,
-        connection_id: &'a str,
-        frame: &'a [u8],
-    ) -> BoxFuture<'a, Result<(), PushError>> {
-        async move {
-            match self
-                .client
-                .post_to_connection()
-                .connection_id(connection_id)
-                .data(Blob::new(frame))
-                .send()
-                .await
+    async fn post(&self, connection_id: &str, frame: &[u8]) -> Result<(), PushError> {
+        match self
+            .client
+            .post_to_connection()
+            .connection_id(connection_id)
+            .data(Blob::new(frame))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(SdkError::ServiceError(e))
+                if matches!(e.err(), PostToConnectionError::GoneException(_)) =>
             {
-                Ok(_) => Ok(()),
-                Err(SdkError::ServiceError(e))
-                    if matches!(e.err(), PostToConnectionError::GoneException(_)) =>
-                {
-                    Err(PushError::Gone(connection_id.to_owned()))
-                }
-                Err(SdkError::ServiceError(e))
-                    if matches!(e.err(), PostToConnectionError::LimitExceededException(_))
-                        || e.raw().status().as_u16() == 429 =>
-                {
-                    Err(PushError::Throttled(connection_id.to_owned()))
-                }
-                Err(error) => Err(PushError::Failed {
-                    connection: connection_id.to_owned(),
-                    source: Box::new(error),
-                }),
+                Err(PushError::Gone(connection_id.to_owned()))
             }
+            Err(SdkError::ServiceError(e))
+                if matches!(e.err(), PostToConnectionError::LimitExceededException(_))
+                    || e.raw().status().as_u16() == 429 =>
+            {
+                Err(PushError::Throttled(connection_id.to_owned()))
+            }
+            Err(error) => Err(PushError::Failed {
+                connection: connection_id.to_owned(),
+                source: Box::new(error),
+            }),
         }
-        .boxed()
     }
 }
 
@@ -120,15 +109,12 @@ pub struct QueueError {
 
 /// Where fan-out work goes: `send` to the workers' queue, `park` what failed whole where it can
 /// be redriven from (the queue's dead-letter queue). Bodies are JSON documents.
+#[async_trait::async_trait]
 pub trait WorkQueue: Send + Sync {
-    fn send<'a>(&'a self, bodies: &'a [String]) -> BoxFuture<'a, Result<(), QueueError>>;
+    async fn send(&self, bodies: &[String]) -> Result<(), QueueError>;
     /// Sends `body` to the workers' queue, delivered after `delay` (SQS: at most 900 s).
-    fn send_later<'a>(
-        &'a self,
-        body: &'a str,
-        delay: std::time::Duration,
-    ) -> BoxFuture<'a, Result<(), QueueError>>;
-    fn park<'a>(&'a self, bodies: &'a [String]) -> BoxFuture<'a, Result<(), QueueError>>;
+    async fn send_later(&self, body: &str, delay: std::time::Duration) -> Result<(), QueueError>;
+    async fn park(&self, bodies: &[String]) -> Result<(), QueueError>;
 }
 
 #[cfg(feature = "sqs")]

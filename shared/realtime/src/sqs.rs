@@ -3,7 +3,6 @@
 
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use aws_sdk_sqs::Client;
-use futures::future::BoxFuture;
 use futures::FutureExt;
 
 use crate::{QueueError, WorkQueue};
@@ -96,35 +95,29 @@ impl SqsWorkQueue {
     }
 }
 
+#[async_trait::async_trait]
 impl WorkQueue for SqsWorkQueue {
-    fn send<'a>(&'a self, bodies: &'a [String]) -> BoxFuture<'a, Result<(), QueueError>> {
-        self.send_to(&self.queue_url, bodies).boxed()
+    async fn send(&self, bodies: &[String]) -> Result<(), QueueError> {
+        self.send_to(&self.queue_url, bodies).boxed().await
     }
 
-    fn park<'a>(&'a self, bodies: &'a [String]) -> BoxFuture<'a, Result<(), QueueError>> {
-        self.send_to(&self.dead_letter_url, bodies).boxed()
+    async fn park(&self, bodies: &[String]) -> Result<(), QueueError> {
+        self.send_to(&self.dead_letter_url, bodies).boxed().await
     }
 
-    fn send_later<'a>(
-        &'a self,
-        body: &'a str,
-        delay: std::time::Duration,
-    ) -> BoxFuture<'a, Result<(), QueueError>> {
-        async move {
-            self.client
-                .send_message()
-                .queue_url(&self.queue_url)
-                .message_body(body)
-                .delay_seconds(delay.as_secs().clamp(0, 900) as i32)
-                .send()
-                .await
-                .map(|_| ())
-                .map_err(|error| QueueError {
-                    sent: 1,
-                    refused: 1,
-                    source: Some(Box::new(error)),
-                })
-        }
-        .boxed()
+    async fn send_later(&self, body: &str, delay: std::time::Duration) -> Result<(), QueueError> {
+        self.client
+            .send_message()
+            .queue_url(&self.queue_url)
+            .message_body(body)
+            .delay_seconds(delay.as_secs().clamp(0, 900) as i32)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|error| QueueError {
+                sent: 1,
+                refused: 1,
+                source: Some(Box::new(error)),
+            })
     }
 }

@@ -9,7 +9,6 @@ use std::future::Future;
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsMessage};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
-use futures::future::BoxFuture;
 use futures::StreamExt;
 
 /// One message of a batch: its id (the SQS message id, or the stream record's sequence
@@ -52,9 +51,10 @@ pub struct Rejected {
 }
 
 /// Where rejected messages are parked whole.
+#[async_trait::async_trait]
 pub trait DeadLetters: Send + Sync {
     /// Parks `rejected`; returns the ids of those it could not park (they are retried).
-    fn park<'a>(&'a self, rejected: &'a [Rejected]) -> BoxFuture<'a, Vec<String>>;
+    async fn park(&self, rejected: &[Rejected]) -> Vec<String>;
 }
 
 /// How a batch runs: up to `concurrency` messages at once, except that messages of one
@@ -282,15 +282,14 @@ impl SqsDeadLetters {
 }
 
 #[cfg(feature = "sqs")]
+#[async_trait::async_trait]
 impl DeadLetters for SqsDeadLetters {
-    fn park<'a>(&'a self, rejected: &'a [Rejected]) -> BoxFuture<'a, Vec<String>> {
-        Box::pin(async move {
-            let mut unsent = Vec::new();
-            for chunk in rejected.chunks(Self::AT_ONCE) {
-                unsent.extend(self.send(chunk).await);
-            }
-            unsent
-        })
+    async fn park(&self, rejected: &[Rejected]) -> Vec<String> {
+        let mut unsent = Vec::new();
+        for chunk in rejected.chunks(Self::AT_ONCE) {
+            unsent.extend(self.send(chunk).await);
+        }
+        unsent
     }
 }
 
@@ -336,19 +335,18 @@ mod tests {
         refuse: Option<&'static str>,
     }
 
+    #[async_trait::async_trait]
     impl DeadLetters for Parking {
-        fn park<'a>(&'a self, rejected: &'a [Rejected]) -> BoxFuture<'a, Vec<String>> {
-            Box::pin(async move {
-                let mut unparked = Vec::new();
-                for r in rejected {
-                    if Some(r.message.body.as_str()) == self.refuse {
-                        unparked.push(r.message.id.clone());
-                    } else {
-                        self.parked.lock().unwrap().push(r.clone());
-                    }
+        async fn park(&self, rejected: &[Rejected]) -> Vec<String> {
+            let mut unparked = Vec::new();
+            for r in rejected {
+                if Some(r.message.body.as_str()) == self.refuse {
+                    unparked.push(r.message.id.clone());
+                } else {
+                    self.parked.lock().unwrap().push(r.clone());
                 }
-                unparked
-            })
+            }
+            unparked
         }
     }
 

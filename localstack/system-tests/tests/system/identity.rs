@@ -396,52 +396,43 @@ struct Flaky {
     failures: std::sync::atomic::AtomicUsize,
 }
 
+#[async_trait::async_trait]
 impl bouquet_app::directory::UserDirectory for Flaky {
-    fn find(
+    async fn find(
         &self,
         email: &str,
-    ) -> futures::future::BoxFuture<
-        '_,
-        Result<
-            Option<bouquet_app::directory::DirectoryUser>,
-            bouquet_app::directory::DirectoryError,
-        >,
-    > {
-        self.inner.find(email)
+    ) -> Result<Option<bouquet_app::directory::DirectoryUser>, bouquet_app::directory::DirectoryError>
+    {
+        self.inner.find(email).await
     }
-    fn invite(
+    async fn invite(
         &self,
         email: &str,
         vendor_id: &str,
-    ) -> futures::future::BoxFuture<
-        '_,
-        Result<bouquet_app::directory::DirectoryUser, bouquet_app::directory::DirectoryError>,
-    > {
-        self.inner.invite(email, vendor_id)
+    ) -> Result<bouquet_app::directory::DirectoryUser, bouquet_app::directory::DirectoryError> {
+        self.inner.invite(email, vendor_id).await
     }
-    fn set_vendor(
+    async fn set_vendor(
         &self,
         username: &str,
         vendor_id: &str,
-    ) -> futures::future::BoxFuture<'_, Result<(), bouquet_app::directory::DirectoryError>> {
-        self.inner.set_vendor(username, vendor_id)
+    ) -> Result<(), bouquet_app::directory::DirectoryError> {
+        self.inner.set_vendor(username, vendor_id).await
     }
-    fn add_to_group(
+    async fn add_to_group(
         &self,
         username: &str,
         group: &str,
-    ) -> futures::future::BoxFuture<'_, Result<(), bouquet_app::directory::DirectoryError>> {
+    ) -> Result<(), bouquet_app::directory::DirectoryError> {
         let left = self.failures.load(std::sync::atomic::Ordering::SeqCst);
         if left > 0 {
             self.failures
                 .store(left - 1, std::sync::atomic::Ordering::SeqCst);
-            return Box::pin(async {
-                Err(bouquet_app::directory::DirectoryError::Unavailable(
-                    "cut off".into(),
-                ))
-            });
+            return Err(bouquet_app::directory::DirectoryError::Unavailable(
+                "cut off".into(),
+            ));
         }
-        self.inner.add_to_group(username, group)
+        self.inner.add_to_group(username, group).await
     }
 }
 

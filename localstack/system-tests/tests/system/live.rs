@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio::net::TcpStream;
@@ -512,38 +511,33 @@ struct Flaky {
     failing: std::sync::Mutex<Vec<String>>,
 }
 
+#[async_trait::async_trait]
 impl Pusher for Flaky {
-    fn post<'a>(
-        &'a self,
-        connection_id: &'a str,
-        frame: &'a [u8],
-    ) -> BoxFuture<'a, Result<(), PushError>> {
-        Box::pin(async move {
-            self.calls.fetch_add(1, Ordering::SeqCst);
-            if self
-                .failing
+    async fn post(&self, connection_id: &str, frame: &[u8]) -> Result<(), PushError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if self
+            .failing
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|c| c == connection_id)
+        {
+            *self
+                .refused
                 .lock()
                 .unwrap()
-                .iter()
-                .any(|c| c == connection_id)
-            {
-                *self
-                    .refused
-                    .lock()
-                    .unwrap()
-                    .entry(connection_id.to_owned())
-                    .or_default() += 1;
-                return Err(PushError::Failed {
-                    connection: connection_id.to_owned(),
-                    source: "injected: throttled".into(),
-                });
-            }
-            self.inner
-                .get()
-                .expect("set once the API is bound")
-                .post(connection_id, frame)
-                .await
-        })
+                .entry(connection_id.to_owned())
+                .or_default() += 1;
+            return Err(PushError::Failed {
+                connection: connection_id.to_owned(),
+                source: "injected: throttled".into(),
+            });
+        }
+        self.inner
+            .get()
+            .expect("set once the API is bound")
+            .post(connection_id, frame)
+            .await
     }
 }
 
@@ -1005,9 +999,10 @@ impl Recorder {
     }
 }
 
+#[async_trait::async_trait]
 impl Pusher for Recorder {
-    fn post<'a>(&'a self, _: &'a str, _: &'a [u8]) -> BoxFuture<'a, Result<(), PushError>> {
+    async fn post(&self, _: &str, _: &[u8]) -> Result<(), PushError> {
         self.0.fetch_add(1, Ordering::SeqCst);
-        Box::pin(async { Ok(()) })
+        Ok(())
     }
 }

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use serde_json::json;
 
 use bouquet_app::payments::{
@@ -144,26 +143,25 @@ async fn a_gateway_timeout_keeps_the_attempt_and_a_retry_charges_once() {
 /// Charges, then never answers: the process "dies" between the charge and its commit.
 struct CrashAfterCharge(Arc<SimulatedGateway>);
 
+#[async_trait::async_trait]
 impl PaymentGateway for CrashAfterCharge {
     fn provider(&self) -> &'static str {
         self.0.provider()
     }
-    fn charge(&self, request: ChargeRequest) -> BoxFuture<'_, Result<ChargeOutcome, GatewayError>> {
-        Box::pin(async move {
-            let _ = self.0.charge(request).await;
-            futures::future::pending().await
-        })
+    async fn charge(&self, request: ChargeRequest) -> Result<ChargeOutcome, GatewayError> {
+        let _ = self.0.charge(request).await;
+        futures::future::pending().await
     }
-    fn lookup(&self, key: &str) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>> {
-        self.0.lookup(key)
+    async fn lookup(&self, key: &str) -> Result<Option<ChargeOutcome>, GatewayError> {
+        self.0.lookup(key).await
     }
-    fn refund<'a>(
-        &'a self,
-        key: &'a str,
-        charge_id: &'a str,
+    async fn refund(
+        &self,
+        key: &str,
+        charge_id: &str,
         transferred: bool,
-    ) -> BoxFuture<'a, Result<(), GatewayError>> {
-        self.0.refund(key, charge_id, transferred)
+    ) -> Result<(), GatewayError> {
+        self.0.refund(key, charge_id, transferred).await
     }
 }
 

@@ -5,7 +5,6 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
 use bouquet_app::domain::Timestamp;
@@ -144,103 +143,66 @@ impl FailingAt {
     }
 }
 
+#[async_trait::async_trait]
 impl DeviceRegistry for FailingAt {
-    fn data_endpoint(&self) -> BoxFuture<'_, Result<String, IotError>> {
-        Box::pin(async move {
-            self.check("data_endpoint")?;
-            self.inner.data_endpoint().await
-        })
+    async fn data_endpoint(&self) -> Result<String, IotError> {
+        self.check("data_endpoint")?;
+        self.inner.data_endpoint().await
     }
-    fn create_thing<'a>(&'a self, thing: &'a NewThing<'a>) -> BoxFuture<'a, Result<(), IotError>> {
-        Box::pin(async move {
-            self.check("create_thing")?;
-            self.inner.create_thing(thing).await?;
-            self.things.lock().unwrap().push(thing.name.to_owned());
-            Ok(())
-        })
+    async fn create_thing<'a>(&self, thing: &NewThing<'a>) -> Result<(), IotError> {
+        self.check("create_thing")?;
+        self.inner.create_thing(thing).await?;
+        self.things.lock().unwrap().push(thing.name.to_owned());
+        Ok(())
     }
-    fn create_certificate(&self) -> BoxFuture<'_, Result<Certificate, IotError>> {
-        Box::pin(async move {
-            self.check("create_certificate")?;
-            let certificate = self.inner.create_certificate().await?;
-            self.certificates
-                .lock()
-                .unwrap()
-                .push(certificate.id.clone());
-            Ok(certificate)
-        })
+    async fn create_certificate(&self) -> Result<Certificate, IotError> {
+        self.check("create_certificate")?;
+        let certificate = self.inner.create_certificate().await?;
+        self.certificates
+            .lock()
+            .unwrap()
+            .push(certificate.id.clone());
+        Ok(certificate)
     }
-    fn attach_policy<'a>(
-        &'a self,
-        policy: &'a str,
-        arn: &'a str,
-    ) -> BoxFuture<'a, Result<(), IotError>> {
-        Box::pin(async move {
-            self.check("attach_policy")?;
-            self.inner.attach_policy(policy, arn).await
-        })
+    async fn attach_policy(&self, policy: &str, arn: &str) -> Result<(), IotError> {
+        self.check("attach_policy")?;
+        self.inner.attach_policy(policy, arn).await
     }
-    fn attach_thing_principal<'a>(
-        &'a self,
-        thing: &'a str,
-        arn: &'a str,
-    ) -> BoxFuture<'a, Result<(), IotError>> {
-        Box::pin(async move {
-            self.check("attach_thing_principal")?;
-            self.inner.attach_thing_principal(thing, arn).await
-        })
+    async fn attach_thing_principal(&self, thing: &str, arn: &str) -> Result<(), IotError> {
+        self.check("attach_thing_principal")?;
+        self.inner.attach_thing_principal(thing, arn).await
     }
-    fn detach_thing_principal<'a>(
-        &'a self,
-        thing: &'a str,
-        arn: &'a str,
-    ) -> BoxFuture<'a, Result<(), IotError>> {
-        self.inner.detach_thing_principal(thing, arn)
+    async fn detach_thing_principal(&self, thing: &str, arn: &str) -> Result<(), IotError> {
+        self.inner.detach_thing_principal(thing, arn).await
     }
-    fn detach_policy<'a>(
-        &'a self,
-        policy: &'a str,
-        arn: &'a str,
-    ) -> BoxFuture<'a, Result<(), IotError>> {
-        self.inner.detach_policy(policy, arn)
+    async fn detach_policy(&self, policy: &str, arn: &str) -> Result<(), IotError> {
+        self.inner.detach_policy(policy, arn).await
     }
-    fn delete_certificate<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), IotError>> {
-        self.inner.delete_certificate(id)
+    async fn delete_certificate(&self, id: &str) -> Result<(), IotError> {
+        self.inner.delete_certificate(id).await
     }
-    fn delete_thing<'a>(&'a self, thing: &'a str) -> BoxFuture<'a, Result<(), IotError>> {
-        Box::pin(async move {
-            self.check("delete_thing")?;
-            self.inner.delete_thing(thing).await
-        })
+    async fn delete_thing(&self, thing: &str) -> Result<(), IotError> {
+        self.check("delete_thing")?;
+        self.inner.delete_thing(thing).await
     }
-    fn thing_principals<'a>(
-        &'a self,
-        thing: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<String>, IotError>> {
-        self.inner.thing_principals(thing)
+    async fn thing_principals(&self, thing: &str) -> Result<Vec<String>, IotError> {
+        self.inner.thing_principals(thing).await
     }
-    fn vase_things<'a>(
-        &'a self,
-        policy: &'a str,
-        next: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Page<Thing>, IotError>> {
-        self.inner.vase_things(policy, next)
+    async fn vase_things(&self, policy: &str, next: Option<&str>) -> Result<Page<Thing>, IotError> {
+        self.inner.vase_things(policy, next).await
     }
-    fn policy_certificates<'a>(
-        &'a self,
-        policy: &'a str,
-        next: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Page<String>, IotError>> {
-        self.inner.policy_certificates(policy, next)
+    async fn policy_certificates(
+        &self,
+        policy: &str,
+        next: Option<&str>,
+    ) -> Result<Page<String>, IotError> {
+        self.inner.policy_certificates(policy, next).await
     }
-    fn principal_things<'a>(
-        &'a self,
-        arn: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<String>, IotError>> {
-        self.inner.principal_things(arn)
+    async fn principal_things(&self, arn: &str) -> Result<Vec<String>, IotError> {
+        self.inner.principal_things(arn).await
     }
-    fn certificate_created_at<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<i64, IotError>> {
-        self.inner.certificate_created_at(id)
+    async fn certificate_created_at(&self, id: &str) -> Result<i64, IotError> {
+        self.inner.certificate_created_at(id).await
     }
 }
 

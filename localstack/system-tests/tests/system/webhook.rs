@@ -28,42 +28,34 @@ impl ThreeDSecure {
     }
 }
 
+#[async_trait::async_trait]
 impl PaymentGateway for ThreeDSecure {
     fn provider(&self) -> &'static str {
         "stripe"
     }
-    fn charge(&self, request: ChargeRequest) -> BoxFuture<'_, Result<ChargeOutcome, GatewayError>> {
-        Box::pin(async move {
-            Ok(ChargeOutcome::RequiresAction {
-                intent_id: format!("pi_{}", request.idempotency_key),
-                client_secret: format!("pi_{}_secret", request.idempotency_key),
-            })
+    async fn charge(&self, request: ChargeRequest) -> Result<ChargeOutcome, GatewayError> {
+        Ok(ChargeOutcome::RequiresAction {
+            intent_id: format!("pi_{}", request.idempotency_key),
+            client_secret: format!("pi_{}_secret", request.idempotency_key),
         })
     }
-    fn lookup(&self, key: &str) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>> {
+    async fn lookup(&self, key: &str) -> Result<Option<ChargeOutcome>, GatewayError> {
         let key = key.to_owned();
-        Box::pin(async move {
-            Ok(Some(
-                self.settled.lock().unwrap().get(&key).cloned().unwrap_or(
-                    ChargeOutcome::RequiresAction {
-                        intent_id: format!("pi_{key}"),
-                        client_secret: String::new(),
-                    },
-                ),
-            ))
-        })
+
+        Ok(Some(
+            self.settled.lock().unwrap().get(&key).cloned().unwrap_or(
+                ChargeOutcome::RequiresAction {
+                    intent_id: format!("pi_{key}"),
+                    client_secret: String::new(),
+                },
+            ),
+        ))
     }
-    fn refund<'a>(
-        &'a self,
-        key: &'a str,
-        _: &'a str,
-        _: bool,
-    ) -> BoxFuture<'a, Result<(), GatewayError>> {
+    async fn refund(&self, key: &str, _: &str, _: bool) -> Result<(), GatewayError> {
         let key = key.to_owned();
-        Box::pin(async move {
-            self.refunded.lock().unwrap().push(key);
-            Ok(())
-        })
+
+        self.refunded.lock().unwrap().push(key);
+        Ok(())
     }
 }
 
@@ -310,30 +302,24 @@ struct WebhookFirst {
     webhook: Mutex<Option<BoxFuture<'static, ApiResponse>>>,
 }
 
+#[async_trait::async_trait]
 impl PaymentGateway for WebhookFirst {
     fn provider(&self) -> &'static str {
         "stripe"
     }
-    fn charge(&self, request: ChargeRequest) -> BoxFuture<'_, Result<ChargeOutcome, GatewayError>> {
-        Box::pin(async move {
-            let webhook = self.webhook.lock().unwrap().take().expect("one charge");
-            let delivered = webhook.await;
-            assert_eq!(delivered.body["outcome"], "paid", "{}", delivered.body);
-            Ok(ChargeOutcome::Approved {
-                charge_id: format!("pi_{}", request.idempotency_key),
-            })
+    async fn charge(&self, request: ChargeRequest) -> Result<ChargeOutcome, GatewayError> {
+        let webhook = self.webhook.lock().unwrap().take().expect("one charge");
+        let delivered = webhook.await;
+        assert_eq!(delivered.body["outcome"], "paid", "{}", delivered.body);
+        Ok(ChargeOutcome::Approved {
+            charge_id: format!("pi_{}", request.idempotency_key),
         })
     }
-    fn lookup(&self, _: &str) -> BoxFuture<'_, Result<Option<ChargeOutcome>, GatewayError>> {
-        Box::pin(async { Ok(None) })
+    async fn lookup(&self, _: &str) -> Result<Option<ChargeOutcome>, GatewayError> {
+        Ok(None)
     }
-    fn refund<'a>(
-        &'a self,
-        _: &'a str,
-        _: &'a str,
-        _: bool,
-    ) -> BoxFuture<'a, Result<(), GatewayError>> {
-        Box::pin(async { panic!("nothing to refund") })
+    async fn refund(&self, _: &str, _: &str, _: bool) -> Result<(), GatewayError> {
+        panic!("nothing to refund")
     }
 }
 

@@ -634,20 +634,16 @@ pub async fn receive_work(
 /// are in the log, since the queue's park takes bodies).
 struct ParkOnWorkQueue<'a>(&'a dyn WorkQueue);
 
+#[async_trait::async_trait]
 impl bouquet_runtime::batch::DeadLetters for ParkOnWorkQueue<'_> {
-    fn park<'a>(
-        &'a self,
-        rejected: &'a [bouquet_runtime::batch::Rejected],
-    ) -> futures::future::BoxFuture<'a, Vec<String>> {
-        Box::pin(async move {
-            let bodies: Vec<String> = rejected.iter().map(|r| r.message.body.clone()).collect();
-            match self.0.park(&bodies).await {
-                Ok(()) => Vec::new(),
-                Err(error) => {
-                    tracing::warn!(%error, "malformed units not parked; they go back to the queue");
-                    rejected.iter().map(|r| r.message.id.clone()).collect()
-                }
+    async fn park(&self, rejected: &[bouquet_runtime::batch::Rejected]) -> Vec<String> {
+        let bodies: Vec<String> = rejected.iter().map(|r| r.message.body.clone()).collect();
+        match self.0.park(&bodies).await {
+            Ok(()) => Vec::new(),
+            Err(error) => {
+                tracing::warn!(%error, "malformed units not parked; they go back to the queue");
+                rejected.iter().map(|r| r.message.id.clone()).collect()
             }
-        })
+        }
     }
 }

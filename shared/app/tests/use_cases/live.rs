@@ -1,7 +1,6 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use futures::future::BoxFuture;
 use serde_json::json;
 
 use bouquet_app::domain::channels::{Refusal, Viewer};
@@ -20,24 +19,21 @@ struct MemoryQueue {
     parked: Mutex<Vec<String>>,
 }
 
+#[async_trait::async_trait]
 impl WorkQueue for MemoryQueue {
-    fn send<'a>(&'a self, bodies: &'a [String]) -> BoxFuture<'a, Result<(), QueueError>> {
+    async fn send(&self, bodies: &[String]) -> Result<(), QueueError> {
         self.sent.lock().unwrap().extend_from_slice(bodies);
-        Box::pin(async { Ok(()) })
+        Ok(())
     }
 
-    fn park<'a>(&'a self, bodies: &'a [String]) -> BoxFuture<'a, Result<(), QueueError>> {
+    async fn park(&self, bodies: &[String]) -> Result<(), QueueError> {
         self.parked.lock().unwrap().extend_from_slice(bodies);
-        Box::pin(async { Ok(()) })
+        Ok(())
     }
 
-    fn send_later<'a>(
-        &'a self,
-        body: &'a str,
-        delay: std::time::Duration,
-    ) -> BoxFuture<'a, Result<(), QueueError>> {
+    async fn send_later(&self, body: &str, delay: std::time::Duration) -> Result<(), QueueError> {
         self.later.lock().unwrap().push((body.to_owned(), delay));
-        Box::pin(async { Ok(()) })
+        Ok(())
     }
 }
 
@@ -106,25 +102,20 @@ struct Recorder {
     frames: Mutex<HashMap<String, Vec<serde_json::Value>>>,
 }
 
+#[async_trait::async_trait]
 impl Pusher for Recorder {
-    fn post<'a>(
-        &'a self,
-        connection_id: &'a str,
-        frame: &'a [u8],
-    ) -> BoxFuture<'a, Result<(), PushError>> {
-        Box::pin(async move {
-            if connection_id.starts_with("gone-") {
-                return Err(PushError::Gone(connection_id.to_owned()));
-            }
-            let frame = serde_json::from_slice(frame).expect("frames are JSON");
-            self.frames
-                .lock()
-                .unwrap()
-                .entry(connection_id.to_owned())
-                .or_default()
-                .push(frame);
-            Ok(())
-        })
+    async fn post(&self, connection_id: &str, frame: &[u8]) -> Result<(), PushError> {
+        if connection_id.starts_with("gone-") {
+            return Err(PushError::Gone(connection_id.to_owned()));
+        }
+        let frame = serde_json::from_slice(frame).expect("frames are JSON");
+        self.frames
+            .lock()
+            .unwrap()
+            .entry(connection_id.to_owned())
+            .or_default()
+            .push(frame);
+        Ok(())
     }
 }
 
@@ -424,34 +415,29 @@ struct Throttling {
     delivered: Mutex<Vec<(String, serde_json::Value)>>,
 }
 
+#[async_trait::async_trait]
 impl Pusher for Throttling {
-    fn post<'a>(
-        &'a self,
-        connection_id: &'a str,
-        frame: &'a [u8],
-    ) -> BoxFuture<'a, Result<(), PushError>> {
-        Box::pin(async move {
-            let tries = {
-                let mut tries = self.tries.lock().unwrap();
-                let n = tries.entry(connection_id.to_owned()).or_default();
-                *n += 1;
-                *n
-            };
-            if self.outage && connection_id.starts_with("down-") {
-                return Err(PushError::Failed {
-                    connection: connection_id.to_owned(),
-                    source: "injected: the endpoint is down".into(),
-                });
-            }
-            if tries <= self.throttles {
-                return Err(PushError::Throttled(connection_id.to_owned()));
-            }
-            self.delivered.lock().unwrap().push((
-                connection_id.to_owned(),
-                serde_json::from_slice(frame).unwrap(),
-            ));
-            Ok(())
-        })
+    async fn post(&self, connection_id: &str, frame: &[u8]) -> Result<(), PushError> {
+        let tries = {
+            let mut tries = self.tries.lock().unwrap();
+            let n = tries.entry(connection_id.to_owned()).or_default();
+            *n += 1;
+            *n
+        };
+        if self.outage && connection_id.starts_with("down-") {
+            return Err(PushError::Failed {
+                connection: connection_id.to_owned(),
+                source: "injected: the endpoint is down".into(),
+            });
+        }
+        if tries <= self.throttles {
+            return Err(PushError::Throttled(connection_id.to_owned()));
+        }
+        self.delivered.lock().unwrap().push((
+            connection_id.to_owned(),
+            serde_json::from_slice(frame).unwrap(),
+        ));
+        Ok(())
     }
 }
 
