@@ -15,6 +15,21 @@ use bouquet_template::Template;
 
 use crate::provisioned::{aws, Names, ProvisionError};
 
+/// Every item of a Cognito list call, all its pages read (60 a page, Cognito's most). A macro:
+/// the SDK's paginators share no trait a function could take.
+macro_rules! every_item {
+    ($list:expr) => {
+        $list
+            .max_results(60)
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await
+            .map_err(aws)?
+    };
+}
+
 /// A provisioned pool, as tokens and the functions see it.
 #[derive(Clone, Debug)]
 pub struct LocalUserPool {
@@ -78,15 +93,7 @@ pub async fn create_user_pool(
         return Ok(());
     };
     let p = &pool["Properties"];
-    let existing = client
-        .list_user_pools()
-        .max_results(60)
-        .into_paginator()
-        .items()
-        .send()
-        .try_collect()
-        .await
-        .map_err(aws)?
+    let existing = every_item!(client.list_user_pools())
         .into_iter()
         .find(|pool| pool.name() == Some(name))
         .and_then(|pool| pool.id);
@@ -216,16 +223,7 @@ async fn create_client(
     p: &Value,
     name: &str,
 ) -> Result<String, ProvisionError> {
-    let existing = client
-        .list_user_pool_clients()
-        .user_pool_id(pool_id)
-        .max_results(60)
-        .into_paginator()
-        .items()
-        .send()
-        .try_collect()
-        .await
-        .map_err(aws)?
+    let existing = every_item!(client.list_user_pool_clients().user_pool_id(pool_id))
         .into_iter()
         .find(|c| c.client_name() == Some(name))
         .and_then(|c| c.client_id);

@@ -370,14 +370,9 @@ impl Console {
         {
             return message(StatusCode::NOT_FOUND, "no such simulated account");
         }
-        let request: PayoutRequest = match serde_json::from_slice(body) {
+        let request: PayoutRequest = match json_body(body, "{amount, currency}") {
             Ok(request) => request,
-            Err(e) => {
-                return message(
-                    StatusCode::BAD_REQUEST,
-                    &format!("expected {{amount, currency}}: {e}"),
-                )
-            }
+            Err(refused) => return *refused,
         };
         let amount =
             match bouquet_app::domain::Money::parse_price(&request.amount, &request.currency) {
@@ -418,12 +413,8 @@ impl Console {
         let Some(ledger) = &self.ledger else {
             return Err(message(StatusCode::NOT_FOUND, "Not Found"));
         };
-        let request: Authentication = serde_json::from_slice(body).map_err(|e| {
-            message(
-                StatusCode::BAD_REQUEST,
-                &format!("expected {{orderId, attemptKey, approved}}: {e}"),
-            )
-        })?;
+        let request: Authentication =
+            json_body(body, "{orderId, attemptKey, approved}").map_err(|refused| *refused)?;
         let intent = ledger
             .authenticate(&request.attempt_key, request.approved)
             .await
@@ -607,14 +598,9 @@ impl Console {
     }
 
     fn token(&self, body: &[u8]) -> Response<Full<Bytes>> {
-        let request: TokenRequest = match serde_json::from_slice(body) {
+        let request: TokenRequest = match json_body(body, "{role, sub, vendorId?, email?}") {
             Ok(request) => request,
-            Err(error) => {
-                return message(
-                    StatusCode::BAD_REQUEST,
-                    &format!("expected {{role, sub, vendorId?, email?}}: {error}"),
-                )
-            }
+            Err(refused) => return *refused,
         };
         let sub = request.sub.trim();
         if !ROLES.contains(&request.role.as_str()) {
@@ -732,6 +718,19 @@ details here.</p>
 </body></html>"#
     );
     respond(StatusCode::OK, "text/html; charset=utf-8", page)
+}
+
+/// The JSON `body` read as a `T`, or the 400 that says what was `expected` and why not.
+fn json_body<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    expected: &str,
+) -> Result<T, Box<Response<Full<Bytes>>>> {
+    serde_json::from_slice(body).map_err(|e| {
+        Box::new(message(
+            StatusCode::BAD_REQUEST,
+            &format!("expected {expected}: {e}"),
+        ))
+    })
 }
 
 fn message(status: StatusCode, text: &str) -> Response<Full<Bytes>> {

@@ -410,11 +410,7 @@ async fn answer(
     request: Request<Incoming>,
 ) -> Answer {
     let (parts, body) = request.into_parts();
-    let body = body
-        .collect()
-        .await
-        .map_err(|e| DevError::Unexpected(format!("a body: {e}")))?
-        .to_bytes();
+    let body = all_of(body).await?;
     if let Some(control) = parts.uri.path().strip_prefix("/_faults") {
         return Ok(control_answer(faults, control));
     }
@@ -469,7 +465,8 @@ async fn answer(
             json!({}),
         )),
         Some(Fault::EventBridgeFailedEntries) => {
-            put_events_partly(faults, client, upstream, &parts, body).await
+            let forward = |body| forward(faults, client, upstream, &parts, body);
+            put_events_partly(faults, body, forward).await
         }
         Some(other) => Err(DevError::Unexpected(format!(
             "{} is not a proxy fault",
@@ -512,13 +509,22 @@ async fn forward(
         .await
         .map_err(|e| DevError::Unexpected(format!("the local {engine}: {e}")))?;
     let (parts, body) = response.into_parts();
-    let body = body
-        .collect()
-        .await
-        .map_err(|e| DevError::Unexpected(format!("a body: {e}")))?
-        .to_bytes();
+    let body = all_of(body).await?;
     faults.time_upstream(engine, asked.elapsed());
     Ok(Response::from_parts(parts, Full::new(body)))
+}
+
+/// All of `body`, its frames collected.
+async fn all_of<B>(body: B) -> Result<Bytes, DevError>
+where
+    B: hyper::body::Body,
+    B::Error: std::fmt::Display,
+{
+    let collected = body
+        .collect()
+        .await
+        .map_err(|e| DevError::Unexpected(format!("a body: {e}")))?;
+    Ok(collected.to_bytes())
 }
 
 fn json_response(status: StatusCode, body: &Value) -> Response<Full<Bytes>> {
@@ -578,19 +584,17 @@ fn transaction_conflict(faults: &Faults, body: &Bytes) -> Response<Full<Bytes>> 
 }
 
 /// `PutEvents` with some entries failed (`InternalFailure`) and the rest put: EventBridge's
-/// partial failure, which the SDK does not retry.
-async fn put_events_partly(
-    faults: &Faults,
-    client: &Client<HttpConnector, Full<Bytes>>,
-    upstream: &Upstreams,
-    parts: &http::request::Parts,
-    body: Bytes,
-) -> Answer {
+/// partial failure, which the SDK does not retry. The entries kept go on through `forward`.
+async fn put_events_partly<F, Forwarded>(faults: &Faults, body: Bytes, forward: F) -> Answer
+where
+    F: Fn(Bytes) -> Forwarded,
+    Forwarded: std::future::Future<Output = Answer>,
+{
     let mut request: Value = serde_json::from_slice(&body)
         .map_err(|e| DevError::Unexpected(format!("a PutEvents body: {e}")))?;
     let entries = request["Entries"].as_array().cloned().unwrap_or_default();
     if entries.is_empty() {
-        return forward(faults, client, upstream, parts, body).await;
+        return forward(body).await;
     }
     // At least one entry fails; each other one with even odds.
     let first = faults.between(0, entries.len() as u64 - 1) as usize;
@@ -606,20 +610,8 @@ async fn put_events_partly(
     let mut put = Vec::new();
     if !kept.is_empty() {
         request["Entries"] = Value::Array(kept);
-        let response = forward(
-            faults,
-            client,
-            upstream,
-            parts,
-            Bytes::from(request.to_string()),
-        )
-        .await?;
-        let answered = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| DevError::Unexpected(format!("a body: {e}")))?
-            .to_bytes();
+        let response = forward(Bytes::from(request.to_string())).await?;
+        let answered = all_of(response.into_body()).await?;
         let answered: Value = serde_json::from_slice(&answered)
             .map_err(|e| DevError::Unexpected(format!("a PutEvents answer: {e}")))?;
         put = answered["Entries"].as_array().cloned().unwrap_or_default();

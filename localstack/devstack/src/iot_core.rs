@@ -17,7 +17,7 @@ use crate::iot_rules::RuleSql;
 use bouquet_app::domain::{Clock, SystemClock};
 
 use crate::mosquitto::{IotFiles, Mosquitto};
-use crate::provision::{resolve, Names, ProvisionError};
+use crate::provision::{made_or_exists, resolve, Names, ProvisionError};
 
 use crate::error::DevError;
 
@@ -81,20 +81,13 @@ pub async fn provision(
     for (id, resource) in template.resources_of_type("AWS::IoT::Policy") {
         let name = crate::provision::local_name(stack, id);
         let document = policy_document(template, resource, names);
-        match iot
+        let created = iot
             .create_policy()
             .policy_name(&name)
             .policy_document(document.to_string())
             .send()
-            .await
-        {
-            Ok(_) => {}
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|e| e.is_resource_already_exists_exception()) => {}
-            Err(error) => return Err(aws(error)),
-        }
+            .await;
+        made_or_exists(created, |e| e.is_resource_already_exists_exception())?;
         names.insert(id.to_owned(), name.clone());
         policies.insert(name, document);
     }
@@ -134,14 +127,7 @@ pub async fn provision(
             .topic_rule_payload(request.build().map_err(aws)?)
             .send()
             .await;
-        match created {
-            Ok(_) => {}
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|e| e.is_resource_already_exists_exception()) => {}
-            Err(error) => return Err(aws(error)),
-        }
+        made_or_exists(created, |e| e.is_resource_already_exists_exception())?;
         names.insert(id.to_owned(), name.clone());
         rules.push(LocalRule {
             name,

@@ -122,6 +122,14 @@ pub async fn verify(
 mod tests {
     use super::*;
 
+    /// `token` verified as it comes in an `Authorization: Bearer` header.
+    async fn bearer(
+        verifier: &bouquet_authn::Verifier,
+        token: &str,
+    ) -> Option<HashMap<String, String>> {
+        verify(verifier, Some(&format!("Bearer {token}"))).await
+    }
+
     #[tokio::test]
     async fn accepts_its_own_tokens_and_nothing_else() {
         let verifier = verifier("s3cret", None);
@@ -133,9 +141,7 @@ mod tests {
             60,
         )
         .unwrap();
-        let claims = verify(&verifier, Some(&format!("Bearer {token}")))
-            .await
-            .unwrap();
+        let claims = bearer(&verifier, &token).await.unwrap();
         assert_eq!(claims["role"], "vendor");
         assert_eq!(claims["vendorId"], "01JF0000000000000000000000");
         assert!(!claims.contains_key("email") && !claims.contains_key("email_verified"));
@@ -148,32 +154,20 @@ mod tests {
             60,
         )
         .unwrap();
-        let claims = verify(&verifier, Some(&format!("Bearer {verified}")))
-            .await
-            .unwrap();
+        let claims = bearer(&verifier, &verified).await.unwrap();
         assert_eq!(
             (claims["email"].as_str(), claims["email_verified"].as_str()),
             ("ana@example.com", "true"),
             "as the authorizer passes a Cognito ID token's: {claims:?}"
         );
         let other = super::verifier("other", None);
-        assert!(
-            verify(&other, Some(&format!("Bearer {token}")))
-                .await
-                .is_none(),
-            "wrong key"
-        );
+        assert!(bearer(&other, &token).await.is_none(), "wrong key");
         assert!(
             verify(&verifier, Some(&token)).await.is_none(),
             "no Bearer prefix"
         );
         assert!(verify(&verifier, None).await.is_none());
         let expired = mint("s3cret", "customer", "c", None, -5).unwrap();
-        assert!(
-            verify(&verifier, Some(&format!("Bearer {expired}")))
-                .await
-                .is_none(),
-            "expired"
-        );
+        assert!(bearer(&verifier, &expired).await.is_none(), "expired");
     }
 }

@@ -55,6 +55,12 @@ pub async fn invoke_retrying_throttles(
     }
 }
 
+/// One asynchronous invocation attempt, as rules and schedules make it: throttles retried
+/// in place for [`THROTTLE_PATIENCE`].
+pub async fn invoke_attempt(invoke: &Invoke, event: Value) -> Result<Value, InvokeError> {
+    invoke_retrying_throttles(invoke, event, THROTTLE_PATIENCE).await
+}
+
 /// Where `cargo build` puts the function binaries: `$CARGO_TARGET_DIR/debug` or
 /// `target/debug`.
 pub fn default_binaries_dir() -> PathBuf {

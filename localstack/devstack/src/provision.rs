@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use bouquet_template::Template;
 
-pub(crate) use crate::provisioned::aws;
+pub(crate) use crate::provisioned::{aws, made_or_exists};
 pub use crate::provisioned::{Names, ProvisionError};
 
 pub use bouquet_template::dynamodb::Outcome;
@@ -199,14 +199,9 @@ pub async fn create_bucket(
                 .build(),
         );
     }
-    match request.send().await {
-        Ok(_) => {}
-        Err(error)
-            if error.as_service_error().is_some_and(|e| {
-                e.is_bucket_already_owned_by_you() || e.is_bucket_already_exists()
-            }) => {}
-        Err(error) => return Err(aws(error)),
-    }
+    made_or_exists(request.send().await, |e| {
+        e.is_bucket_already_owned_by_you() || e.is_bucket_already_exists()
+    })?;
     names.insert(logical_id.into(), bucket.clone());
     names.insert(
         format!("{logical_id}.Arn"),
@@ -281,14 +276,9 @@ pub async fn create_event_bus(
     name: &str,
     names: &mut Names,
 ) -> Result<(), ProvisionError> {
-    match client.create_event_bus().name(name).send().await {
-        Ok(_) => {}
-        Err(error)
-            if error
-                .as_service_error()
-                .is_some_and(|e| e.is_resource_already_exists_exception()) => {}
-        Err(error) => return Err(aws(error)),
-    }
+    made_or_exists(client.create_event_bus().name(name).send().await, |e| {
+        e.is_resource_already_exists_exception()
+    })?;
     names.insert(logical_id.into(), name.into());
     names.insert(format!("{logical_id}.Name"), name.into());
     names.insert(
@@ -329,22 +319,12 @@ pub async fn verify_sender(
     client: &aws_sdk_sesv2::Client,
     sender: &str,
 ) -> Result<(), ProvisionError> {
-    match client
+    let sent = client
         .create_email_identity()
         .email_identity(sender)
         .send()
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(error)
-            if error
-                .as_service_error()
-                .is_some_and(|e| e.is_already_exists_exception()) =>
-        {
-            Ok(())
-        }
-        Err(error) => Err(crate::provisioned::aws(error)),
-    }
+        .await;
+    made_or_exists(sent, |e| e.is_already_exists_exception())
 }
 
 /// Every resource of the template the emulator serves: the user pool, tables, queues, buses.

@@ -20,3 +20,20 @@ pub enum ProvisionError {
 pub(crate) fn aws(error: impl std::error::Error + Send + Sync + 'static) -> ProvisionError {
     ProvisionError::Aws(Box::new(error))
 }
+
+/// The outcome of a create call, where a resource that `exists` says is already there counts
+/// as made: provisioning runs again on every start.
+pub(crate) fn made_or_exists<T, E, R>(
+    sent: Result<T, aws_smithy_runtime_api::client::result::SdkError<E, R>>,
+    exists: impl FnOnce(&E) -> bool,
+) -> Result<(), ProvisionError>
+where
+    aws_smithy_runtime_api::client::result::SdkError<E, R>:
+        std::error::Error + Send + Sync + 'static,
+{
+    match sent {
+        Ok(_) => Ok(()),
+        Err(error) if error.as_service_error().is_some_and(exists) => Ok(()),
+        Err(error) => Err(aws(error)),
+    }
+}

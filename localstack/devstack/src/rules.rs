@@ -178,13 +178,7 @@ impl RuleTarget {
         let Some(handle) = message.receipt_handle() else {
             return Ok(report);
         };
-        let outcome = crate::lambda::invoke_retrying_throttles(
-            &self.invoke,
-            event.clone(),
-            crate::lambda::THROTTLE_PATIENCE,
-        )
-        .await;
-        match outcome {
+        match crate::lambda::invoke_attempt(&self.invoke, event.clone()).await {
             Ok(_) => {
                 report.delivered += 1;
                 self.delete(handle).await?;

@@ -90,13 +90,7 @@ impl Schedule {
         });
         let mut attempt = 1;
         loop {
-            let outcome = crate::lambda::invoke_retrying_throttles(
-                &self.invoke,
-                event.clone(),
-                crate::lambda::THROTTLE_PATIENCE,
-            )
-            .await;
-            match outcome {
+            match crate::lambda::invoke_attempt(&self.invoke, event.clone()).await {
                 Ok(report) => {
                     tracing::info!(function = %self.function, %report, "scheduled run");
                     return Ok(Run::Succeeded { attempts: attempt });

@@ -34,6 +34,14 @@ pub use in_process::InProcess;
 /// The signing key the tests' local API uses.
 pub const JWT_SECRET: &str = "testkit-secret";
 
+/// The command-line tools' log on stderr, filtered by `RUST_LOG` (stdout is their report).
+pub fn log_to_stderr() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+}
+
 /// A built function binary (`target/<profile>/<name>`). `./localstack/test.sh` builds the
 /// ones the tests start; a missing one fails the test with how to build it.
 /// Every item of `table`, page by page, read consistently (tests and the soak's auditor only:
@@ -99,6 +107,30 @@ pub trait Outcome {
     fn status_and_code(&self) -> (u16, Option<&str>);
     /// The status and the body's `status` (an order's or a bouquet's state).
     fn status_and_state(&self) -> (u16, Option<&str>);
+    /// The answer's body.
+    fn body_json(&self) -> &Value;
+
+    /// Asserts the status and the problem code, showing the body when they are not.
+    #[track_caller]
+    fn assert_code(&self, status: u16, code: &str) {
+        assert_eq!(
+            self.status_and_code(),
+            (status, Some(code)),
+            "{}",
+            self.body_json()
+        );
+    }
+
+    /// Asserts the status and the body's `status`, showing the body when they are not.
+    #[track_caller]
+    fn assert_state(&self, status: u16, state: &str) {
+        assert_eq!(
+            self.status_and_state(),
+            (status, Some(state)),
+            "{}",
+            self.body_json()
+        );
+    }
 }
 
 impl Outcome for ApiResponse {
@@ -109,6 +141,10 @@ impl Outcome for ApiResponse {
     fn status_and_state(&self) -> (u16, Option<&str>) {
         (self.status, self.body["status"].as_str())
     }
+
+    fn body_json(&self) -> &Value {
+        &self.body
+    }
 }
 
 impl Outcome for http_client::HttpReply {
@@ -118,6 +154,10 @@ impl Outcome for http_client::HttpReply {
 
     fn status_and_state(&self) -> (u16, Option<&str>) {
         (self.status, self.body["status"].as_str())
+    }
+
+    fn body_json(&self) -> &Value {
+        &self.body
     }
 }
 
@@ -159,10 +199,83 @@ impl Bearer<'_> {
     }
 }
 
+/// An administrator onboards the vendor `name` over the local API at `api`; returns its id
+/// and the bearer token of its member `seller-1`.
+pub async fn vendor_over_http(api: std::net::SocketAddr, name: &str) -> (String, String) {
+    let admin = token("admin", "admin-1", None);
+    let vendor = bearer(api, &admin)
+        .post("/v1/vendors", &json!({ "name": name }))
+        .await;
+    assert_eq!(vendor.status, 201, "{:?}", vendor.body);
+    let vendor_id = vendor.body["vendorId"].as_str().unwrap().to_owned();
+    let seller = token("vendor", "seller-1", Some(&vendor_id));
+    (vendor_id, seller)
+}
+
+/// `seller` lists the bouquet `name` at `amount` euros in `vendor_id`'s shop over the local
+/// API at `api`.
+pub async fn list_over_http(
+    api: std::net::SocketAddr,
+    seller: &str,
+    vendor_id: &str,
+    name: &str,
+    amount: &str,
+) -> http_client::HttpReply {
+    bearer(api, seller)
+        .post(
+            &format!("/v1/vendors/{vendor_id}/bouquets"),
+            &json!({ "name": name, "price": { "amount": amount, "currency": "EUR" } }),
+        )
+        .await
+}
+
+/// The customer whose bearer token is `authorization` reserves its cart over the local API at
+/// `api`, under `idempotency_key`; the order must be reserved.
+pub async fn reserve_cart_over_http(
+    api: std::net::SocketAddr,
+    authorization: &str,
+    idempotency_key: &str,
+) -> http_client::HttpReply {
+    let order = bearer(api, authorization)
+        .send(
+            "POST",
+            "/v1/orders",
+            &[("idempotency-key", idempotency_key)],
+            None,
+        )
+        .await;
+    order.assert_state(201, "reserved");
+    order
+}
+
 /// Creates the queue `name` on the emulator's SQS; returns its URL.
 pub async fn create_queue(sqs: &aws_sdk_sqs::Client, name: &str) -> String {
     let created = sqs.create_queue().queue_name(name).send().await;
     created.expect("a queue").queue_url.expect("its URL")
+}
+
+/// Up to ten messages of `queue` received now (no long poll), hidden for `visibility_timeout`
+/// seconds (`None`: the queue's own timeout).
+pub async fn receive_now(
+    sqs: &aws_sdk_sqs::Client,
+    queue: &str,
+    visibility_timeout: Option<i32>,
+) -> Vec<aws_sdk_sqs::types::Message> {
+    let output = sqs
+        .receive_message()
+        .queue_url(queue)
+        .max_number_of_messages(10)
+        .set_visibility_timeout(visibility_timeout)
+        .wait_time_seconds(0)
+        .send()
+        .await
+        .unwrap();
+    output.messages.unwrap_or_default()
+}
+
+/// DynamoDB calls by operation, as [`CallCounter::by_operation`] counts them.
+pub fn operation_counts(expected: &[(&str, usize)]) -> HashMap<String, usize> {
+    expected.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
 
 /// The `events/` fixture of the function `binary` (its event, as JSON).
@@ -482,6 +595,17 @@ impl TestCloud {
         self
     }
 
+    /// Asserts the DynamoDB calls since [`Self::calls`] was last reset, by operation; `what`
+    /// names the step in the failure.
+    #[track_caller]
+    pub fn assert_calls(&self, expected: &[(&str, usize)], what: &str) {
+        assert_eq!(
+            self.calls.by_operation(),
+            operation_counts(expected),
+            "{what}"
+        );
+    }
+
     /// Runs the scheduled function `binary` with its `events/` fixture, now.
     pub async fn run_scheduled(&self, binary: &str) -> Value {
         self.run_scheduled_with(binary, self.app.clone()).await
@@ -489,35 +613,56 @@ impl TestCloud {
 
     /// Runs the scheduled function `binary` with another app (e.g. another clock).
     pub async fn run_scheduled_with(&self, binary: &str, app: App) -> Value {
-        assert!(
-            in_process::SCHEDULED_FUNCTIONS.contains(&binary),
-            "no scheduled function {binary}"
-        );
-        in_process::run_event_function(binary, &self.in_process(app), event_fixture(binary))
-            .await
-            .expect("the scheduled function succeeds")
+        let event = event_fixture(binary);
+        Self::run_listed(
+            in_process::SCHEDULED_FUNCTIONS,
+            "scheduled",
+            binary,
+            self.in_process(app),
+            event,
+        )
+        .await
     }
 
     /// Runs the function `binary` that an operator invokes, with `payload`.
     pub async fn run_operator_function(&self, binary: &str, payload: Value) -> Value {
-        assert!(
-            in_process::OPERATOR_FUNCTIONS.contains(&binary),
-            "no operator function {binary}"
-        );
-        in_process::run_event_function(binary, &self.in_process(self.app.clone()), payload)
-            .await
-            .expect("the operator's function succeeds")
+        let functions = self.in_process(self.app.clone());
+        Self::run_listed(
+            in_process::OPERATOR_FUNCTIONS,
+            "operator",
+            binary,
+            functions,
+            payload,
+        )
+        .await
     }
 
     /// Runs the EventBridge-triggered function `binary` with `event`.
     pub async fn run_event_function(&self, binary: &str, event: Value) -> Value {
-        assert!(
-            in_process::EVENT_FUNCTIONS.contains(&binary),
-            "no event function {binary}"
-        );
-        in_process::run_event_function(binary, &self.in_process(self.app.clone()), event)
+        let functions = self.in_process(self.app.clone());
+        Self::run_listed(
+            in_process::EVENT_FUNCTIONS,
+            "event",
+            binary,
+            functions,
+            event,
+        )
+        .await
+    }
+
+    /// Runs `binary`, which must be one of `listed` (the `kind` of function a test asked
+    /// for), with `event`; panics when it fails.
+    async fn run_listed(
+        listed: &[&str],
+        kind: &str,
+        binary: &str,
+        functions: InProcess,
+        event: Value,
+    ) -> Value {
+        assert!(listed.contains(&binary), "no {kind} function {binary}");
+        in_process::run_event_function(binary, &functions, event)
             .await
-            .expect("the event function succeeds")
+            .unwrap_or_else(|e| panic!("the {kind} function {binary} fails: {e:?}"))
     }
 
     /// Calls an HTTP function with another app (e.g. another clock).
@@ -643,6 +788,11 @@ impl TestCloud {
             .as_array()
             .cloned()
             .unwrap_or_default()
+    }
+
+    /// The connections the live table counts open under `key` (`user:…`, `ip:…`).
+    pub async fn open_connections(&self, key: &str) -> u32 {
+        self.app.store.open_connections(key).await.unwrap()
     }
 
     /// The stored status of order `order_id`.
@@ -956,6 +1106,14 @@ impl TestCloud {
     pub async fn reserved_order_id(&self, customer: &str, bouquet_ids: &[&str]) -> String {
         let order = self.reserve(customer, bouquet_ids).await;
         order.body["orderId"].as_str().unwrap().to_owned()
+    }
+
+    /// `customer` reserves its cart through the API, under `idempotency_key`.
+    pub async fn reserve_cart(&self, customer: &str, idempotency_key: &str) -> ApiResponse {
+        let request = by_customer("create-order", customer)
+            .no_body()
+            .idempotency_key(idempotency_key);
+        self.send(request).await
     }
 
     /// Reserves `bouquet_ids` for `customer` through the API.

@@ -46,12 +46,7 @@ impl FanoutQueues {
     /// `push-frames` in process behind the template's SQS mapping of the fan-out queue.
     pub async fn start_workers(&self, functions: &InProcess) {
         let template = Template::repository().unwrap();
-        let (_, event) = template
-            .events_of_type("SQS")
-            .unwrap()
-            .into_iter()
-            .find(|(f, _)| f.binary == "push-frames")
-            .expect("the template maps the fan-out queue to push-frames");
+        let (_, event) = template_event(&template, "SQS", "push-frames");
         Arc::new(devstack::queues::QueueMapping::new(
             "push-frames".into(),
             self.url.clone(),
@@ -68,16 +63,7 @@ impl FanoutQueues {
     pub async fn parked(&self) -> Vec<String> {
         let mut bodies = Vec::new();
         loop {
-            let output = self
-                .sqs
-                .receive_message()
-                .queue_url(&self.dead_letter_url)
-                .max_number_of_messages(10)
-                .visibility_timeout(30)
-                .send()
-                .await
-                .unwrap();
-            let messages = output.messages.unwrap_or_default();
+            let messages = crate::receive_now(&self.sqs, &self.dead_letter_url, Some(30)).await;
             if messages.is_empty() {
                 return bodies;
             }
@@ -152,67 +138,22 @@ impl LocalLive {
     /// Starts the chain in front of the broadcaster, as the template wires it, on this
     /// test's table and a bus of its own.
     pub async fn start_chain(&self, cloud: &TestCloud) {
-        let template = Template::repository().unwrap();
-        let sdk = emulator_sdk_config().await;
-        let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
-        let sqs = aws_sdk_sqs::Client::new(&sdk);
-        let mut names = Names::new();
-        provision::table_names(&cloud.client, "MarketTable", &cloud.table, &mut names)
-            .await
-            .unwrap();
-        provision::create_event_bus(
-            &aws_sdk_eventbridge::Client::new(&sdk),
-            "MarketEventBus",
-            &provision::local_name(&stack, "MarketEventBus"),
-            &mut names,
-        )
-        .await
-        .unwrap();
-        create_queues(
-            &sqs,
-            &template,
-            &stack,
-            &[
-                "OutboxFailureQueue",
-                "OutboxDeadLetterQueue",
-                "LiveFailureQueue",
-            ],
-            &mut names,
-        )
-        .await;
+        let stack = TestStack::with_outbox(cloud, &["LiveFailureQueue"]).await;
+        let (template, sdk) = (&stack.template, &stack.sdk);
         // The publisher behind the template's stream mapping.
-        let (function, stream_event) = template
-            .events_of_type("DynamoDB")
-            .unwrap()
-            .into_iter()
-            .find(|(f, _)| f.binary == "publish-events")
-            .unwrap();
-        let env: HashMap<String, String> = template
-            .environment(&function, &|v| provision::resolve(&template, v, &names))
-            .into_iter()
-            .collect();
-        let publisher = Arc::new(publish_events::Publisher {
-            outbox: bouquet_bus::Outbox {
-                sink: Box::new(bouquet_bus::EventBridgeSink {
-                    client: aws_sdk_eventbridge::Client::new(&sdk),
-                    bus_name: env["EVENT_BUS_NAME"].clone(),
-                }),
-                parking: Box::new(bouquet_bus::SqsParkingLot {
-                    client: sqs.clone(),
-                    queue_url: env["OUTBOX_DEAD_LETTER_QUEUE_URL"].clone(),
-                }),
-            },
-        });
+        let (stream_event, env) = stack.publisher_stream();
         let mut mapping = devstack::streams::StreamMapping::new(
             "publish-events".into(),
-            provision::resolve(&template, &stream_event["Properties"]["Stream"], &names),
+            provision::resolve(
+                template,
+                &stream_event["Properties"]["Stream"],
+                &stack.names,
+            ),
             &stream_event,
             None,
-            typed_invoke(publisher, |publisher, event| async move {
-                publisher.handle(event).await
-            }),
-            aws_sdk_dynamodbstreams::Client::new(&sdk),
-            sqs.clone(),
+            publisher(&env, sdk, &stack.sqs, None),
+            aws_sdk_dynamodbstreams::Client::new(sdk),
+            stack.sqs.clone(),
         );
         tokio::spawn(async move {
             loop {
@@ -222,21 +163,16 @@ impl LocalLive {
             }
         });
         // The template's live rule delivering to the broadcaster.
-        let (function, rule) = template
-            .events_of_type("EventBridgeRule")
-            .unwrap()
-            .into_iter()
-            .find(|(f, _)| f.binary == "broadcast-events")
-            .unwrap();
+        let (function, rule) = template_event(template, "EventBridgeRule", "broadcast-events");
         let target = devstack::rules::RuleTarget::create(
-            &template,
-            &names,
-            &stack,
+            template,
+            &stack.names,
+            &stack.name,
             &function.logical_id,
             &function.binary,
             &rule,
             self.functions.require("broadcast-events").unwrap(),
-            &sdk,
+            sdk,
         )
         .await
         .unwrap();
@@ -267,4 +203,128 @@ pub async fn create_queues(
         .await
         .unwrap();
     }
+}
+
+/// A stack of this test's own on the emulator: a fresh name, and the local names of the
+/// template's resources made for it so far.
+pub struct TestStack {
+    pub template: Template,
+    pub sdk: aws_config::SdkConfig,
+    pub sqs: aws_sdk_sqs::Client,
+    pub name: String,
+    pub names: Names,
+}
+
+impl TestStack {
+    /// A new stack whose `MarketTable` is `cloud`'s table.
+    pub async fn around(cloud: &TestCloud) -> Self {
+        let sdk = emulator_sdk_config().await;
+        let mut names = Names::new();
+        provision::table_names(&cloud.client, "MarketTable", &cloud.table, &mut names)
+            .await
+            .unwrap();
+        Self {
+            template: Template::repository().unwrap(),
+            sqs: aws_sdk_sqs::Client::new(&sdk),
+            sdk,
+            name: format!("t{}", ulid::Ulid::new().to_string().to_lowercase()),
+            names,
+        }
+    }
+
+    /// A new stack around `cloud`'s table with the outbox's resources (the bus, the
+    /// publisher's failure and dead-letter queues) and the queues `more_queues`.
+    pub async fn with_outbox(cloud: &TestCloud, more_queues: &[&str]) -> Self {
+        let mut stack = Self::around(cloud).await;
+        stack.create_event_bus().await;
+        stack
+            .create_queues(&["OutboxFailureQueue", "OutboxDeadLetterQueue"])
+            .await;
+        stack.create_queues(more_queues).await;
+        stack
+    }
+
+    /// The template's stream event of `publish-events` and that function's environment,
+    /// resolved for this stack.
+    pub fn publisher_stream(&self) -> (serde_json::Value, HashMap<String, String>) {
+        let (function, event) = template_event(&self.template, "DynamoDB", "publish-events");
+        let env = resolved_environment(&self.template, &function, &self.names);
+        (event, env)
+    }
+
+    /// The template's `MarketEventBus`, made for this stack.
+    pub async fn create_event_bus(&mut self) {
+        provision::create_event_bus(
+            &aws_sdk_eventbridge::Client::new(&self.sdk),
+            "MarketEventBus",
+            &provision::local_name(&self.name, "MarketEventBus"),
+            &mut self.names,
+        )
+        .await
+        .unwrap();
+    }
+
+    /// The template's queues `logical_ids` (dead-letter queues first).
+    pub async fn create_queues(&mut self, logical_ids: &[&str]) {
+        create_queues(
+            &self.sqs,
+            &self.template,
+            &self.name,
+            logical_ids,
+            &mut self.names,
+        )
+        .await;
+    }
+}
+
+/// The template's event of type `kind` (`SQS`, `DynamoDB`, `EventBridgeRule`) that triggers
+/// `binary`, with that function.
+pub fn template_event(
+    template: &Template,
+    kind: &str,
+    binary: &str,
+) -> (bouquet_template::Function, serde_json::Value) {
+    template
+        .events_of_type(kind)
+        .unwrap()
+        .into_iter()
+        .find(|(f, _)| f.binary == binary)
+        .unwrap_or_else(|| panic!("the template has no {kind} event for {binary}"))
+}
+
+/// `function`'s environment from the template, resolved to the resources in `names`.
+pub fn resolved_environment(
+    template: &Template,
+    function: &bouquet_template::Function,
+    names: &Names,
+) -> HashMap<String, String> {
+    template
+        .environment(function, &|v| provision::resolve(template, v, names))
+        .into_iter()
+        .collect()
+}
+
+/// `publish-events` in process on the bus and the parking queue its environment `env` names;
+/// `eventbridge` replaces its EventBridge client (e.g. one with a fault injected).
+pub fn publisher(
+    env: &HashMap<String, String>,
+    sdk: &aws_config::SdkConfig,
+    sqs: &aws_sdk_sqs::Client,
+    eventbridge: Option<aws_sdk_eventbridge::Client>,
+) -> devstack::lambda::Invoke {
+    let publisher = Arc::new(publish_events::Publisher {
+        outbox: bouquet_bus::Outbox {
+            sink: Box::new(bouquet_bus::EventBridgeSink {
+                client: eventbridge.unwrap_or_else(|| aws_sdk_eventbridge::Client::new(sdk)),
+                bus_name: env["EVENT_BUS_NAME"].clone(),
+            }),
+            parking: Box::new(bouquet_bus::SqsParkingLot {
+                client: sqs.clone(),
+                queue_url: env["OUTBOX_DEAD_LETTER_QUEUE_URL"].clone(),
+            }),
+        },
+    });
+    typed_invoke(publisher, |publisher, event| async move {
+        publisher.handle(event).await
+    })
 }

@@ -127,6 +127,29 @@ fn sqs_error(error: impl std::error::Error + Send + Sync + 'static) -> CallError
     CallError::Unavailable(Box::new(error))
 }
 
+/// Sends one SQS batch call per ten receipt handles (the most a batch takes), each entry made
+/// by `entry` from its id in the batch and its handle.
+async fn in_batches<Entry, Sent, BuildError, SendError, Sending>(
+    handles: &[String],
+    entry: impl Fn(String, &str) -> Result<Entry, BuildError>,
+    send: impl Fn(Vec<Entry>) -> Sending,
+) -> Result<(), CallError>
+where
+    BuildError: std::error::Error + Send + Sync + 'static,
+    SendError: std::error::Error + Send + Sync + 'static,
+    Sending: std::future::Future<Output = Result<Sent, SendError>>,
+{
+    for chunk in handles.chunks(10) {
+        let entries = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, handle)| entry(i.to_string(), handle).map_err(sqs_error))
+            .collect::<Result<Vec<_>, _>>()?;
+        send(entries).await.map_err(sqs_error)?;
+    }
+    Ok(())
+}
+
 #[async_trait::async_trait]
 impl ParkingLot for SqsParkingLot {
     async fn park(&self, items: &[OutboxItem]) -> Result<(), CallError> {
@@ -191,52 +214,44 @@ impl ParkingLot for SqsParkingLot {
 
     async fn remove(&self, handles: &[String]) -> Result<(), CallError> {
         use aws_sdk_sqs::types::DeleteMessageBatchRequestEntry;
-        for chunk in handles.chunks(10) {
-            let entries = chunk
-                .iter()
-                .enumerate()
-                .map(|(i, handle)| {
-                    DeleteMessageBatchRequestEntry::builder()
-                        .id(i.to_string())
-                        .receipt_handle(handle)
-                        .build()
-                        .map_err(sqs_error)
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            self.client
-                .delete_message_batch()
-                .queue_url(&self.queue_url)
-                .set_entries(Some(entries))
-                .send()
-                .await
-                .map_err(sqs_error)?;
-        }
-        Ok(())
+        in_batches(
+            handles,
+            |id, handle| {
+                DeleteMessageBatchRequestEntry::builder()
+                    .id(id)
+                    .receipt_handle(handle)
+                    .build()
+            },
+            |entries| {
+                self.client
+                    .delete_message_batch()
+                    .queue_url(&self.queue_url)
+                    .set_entries(Some(entries))
+                    .send()
+            },
+        )
+        .await
     }
 
     async fn release(&self, handles: &[String]) -> Result<(), CallError> {
         use aws_sdk_sqs::types::ChangeMessageVisibilityBatchRequestEntry;
-        for chunk in handles.chunks(10) {
-            let entries = chunk
-                .iter()
-                .enumerate()
-                .map(|(i, handle)| {
-                    ChangeMessageVisibilityBatchRequestEntry::builder()
-                        .id(i.to_string())
-                        .receipt_handle(handle)
-                        .visibility_timeout(0)
-                        .build()
-                        .map_err(sqs_error)
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            self.client
-                .change_message_visibility_batch()
-                .queue_url(&self.queue_url)
-                .set_entries(Some(entries))
-                .send()
-                .await
-                .map_err(sqs_error)?;
-        }
-        Ok(())
+        in_batches(
+            handles,
+            |id, handle| {
+                ChangeMessageVisibilityBatchRequestEntry::builder()
+                    .id(id)
+                    .receipt_handle(handle)
+                    .visibility_timeout(0)
+                    .build()
+            },
+            |entries| {
+                self.client
+                    .change_message_visibility_batch()
+                    .queue_url(&self.queue_url)
+                    .set_entries(Some(entries))
+                    .send()
+            },
+        )
+        .await
     }
 }

@@ -3,7 +3,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-
 use crate::{DirectoryError, DirectoryUser, UserDirectory};
 
 #[derive(Default)]

@@ -272,22 +272,20 @@ impl Bouquet {
     /// A sale undone (its order rejected by the vendor, the customer refunded): the bouquet
     /// is on sale again. `false`, and no change, unless it was sold to `order_id`.
     pub fn return_to_sale(&mut self, order_id: OrderId, now: Timestamp) -> bool {
-        match self.status {
-            BouquetStatus::Sold { order_id: buyer } if buyer == order_id => {
-                self.status = BouquetStatus::Available;
-                self.touch(now);
-                true
-            }
-            _ => false,
-        }
+        self.undo_sale(order_id, BouquetStatus::Available, now)
     }
 
     /// Sold to `order_id`, taken off sale for good (the vendor rejected the order and will not
     /// sell the bouquet again). `false`, and no change, when it is not that order's.
     pub fn withdraw_sold(&mut self, order_id: OrderId, now: Timestamp) -> bool {
+        self.undo_sale(order_id, BouquetStatus::Withdrawn, now)
+    }
+
+    /// Moves a bouquet sold to `order_id` to `status`; `false`, and no change, otherwise.
+    fn undo_sale(&mut self, order_id: OrderId, status: BouquetStatus, now: Timestamp) -> bool {
         match self.status {
             BouquetStatus::Sold { order_id: buyer } if buyer == order_id => {
-                self.status = BouquetStatus::Withdrawn;
+                self.status = status;
                 self.touch(now);
                 true
             }

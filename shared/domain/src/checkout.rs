@@ -50,6 +50,9 @@ impl BouquetEffect {
     }
 }
 
+/// A checkout decision: the transition, or why the order cannot make it.
+pub type Decision = Result<Transition, DomainError>;
+
 /// An order transition: the order after it, and the effects on its bouquets, all or nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transition {
@@ -109,11 +112,7 @@ pub fn claim(
 }
 
 /// The gateway approved: `paid`, every bouquet sold.
-pub fn charged(
-    order: &Order,
-    charge_id: String,
-    now: Timestamp,
-) -> Result<Transition, DomainError> {
+pub fn charged(order: &Order, charge_id: String, now: Timestamp) -> Decision {
     let mut paid = order.clone();
     paid.payment_succeeded(charge_id, now)?;
     // The effects are on the bouquets as the claimed order named them.
@@ -123,22 +122,12 @@ pub fn charged(
 
 /// An approved charge whose bouquets were lost (an interrupted attempt outlived its lease):
 /// refunded, and the bouquets it still holds released.
-pub fn refunded(
-    order: &Order,
-    held: &[BouquetId],
-    now: Timestamp,
-) -> Result<Transition, DomainError> {
-    let mut refunded = order.clone();
-    refunded.payment_refunded(now)?;
-    Ok(Transition::on(
-        refunded,
-        held.iter().copied(),
-        BouquetEffect::Release,
-    ))
+pub fn refunded(order: &Order, held: &[BouquetId], now: Timestamp) -> Decision {
+    releasing(order, held, |refunded| refunded.payment_refunded(now))
 }
 
 /// The gateway gave no definite answer: still `payment_pending`, the lease given up.
-pub fn interrupted(order: &Order, now: Timestamp) -> Result<Transition, DomainError> {
+pub fn interrupted(order: &Order, now: Timestamp) -> Decision {
     let mut pending = order.clone();
     pending.payment_interrupted(now)?;
     Ok(Transition::order_only(pending))
@@ -146,18 +135,14 @@ pub fn interrupted(order: &Order, now: Timestamp) -> Result<Transition, DomainEr
 
 /// The gateway asks the customer to authenticate: still `payment_pending`, the bouquets held
 /// over the authentication window (bounded).
-pub fn awaiting_authentication(order: &Order, now: Timestamp) -> Result<Transition, DomainError> {
+pub fn awaiting_authentication(order: &Order, now: Timestamp) -> Decision {
     let mut pending = order.clone();
     let until = pending.awaiting_authentication(now)?;
     Ok(Transition::on_all(pending, BouquetEffect::Hold { until }))
 }
 
 /// The gateway declined: `reserved` again, the bouquets still held back to the original hold.
-pub fn declined(
-    order: &Order,
-    held: &[BouquetId],
-    now: Timestamp,
-) -> Result<Transition, DomainError> {
+pub fn declined(order: &Order, held: &[BouquetId], now: Timestamp) -> Decision {
     let mut reserved = order.clone();
     reserved.payment_declined(now)?;
     let until = order.reserved_until;
@@ -169,25 +154,21 @@ pub fn declined(
 }
 
 /// Its customer cancels a live reservation: `cancelled`, every bouquet available again.
-pub fn cancelled(order: &Order, now: Timestamp) -> Result<Transition, DomainError> {
+pub fn cancelled(order: &Order, now: Timestamp) -> Decision {
     let mut cancelled = order.clone();
     cancelled.cancel(now)?;
     Ok(Transition::on_all(cancelled, BouquetEffect::Release))
 }
 
 /// Its vendor fulfils a paid order; the bouquets stay sold.
-pub fn fulfilled(order: &Order, now: Timestamp) -> Result<Transition, DomainError> {
+pub fn fulfilled(order: &Order, now: Timestamp) -> Decision {
     let mut fulfilled = order.clone();
     fulfilled.fulfil(now)?;
     Ok(Transition::order_only(fulfilled))
 }
 
 /// A vendor's step on a paid order that leaves its bouquets as they are (accept, dispatch).
-pub fn stepped(
-    order: &Order,
-    step: crate::order::FulfilmentStep,
-    now: Timestamp,
-) -> Result<Transition, DomainError> {
+pub fn stepped(order: &Order, step: crate::order::FulfilmentStep, now: Timestamp) -> Decision {
     let mut next = order.clone();
     next.step(step, now)?;
     Ok(Transition::order_only(next))
@@ -195,12 +176,7 @@ pub fn stepped(
 
 /// The vendor rejects a paid order: its bouquets go back on sale, or are withdrawn when the
 /// vendor says so (the refund is the caller's, after this is written).
-pub fn rejected(
-    order: &Order,
-    reason: &str,
-    withdraw: bool,
-    now: Timestamp,
-) -> Result<Transition, DomainError> {
+pub fn rejected(order: &Order, reason: &str, withdraw: bool, now: Timestamp) -> Decision {
     let mut rejected = order.clone();
     rejected.reject(reason, withdraw, now)?;
     let effect = if withdraw {
@@ -212,15 +188,21 @@ pub fn rejected(
 }
 
 /// A lapsed reservation expires, releasing only the bouquets it still holds.
-pub fn expired(
+pub fn expired(order: &Order, held: &[BouquetId], now: Timestamp) -> Decision {
+    releasing(order, held, |expired| expired.expire(now))
+}
+
+/// `order` after `step` (on a copy), releasing the bouquets of `held`: the end of a hold
+/// that did not become a sale.
+fn releasing(
     order: &Order,
     held: &[BouquetId],
-    now: Timestamp,
-) -> Result<Transition, DomainError> {
-    let mut expired = order.clone();
-    expired.expire(now)?;
+    step: impl FnOnce(&mut Order) -> Result<(), DomainError>,
+) -> Decision {
+    let mut next = order.clone();
+    step(&mut next)?;
     Ok(Transition::on(
-        expired,
+        next,
         held.iter().copied(),
         BouquetEffect::Release,
     ))

@@ -114,6 +114,27 @@ fn plain(field: &str, value: &str, v: &mut Validation) -> Option<String> {
         .filter(|t| !t.is_empty())
 }
 
+/// Only the customer of the reviewed order writes or edits its review.
+fn require_customer(caller: &Identity, customer_id: &CustomerId) -> Result<(), ReviewError> {
+    if caller.role == Role::Customer && *customer_id == caller.subject {
+        Ok(())
+    } else {
+        Err(ReviewError::NotAllowed)
+    }
+}
+
+/// A [`plain`] text that must not be empty; `missing` is the field's error when it is.
+fn required_plain(field: &str, value: &str, missing: &str) -> Result<String, ReviewError> {
+    let mut v = Validation::new();
+    let text = plain(field, value, &mut v);
+    if text.is_none() && v.is_empty() {
+        v.add(field, missing);
+    }
+    // Without an error the text is there.
+    v.finish(|| text.unwrap_or_default())
+        .map_err(ReviewError::Invalid)
+}
+
 impl Review {
     /// Whether `caller` may know of this review beyond its public view: as of its order.
     pub fn readable_by(&self, caller: &Identity) -> bool {
@@ -138,9 +159,7 @@ impl Review {
         draft: &ReviewDraft,
         now: Timestamp,
     ) -> Result<Review, ReviewError> {
-        if caller.role != Role::Customer || order.customer_id != caller.subject {
-            return Err(ReviewError::NotAllowed);
-        }
+        require_customer(caller, &order.customer_id)?;
         if order.status != OrderStatus::Fulfilled {
             return Err(ReviewError::NotDelivered(order.status));
         }
@@ -174,9 +193,7 @@ impl Review {
         draft: &ReviewDraft,
         now: Timestamp,
     ) -> Result<u8, ReviewError> {
-        if caller.role != Role::Customer || self.customer_id != caller.subject {
-            return Err(ReviewError::NotAllowed);
-        }
+        require_customer(caller, &self.customer_id)?;
         if now > self.written_at.plus(EDIT_WINDOW) {
             return Err(ReviewError::EditWindowClosed);
         }
@@ -209,13 +226,8 @@ impl Review {
         if self.answer.is_some() {
             return Err(ReviewError::AlreadyAnswered);
         }
-        let mut v = Validation::new();
-        let text = plain("text", text, &mut v);
-        if text.is_none() && v.is_empty() {
-            v.add("text", "must not be empty");
-        }
-        v.finish(|| ()).map_err(ReviewError::Invalid)?;
-        self.answer = text.map(|text| Answer {
+        let text = required_plain("text", text, "must not be empty")?;
+        self.answer = Some(Answer {
             text,
             answered_at: now,
         });
@@ -233,16 +245,11 @@ impl Review {
         if caller.role != Role::Admin {
             return Err(ReviewError::NotAllowed);
         }
-        let mut v = Validation::new();
-        let reason = plain("reason", reason, &mut v);
-        if reason.is_none() && v.is_empty() {
-            v.add("reason", "must say why");
-        }
-        v.finish(|| ()).map_err(ReviewError::Invalid)?;
+        let reason = required_plain("reason", reason, "must say why")?;
         if self.hidden.is_some() {
             return Ok(false);
         }
-        self.hidden = reason.map(|reason| Hidden {
+        self.hidden = Some(Hidden {
             reason,
             hidden_at: now,
         });

@@ -223,6 +223,22 @@ async fn steps<'a>(
     registry.create_thing(new).await?;
     made.thing = Some(thing);
     made.thing_created = true;
+    let certificate = attach_new_certificate(registry, thing, policy, made).await?;
+    Ok(Registration {
+        thing_name: thing.to_owned(),
+        certificate,
+        endpoint,
+    })
+}
+
+/// A new certificate with `policy`, attached to `thing`; `made` notes each step as it is
+/// taken, so that a failure undoes exactly what was made.
+async fn attach_new_certificate<'a>(
+    registry: &dyn DeviceRegistry,
+    thing: &'a str,
+    policy: &'a str,
+    made: &mut Made<'a>,
+) -> Result<Certificate, IotError> {
     let certificate = registry.create_certificate().await?;
     made.certificate = Some(certificate.clone());
     registry.attach_policy(policy, &certificate.arn).await?;
@@ -231,11 +247,7 @@ async fn steps<'a>(
         .attach_thing_principal(thing, &certificate.arn)
         .await?;
     made.principal_attached = true;
-    Ok(Registration {
-        thing_name: thing.to_owned(),
-        certificate,
-        endpoint,
-    })
+    Ok(certificate)
 }
 
 /// Removes a registration whose vase could not be stored. Returns what could not be undone.
@@ -373,18 +385,7 @@ pub async fn issue_certificate(
         thing: Some(thing),
         ..Made::default()
     };
-    let attached: Result<Certificate, IotError> = async {
-        let certificate = registry.create_certificate().await?;
-        made.certificate = Some(certificate.clone());
-        registry.attach_policy(policy, &certificate.arn).await?;
-        made.policy = Some(policy);
-        registry
-            .attach_thing_principal(thing, &certificate.arn)
-            .await?;
-        Ok(certificate)
-    }
-    .await;
-    match attached {
+    match attach_new_certificate(registry, thing, policy, &mut made).await {
         Ok(certificate) => Ok(Registration {
             thing_name: thing.to_owned(),
             certificate,

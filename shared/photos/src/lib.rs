@@ -124,6 +124,21 @@ impl MemoryObjects {
         self.failing.store(failing, Ordering::SeqCst);
     }
 
+    /// A write of `bytes` under `key` in one of the buckets (unless writes fail).
+    fn put(
+        &self,
+        bucket: &Mutex<HashMap<String, Vec<u8>>>,
+        key: &str,
+        bytes: &[u8],
+    ) -> Result<(), StorageError> {
+        self.check()?;
+        bucket
+            .lock()
+            .expect("not poisoned")
+            .insert(key.to_owned(), bytes.to_vec());
+        Ok(())
+    }
+
     fn check(&self) -> Result<(), StorageError> {
         if self.failing.load(Ordering::SeqCst) {
             Err(StorageError::Unavailable(
@@ -146,12 +161,7 @@ impl PhotoObjects for MemoryObjects {
     }
 
     async fn put_variant(&self, key: &str, bytes: &[u8]) -> Result<(), StorageError> {
-        self.check()?;
-        self.variants
-            .lock()
-            .expect("not poisoned")
-            .insert(key.to_owned(), bytes.to_vec());
-        Ok(())
+        self.put(&self.variants, key, bytes)
     }
 
     async fn delete_upload(&self, key: &str) -> Result<(), StorageError> {
@@ -161,12 +171,7 @@ impl PhotoObjects for MemoryObjects {
     }
 
     async fn put_private(&self, key: &str, bytes: &[u8]) -> Result<(), StorageError> {
-        self.check()?;
-        self.uploads
-            .lock()
-            .expect("not poisoned")
-            .insert(key.to_owned(), bytes.to_vec());
-        Ok(())
+        self.put(&self.uploads, key, bytes)
     }
 }
 

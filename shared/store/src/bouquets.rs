@@ -246,14 +246,13 @@ impl Store {
         idempotency: Option<&IdempotencyPut>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        let mut tx = Tx::new();
-        tx.idempotency(&self.table, idempotency, now)?;
+        let mut tx = Tx::with_idempotency(&self.table, idempotency, now)?;
         let vendor = bouquet.vendor_id.to_string();
         // The shop exists and is not suspended.
         tx.check(
             Target::Vendor(bouquet.vendor_id),
             &self.table,
-            keys::key(keys::vendor_pk(&vendor), keys::VENDOR_SK),
+            keys::vendor_key(bouquet.vendor_id),
             Expr::new("attribute_exists(pk) AND attribute_not_exists(suspendedAt)"),
         )?;
         if let Some(vase_id) = bouquet.vase_id {
@@ -261,7 +260,7 @@ impl Store {
             tx.update(
                 Target::Vase(vase_id),
                 &self.table,
-                keys::key(keys::vase_pk(&vase_id.to_string()), keys::VASE_SK),
+                keys::vase_key(vase_id),
                 Expr::new(
                     "SET bouquetId = :bouquetId, bouquetListedAt = :listedAt REMOVE freshness",
                 )
@@ -270,15 +269,13 @@ impl Store {
                 Expr::new("attribute_exists(pk) AND vendorId = :vendorId").s(":vendorId", vendor),
             )?;
         }
-        let item = to_item(&BouquetItem::from_domain(bouquet))?;
-        tx.put(
+        self.create_with_event(
+            tx,
             Target::Bouquet(bouquet.bouquet_id),
-            &self.table,
-            item,
-            Some(Expr::new("attribute_not_exists(pk)")),
-        )?;
-        tx.event(&self.table, event)?;
-        tx.commit(self).await
+            to_item(&BouquetItem::from_domain(bouquet))?,
+            event,
+        )
+        .await
     }
 
     /// One bouquet. `consistent` for a read that a conditional write will follow.
@@ -287,10 +284,8 @@ impl Store {
         bouquet_id: BouquetId,
         consistent: bool,
     ) -> Result<Option<Bouquet>, StoreError> {
-        let item = self
-            .get_item(bouquet_key(&bouquet_id.to_string()), consistent)
-            .await?;
-        item.map(decode_bouquet).transpose()
+        self.get_stored::<BouquetItem>(bouquet_key(&bouquet_id.to_string()), consistent)
+            .await
     }
 
     /// Replaces a bouquet read at `read_version` with its changed state, if it is still at
@@ -309,28 +304,18 @@ impl Store {
         now: Timestamp,
     ) -> Result<(), StoreError> {
         let mut tx = Tx::new();
-        let item = to_item(&BouquetItem::from_domain(changed))?;
-        // An update of every attribute but the score, not a Put: the vase may have moved the
-        // score since the read, and a vendor's edit must not put the old one back.
-        tx.update(
-            Target::Bouquet(changed.bouquet_id),
-            &self.table,
-            bouquet_key(&changed.bouquet_id.to_string()),
-            replace_all_but(item, BouquetItem::PROJECTED, BouquetItem::OPTIONAL),
-            available_at_version(read_version, now),
-        )?;
+        self.replace_bouquet(&mut tx, changed, available_at_version(read_version, now))?;
         if let Some(vase_id) = leaves_vase {
             let (update, condition) = vacate(changed.bouquet_id);
             tx.update(
                 Target::Vase(vase_id),
                 &self.table,
-                keys::key(keys::vase_pk(&vase_id.to_string()), keys::VASE_SK),
+                keys::vase_key(vase_id),
                 update,
                 condition,
             )?;
         }
-        tx.event(&self.table, event)?;
-        tx.commit(self).await
+        tx.commit_with_event(self, Some(event)).await
     }
 
     /// Replaces a bouquet read at `read_version` with `changed` whatever its status (a shop's
@@ -341,15 +326,27 @@ impl Store {
         read_version: u64,
     ) -> Result<(), StoreError> {
         let mut tx = Tx::new();
+        self.replace_bouquet(&mut tx, changed, Expr::at_version(read_version))?;
+        tx.commit(self).await
+    }
+
+    /// Writes `changed` on `condition` as an update of every attribute but the score, not a
+    /// Put: the vase may have moved the score since the read, and a vendor's edit must not put
+    /// the old one back.
+    fn replace_bouquet(
+        &self,
+        tx: &mut Tx,
+        changed: &Bouquet,
+        condition: Expr,
+    ) -> Result<(), StoreError> {
         let item = to_item(&BouquetItem::from_domain(changed))?;
         tx.update(
             Target::Bouquet(changed.bouquet_id),
             &self.table,
             bouquet_key(&changed.bouquet_id.to_string()),
             replace_all_but(item, BouquetItem::PROJECTED, BouquetItem::OPTIONAL),
-            Expr::at_version(read_version),
-        )?;
-        tx.commit(self).await
+            condition,
+        )
     }
 
     /// A page of all of one vendor's bouquets, whatever their status, oldest first.

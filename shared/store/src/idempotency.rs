@@ -53,6 +53,18 @@ pub(crate) fn key(key_hash: &str) -> Item {
 }
 
 impl Tx {
+    /// A transaction that starts with the request's idempotency record, if any
+    /// ([`Self::idempotency`]).
+    pub(crate) fn with_idempotency(
+        table: &str,
+        put: Option<&IdempotencyPut>,
+        now: Timestamp,
+    ) -> Result<Self, StoreError> {
+        let mut tx = Self::new();
+        tx.idempotency(table, put, now)?;
+        Ok(tx)
+    }
+
     /// Adds the record as the transaction's first item: put only if the key is unused (or
     /// its record has expired). A failure here is reported as a replay, before anything else.
     pub(crate) fn idempotency(

@@ -197,6 +197,16 @@ pub fn expiry_shard(order_id: &str) -> String {
     expiry_shard_key(shard_of(order_id, EXPIRY_SHARDS))
 }
 
+/// A vase's item key.
+pub fn vase_key(vase_id: bouquet_domain::VaseId) -> Key {
+    key(vase_pk(&vase_id.to_string()), VASE_SK)
+}
+
+/// A shop's item key.
+pub fn vendor_key(vendor_id: bouquet_domain::VendorId) -> Key {
+    key(vendor_pk(&vendor_id.to_string()), VENDOR_SK)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -220,10 +220,7 @@ impl Store {
             tx.check(
                 Target::Vendor(order.vendor_id),
                 &self.table,
-                keys::key(
-                    keys::vendor_pk(&order.vendor_id.to_string()),
-                    keys::VENDOR_SK,
-                ),
+                keys::vendor_key(order.vendor_id),
                 Expr::new("chargesEnabled = :chargesEnabled")
                     .value(":chargesEnabled", AttributeValue::Bool(true)),
             )?;
@@ -266,12 +263,10 @@ impl Store {
                 condition,
             )?;
         }
-        let item = to_item(&OrderItem::from_domain(order))?;
-        tx.put(
+        tx.put_new(
             Target::Order(order.order_id),
             &self.table,
-            item,
-            Some(Expr::new("attribute_not_exists(pk)")),
+            to_item(&OrderItem::from_domain(order))?,
         )?;
         tx.event(&self.table, event)?;
         if let Some(cart) = cart {
@@ -454,10 +449,7 @@ impl Store {
                 condition,
             )?;
         }
-        if let Some(event) = event {
-            tx.event(&self.table, event)?;
-        }
-        tx.commit(self).await
+        tx.commit_with_event(self, event).await
     }
 
     /// The next page of orders due before `now` that still hold bouquets (a reservation past
@@ -524,8 +516,8 @@ impl Store {
 
     /// One order (consistent: a transition may follow the read).
     pub async fn order(&self, order_id: OrderId) -> Result<Option<Order>, StoreError> {
-        let item = self.get_item(order_key(order_id), true).await?;
-        item.map(decode_order).transpose()
+        self.get_stored::<OrderItem>(order_key(order_id), true)
+            .await
     }
 
     /// A customer's orders, newest first.

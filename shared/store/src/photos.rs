@@ -12,7 +12,7 @@ use bouquet_domain::{Bouquet, BouquetId, Order, OrderId, Timestamp, UploadId, Ve
 use crate::bouquets::bouquet_key;
 use crate::error::{StoreError, Target};
 use crate::idempotency::IdempotencyPut;
-use crate::items::{from_item, to_item};
+use crate::items::to_item;
 use crate::keys;
 use crate::store::Store;
 use crate::tx::{Expr, Tx};
@@ -40,6 +40,8 @@ struct PhotoUploadItem {
     /// console to read how its upload ended.
     expires_at: i64,
 }
+
+crate::items::stored!(PhotoUploadItem => PhotoUpload);
 
 fn upload_key(upload_id: UploadId) -> crate::items::Item {
     keys::key(
@@ -134,13 +136,11 @@ impl Store {
         idempotency: Option<&IdempotencyPut>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        let mut tx = Tx::new();
-        tx.idempotency(&self.table, idempotency, now)?;
-        tx.put(
+        let mut tx = Tx::with_idempotency(&self.table, idempotency, now)?;
+        tx.put_new(
             Target::PhotoUpload,
             &self.table,
             to_item(&PhotoUploadItem::from_domain(upload))?,
-            Some(Expr::new("attribute_not_exists(pk)")),
         )?;
         tx.commit(self).await
     }
@@ -151,10 +151,8 @@ impl Store {
         upload_id: UploadId,
         consistent: bool,
     ) -> Result<Option<PhotoUpload>, StoreError> {
-        self.get_item(upload_key(upload_id), consistent)
-            .await?
-            .map(|item| from_item::<PhotoUploadItem>(item)?.into_domain())
-            .transpose()
+        self.get_stored::<PhotoUploadItem>(upload_key(upload_id), consistent)
+            .await
     }
 
     /// Ends a pending upload as `finished` says; with `shown`, the bouquet takes the photo (on

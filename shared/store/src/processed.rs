@@ -14,7 +14,7 @@ use bouquet_domain::Timestamp;
 
 use crate::error::{StoreError, Target};
 use crate::store::Store;
-use crate::tx::{Expr, Tx};
+use crate::tx::Tx;
 
 /// Dedupe records outlive any redelivery (EventBridge retries for up to 24 h).
 pub const PROCESSED_RETENTION: Duration = Duration::from_secs(7 * 24 * 60 * 60);
@@ -63,12 +63,7 @@ impl Store {
                 AttributeValue::N(now.plus(PROCESSED_RETENTION).as_epoch_seconds().to_string()),
             ),
         ]);
-        tx.put(
-            Target::Processed,
-            &self.table,
-            record,
-            Some(Expr::new("attribute_not_exists(pk)")),
-        )?;
+        tx.put_new(Target::Processed, &self.table, record)?;
         match tx.commit(self).await {
             Ok(()) => Ok(Processed::Applied),
             // Its dedupe record exists: the event was applied before, whatever else moved

@@ -16,7 +16,7 @@ use bouquet_domain::{BouquetId, CustomerId, OrderId, ReviewId, Timestamp, Vendor
 
 use crate::cursor::Page;
 use crate::error::{StoreError, Target};
-use crate::items::{from_item, to_item, Item};
+use crate::items::{to_item, Item};
 use crate::keys;
 use crate::processed::Processed;
 use crate::query::IndexQuery;
@@ -125,10 +125,8 @@ impl ReviewItem {
 impl Store {
     /// The review of `order_id`, if written.
     pub async fn review(&self, order_id: OrderId) -> Result<Option<Review>, StoreError> {
-        self.get_item(review_key(&order_id.to_string()), true)
-            .await?
-            .map(|item| from_item::<ReviewItem>(item)?.into_domain())
-            .transpose()
+        self.get_stored::<ReviewItem>(review_key(&order_id.to_string()), true)
+            .await
     }
 
     /// Writes a new review with its event, on the condition that its order has none:

@@ -44,6 +44,18 @@ impl Store {
         self.get_item_in(&self.table, key, consistent).await
     }
 
+    /// One item by key, read into its domain value as `I` stores it.
+    pub(crate) async fn get_stored<I: items::Stored>(
+        &self,
+        key: items::Item,
+        consistent: bool,
+    ) -> Result<Option<I::Domain>, StoreError> {
+        self.get_item(key, consistent)
+            .await?
+            .map(I::read)
+            .transpose()
+    }
+
     pub(crate) async fn get_item_in(
         &self,
         table: &str,

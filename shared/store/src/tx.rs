@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
-    Update,
+    AttributeValue, ConditionCheck, Delete, Put, ReturnValuesOnConditionCheckFailure,
+    TransactWriteItem, Update,
 };
 
 use crate::error::{BackendKind, Cancelled, Conflict, StoreError, Target};
@@ -61,8 +61,28 @@ impl Expr {
     }
 }
 
-fn opt<T: Clone>(map: &HashMap<String, T>) -> Option<HashMap<String, T>> {
-    (!map.is_empty()).then(|| map.clone())
+fn opt<T>(map: HashMap<String, T>) -> Option<HashMap<String, T>> {
+    (!map.is_empty()).then_some(map)
+}
+
+/// `None` for an empty condition: the item is written unconditionally.
+fn condition_text(text: String) -> Option<String> {
+    (!text.is_empty()).then_some(text)
+}
+
+/// Finishes a conditional item builder: the condition, its placeholders and the item as the
+/// failed condition found it (what `decode` reads a conflict from). `Put`, `Update`, `Delete`
+/// and `ConditionCheck` have these setters each, with no trait in common, hence a macro.
+macro_rules! build_conditional {
+    ($builder:expr, $condition_text:expr, $names:expr, $values:expr) => {
+        $builder
+            .set_condition_expression($condition_text)
+            .set_expression_attribute_names(opt($names))
+            .set_expression_attribute_values(opt($values))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(StoreError::request)?
+    };
 }
 
 /// How often a transaction that lost only to concurrent transactions (no condition failed)
@@ -87,20 +107,34 @@ impl Tx {
         item: Item,
         condition: Option<Expr>,
     ) -> Result<(), StoreError> {
-        let condition = condition.unwrap_or_default();
-        let put = Put::builder()
-            .table_name(table)
-            .set_item(Some(item))
-            .set_condition_expression(
-                (!condition.text.is_empty()).then_some(condition.text.clone()),
-            )
-            .set_expression_attribute_names(opt(&condition.names))
-            .set_expression_attribute_values(opt(&condition.values))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .build()
-            .map_err(StoreError::request)?;
+        let Expr {
+            text,
+            names,
+            values,
+        } = condition.unwrap_or_default();
+        let put = build_conditional!(
+            Put::builder().table_name(table).set_item(Some(item)),
+            condition_text(text),
+            names,
+            values
+        );
         self.push(target, TransactWriteItem::builder().put(put).build());
         Ok(())
+    }
+
+    /// Puts an item where none is yet (`ConditionFailed` on `target` when one is).
+    pub(crate) fn put_new(
+        &mut self,
+        target: Target,
+        table: &str,
+        item: Item,
+    ) -> Result<(), StoreError> {
+        self.put(
+            target,
+            table,
+            item,
+            Some(Expr::new("attribute_not_exists(pk)")),
+        )
     }
 
     /// An update; `update` and `condition` share one placeholder namespace.
@@ -116,16 +150,15 @@ impl Tx {
         names.extend(condition.names);
         let mut values = update.values;
         values.extend(condition.values);
-        let update = Update::builder()
-            .table_name(table)
-            .set_key(Some(key))
-            .update_expression(update.text)
-            .set_condition_expression((!condition.text.is_empty()).then_some(condition.text))
-            .set_expression_attribute_names(opt(&names))
-            .set_expression_attribute_values(opt(&values))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .build()
-            .map_err(StoreError::request)?;
+        let update = build_conditional!(
+            Update::builder()
+                .table_name(table)
+                .set_key(Some(key))
+                .update_expression(update.text),
+            condition_text(condition.text),
+            names,
+            values
+        );
         self.push(target, TransactWriteItem::builder().update(update).build());
         Ok(())
     }
@@ -142,14 +175,15 @@ impl Tx {
             .table_name(table)
             .set_key(Some(key))
             .update_expression(update.text)
-            .set_expression_attribute_names(opt(&update.names))
-            .set_expression_attribute_values(opt(&update.values))
+            .set_expression_attribute_names(opt(update.names))
+            .set_expression_attribute_values(opt(update.values))
             .build()
             .map_err(StoreError::request)?;
         self.push(target, TransactWriteItem::builder().update(update).build());
         Ok(())
     }
 
+    /// An empty condition deletes unconditionally.
     pub fn delete(
         &mut self,
         target: Target,
@@ -157,16 +191,12 @@ impl Tx {
         key: Item,
         condition: Expr,
     ) -> Result<(), StoreError> {
-        // An empty condition deletes unconditionally.
-        let delete = aws_sdk_dynamodb::types::Delete::builder()
-            .table_name(table)
-            .set_key(Some(key))
-            .set_condition_expression((!condition.text.is_empty()).then_some(condition.text))
-            .set_expression_attribute_names(opt(&condition.names))
-            .set_expression_attribute_values(opt(&condition.values))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .build()
-            .map_err(StoreError::request)?;
+        let delete = build_conditional!(
+            Delete::builder().table_name(table).set_key(Some(key)),
+            condition_text(condition.text),
+            condition.names,
+            condition.values
+        );
         self.push(target, TransactWriteItem::builder().delete(delete).build());
         Ok(())
     }
@@ -178,15 +208,14 @@ impl Tx {
         key: Item,
         condition: Expr,
     ) -> Result<(), StoreError> {
-        let check = ConditionCheck::builder()
-            .table_name(table)
-            .set_key(Some(key))
-            .condition_expression(condition.text)
-            .set_expression_attribute_names(opt(&condition.names))
-            .set_expression_attribute_values(opt(&condition.values))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .build()
-            .map_err(StoreError::request)?;
+        let check = build_conditional!(
+            ConditionCheck::builder()
+                .table_name(table)
+                .set_key(Some(key)),
+            Some(condition.text),
+            condition.names,
+            condition.values
+        );
         self.push(
             target,
             TransactWriteItem::builder().condition_check(check).build(),

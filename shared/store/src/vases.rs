@@ -185,10 +185,6 @@ fn heartbeat_shard_key(shard: u32) -> String {
     format!("HEARTBEAT#{shard}")
 }
 
-fn vase_key(vase_id: VaseId) -> Item {
-    keys::key(keys::vase_pk(&vase_id.to_string()), keys::VASE_SK)
-}
-
 /// Readings sort by the time they were sent (15 digits of epoch ms: until the year 33658).
 fn reading_sk(sent_at: Timestamp) -> String {
     format!("READING#{:015}", sent_at.as_millis().max(0))
@@ -211,25 +207,20 @@ impl Store {
         idempotency: Option<&IdempotencyPut>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        let mut tx = Tx::new();
-        tx.idempotency(&self.table, idempotency, now)?;
+        let mut tx = Tx::with_idempotency(&self.table, idempotency, now)?;
         tx.check(
             Target::Vendor(vase.vendor_id),
             &self.table,
-            keys::key(
-                keys::vendor_pk(&vase.vendor_id.to_string()),
-                keys::VENDOR_SK,
-            ),
+            keys::vendor_key(vase.vendor_id),
             Expr::new("attribute_exists(pk)"),
         )?;
-        tx.put(
+        self.create_with_event(
+            tx,
             Target::Vase(vase.vase_id),
-            &self.table,
             to_item(&VaseItem::from_domain(vase))?,
-            Some(Expr::new("attribute_not_exists(pk)")),
-        )?;
-        tx.event(&self.table, event)?;
-        tx.commit(self).await
+            event,
+        )
+        .await
     }
 
     /// Records a certificate rotation: the vase moves to `next.version` with its event, if
@@ -242,17 +233,15 @@ impl Store {
         idempotency: Option<&IdempotencyPut>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        let mut tx = Tx::new();
-        tx.idempotency(&self.table, idempotency, now)?;
+        let mut tx = Tx::with_idempotency(&self.table, idempotency, now)?;
         tx.update(
             Target::Vase(read.vase_id),
             &self.table,
-            vase_key(read.vase_id),
+            keys::vase_key(read.vase_id),
             Expr::new("SET version = :next").n(":next", next.version),
             Expr::new("version = :read").n(":read", read.version),
         )?;
-        tx.event(&self.table, event)?;
-        tx.commit(self).await
+        tx.commit_with_event(self, Some(event)).await
     }
 
     /// Deletes a vase with its `VaseDecommissioned` event, if it is still at `read.version`
@@ -284,15 +273,14 @@ impl Store {
         tx.delete(
             Target::Vase(read.vase_id),
             &self.table,
-            vase_key(read.vase_id),
+            keys::vase_key(read.vase_id),
             Expr {
                 text: format!("version = :read AND {}", held.text),
                 ..held
             }
             .n(":read", read.version),
         )?;
-        tx.event(&self.table, event)?;
-        tx.commit(self).await
+        tx.commit_with_event(self, Some(event)).await
     }
 
     /// Takes `bouquet_id` out of `vase_id` if the vase still holds it (one conditional
@@ -310,7 +298,7 @@ impl Store {
             .client
             .update_item()
             .table_name(&self.table)
-            .set_key(Some(vase_key(vase_id)))
+            .set_key(Some(keys::vase_key(vase_id)))
             .update_expression(update.text)
             .condition_expression(condition.text)
             .set_expression_attribute_values(Some(values))
@@ -324,10 +312,8 @@ impl Store {
         vase_id: VaseId,
         consistent: bool,
     ) -> Result<Option<Vase>, StoreError> {
-        self.get_item(vase_key(vase_id), consistent)
-            .await?
-            .map(|item| from_item::<VaseItem>(item)?.into_domain())
-            .transpose()
+        self.get_stored::<VaseItem>(keys::vase_key(vase_id), consistent)
+            .await
     }
 
     /// A vendor's vases, by id (registration order).
@@ -402,7 +388,7 @@ impl Store {
             .client
             .update_item()
             .table_name(&self.table)
-            .set_key(Some(vase_key(vase_id)))
+            .set_key(Some(keys::vase_key(vase_id)))
             .update_expression("SET lastHeartbeatAt = :sentAt")
             .condition_expression("#connection = :online AND lastHeartbeatAt < :sentAt")
             .expression_attribute_names("#connection", "connection")
@@ -466,12 +452,11 @@ impl Store {
         tx.update(
             Target::Vase(changed.vase_id),
             &self.table,
-            vase_key(changed.vase_id),
+            keys::vase_key(changed.vase_id),
             update,
             condition,
         )?;
-        tx.event(&self.table, event)?;
-        tx.commit(self).await
+        tx.commit_with_event(self, Some(event)).await
     }
 
     /// Stores a reading that is not the vase's latest (history only). A redelivery is
@@ -537,7 +522,7 @@ impl Store {
         tx.update(
             Target::Vase(changed.vase_id),
             &self.table,
-            vase_key(changed.vase_id),
+            keys::vase_key(changed.vase_id),
             update,
             condition,
         )?;
@@ -595,11 +580,10 @@ impl Store {
         reading: &Reading,
         received_at: Timestamp,
     ) -> Result<(), StoreError> {
-        tx.put(
+        tx.put_new(
             Target::Reading,
             &self.table,
             reading_item(vase_id, reading, received_at)?,
-            Some(Expr::new("attribute_not_exists(pk)")),
         )
     }
 

@@ -59,17 +59,14 @@ impl Store {
         idempotency: Option<&IdempotencyPut>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        let mut tx = Tx::new();
-        tx.idempotency(&self.table, idempotency, now)?;
-        let item = to_item(&VendorItem::from_domain(vendor))?;
-        tx.put(
+        let tx = Tx::with_idempotency(&self.table, idempotency, now)?;
+        self.create_with_event(
+            tx,
             Target::Vendor(vendor.vendor_id),
-            &self.table,
-            item,
-            Some(Expr::new("attribute_not_exists(pk)")),
-        )?;
-        tx.event(&self.table, event)?;
-        tx.commit(self).await
+            to_item(&VendorItem::from_domain(vendor))?,
+            event,
+        )
+        .await
     }
 
     /// Claims the user signing in as `email` for `vendor_id`'s shop: one conditional `PutItem`
@@ -129,10 +126,7 @@ impl Store {
         if unique.is_empty() {
             return Ok(Default::default());
         }
-        let keys = unique
-            .iter()
-            .map(|v| keys::key(keys::vendor_pk(&v.to_string()), keys::VENDOR_SK))
-            .collect();
+        let keys = unique.iter().map(|v| keys::vendor_key(*v)).collect();
         let found = self.batch_get(keys).await?;
         Ok(unique
             .into_iter()
@@ -189,11 +183,8 @@ impl Store {
         vendor_id: VendorId,
         consistent: bool,
     ) -> Result<Option<Vendor>, StoreError> {
-        let key = keys::key(keys::vendor_pk(&vendor_id.to_string()), keys::VENDOR_SK);
-        self.get_item(key, consistent)
-            .await?
-            .map(|item| from_item::<VendorItem>(item)?.into_domain())
-            .transpose()
+        self.get_stored::<VendorItem>(keys::vendor_key(vendor_id), consistent)
+            .await
     }
 
     /// Replaces a shop read at `read_version` with `changed`, with its event (none when
@@ -230,17 +221,18 @@ impl Store {
 
     /// The vendor's name, if it exists.
     pub async fn vendor_name(&self, vendor_id: VendorId) -> Result<Option<String>, StoreError> {
-        let key = keys::key(keys::vendor_pk(&vendor_id.to_string()), keys::VENDOR_SK);
         Ok(self
-            .get_item(key, false)
+            .get_item(keys::vendor_key(vendor_id), false)
             .await?
             .and_then(|item| item.get("name").and_then(|n| n.as_s().ok()).cloned()))
     }
 
     /// Whether the vendor exists (a cheap check before work outside DynamoDB).
     pub async fn vendor_exists(&self, vendor_id: VendorId) -> Result<bool, StoreError> {
-        let key = keys::key(keys::vendor_pk(&vendor_id.to_string()), keys::VENDOR_SK);
-        Ok(self.get_item(key, false).await?.is_some())
+        Ok(self
+            .get_item(keys::vendor_key(vendor_id), false)
+            .await?
+            .is_some())
     }
 
     /// The vendor's delivery settings, if it ever set them.

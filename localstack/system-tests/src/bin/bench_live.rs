@@ -52,10 +52,7 @@ fn ms(d: Duration) -> String {
 #[tokio::main]
 async fn main() {
     // RUST_LOG=info shows each broadcast's read and push times.
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
+    system_tests::log_to_stderr();
     let mode = std::env::args().nth(1).unwrap_or_else(|| "fanout".into());
     if mode == "crowd-clients" {
         return crowd_clients().await;

@@ -73,10 +73,7 @@ fn think_ms(text: &str) -> Result<(u64, u64), String> {
 
 #[tokio::main]
 async fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
+    system_tests::log_to_stderr();
     let args = Args::parse();
     match run(&args).await {
         Ok(0) => println!("soak passed: 0 violations (seed {})", args.seed),

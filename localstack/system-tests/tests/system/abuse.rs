@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use system_tests::{
-    by_customer, fixture, verified_email, ApiRequest, Outcome, PathParams, TestCloud,
+    by_customer, fixture, verified_email, ApiRequest, ApiResponse, Outcome, PathParams, TestCloud,
 };
 
 /// The personal fields of `system_tests::delivery_details` and the paid order's contact.
@@ -39,6 +39,17 @@ async fn order_of(cloud: &TestCloud, customer: &str, order_id: &str) -> system_t
     cloud
         .send(by_customer("get-order", customer).order_id(order_id))
         .await
+}
+
+/// `response` is a 400 whose first error is about `field`.
+#[track_caller]
+fn assert_refused_on(response: &ApiResponse, field: &str) {
+    assert_eq!(response.status, 400, "{}", response.body);
+    assert_eq!(
+        response.body["errors"][0]["field"], field,
+        "{}",
+        response.body
+    );
 }
 
 #[tokio::test]
@@ -213,12 +224,7 @@ async fn a_declining_card_past_the_bound_is_429_with_retry_after_and_the_order_p
         );
     }
     let locked = cloud.pay_by_card("mallory", &order_id).await;
-    assert_eq!(
-        locked.status_and_code(),
-        (429, Some("payment.attempts_exceeded")),
-        "{}",
-        locked.body
-    );
+    locked.assert_code(429, "payment.attempts_exceeded");
     let retry_after: u64 = locked
         .header("retry-after")
         .and_then(|s| s.parse().ok())
@@ -264,12 +270,7 @@ async fn reservations_past_the_minutes_bound_are_429_rate_limited() {
         }
     }
     let (order, bouquet) = refused.unwrap();
-    assert_eq!(
-        order.status_and_code(),
-        (429, Some("rate.limited")),
-        "{}",
-        order.body
-    );
+    order.assert_code(429, "rate.limited");
     assert!(order.header("retry-after").is_some());
     assert_eq!(
         cloud.bouquet_status(&bouquet).await.as_deref(),
@@ -354,12 +355,7 @@ async fn a_shops_contact_address_is_its_members_verified_one_private_and_kept_on
     let stranger = cloud
         .call("put-delivery-settings", save(settings.clone(), 0))
         .await;
-    assert_eq!(stranger.status, 400, "{}", stranger.body);
-    assert_eq!(
-        stranger.body["errors"][0]["field"], "contactEmail",
-        "{}",
-        stranger.body
-    );
+    assert_refused_on(&stranger, "contactEmail");
     settings["contactEmail"] = json!(member);
     let saved = cloud
         .call("put-delivery-settings", save(settings.clone(), 0))
@@ -410,12 +406,7 @@ async fn a_shops_contact_address_is_its_members_verified_one_private_and_kept_on
     let refused = cloud
         .call("put-order-delivery", give(details.clone()))
         .await;
-    assert_eq!(refused.status, 400, "{}", refused.body);
-    assert_eq!(
-        refused.body["errors"][0]["field"], "delivery.contactEmail",
-        "{}",
-        refused.body
-    );
+    assert_refused_on(&refused, "delivery.contactEmail");
     details["contactEmail"] = json!(verified_email("ana"));
     let given = cloud.call("put-order-delivery", give(details)).await;
     assert_eq!(given.status, 200, "{}", given.body);

@@ -48,8 +48,9 @@ async fn the_projector_applied_twice_gives_the_same_counters() {
         "redelivery changes nothing"
     );
 
-    let request = ApiRequest::fixture("get-vendor-analytics").own_shop(&vendor);
-    let analytics = cloud.call("get-vendor-analytics", request).await;
+    // The shop's own analytics, as its member asks for them.
+    let own_analytics = || ApiRequest::fixture("get-vendor-analytics").own_shop(&vendor);
+    let analytics = cloud.call("get-vendor-analytics", own_analytics()).await;
     assert_eq!(analytics.status, 200, "{}", analytics.body);
     assert_eq!(
         analytics.body["days"],
@@ -61,17 +62,12 @@ async fn the_projector_applied_twice_gives_the_same_counters() {
         .await;
     assert_eq!(forbidden.status_and_code(), (403, Some("auth.forbidden")));
     let bad = cloud
-        .send(
-            fixture("get-vendor-analytics")
-                .own_shop(&vendor)
-                .query("from", "2026-13-01"),
-        )
+        .send(own_analytics().query("from", "2026-13-01"))
         .await;
     assert_eq!(bad.status_and_code(), (400, Some("request.invalid")));
     let backwards = cloud
         .send(
-            fixture("get-vendor-analytics")
-                .own_shop(&vendor)
+            own_analytics()
                 .query("from", "2026-12-03")
                 .query("to", "2026-12-01"),
         )

@@ -8,8 +8,8 @@ struct Case {
     name: &'static str,
     binary: &'static str,
     request: ApiRequest,
-    status: u16,
-    code: &'static str,
+    /// The answer's status and problem code.
+    expected: (u16, &'static str),
     /// A field the `errors` list must name, when the problem is about a field.
     field: Option<&'static str>,
 }
@@ -26,21 +26,26 @@ fn case(
         name,
         binary,
         request,
-        status,
-        code,
+        expected: (status, code),
         field,
     }
 }
 
-#[tokio::test]
-async fn bad_requests_get_their_problem_and_write_nothing() {
+/// Two shops, `vendor`'s and `other_vendor`'s: the first has `bouquet` on sale and another
+/// bouquet that `customer-1` reserved, as `order_id`. Returns
+/// `(cloud, vendor, other_vendor, bouquet, order_id)`.
+async fn two_shops() -> (TestCloud, String, String, String, String) {
     let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let other_vendor = cloud.vendor("Petal").await;
     let bouquet = cloud.bouquet(&vendor, "24.50").await;
-    let order = cloud
-        .reserve("customer-1", &[&cloud.bouquet(&vendor, "9.00").await])
-        .await;
-    let order_id = order.body["orderId"].as_str().unwrap().to_owned();
+    let reserved = cloud.bouquet(&vendor, "9.00").await;
+    let order_id = cloud.reserved_order_id("customer-1", &[&reserved]).await;
+    (cloud, vendor, other_vendor, bouquet, order_id)
+}
+
+#[tokio::test]
+async fn bad_requests_get_their_problem_and_write_nothing() {
+    let (cloud, vendor, other_vendor, bouquet, order_id) = two_shops().await;
 
     let order_req = |body: serde_json::Value| {
         ApiRequest::fixture("create-order")
@@ -103,7 +108,7 @@ async fn bad_requests_get_their_problem_and_write_nothing() {
         let response = cloud.call(case.binary, case.request).await;
         assert_eq!(
             response.status_and_code(),
-            (case.status, Some(case.code)),
+            (case.expected.0, Some(case.expected.1)),
             "{}: {}",
             case.name,
             response.body
@@ -146,13 +151,7 @@ async fn bad_requests_get_their_problem_and_write_nothing() {
 /// body or `If-Match` would earn the owner; the owner's own malformed request is still 400.
 #[tokio::test]
 async fn a_strangers_malformed_request_is_refused_as_a_stranger() {
-    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
-    let other_vendor = cloud.vendor("Petal").await;
-    let bouquet = cloud.bouquet(&vendor, "24.50").await;
-    let order = cloud
-        .reserve("customer-1", &[&cloud.bouquet(&vendor, "9.00").await])
-        .await;
-    let order_id = order.body["orderId"].as_str().unwrap().to_owned();
+    let (cloud, vendor, other_vendor, bouquet, order_id) = two_shops().await;
     let cases = [
         (
             "update-bouquet",

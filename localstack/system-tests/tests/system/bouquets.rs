@@ -79,12 +79,7 @@ async fn changes_need_the_current_version_and_an_available_bouquet() {
             ),
         )
         .await;
-    assert_eq!(
-        held.status_and_code(),
-        (409, Some("bouquet.not_available_for_change")),
-        "{}",
-        held.body
-    );
+    held.assert_code(409, "bouquet.not_available_for_change");
     let withdraw = cloud
         .send(by_vendor("withdraw-bouquet", &vendor).bouquet_id(&bouquet))
         .await;

@@ -6,12 +6,17 @@ use std::sync::Arc;
 use serde_json::json;
 
 use bouquet_app::domain::cart::MAX_CART_ITEMS;
-use system_tests::{by_customer, ApiRequest, Outcome, PathParams, TestCloud};
+use system_tests::{by_customer, ApiRequest, ApiResponse, Outcome, PathParams, TestCloud};
 
 fn put(customer: &str, bouquet: &str) -> ApiRequest {
     ApiRequest::fixture("put-cart-item")
         .customer(customer)
         .bouquet_id(bouquet)
+}
+
+/// `customer` puts `bouquet` in its cart.
+async fn add_to_cart(cloud: &TestCloud, customer: &str, bouquet: &str) -> ApiResponse {
+    cloud.call("put-cart-item", put(customer, bouquet)).await
 }
 
 #[tokio::test]
@@ -23,14 +28,8 @@ async fn a_cart_holds_one_vendors_available_bouquets_and_becomes_an_order() {
         cloud.bouquet(&v1, "2.50").await,
         cloud.bouquet(&v2, "5.00").await,
     );
-    assert_eq!(
-        cloud
-            .call("put-cart-item", put("customer-1", &a))
-            .await
-            .status,
-        200
-    );
-    let two = cloud.call("put-cart-item", put("customer-1", &b)).await;
+    assert_eq!(add_to_cart(&cloud, "customer-1", &a).await.status, 200);
+    let two = add_to_cart(&cloud, "customer-1", &b).await;
     assert_eq!(
         (
             two.body["items"].as_array().map(Vec::len),
@@ -39,7 +38,7 @@ async fn a_cart_holds_one_vendors_available_bouquets_and_becomes_an_order() {
         (Some(2), json!({"amount": "12.50", "currency": "EUR"}))
     );
     let before = cloud.items().await;
-    let mixed = cloud.call("put-cart-item", put("customer-1", &c)).await;
+    let mixed = add_to_cart(&cloud, "customer-1", &c).await;
     assert_eq!(mixed.status_and_code(), (409, Some("cart.vendor_mismatch")));
     assert_eq!(cloud.items().await, before);
 
@@ -50,13 +49,7 @@ async fn a_cart_holds_one_vendors_available_bouquets_and_becomes_an_order() {
     let got = cloud.send(by_customer("get-cart", "customer-1")).await;
     assert_eq!(got.body["items"][0]["bouquetId"], a.as_str());
 
-    let order = cloud
-        .send(
-            by_customer("create-order", "customer-1")
-                .no_body()
-                .idempotency_key("cart-1"),
-        )
-        .await;
+    let order = cloud.reserve_cart("customer-1", "cart-1").await;
     assert_eq!(order.status, 201, "{}", order.body);
     assert_eq!(order.body["lines"][0]["bouquetId"], a.as_str());
     let emptied = cloud.send(by_customer("get-cart", "customer-1")).await;
@@ -64,13 +57,7 @@ async fn a_cart_holds_one_vendors_available_bouquets_and_becomes_an_order() {
         (emptied.body["items"].clone(), emptied.body["total"].clone()),
         (json!([]), json!(null))
     );
-    let replay = cloud
-        .send(
-            by_customer("create-order", "customer-1")
-                .no_body()
-                .idempotency_key("cart-1"),
-        )
-        .await;
+    let replay = cloud.reserve_cart("customer-1", "cart-1").await;
     assert_eq!(
         (replay.status, replay.header("idempotent-replayed")),
         (201, Some("true"))
@@ -85,14 +72,8 @@ async fn a_cart_holds_one_vendors_available_bouquets_and_becomes_an_order() {
     assert_eq!(empty.status_and_code(), (409, Some("cart.empty")));
 
     // An emptied cart takes any vendor; an unavailable bouquet is refused.
-    assert_eq!(
-        cloud
-            .call("put-cart-item", put("customer-1", &c))
-            .await
-            .status,
-        200
-    );
-    let held = cloud.call("put-cart-item", put("customer-2", &a)).await;
+    assert_eq!(add_to_cart(&cloud, "customer-1", &c).await.status, 200);
+    let held = add_to_cart(&cloud, "customer-2", &a).await;
     assert_eq!(held.status_and_code(), (409, Some("bouquet.unavailable")));
 }
 
@@ -104,23 +85,12 @@ async fn a_cart_is_limited_to_what_one_transaction_can_reserve() {
         ids.push(cloud.bouquet(&vendor, "1.00").await);
     }
     for id in &ids[..MAX_CART_ITEMS] {
-        assert_eq!(
-            cloud
-                .call("put-cart-item", put("customer-1", id))
-                .await
-                .status,
-            200
-        );
+        assert_eq!(add_to_cart(&cloud, "customer-1", id).await.status, 200);
     }
-    let full = cloud
-        .call("put-cart-item", put("customer-1", &ids[MAX_CART_ITEMS]))
-        .await;
+    let full = add_to_cart(&cloud, "customer-1", &ids[MAX_CART_ITEMS]).await;
     assert_eq!(full.status_and_code(), (409, Some("cart.full")));
     assert_eq!(
-        cloud
-            .call("put-cart-item", put("customer-1", &ids[0]))
-            .await
-            .status,
+        add_to_cart(&cloud, "customer-1", &ids[0]).await.status,
         200,
         "re-adding an item of a full cart"
     );

@@ -9,22 +9,13 @@ use serde_json::json;
 
 use system_tests::http_client::HttpReply;
 use system_tests::identity::TestPool;
-use system_tests::{bearer, token, Outcome, TestCloud};
+use system_tests::{
+    bearer, list_over_http, reserve_cart_over_http, token, vendor_over_http, Outcome, TestCloud,
+};
 
 async fn vendor_with_bouquet(api: std::net::SocketAddr) -> (String, String) {
-    let admin = token("admin", "admin-1", None);
-    let vendor = bearer(api, &admin)
-        .post("/v1/vendors", &json!({ "name": "Bloom" }))
-        .await;
-    assert_eq!(vendor.status, 201, "{:?}", vendor.body);
-    let vendor_id = vendor.body["vendorId"].as_str().unwrap().to_owned();
-    let seller = token("vendor", "seller-1", Some(&vendor_id));
-    let listed = bearer(api, &seller)
-        .post(
-            &format!("/v1/vendors/{vendor_id}/bouquets"),
-            &json!({ "name": "Peonies", "price": { "amount": "34.90", "currency": "EUR" } }),
-        )
-        .await;
+    let (vendor_id, seller) = vendor_over_http(api, "Bloom").await;
+    let listed = list_over_http(api, &seller, &vendor_id, "Peonies", "34.90").await;
     assert_eq!(listed.status, 201, "{:?}", listed.body);
     (
         vendor_id,
@@ -82,15 +73,7 @@ async fn a_customer_signs_up_and_orders_with_the_pools_id_token() {
         .put(&format!("/v1/cart/items/{bouquet}"))
         .await;
     assert_eq!(cart.status, 200, "{:?}", cart.body);
-    let order = bearer(api, &alice)
-        .send("POST", "/v1/orders", &[("idempotency-key", "k1")], None)
-        .await;
-    assert_eq!(
-        order.status_and_state(),
-        (201, Some("reserved")),
-        "{:?}",
-        order.body
-    );
+    let order = reserve_cart_over_http(api, &alice, "k1").await;
     // The order is the pool user's: its customer is the token's sub.
     assert_eq!(
         order.body["customerId"].as_str().map(str::to_owned),
@@ -204,12 +187,7 @@ async fn an_admin_makes_a_user_a_vendors_member_and_nobody_grants_it_to_themselv
 
     // Someone without an account is invited: 201, a verified email, the shop and the group.
     let invited = add_member(api, &ops, &vendor_id, "new.florist@Example.com").await;
-    assert_eq!(
-        invited.status_and_state(),
-        (201, Some("invited")),
-        "{:?}",
-        invited.body
-    );
+    invited.assert_state(201, "invited");
     let (attributes, groups) = pool.user("new.florist@example.com").await;
     assert!(attributes.contains(&("email_verified".into(), "true".into())));
     assert!(attributes.contains(&("custom:vendorId".into(), vendor_id.clone())));
@@ -374,12 +352,7 @@ async fn an_address_nobody_has_confirmed_names_no_member() {
         "florist@example.com",
     )
     .await;
-    assert_eq!(
-        refused.status_and_code(),
-        (409, Some("member.unverified")),
-        "{:?}",
-        refused.body
-    );
+    refused.assert_code(409, "member.unverified");
     let (attributes, groups) = pool.user("florist@example.com").await;
     assert!(!attributes.iter().any(|(k, _)| k == "custom:vendorId"));
     assert!(groups.is_empty());
@@ -456,12 +429,7 @@ async fn an_invitation_cut_off_before_the_group_grants_nothing_and_a_retry_finis
     );
     assert!(flaky.inner.groups("new@example.com").is_empty());
     let retry = add_member(api, &admin, &shop, "new@example.com").await;
-    assert_eq!(
-        retry.status_and_state(),
-        (200, Some("updated")),
-        "{:?}",
-        retry.body
-    );
+    retry.assert_state(200, "updated");
     assert_eq!(
         flaky.inner.groups("new@example.com"),
         vec!["vendor".to_owned()]

@@ -3,18 +3,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use system_tests::{by_customer, ApiRequest, Outcome, PathParams, TestCloud};
+use system_tests::{by_customer, by_vendor, Outcome, PathParams, TestCloud};
 
 #[tokio::test]
 async fn a_customer_cancels_a_live_reservation_once() {
     let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "10.00").await;
     let order = cloud.reserved_order_id("customer-1", &[&bouquet]).await;
-    let cancel = |customer: &str| {
-        ApiRequest::fixture("cancel-order")
-            .customer(customer)
-            .order_id(&order)
-    };
+    let cancel = |customer: &str| by_customer("cancel-order", customer).order_id(&order);
     assert_eq!(
         cloud
             .call("cancel-order", cancel("customer-2"))
@@ -55,11 +51,7 @@ async fn its_vendor_fulfils_a_paid_order() {
     let (vendor, other) = (cloud.vendor("Bloom").await, cloud.vendor("Petal").await);
     let bouquet = cloud.bouquet(&vendor, "10.00").await;
     let order = cloud.reserved_order_id("customer-1", &[&bouquet]).await;
-    let fulfil = |vendor_id: &str| {
-        ApiRequest::fixture("fulfil-order")
-            .vendor(vendor_id)
-            .order_id(&order)
-    };
+    let fulfil = |vendor_id: &str| by_vendor("fulfil-order", vendor_id).order_id(&order);
     let early = cloud.call("fulfil-order", fulfil(&vendor)).await;
     assert_eq!(
         early.status_and_code(),

@@ -375,24 +375,14 @@ async fn lost_responses_neither_leak_nor_double_a_connection_slot() {
         );
     }
     assert_eq!(
-        cloud
-            .app
-            .store
-            .open_connections("user:alice")
-            .await
-            .unwrap(),
+        cloud.open_connections("user:alice").await,
         2,
         "a retried connect takes one slot"
     );
     store.remove_connection("c-1").await.unwrap();
     store.remove_connection("c-2").await.unwrap();
     assert_eq!(
-        cloud
-            .app
-            .store
-            .open_connections("user:alice")
-            .await
-            .unwrap(),
+        cloud.open_connections("user:alice").await,
         0,
         "each disconnect gave its slot back"
     );
@@ -811,15 +801,7 @@ async fn five_hundred_anonymous_connects_from_one_ip_hit_the_cap_and_a_customer_
     assert_eq!(open.len(), cap);
     assert_eq!(refused, BTreeMap::from([(429, 500 - cap)]));
     assert_eq!(live.api.connection_count(), cap);
-    assert_eq!(
-        cloud
-            .app
-            .store
-            .open_connections("ip:127.0.0.1")
-            .await
-            .unwrap(),
-        cap as u32
-    );
+    assert_eq!(cloud.open_connections("ip:127.0.0.1").await, cap as u32);
 
     // Signed in, the customer is counted as a user, not as the crowded address.
     let vendor = cloud.vendor("Bloom").await;
@@ -844,14 +826,7 @@ async fn five_hundred_anonymous_connects_from_one_ip_hit_the_cap_and_a_customer_
     // holds again.
     open.pop().unwrap().close(None).await.unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while cloud
-        .app
-        .store
-        .open_connections("ip:127.0.0.1")
-        .await
-        .unwrap() as usize
-        >= cap
-    {
+    while cloud.open_connections("ip:127.0.0.1").await as usize >= cap {
         assert!(std::time::Instant::now() < deadline, "the slot comes back");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -869,14 +844,10 @@ async fn five_hundred_anonymous_connects_from_one_ip_hit_the_cap_and_a_customer_
 #[tokio::test]
 async fn live_round_trips() {
     use bouquet_app::live;
-    use std::collections::HashMap;
     let cloud = TestCloud::new().await;
     let queues = cloud.fanout_queues().await;
     let app = &cloud.app;
     let now = app.clock.now();
-    let calls = |expected: &[(&str, usize)]| -> HashMap<String, usize> {
-        expected.iter().map(|(k, v)| (k.to_string(), *v)).collect()
-    };
     let limit = live::ConnectionLimit {
         key: "ip:192.0.2.1".into(),
         cap: 10,
@@ -887,26 +858,21 @@ async fn live_round_trips() {
     live::connect(app, "c-1", &buyer, Some(&limit), now)
         .await
         .unwrap();
-    assert_eq!(
-        cloud.calls.by_operation(),
-        calls(&[("TransactWriteItems", 1)]),
-        "connect"
-    );
+    cloud.assert_calls(&[("TransactWriteItems", 1)], "connect");
 
     cloud.calls.reset();
     let channels = vec!["catalogue".to_owned(), "orders".to_owned()];
     live::subscribe(app, "c-1", &buyer, &channels, None, now)
         .await
         .unwrap();
-    assert_eq!(
-        cloud.calls.by_operation(),
-        calls(&[
+    cloud.assert_calls(
+        &[
             ("GetItem", 1),
             ("BatchGetItem", 1),
             ("UpdateItem", 1),
-            ("TransactWriteItems", 1)
-        ]),
-        "subscribe (a container's first: it reads the shard counts and leases its catalogue shard)"
+            ("TransactWriteItems", 1),
+        ],
+        "subscribe (a container's first: it reads the shard counts and leases its catalogue shard)",
     );
     live::connect(app, "c-2", &buyer, Some(&limit), now)
         .await
@@ -922,10 +888,9 @@ async fn live_round_trips() {
     if !same_shard {
         expected.push(("UpdateItem", 1));
     }
-    assert_eq!(
-        cloud.calls.by_operation(),
-        calls(&expected),
-        "subscribe (counts cached; a lease only for a shard this container has not leased)"
+    cloud.assert_calls(
+        &expected,
+        "subscribe (counts cached; a lease only for a shard this container has not leased)",
     );
 
     // An order event: the customer's channel pushed at once (its count and its one shard),
@@ -949,11 +914,7 @@ async fn live_round_trips() {
         if same_shard { 1 } else { 2 },
         "the catalogue's occupied shards (c-1's and c-2's); nobody watches the bouquet's channel"
     );
-    assert_eq!(
-        cloud.calls.by_operation(),
-        calls(&[("BatchGetItem", 2), ("Query", 2)]),
-        "plan: the bouquets the public frames carry, the public channels' counts and leases at once; per private channel (orders, vendor) its one shard"
-    );
+    cloud.assert_calls(&[("BatchGetItem", 2), ("Query", 2)], "plan: the bouquets the public frames carry, the public channels' counts and leases at once; per private channel (orders, vendor) its one shard");
     assert_eq!(pusher.sent(), 2, "the buyer's two connections on orders");
 
     // One unit: one Query of its shard, then the pushes.
@@ -974,18 +935,17 @@ async fn live_round_trips() {
         vec![("m".into(), bouquet_app::live::Work::Push(unit))],
     )
     .await;
-    assert_eq!(cloud.calls.by_operation(), calls(&[("Query", 1)]), "a unit");
+    cloud.assert_calls(&[("Query", 1)], "a unit");
 
     cloud.calls.reset();
     live::disconnect(app, "c-1").await.unwrap();
-    assert_eq!(
-        cloud.calls.by_operation(),
-        calls(&[
+    cloud.assert_calls(
+        &[
             ("GetItem", 1),
             ("BatchWriteItem", 1),
-            ("TransactWriteItems", 1)
-        ]),
-        "disconnect (subscriptions; the connection and its slot, at once)"
+            ("TransactWriteItems", 1),
+        ],
+        "disconnect (subscriptions; the connection and its slot, at once)",
     );
 }
 

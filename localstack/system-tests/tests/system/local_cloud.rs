@@ -10,31 +10,39 @@ use devstack::lambda::Resolver;
 use devstack::runtime_api::{http_response, FunctionProcess};
 use system_tests::http_client::send;
 use system_tests::{
-    bearer, delivery_details, function_binary, token, ApiRequest, Outcome, PathParams, TestCloud,
+    bearer, delivery_details, function_binary, list_over_http, reserve_cart_over_http, token,
+    vendor_over_http, ApiRequest, Outcome, PathParams, TestCloud,
 };
+
+/// The customer whose bearer token is `authorization` pays `order_id` by card over the local
+/// API at `api`, under `idempotency_key`.
+async fn pay_over_http(
+    api: std::net::SocketAddr,
+    authorization: &str,
+    order_id: &str,
+    idempotency_key: &str,
+) -> system_tests::http_client::HttpReply {
+    bearer(api, authorization)
+        .send(
+            "POST",
+            &format!("/v1/orders/{order_id}/payment"),
+            &[("idempotency-key", idempotency_key)],
+            Some(&json!({ "paymentToken": "tok_visa" })),
+        )
+        .await
+}
 
 #[tokio::test]
 async fn browse_cart_reserve_pay_fulfil_and_reserve_expire_over_http() {
     let cloud = TestCloud::new().await;
     let (api, _) = cloud.local_api().await;
-    let admin = token("admin", "admin-1", None);
-    let vendor = bearer(api, &admin)
-        .post("/v1/vendors", &json!({ "name": "Bloom & Vase" }))
-        .await;
-    assert_eq!(vendor.status, 201, "{:?}", vendor.body);
-    let vendor_id = vendor.body["vendorId"].as_str().unwrap().to_owned();
-    let seller = token("vendor", "seller-1", Some(&vendor_id));
+    let (vendor_id, seller) = vendor_over_http(api, "Bloom & Vase").await;
     cloud
         .onboard_payouts_over_http(api, &seller, &vendor_id)
         .await;
     let mut bouquets = Vec::new();
     for (name, amount) in [("Peonies", "34.90"), ("Tulips", "24.50")] {
-        let listed = bearer(api, &seller)
-            .post(
-                &format!("/v1/vendors/{vendor_id}/bouquets"),
-                &json!({ "name": name, "price": { "amount": amount, "currency": "EUR" } }),
-            )
-            .await;
+        let listed = list_over_http(api, &seller, &vendor_id, name, amount).await;
         assert_eq!(listed.status, 201);
         bouquets.push(listed.body["bouquetId"].as_str().unwrap().to_owned());
     }
@@ -50,29 +58,9 @@ async fn browse_cart_reserve_pay_fulfil_and_reserve_expire_over_http() {
         (cart.status, cart.body["total"]["amount"].as_str()),
         (200, Some("34.90"))
     );
-    let order = bearer(api, &alice)
-        .send(
-            "POST",
-            "/v1/orders",
-            &[("idempotency-key", "checkout-1")],
-            None,
-        )
-        .await;
-    assert_eq!(
-        order.status_and_state(),
-        (201, Some("reserved")),
-        "{:?}",
-        order.body
-    );
+    let order = reserve_cart_over_http(api, &alice, "checkout-1").await;
     let order_id = order.body["orderId"].as_str().unwrap().to_owned();
-    let unpaid = bearer(api, &alice)
-        .send(
-            "POST",
-            &format!("/v1/orders/{order_id}/payment"),
-            &[("idempotency-key", "pay-0")],
-            Some(&json!({ "paymentToken": "tok_visa" })),
-        )
-        .await;
+    let unpaid = pay_over_http(api, &alice, &order_id, "pay-0").await;
     assert_eq!(
         (unpaid.status, unpaid.body["code"].as_str()),
         (409, Some("order.delivery_required")),
@@ -95,20 +83,8 @@ async fn browse_cart_reserve_pay_fulfil_and_reserve_expire_over_http() {
         "{:?}",
         given.body
     );
-    let paid = bearer(api, &alice)
-        .send(
-            "POST",
-            &format!("/v1/orders/{order_id}/payment"),
-            &[("idempotency-key", "pay-1")],
-            Some(&json!({ "paymentToken": "tok_visa" })),
-        )
-        .await;
-    assert_eq!(
-        paid.status_and_state(),
-        (200, Some("paid")),
-        "{:?}",
-        paid.body
-    );
+    let paid = pay_over_http(api, &alice, &order_id, "pay-1").await;
+    paid.assert_state(200, "paid");
     let fulfilled = bearer(api, &seller)
         .send("POST", &format!("/v1/orders/{order_id}/fulfil"), &[], None)
         .await;
@@ -257,6 +233,20 @@ fn sorted_headers(headers: Vec<(String, String)>) -> Vec<(String, String)> {
     headers
 }
 
+/// `process` invoked with `request`, as API Gateway invokes a function: its response payload.
+async fn invoked(process: &FunctionProcess, request: &ApiRequest) -> Value {
+    process
+        .api
+        .invoke(request.event().clone(), Duration::from_secs(10))
+        .await
+        .expect("invoke")
+}
+
+/// The value of `name` in the function environment `env`.
+fn env_var(env: &[(String, String)], name: &str) -> Option<String> {
+    env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
+}
+
 /// No path around the edge (issue 38): the deployed binary, with the template's
 /// `ORIGIN_VERIFY`, answers 404 to a request without the edge's header (the execute-api
 /// endpoint called directly) and serves the same request with it.
@@ -265,11 +255,8 @@ async fn a_binary_answers_404_to_a_request_that_did_not_come_through_the_edge() 
     let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "12.00").await;
     let env = cloud.function_env_behind_the_edge("get-bouquet");
-    let secret = env
-        .iter()
-        .find(|(name, _)| name == "ORIGIN_VERIFY")
-        .map(|(_, value)| value.clone())
-        .expect("the template gives the functions the edge's secret");
+    let secret =
+        env_var(&env, "ORIGIN_VERIFY").expect("the template gives the functions the edge's secret");
     let process = FunctionProcess::spawn(&function_binary("get-bouquet"), "get-bouquet", &env)
         .await
         .expect("spawn");
@@ -283,11 +270,7 @@ async fn a_binary_answers_404_to_a_request_that_did_not_come_through_the_edge() 
         if let Some(value) = header {
             sent = sent.header("x-origin-verify", value);
         }
-        let payload: Value = process
-            .api
-            .invoke(sent.event().clone(), Duration::from_secs(10))
-            .await
-            .expect("invoke");
+        let payload: Value = invoked(&process, &sent).await;
         let (status, headers, _) = http_response(&payload);
         assert_eq!(status.as_u16(), expected, "{header:?}: {payload}");
         assert!(
@@ -328,11 +311,7 @@ async fn the_real_binaries_answer_exactly_as_the_in_process_handlers() {
             processes.insert(binary, process);
         }
         let in_process = cloud.call(binary, request.clone()).await;
-        let payload: Value = processes[binary]
-            .api
-            .invoke(request.event().clone(), Duration::from_secs(10))
-            .await
-            .expect("invoke");
+        let payload: Value = invoked(&processes[binary], &request).await;
         let (status, headers, body) = http_response(&payload);
         assert_eq!(status.as_u16(), in_process.status, "{binary}: {payload}");
         let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
@@ -600,11 +579,7 @@ async fn a_functions_log_lines_are_json_with_request_and_correlation_ids() {
         let request = ApiRequest::fixture("get-bouquet")
             .bouquet_id("01JF0000000000000000000000")
             .header("x-correlation-id", correlation);
-        let payload = process
-            .api
-            .invoke(request.event().clone(), Duration::from_secs(10))
-            .await
-            .expect("invoke");
+        let payload = invoked(&process, &request).await;
         assert_eq!(http_response(&payload).0.as_u16(), 404);
     }
     process.stop().await;
@@ -645,11 +620,7 @@ async fn a_functions_business_metrics_are_embedded_metric_format_lines_per_invoc
     let (cloud, vendor) = TestCloud::with_vendor("Metrics").await;
     let bouquet = cloud.bouquet(&vendor, "12.00").await;
     let env = cloud.function_env("create-order");
-    let stage = env
-        .iter()
-        .find(|(k, _)| k == "STAGE")
-        .map(|(_, v)| v.clone())
-        .expect("the template gives functions STAGE");
+    let stage = env_var(&env, "STAGE").expect("the template gives functions STAGE");
     let (process, log_path) = started_logging_to_a_file("create-order", &env).await;
     for (customer, correlation, status) in [
         ("metrics-1", "metrics-won", 201),
@@ -660,11 +631,7 @@ async fn a_functions_business_metrics_are_embedded_metric_format_lines_per_invoc
             .json(json!({ "bouquetIds": [bouquet] }))
             .no_idempotency_key()
             .header("x-correlation-id", correlation);
-        let payload = process
-            .api
-            .invoke(request.event().clone(), Duration::from_secs(10))
-            .await
-            .expect("invoke");
+        let payload = invoked(&process, &request).await;
         assert_eq!(http_response(&payload).0.as_u16(), status, "{payload}");
     }
     process.stop().await;

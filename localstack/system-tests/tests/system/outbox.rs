@@ -11,7 +11,7 @@ use bouquet_template::Template;
 use devstack::lambda::{Invoke, Resolver};
 use devstack::provision::{self, Names};
 use devstack::streams::StreamMapping;
-use system_tests::in_process::typed_invoke;
+use system_tests::live::{publisher, template_event, TestStack};
 use system_tests::{emulator_sdk_config, PathParams, TestCloud};
 
 pub(crate) struct Outbox {
@@ -54,12 +54,7 @@ pub(crate) async fn rule_target(
     )
     .await
     .unwrap();
-    let (function, rule) = template
-        .events_of_type("EventBridgeRule")
-        .unwrap()
-        .into_iter()
-        .find(|(f, _)| f.binary == binary)
-        .unwrap();
+    let (function, rule) = template_event(&template, "EventBridgeRule", binary);
     let mut target = devstack::rules::RuleTarget::create(
         &template,
         &names,
@@ -118,84 +113,27 @@ async fn outbox_with(cloud: &TestCloud, choose: impl FnOnce(Invoke) -> Invoke) -
     .await
 }
 
-/// The publisher in process on the bus and queue `env` names; `eventbridge` replaces its
-/// EventBridge client (e.g. one with a fault injected).
-fn publisher(
-    env: &PublisherEnv,
-    sdk: &aws_config::SdkConfig,
-    sqs: &aws_sdk_sqs::Client,
-    eventbridge: Option<aws_sdk_eventbridge::Client>,
-) -> Invoke {
-    let publisher = std::sync::Arc::new(publish_events::Publisher {
-        outbox: bouquet_bus::Outbox {
-            sink: Box::new(bouquet_bus::EventBridgeSink {
-                client: eventbridge.unwrap_or_else(|| aws_sdk_eventbridge::Client::new(sdk)),
-                bus_name: env["EVENT_BUS_NAME"].clone(),
-            }),
-            parking: Box::new(bouquet_bus::SqsParkingLot {
-                client: sqs.clone(),
-                queue_url: env["OUTBOX_DEAD_LETTER_QUEUE_URL"].clone(),
-            }),
-        },
-    });
-    typed_invoke(publisher, |publisher, event| async move {
-        publisher.handle(event).await
-    })
-}
-
 async fn outbox_built(
     cloud: &TestCloud,
     build: impl FnOnce(&PublisherEnv, &aws_config::SdkConfig, &aws_sdk_sqs::Client) -> Invoke,
 ) -> Outbox {
-    let template = Template::repository().unwrap();
-    let sdk = emulator_sdk_config().await;
-    let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
-    let (sqs, events) = (
-        aws_sdk_sqs::Client::new(&sdk),
-        aws_sdk_eventbridge::Client::new(&sdk),
-    );
-    let mut names = Names::new();
-    provision::table_names(&cloud.client, "MarketTable", &cloud.table, &mut names)
-        .await
-        .unwrap();
-    provision::create_event_bus(
-        &events,
-        "MarketEventBus",
-        &provision::local_name(&stack, "MarketEventBus"),
-        &mut names,
-    )
-    .await
-    .unwrap();
-    system_tests::live::create_queues(
-        &sqs,
-        &template,
-        &stack,
-        &["OutboxFailureQueue", "OutboxDeadLetterQueue"],
-        &mut names,
-    )
-    .await;
-    let subscriber = system_tests::create_queue(&sqs, &format!("{stack}-subscriber")).await;
+    let stack = TestStack::with_outbox(cloud, &[]).await;
+    let (template, sdk, names) = (&stack.template, &stack.sdk, &stack.names);
+    let sqs = stack.sqs.clone();
+    let events = aws_sdk_eventbridge::Client::new(sdk);
+    let subscriber = system_tests::create_queue(&sqs, &format!("{}-subscriber", stack.name)).await;
     let bus = names["MarketEventBus"].clone();
-    subscribe(&events, &stack, &bus).await;
+    subscribe(&events, &stack.name, &bus).await;
 
-    let (function, event) = template
-        .events_of_type("DynamoDB")
-        .unwrap()
-        .into_iter()
-        .find(|(f, _)| f.binary == "publish-events")
-        .expect("the publisher's stream event");
-    let env: HashMap<String, String> = template
-        .environment(&function, &|v| provision::resolve(&template, v, &names))
-        .into_iter()
-        .collect();
+    let (event, env) = stack.publisher_stream();
     assert_eq!(
         env["EVENT_BUS_NAME"], bus,
         "the template's !Ref resolves to the local bus"
     );
     let dead_letter = names["OutboxDeadLetterQueue"].clone();
     assert_eq!(env["OUTBOX_DEAD_LETTER_QUEUE_URL"], dead_letter);
-    let invoke = build(&env, &sdk, &sqs);
-    let stream = provision::resolve(&template, &event["Properties"]["Stream"], &names);
+    let invoke = build(&env, sdk, &sqs);
+    let stream = provision::resolve(template, &event["Properties"]["Stream"], names);
     assert!(
         stream.starts_with("arn:aws:dynamodb:"),
         "stream {stream} from {names:?}"
@@ -207,7 +145,7 @@ async fn outbox_built(
         &event,
         Some(failure_queue),
         invoke,
-        aws_sdk_dynamodbstreams::Client::new(&sdk),
+        aws_sdk_dynamodbstreams::Client::new(sdk),
         sqs.clone(),
     );
     Outbox {
@@ -216,7 +154,7 @@ async fn outbox_built(
         sqs,
         subscriber,
         dead_letter,
-        stack,
+        stack: stack.name.clone(),
     }
 }
 
@@ -427,16 +365,8 @@ async fn take_the_bus_away(events: &aws_sdk_eventbridge::Client, outbox: &Outbox
 
 /// Reads every message of `queue` and makes them visible again at once (left on the queue).
 async fn drain_keep(sqs: &aws_sdk_sqs::Client, queue: &str) -> Vec<Value> {
-    let output = sqs
-        .receive_message()
-        .queue_url(queue)
-        .max_number_of_messages(10)
-        .wait_time_seconds(0)
-        .send()
-        .await
-        .unwrap();
     let mut bodies = Vec::new();
-    for message in output.messages.unwrap_or_default() {
+    for message in system_tests::receive_now(sqs, queue, None).await {
         bodies.push(serde_json::from_str(message.body().unwrap_or("null")).unwrap());
         sqs.change_message_visibility()
             .queue_url(queue)
@@ -452,15 +382,7 @@ async fn drain_keep(sqs: &aws_sdk_sqs::Client, queue: &str) -> Vec<Value> {
 pub(crate) async fn drain(sqs: &aws_sdk_sqs::Client, queue: &str) -> Vec<Value> {
     let mut bodies = Vec::new();
     loop {
-        let output = sqs
-            .receive_message()
-            .queue_url(queue)
-            .max_number_of_messages(10)
-            .wait_time_seconds(0)
-            .send()
-            .await
-            .unwrap();
-        let messages = output.messages.unwrap_or_default();
+        let messages = system_tests::receive_now(sqs, queue, None).await;
         if messages.is_empty() {
             return bodies;
         }
@@ -740,12 +662,8 @@ async fn the_dev_stack_delivers_the_template_rule_to_the_analytics_projector() {
     let mut outbox = outbox(&cloud, None).await;
     let template = Template::repository().unwrap();
     let sdk = emulator_sdk_config().await;
-    let (function, event) = template
-        .events_of_type("EventBridgeRule")
-        .unwrap()
-        .into_iter()
-        .find(|(f, _)| f.binary == "project-vendor-analytics")
-        .expect("the analytics rule");
+    let (function, event) =
+        template_event(&template, "EventBridgeRule", "project-vendor-analytics");
     let mut names = Names::new();
     names.insert("MarketEventBus".into(), outbox.bus.clone());
     let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
@@ -801,12 +719,8 @@ async fn a_projector_failing_on_an_event_leaves_it_whole_in_its_failure_destinat
     let outbox = outbox(&cloud, None).await;
     let template = Template::repository().unwrap();
     let sdk = emulator_sdk_config().await;
-    let (function, event) = template
-        .events_of_type("EventBridgeRule")
-        .unwrap()
-        .into_iter()
-        .find(|(f, _)| f.binary == "project-vendor-analytics")
-        .expect("the analytics rule");
+    let (function, event) =
+        template_event(&template, "EventBridgeRule", "project-vendor-analytics");
     let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
     let mut names = Names::new();
     names.insert("MarketEventBus".into(), outbox.bus.clone());

@@ -31,12 +31,7 @@ async fn paying_sells_the_bouquets_once_and_paying_again_returns_the_order() {
     let paid = cloud
         .pay("customer-1", &order, "tok_visa", Some("pay-1"))
         .await;
-    assert_eq!(
-        paid.status_and_state(),
-        (200, Some("paid")),
-        "{}",
-        paid.body
-    );
+    paid.assert_state(200, "paid");
     assert!(paid.body["chargeId"]
         .as_str()
         .is_some_and(|c| c.starts_with("ch_")));
@@ -79,12 +74,7 @@ async fn a_declined_payment_returns_the_order_to_reserved_and_a_new_card_pays() 
     let paid = cloud
         .pay("customer-1", &order, "tok_visa", Some("try-2"))
         .await;
-    assert_eq!(
-        paid.status_and_state(),
-        (200, Some("paid")),
-        "{}",
-        paid.body
-    );
+    paid.assert_state(200, "paid");
     assert_eq!(gateway.charges_made(), 1);
 }
 
@@ -127,12 +117,7 @@ async fn a_gateway_timeout_keeps_the_attempt_and_a_retry_charges_once() {
     let other_card = cloud
         .pay("customer-1", &order, "tok_visa", Some("k2"))
         .await;
-    assert_eq!(
-        other_card.status_and_state(),
-        (200, Some("paid")),
-        "{}",
-        other_card.body
-    );
+    other_card.assert_state(200, "paid");
     assert_eq!(
         gateway.charges_made(),
         1,
@@ -205,12 +190,7 @@ async fn a_crash_between_charge_and_commit_is_completed_by_a_retry_with_one_char
     // ...after it, the attempt is taken over and the charge repeated under the same key.
     cloud.clock.advance(Duration::from_secs(61));
     let retried = cloud.call("pay-order", request).await;
-    assert_eq!(
-        retried.status_and_state(),
-        (200, Some("paid")),
-        "{}",
-        retried.body
-    );
+    retried.assert_state(200, "paid");
     assert_eq!(gateway.charges_made(), 1, "charged once");
     assert_eq!(
         cloud.bouquet_status(&bouquet).await.as_deref(),
@@ -375,15 +355,8 @@ async fn pay_and_expiry_at_the_deadline_never_both_happen() {
 
 #[tokio::test]
 async fn dynamodb_calls_per_operation() {
-    use std::collections::HashMap;
     let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let [a, b] = cloud.bouquets(&vendor, ["10.00", "10.00"]).await;
-    let calls = |expected: &[(&str, usize)]| {
-        expected
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v))
-            .collect::<HashMap<_, _>>()
-    };
 
     cloud.calls.reset();
     assert_eq!(
@@ -393,25 +366,17 @@ async fn dynamodb_calls_per_operation() {
             .status,
         200
     );
-    assert_eq!(
-        cloud.calls.by_operation(),
-        calls(&[("GetItem", 1), ("UpdateItem", 1), ("BatchGetItem", 1)]),
-        "add to cart (read bouquet, conditional update, cart view)"
+    cloud.assert_calls(
+        &[("GetItem", 1), ("UpdateItem", 1), ("BatchGetItem", 1)],
+        "add to cart (read bouquet, conditional update, cart view)",
     );
 
     cloud.calls.reset();
-    let order = cloud
-        .send(
-            by_customer("create-order", "c")
-                .no_body()
-                .idempotency_key("k"),
-        )
-        .await;
+    let order = cloud.reserve_cart("c", "k").await;
     assert_eq!(order.status, 201);
-    assert_eq!(
-        cloud.calls.by_operation(),
-        calls(&[("BatchGetItem", 2), ("TransactWriteItems", 1)]),
-        "reserve the cart"
+    cloud.assert_calls(
+        &[("BatchGetItem", 2), ("TransactWriteItems", 1)],
+        "reserve the cart",
     );
     let order_id = order.body["orderId"].as_str().unwrap().to_owned();
 
@@ -428,14 +393,13 @@ async fn dynamodb_calls_per_operation() {
         )
         .await;
     assert_eq!(given.status, 200, "{}", given.body);
-    assert_eq!(
-        cloud.calls.by_operation(),
-        calls(&[
+    cloud.assert_calls(
+        &[
             ("BatchGetItem", 1),
             ("GetItem", 1),
-            ("TransactWriteItems", 1)
-        ]),
-        "delivery details: read the order and the key, the shop's settings, write"
+            ("TransactWriteItems", 1),
+        ],
+        "delivery details: read the order and the key, the shop's settings, write",
     );
 
     cloud.calls.reset();
@@ -448,16 +412,12 @@ async fn dynamodb_calls_per_operation() {
         )
         .await;
     assert_eq!(paid.status, 200, "{}", paid.body);
-    assert_eq!(
-        cloud.calls.by_operation(),
-        calls(&[
+    cloud.assert_calls(&[
             ("BatchGetItem", 1),
             ("GetItem", 3),
             ("TransactWriteItems", 2),
             ("PutItem", 1)
-        ]),
-        "pay: read, the shop's settings (the delivery date still taken) and the shop (its payout account, the charge's destination) side by side, claim, the simulated gateway's charge (its ledger's item), the shop's invoice sequence (its last number), commit with the next"
-    );
+        ], "pay: read, the shop's settings (the delivery date still taken) and the shop (its payout account, the charge's destination) side by side, claim, the simulated gateway's charge (its ledger's item), the shop's invoice sequence (its last number), commit with the next");
 
     cloud.calls.reset();
     assert_eq!(
@@ -472,11 +432,7 @@ async fn dynamodb_calls_per_operation() {
             .header("idempotent-replayed"),
         Some("true")
     );
-    assert_eq!(
-        cloud.calls.by_operation(),
-        calls(&[("BatchGetItem", 1), ("GetItem", 1)]),
-        "pay replay: the key's record (which keeps no personal data), then the order as the caller may see it now"
-    );
+    cloud.assert_calls(&[("BatchGetItem", 1), ("GetItem", 1)], "pay replay: the key's record (which keeps no personal data), then the order as the caller may see it now");
 
     let other = cloud.reserved_order_id("d", &[&b]).await;
     cloud.calls.reset();
@@ -487,11 +443,7 @@ async fn dynamodb_calls_per_operation() {
             .status,
         200
     );
-    assert_eq!(
-        cloud.calls.by_operation(),
-        calls(&[("GetItem", 1), ("TransactWriteItems", 1)]),
-        "cancel"
-    );
+    cloud.assert_calls(&[("GetItem", 1), ("TransactWriteItems", 1)], "cancel");
 }
 
 #[tokio::test]

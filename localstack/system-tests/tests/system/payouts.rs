@@ -326,14 +326,10 @@ async fn a_florists_earnings_invoices_and_the_marketplaces_commission_follow_its
         .pay_out(&account, 2082, "EUR", &today)
         .await
         .unwrap();
+    // The earnings report, every day of it.
+    let earnings = || fixture("get-vendor-earnings").without_query();
     // 24.50 + 10.00 paid, 15 % each (3.68 + 1.50); the 10.00 refunded with its 1.50.
-    let report = cloud
-        .send(
-            fixture("get-vendor-earnings")
-                .own_shop(&vendor)
-                .without_query(),
-        )
-        .await;
+    let report = cloud.send(earnings().own_shop(&vendor)).await;
     assert_eq!(report.status, 200, "{}", report.body);
     let day = &report.body["days"][0];
     let amounts: Vec<&str> = ["gross", "fees", "refunds", "feesRefunded", "net", "payouts"]
@@ -347,12 +343,7 @@ async fn a_florists_earnings_invoices_and_the_marketplaces_commission_follow_its
     );
     assert_eq!(report.body["totals"][0]["net"]["amount"], "20.82");
     let csv = cloud
-        .send(
-            fixture("get-vendor-earnings")
-                .own_shop(&vendor)
-                .without_query()
-                .header("accept", "text/csv"),
-        )
+        .send(earnings().own_shop(&vendor).header("accept", "text/csv"))
         .await;
     assert_eq!(csv.header("content-type"), Some("text/csv; charset=utf-8"));
     let text = csv.body.as_str().unwrap_or_default();
@@ -364,13 +355,7 @@ async fn a_florists_earnings_invoices_and_the_marketplaces_commission_follow_its
         text.contains(",EUR,2,34.50,5.18,10.00,1.50,20.82,20.82\r\n"),
         "{text}"
     );
-    let other_shop = cloud
-        .send(
-            fixture("get-vendor-earnings")
-                .vendor_id(&vendor)
-                .without_query(),
-        )
-        .await;
+    let other_shop = cloud.send(earnings().vendor_id(&vendor)).await;
     assert_eq!(
         other_shop.status, 403,
         "another shop's member reads nothing"

@@ -121,12 +121,14 @@ async fn twenty_identical_requests_with_one_key_create_one_order() {
 async fn a_replay_returns_the_stored_answer_and_a_reused_key_is_refused() {
     let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let [a, b] = cloud.bouquets(&vendor, ["10.00", "12.00"]).await;
-    let first = cloud
-        .call(
+    // `customer` reserves `bouquet` under the idempotency key every request here reuses.
+    let reserve_under_k1 = |customer: &'static str, bouquet: &str| {
+        cloud.call(
             "create-order",
-            order_request("customer-1", &[&a]).idempotency_key("k-1"),
+            order_request(customer, &[bouquet]).idempotency_key("k-1"),
         )
-        .await;
+    };
+    let first = reserve_under_k1("customer-1", &a).await;
     assert_eq!(first.status, 201);
     assert_eq!(first.header("idempotent-replayed"), None);
 
@@ -148,12 +150,7 @@ async fn a_replay_returns_the_stored_answer_and_a_reused_key_is_refused() {
 
     // Same key, different body: 422, and nothing is written.
     let before = cloud.items().await;
-    let reused = cloud
-        .call(
-            "create-order",
-            order_request("customer-1", &[&b]).idempotency_key("k-1"),
-        )
-        .await;
+    let reused = reserve_under_k1("customer-1", &b).await;
     assert_eq!(
         reused.status_and_code(),
         (422, Some("idempotency.key_reused"))
@@ -161,23 +158,13 @@ async fn a_replay_returns_the_stored_answer_and_a_reused_key_is_refused() {
     assert_eq!(cloud.items().await, before);
 
     // Keys are scoped to the caller: another customer's "k-1" is a new request.
-    let other = cloud
-        .call(
-            "create-order",
-            order_request("customer-2", &[&b]).idempotency_key("k-1"),
-        )
-        .await;
+    let other = reserve_under_k1("customer-2", &b).await;
     assert_eq!(other.status, 201, "{}", other.body);
 
     // Records expire after 24 h: then the key is new again.
     cloud.clock.advance(Duration::from_secs(24 * 3600 + 1));
     let c = cloud.bouquet(&vendor, "9.00").await;
-    let fresh = cloud
-        .call(
-            "create-order",
-            order_request("customer-1", &[&c]).idempotency_key("k-1"),
-        )
-        .await;
+    let fresh = reserve_under_k1("customer-1", &c).await;
     assert_eq!(
         (fresh.status, fresh.header("idempotent-replayed")),
         (201, None),

@@ -3,7 +3,9 @@
 //! comes, and the shop's public page shows the rating and the review.
 
 use serde_json::{json, Value};
-use system_tests::{by_customer, by_vendor, fixture, Outcome, PathParams, TestCloud};
+use system_tests::{
+    by_customer, by_vendor, fixture, operation_counts, Outcome, PathParams, TestCloud,
+};
 
 async fn review(
     cloud: &TestCloud,
@@ -20,6 +22,36 @@ async fn review(
         .await
 }
 
+/// `vendor` fulfils (delivers) `order`.
+async fn deliver(cloud: &TestCloud, vendor: &str, order: &str) {
+    let delivered = cloud
+        .send(by_vendor("fulfil-order", vendor).order_id(order))
+        .await;
+    assert_eq!(delivered.status, 200, "{}", delivered.body);
+}
+
+/// `customer`'s order of `bouquet`, paid and delivered by `vendor`; returns its id.
+async fn delivered_order(cloud: &TestCloud, vendor: &str, customer: &str, bouquet: &str) -> String {
+    let order = cloud.reserved_order_id(customer, &[bouquet]).await;
+    let paid = cloud.pay_by_card(customer, &order).await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    deliver(cloud, vendor, &order).await;
+    order
+}
+
+/// The analytics projector applies the `ReviewWritten` event `written`, as its rule delivers
+/// it; the call counter counts its calls only.
+async fn project_review(cloud: &TestCloud, written: Value) {
+    cloud.calls.reset();
+    let projected = cloud
+        .run_event_function(
+            "project-vendor-analytics",
+            json!({ "source": "bouquet.marketplace", "detail-type": "ReviewWritten", "detail": written }),
+        )
+        .await;
+    assert_eq!(projected["applied"], json!(true));
+}
+
 #[tokio::test]
 async fn a_delivered_order_is_reviewed_once_and_its_shop_shows_the_rating() {
     let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
@@ -31,10 +63,7 @@ async fn a_delivered_order_is_reviewed_once_and_its_shop_shows_the_rating() {
         review(&cloud, "c1", &order, 5).await.status_and_code(),
         (409, Some("review.not_delivered"))
     );
-    let delivered = cloud
-        .send(by_vendor("fulfil-order", &vendor).order_id(&order))
-        .await;
-    assert_eq!(delivered.status, 200, "{}", delivered.body);
+    deliver(&cloud, &vendor, &order).await;
     // Issue 51: a stranger is not told the order exists, whatever it asks.
     assert_eq!(
         review(&cloud, "c2", &order, 5).await.status_and_code(),
@@ -183,31 +212,18 @@ async fn a_delivered_order_is_reviewed_once_and_its_shop_shows_the_rating() {
 /// the shop's page, the catalogue by rating and the order's page with its review.
 #[tokio::test]
 async fn dynamodb_calls_of_a_review_its_rating_and_their_pages() {
-    use std::collections::HashMap;
-    let calls = |expected: &[(&str, usize)]| {
-        expected
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v))
-            .collect::<HashMap<_, _>>()
-    };
     let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "30.00").await;
     // Two more on sale: the projector moves them in the rating order (not the sold one).
     cloud.bouquet(&vendor, "20.00").await;
     cloud.bouquet(&vendor, "25.00").await;
-    let order = cloud.reserved_order_id("c1", &[&bouquet]).await;
-    assert_eq!(cloud.pay_by_card("c1", &order).await.status, 200);
-    let delivered = cloud
-        .send(by_vendor("fulfil-order", &vendor).order_id(&order))
-        .await;
-    assert_eq!(delivered.status, 200, "{}", delivered.body);
+    let order = delivered_order(&cloud, &vendor, "c1", &bouquet).await;
 
     cloud.calls.reset();
     assert_eq!(review(&cloud, "c1", &order, 4).await.status, 201);
-    assert_eq!(
-        cloud.calls.by_operation(),
-        calls(&[("GetItem", 1), ("TransactWriteItems", 1)]),
-        "write a review (the order, then the review with its event on a condition)"
+    cloud.assert_calls(
+        &[("GetItem", 1), ("TransactWriteItems", 1)],
+        "write a review (the order, then the review with its event on a condition)",
     );
 
     let written: Value = cloud
@@ -217,25 +233,17 @@ async fn dynamodb_calls_of_a_review_its_rating_and_their_pages() {
         .find(|e| e["eventName"].as_s().is_ok_and(|n| n == "ReviewWritten"))
         .map(|e| serde_json::from_str(e["detail"].as_s().unwrap()).unwrap())
         .expect("its event");
-    cloud.calls.reset();
-    let projected = cloud
-        .run_event_function(
-            "project-vendor-analytics",
-            json!({ "source": "bouquet.marketplace", "detail-type": "ReviewWritten", "detail": written }),
-        )
-        .await;
-    assert_eq!(projected["applied"], json!(true));
-    assert_eq!(
-        cloud.calls.by_operation(),
-        calls(&[
+    project_review(&cloud, written).await;
+    cloud.assert_calls(
+        &[
             ("GetItem", 2),
             ("TransactWriteItems", 1),
             ("Query", 1),
-            ("UpdateItem", 2)
-        ]),
+            ("UpdateItem", 2),
+        ],
         "project it (read the rating, write the next with ShopRatingChanged; read it again, \
          the shop's bouquets, one update for each of the two on sale: the sold one is in no \
-         catalogue order)"
+         catalogue order)",
     );
 
     cloud.calls.reset();
@@ -243,10 +251,9 @@ async fn dynamodb_calls_of_a_review_its_rating_and_their_pages() {
         .send(fixture("list-shop-reviews").vendor_id(&vendor))
         .await;
     assert_eq!(page.status, 200, "{}", page.body);
-    assert_eq!(
-        cloud.calls.by_operation(),
-        calls(&[("BatchGetItem", 1), ("Query", 1)]),
-        "the shop's page (its name and rating, its reviews)"
+    cloud.assert_calls(
+        &[("BatchGetItem", 1), ("Query", 1)],
+        "the shop's page (its name and rating, its reviews)",
     );
 
     cloud.calls.reset();
@@ -258,10 +265,9 @@ async fn dynamodb_calls_of_a_review_its_rating_and_their_pages() {
         by_rating.body["items"][0]["shopRating"],
         json!({ "average": 4.0, "count": 1, "byStars": [0, 0, 0, 1, 0] })
     );
-    assert_eq!(
-        cloud.calls.by_operation(),
-        calls(&[("Query", 4), ("BatchGetItem", 1)]),
-        "the catalogue by rating (its four shards, then the page's shops and ratings)"
+    cloud.assert_calls(
+        &[("Query", 4), ("BatchGetItem", 1)],
+        "the catalogue by rating (its four shards, then the page's shops and ratings)",
     );
 
     cloud.calls.reset();
@@ -269,10 +275,9 @@ async fn dynamodb_calls_of_a_review_its_rating_and_their_pages() {
         .send(by_customer("get-order", "c1").order_id(&order))
         .await;
     assert_eq!(seen.body["review"]["stars"], json!(4), "{}", seen.body);
-    assert_eq!(
-        cloud.calls.by_operation(),
-        calls(&[("GetItem", 2)]),
-        "the order's page (the order, its review)"
+    cloud.assert_calls(
+        &[("GetItem", 2)],
+        "the order's page (the order, its review)",
     );
 
     // Two more reviews of four stars: the second moves the shop's place (two reviews are a
@@ -281,12 +286,7 @@ async fn dynamodb_calls_of_a_review_its_rating_and_their_pages() {
     let mut projections = Vec::new();
     for customer in ["c2", "c3"] {
         let bouquet = cloud.bouquet(&vendor, "22.00").await;
-        let order = cloud.reserved_order_id(customer, &[&bouquet]).await;
-        assert_eq!(cloud.pay_by_card(customer, &order).await.status, 200);
-        let delivered = cloud
-            .send(by_vendor("fulfil-order", &vendor).order_id(&order))
-            .await;
-        assert_eq!(delivered.status, 200, "{}", delivered.body);
+        let order = delivered_order(&cloud, &vendor, customer, &bouquet).await;
         assert_eq!(review(&cloud, customer, &order, 4).await.status, 201);
         let written: Value = cloud
             .items_of("event")
@@ -295,14 +295,7 @@ async fn dynamodb_calls_of_a_review_its_rating_and_their_pages() {
             .map(|e| serde_json::from_str::<Value>(e["detail"].as_s().unwrap()).unwrap())
             .find(|e| e["data"]["orderId"] == json!(order) && e["data"]["stars"] == json!(4))
             .expect("its ReviewWritten");
-        cloud.calls.reset();
-        let projected = cloud
-            .run_event_function(
-                "project-vendor-analytics",
-                json!({ "source": "bouquet.marketplace", "detail-type": "ReviewWritten", "detail": written }),
-            )
-            .await;
-        assert_eq!(projected["applied"], json!(true));
+        project_review(&cloud, written).await;
         projections.push(cloud.calls.by_operation());
     }
     assert_eq!(
@@ -312,7 +305,7 @@ async fn dynamodb_calls_of_a_review_its_rating_and_their_pages() {
     );
     assert_eq!(
         projections[1],
-        calls(&[("GetItem", 1), ("TransactWriteItems", 1)]),
+        operation_counts(&[("GetItem", 1), ("TransactWriteItems", 1)]),
         "the third leaves the place: the rating read and written, no bouquet"
     );
 }

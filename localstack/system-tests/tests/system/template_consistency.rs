@@ -106,17 +106,19 @@ fn every_route_fixture_names_its_route() {
     }
 }
 
+/// The functions of the template's `triggers` (a function and what triggers it) are those the
+/// harness runs, `in_code`.
+#[track_caller]
+fn assert_same_functions<T>(triggers: Vec<(bouquet_template::Function, T)>, in_code: &[&str]) {
+    let in_template: BTreeSet<String> = triggers.into_iter().map(|(f, _)| f.binary).collect();
+    let in_code: BTreeSet<String> = in_code.iter().map(|b| b.to_string()).collect();
+    assert_eq!(in_template, in_code);
+}
+
 #[test]
 fn scheduled_functions_match_the_template() {
     let template = Template::repository().unwrap();
-    let in_template: BTreeSet<String> = template
-        .schedules()
-        .unwrap()
-        .into_iter()
-        .map(|(function, _)| function.binary)
-        .collect();
-    let in_code: BTreeSet<String> = SCHEDULED_FUNCTIONS.iter().map(|b| b.to_string()).collect();
-    assert_eq!(in_template, in_code);
+    assert_same_functions(template.schedules().unwrap(), SCHEDULED_FUNCTIONS);
     assert!(template
         .schedules()
         .unwrap()
@@ -127,14 +129,10 @@ fn scheduled_functions_match_the_template() {
 #[test]
 fn event_bus_consumers_match_the_template() {
     let template = Template::repository().unwrap();
-    let in_template: BTreeSet<String> = template
-        .events_of_type("EventBridgeRule")
-        .unwrap()
-        .into_iter()
-        .map(|(f, _)| f.binary)
-        .collect();
-    let in_code: BTreeSet<String> = EVENT_FUNCTIONS.iter().map(|b| b.to_string()).collect();
-    assert_eq!(in_template, in_code);
+    assert_same_functions(
+        template.events_of_type("EventBridgeRule").unwrap(),
+        EVENT_FUNCTIONS,
+    );
 }
 
 #[test]

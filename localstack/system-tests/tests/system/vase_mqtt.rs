@@ -10,10 +10,9 @@ use rumqttc::{AsyncClient, ConnectionError, Event, EventLoop, MqttOptions, Packe
 use serde_json::json;
 
 use bouquet_app::domain::{Clock, SystemClock};
-use bouquet_template::Template;
 use devstack::iot_core::LocalIotCore;
 use devstack::mosquitto::IotFiles;
-use devstack::provision::{self, Names};
+use system_tests::live::TestStack;
 use system_tests::vases::VaseCredentials;
 use system_tests::{by_vendor, emulator_sdk_config, fixture, PathParams, TestCloud};
 
@@ -21,22 +20,17 @@ use system_tests::{by_vendor, emulator_sdk_config, fixture, PathParams, TestClou
 /// Mosquitto (on a free port, with the emulator's CA, CRL and ACL) and the SQS mapping. The
 /// broker runs while the returned value lives.
 pub(crate) async fn local_iot(cloud: &TestCloud) -> LocalIotCore {
-    let template = Template::repository().unwrap();
-    let sdk = emulator_sdk_config().await;
-    let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
-    let sqs = aws_sdk_sqs::Client::new(&sdk);
-    let mut names = Names::new();
-    provision::table_names(&cloud.client, "MarketTable", &cloud.table, &mut names)
-        .await
-        .unwrap();
-    system_tests::live::create_queues(
-        &sqs,
-        &template,
-        &stack,
-        &["VaseMessagesDeadLetterQueue", "VaseMessagesQueue"],
-        &mut names,
-    )
-    .await;
+    let mut stack = TestStack::around(cloud).await;
+    stack
+        .create_queues(&["VaseMessagesDeadLetterQueue", "VaseMessagesQueue"])
+        .await;
+    let TestStack {
+        template,
+        sdk,
+        name: stack,
+        mut names,
+        ..
+    } = stack;
     let iot = devstack::iot_core::start(
         &template,
         &stack,

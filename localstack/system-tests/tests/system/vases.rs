@@ -14,7 +14,8 @@ use system_tests::vases::{
     emulator_registry, heartbeat, reading, rule_output, sqs_records, test_vase_policy,
 };
 use system_tests::{
-    by_vendor, emulator_sdk_config, fixture, ApiRequest, Outcome, PathParams, TestCloud, T0,
+    by_vendor, emulator_sdk_config, fixture, operation_counts, ApiRequest, Outcome, PathParams,
+    TestCloud, T0,
 };
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -737,46 +738,39 @@ async fn a_batch_of_500_with_5_percent_malformed_applies_every_valid_one_once_an
 
 #[tokio::test]
 async fn dynamodb_calls_per_vase_message() {
-    use std::collections::HashMap;
     let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let vase = cloud.vase(&vendor).await;
     cloud.bouquet_in_vase(&vendor, &vase).await;
     let ingest = cloud.ingest().await;
-    let calls = |expected: &[(&str, usize)]| {
-        expected
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v))
-            .collect::<HashMap<_, _>>()
-    };
     let cases = [
         (
             heartbeat(&vase, at(1)),
-            calls(&[("GetItem", 1), ("TransactWriteItems", 1)]),
+            operation_counts(&[("GetItem", 1), ("TransactWriteItems", 1)]),
             "first heartbeat: read, online + VaseCameOnline",
         ),
         (
             heartbeat(&vase, at(2)),
-            calls(&[("GetItem", 1), ("UpdateItem", 1)]),
+            operation_counts(&[("GetItem", 1), ("UpdateItem", 1)]),
             "heartbeat of an online vase: read, conditional update",
         ),
         (
             heartbeat(&vase, at(2)),
-            calls(&[("GetItem", 1)]),
+            operation_counts(&[("GetItem", 1)]),
             "duplicate heartbeat: read only",
         ),
         (
             reading(&vase, at(3), 80.0, 18.0),
-            calls(&[("GetItem", 2), ("TransactWriteItems", 1)]),
+            operation_counts(&[("GetItem", 2), ("TransactWriteItems", 1)]),
             "latest reading whose score is news: read the vase and the bouquet's version, reading + vase + bouquet score and version + event",
         ),
         (
             reading(&vase, at(4), 80.0, 20.0),
-            calls(&[("GetItem", 1), ("TransactWriteItems", 1)]),
+            operation_counts(&[("GetItem", 1), ("TransactWriteItems", 1)]),
             "latest reading that moves the score a little: read, reading + vase + bouquet score",
         ),
         (
             reading(&vase, at(0), 80.0, 18.0),
-            calls(&[("GetItem", 1), ("PutItem", 1)]),
+            operation_counts(&[("GetItem", 1), ("PutItem", 1)]),
             "older reading: read, conditional put",
         ),
     ];

@@ -342,12 +342,7 @@ async fn a_success_arriving_before_the_synchronous_answer_pays_once() {
     let paid = cloud
         .pay("customer-1", &order, "pm_card_visa", Some("p1"))
         .await;
-    assert_eq!(
-        paid.status_and_state(),
-        (200, Some("paid")),
-        "{}",
-        paid.body
-    );
+    paid.assert_state(200, "paid");
     assert_eq!(paid.body["chargeId"], format!("pi_{order}-0"));
     assert_eq!(order_events(&cloud, "OrderPaid").await, 1, "paid once");
 }

@@ -332,6 +332,28 @@ async fn held_bouquets(store: &Store, order: &Order) -> Result<Vec<BouquetId>, C
 /// The idempotency record to write with a transition, made from the order it leads to.
 pub type RecordFor<'a> = &'a (dyn Fn(&Order) -> Option<IdempotencyPut> + Sync);
 
+/// Commits `transition` of `order` with the idempotency record `record_for` makes of the
+/// order it leads to.
+async fn commit_recorded(
+    store: &Store,
+    order: &Order,
+    transition: &Transition,
+    correlation_id: &str,
+    record_for: RecordFor<'_>,
+    now: Timestamp,
+) -> Result<(), CheckoutError> {
+    let record = record_for(&transition.order);
+    commit(
+        store,
+        order,
+        transition,
+        correlation_id,
+        record.as_ref(),
+        now,
+    )
+    .await
+}
+
 /// Cancels a live reservation: `cancelled`, bouquets back to `available`.
 pub async fn cancel(
     store: &Store,
@@ -341,16 +363,7 @@ pub async fn cancel(
     now: Timestamp,
 ) -> Result<Order, CheckoutError> {
     let cancelled = decide::cancelled(order, now)?;
-    let record = record_for(&cancelled.order);
-    commit(
-        store,
-        order,
-        &cancelled,
-        correlation_id,
-        record.as_ref(),
-        now,
-    )
-    .await?;
+    commit_recorded(store, order, &cancelled, correlation_id, record_for, now).await?;
     Ok(cancelled.order)
 }
 
@@ -363,16 +376,7 @@ pub async fn fulfil(
     now: Timestamp,
 ) -> Result<Order, CheckoutError> {
     let fulfilled = decide::fulfilled(order, now)?;
-    let record = record_for(&fulfilled.order);
-    commit(
-        store,
-        order,
-        &fulfilled,
-        correlation_id,
-        record.as_ref(),
-        now,
-    )
-    .await?;
+    commit_recorded(store, order, &fulfilled, correlation_id, record_for, now).await?;
     Ok(fulfilled.order)
 }
 
@@ -386,8 +390,7 @@ pub async fn advance(
     now: Timestamp,
 ) -> Result<Order, CheckoutError> {
     let next = decide::stepped(order, step, now)?;
-    let record = record_for(&next.order);
-    commit(store, order, &next, correlation_id, record.as_ref(), now).await?;
+    commit_recorded(store, order, &next, correlation_id, record_for, now).await?;
     Ok(next.order)
 }
 
@@ -414,16 +417,7 @@ pub async fn reject(
     now: Timestamp,
 ) -> Result<Order, CheckoutError> {
     let rejected = decide::rejected(order, rejection.reason, rejection.withdraw, now)?;
-    let record = record_for(&rejected.order);
-    commit(
-        store,
-        order,
-        &rejected,
-        correlation_id,
-        record.as_ref(),
-        now,
-    )
-    .await?;
+    commit_recorded(store, order, &rejected, correlation_id, record_for, now).await?;
     let refunded = match refund_rejected(store, payments, &rejected.order, correlation_id, now)
         .await
     {

@@ -130,31 +130,17 @@ async fn a_withdrawn_bouquet_leaves_the_catalogue() {
     let world = World::new().await;
     let vendor = world.vendor().await;
     let bouquet = world.bouquet_of(&vendor).await;
-    let listed = bouquets::catalogue(
-        &world.app,
-        CatalogueScope::Shop(vendor.vendor_id),
-        &Default::default(),
-        None,
-        10,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    let listed = world
+        .catalogue_page(CatalogueScope::Shop(vendor.vendor_id))
+        .await;
     assert_eq!(listed.items.len(), 1);
     let withdrawn = withdraw(&world, &vendor_caller(&vendor), bouquet.bouquet_id, None)
         .await
         .expect("withdrawn");
     assert_eq!(withdrawn.status, BouquetStatus::Withdrawn);
-    let listed = bouquets::catalogue(
-        &world.app,
-        CatalogueScope::Shop(vendor.vendor_id),
-        &Default::default(),
-        None,
-        10,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    let listed = world
+        .catalogue_page(CatalogueScope::Shop(vendor.vendor_id))
+        .await;
     assert!(listed.items.is_empty(), "{:?}", listed.items);
     let unknown = bouquets::bouquet(&world.app, bouquet_app::domain::BouquetId::generate()).await;
     assert_matches!(unknown, Err(BouquetError::NotFound));
@@ -383,34 +369,15 @@ fn a_catalogue_request_names_each_problem_with_its_parameter() {
     let shop_sorted = browse(Some(&shop), Some("freshness"), None);
     assert_eq!(fields(shop_sorted.unwrap_err()), ["query/sort"]);
     // Between the deploys of an upgrade an index is not there yet: its order is refused.
-    let without = |price, rating| CatalogueIndexes { price, rating };
-    let deferred = bouquets::parse_browse(
-        None,
-        Some("-price"),
-        None,
-        None,
-        None,
-        &without(false, true),
-    );
+    let sorted_without = |sort, price, rating| {
+        let indexes = CatalogueIndexes { price, rating };
+        bouquets::parse_browse(None, Some(sort), None, None, None, &indexes)
+    };
+    let deferred = sorted_without("-price", false, true);
     assert_eq!(fields(deferred.unwrap_err()), ["query/sort"]);
-    let deferred = bouquets::parse_browse(
-        None,
-        Some("rating"),
-        None,
-        None,
-        None,
-        &without(true, false),
-    );
+    let deferred = sorted_without("rating", true, false);
     assert_eq!(fields(deferred.unwrap_err()), ["query/sort"]);
-    assert!(bouquets::parse_browse(
-        None,
-        Some("rating"),
-        None,
-        None,
-        None,
-        &without(false, true)
-    )
-    .is_ok());
+    assert!(sorted_without("rating", false, true).is_ok());
 }
 
 #[tokio::test]

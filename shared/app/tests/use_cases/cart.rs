@@ -7,10 +7,7 @@ use crate::support::*;
 async fn a_cart_holds_one_vendors_available_bouquets_once() {
     let world = World::new().await;
     let vendor = world.vendor().await;
-    let (a, b) = (
-        world.bouquet_of(&vendor).await,
-        world.bouquet_of(&vendor).await,
-    );
+    let (a, b) = world.two_bouquets_of(&vendor).await;
     let ana = customer("ana");
     assert!(cart::current(&world.app, &ana, world.now())
         .await

@@ -144,7 +144,7 @@ async fn delivery_details_need_the_version_seen_the_owner_and_the_shops_area_unt
         given.delivery.as_ref().unwrap().recipient_phone,
         "+33612345678"
     );
-    world.pay("ana", order.order_id, "tok_visa").await.unwrap();
+    world.pay_by_card("ana", order.order_id).await;
     let paid = world.order_now(order.order_id).await;
     let mut changed = good.clone();
     changed["recipient"]["name"] = "Louise Martin".into();
@@ -269,7 +269,7 @@ async fn a_vendor_lists_the_days_deliveries_in_order_and_its_orders_by_state_wit
         set(&world, "ana", &order, details, Some(order.version))
             .await
             .unwrap();
-        world.pay("ana", order.order_id, "tok_visa").await.unwrap();
+        world.pay_by_card("ana", order.order_id).await;
         ids.push(order.order_id);
     }
     // One unpaid reservation with details: not a delivery.
@@ -331,21 +331,24 @@ async fn a_vendor_lists_the_days_deliveries_in_order_and_its_orders_by_state_wit
     let _ = FulfilmentStep::Accept;
 }
 
+/// An order of `who` for a new bouquet of `vendor`, paid and then fulfilled by its shop.
+async fn delivered_order(world: &World, vendor: &bouquet_app::domain::Vendor, who: &str) -> Order {
+    let bouquet = world.bouquet_of(vendor).await;
+    let order = world.reserved(&customer(who), &[&bouquet]).await;
+    world.pay_by_card(who, order.order_id).await;
+    world
+        .transition(&vendor_caller(vendor), order.order_id, Action::Fulfil)
+        .await
+        .map(done)
+        .expect("fulfilled")
+}
+
 #[tokio::test]
 async fn delivery_details_are_redacted_their_retention_after_the_order_ends_and_at_once_on_erasure()
 {
     let world = World::new().await;
     let vendor = world.vendor().await;
-    let delivered = {
-        let bouquet = world.bouquet_of(&vendor).await;
-        let order = world.reserved(&customer("ana"), &[&bouquet]).await;
-        world.pay("ana", order.order_id, "tok_visa").await.unwrap();
-        world
-            .transition(&vendor_caller(&vendor), order.order_id, Action::Fulfil)
-            .await
-            .unwrap();
-        order.order_id
-    };
+    let delivered = delivered_order(&world, &vendor, "ana").await.order_id;
     // Its proof of delivery, in two sizes, and another order's photo.
     let photo = |order: OrderId, width: u32| {
         format!("delivered/{order}/01JF0000000000000000000000/{width}.jpg")
@@ -393,19 +396,10 @@ async fn delivery_details_are_redacted_their_retention_after_the_order_ends_and_
         .transition(&customer_caller("ben"), cancelled.order_id, Action::Cancel)
         .await
         .unwrap();
-    let bouquet = world.bouquet_of(&vendor).await;
-    let received = world.reserved(&customer("ben"), &[&bouquet]).await;
-    world
-        .pay("ben", received.order_id, "tok_visa")
-        .await
-        .unwrap();
-    world
-        .transition(&vendor_caller(&vendor), received.order_id, Action::Fulfil)
-        .await
-        .unwrap();
+    let received = delivered_order(&world, &vendor, "ben").await;
     let bouquet = world.bouquet_of(&vendor).await;
     let open = world.reserved(&customer("ben"), &[&bouquet]).await;
-    world.pay("ben", open.order_id, "tok_visa").await.unwrap();
+    world.pay_by_card("ben", open.order_id).await;
     // (A cancelled order never went out for delivery: no upload was ever signed for it.)
     for order in [received.order_id, open.order_id] {
         world.private_photos.add_upload(&photo(order, 640), vec![1]);

@@ -96,6 +96,37 @@ async fn broadcast(
     }
 }
 
+/// `viewer` opens `connection` now, counted against `limit` if one is given.
+async fn connect(
+    world: &World,
+    connection: &str,
+    viewer: &Viewer,
+    limit: Option<&live::ConnectionLimit>,
+) -> live::Admitted {
+    live::connect(&world.app, connection, viewer, limit, world.now())
+        .await
+        .unwrap()
+}
+
+/// `viewer` asks `connection` for `channels` now, with a token that never expires.
+async fn subscribe(
+    world: &World,
+    connection: &str,
+    viewer: &Viewer,
+    channels: &[String],
+) -> Result<live::Subscription, LiveError> {
+    live::subscribe(&world.app, connection, viewer, channels, None, world.now()).await
+}
+
+/// `viewer` opens `connection` and subscribes it to `channels`.
+async fn watching(world: &World, connection: &str, viewer: &Viewer, channels: &[&str]) {
+    connect(world, connection, viewer, None).await;
+    let channels: Vec<String> = channels.iter().map(|c| c.to_string()).collect();
+    subscribe(world, connection, viewer, &channels)
+        .await
+        .unwrap();
+}
+
 /// Records what it is asked to push; connections named `gone-...` answer 410.
 #[derive(Default)]
 struct Recorder {
@@ -123,9 +154,7 @@ impl Pusher for Recorder {
 async fn a_viewer_subscribes_to_what_it_may_read_and_is_refused_the_rest() {
     let world = World::new().await;
     let vendor = world.vendor().await;
-    live::connect(&world.app, "c-1", &Viewer::Anonymous, None, world.now())
-        .await
-        .unwrap();
+    connect(&world, "c-1", &Viewer::Anonymous, None).await;
     let requested: Vec<String> = [
         "catalogue",
         "orders",
@@ -135,16 +164,9 @@ async fn a_viewer_subscribes_to_what_it_may_read_and_is_refused_the_rest() {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let outcome = live::subscribe(
-        &world.app,
-        "c-1",
-        &Viewer::Anonymous,
-        &requested,
-        None,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    let outcome = subscribe(&world, "c-1", &Viewer::Anonymous, &requested)
+        .await
+        .unwrap();
     assert_eq!(outcome.subscribed, vec!["catalogue".to_owned()]);
     let refused: Vec<_> = outcome
         .refused
@@ -161,15 +183,7 @@ async fn a_viewer_subscribes_to_what_it_may_read_and_is_refused_the_rest() {
     );
     // A connection that is gone cannot subscribe.
     live::disconnect(&world.app, "c-1").await.unwrap();
-    let gone = live::subscribe(
-        &world.app,
-        "c-1",
-        &Viewer::Anonymous,
-        &requested[..1],
-        None,
-        world.now(),
-    )
-    .await;
+    let gone = subscribe(&world, "c-1", &Viewer::Anonymous, &requested[..1]).await;
     assert_matches!(gone, Err(LiveError::ConnectionGone));
 }
 
@@ -178,31 +192,11 @@ async fn a_broadcast_reaches_each_subscriber_once_and_removes_gone_connections()
     let world = World::new().await;
     let vendor = world.vendor().await;
     let bouquet = world.bouquet_of(&vendor).await;
-    let catalogue = vec!["catalogue".to_owned()];
-    let both = vec![
-        "catalogue".to_owned(),
-        format!("bouquet:{}", bouquet.bouquet_id),
-    ];
-    for (connection, channels) in [("c-a", &catalogue), ("c-b", &both), ("gone-c", &catalogue)] {
-        live::connect(
-            &world.app,
-            connection,
-            &Viewer::Anonymous,
-            None,
-            world.now(),
-        )
-        .await
-        .unwrap();
-        live::subscribe(
-            &world.app,
-            connection,
-            &Viewer::Anonymous,
-            channels,
-            None,
-            world.now(),
-        )
-        .await
-        .unwrap();
+    let bouquet_channel = format!("bouquet:{}", bouquet.bouquet_id);
+    let catalogue: &[&str] = &["catalogue"];
+    let both: &[&str] = &["catalogue", &bouquet_channel];
+    for (connection, channels) in [("c-a", catalogue), ("c-b", both), ("gone-c", catalogue)] {
+        watching(&world, connection, &Viewer::Anonymous, channels).await;
     }
     let pusher = Recorder::default();
     let detail = json!({ "eventId": "e-1", "data": { "bouquetId": bouquet.bouquet_id, "vendorId": vendor.vendor_id, "freshness": 80 } });
@@ -236,24 +230,11 @@ async fn every_role_connects_subscribes_is_refused_cleanly_and_leaves_nothing_be
     ];
     let others_channel = vec![format!("vendor:{}", theirs.vendor_id)];
     for (connection, viewer) in &viewers {
-        live::connect(&world.app, connection, viewer, None, world.now())
-            .await
-            .unwrap();
-        let channels = ["catalogue".to_owned()];
-        live::subscribe(&world.app, connection, viewer, &channels, None, world.now())
-            .await
-            .unwrap();
+        watching(&world, connection, viewer, &["catalogue"]).await;
         // Another vendor's channel: `auth.forbidden` for every role, never an error.
-        let outcome = live::subscribe(
-            &world.app,
-            connection,
-            viewer,
-            &others_channel,
-            None,
-            world.now(),
-        )
-        .await
-        .unwrap_or_else(|error| panic!("{viewer:?}: {error:?}"));
+        let outcome = subscribe(&world, connection, viewer, &others_channel)
+            .await
+            .unwrap_or_else(|error| panic!("{viewer:?}: {error:?}"));
         assert_eq!(
             outcome.refused,
             vec![(others_channel[0].clone(), Refusal::Forbidden)],
@@ -287,20 +268,7 @@ async fn every_role_connects_subscribes_is_refused_cleanly_and_leaves_nothing_be
 async fn a_subscription_past_its_expiry_is_never_pushed_to() {
     let world = World::new().await;
     let vendor = world.vendor().await;
-    live::connect(&world.app, "c-old", &Viewer::Anonymous, None, world.now())
-        .await
-        .unwrap();
-    let catalogue = vec!["catalogue".to_owned()];
-    live::subscribe(
-        &world.app,
-        "c-old",
-        &Viewer::Anonymous,
-        &catalogue,
-        None,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    watching(&world, "c-old", &Viewer::Anonymous, &["catalogue"]).await;
     let detail = json!({ "eventId": "e-1", "data": { "vendorId": vendor.vendor_id } });
     let pusher = Recorder::default();
     let fresh = broadcast(&world, &pusher, "BouquetListed", &detail).await;
@@ -316,9 +284,7 @@ async fn a_private_channel_stops_at_the_tokens_expiry_and_a_public_one_goes_on()
     let world = World::new().await;
     let vendor = world.vendor().await;
     let ana = Viewer::Customer(customer("ana"));
-    live::connect(&world.app, "c-ana", &ana, None, world.now())
-        .await
-        .unwrap();
+    connect(&world, "c-ana", &ana, None).await;
     let channels = vec!["orders".to_owned(), "catalogue".to_owned()];
     let token_expires = world.now().plus(std::time::Duration::from_secs(60));
     live::subscribe(
@@ -439,16 +405,6 @@ impl Pusher for Throttling {
         ));
         Ok(())
     }
-}
-
-async fn watching(world: &World, connection: &str, viewer: &Viewer, channels: &[&str]) {
-    live::connect(&world.app, connection, viewer, None, world.now())
-        .await
-        .unwrap();
-    let channels: Vec<String> = channels.iter().map(|c| c.to_string()).collect();
-    live::subscribe(&world.app, connection, viewer, &channels, None, world.now())
-        .await
-        .unwrap();
 }
 
 #[tokio::test]
@@ -767,27 +723,11 @@ async fn connections_past_a_holders_cap_are_refused_and_a_disconnect_gives_its_s
     b.unwrap();
     assert_eq!(store.open_connections(&limit.key).await.unwrap(), 2);
     assert_eq!(
-        live::connect(
-            &world.app,
-            "c-late",
-            &Viewer::Anonymous,
-            Some(&limit),
-            world.now()
-        )
-        .await
-        .unwrap(),
+        connect(&world, "c-late", &Viewer::Anonymous, Some(&limit)).await,
         live::Admitted::Yes
     );
     assert_eq!(
-        live::connect(
-            &world.app,
-            "c-later",
-            &Viewer::Anonymous,
-            Some(&limit),
-            world.now()
-        )
-        .await
-        .unwrap(),
+        connect(&world, "c-later", &Viewer::Anonymous, Some(&limit)).await,
         live::Admitted::Full
     );
 }
@@ -799,20 +739,9 @@ async fn a_connections_messages_past_its_minute_are_refused_until_the_next() {
         ..Config::default()
     })
     .await;
-    live::connect(&world.app, "c-1", &Viewer::Anonymous, None, world.now())
-        .await
-        .unwrap();
+    connect(&world, "c-1", &Viewer::Anonymous, None).await;
     let catalogue = vec!["catalogue".to_owned()];
-    let subscribe = || {
-        live::subscribe(
-            &world.app,
-            "c-1",
-            &Viewer::Anonymous,
-            &catalogue,
-            None,
-            world.now(),
-        )
-    };
+    let subscribe = || subscribe(&world, "c-1", &Viewer::Anonymous, &catalogue);
     subscribe().await.unwrap();
     live::unsubscribe(
         &world.app,

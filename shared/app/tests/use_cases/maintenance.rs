@@ -1,5 +1,5 @@
 use aws_sdk_dynamodb::types::AttributeValue;
-use bouquet_app::bouquets::{self, CatalogueScope};
+use bouquet_app::bouquets::CatalogueScope;
 use bouquet_app::domain::OrderStatus;
 use bouquet_app::maintenance::backfill_index_keys;
 use bouquet_app::store::CatalogueSort;
@@ -52,20 +52,13 @@ async fn a_backfill_gives_items_from_before_an_upgrade_their_index_keys_once() {
     )
     .await;
     let by_price = || async {
-        bouquets::catalogue(
-            &world.app,
-            CatalogueScope::All(CatalogueSort::PriceLowest),
-            &Default::default(),
-            None,
-            10,
-            world.now(),
-        )
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .map(|b| b.bouquet_id)
-        .collect::<Vec<_>>()
+        world
+            .catalogue_page(CatalogueScope::All(CatalogueSort::PriceLowest))
+            .await
+            .items
+            .into_iter()
+            .map(|b| b.bouquet_id)
+            .collect::<Vec<_>>()
     };
     assert!(
         !by_price().await.contains(&old.bouquet_id),

@@ -9,7 +9,7 @@ use bouquet_app::domain::vendor::AccountReport;
 use bouquet_app::domain::OrderStatus;
 use bouquet_app::payment::{Paid, PayError};
 use bouquet_app::payments::OnboardingLinks;
-use bouquet_app::payouts::{record_report, start_onboarding, Reported};
+use bouquet_app::payouts::{record_report, start_onboarding, Onboarding, Reported};
 use bouquet_app::reservation::{reserve, ReserveError, ReserveFrom};
 use bouquet_app::shops::{set_commission, ShopError};
 use bouquet_app::{Config, Replayable};
@@ -91,6 +91,48 @@ fn links() -> OnboardingLinks {
     }
 }
 
+/// `shop`'s own member starts (or resumes) its payout onboarding, now.
+async fn start_onboarding_of(world: &World, shop: &bouquet_app::domain::Vendor) -> Onboarding {
+    start_onboarding(
+        &world.app,
+        &vendor_caller(shop),
+        shop.vendor_id,
+        &links(),
+        CORRELATION,
+        world.now(),
+    )
+    .await
+    .unwrap()
+}
+
+/// `caller` sets `shop`'s own commission (`None`: the marketplace's), now.
+async fn set_commission_of(
+    world: &World,
+    caller: &bouquet_app::domain::identity::Identity,
+    shop: &bouquet_app::domain::Vendor,
+    commission: Option<CommissionRate>,
+) -> Result<bouquet_app::domain::Vendor, ShopError> {
+    set_commission(
+        &world.app,
+        caller,
+        shop.vendor_id,
+        commission,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+}
+
+/// The `VendorPayoutsChanged` events written so far number `expected` (`why`).
+async fn assert_payout_changes(world: &World, expected: usize, why: &str) {
+    let events = world.events().await;
+    assert_eq!(
+        count_named(&events, "VendorPayoutsChanged"),
+        expected,
+        "{why}: {events:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_shop_is_reservable_once_its_account_takes_charges_and_is_paid_through_it() {
     let world = World::new().await;
@@ -106,16 +148,7 @@ async fn a_shop_is_reservable_once_its_account_takes_charges_and_is_paid_through
         "nothing held"
     );
 
-    let onboarding = start_onboarding(
-        &world.app,
-        &vendor_caller(&shop),
-        shop.vendor_id,
-        &links(),
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    let onboarding = start_onboarding_of(&world, &shop).await;
     assert!(
         onboarding
             .url
@@ -123,16 +156,7 @@ async fn a_shop_is_reservable_once_its_account_takes_charges_and_is_paid_through
         "{}",
         onboarding.url
     );
-    let again = start_onboarding(
-        &world.app,
-        &vendor_caller(&shop),
-        shop.vendor_id,
-        &links(),
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    let again = start_onboarding_of(&world, &shop).await;
     assert_eq!(
         again.account_id, onboarding.account_id,
         "one account per shop"
@@ -168,15 +192,7 @@ async fn a_shop_is_reservable_once_its_account_takes_charges_and_is_paid_through
     // 15 % by default: 4.50 to the marketplace, 25.50 to the shop.
     let split = paid.settlement.unwrap();
     assert_eq!((split.fee().minor(), split.net().minor()), (450, 2550));
-    let events = world.events().await;
-    assert_eq!(
-        events
-            .iter()
-            .filter(|(name, _)| name == "VendorPayoutsChanged")
-            .count(),
-        2,
-        "opened, then enabled: {events:?}"
-    );
+    assert_payout_changes(&world, 2, "opened, then enabled").await;
 }
 
 #[tokio::test]
@@ -282,30 +298,14 @@ async fn twenty_members_onboarding_at_once_open_one_account() {
         .map(|s| s.expect("every member gets a link").account_id)
         .collect();
     assert_eq!(accounts.len(), 1, "{accounts:?}");
-    let events = world.events().await;
-    assert_eq!(
-        events
-            .iter()
-            .filter(|(name, _)| name == "VendorPayoutsChanged")
-            .count(),
-        1,
-        "opened once: {events:?}"
-    );
+    assert_payout_changes(&world, 1, "opened once").await;
 }
 
 #[tokio::test]
 async fn a_shops_own_commission_splits_its_next_orders_and_keeps_its_history() {
     let world = World::new().await;
     let shop = world.vendor().await;
-    let refused = set_commission(
-        &world.app,
-        &vendor_caller(&shop),
-        shop.vendor_id,
-        Some(rate(1_000)),
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let refused = set_commission_of(&world, &vendor_caller(&shop), &shop, Some(rate(1_000))).await;
     assert!(
         matches!(refused, Err(ShopError::Forbidden(_))),
         "{refused:?}"
@@ -321,16 +321,9 @@ async fn a_shops_own_commission_splits_its_next_orders_and_keeps_its_history() {
         "{declined:?}"
     );
 
-    let changed = set_commission(
-        &world.app,
-        &admin_caller(),
-        shop.vendor_id,
-        Some(rate(1_000)),
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    let changed = set_commission_of(&world, &admin_caller(), &shop, Some(rate(1_000)))
+        .await
+        .unwrap();
     assert_eq!(changed.commission, Some(rate(1_000)));
     let second = world.listed(&shop, "20.00", None).await;
     let order = world.reserved(&customer("bo"), &[&second]).await;
@@ -347,27 +340,13 @@ async fn a_shops_own_commission_splits_its_next_orders_and_keeps_its_history() {
     };
     assert_eq!(earlier.settlement.unwrap().fee().minor(), 300);
 
-    let back = set_commission(
-        &world.app,
-        &admin_caller(),
-        shop.vendor_id,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    let back = set_commission_of(&world, &admin_caller(), &shop, None)
+        .await
+        .unwrap();
     assert_eq!(back.commission, None);
-    let again = set_commission(
-        &world.app,
-        &admin_caller(),
-        shop.vendor_id,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .unwrap();
+    let again = set_commission_of(&world, &admin_caller(), &shop, None)
+        .await
+        .unwrap();
     assert_eq!(again.version, back.version, "unchanged: nothing written");
     assert_eq!(
         back.commission_history
@@ -378,10 +357,7 @@ async fn a_shops_own_commission_splits_its_next_orders_and_keeps_its_history() {
     );
     let events = world.events().await;
     assert_eq!(
-        events
-            .iter()
-            .filter(|(name, _)| name == "VendorCommissionChanged")
-            .count(),
+        count_named(&events, "VendorCommissionChanged"),
         2,
         "{events:?}"
     );
@@ -480,7 +456,7 @@ async fn the_delivery_is_priced_with_the_details_and_the_payment_charges_lines_p
     );
     assert_eq!(receipt.total.gross, paris.total);
 
-    let paid = match world.pay("ana", order.order_id, "tok_visa").await.unwrap() {
+    let paid = match world.pay_by_card("ana", order.order_id).await {
         Replayable::Done(Paid::Paid(order)) => order,
         other => panic!("{other:?}"),
     };
@@ -547,7 +523,7 @@ async fn twenty_payments_of_one_shop_at_once_take_its_invoice_numbers_one_to_twe
     assert_eq!(last_number().await.unwrap(), 20);
     // A payment repeated after it committed takes no second number.
     let (who, order) = &orders[0];
-    let again = world.pay(who, order.order_id, "tok_visa").await.unwrap();
+    let again = world.pay_by_card(who, order.order_id).await;
     assert!(
         matches!(again, Replayable::Done(Paid::Paid(ref o)) if o.invoice_number == world.order_now(order.order_id).await.invoice_number)
     );

@@ -23,6 +23,27 @@ async fn bus_event(world: &World, name: &str, order: &Order) -> Value {
     json!({ "detail-type": name, "source": "bouquet.marketplace", "detail": serde_json::from_str::<Value>(&detail).unwrap() })
 }
 
+/// What the notifier does with the bus's event `name` of `order`, mailing with `mailer`.
+async fn notified_of(
+    world: &World,
+    mailer: &MemoryMailer,
+    name: &str,
+    order: &Order,
+) -> Result<Notified, NotifyError> {
+    let event = bus_event(world, name, order).await;
+    notify(&world.app, mailer, "Bouquet", &event).await
+}
+
+/// A notifier's count: mails sent, mails sent before (redelivered), recipients without an
+/// address.
+fn notified(sent: usize, duplicates: usize, no_address: usize) -> Notified {
+    Notified {
+        sent,
+        duplicates,
+        no_address,
+    }
+}
+
 async fn shop_with_contact(world: &World) -> bouquet_app::domain::Vendor {
     let vendor = world.vendor().await;
     let mut settings = DeliverySettings::unset();
@@ -93,28 +114,13 @@ async fn a_paid_order_mails_the_customer_and_the_shop_once_and_each_step_the_cus
     let vendor = shop_with_contact(&world).await;
     let bouquet = world.bouquet_of(&vendor).await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
-    world.pay("ana", order.order_id, "tok_visa").await.unwrap();
+    world.pay_by_card("ana", order.order_id).await;
     let mailer = MemoryMailer::default();
     let paid = bus_event(&world, "OrderPaid", &order).await;
     let first = notify(&world.app, &mailer, "Bouquet", &paid).await.unwrap();
-    assert_eq!(
-        first,
-        Notified {
-            sent: 2,
-            duplicates: 0,
-            no_address: 0
-        }
-    );
+    assert_eq!(first, notified(2, 0, 0));
     let again = notify(&world.app, &mailer, "Bouquet", &paid).await.unwrap();
-    assert_eq!(
-        again,
-        Notified {
-            sent: 0,
-            duplicates: 2,
-            no_address: 0
-        },
-        "redelivered: nothing twice"
-    );
+    assert_eq!(again, notified(0, 2, 0), "redelivered: nothing twice");
     let sent = mailer.sent();
     let to: Vec<&str> = sent.iter().map(|e| e.to.as_str()).collect();
     assert_eq!(to, ["ana@example.com", "florist@example.com"]);
@@ -156,49 +162,16 @@ async fn a_refused_address_fails_its_event_only_and_a_redacted_one_is_not_writte
     let mut orders = Vec::new();
     for who in ["bounce", "cy"] {
         let bouquet = world.bouquet_of(&vendor).await;
-        let order = world
-            .reserved_without_delivery(&customer(who), &[&bouquet])
-            .await;
-        delivery::set_order_delivery(
-            &world.app,
-            &customer_caller(who),
-            order.order_id,
-            &delivery_request(who, world.now()),
-            Some(order.version),
-            None,
-            CORRELATION,
-            world.now(),
-        )
-        .await
-        .unwrap();
-        world.pay(who, order.order_id, "tok_visa").await.unwrap();
+        let order = world.reserved(&customer(who), &[&bouquet]).await;
+        world.pay_by_card(who, order.order_id).await;
         orders.push(order);
     }
-    let refused = notify(
-        &world.app,
-        &mailer,
-        "Bouquet",
-        &bus_event(&world, "OrderPaid", &orders[0]).await,
-    )
-    .await;
+    let refused = notified_of(&world, &mailer, "OrderPaid", &orders[0]).await;
     assert_matches!(refused, Err(NotifyError::Mail(MailError::Rejected(_))));
-    let other = notify(
-        &world.app,
-        &mailer,
-        "Bouquet",
-        &bus_event(&world, "OrderPaid", &orders[1]).await,
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        other,
-        Notified {
-            sent: 1,
-            duplicates: 0,
-            no_address: 1
-        },
-        "the shop has no contact address"
-    );
+    let other = notified_of(&world, &mailer, "OrderPaid", &orders[1])
+        .await
+        .unwrap();
+    assert_eq!(other, notified(1, 0, 1), "the shop has no contact address");
     assert_eq!(mailer.sent().len(), 1);
 
     // Delivered, then redacted: the customer's address is gone, and nothing is sent to it.
@@ -214,20 +187,8 @@ async fn a_refused_address_fails_its_event_only_and_a_redacted_one_is_not_writte
     )
     .await
     .unwrap();
-    let late = notify(
-        &world.app,
-        &mailer,
-        "Bouquet",
-        &bus_event(&world, "OrderFulfilled", &orders[1]).await,
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        late,
-        Notified {
-            sent: 0,
-            duplicates: 0,
-            no_address: 1
-        }
-    );
+    let late = notified_of(&world, &mailer, "OrderFulfilled", &orders[1])
+        .await
+        .unwrap();
+    assert_eq!(late, notified(0, 0, 1));
 }

@@ -24,6 +24,23 @@ async fn act(
         .map(done)
 }
 
+/// `action` by a caller who may not see `order` finds no order, and leaves it `status`.
+async fn refused_as_unseen(world: &World, order: &Order, action: Action<'_>, status: OrderStatus) {
+    let result = act(world, order, action, false).await;
+    assert_matches!(result, Err(TransitionError::NotFound));
+    assert_eq!(world.status_of(order.order_id).await, status);
+}
+
+/// The order's own shop rejects it for `reason`, withdrawing its bouquets or not.
+async fn reject(
+    world: &World,
+    order: &Order,
+    reason: &str,
+    withdraw: bool,
+) -> Result<Order, TransitionError> {
+    act(world, order, Action::Reject { reason, withdraw }, true).await
+}
+
 #[tokio::test]
 async fn cancelling_a_reservation_makes_its_bouquets_available_again() {
     let (world, bouquet, order) = World::with_reserved_order("ana").await;
@@ -45,9 +62,7 @@ async fn cancelling_a_reservation_makes_its_bouquets_available_again() {
 #[tokio::test]
 async fn an_order_the_caller_may_not_see_is_not_found_and_unchanged() {
     let (world, _, order) = World::with_reserved_order("ana").await;
-    let result = act(&world, &order, Action::Cancel, false).await;
-    assert_matches!(result, Err(TransitionError::NotFound));
-    assert_eq!(world.status_of(order.order_id).await, OrderStatus::Reserved);
+    refused_as_unseen(&world, &order, Action::Cancel, OrderStatus::Reserved).await;
 }
 
 #[tokio::test]
@@ -77,14 +92,8 @@ async fn the_same_key_cancels_once_and_replays_the_first_answer() {
 
 #[tokio::test]
 async fn another_vendor_cannot_fulfil_an_order() {
-    let (world, _, order) = World::with_reserved_order("ana").await;
-    world
-        .pay("ana", order.order_id, "tok_visa")
-        .await
-        .expect("paid");
-    let result = act(&world, &order, Action::Fulfil, false).await;
-    assert_matches!(result, Err(TransitionError::NotFound));
-    assert_eq!(world.status_of(order.order_id).await, OrderStatus::Paid);
+    let (world, _, order) = World::with_paid_order("ana").await;
+    refused_as_unseen(&world, &order, Action::Fulfil, OrderStatus::Paid).await;
 }
 
 #[tokio::test]
@@ -97,10 +106,7 @@ async fn only_a_paid_order_is_fulfilled() {
             DomainError::OrderInvalidState(OrderStatus::Reserved)
         )))
     );
-    world
-        .pay("ana", order.order_id, "tok_visa")
-        .await
-        .expect("paid");
+    world.pay_by_card("ana", order.order_id).await;
     let fulfilled = act(&world, &order, Action::Fulfil, true)
         .await
         .expect("fulfilled");
@@ -109,11 +115,7 @@ async fn only_a_paid_order_is_fulfilled() {
 
 #[tokio::test]
 async fn a_florist_accepts_dispatches_and_delivers_a_paid_order_step_by_step() {
-    let (world, _, order) = World::with_reserved_order("ana").await;
-    world
-        .pay("ana", order.order_id, "tok_visa")
-        .await
-        .expect("paid");
+    let (world, _, order) = World::with_paid_order("ana").await;
     let early = act(&world, &order, Action::Dispatch, true).await;
     assert!(
         matches!(
@@ -134,63 +136,24 @@ async fn a_florist_accepts_dispatches_and_delivers_a_paid_order_step_by_step() {
         let moved = act(&world, &order, action, true).await.expect("moved");
         assert_eq!(moved.status, status);
     }
-    let late = act(
-        &world,
-        &order,
-        Action::Reject {
-            reason: "Too late",
-            withdraw: false,
-        },
-        true,
-    )
-    .await;
+    let late = reject(&world, &order, "Too late", false).await;
     assert!(late.is_err(), "a delivered order is not rejected: {late:?}");
 }
 
 #[tokio::test]
 async fn a_rejection_refunds_the_charge_once_and_puts_the_bouquets_back_on_sale() {
-    let (world, bouquet, order) = World::with_reserved_order("ana").await;
-    world
-        .pay("ana", order.order_id, "tok_visa")
-        .await
-        .expect("paid");
+    let (world, bouquet, order) = World::with_paid_order("ana").await;
     let accepted = act(&world, &order, Action::Accept, true).await.unwrap();
     assert_eq!(accepted.status, OrderStatus::Accepted);
-    let blank = act(
-        &world,
-        &order,
-        Action::Reject {
-            reason: "  ",
-            withdraw: false,
-        },
-        true,
-    )
-    .await;
+    let blank = reject(&world, &order, "  ", false).await;
     assert!(blank.is_err(), "a rejection says why: {blank:?}");
-    let rejected = act(
-        &world,
-        &order,
-        Action::Reject {
-            reason: "No peonies left this week",
-            withdraw: false,
-        },
-        true,
-    )
-    .await
-    .expect("rejected");
+    let rejected = reject(&world, &order, "No peonies left this week", false)
+        .await
+        .expect("rejected");
     assert_eq!(rejected.status, OrderStatus::Rejected);
     assert!(rejected.refunded_at.is_some(), "refunded at once");
     assert_eq!(world.gateway.refunds(), vec![order.gateway_key()]);
-    let again = act(
-        &world,
-        &order,
-        Action::Reject {
-            reason: "Again",
-            withdraw: false,
-        },
-        true,
-    )
-    .await;
+    let again = reject(&world, &order, "Again", false).await;
     assert!(again.is_err(), "rejected once: {again:?}");
     assert_eq!(world.gateway.refunds().len(), 1, "refunded once");
     let back = world.bouquet_now(bouquet.bouquet_id).await;
@@ -201,22 +164,10 @@ async fn a_rejection_refunds_the_charge_once_and_puts_the_bouquets_back_on_sale(
 
 #[tokio::test]
 async fn a_rejection_may_withdraw_the_bouquets_instead() {
-    let (world, bouquet, order) = World::with_reserved_order("ana").await;
-    world
-        .pay("ana", order.order_id, "tok_visa")
+    let (world, bouquet, order) = World::with_paid_order("ana").await;
+    let rejected = reject(&world, &order, "The peonies wilted", true)
         .await
-        .expect("paid");
-    let rejected = act(
-        &world,
-        &order,
-        Action::Reject {
-            reason: "The peonies wilted",
-            withdraw: true,
-        },
-        true,
-    )
-    .await
-    .expect("rejected");
+        .expect("rejected");
     assert!(rejected.bouquets_withdrawn && rejected.refunded_at.is_some());
     let gone = world.bouquet_now(bouquet.bouquet_id).await;
     assert_eq!(gone.status, bouquet_app::domain::BouquetStatus::Withdrawn);
@@ -227,11 +178,7 @@ async fn a_rejection_may_withdraw_the_bouquets_instead() {
 /// reads with the defaults and moves on; its first change lists it by state.
 #[tokio::test]
 async fn an_order_in_the_shape_before_delivery_details_reads_and_moves_on() {
-    let (world, _, order) = World::with_reserved_order("ana").await;
-    world
-        .pay("ana", order.order_id, "tok_visa")
-        .await
-        .expect("paid");
+    let (world, _, order) = World::with_paid_order("ana").await;
     world
         .dynamodb
         .update_item()

@@ -85,10 +85,7 @@ async fn status(world: &World, bouquet: &Bouquet, upload: &PhotoUpload) -> Uploa
 }
 
 fn photo_events(events: &[(String, String)]) -> usize {
-    events
-        .iter()
-        .filter(|(name, _)| name == "BouquetPhotoChanged")
-        .count()
+    count_named(events, "BouquetPhotoChanged")
 }
 
 #[tokio::test]
@@ -368,10 +365,7 @@ async fn a_delivery_photo_is_the_shops_private_proof_signed_for_its_readers_and_
     let shop = shop_caller(vendor.vendor_id);
     let bouquet = world.listed(&vendor, "30.00", None).await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
-    world
-        .pay("ana", order.order_id, "tok_visa")
-        .await
-        .expect("paid");
+    world.pay_by_card("ana", order.order_id).await;
     // Paid, not yet on its way: no photo of a delivery yet.
     assert_matches!(
         delivery_upload(&world, &shop, order.order_id).await,
@@ -439,12 +433,7 @@ async fn a_delivery_photo_is_the_shops_private_proof_signed_for_its_readers_and_
         (signed.width, signed.height),
         (largest.width, largest.height)
     );
-    let attached = world
-        .events()
-        .await
-        .into_iter()
-        .filter(|(name, _)| name == "OrderDeliveryPhotoAttached")
-        .count();
+    let attached = count_named(&world.events().await, "OrderDeliveryPhotoAttached");
     assert_eq!(attached, 1, "one event, the redelivery none");
 
     // Personal data: the customer's erasure redacts it with the delivery details, after

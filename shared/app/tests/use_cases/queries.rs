@@ -32,40 +32,20 @@ async fn lists_are_the_callers_own() {
     let vendor = world.vendor().await;
     let bouquet = world.bouquet_of(&vendor).await;
     world.reserved(&customer("ana"), &[&bouquet]).await;
-    let mine = queries::orders(
-        &world.app,
-        &customer_caller("ana"),
-        &Default::default(),
-        None,
-        10,
-    )
-    .await
-    .unwrap();
-    let theirs = queries::orders(
-        &world.app,
-        &customer_caller("ben"),
-        &Default::default(),
-        None,
-        10,
-    )
-    .await
-    .unwrap();
-    let shop = queries::orders(
-        &world.app,
-        &vendor_caller(&vendor),
-        &Default::default(),
-        None,
-        10,
-    )
-    .await
-    .unwrap();
+    // The first page of ten of `caller`'s orders, unfiltered.
+    let orders_of = |caller: bouquet_app::domain::identity::Identity| {
+        let app = world.app.clone();
+        async move { queries::orders(&app, &caller, &Default::default(), None, 10).await }
+    };
+    let mine = orders_of(customer_caller("ana")).await.unwrap();
+    let theirs = orders_of(customer_caller("ben")).await.unwrap();
+    let shop = orders_of(vendor_caller(&vendor)).await.unwrap();
     assert_eq!(
         (mine.items.len(), theirs.items.len(), shop.items.len()),
         (1, 0, 1)
     );
-    let admin = admin_caller();
     assert!(matches!(
-        queries::orders(&world.app, &admin, &Default::default(), None, 10).await,
+        orders_of(admin_caller()).await,
         Err(QueryError::Forbidden(_))
     ));
 

@@ -10,10 +10,7 @@ use crate::support::*;
 async fn holds_every_named_bouquet_for_the_configured_time() {
     let world = World::new().await;
     let vendor = world.vendor().await;
-    let (a, b) = (
-        world.bouquet_of(&vendor).await,
-        world.bouquet_of(&vendor).await,
-    );
+    let (a, b) = world.two_bouquets_of(&vendor).await;
     let order = world.reserved(&customer("ana"), &[&a, &b]).await;
     assert_eq!(order.status, OrderStatus::Reserved);
     assert_eq!(order.total.minor(), 4900);
@@ -121,10 +118,7 @@ async fn a_customer_cannot_hold_more_orders_than_the_cap() {
     };
     let world = World::with_config(config).await;
     let vendor = world.vendor().await;
-    let (a, b) = (
-        world.bouquet_of(&vendor).await,
-        world.bouquet_of(&vendor).await,
-    );
+    let (a, b) = world.two_bouquets_of(&vendor).await;
     world.reserved(&customer("ana"), &[&a]).await;
     let second = world
         .reserve(&customer("ana"), &ReserveFrom::Bouquets(vec![b.bouquet_id]))

@@ -25,10 +25,7 @@ async fn delivered(
 ) -> Order {
     let bouquet = world.listed(vendor, "30.00", None).await;
     let order = world.reserved(&customer(customer_name), &[&bouquet]).await;
-    world
-        .pay(customer_name, order.order_id, "tok_visa")
-        .await
-        .expect("paid");
+    world.pay_by_card(customer_name, order.order_id).await;
     let paid = world.order_now(order.order_id).await;
     bouquet_app::checkout::fulfil(&world.app.store, &paid, CORRELATION, &|_| None, world.now())
         .await
@@ -362,16 +359,11 @@ async fn twenty_reviews_at_once_and_every_event_twice_give_the_exact_rating() {
     let other_shop = world.vendor().await;
     let unrated = world.listed(&other_shop, "10.00", None).await;
     let by_rating = || async {
-        let page = bouquet_app::bouquets::catalogue(
-            &world.app,
-            bouquet_app::bouquets::CatalogueScope::All(bouquet_app::store::CatalogueSort::Rating),
-            &Default::default(),
-            None,
-            10,
-            world.now(),
-        )
-        .await
-        .unwrap();
+        let page = world
+            .catalogue_page(bouquet_app::bouquets::CatalogueScope::All(
+                bouquet_app::store::CatalogueSort::Rating,
+            ))
+            .await;
         bouquet_app::bouquets::with_shops(&world.app, &page.items, world.now())
             .await
             .unwrap()
@@ -504,26 +496,13 @@ async fn only_a_review_that_moves_the_shops_place_rewrites_its_bouquets() {
     // rejection, it takes the shop's rating with the `OrderRejected`.
     let sold = world.listed(&vendor, "40.00", None).await;
     let order = world.reserved(&customer("late"), &[&sold]).await;
-    world
-        .pay("late", order.order_id, "tok_visa")
-        .await
-        .expect("paid");
+    world.pay_by_card("late", order.order_id).await;
     // Listed after the reviews and never projected: it stands unrated.
     assert_eq!(
         rating_sort_of(&world, sold.bouquet_id).await,
         format!("-#{}", sold.bouquet_id)
     );
-    world
-        .transition(
-            &vendor_caller(&vendor),
-            order.order_id,
-            bouquet_app::orders::Action::Reject {
-                reason: "No van today",
-                withdraw: false,
-            },
-        )
-        .await
-        .expect("rejected");
+    world.rejected_by_shop(&order, "No van today", false).await;
     let rejected = world
         .events()
         .await

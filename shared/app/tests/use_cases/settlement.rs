@@ -7,15 +7,16 @@ use bouquet_app::Replayable;
 
 use crate::support::*;
 
-/// An order waiting for 3-D Secure, and its attempt's gateway key.
-async fn authenticating(world: &World) -> Order {
+/// A new world with an order waiting for 3-D Secure.
+async fn authenticating() -> (World, Order) {
+    let world = World::new().await;
     let bouquet = world.bouquet().await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
     let result = world.pay("ana", order.order_id, "tok_3ds").await;
     let Ok(Replayable::Done(Paid::Authenticate { order, .. })) = result else {
         panic!("{result:?}")
     };
-    order
+    (world, order)
 }
 
 fn event(id: &str, world: &World) -> IdempotencyPut {
@@ -46,33 +47,43 @@ async fn deliver(
     .await
 }
 
+/// [`deliver`], which must settle the event one way or another.
+async fn settled(
+    world: &World,
+    order_id: OrderId,
+    settlement: &Settlement,
+    event_id: &str,
+) -> Settled {
+    deliver(world, order_id, settlement, event_id)
+        .await
+        .unwrap_or_else(|error| panic!("{event_id} not settled: {error:?}"))
+}
+
+/// The PSP's success of `order`'s current attempt, as its charge `charge_id`.
+fn success_of(order: &Order, charge_id: String) -> Settlement {
+    Settlement::Succeeded {
+        charge_id,
+        attempt_key: order.gateway_key(),
+    }
+}
+
 #[tokio::test]
 async fn a_success_pays_once_however_often_it_is_delivered() {
-    let world = World::new().await;
-    let order = authenticating(&world).await;
-    let success = Settlement::Succeeded {
-        charge_id: "pi_1".into(),
-        attempt_key: order.gateway_key(),
-    };
+    let (world, order) = authenticating().await;
+    let success = success_of(&order, "pi_1".into());
     assert_eq!(
-        deliver(&world, order.order_id, &success, "evt_1")
-            .await
-            .expect("settled"),
+        settled(&world, order.order_id, &success, "evt_1").await,
         Settled::Paid
     );
     let paid = world.order_now(order.order_id).await;
     assert_eq!(paid.status, OrderStatus::Paid);
     // The same event again, and a second event about the same charge: nothing moves.
     assert_eq!(
-        deliver(&world, order.order_id, &success, "evt_1")
-            .await
-            .expect("redelivered"),
+        settled(&world, order.order_id, &success, "evt_1").await,
         Settled::AlreadySettled
     );
     assert_eq!(
-        deliver(&world, order.order_id, &success, "evt_2")
-            .await
-            .expect("second event"),
+        settled(&world, order.order_id, &success, "evt_2").await,
         Settled::AlreadySettled
     );
     assert_eq!(world.order_now(order.order_id).await, paid);
@@ -81,15 +92,12 @@ async fn a_success_pays_once_however_often_it_is_delivered() {
 
 #[tokio::test]
 async fn a_failure_releases_the_attempt() {
-    let world = World::new().await;
-    let order = authenticating(&world).await;
+    let (world, order) = authenticating().await;
     let failure = Settlement::Failed {
         attempt_key: order.gateway_key(),
     };
     assert_eq!(
-        deliver(&world, order.order_id, &failure, "evt_f")
-            .await
-            .expect("settled"),
+        settled(&world, order.order_id, &failure, "evt_f").await,
         Settled::Released
     );
     assert_eq!(
@@ -100,15 +108,9 @@ async fn a_failure_releases_the_attempt() {
 
 #[tokio::test]
 async fn money_for_an_attempt_that_no_longer_stands_is_refunded() {
-    let world = World::new().await;
-    let order = authenticating(&world).await;
-    let success = Settlement::Succeeded {
-        charge_id: "pi_1".into(),
-        attempt_key: order.gateway_key(),
-    };
-    deliver(&world, order.order_id, &success, "evt_1")
-        .await
-        .expect("paid");
+    let (world, order) = authenticating().await;
+    let success = success_of(&order, "pi_1".into());
+    settled(&world, order.order_id, &success, "evt_1").await;
     // A late success for an attempt that is not the order's (another attempt paid it), whose
     // money the PSP took: it goes back.
     let stale_key = format!("{}-7", order.order_id);
@@ -133,9 +135,7 @@ async fn money_for_an_attempt_that_no_longer_stands_is_refunded() {
         attempt_key: stale_key,
     };
     assert_eq!(
-        deliver(&world, order.order_id, &stale, "evt_old")
-            .await
-            .expect("settled"),
+        settled(&world, order.order_id, &stale, "evt_old").await,
         Settled::Refunded
     );
     assert_eq!(
@@ -164,46 +164,20 @@ async fn a_success_redelivered_after_the_vendor_rejected_the_order_neither_pays_
     let world = World::new().await;
     let bouquet = world.bouquet().await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
-    world
-        .pay("ana", order.order_id, "tok_visa")
-        .await
-        .expect("paid");
+    world.pay_by_card("ana", order.order_id).await;
     // The PSP's own event of that charge, first delivered while the order was paid.
     let charge_id = world.order_now(order.order_id).await.charge_id.unwrap();
-    let success = Settlement::Succeeded {
-        charge_id,
-        attempt_key: order.gateway_key(),
-    };
+    let success = success_of(&order, charge_id);
     assert_eq!(
-        deliver(&world, order.order_id, &success, "evt_1")
-            .await
-            .expect("settled"),
+        settled(&world, order.order_id, &success, "evt_1").await,
         Settled::AlreadySettled
     );
-    let rejected = bouquet_app::orders::transition(
-        &world.app,
-        &shop_caller(order.vendor_id),
-        order.order_id,
-        bouquet_app::orders::Action::Reject {
-            reason: "Closed today",
-            withdraw: false,
-        },
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .expect("rejected");
-    let Replayable::Done(rejected) = rejected else {
-        panic!("{rejected:?}")
-    };
+    let rejected = world.rejected_by_shop(&order, "Closed today", false).await;
     assert_eq!(world.gateway.refunds().len(), 1);
     // Redelivered after the rejection, and a second event of the same charge.
     for event in ["evt_1", "evt_2"] {
         assert_eq!(
-            deliver(&world, order.order_id, &success, event)
-                .await
-                .expect("settled"),
+            settled(&world, order.order_id, &success, event).await,
             Settled::AlreadySettled,
             "{event}"
         );

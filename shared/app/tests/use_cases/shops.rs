@@ -15,24 +15,11 @@ async fn by_an_administrator(
     vendor_id: bouquet_app::domain::VendorId,
     suspend: bool,
 ) -> shops::ShopChange {
+    let (app, admin, now) = (&world.app, admin_caller(), world.now());
     let change = if suspend {
-        shops::suspend(
-            &world.app,
-            &admin_caller(),
-            vendor_id,
-            CORRELATION,
-            world.now(),
-        )
-        .await
+        shops::suspend(app, &admin, vendor_id, CORRELATION, now).await
     } else {
-        shops::reinstate(
-            &world.app,
-            &admin_caller(),
-            vendor_id,
-            CORRELATION,
-            world.now(),
-        )
-        .await
+        shops::reinstate(app, &admin, vendor_id, CORRELATION, now).await
     };
     change.expect("an administrator may")
 }
@@ -108,10 +95,7 @@ async fn a_suspension_takes_the_shops_bouquets_off_sale_once_and_a_reinstatement
     let listing = world.list_bouquet(shop.vendor_id, new).await;
     assert_matches!(listing, Err(ListingError::VendorSuspended));
     // The order placed before goes on.
-    world
-        .pay("ana", order.order_id, "tok_visa")
-        .await
-        .expect("paid");
+    world.pay_by_card("ana", order.order_id).await;
     assert!(matches!(
         world.bouquet_now(held.bouquet_id).await.status,
         BouquetStatus::Sold { .. }
@@ -179,30 +163,17 @@ async fn in_catalogue_indexes(world: &World, bouquet_id: bouquet_app::domain::Bo
 #[tokio::test]
 async fn a_rejection_while_the_shop_is_suspended_returns_its_bouquet_off_the_catalogue() {
     use bouquet_app::domain::OrderStatus;
-    use bouquet_app::orders::Action;
     let world = World::new().await;
     let shop = world.vendor().await;
     let bouquet = world.bouquet_of(&shop).await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
-    world
-        .pay("ana", order.order_id, "tok_visa")
-        .await
-        .expect("paid");
+    world.pay_by_card("ana", order.order_id).await;
     by_an_administrator(&world, shop.vendor_id, true).await;
     // Open orders go on: the florist rejects this one, and its bouquet comes back unsold but
     // not on sale while the shop is suspended.
     let rejected = world
-        .transition(
-            &shop_caller(shop.vendor_id),
-            order.order_id,
-            Action::Reject {
-                reason: "Closed for now",
-                withdraw: false,
-            },
-        )
-        .await
-        .map(done)
-        .expect("rejected");
+        .rejected_by_shop(&order, "Closed for now", false)
+        .await;
     assert_eq!(rejected.status, OrderStatus::Rejected);
     let returned = world.bouquet_now(bouquet.bouquet_id).await;
     assert_eq!(returned.status, BouquetStatus::Available);

@@ -101,6 +101,13 @@ impl World {
         (world, bouquet, order)
     }
 
+    /// A new world with one bouquet reserved and paid for by `customer` with a good card.
+    pub async fn with_paid_order(customer_name: &str) -> (Self, Bouquet, Order) {
+        let (world, bouquet, order) = Self::with_reserved_order(customer_name).await;
+        world.pay_by_card(customer_name, order.order_id).await;
+        (world, bouquet, order)
+    }
+
     /// The stored status of order `id`.
     pub async fn status_of(&self, id: OrderId) -> bouquet_app::domain::OrderStatus {
         self.order_now(id).await.status
@@ -183,6 +190,11 @@ impl World {
         self.listed(vendor, "24.50", None).await
     }
 
+    /// Two bouquets of `vendor`, listed one after the other.
+    pub async fn two_bouquets_of(&self, vendor: &Vendor) -> (Bouquet, Bouquet) {
+        (self.bouquet_of(vendor).await, self.bouquet_of(vendor).await)
+    }
+
     /// A bouquet of `vendor` at `amount` euros, in `vase` if one is given.
     pub async fn listed(&self, vendor: &Vendor, amount: &str, vase: Option<VaseId>) -> Bouquet {
         let vase = vase.map(|v| v.to_string());
@@ -217,6 +229,16 @@ impl World {
             .await
     }
 
+    /// `order`'s shop rejects it for `reason`, withdrawing its bouquets or not; the rejection
+    /// must go through.
+    pub async fn rejected_by_shop(&self, order: &Order, reason: &str, withdraw: bool) -> Order {
+        let reject = Action::Reject { reason, withdraw };
+        let rejected = self
+            .transition(&shop_caller(order.vendor_id), order.order_id, reject)
+            .await;
+        done(rejected.expect("rejected"))
+    }
+
     /// A reservation for `customer` from `from`, now, without an idempotency key.
     pub async fn reserve(
         &self,
@@ -225,6 +247,23 @@ impl World {
     ) -> Result<Replayable<Order>, ReserveError> {
         let now = self.now();
         bouquet_app::reservation::reserve(&self.app, customer, from, None, CORRELATION, now).await
+    }
+
+    /// The first page of ten of the catalogue's `scope`, unfiltered, now.
+    pub async fn catalogue_page(
+        &self,
+        scope: bouquet_app::bouquets::CatalogueScope,
+    ) -> bouquet_app::store::Page<Bouquet> {
+        bouquet_app::bouquets::catalogue(
+            &self.app,
+            scope,
+            &Default::default(),
+            None,
+            10,
+            self.now(),
+        )
+        .await
+        .expect("the catalogue reads")
     }
 
     pub async fn bouquet_now(&self, id: BouquetId) -> Bouquet {
@@ -396,6 +435,13 @@ impl World {
         )
         .await
     }
+
+    /// `customer` pays `order_id` with a card the gateway accepts; the payment must go through.
+    pub async fn pay_by_card(&self, customer_name: &str, order_id: OrderId) -> Replayable<Paid> {
+        self.pay(customer_name, order_id, "tok_visa")
+            .await
+            .expect("paid")
+    }
 }
 
 impl World {
@@ -477,6 +523,11 @@ pub fn done<T: std::fmt::Debug>(outcome: Replayable<T>) -> T {
         Replayable::Done(value) => value,
         other => panic!("expected the work done, got {other:?}"),
     }
+}
+
+/// How many of `events` (as [`World::events`] reads them) are named `name`.
+pub fn count_named(events: &[(String, String)], name: &str) -> usize {
+    events.iter().filter(|(named, _)| named == name).count()
 }
 
 pub fn is_available(bouquet: &Bouquet) -> bool {

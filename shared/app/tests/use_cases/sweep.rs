@@ -33,11 +33,9 @@ async fn a_lapsed_reservation_expires_and_frees_its_bouquets() {
 }
 
 /// A payment with `token` that the gateway left without a definite answer, nobody retrying,
-/// swept once the hold has passed.
-async fn interrupted_and_swept(
-    world: &World,
-    token: &str,
-) -> (bouquet_app::domain::Order, SweepReport) {
+/// swept without a failure once the hold has passed: the order then, in a world of its own.
+async fn interrupted_and_swept(token: &str) -> (bouquet_app::domain::Order, World, SweepReport) {
+    let world = World::new().await;
     let bouquet = world.bouquet().await;
     let order = world.reserved(&customer("ana"), &[&bouquet]).await;
     let result = world.pay("ana", order.order_id, token).await;
@@ -46,32 +44,23 @@ async fn interrupted_and_swept(
     let report = sweep(&world.app, CORRELATION, deadline())
         .await
         .expect("swept");
-    (world.order_now(order.order_id).await, report)
+    assert_eq!(report.failed, 0, "{report:?}");
+    (world.order_now(order.order_id).await, world, report)
 }
 
 #[tokio::test]
 async fn a_payment_interrupted_after_the_charge_is_completed_by_the_sweep() {
-    let world = World::new().await;
     // The gateway charged, then timed out: the sweep asks it and finds the charge.
-    let (order, report) = interrupted_and_swept(&world, "tok_timeout").await;
-    assert_eq!(
-        (report.payments_completed, report.failed),
-        (1, 0),
-        "{report:?}"
-    );
+    let (order, world, report) = interrupted_and_swept("tok_timeout").await;
+    assert_eq!(report.payments_completed, 1, "{report:?}");
     assert_eq!(order.status, OrderStatus::Paid);
     assert_eq!(world.gateway.charges_made(), 1);
 }
 
 #[tokio::test]
 async fn a_payment_interrupted_before_any_charge_is_released_by_the_sweep() {
-    let world = World::new().await;
-    let (order, report) = interrupted_and_swept(&world, "tok_unavailable").await;
-    assert_eq!(
-        (report.payments_released, report.failed),
-        (1, 0),
-        "{report:?}"
-    );
+    let (order, world, report) = interrupted_and_swept("tok_unavailable").await;
+    assert_eq!(report.payments_released, 1, "{report:?}");
     assert_eq!(order.status, OrderStatus::Expired);
     for id in order.bouquet_ids() {
         assert!(is_available(&world.bouquet_now(id).await));

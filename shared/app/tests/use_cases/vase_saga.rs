@@ -6,9 +6,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_iot::config::{Credentials, Region};
 use bouquet_app::domain::bouquet::NewBouquet;
 use bouquet_app::domain::identity::Identity;
-use bouquet_app::domain::{Bouquet, BouquetStatus, VaseId, Vendor, VendorId};
+use bouquet_app::domain::{Bouquet, BouquetId, BouquetStatus, VaseId, Vendor, VendorId};
 use bouquet_app::iot::{AwsDeviceRegistry, Registrar};
-use bouquet_app::vase_saga::{self, Registered, VaseSagaError};
+use bouquet_app::vase_saga::{self, Registered, Rotated, VaseSagaError};
 use bouquet_app::{bouquets, Replayable};
 
 use crate::support::*;
@@ -38,6 +38,16 @@ async fn registrar() -> Registrar {
     }
 }
 
+/// A new world, an IoT registrar of its own, and a vendor with its caller: where most saga
+/// tests start.
+async fn vendor_with_registrar() -> (World, Registrar, Vendor, Identity) {
+    let world = World::new().await;
+    let registrar = registrar().await;
+    let vendor = world.vendor().await;
+    let caller = vendor_caller(&vendor);
+    (world, registrar, vendor, caller)
+}
+
 /// `caller` registers a vase for `vendor_id`.
 async fn register(
     world: &World,
@@ -57,17 +67,80 @@ async fn register(
     .await
 }
 
-#[tokio::test]
-async fn a_vase_is_registered_rotated_and_decommissioned_in_step_with_iot_core() {
-    let world = World::new().await;
-    let registrar = registrar().await;
-    let vendor = world.vendor().await;
-    let caller = vendor_caller(&vendor);
-    let registered = done(
-        register(&world, &registrar, &caller, vendor.vendor_id)
+/// `caller` decommissions `vase_id` now.
+async fn decommission(
+    world: &World,
+    registrar: &Registrar,
+    caller: &Identity,
+    vase_id: VaseId,
+) -> Result<(), VaseSagaError> {
+    vase_saga::decommission(
+        &world.app,
+        registrar,
+        caller,
+        vase_id,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+}
+
+/// [`register`], which must register the vase.
+async fn register_vase(
+    world: &World,
+    registrar: &Registrar,
+    caller: &Identity,
+    vendor_id: VendorId,
+) -> Registered {
+    done(
+        register(world, registrar, caller, vendor_id)
             .await
             .expect("registered"),
-    );
+    )
+}
+
+/// `caller` rotates `vase_id`'s certificate now.
+async fn rotate(
+    world: &World,
+    registrar: &Registrar,
+    caller: &Identity,
+    vase_id: VaseId,
+) -> Result<Replayable<Rotated>, VaseSagaError> {
+    vase_saga::rotate(
+        &world.app,
+        registrar,
+        caller,
+        vase_id,
+        None,
+        CORRELATION,
+        world.now(),
+    )
+    .await
+}
+
+/// `caller` withdraws `bouquet_id` from sale now.
+async fn withdraw(world: &World, caller: &Identity, bouquet_id: BouquetId) {
+    let read = bouquets::editable(&world.app, caller, bouquet_id)
+        .await
+        .unwrap();
+    bouquets::withdraw(&world.app, caller, read, None, CORRELATION, world.now())
+        .await
+        .expect("withdrawn");
+}
+
+/// The certificates IoT Core still attaches to `vase_id`'s thing (none once it is gone).
+async fn principals_left(registrar: &Registrar, vase_id: VaseId) -> Vec<String> {
+    registrar
+        .registry
+        .thing_principals(&vase_id.to_string())
+        .await
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_vase_is_registered_rotated_and_decommissioned_in_step_with_iot_core() {
+    let (world, registrar, vendor, caller) = vendor_with_registrar().await;
+    let registered = register_vase(&world, &registrar, &caller, vendor.vendor_id).await;
     let vase_id = registered.vase.vase_id;
     let thing = vase_id.to_string();
     assert_eq!(registered.credentials.thing_name, thing);
@@ -81,17 +154,9 @@ async fn a_vase_is_registered_rotated_and_decommissioned_in_step_with_iot_core()
 
     // Rotated: the new certificate is the thing's only one.
     let rotated = done(
-        vase_saga::rotate(
-            &world.app,
-            &registrar,
-            &caller,
-            vase_id,
-            None,
-            CORRELATION,
-            world.now(),
-        )
-        .await
-        .expect("rotated"),
+        rotate(&world, &registrar, &caller, vase_id)
+            .await
+            .expect("rotated"),
     );
     let second = rotated.credentials.certificate.arn;
     assert_ne!(second, first);
@@ -104,49 +169,18 @@ async fn a_vase_is_registered_rotated_and_decommissioned_in_step_with_iot_core()
     let vase_text = vase_id.to_string();
     let new = NewBouquet::validate("Tulips", None, ("20.00", "EUR"), Some(&vase_text)).unwrap();
     let bouquet = done(world.list_bouquet(vendor.vendor_id, new).await.unwrap());
-    let in_use = vase_saga::decommission(
-        &world.app,
-        &registrar,
-        &caller,
-        vase_id,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let in_use = decommission(&world, &registrar, &caller, vase_id).await;
     assert_matches!(in_use, Err(VaseSagaError::InUse(id)) if id == bouquet.bouquet_id);
     // An empty vase is decommissioned: its item and its thing are gone.
-    let empty = done(
-        register(&world, &registrar, &caller, vendor.vendor_id)
-            .await
-            .expect("registered"),
-    );
+    let empty = register_vase(&world, &registrar, &caller, vendor.vendor_id).await;
     let empty_id = empty.vase.vase_id;
-    vase_saga::decommission(
-        &world.app,
-        &registrar,
-        &caller,
-        empty_id,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .expect("decommissioned");
-    assert!(!vase_saga::has_vase(&world.app, empty_id).await.unwrap());
-    let left = registrar
-        .registry
-        .thing_principals(&empty_id.to_string())
+    decommission(&world, &registrar, &caller, empty_id)
         .await
-        .unwrap_or_default();
+        .expect("decommissioned");
+    assert!(!vase_saga::has_vase(&world.app, empty_id).await.unwrap());
+    let left = principals_left(&registrar, empty_id).await;
     assert!(left.is_empty(), "{left:?}");
-    let again = vase_saga::decommission(
-        &world.app,
-        &registrar,
-        &caller,
-        empty_id,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let again = decommission(&world, &registrar, &caller, empty_id).await;
     assert_matches!(again, Err(VaseSagaError::NotFound));
 }
 
@@ -176,39 +210,19 @@ async fn another_vendors_vase_is_neither_rotated_nor_decommissioned() {
     let world = World::new().await;
     let registrar = registrar().await;
     let vendor = world.vendor().await;
-    let registered = done(
-        register(
-            &world,
-            &registrar,
-            &vendor_caller(&vendor),
-            vendor.vendor_id,
-        )
-        .await
-        .unwrap(),
-    );
+    let registered = register_vase(
+        &world,
+        &registrar,
+        &vendor_caller(&vendor),
+        vendor.vendor_id,
+    )
+    .await;
     let vase_id = registered.vase.vase_id;
     let stranger = vendor_caller(&world.vendor().await);
-    let rotated = vase_saga::rotate(
-        &world.app,
-        &registrar,
-        &stranger,
-        vase_id,
-        None,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let rotated = rotate(&world, &registrar, &stranger, vase_id).await;
     // Vase ids are not public: another vendor's vase is unknown to it (404, issue 38).
     assert_matches!(rotated, Err(VaseSagaError::NotFound));
-    let removed = vase_saga::decommission(
-        &world.app,
-        &registrar,
-        &stranger,
-        vase_id,
-        CORRELATION,
-        world.now(),
-    )
-    .await;
+    let removed = decommission(&world, &registrar, &stranger, vase_id).await;
     assert_matches!(removed, Err(VaseSagaError::NotFound));
     assert!(vase_saga::has_vase(&world.app, vase_id).await.unwrap());
     let thing = vase_id.to_string();
@@ -218,24 +232,6 @@ async fn another_vendors_vase_is_neither_rotated_nor_decommissioned() {
     );
 }
 
-/// `caller` decommissions `vase_id` now.
-async fn decommission(
-    world: &World,
-    registrar: &Registrar,
-    caller: &Identity,
-    vase_id: VaseId,
-) -> Result<(), VaseSagaError> {
-    vase_saga::decommission(
-        &world.app,
-        registrar,
-        caller,
-        vase_id,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-}
-
 /// A vase of `vendor` registered through the saga, with a bouquet listed in it.
 async fn vase_with_bouquet(
     world: &World,
@@ -243,13 +239,10 @@ async fn vase_with_bouquet(
     vendor: &Vendor,
 ) -> (VaseId, Bouquet) {
     let caller = vendor_caller(vendor);
-    let vase_id = done(
-        register(world, registrar, &caller, vendor.vendor_id)
-            .await
-            .expect("registered"),
-    )
-    .vase
-    .vase_id;
+    let vase_id = register_vase(world, registrar, &caller, vendor.vendor_id)
+        .await
+        .vase
+        .vase_id;
     let bouquet = world.listed(vendor, "20.00", Some(vase_id)).await;
     assert!(world.vase_now(vase_id).await.holds(bouquet.bouquet_id));
     (vase_id, bouquet)
@@ -258,10 +251,7 @@ async fn vase_with_bouquet(
 /// Finding 9: a vase was 409 `vase.in_use` for ever once a bouquet had stood in it.
 #[tokio::test]
 async fn a_vase_whose_bouquet_was_withdrawn_is_decommissioned() {
-    let world = World::new().await;
-    let registrar = registrar().await;
-    let vendor = world.vendor().await;
-    let caller = vendor_caller(&vendor);
+    let (world, registrar, vendor, caller) = vendor_with_registrar().await;
     let (vase_id, bouquet) = vase_with_bouquet(&world, &registrar, &vendor).await;
 
     // On sale: the vase is in use.
@@ -269,12 +259,7 @@ async fn a_vase_whose_bouquet_was_withdrawn_is_decommissioned() {
     assert_matches!(in_use, Err(VaseSagaError::InUse(id)) if id == bouquet.bouquet_id);
 
     // Withdrawn: out of the vase in the same write; the bouquet still says where it stood.
-    let read = bouquets::editable(&world.app, &caller, bouquet.bouquet_id)
-        .await
-        .unwrap();
-    bouquets::withdraw(&world.app, &caller, read, None, CORRELATION, world.now())
-        .await
-        .expect("withdrawn");
+    withdraw(&world, &caller, bouquet.bouquet_id).await;
     let vase = world.vase_now(vase_id).await;
     assert_eq!(vase.bouquet, None, "the vase holds nothing");
     let withdrawn = world.bouquet_now(bouquet.bouquet_id).await;
@@ -285,12 +270,7 @@ async fn a_vase_whose_bouquet_was_withdrawn_is_decommissioned() {
         .await
         .expect("decommissioned");
     assert!(!vase_saga::has_vase(&world.app, vase_id).await.unwrap());
-    assert!(registrar
-        .registry
-        .thing_principals(&vase_id.to_string())
-        .await
-        .unwrap_or_default()
-        .is_empty());
+    assert!(principals_left(&registrar, vase_id).await.is_empty());
 }
 
 /// A vase is decommissioned once its bouquet has left sale by any road: sold, withdrawn by a
@@ -298,11 +278,7 @@ async fn a_vase_whose_bouquet_was_withdrawn_is_decommissioned() {
 /// bouquets out of their vases (the vase item still names it).
 #[tokio::test]
 async fn a_vase_whose_bouquet_left_sale_is_decommissioned_however_it_left() {
-    let world = World::new().await;
-    let registrar = registrar().await;
-    let vendor = world.vendor().await;
-    let caller = vendor_caller(&vendor);
-    let vendor_says = shop_caller(vendor.vendor_id);
+    let (world, registrar, vendor, caller) = vendor_with_registrar().await;
 
     // Sold (not delivered yet): the vase still names it, and may go.
     let (sold_vase, sold) = vase_with_bouquet(&world, &registrar, &vendor).await;
@@ -310,10 +286,7 @@ async fn a_vase_whose_bouquet_left_sale_is_decommissioned_however_it_left() {
     // Reserved: still on sale.
     let held = decommission(&world, &registrar, &caller, sold_vase).await;
     assert_matches!(held, Err(VaseSagaError::InUse(id)) if id == sold.bouquet_id);
-    world
-        .pay("ana", order.order_id, "tok_visa")
-        .await
-        .expect("paid");
+    world.pay_by_card("ana", order.order_id).await;
     assert!(world.vase_now(sold_vase).await.holds(sold.bouquet_id));
     decommission(&world, &registrar, &caller, sold_vase)
         .await
@@ -323,21 +296,10 @@ async fn a_vase_whose_bouquet_left_sale_is_decommissioned_however_it_left() {
     // Withdrawn by its vendor's rejection: out of the vase.
     let (rejected_vase, rejected) = vase_with_bouquet(&world, &registrar, &vendor).await;
     let order = world.reserved(&customer("bea"), &[&rejected]).await;
+    world.pay_by_card("bea", order.order_id).await;
     world
-        .pay("bea", order.order_id, "tok_visa")
-        .await
-        .expect("paid");
-    world
-        .transition(
-            &vendor_says,
-            order.order_id,
-            bouquet_app::orders::Action::Reject {
-                reason: "The tulips wilted",
-                withdraw: true,
-            },
-        )
-        .await
-        .expect("rejected");
+        .rejected_by_shop(&order, "The tulips wilted", true)
+        .await;
     assert_eq!(
         world.bouquet_now(rejected.bouquet_id).await.status,
         BouquetStatus::Withdrawn
@@ -349,12 +311,7 @@ async fn a_vase_whose_bouquet_left_sale_is_decommissioned_however_it_left() {
 
     // Withdrawn while the vase kept naming it (as items written before the fix do).
     let (old_vase, old) = vase_with_bouquet(&world, &registrar, &vendor).await;
-    let read = bouquets::editable(&world.app, &caller, old.bouquet_id)
-        .await
-        .unwrap();
-    bouquets::withdraw(&world.app, &caller, read, None, CORRELATION, world.now())
-        .await
-        .expect("withdrawn");
+    withdraw(&world, &caller, old.bouquet_id).await;
     world
         .dynamodb
         .update_item()
@@ -375,13 +332,5 @@ async fn a_vase_whose_bouquet_left_sale_is_decommissioned_however_it_left() {
         .await
         .expect("a vase naming a withdrawn bouquet is decommissioned");
     assert!(!vase_saga::has_vase(&world.app, old_vase).await.unwrap());
-    assert_eq!(
-        world
-            .events()
-            .await
-            .iter()
-            .filter(|(name, _)| name == "VaseDecommissioned")
-            .count(),
-        3
-    );
+    assert_eq!(count_named(&world.events().await, "VaseDecommissioned"), 3);
 }

@@ -35,37 +35,51 @@ fn low_water(vase_id: bouquet_app::domain::VaseId, world: &World) -> VaseMessage
     }
 }
 
+/// The vase `message` applied, as its queue's consumer applies it.
+async fn apply(world: &World, message: &VaseMessage) -> Applied {
+    vases::apply(&world.app, message, CORRELATION)
+        .await
+        .unwrap()
+}
+
+/// A [`low_water`] reading of `vase_id` applied: it scores `bouquet_id` 85, with a
+/// `BouquetFreshnessChanged` if `announced`. Returns the reading.
+async fn low_water_scores(
+    world: &World,
+    vase_id: bouquet_app::domain::VaseId,
+    bouquet_id: bouquet_app::domain::BouquetId,
+    announced: bool,
+) -> VaseMessage {
+    let reading = low_water(vase_id, world);
+    assert_eq!(
+        apply(world, &reading).await,
+        Applied::LatestReading {
+            freshness_event: announced
+        }
+    );
+    assert_eq!(world.bouquet_now(bouquet_id).await.freshness, Some(85));
+    reading
+}
+
 #[tokio::test]
 async fn heartbeats_bring_a_vase_online_and_never_move_it_backwards() {
     let world = World::new().await;
     let vendor = world.vendor().await;
     let vase = world.vase_of(&vendor).await;
     let id = vase.vase_id;
-    assert_eq!(
-        vases::apply(&world.app, &heartbeat(id, 2, &world), CORRELATION)
-            .await
-            .unwrap(),
-        Applied::CameOnline
-    );
-    assert_eq!(
-        vases::apply(&world.app, &heartbeat(id, 3, &world), CORRELATION)
-            .await
-            .unwrap(),
-        Applied::Heartbeat
-    );
-    // Late and duplicated heartbeats change nothing.
-    assert_eq!(
-        vases::apply(&world.app, &heartbeat(id, 1, &world), CORRELATION)
-            .await
-            .unwrap(),
-        Applied::StaleHeartbeat
-    );
-    assert_eq!(
-        vases::apply(&world.app, &heartbeat(id, 3, &world), CORRELATION)
-            .await
-            .unwrap(),
-        Applied::StaleHeartbeat
-    );
+    // In this order; the late and the duplicated heartbeats change nothing.
+    for (sent_minute, expected) in [
+        (2, Applied::CameOnline),
+        (3, Applied::Heartbeat),
+        (1, Applied::StaleHeartbeat),
+        (3, Applied::StaleHeartbeat),
+    ] {
+        assert_eq!(
+            apply(&world, &heartbeat(id, sent_minute, &world)).await,
+            expected,
+            "the heartbeat sent at minute {sent_minute}"
+        );
+    }
     let now = world.vase_now(id).await;
     assert_eq!(
         now.last_heartbeat_at,
@@ -85,27 +99,9 @@ async fn a_reading_scores_the_bouquet_in_the_vase_once() {
         bouquet_app::Replayable::Done(b) => b,
         other => panic!("{other:?}"),
     };
-    let reading = low_water(vase.vase_id, &world);
-    let applied = vases::apply(&world.app, &reading, CORRELATION)
-        .await
-        .unwrap();
-    assert_eq!(
-        applied,
-        Applied::LatestReading {
-            freshness_event: true
-        }
-    );
-    assert_eq!(
-        world.bouquet_now(bouquet.bouquet_id).await.freshness,
-        Some(85)
-    );
+    let reading = low_water_scores(&world, vase.vase_id, bouquet.bouquet_id, true).await;
     // The same reading redelivered (at-least-once queues): nothing changes.
-    assert_eq!(
-        vases::apply(&world.app, &reading, CORRELATION)
-            .await
-            .unwrap(),
-        Applied::DuplicateReading
-    );
+    assert_eq!(apply(&world, &reading).await, Applied::DuplicateReading);
 }
 
 /// Issue 38: a suspended shop's bouquet keeps its score, but no `BouquetFreshnessChanged`
@@ -125,20 +121,7 @@ async fn a_suspended_shops_bouquet_is_scored_without_an_announcement() {
     )
     .await
     .expect("an administrator suspends");
-    let reading = low_water(vase.vase_id, &world);
-    let applied = vases::apply(&world.app, &reading, CORRELATION)
-        .await
-        .unwrap();
-    assert_eq!(
-        applied,
-        Applied::LatestReading {
-            freshness_event: false
-        }
-    );
-    assert_eq!(
-        world.bouquet_now(bouquet.bouquet_id).await.freshness,
-        Some(85)
-    );
+    low_water_scores(&world, vase.vase_id, bouquet.bouquet_id, false).await;
     assert!(!world
         .events()
         .await
@@ -152,23 +135,19 @@ async fn a_silent_vase_is_taken_offline_once() {
     let vendor = world.vendor().await;
     let (quiet, chatty) = (world.vase_of(&vendor).await, world.vase_of(&vendor).await);
     for vase in [&quiet, &chatty] {
-        vases::apply(&world.app, &heartbeat(vase.vase_id, 0, &world), CORRELATION)
-            .await
-            .unwrap();
+        apply(&world, &heartbeat(vase.vase_id, 0, &world)).await;
     }
     let offline_after = Config::default().offline_after;
     world.advance(offline_after - Duration::from_secs(60));
-    vases::apply(
-        &world.app,
+    apply(
+        &world,
         &VaseMessage::Heartbeat {
             vase_id: chatty.vase_id,
             sent_at: world.now(),
             received_at: world.now(),
         },
-        CORRELATION,
     )
-    .await
-    .unwrap();
+    .await;
     world.advance(Duration::from_secs(120));
     let report = vases::sweep_offline(&world.app, world.now(), offline_after, CORRELATION)
         .await
