@@ -36,21 +36,27 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID  # noqa: E402
 from werkzeug.serving import make_server  # noqa: E402
 
 
+def serve_emulator(test):
+    """Starts moto and the emulator's WSGI app on a port of its own for one test, both stopped
+    by the test's cleanups; returns the app's endpoint."""
+    mock = mock_aws()
+    mock.start()
+    test.addCleanup(mock.stop)
+    werkzeug_log = logging.getLogger("werkzeug")
+    test.addCleanup(werkzeug_log.setLevel, werkzeug_log.level)
+    werkzeug_log.setLevel(logging.WARNING)
+    server = make_server("127.0.0.1", 0, emulator.wsgi_app(), threaded=True,
+                         request_handler=MotoRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    test.addCleanup(server.shutdown)
+    return f"http://127.0.0.1:{server.port}"
+
+
 class DynamoDBIsNotMotos(unittest.TestCase):
     """A DynamoDB client that reached moto lost AWS_ENDPOINT_URL_DYNAMODB: it is told so."""
 
     def setUp(self):
-        self.mock = mock_aws()
-        self.mock.start()
-        self.addCleanup(self.mock.stop)
-        werkzeug_log = logging.getLogger("werkzeug")
-        self.addCleanup(werkzeug_log.setLevel, werkzeug_log.level)
-        werkzeug_log.setLevel(logging.WARNING)
-        server = make_server("127.0.0.1", 0, emulator.wsgi_app(), threaded=True,
-                             request_handler=MotoRequestHandler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        self.addCleanup(server.shutdown)
-        self.endpoint = f"http://127.0.0.1:{server.port}"
+        self.endpoint = serve_emulator(self)
 
     def test_dynamodb_and_its_streams_are_refused_with_the_setting_to_fix(self):
         import botocore.exceptions
@@ -178,18 +184,9 @@ class S3PostPolicy(unittest.TestCase):
     def setUp(self):
         import botocore.config
 
-        self.mock = mock_aws()
-        self.mock.start()
-        self.addCleanup(self.mock.stop)
-        werkzeug_log = logging.getLogger("werkzeug")
-        self.addCleanup(werkzeug_log.setLevel, werkzeug_log.level)
-        werkzeug_log.setLevel(logging.WARNING)
-        server = make_server("127.0.0.1", 0, emulator.wsgi_app(), threaded=True,
-                             request_handler=MotoRequestHandler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        self.addCleanup(server.shutdown)
+        endpoint = serve_emulator(self)
         self.s3 = boto3.client("s3", region_name="eu-west-1",
-                               endpoint_url=f"http://127.0.0.1:{server.port}",
+                               endpoint_url=endpoint,
                                config=botocore.config.Config(signature_version="s3v4", s3={"addressing_style": "path"}))
         self.s3.create_bucket(Bucket="uploads",
                               CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})

@@ -160,6 +160,14 @@ def publish(vase, messages, tries=50):
         client.disconnect()
 
 
+def scored_by_a_reading(vase, bouquet_id, what):
+    """Publishes a full vase's reading of a minute ago and waits until `bouquet_id` (in the
+    vase) has a freshness score; `what` names the wait."""
+    publish(vase, [("telemetry", reading(water=100, offset_seconds=-60))])
+    eventually(lambda: call("GET", f"/v1/bouquets/{bouquet_id}", expect_status=200)["freshness"] is not None,
+               what)
+
+
 def eventually(probe, what, seconds=15):
     """Polls `probe` until it returns something true (asynchronous paths settle)."""
     deadline = time.monotonic() + seconds
@@ -222,6 +230,12 @@ class Shop:
         if vase_id:
             body["vaseId"] = vase_id
         return call("POST", f"/v1/vendors/{self.vendor_id}/bouquets", self.token, body, 201)
+
+    def listed(self, name, price):
+        """A new bouquet's id, once the anonymous catalogue lists it."""
+        bouquet_id = self.bouquet(name, price)["bouquetId"]
+        on_the_storefront(bouquet_id)
+        return bouquet_id
 
     def deliver_in_paris(self):
         """Delivery settings: France, Paris and its inner suburbs, every day, two weeks ahead."""
@@ -318,6 +332,26 @@ class Console(unittest.TestCase):
         page.get_by_role("button", name="Sign in (demo)").click()
         page.wait_for_function(f"document.body.dataset.role === '{role}'")
 
+    def page_at(self, route):
+        """A new page showing `route`, no one signed in."""
+        page = self.page()
+        self.open(page, route)
+        return page
+
+    def signed_in_at(self, route, role, user, vendor_id=None):
+        """A new page, signed in as `user` in `role`, showing `route`."""
+        page = self.page()
+        self.sign_in(page, role, user, vendor_id)
+        self.open(page, route)
+        return page
+
+    def live_vendor_page(self, shop, user):
+        """A new page, signed in as `shop`'s member `user`, showing `/vendor` subscribed to
+        the shop's channel."""
+        page = self.signed_in_at("/vendor", "vendor", user, shop.vendor_id)
+        self.subscribed(page, f"vendor:{shop.vendor_id}")
+        return page
+
     def fill_delivery(self, page, name="Camille Martin", postcode="75011"):
         """The checkout's delivery details; the date is the shop's first, already filled in."""
         page.get_by_label("Recipient's name").fill(name)
@@ -337,6 +371,12 @@ class Console(unittest.TestCase):
         self.open(page, "/cart")
         return page, user
 
+    def reserve(self, page):
+        """Reserves what is in the cart `page` shows and waits until the order's page is ready."""
+        page.locator("#reserve").click()
+        page.wait_for_url("**/#/orders/*")
+        page.wait_for_function("document.body.dataset.ready === 'yes'")
+
     def subscribed(self, page, channel):
         page.wait_for_function(
             "channel => (document.body.dataset.subscribed || '').split(' ').includes(channel)", arg=channel)
@@ -355,10 +395,7 @@ class Console(unittest.TestCase):
         bouquet = shop.bouquet("Peonies", "24.50")
         bouquet_id = bouquet["bouquetId"]
 
-        vendor = self.page()
-        self.sign_in(vendor, "vendor", "vendor-ann", shop.vendor_id)
-        self.open(vendor, "/vendor")
-        self.subscribed(vendor, f"vendor:{shop.vendor_id}")
+        vendor = self.live_vendor_page(shop, "vendor-ann")
 
         customer = self.page()
         alice = unique("alice")
@@ -439,10 +476,7 @@ class Console(unittest.TestCase):
     def test_an_edit_survives_a_live_update_and_a_stale_save_is_refused_visibly(self):
         shop = Shop()
         peonies = shop.bouquet("Peonies", "24.50")
-        vendor = self.page()
-        self.sign_in(vendor, "vendor", "vendor-eve", shop.vendor_id)
-        self.open(vendor, "/vendor")
-        self.subscribed(vendor, f"vendor:{shop.vendor_id}")
+        vendor = self.live_vendor_page(shop, "vendor-eve")
         price = vendor.locator(f"#price-{peonies['bouquetId']}")
         price.fill("31.00")
         # Another bouquet is listed meanwhile: the list follows, the typed price stays.
@@ -475,10 +509,7 @@ class Console(unittest.TestCase):
     def test_the_vendors_list_shows_a_sold_bouquet_as_sold_without_a_reload(self):
         shop = Shop()
         sold = shop.bouquet("Dahlias", "18.00")
-        vendor = self.page()
-        self.sign_in(vendor, "vendor", "vendor-fay", shop.vendor_id)
-        self.open(vendor, "/vendor")
-        self.subscribed(vendor, f"vendor:{shop.vendor_id}")
+        vendor = self.live_vendor_page(shop, "vendor-fay")
         row = vendor.locator(f'[data-bouquet="{sold["bouquetId"]}"]')
         expect(row).to_have_attribute("data-status", "available")
         buyer = mint("customer", unique("gus"))
@@ -496,17 +527,13 @@ class Console(unittest.TestCase):
 
     def test_a_photo_upload_shows_on_the_storefront_and_bad_files_are_refused_in_words(self):
         shop = Shop()
-        bouquet = shop.bouquet("Ranunculus", "16.00")["bouquetId"]
-        on_the_storefront(bouquet)
-        storefront = self.page()
-        self.open(storefront, "/")
+        bouquet = shop.listed("Ranunculus", "16.00")
+        storefront = self.page_at("/")
         card = storefront.locator(f'#catalogue [data-bouquet="{bouquet}"]')
         expect(card.locator(".photo.empty")).to_be_visible()
         self.subscribed(storefront, "catalogue")
 
-        vendor = self.page()
-        self.sign_in(vendor, "vendor", "vendor-ida", shop.vendor_id)
-        self.open(vendor, "/vendor")
+        vendor = self.signed_in_at("/vendor", "vendor", "vendor-ida", shop.vendor_id)
         row = vendor.locator(f'[data-bouquet="{bouquet}"]')
         row.get_by_label("Photo").set_input_files(
             {"name": "ranunculus.png", "mimeType": "image/png", "buffer": png(800, 600)})
@@ -548,10 +575,8 @@ class Console(unittest.TestCase):
 
     def test_an_administrator_suspends_a_shop_and_its_bouquets_leave_the_storefront_live(self):
         shop = Shop()
-        bouquet = shop.bouquet("Anemones", "21.00")["bouquetId"]
-        on_the_storefront(bouquet)
-        storefront = self.page()
-        self.open(storefront, "/")
+        bouquet = shop.listed("Anemones", "21.00")
+        storefront = self.page_at("/")
         card = storefront.locator(f'#catalogue [data-bouquet="{bouquet}"]')
         expect(card).to_be_visible()
         self.subscribed(storefront, "catalogue")
@@ -595,9 +620,7 @@ class Console(unittest.TestCase):
         user = unique("rita")
         buyer = mint("customer", user)
         order_id = shop.delivered(buyer, "Peonies")
-        customer = self.page()
-        self.sign_in(customer, "customer", user)
-        self.open(customer, f"/orders/{order_id}")
+        customer = self.signed_in_at(f"/orders/{order_id}", "customer", user)
         expect(customer.locator('#order-status [data-status="fulfilled"]')).to_be_visible()
         form = customer.locator("#review-form")
         # Without stars it is refused beside the field, the text kept.
@@ -644,15 +667,11 @@ class Console(unittest.TestCase):
         review_id = call("POST", f"/v1/orders/{order_id}/review", buyer,
                          {"stars": 5, "text": "Lovely tulips."}, 201)["reviewId"]
         # Its author reads the order meanwhile: the answer reaches it live, on its own channel.
-        author = self.page()
-        self.sign_in(author, "customer", sam)
-        self.open(author, f"/orders/{order_id}")
+        author = self.signed_in_at(f"/orders/{order_id}", "customer", sam)
         self.subscribed(author, "orders")
         expect(author.locator("#review")).to_contain_text("Lovely tulips.")
         on_sale = shop.bouquet("Irises", "31.00")["bouquetId"]
-        florist = self.page()
-        self.sign_in(florist, "vendor", unique("florist"), shop.vendor_id)
-        self.open(florist, f"/shops/{shop.vendor_id}")
+        florist = self.signed_in_at(f"/shops/{shop.vendor_id}", "vendor", unique("florist"), shop.vendor_id)
         self.subscribed(florist, "catalogue")
         expect(florist.get_by_role("heading", level=1)).to_have_text(shop.name)
         expect(florist.locator("#shop-delivery-area")).to_contain_text("Delivers to FR (postcodes starting 75, 92)")
@@ -673,17 +692,14 @@ class Console(unittest.TestCase):
         self.assertEqual(refused["code"], "review.already_answered")
         self.no_reload(florist)
         # Everyone reads the answer; no one else is offered a form.
-        reader = self.page()
-        self.open(reader, f"/shops/{shop.vendor_id}")
+        reader = self.page_at(f"/shops/{shop.vendor_id}")
         expect(reader.locator(f'[data-review="{review_id}"] [data-field="answer"]')).to_have_text("Thank you, come again!")
         expect(reader.get_by_label("Your answer")).to_have_count(0)
         expect(reader.get_by_label("Reason for hiding it")).to_have_count(0)
         self.subscribed(reader, "catalogue")
         # An administrator hides it with a reason: it leaves the page (live for the reader) and
         # the rating.
-        admin = self.page()
-        self.sign_in(admin, "admin", "admin-ada")
-        self.open(admin, f"/shops/{shop.vendor_id}")
+        admin = self.signed_in_at(f"/shops/{shop.vendor_id}", "admin", "admin-ada")
         hidden = admin.locator(f'#reviews [data-review="{review_id}"]')
         hidden.get_by_label("Reason for hiding it").fill("Names a member of staff.")
         hidden.get_by_role("button", name="Hide").click()
@@ -700,8 +716,7 @@ class Console(unittest.TestCase):
         orders = [shop.delivered(first, "Ranunculus"), shop.delivered(second, "Freesias")]
         rival = Shop().bouquet("Lilies", "714.50")["bouquetId"]
         on_the_storefront(on_sale, rival)
-        storefront = self.page()
-        self.open(storefront, "/")
+        storefront = self.page_at("/")
         self.subscribed(storefront, "catalogue")
         card = storefront.locator(f'#catalogue [data-bouquet="{on_sale}"]')
         rating = card.locator(".rating")
@@ -740,9 +755,7 @@ class Console(unittest.TestCase):
         user = unique("wren")
         buyer = mint("customer", user)
         order_id = shop.delivered(buyer, "Dahlias")
-        florist = self.page()
-        self.sign_in(florist, "vendor", unique("florist"), shop.vendor_id)
-        self.open(florist, "/vendor")
+        florist = self.signed_in_at("/vendor", "vendor", unique("florist"), shop.vendor_id)
         row = florist.locator(f'#vendor-delivered tr[data-order="{order_id}"]')
         row.get_by_label(re.compile("^Delivery photo")).set_input_files(
             {"name": "delivered.png", "mimeType": "image/png", "buffer": png(640, 480, seed=90)})
@@ -754,9 +767,7 @@ class Console(unittest.TestCase):
         expect(row.locator('form[data-attached="yes"]')).to_be_visible()
         expect(row).to_contain_text("A photo is attached")
         # Its customer sees it on the order page, loaded.
-        customer = self.page()
-        self.sign_in(customer, "customer", user)
-        self.open(customer, f"/orders/{order_id}")
+        customer = self.signed_in_at(f"/orders/{order_id}", "customer", user)
         expect(customer.get_by_role("img", name="Photo of the delivery")).to_be_visible()
         customer.wait_for_function(
             "() => { const i = document.querySelector('#delivery-photo img'); return i && i.complete && i.naturalWidth > 0; }")
@@ -770,9 +781,7 @@ class Console(unittest.TestCase):
         other = unique("xena")
         call("GET", f"/v1/orders/{order_id}", mint("customer", other), expect_status=404)
         call("GET", f"/v1/orders/{order_id}", Shop(payouts=False).token, expect_status=404)
-        stranger = self.page()
-        self.sign_in(stranger, "customer", other)
-        self.open(stranger, f"/orders/{order_id}")
+        stranger = self.signed_in_at(f"/orders/{order_id}", "customer", other)
         expect(stranger.locator("#order-not-found")).to_be_visible()
         expect(stranger.get_by_role("img", name="Photo of the delivery")).to_have_count(0)
 
@@ -791,8 +800,7 @@ class Console(unittest.TestCase):
         shop.deliver_in_paris()
         bouquet = shop.bouquet("Freesias", "19.00")["bouquetId"]
         checked = []
-        anonymous = self.page()
-        self.open(anonymous, "/signin")
+        anonymous = self.page_at("/signin")
         checked.append(self.axe(anonymous, "sign-in"))
         customer = self.page()
         self.sign_in(customer, "customer", "customer-axe")
@@ -819,16 +827,12 @@ class Console(unittest.TestCase):
         self.open(customer, f"/shops/{shop.vendor_id}")
         expect(customer.locator(f'[data-review="{review_id}"]')).to_be_visible()
         checked.append(self.axe(customer, "shop"))
-        vendor = self.page()
-        self.sign_in(vendor, "vendor", "vendor-axe", shop.vendor_id)
-        self.open(vendor, "/vendor")
+        vendor = self.signed_in_at("/vendor", "vendor", "vendor-axe", shop.vendor_id)
         checked.append(self.axe(vendor, "vendor console"))
         self.open(vendor, f"/shops/{shop.vendor_id}")
         expect(vendor.get_by_label("Your answer")).to_be_visible()
         checked.append(self.axe(vendor, "shop, for its florist"))
-        admin = self.page()
-        self.sign_in(admin, "admin", "admin-axe")
-        self.open(admin, "/admin")
+        admin = self.signed_in_at("/admin", "admin", "admin-axe")
         checked.append(self.axe(admin, "shops"))
         self.open(admin, f"/shops/{shop.vendor_id}")
         expect(admin.get_by_label("Reason for hiding it")).to_be_visible()
@@ -848,9 +852,7 @@ class Console(unittest.TestCase):
         shop = Shop()
         shop.deliver_in_paris()
         bouquet = shop.bouquet("Lisianthus", "27.00")["bouquetId"]
-        customer = self.page()
-        self.sign_in(customer, "customer", unique("kim"))
-        self.open(customer, "/")
+        customer = self.signed_in_at("/", "customer", unique("kim"))
         self.tab_to(customer, f'[data-bouquet="{bouquet}"] button[aria-label^="Add to cart"]')
         customer.keyboard.press("Enter")
         expect(customer.locator(f'[data-bouquet="{bouquet}"]').get_by_role("status")).to_have_text("In your cart.")
@@ -870,9 +872,7 @@ class Console(unittest.TestCase):
         customer.keyboard.press("Enter")
         expect(customer.locator('#order-status [data-status="paid"]')).to_be_visible()
 
-        florist = self.page()
-        self.sign_in(florist, "vendor", "vendor-kim", shop.vendor_id)
-        self.open(florist, "/vendor")
+        florist = self.signed_in_at("/vendor", "vendor", "vendor-kim", shop.vendor_id)
         previous = None
         for step, status in [("Accept", "accepted"), ("Out for delivery", "out_for_delivery"), ("Fulfil", "fulfilled")]:
             # The board redraws on each step's live event: wait for it, so Enter reaches a
@@ -927,8 +927,7 @@ class Console(unittest.TestCase):
         shop = Shop()
         wanted = shop.bouquet("Proteas", "777.00")["bouquetId"]
         dearer = shop.bouquet("Orchids", "888.00")["bouquetId"]
-        page = self.page()
-        self.open(page, "/")
+        page = self.page_at("/")
         filters = page.get_by_role("form", name="Filter the bouquets")
         filters.get_by_label("From").fill("776")
         filters.get_by_label("To").fill("778")
@@ -953,12 +952,9 @@ class Console(unittest.TestCase):
         shop = Shop()
         vase = shop.vase()
         fresh = shop.bouquet("Dahlias", "612.00", vase["vaseId"])["bouquetId"]
-        publish(vase, [("telemetry", reading(water=100, offset_seconds=-60))])
-        eventually(lambda: call("GET", f"/v1/bouquets/{fresh}", expect_status=200)["freshness"] is not None,
-                   "the reading gave the bouquet a score")
+        scored_by_a_reading(vase, fresh, "the reading gave the bouquet a score")
         unscored = shop.bouquet("Asters", "612.50")["bouquetId"]
-        page = self.page()
-        self.open(page, "/")
+        page = self.page_at("/")
         filters = page.get_by_role("form", name="Filter the bouquets")
         # A price range only this shop's bouquets are in, so the order is theirs alone.
         filters.get_by_label("From").fill("611")
@@ -999,8 +995,7 @@ class Console(unittest.TestCase):
         bouquet_id = shop.bouquet("Ranunculus", "19.00")["bouquetId"]
         email = f"{unique('flo')}@example.com"
         password = "Correct-horse-battery-9"
-        page = self.page()
-        self.open(page, "/signin")
+        page = self.page_at("/signin")
         page.locator("#signup-email").fill(email)
         page.locator("#signup-password").fill(password)
         page.get_by_role("button", name="Create account").click()
@@ -1016,9 +1011,7 @@ class Console(unittest.TestCase):
         page.locator(f'[data-bouquet="{bouquet_id}"]').get_by_role("button", name=re.compile(r"^Add to cart: .+$")).click()
         expect(page.locator("#notice")).to_contain_text("is in your cart")
         self.open(page, "/cart")
-        page.locator("#reserve").click()
-        page.wait_for_url("**/#/orders/*")
-        page.wait_for_function("document.body.dataset.ready === 'yes'")
+        self.reserve(page)
         self.fill_delivery(page)
         page.get_by_label("Card").select_option("tok_visa")
         page.locator("#pay").click()
@@ -1078,8 +1071,7 @@ class Console(unittest.TestCase):
         self.assertTrue(any("script-src" in text for text in refused), refused)
 
     def test_the_api_reference_renders_the_published_document(self):
-        page = self.page()
-        self.open(page, "/")
+        page = self.page_at("/")
         page.get_by_role("link", name="API reference").click()
         page.wait_for_url("**/docs/")
         expect(page.get_by_role("heading", name=re.compile("^Bouquet marketplace API"))).to_be_visible()
@@ -1090,9 +1082,7 @@ class Console(unittest.TestCase):
         shop = Shop()
         bouquet_id = shop.bouquet("Tulips")["bouquetId"]
         customer, _ = self.at_the_cart_with(bouquet_id, "bob")
-        customer.locator("#reserve").click()
-        customer.wait_for_url("**/#/orders/*")
-        customer.wait_for_function("document.body.dataset.ready === 'yes'")
+        self.reserve(customer)
         self.fill_delivery(customer, name="Dora Bell")
         customer.get_by_label("Card").select_option("tok_decline")
         customer.locator("#pay").click()
@@ -1110,9 +1100,7 @@ class Console(unittest.TestCase):
         shop = Shop()
         bouquet_id = shop.bouquet("Freesias")["bouquetId"]
         customer, _ = self.at_the_cart_with(bouquet_id, "gina")
-        customer.locator("#reserve").click()
-        customer.wait_for_url("**/#/orders/*")
-        customer.wait_for_function("document.body.dataset.ready === 'yes'")
+        self.reserve(customer)
         customer.evaluate("window.__sameDocument = true")
         self.subscribed(customer, "orders")
         self.fill_delivery(customer)
@@ -1132,9 +1120,7 @@ class Console(unittest.TestCase):
         buyer = mint("customer", unique("buyer"))
         refused = call("POST", "/v1/orders", buyer, {"bouquetIds": [bouquet_id]}, 409)
         self.assertEqual(refused["code"], "vendor.payouts_not_ready")
-        florist = self.page()
-        self.sign_in(florist, "vendor", unique("florist"), shop.vendor_id)
-        self.open(florist, "/vendor")
+        florist = self.signed_in_at("/vendor", "vendor", unique("florist"), shop.vendor_id)
         florist.get_by_role("button", name="Set up or check payouts").click()
         # The provider's own page (simulated locally), then back to the console.
         florist.wait_for_url(re.compile(r"/local/connect/acct_sim_"))
@@ -1152,10 +1138,7 @@ class Console(unittest.TestCase):
         bouquet_id = shop.bouquet("Peonies", "24.50")["bouquetId"]
         # The florist prices delivery (a zone for Paris) and sets its VAT through the form; a
         # zone it cannot price is refused beside the zones, with its line.
-        florist = self.page()
-        self.sign_in(florist, "vendor", unique("florist"), shop.vendor_id)
-        self.open(florist, "/vendor")
-        self.subscribed(florist, f"vendor:{shop.vendor_id}")
+        florist = self.live_vendor_page(shop, unique("florist"))
         form = florist.locator("form#delivery-settings")
         form.get_by_label("Standard delivery fee").fill("6")
         form.get_by_label("Same-day surcharge").fill("5")
@@ -1245,9 +1228,7 @@ class Console(unittest.TestCase):
         total = paid["total"]["amount"]
         today = datetime.now(timezone.utc).date().isoformat()
 
-        florist = self.page()
-        self.sign_in(florist, "vendor", unique("florist"), shop.vendor_id)
-        self.open(florist, "/vendor")
+        florist = self.signed_in_at("/vendor", "vendor", unique("florist"), shop.vendor_id)
         earnings = florist.locator("#earnings")
         row = earnings.locator(f'#earnings-days tbody tr[data-date="{today}"]')
         # The projection adds the sale a moment after the payment: ask again until it is there.
@@ -1279,9 +1260,7 @@ class Console(unittest.TestCase):
         self.shot(florist, "earnings")
 
         # The administrators read the commission per day and shop, the shop by its name.
-        admin = self.page()
-        self.sign_in(admin, "admin", "admin-ada")
-        self.open(admin, "/admin")
+        admin = self.signed_in_at("/admin", "admin", "admin-ada")
         commission = admin.locator(f'#commission tr[data-date="{today}"][data-shop="{shop.vendor_id}"]')
         expect(commission).to_have_attribute("data-amount", "6.00")
         expect(commission).to_contain_text(shop.name)
@@ -1290,12 +1269,9 @@ class Console(unittest.TestCase):
         shop = Shop()
         vase = shop.vase()
         bouquet_id = shop.bouquet("Roses", "49.00", vase["vaseId"])["bouquetId"]
-        publish(vase, [("telemetry", reading(water=100, offset_seconds=-60))])
-        eventually(lambda: call("GET", f"/v1/bouquets/{bouquet_id}", expect_status=200)["freshness"] is not None,
-                   "the first reading gave the bouquet a score")
+        scored_by_a_reading(vase, bouquet_id, "the first reading gave the bouquet a score")
         on_the_storefront(bouquet_id)
-        shopper = self.page()
-        self.open(shopper, "/")
+        shopper = self.page_at("/")
         self.subscribed(shopper, "catalogue")
         badge = shopper.locator(f'[data-bouquet="{bouquet_id}"] [data-freshness]')
         before = badge.get_attribute("data-freshness")

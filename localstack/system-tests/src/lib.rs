@@ -113,53 +113,42 @@ pub trait Outcome {
     /// Asserts the status and the problem code, showing the body when they are not.
     #[track_caller]
     fn assert_code(&self, status: u16, code: &str) {
-        assert_eq!(
-            self.status_and_code(),
-            (status, Some(code)),
-            "{}",
-            self.body_json()
-        );
+        assert_pair(self.status_and_code(), (status, code), self.body_json());
     }
 
     /// Asserts the status and the body's `status`, showing the body when they are not.
     #[track_caller]
     fn assert_state(&self, status: u16, state: &str) {
-        assert_eq!(
-            self.status_and_state(),
-            (status, Some(state)),
-            "{}",
-            self.body_json()
-        );
+        assert_pair(self.status_and_state(), (status, state), self.body_json());
     }
 }
 
-impl Outcome for ApiResponse {
-    fn status_and_code(&self) -> (u16, Option<&str>) {
-        (self.status, self.code())
-    }
-
-    fn status_and_state(&self) -> (u16, Option<&str>) {
-        (self.status, self.body["status"].as_str())
-    }
-
-    fn body_json(&self) -> &Value {
-        &self.body
-    }
+/// Asserts an answer's status and one of its strings, showing its body when they are not.
+#[track_caller]
+fn assert_pair(actual: (u16, Option<&str>), (status, expected): (u16, &str), body: &Value) {
+    assert_eq!(actual, (status, Some(expected)), "{body}");
 }
 
-impl Outcome for http_client::HttpReply {
-    fn status_and_code(&self) -> (u16, Option<&str>) {
-        (self.status, self.code())
-    }
+/// Implements [`Outcome`] for answers with a `status`, a `body` and a `code()`.
+macro_rules! outcome_of {
+    ($($answer:ty),*) => {$(
+        impl Outcome for $answer {
+            fn status_and_code(&self) -> (u16, Option<&str>) {
+                (self.status, self.code())
+            }
 
-    fn status_and_state(&self) -> (u16, Option<&str>) {
-        (self.status, self.body["status"].as_str())
-    }
+            fn status_and_state(&self) -> (u16, Option<&str>) {
+                (self.status, self.body["status"].as_str())
+            }
 
-    fn body_json(&self) -> &Value {
-        &self.body
-    }
+            fn body_json(&self) -> &Value {
+                &self.body
+            }
+        }
+    )*};
 }
+
+outcome_of!(ApiResponse, http_client::HttpReply);
 
 /// The local API at `api` called with `authorization` (the header's value, a bearer token):
 /// one line a request.
@@ -393,6 +382,25 @@ pub fn account_report(account: &str, vendor_id: &str, enabled: bool, created: i6
         .header("stripe-signature", &signature)
 }
 
+/// The kinds of function a test runs with an event of its own, by what triggers them.
+#[derive(Clone, Copy)]
+enum Trigger {
+    Scheduled,
+    Operator,
+    Event,
+}
+
+impl Trigger {
+    /// What a failure calls this kind of function, and the functions of this kind.
+    fn functions(self) -> (&'static str, &'static [&'static str]) {
+        match self {
+            Trigger::Scheduled => ("scheduled", in_process::SCHEDULED_FUNCTIONS),
+            Trigger::Operator => ("operator", in_process::OPERATOR_FUNCTIONS),
+            Trigger::Event => ("event", in_process::EVENT_FUNCTIONS),
+        }
+    }
+}
+
 pub struct TestCloud {
     pub app: App,
     /// `register-vase`'s IoT Core: the emulator's, with a test vase policy.
@@ -614,53 +622,29 @@ impl TestCloud {
     /// Runs the scheduled function `binary` with another app (e.g. another clock).
     pub async fn run_scheduled_with(&self, binary: &str, app: App) -> Value {
         let event = event_fixture(binary);
-        Self::run_listed(
-            in_process::SCHEDULED_FUNCTIONS,
-            "scheduled",
-            binary,
-            self.in_process(app),
-            event,
-        )
-        .await
+        self.run_listed(Trigger::Scheduled, binary, app, event)
+            .await
     }
 
     /// Runs the function `binary` that an operator invokes, with `payload`.
     pub async fn run_operator_function(&self, binary: &str, payload: Value) -> Value {
-        let functions = self.in_process(self.app.clone());
-        Self::run_listed(
-            in_process::OPERATOR_FUNCTIONS,
-            "operator",
-            binary,
-            functions,
-            payload,
-        )
-        .await
+        let app = self.app.clone();
+        self.run_listed(Trigger::Operator, binary, app, payload)
+            .await
     }
 
     /// Runs the EventBridge-triggered function `binary` with `event`.
     pub async fn run_event_function(&self, binary: &str, event: Value) -> Value {
-        let functions = self.in_process(self.app.clone());
-        Self::run_listed(
-            in_process::EVENT_FUNCTIONS,
-            "event",
-            binary,
-            functions,
-            event,
-        )
-        .await
+        let app = self.app.clone();
+        self.run_listed(Trigger::Event, binary, app, event).await
     }
 
-    /// Runs `binary`, which must be one of `listed` (the `kind` of function a test asked
-    /// for), with `event`; panics when it fails.
-    async fn run_listed(
-        listed: &[&str],
-        kind: &str,
-        binary: &str,
-        functions: InProcess,
-        event: Value,
-    ) -> Value {
+    /// Runs `binary`, which must be one of the functions of `trigger` (the kind of function a
+    /// test asked for), on `app` with `event`; panics when it fails.
+    async fn run_listed(&self, trigger: Trigger, binary: &str, app: App, event: Value) -> Value {
+        let (kind, listed) = trigger.functions();
         assert!(listed.contains(&binary), "no {kind} function {binary}");
-        in_process::run_event_function(binary, &functions, event)
+        in_process::run_event_function(binary, &self.in_process(app), event)
             .await
             .unwrap_or_else(|e| panic!("the {kind} function {binary} fails: {e:?}"))
     }
@@ -803,6 +787,18 @@ impl TestCloud {
     /// The stored status of bouquet `bouquet_id`.
     pub async fn bouquet_status(&self, bouquet_id: &str) -> Option<String> {
         self.status_of(&format!("BOUQUET#{bouquet_id}")).await
+    }
+
+    /// Asserts the stored status of order `order_id` is `expected`.
+    pub async fn assert_order_status(&self, order_id: &str, expected: &str) {
+        let status = self.order_status(order_id).await;
+        assert_eq!(status.as_deref(), Some(expected), "order {order_id}");
+    }
+
+    /// Asserts the stored status of bouquet `bouquet_id` is `expected`.
+    pub async fn assert_bouquet_status(&self, bouquet_id: &str, expected: &str) {
+        let status = self.bouquet_status(bouquet_id).await;
+        assert_eq!(status.as_deref(), Some(expected), "bouquet {bouquet_id}");
     }
 
     /// The status attribute of the item with partition key `pk`.

@@ -99,6 +99,13 @@ fn record(journal: &Shared, route: &str, answer: &Answer, tries: u32) {
         .push(answer.took.as_secs_f64() * 1000.0);
 }
 
+/// A set-up step: `token` posts `body` to `path` (under a fresh idempotency key, repeated while
+/// the answer is transient); the final answer.
+async fn set_up(api: &Api, token: &str, path: &str, body: &Value) -> Answer {
+    let (answer, _) = api.post(path, Some(token), None, Some(body)).await;
+    answer
+}
+
 /// Sets up vendors, bouquets and vases, runs every actor until the plan's duration is over,
 /// and returns the journal with each customer's socket still open (close them with
 /// [`Running::close`] before the audit counts connections).
@@ -108,20 +115,15 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
     let admin = blackbox::local_token("admin", "soak-admin", None);
     let mut vendors = Vec::new();
     for v in 0..plan.vendors {
-        let (created, _) = api
-            .post(
-                "/v1/vendors",
-                Some(&admin),
-                None,
-                Some(&json!({ "name": format!("Soak florist {v}") })),
-            )
-            .await;
+        let florist = json!({ "name": format!("Soak florist {v}") });
+        let created = set_up(&api, &admin, "/v1/vendors", &florist).await;
         let vendor_id = created.body["vendorId"]
             .as_str()
             .ok_or_else(|| format!("creating a vendor: {created:?}"))?
             .to_owned();
         let token = blackbox::local_token("vendor", &format!("soak-vendor-{v}"), Some(&vendor_id));
         api.onboard_payouts_locally(&token, &vendor_id).await?;
+        let shop = format!("/v1/vendors/{vendor_id}");
         // Delivery costs money and carries VAT (issue 41): half the shops price Paris (75) apart,
         // so the auditor sees zone fees and standard fees both in the totals it checks.
         let zones = if v % 2 == 0 {
@@ -139,7 +141,7 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
         let (saved, _) = api
             .send_retried(
                 "PUT",
-                &format!("/v1/vendors/{vendor_id}/delivery-settings"),
+                &format!("{shop}/delivery-settings"),
                 Some(&token),
                 &[],
                 Some(&settings),
@@ -150,18 +152,12 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
         }
         let mut bouquets = Vec::new();
         for b in 0..plan.bouquets_per_vendor {
-            let (listed, _) = api
-                .post(
-                    &format!("/v1/vendors/{vendor_id}/bouquets"),
-                    Some(&token),
-                    None,
-                    Some(&json!({
-                        "name": format!("Bouquet {v}-{b}"),
-                        "description": "Roses and eucalyptus",
-                        "price": { "amount": format!("{}.50", 10 + b), "currency": "EUR" }
-                    })),
-                )
-                .await;
+            let listing = json!({
+                "name": format!("Bouquet {v}-{b}"),
+                "description": "Roses and eucalyptus",
+                "price": { "amount": format!("{}.50", 10 + b), "currency": "EUR" }
+            });
+            let listed = set_up(&api, &token, &format!("{shop}/bouquets"), &listing).await;
             bouquets.push(
                 listed.body["bouquetId"]
                     .as_str()
@@ -171,14 +167,7 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
         }
         let mut vases = Vec::new();
         for _ in 0..plan.vases_per_vendor {
-            let (registered, _) = api
-                .post(
-                    &format!("/v1/vendors/{vendor_id}/vases"),
-                    Some(&token),
-                    None,
-                    Some(&json!({})),
-                )
-                .await;
+            let registered = set_up(&api, &token, &format!("{shop}/vases"), &json!({})).await;
             let vase = (
                 registered.body["vase"]["vaseId"].as_str(),
                 registered.body["certificatePem"].as_str(),
@@ -453,6 +442,13 @@ fn listen(
     })
 }
 
+/// `token`'s customer reserves the bouquets `wanted`, under the idempotency key `key`.
+async fn reserve(api: &Api, token: &str, key: &str, wanted: &[String]) -> (Answer, u32) {
+    let body = json!({ "bouquetIds": wanted });
+    api.post("/v1/orders", Some(token), Some(key), Some(&body))
+        .await
+}
+
 async fn customer_actor(
     api: Api,
     customer: String,
@@ -482,25 +478,11 @@ async fn customer_actor(
             }
         }
         let key = blackbox::key();
-        let (reserved, tries) = api
-            .post(
-                "/v1/orders",
-                Some(&token),
-                Some(&key),
-                Some(&json!({ "bouquetIds": wanted })),
-            )
-            .await;
+        let (reserved, tries) = reserve(&api, &token, &key, &wanted).await;
         record(&journal, "reserve", &reserved, tries);
         // Now and then the same request again, as a client that lost the answer.
         if reserved.status == 201 && rng.random_bool(0.1) {
-            let (again, tries) = api
-                .post(
-                    "/v1/orders",
-                    Some(&token),
-                    Some(&key),
-                    Some(&json!({ "bouquetIds": wanted })),
-                )
-                .await;
+            let (again, tries) = reserve(&api, &token, &key, &wanted).await;
             record(&journal, "reserve (repeated key)", &again, tries);
             if again.body["orderId"] != reserved.body["orderId"] {
                 return Err(format!(
@@ -521,7 +503,10 @@ async fn customer_actor(
             .or_default()
             .push(order.clone());
         match rng.random_range(0..100) {
-            0..75 => pay(&api, &token, &customer, &order, &mut rng, &journal).await,
+            0..75 => {
+                give_delivery(&api, &token, &customer, &order, &mut rng, &journal).await;
+                pay(&api, &token, &order, &mut rng, &journal).await
+            }
             75..92 => {
                 let (cancelled, tries) = api
                     .post(
@@ -550,6 +535,24 @@ async fn customer_actor(
     Ok(())
 }
 
+/// `token`'s customer pays `order` with `card`, under `key` (or a fresh idempotency key).
+async fn pay_with(
+    api: &Api,
+    token: &str,
+    order: &str,
+    card: &str,
+    key: Option<&str>,
+) -> (Answer, u32) {
+    let body = json!({ "paymentToken": card });
+    api.post(
+        &format!("/v1/orders/{order}/payment"),
+        Some(token),
+        key,
+        Some(&body),
+    )
+    .await
+}
+
 /// The checkout's delivery details, each customer's own (the auditor looks for them where
 /// they must not be); now and then a customer first tries to pay without them and is refused.
 /// `customer` (signed in with `token`) gives `order` its delivery details, mail to the address
@@ -563,14 +566,7 @@ async fn give_delivery(
     journal: &Shared,
 ) {
     if rng.random_bool(0.05) {
-        let (refused, tries) = api
-            .post(
-                &format!("/v1/orders/{order}/payment"),
-                Some(token),
-                None,
-                Some(&json!({ "paymentToken": "tok_visa" })),
-            )
-            .await;
+        let (refused, tries) = pay_with(api, token, order, "tok_visa", None).await;
         record(journal, "pay without delivery details", &refused, tries);
     }
     let tomorrow = bouquet_app::domain::delivery::date_after(
@@ -598,15 +594,8 @@ async fn give_delivery(
     record(journal, "delivery details", &given, tries);
 }
 
-async fn pay(
-    api: &Api,
-    token: &str,
-    customer: &str,
-    order: &str,
-    rng: &mut StdRng,
-    journal: &Shared,
-) {
-    give_delivery(api, token, customer, order, rng, journal).await;
+/// `order`, its delivery details given, paid with a card drawn from `rng`.
+async fn pay(api: &Api, token: &str, order: &str, rng: &mut StdRng, journal: &Shared) {
     let card = match rng.random_range(0..100) {
         0..55 => "tok_visa",
         55..67 => "tok_decline",
@@ -616,14 +605,7 @@ async fn pay(
     };
     let key = blackbox::key();
     for attempt in 0..2 {
-        let (paid, tries) = api
-            .post(
-                &format!("/v1/orders/{order}/payment"),
-                Some(token),
-                Some(&key),
-                Some(&json!({ "paymentToken": card })),
-            )
-            .await;
+        let (paid, tries) = pay_with(api, token, order, card, Some(&key)).await;
         record(journal, &format!("pay {card}"), &paid, tries);
         // The bank's answer to 3-D Secure, as the console's prompt gives it (locally the dev
         // stack's simulated bank, then the PSP's webhook); now and then never.
@@ -731,32 +713,24 @@ async fn vendor_actor(
             continue;
         };
         // A few bouquets are withdrawn during the soak; the rest are edited.
-        let (route, answer) = if withdrawn < 3 && rng.random_bool(0.05) {
+        let (route, method, body) = if withdrawn < 3 && rng.random_bool(0.05) {
             withdrawn += 1;
-            let (answer, tries) = api
-                .send_retried(
-                    "DELETE",
-                    &format!("/v1/bouquets/{bouquet}"),
-                    Some(&vendor.token),
-                    &[("if-match", &etag)],
-                    None,
-                )
-                .await;
-            ("withdraw", (answer, tries))
+            ("withdraw", "DELETE", None)
         } else {
             let cents = rng.random_range(0..100);
-            let (answer, tries) = api
-                .send_retried(
-                    "PATCH",
-                    &format!("/v1/bouquets/{bouquet}"),
-                    Some(&vendor.token),
-                    &[("if-match", &etag)],
-                    Some(&json!({ "description": format!("Edited at {cents}") })),
-                )
-                .await;
-            ("edit", (answer, tries))
+            let edit = json!({ "description": format!("Edited at {cents}") });
+            ("edit", "PATCH", Some(edit))
         };
-        record(&journal, route, &answer.0, answer.1);
+        let (answer, tries) = api
+            .send_retried(
+                method,
+                &format!("/v1/bouquets/{bouquet}"),
+                Some(&vendor.token),
+                &[("if-match", &etag)],
+                body.as_ref(),
+            )
+            .await;
+        record(&journal, route, &answer, tries);
         tokio::time::sleep(Duration::from_millis(rng.random_range(200..800))).await;
     }
     Ok(())

@@ -38,6 +38,14 @@ fn failed<E: std::error::Error + Send + Sync + 'static>(
     move |error| IotError::new(operation, error)
 }
 
+/// Sends a request whose answer the registry has no use for: only whether it succeeded.
+async fn sent_for_effect<O, E: std::error::Error + Send + Sync + 'static>(
+    operation: &'static str,
+    request: impl std::future::Future<Output = Result<O, E>>,
+) -> Result<(), IotError> {
+    request.await.map(|_| ()).map_err(failed(operation))
+}
+
 #[async_trait::async_trait]
 impl DeviceRegistry for AwsDeviceRegistry {
     async fn data_endpoint(&self) -> Result<String, IotError> {
@@ -107,14 +115,12 @@ impl DeviceRegistry for AwsDeviceRegistry {
     }
 
     async fn attach_policy(&self, policy: &str, certificate_arn: &str) -> Result<(), IotError> {
-        self.client
+        let request = self
+            .client
             .attach_policy()
             .policy_name(policy)
-            .target(certificate_arn)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(failed("AttachPolicy"))
+            .target(certificate_arn);
+        sent_for_effect("AttachPolicy", request.send()).await
     }
 
     async fn attach_thing_principal(
@@ -122,14 +128,12 @@ impl DeviceRegistry for AwsDeviceRegistry {
         thing: &str,
         certificate_arn: &str,
     ) -> Result<(), IotError> {
-        self.client
+        let request = self
+            .client
             .attach_thing_principal()
             .thing_name(thing)
-            .principal(certificate_arn)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(failed("AttachThingPrincipal"))
+            .principal(certificate_arn);
+        sent_for_effect("AttachThingPrincipal", request.send()).await
     }
 
     async fn detach_thing_principal(
@@ -137,25 +141,21 @@ impl DeviceRegistry for AwsDeviceRegistry {
         thing: &str,
         certificate_arn: &str,
     ) -> Result<(), IotError> {
-        self.client
+        let request = self
+            .client
             .detach_thing_principal()
             .thing_name(thing)
-            .principal(certificate_arn)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(failed("DetachThingPrincipal"))
+            .principal(certificate_arn);
+        sent_for_effect("DetachThingPrincipal", request.send()).await
     }
 
     async fn detach_policy(&self, policy: &str, certificate_arn: &str) -> Result<(), IotError> {
-        self.client
+        let request = self
+            .client
             .detach_policy()
             .policy_name(policy)
-            .target(certificate_arn)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(failed("DetachPolicy"))
+            .target(certificate_arn);
+        sent_for_effect("DetachPolicy", request.send()).await
     }
 
     async fn delete_certificate(&self, certificate_id: &str) -> Result<(), IotError> {
@@ -166,23 +166,16 @@ impl DeviceRegistry for AwsDeviceRegistry {
             .send()
             .await
             .map_err(failed("UpdateCertificate"))?;
-        self.client
+        let request = self
+            .client
             .delete_certificate()
-            .certificate_id(certificate_id)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(failed("DeleteCertificate"))
+            .certificate_id(certificate_id);
+        sent_for_effect("DeleteCertificate", request.send()).await
     }
 
     async fn delete_thing(&self, thing: &str) -> Result<(), IotError> {
-        self.client
-            .delete_thing()
-            .thing_name(thing)
-            .send()
-            .await
-            .map(|_| ())
-            .map_err(failed("DeleteThing"))
+        let request = self.client.delete_thing().thing_name(thing);
+        sent_for_effect("DeleteThing", request.send()).await
     }
 
     async fn thing_principals(&self, thing: &str) -> Result<Vec<String>, IotError> {

@@ -4,6 +4,9 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::{ChargeOutcome, ChargeRequest, GatewayError, Payout};
@@ -69,10 +72,7 @@ impl Ledger for MemoryLedger {
         request: &ChargeRequest,
         proposed: ChargeOutcome,
     ) -> Result<ChargeOutcome, GatewayError> {
-        let mut outcomes = self
-            .outcomes
-            .lock()
-            .map_err(|_| GatewayError::Unavailable("ledger poisoned".into()))?;
+        let mut outcomes = self.outcomes.lock().map_err(poisoned)?;
         Ok(outcomes
             .entry(request.idempotency_key.clone())
             .or_insert(proposed)
@@ -105,7 +105,7 @@ impl Ledger for MemoryLedger {
         let mut found: Vec<Payout> = self
             .payouts
             .lock()
-            .map_err(|_| GatewayError::Unavailable("ledger poisoned".into()))?
+            .map_err(poisoned)?
             .iter()
             .filter(|(a, p)| a == account && (from..=to).contains(&p.arrival_date.as_str()))
             .map(|(_, p)| p.clone())
@@ -113,6 +113,10 @@ impl Ledger for MemoryLedger {
         found.sort_by(|a, b| a.arrival_date.cmp(&b.arrival_date));
         Ok(found)
     }
+}
+
+fn poisoned<T>(_: std::sync::PoisonError<T>) -> GatewayError {
+    GatewayError::Unavailable("ledger poisoned".into())
 }
 
 /// The marketplace table: one item per key (`pk = SIMPAY#{key}`), put on the condition that
@@ -160,6 +164,22 @@ impl TableLedger {
 
 fn unavailable(error: impl std::error::Error + Send + Sync + 'static) -> GatewayError {
     GatewayError::Unavailable(Box::new(error))
+}
+
+/// A conditional write's output, or `None` when DynamoDB refused it because its condition
+/// did not hold (`condition_failed` tells that refusal among the operation's errors).
+fn unless_condition_failed<T, E, R>(
+    result: Result<T, SdkError<E, R>>,
+    condition_failed: fn(&E) -> bool,
+) -> Result<Option<T>, GatewayError>
+where
+    SdkError<E, R>: std::error::Error + Send + Sync + 'static,
+{
+    match result {
+        Ok(output) => Ok(Some(output)),
+        Err(error) if error.as_service_error().is_some_and(condition_failed) => Ok(None),
+        Err(error) => Err(unavailable(error)),
+    }
 }
 
 fn text(item: &HashMap<String, AttributeValue>, name: &str) -> Option<String> {
@@ -301,17 +321,11 @@ impl TableLedger {
             .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
             .send()
             .await;
-        match result {
-            Ok(output) => Ok(output.attributes.as_ref().and_then(|a| text(a, "chargeId"))),
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(None)
-            }
-            Err(error) => Err(unavailable(error)),
-        }
+        let updated = unless_condition_failed(
+            result,
+            UpdateItemError::is_conditional_check_failed_exception,
+        )?;
+        Ok(updated.and_then(|output| output.attributes.as_ref().and_then(|a| text(a, "chargeId"))))
     }
 }
 
@@ -371,18 +385,16 @@ impl Ledger for TableLedger {
                 .item("chargeId", AttributeValue::S(intent_id.clone()))
                 .item("clientSecret", AttributeValue::S(client_secret.clone())),
         };
-        match put.send().await {
-            Ok(_) => Ok(proposed),
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                self.read(&request.idempotency_key).await?.ok_or_else(|| {
-                    GatewayError::Unavailable("simulated ledger: charge vanished".into())
-                })
-            }
-            Err(error) => Err(unavailable(error)),
+        let put = unless_condition_failed(
+            put.send().await,
+            PutItemError::is_conditional_check_failed_exception,
+        )?;
+        match put {
+            Some(_) => Ok(proposed),
+            // Another charge with this key was recorded first: its outcome stands.
+            None => self.read(&request.idempotency_key).await?.ok_or_else(|| {
+                GatewayError::Unavailable("simulated ledger: charge vanished".into())
+            }),
         }
     }
 
@@ -409,17 +421,11 @@ impl Ledger for TableLedger {
             .expression_attribute_values(":approved", AttributeValue::S("approved".into()))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(()),
-            // Nothing approved under this key: nothing to refund.
-            Err(error)
-                if error
-                    .as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
-            Err(error) => Err(unavailable(error)),
-        }
+        // `None`: nothing approved under this key, nothing to refund.
+        unless_condition_failed(
+            result,
+            UpdateItemError::is_conditional_check_failed_exception,
+        )?;
+        Ok(())
     }
 }

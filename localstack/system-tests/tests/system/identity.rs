@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use bouquet_app::directory::{DirectoryError, DirectoryUser, UserDirectory};
+
 use system_tests::http_client::HttpReply;
 use system_tests::identity::TestPool;
 use system_tests::{
@@ -35,6 +37,28 @@ async fn add_member(
             &json!({ "email": email }),
         )
         .await
+}
+
+/// This test's cloud with `pool` as its directory, and its local API trusting the pool's ID
+/// tokens.
+async fn cloud_with_pool() -> (TestCloud, TestPool, std::net::SocketAddr) {
+    let mut cloud = TestCloud::new().await;
+    let pool = TestPool::new().await;
+    cloud.directory = Arc::new(pool.directory());
+    let (api, _) = cloud.local_api_trusting(Some(&pool.pool)).await;
+    (cloud, pool, api)
+}
+
+/// How many users `pool` has.
+async fn pool_users(pool: &TestPool) -> usize {
+    let users = pool.client.list_users().user_pool_id(&pool.pool.id);
+    users.send().await.unwrap().users().len()
+}
+
+/// Signs `email` up to `pool` (no attributes) and confirms it, as its owner does.
+async fn confirmed(pool: &TestPool, email: &str) {
+    pool.sign_up(email, &[]).await.unwrap();
+    pool.confirm(email).await;
 }
 
 fn claim(token: &str, name: &str) -> Option<String> {
@@ -91,8 +115,7 @@ async fn a_customer_signs_up_and_orders_with_the_pools_id_token() {
     assert_eq!(access.status, 401, "{:?}", access.body);
     // A token of another pool (same keys on the emulator, other issuer) is refused.
     let other = TestPool::new().await;
-    other.sign_up("mallory@example.com", &[]).await.unwrap();
-    other.confirm("mallory@example.com").await;
+    confirmed(&other, "mallory@example.com").await;
     let (foreign, _) = other.sign_in("mallory@example.com").await;
     let refused = bearer(api, &format!("Bearer {foreign}"))
         .get("/v1/cart")
@@ -102,10 +125,7 @@ async fn a_customer_signs_up_and_orders_with_the_pools_id_token() {
 
 #[tokio::test]
 async fn an_admin_makes_a_user_a_vendors_member_and_nobody_grants_it_to_themselves() {
-    let mut cloud = TestCloud::new().await;
-    let pool = TestPool::new().await;
-    cloud.directory = Arc::new(pool.directory());
-    let (api, _) = cloud.local_api_trusting(Some(&pool.pool)).await;
+    let (_cloud, pool, api) = cloud_with_pool().await;
     let (vendor_id, _) = vendor_with_bouquet(api).await;
     let (other_vendor, _) = vendor_with_bouquet(api).await;
 
@@ -114,8 +134,7 @@ async fn an_admin_makes_a_user_a_vendors_member_and_nobody_grants_it_to_themselv
         .sign_up("eve@example.com", &[("custom:vendorId", &vendor_id)])
         .await;
     assert!(forged.unwrap_err().contains("NotAuthorizedException"));
-    pool.sign_up("flo@example.com", &[]).await.unwrap();
-    pool.confirm("flo@example.com").await;
+    confirmed(&pool, "flo@example.com").await;
     let (_, access) = pool.sign_in("flo@example.com").await;
     let self_promotion = pool
         .client
@@ -134,8 +153,7 @@ async fn an_admin_makes_a_user_a_vendors_member_and_nobody_grants_it_to_themselv
     assert_eq!(pool.user("flo@example.com").await.1, Vec::<String>::new());
 
     // An administrator of the pool (group admin) makes Flo a member: 200, updated.
-    pool.sign_up("ops@example.com", &[]).await.unwrap();
-    pool.confirm("ops@example.com").await;
+    confirmed(&pool, "ops@example.com").await;
     pool.client
         .admin_add_user_to_group()
         .user_pool_id(&pool.pool.id)
@@ -194,18 +212,9 @@ async fn an_admin_makes_a_user_a_vendors_member_and_nobody_grants_it_to_themselv
     assert_eq!(groups, vec!["vendor".to_owned()]);
 
     // Refusals change nothing in the pool.
-    let users_before = pool
-        .client
-        .list_users()
-        .user_pool_id(&pool.pool.id)
-        .send()
-        .await
-        .unwrap()
-        .users()
-        .len();
+    let users_before = pool_users(&pool).await;
     let customer = format!("Bearer {}", {
-        pool.sign_up("carl@example.com", &[]).await.unwrap();
-        pool.confirm("carl@example.com").await;
+        confirmed(&pool, "carl@example.com").await;
         pool.sign_in("carl@example.com").await.0
     });
     for (why, bearer, vendor, email, status, code) in [
@@ -258,24 +267,13 @@ async fn an_admin_makes_a_user_a_vendors_member_and_nobody_grants_it_to_themselv
             refused.body
         );
     }
-    let users_after = pool
-        .client
-        .list_users()
-        .user_pool_id(&pool.pool.id)
-        .send()
-        .await
-        .unwrap()
-        .users()
-        .len();
+    let users_after = pool_users(&pool).await;
     assert_eq!(users_after, users_before + 1, "only carl signed up");
 }
 
 #[tokio::test]
 async fn concurrent_invitations_of_one_email_make_one_user() {
-    let mut cloud = TestCloud::new().await;
-    let pool = TestPool::new().await;
-    cloud.directory = Arc::new(pool.directory());
-    let (api, _) = cloud.local_api_trusting(Some(&pool.pool)).await;
+    let (_cloud, pool, api) = cloud_with_pool().await;
     let (vendor_id, _) = vendor_with_bouquet(api).await;
     let admin = token("admin", "admin-1", None);
     let answers = futures::future::join_all(
@@ -289,14 +287,7 @@ async fn concurrent_invitations_of_one_email_make_one_user() {
         vec![200, 200, 200, 200, 200, 200, 200, 201],
         "{answers:?}"
     );
-    let users = pool
-        .client
-        .list_users()
-        .user_pool_id(&pool.pool.id)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(users.users().len(), 1);
+    assert_eq!(pool_users(&pool).await, 1);
     assert_eq!(
         pool.user("rush@example.com").await.1,
         vec!["vendor".to_owned()]
@@ -305,19 +296,14 @@ async fn concurrent_invitations_of_one_email_make_one_user() {
 
 #[tokio::test]
 async fn two_shops_racing_for_one_user_get_one_member_and_one_409() {
-    let mut cloud = TestCloud::new().await;
-    let pool = TestPool::new().await;
-    cloud.directory = Arc::new(pool.directory());
-    let (api, _) = cloud.local_api_trusting(Some(&pool.pool)).await;
+    let (_cloud, pool, api) = cloud_with_pool().await;
     let (shop_a, _) = vendor_with_bouquet(api).await;
     let (shop_b, _) = vendor_with_bouquet(api).await;
-    pool.sign_up("both@example.com", &[]).await.unwrap();
-    pool.confirm("both@example.com").await;
+    confirmed(&pool, "both@example.com").await;
     let admin = token("admin", "admin-1", None);
     for round in 0..4 {
         let email = format!("race{round}@example.com");
-        pool.sign_up(&email, &[]).await.unwrap();
-        pool.confirm(&email).await;
+        confirmed(&pool, &email).await;
         let (a, b) = tokio::join!(
             add_member(api, &admin, &shop_a, &email),
             add_member(api, &admin, &shop_b, &email)
@@ -337,10 +323,7 @@ async fn two_shops_racing_for_one_user_get_one_member_and_one_409() {
 
 #[tokio::test]
 async fn an_address_nobody_has_confirmed_names_no_member() {
-    let mut cloud = TestCloud::new().await;
-    let pool = TestPool::new().await;
-    cloud.directory = Arc::new(pool.directory());
-    let (api, _) = cloud.local_api_trusting(Some(&pool.pool)).await;
+    let (cloud, pool, api) = cloud_with_pool().await;
     let (shop, _) = vendor_with_bouquet(api).await;
     // Someone signs up with the florist's address but never enters the emailed code.
     pool.sign_up("florist@example.com", &[]).await.unwrap();
@@ -370,40 +353,22 @@ struct Flaky {
 }
 
 #[async_trait::async_trait]
-impl bouquet_app::directory::UserDirectory for Flaky {
-    async fn find(
-        &self,
-        email: &str,
-    ) -> Result<Option<bouquet_app::directory::DirectoryUser>, bouquet_app::directory::DirectoryError>
-    {
+impl UserDirectory for Flaky {
+    async fn find(&self, email: &str) -> Result<Option<DirectoryUser>, DirectoryError> {
         self.inner.find(email).await
     }
-    async fn invite(
-        &self,
-        email: &str,
-        vendor_id: &str,
-    ) -> Result<bouquet_app::directory::DirectoryUser, bouquet_app::directory::DirectoryError> {
+    async fn invite(&self, email: &str, vendor_id: &str) -> Result<DirectoryUser, DirectoryError> {
         self.inner.invite(email, vendor_id).await
     }
-    async fn set_vendor(
-        &self,
-        username: &str,
-        vendor_id: &str,
-    ) -> Result<(), bouquet_app::directory::DirectoryError> {
+    async fn set_vendor(&self, username: &str, vendor_id: &str) -> Result<(), DirectoryError> {
         self.inner.set_vendor(username, vendor_id).await
     }
-    async fn add_to_group(
-        &self,
-        username: &str,
-        group: &str,
-    ) -> Result<(), bouquet_app::directory::DirectoryError> {
+    async fn add_to_group(&self, username: &str, group: &str) -> Result<(), DirectoryError> {
         let left = self.failures.load(std::sync::atomic::Ordering::SeqCst);
         if left > 0 {
             self.failures
                 .store(left - 1, std::sync::atomic::Ordering::SeqCst);
-            return Err(bouquet_app::directory::DirectoryError::Unavailable(
-                "cut off".into(),
-            ));
+            return Err(DirectoryError::Unavailable("cut off".into()));
         }
         self.inner.add_to_group(username, group).await
     }

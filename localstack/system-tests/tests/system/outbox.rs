@@ -185,10 +185,73 @@ async fn subscribe(events: &aws_sdk_eventbridge::Client, stack: &str, bus: &str)
         .unwrap();
 }
 
-/// Polls the mapping until a poll finds nothing new.
+/// `get-vendor-analytics` of `vendor`, asked by its shop.
+async fn vendor_analytics(cloud: &TestCloud, vendor: &str) -> system_tests::ApiResponse {
+    let request = system_tests::ApiRequest::fixture("get-vendor-analytics").own_shop(vendor);
+    cloud.call("get-vendor-analytics", request).await
+}
+
+/// What the publisher's stream mapping sent to its on-failure destination, drained.
+async fn drained_on_failure(outbox: &Outbox) -> Vec<Value> {
+    let queue = outbox.mapping.on_failure_queue_url.clone().unwrap();
+    drain(&outbox.sqs, &queue).await
+}
+
+/// The function the template's analytics rule invokes.
+const ANALYTICS_PROJECTOR: &str = "project-vendor-analytics";
+
+/// The template's EventBridge rule of the [`ANALYTICS_PROJECTOR`] on the outbox's bus, as the
+/// dev stack runs it under a stack name of its own, invoking `invoke`; the template's `queues`
+/// are made first. Returns the target and the local names.
+async fn analytics_rule(
+    outbox: &Outbox,
+    queues: &[&str],
+    invoke: Invoke,
+) -> (devstack::rules::RuleTarget, Names) {
+    let template = Template::repository().unwrap();
+    let sdk = emulator_sdk_config().await;
+    let (function, event) = template_event(&template, "EventBridgeRule", ANALYTICS_PROJECTOR);
+    let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
+    let mut names = Names::new();
+    names.insert("MarketEventBus".into(), outbox.bus.clone());
+    system_tests::live::create_queues(&outbox.sqs, &template, &stack, queues, &mut names).await;
+    let target = devstack::rules::RuleTarget::create(
+        &template,
+        &names,
+        &stack,
+        &function.logical_id,
+        &function.binary,
+        &event,
+        invoke,
+        &sdk,
+    )
+    .await
+    .unwrap();
+    (target, names)
+}
+
+/// Asserts the first day of `analytics`: `sales` sales, `revenue` euros in all.
+#[track_caller]
+fn assert_first_day(analytics: &system_tests::ApiResponse, sales: u64, revenue: &str) {
+    let day = &analytics.body["days"][0];
+    assert_eq!(day["sales"], sales, "{}", analytics.body);
+    let euros = serde_json::json!([{ "amount": revenue, "currency": "EUR" }]);
+    assert_eq!(day["revenue"], euros, "{}", analytics.body);
+}
+
+/// Polls the mapping until a poll finds nothing new (20 polls at the most).
 async fn until_idle(mapping: &mut StreamMapping) -> Vec<devstack::streams::PollReport> {
+    polled_until_idle(mapping, 20).await
+}
+
+/// Polls the mapping until a poll finds nothing new, `polls` at the most; returns each
+/// poll's report.
+async fn polled_until_idle(
+    mapping: &mut StreamMapping,
+    polls: usize,
+) -> Vec<devstack::streams::PollReport> {
     let mut reports = Vec::new();
-    for _ in 0..20 {
+    for _ in 0..polls {
         let report = mapping.poll().await.unwrap();
         let idle = report.records == 0;
         reports.push(report);
@@ -202,11 +265,8 @@ async fn until_idle(mapping: &mut StreamMapping) -> Vec<devstack::streams::PollR
 #[tokio::test]
 async fn events_published_while_the_bus_is_gone_are_parked_whole_and_redriven_exactly_once() {
     let cloud = TestCloud::new().await;
-    let mut outbox = outbox(&cloud, None).await;
-    let sdk = emulator_sdk_config().await;
-    let events = aws_sdk_eventbridge::Client::new(&sdk);
     // The bus goes away: every PutEvents fails, for longer than every retry.
-    take_the_bus_away(&events, &outbox).await;
+    let (mut outbox, events) = outbox_without_its_bus(&cloud).await;
     let vendors = [
         cloud.vendor_without_payouts("Bloom").await,
         cloud.vendor_without_payouts("Petal").await,
@@ -228,21 +288,8 @@ async fn events_published_while_the_bus_is_gone_are_parked_whole_and_redriven_ex
     assert!(drain(&outbox.sqs, &outbox.subscriber).await.is_empty());
 
     // The bus is back; the operator redrives (the redrive function's code, on the emulator).
-    events
-        .create_event_bus()
-        .name(&outbox.bus)
-        .send()
-        .await
-        .unwrap();
-    subscribe(&events, &outbox.stack, &outbox.bus).await;
-    let parking = bouquet_bus::SqsParkingLot {
-        client: outbox.sqs.clone(),
-        queue_url: outbox.dead_letter.clone(),
-    };
-    let sink = bouquet_bus::EventBridgeSink {
-        client: events.clone(),
-        bus_name: outbox.bus.clone(),
-    };
+    bring_the_bus_back(&events, &outbox).await;
+    let (parking, sink) = (parking_lot(&outbox), bus_sink(&outbox, events.clone()));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let report = bouquet_bus::redrive(&parking, &sink, 10, deadline)
         .await
@@ -256,11 +303,7 @@ async fn events_published_while_the_bus_is_gone_are_parked_whole_and_redriven_ex
         .unwrap();
     assert_eq!(again.taken, 0, "the lot is empty");
 
-    let delivered: Vec<String> = drain(&outbox.sqs, &outbox.subscriber)
-        .await
-        .iter()
-        .map(|e| e["detail"]["eventId"].as_str().unwrap().to_owned())
-        .collect();
+    let delivered = delivered_event_ids(&outbox).await;
     let distinct: HashSet<&String> = delivered.iter().collect();
     assert_eq!(
         (delivered.len(), distinct.len()),
@@ -282,10 +325,7 @@ async fn events_published_while_the_bus_is_gone_are_parked_whole_and_redriven_ex
 #[tokio::test]
 async fn parked_events_are_republished_by_the_schedule_not_by_a_person() {
     let cloud = TestCloud::new().await;
-    let mut outbox = outbox(&cloud, None).await;
-    let sdk = emulator_sdk_config().await;
-    let events = aws_sdk_eventbridge::Client::new(&sdk);
-    take_the_bus_away(&events, &outbox).await;
+    let (mut outbox, events) = outbox_without_its_bus(&cloud).await;
     let vendor = cloud.vendor_without_payouts("Bloom").await;
     until_idle(&mut outbox.mapping).await;
     assert_eq!(drain_keep(&outbox.sqs, &outbox.dead_letter).await.len(), 1);
@@ -294,17 +334,12 @@ async fn parked_events_are_republished_by_the_schedule_not_by_a_person() {
     let mut functions = cloud.in_process(cloud.app.clone());
     functions.redrive = Some(std::sync::Arc::new(redrive_outbox::Redrive {
         outbox: bouquet_bus::Outbox {
-            sink: Box::new(bouquet_bus::EventBridgeSink {
-                client: events.clone(),
-                bus_name: outbox.bus.clone(),
-            }),
-            parking: Box::new(bouquet_bus::SqsParkingLot {
-                client: outbox.sqs.clone(),
-                queue_url: outbox.dead_letter.clone(),
-            }),
+            sink: Box::new(bus_sink(&outbox, events.clone())),
+            parking: Box::new(parking_lot(&outbox)),
         },
     }));
     let template = Template::repository().unwrap();
+    let sdk = emulator_sdk_config().await;
     let schedules =
         devstack::schedules::Schedule::from_template(&template, &Names::new(), &functions, 1, &sdk)
             .unwrap();
@@ -320,13 +355,7 @@ async fn parked_events_are_republished_by_the_schedule_not_by_a_person() {
     ));
     assert_eq!(drain_keep(&outbox.sqs, &outbox.dead_letter).await.len(), 1);
     // The bus is back: the next run delivers it, once.
-    events
-        .create_event_bus()
-        .name(&outbox.bus)
-        .send()
-        .await
-        .unwrap();
-    subscribe(&events, &outbox.stack, &outbox.bus).await;
+    bring_the_bus_back(&events, &outbox).await;
     redrive.run().await.unwrap();
     redrive.run().await.unwrap();
     let delivered = drain(&outbox.sqs, &outbox.subscriber).await;
@@ -335,6 +364,22 @@ async fn parked_events_are_republished_by_the_schedule_not_by_a_person() {
     assert!(drain_keep(&outbox.sqs, &outbox.dead_letter)
         .await
         .is_empty());
+}
+
+/// This test's [`outbox`], its bus [taken away](take_the_bus_away); and a client of the
+/// emulator's EventBridge.
+async fn outbox_without_its_bus(cloud: &TestCloud) -> (Outbox, aws_sdk_eventbridge::Client) {
+    let outbox = outbox(cloud, None).await;
+    let events = aws_sdk_eventbridge::Client::new(&emulator_sdk_config().await);
+    take_the_bus_away(&events, &outbox).await;
+    (outbox, events)
+}
+
+/// The bus is back, with the rule to the subscriber queue.
+async fn bring_the_bus_back(events: &aws_sdk_eventbridge::Client, outbox: &Outbox) {
+    let created = events.create_event_bus().name(&outbox.bus).send().await;
+    created.unwrap();
+    subscribe(events, &outbox.stack, &outbox.bus).await;
 }
 
 /// The bus goes away (its rule, its target, the bus itself): every PutEvents fails.
@@ -361,6 +406,31 @@ async fn take_the_bus_away(events: &aws_sdk_eventbridge::Client, outbox: &Outbox
         .send()
         .await
         .unwrap();
+}
+
+/// Where the outbox's publisher parks events, as the redrive reads them.
+fn parking_lot(outbox: &Outbox) -> bouquet_bus::SqsParkingLot {
+    bouquet_bus::SqsParkingLot {
+        client: outbox.sqs.clone(),
+        queue_url: outbox.dead_letter.clone(),
+    }
+}
+
+/// The outbox's bus, as the redrive republishes to it through `client`.
+fn bus_sink(outbox: &Outbox, client: aws_sdk_eventbridge::Client) -> bouquet_bus::EventBridgeSink {
+    bouquet_bus::EventBridgeSink {
+        client,
+        bus_name: outbox.bus.clone(),
+    }
+}
+
+/// The `eventId`s of the events the subscriber received (and deleted), in the order read.
+async fn delivered_event_ids(outbox: &Outbox) -> Vec<String> {
+    let received = drain(&outbox.sqs, &outbox.subscriber).await;
+    received
+        .iter()
+        .map(|e| e["detail"]["eventId"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// Reads every message of `queue` and makes them visible again at once (left on the queue).
@@ -488,11 +558,7 @@ async fn every_event_reaches_the_bus_once_and_in_order_per_aggregate() {
         .query("from", "2026-12-02")
         .query("to", "2026-12-02");
     let analytics = cloud.call("get-vendor-analytics", request).await;
-    assert_eq!(analytics.body["days"][0]["sales"], 3, "{}", analytics.body);
-    assert_eq!(
-        analytics.body["days"][0]["revenue"],
-        serde_json::json!([{ "amount": "30.00", "currency": "EUR" }])
-    );
+    assert_first_day(&analytics, 3, "30.00");
 }
 
 #[tokio::test]
@@ -523,20 +589,8 @@ async fn a_record_that_keeps_failing_ends_on_the_failure_queue_and_the_rest_flow
     let mut outbox = outbox(&cloud, Some(invoke)).await;
     cloud.vendor_without_payouts("Bloom").await;
     cloud.vendor_without_payouts("Petal").await;
-    let mut reports = Vec::new();
-    for _ in 0..10 {
-        let report = outbox.mapping.poll().await.unwrap();
-        let idle = report.records == 0;
-        reports.push(report);
-        if idle {
-            break;
-        }
-    }
-    let failures: Vec<Value> = drain(
-        &outbox.sqs,
-        &outbox.mapping.on_failure_queue_url.clone().unwrap(),
-    )
-    .await;
+    let reports = polled_until_idle(&mut outbox.mapping, 10).await;
+    let failures = drained_on_failure(&outbox).await;
     assert_eq!(failures.len(), 1, "{reports:?}");
     assert_eq!(
         failures[0]["DDBStreamBatchInfo"]["startSequenceNumber"],
@@ -594,15 +648,7 @@ async fn a_function_error_bisects_the_batch_until_only_the_poison_record_fails()
     ] {
         cloud.vendor_without_payouts(name).await;
     }
-    let mut reports = Vec::new();
-    for _ in 0..30 {
-        let report = outbox.mapping.poll().await.unwrap();
-        let idle = report.records == 0;
-        reports.push(report);
-        if idle {
-            break;
-        }
-    }
+    let reports = polled_until_idle(&mut outbox.mapping, 30).await;
     let poison = poison
         .lock()
         .unwrap()
@@ -640,11 +686,7 @@ async fn a_function_error_bisects_the_batch_until_only_the_poison_record_fails()
         6 + 1,
         "the poison alone six times, and the other half of the last split once: {batches:?}"
     );
-    let failures = drain(
-        &outbox.sqs,
-        &outbox.mapping.on_failure_queue_url.clone().unwrap(),
-    )
-    .await;
+    let failures = drained_on_failure(&outbox).await;
     assert_eq!(failures.len(), 1, "{failures:?}");
     assert_eq!(
         failures[0]["DDBStreamBatchInfo"]["startSequenceNumber"],
@@ -660,28 +702,11 @@ async fn a_function_error_bisects_the_batch_until_only_the_poison_record_fails()
 async fn the_dev_stack_delivers_the_template_rule_to_the_analytics_projector() {
     let cloud = TestCloud::new().await;
     let mut outbox = outbox(&cloud, None).await;
-    let template = Template::repository().unwrap();
-    let sdk = emulator_sdk_config().await;
-    let (function, event) =
-        template_event(&template, "EventBridgeRule", "project-vendor-analytics");
-    let mut names = Names::new();
-    names.insert("MarketEventBus".into(), outbox.bus.clone());
-    let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
-    let target = devstack::rules::RuleTarget::create(
-        &template,
-        &names,
-        &stack,
-        &function.logical_id,
-        &function.binary,
-        &event,
-        cloud
-            .in_process(cloud.app.clone())
-            .invoker(&function.binary)
-            .expect("the projector in process"),
-        &sdk,
-    )
-    .await
-    .unwrap();
+    let projector = cloud
+        .in_process(cloud.app.clone())
+        .invoker(ANALYTICS_PROJECTOR)
+        .expect("the projector in process");
+    let (target, _) = analytics_rule(&outbox, &[], projector).await;
 
     let vendor = cloud.vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "34.90").await;
@@ -700,38 +725,14 @@ async fn the_dev_stack_delivers_the_template_rule_to_the_analytics_projector() {
         }
     }
     assert_eq!(delivered, 2);
-    let analytics = cloud
-        .call(
-            "get-vendor-analytics",
-            system_tests::ApiRequest::fixture("get-vendor-analytics").own_shop(&vendor),
-        )
-        .await;
-    assert_eq!(analytics.body["days"][0]["sales"], 1, "{}", analytics.body);
-    assert_eq!(
-        analytics.body["days"][0]["revenue"],
-        serde_json::json!([{ "amount": "34.90", "currency": "EUR" }])
-    );
+    let analytics = vendor_analytics(&cloud, &vendor).await;
+    assert_first_day(&analytics, 1, "34.90");
 }
 
 #[tokio::test]
 async fn a_projector_failing_on_an_event_leaves_it_whole_in_its_failure_destination() {
     let cloud = TestCloud::new().await;
     let outbox = outbox(&cloud, None).await;
-    let template = Template::repository().unwrap();
-    let sdk = emulator_sdk_config().await;
-    let (function, event) =
-        template_event(&template, "EventBridgeRule", "project-vendor-analytics");
-    let stack = format!("t{}", ulid::Ulid::new().to_string().to_lowercase());
-    let mut names = Names::new();
-    names.insert("MarketEventBus".into(), outbox.bus.clone());
-    system_tests::live::create_queues(
-        &outbox.sqs,
-        &template,
-        &stack,
-        &["AnalyticsFailureQueue"],
-        &mut names,
-    )
-    .await;
     // A projector that fails on every event (a bug, a dependency down).
     let attempts: std::sync::Arc<std::sync::atomic::AtomicUsize> = Default::default();
     let counter = attempts.clone();
@@ -739,18 +740,7 @@ async fn a_projector_failing_on_an_event_leaves_it_whole_in_its_failure_destinat
         counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         async { Err("the projector failed".into()) }
     });
-    let mut target = devstack::rules::RuleTarget::create(
-        &template,
-        &names,
-        &stack,
-        &function.logical_id,
-        &function.binary,
-        &event,
-        failing,
-        &sdk,
-    )
-    .await
-    .unwrap();
+    let (mut target, names) = analytics_rule(&outbox, &["AnalyticsFailureQueue"], failing).await;
     target.retry_after = Duration::ZERO;
     assert_eq!(
         target.on_failure.max_attempts, 3,
@@ -763,7 +753,7 @@ async fn a_projector_failing_on_an_event_leaves_it_whole_in_its_failure_destinat
     let mut detail = fixture["detail"].clone();
     detail["data"]["vendorId"] = serde_json::json!(vendor);
     detail["data"]["total"]["amount"] = serde_json::json!("1200000.00");
-    let events = aws_sdk_eventbridge::Client::new(&sdk);
+    let events = aws_sdk_eventbridge::Client::new(&emulator_sdk_config().await);
     put_on_bus(&events, &outbox, "OrderPaid", &detail).await;
     assert_eq!(sent_to_on_failure(&target).await, 1);
     assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 3);
@@ -781,12 +771,7 @@ async fn a_projector_failing_on_an_event_leaves_it_whole_in_its_failure_destinat
         .run_event_function("project-vendor-analytics", record["requestPayload"].clone())
         .await;
     assert_eq!(applied["applied"], true);
-    let analytics = cloud
-        .call(
-            "get-vendor-analytics",
-            system_tests::ApiRequest::fixture("get-vendor-analytics").own_shop(&vendor),
-        )
-        .await;
+    let analytics = vendor_analytics(&cloud, &vendor).await;
     assert_eq!(
         analytics.body["days"][0]["revenue"],
         serde_json::json!([{ "amount": "1200000.00", "currency": "EUR" }]),
@@ -854,24 +839,13 @@ async fn an_eventbridge_outage_at_the_sdk_layer_parks_every_event_and_the_redriv
 
     // EventBridge is reachable again: the redrive, through the same client, delivers each once.
     outage.0.store(false, std::sync::atomic::Ordering::SeqCst);
-    let parking = bouquet_bus::SqsParkingLot {
-        client: outbox.sqs.clone(),
-        queue_url: outbox.dead_letter.clone(),
-    };
-    let sink = bouquet_bus::EventBridgeSink {
-        client: failing,
-        bus_name: outbox.bus.clone(),
-    };
+    let (parking, sink) = (parking_lot(&outbox), bus_sink(&outbox, failing));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let report = bouquet_bus::redrive(&parking, &sink, 10, deadline)
         .await
         .unwrap();
     assert_eq!((report.republished, report.still_parked), (3, 0));
-    let delivered: Vec<String> = drain(&outbox.sqs, &outbox.subscriber)
-        .await
-        .iter()
-        .map(|e| e["detail"]["eventId"].as_str().unwrap().to_owned())
-        .collect();
+    let delivered = delivered_event_ids(&outbox).await;
     let distinct: HashSet<&String> = delivered.iter().collect();
     assert_eq!((delivered.len(), distinct.len()), (3, 3), "{delivered:?}");
 }

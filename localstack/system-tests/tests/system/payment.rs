@@ -10,7 +10,7 @@ use bouquet_app::payments::{
     ChargeOutcome, ChargeRequest, GatewayError, PaymentGateway, SimulatedGateway,
 };
 use system_tests::{
-    by_customer, delivery_details, fixture, ApiRequest, Outcome, PathParams, TestCloud,
+    by_customer, delivery_details, fixture, ApiRequest, ApiResponse, Outcome, PathParams, TestCloud,
 };
 
 async fn reserved_order(cloud: &TestCloud, customer: &str) -> (String, String) {
@@ -23,25 +23,42 @@ async fn reserved_order(cloud: &TestCloud, customer: &str) -> (String, String) {
     (order_id, bouquet)
 }
 
+/// A cloud paying through `gateway`, and a [`reserved_order`] of customer-1 on it.
+async fn reserved_with(gateway: Arc<dyn PaymentGateway>) -> (TestCloud, String, String) {
+    let cloud = TestCloud::new().await.with_gateway(gateway);
+    let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
+    (cloud, order, bouquet)
+}
+
+/// customer-1 pays `order` with the card `token`, under the idempotency key `key`.
+async fn customer_pays(cloud: &TestCloud, order: &str, token: &str, key: &str) -> ApiResponse {
+    cloud.pay("customer-1", order, token, Some(key)).await
+}
+
+/// customer-1's request to pay `order`, as the fixture has it.
+fn pay_request(order: &str) -> ApiRequest {
+    ApiRequest::fixture("pay-order")
+        .customer("customer-1")
+        .order_id(order)
+}
+
+/// `request` on a [`CrashAfterCharge`] gateway: charged, then cut off by its deadline.
+async fn pay_until_the_crash(cloud: &TestCloud, request: &ApiRequest) -> ApiResponse {
+    let cut_off = request.clone().deadline_in(Duration::from_millis(800));
+    cloud.call("pay-order", cut_off).await
+}
+
 #[tokio::test]
 async fn paying_sells_the_bouquets_once_and_paying_again_returns_the_order() {
     let gateway = Arc::new(SimulatedGateway::new());
-    let cloud = TestCloud::new().await.with_gateway(gateway.clone());
-    let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
-    let paid = cloud
-        .pay("customer-1", &order, "tok_visa", Some("pay-1"))
-        .await;
+    let (cloud, order, bouquet) = reserved_with(gateway.clone()).await;
+    let paid = customer_pays(&cloud, &order, "tok_visa", "pay-1").await;
     paid.assert_state(200, "paid");
     assert!(paid.body["chargeId"]
         .as_str()
         .is_some_and(|c| c.starts_with("ch_")));
-    assert_eq!(
-        cloud.bouquet_status(&bouquet).await.as_deref(),
-        Some("sold")
-    );
-    let replay = cloud
-        .pay("customer-1", &order, "tok_visa", Some("pay-1"))
-        .await;
+    cloud.assert_bouquet_status(&bouquet, "sold").await;
+    let replay = customer_pays(&cloud, &order, "tok_visa", "pay-1").await;
     assert_eq!(
         (replay.status, replay.header("idempotent-replayed")),
         (200, Some("true"))
@@ -61,19 +78,11 @@ async fn paying_sells_the_bouquets_once_and_paying_again_returns_the_order() {
 #[tokio::test]
 async fn a_declined_payment_returns_the_order_to_reserved_and_a_new_card_pays() {
     let gateway = Arc::new(SimulatedGateway::new());
-    let cloud = TestCloud::new().await.with_gateway(gateway.clone());
-    let (order, _) = reserved_order(&cloud, "customer-1").await;
-    let declined = cloud
-        .pay("customer-1", &order, "tok_decline", Some("try-1"))
-        .await;
+    let (cloud, order, _) = reserved_with(gateway.clone()).await;
+    let declined = customer_pays(&cloud, &order, "tok_decline", "try-1").await;
     assert_eq!(declined.status_and_code(), (402, Some("payment.declined")));
-    assert_eq!(
-        cloud.order_status(&order).await.as_deref(),
-        Some("reserved")
-    );
-    let paid = cloud
-        .pay("customer-1", &order, "tok_visa", Some("try-2"))
-        .await;
+    cloud.assert_order_status(&order, "reserved").await;
+    let paid = customer_pays(&cloud, &order, "tok_visa", "try-2").await;
     paid.assert_state(200, "paid");
     assert_eq!(gateway.charges_made(), 1);
 }
@@ -81,13 +90,10 @@ async fn a_declined_payment_returns_the_order_to_reserved_and_a_new_card_pays() 
 #[tokio::test]
 async fn an_expired_hold_is_not_charged() {
     let gateway = Arc::new(SimulatedGateway::new());
-    let cloud = TestCloud::new().await.with_gateway(gateway.clone());
-    let (order, _) = reserved_order(&cloud, "customer-1").await;
+    let (cloud, order, _) = reserved_with(gateway.clone()).await;
     cloud.clock.advance(Duration::from_secs(15 * 60 + 1));
     let before = cloud.items().await;
-    let late = cloud
-        .pay("customer-1", &order, "tok_visa", Some("late"))
-        .await;
+    let late = customer_pays(&cloud, &order, "tok_visa", "late").await;
     assert_eq!(late.status_and_code(), (409, Some("reservation.expired")));
     assert_eq!(gateway.charges_made(), 0);
     assert_eq!(cloud.items().await, before);
@@ -96,11 +102,8 @@ async fn an_expired_hold_is_not_charged() {
 #[tokio::test]
 async fn a_gateway_timeout_keeps_the_attempt_and_a_retry_charges_once() {
     let gateway = Arc::new(SimulatedGateway::new());
-    let cloud = TestCloud::new().await.with_gateway(gateway.clone());
-    let (order, _) = reserved_order(&cloud, "customer-1").await;
-    let timeout = cloud
-        .pay("customer-1", &order, "tok_timeout", Some("k"))
-        .await;
+    let (cloud, order, _) = reserved_with(gateway.clone()).await;
+    let timeout = customer_pays(&cloud, &order, "tok_timeout", "k").await;
     assert_eq!(
         timeout.status_and_code(),
         (503, Some("payment.unavailable"))
@@ -110,13 +113,9 @@ async fn a_gateway_timeout_keeps_the_attempt_and_a_retry_charges_once() {
         Some("payment_pending"),
         "it may have been charged"
     );
-    let retry = cloud
-        .pay("customer-1", &order, "tok_timeout", Some("k"))
-        .await;
+    let retry = customer_pays(&cloud, &order, "tok_timeout", "k").await;
     assert_eq!(retry.status, 503, "the same attempt again");
-    let other_card = cloud
-        .pay("customer-1", &order, "tok_visa", Some("k2"))
-        .await;
+    let other_card = customer_pays(&cloud, &order, "tok_visa", "k2").await;
     other_card.assert_state(200, "paid");
     assert_eq!(
         gateway.charges_made(),
@@ -150,29 +149,23 @@ impl PaymentGateway for CrashAfterCharge {
     }
 }
 
+/// [`reserved_with`] a [`CrashAfterCharge`] gateway; returns the simulated gateway behind it
+/// too, which counts the charges and which a healthy container pays with.
+async fn reserved_with_a_crash() -> (Arc<SimulatedGateway>, TestCloud, String, String) {
+    let gateway = Arc::new(SimulatedGateway::new());
+    let crashing = Arc::new(CrashAfterCharge(gateway.clone()));
+    let (cloud, order, bouquet) = reserved_with(crashing).await;
+    (gateway, cloud, order, bouquet)
+}
+
 #[tokio::test]
 async fn a_crash_between_charge_and_commit_is_completed_by_a_retry_with_one_charge() {
-    let gateway = Arc::new(SimulatedGateway::new());
-    let cloud = TestCloud::new()
-        .await
-        .with_gateway(Arc::new(CrashAfterCharge(gateway.clone())));
-    let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
-    let request = ApiRequest::fixture("pay-order")
-        .customer("customer-1")
-        .order_id(&order)
-        .idempotency_key("pay-once");
-    let crashed = cloud
-        .call(
-            "pay-order",
-            request.clone().deadline_in(Duration::from_millis(800)),
-        )
-        .await;
+    let (gateway, cloud, order, bouquet) = reserved_with_a_crash().await;
+    let request = pay_request(&order).idempotency_key("pay-once");
+    let crashed = pay_until_the_crash(&cloud, &request).await;
     assert_eq!(crashed.status_and_code(), (503, Some("deadline.exceeded")));
     assert_eq!(gateway.charges_made(), 1);
-    assert_eq!(
-        cloud.order_status(&order).await.as_deref(),
-        Some("payment_pending")
-    );
+    cloud.assert_order_status(&order, "payment_pending").await;
 
     // The same request, on a healthy container: within the lease it is in progress...
     let cloud = cloud.with_gateway(gateway.clone());
@@ -192,24 +185,14 @@ async fn a_crash_between_charge_and_commit_is_completed_by_a_retry_with_one_char
     let retried = cloud.call("pay-order", request).await;
     retried.assert_state(200, "paid");
     assert_eq!(gateway.charges_made(), 1, "charged once");
-    assert_eq!(
-        cloud.bouquet_status(&bouquet).await.as_deref(),
-        Some("sold")
-    );
+    cloud.assert_bouquet_status(&bouquet, "sold").await;
 }
 
 #[tokio::test]
 async fn a_crash_between_charge_and_commit_is_completed_by_the_sweeper() {
-    let gateway = Arc::new(SimulatedGateway::new());
-    let cloud = TestCloud::new()
-        .await
-        .with_gateway(Arc::new(CrashAfterCharge(gateway.clone())));
-    let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
-    let request = ApiRequest::fixture("pay-order")
-        .customer("customer-1")
-        .order_id(&order)
-        .deadline_in(Duration::from_millis(800));
-    assert_eq!(cloud.call("pay-order", request).await.status, 503);
+    let (gateway, cloud, order, bouquet) = reserved_with_a_crash().await;
+    let request = pay_request(&order);
+    assert_eq!(pay_until_the_crash(&cloud, &request).await.status, 503);
     let cloud = cloud.with_gateway(gateway.clone());
     // Not due while the attempt's lease runs (the attempt may still answer)...
     cloud.clock.advance(Duration::from_secs(59));
@@ -219,19 +202,15 @@ async fn a_crash_between_charge_and_commit_is_completed_by_the_sweeper() {
     cloud.clock.advance(Duration::from_secs(2));
     let report = cloud.run_scheduled("expire-reservations").await;
     assert_eq!(report["paymentsCompleted"], 1, "{report}");
-    assert_eq!(cloud.order_status(&order).await.as_deref(), Some("paid"));
-    assert_eq!(
-        cloud.bouquet_status(&bouquet).await.as_deref(),
-        Some("sold")
-    );
+    cloud.assert_order_status(&order, "paid").await;
+    cloud.assert_bouquet_status(&bouquet, "sold").await;
     assert_eq!(gateway.charges_made(), 1);
 }
 
 #[tokio::test]
 async fn an_interrupted_attempt_that_charged_nothing_is_released_by_the_sweeper() {
     let gateway = Arc::new(SimulatedGateway::new());
-    let cloud = TestCloud::new().await.with_gateway(gateway.clone());
-    let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
+    let (cloud, order, bouquet) = reserved_with(gateway.clone()).await;
     assert_eq!(
         cloud
             .pay("customer-1", &order, "tok_unavailable", None)
@@ -244,19 +223,13 @@ async fn an_interrupted_attempt_that_charged_nothing_is_released_by_the_sweeper(
     cloud.clock.advance(Duration::from_secs(1));
     let report = cloud.run_scheduled("expire-reservations").await;
     assert_eq!(report["paymentsReleased"], 1, "{report}");
-    assert_eq!(
-        cloud.order_status(&order).await.as_deref(),
-        Some("reserved")
-    );
+    cloud.assert_order_status(&order, "reserved").await;
     // ...until its own deadline.
     cloud.clock.advance(Duration::from_secs(16 * 60));
     let report = cloud.run_scheduled("expire-reservations").await;
     assert_eq!(report["expired"], 1, "{report}");
-    assert_eq!(cloud.order_status(&order).await.as_deref(), Some("expired"));
-    assert_eq!(
-        cloud.bouquet_status(&bouquet).await.as_deref(),
-        Some("available")
-    );
+    cloud.assert_order_status(&order, "expired").await;
+    cloud.assert_bouquet_status(&bouquet, "available").await;
     assert_eq!(gateway.charges_made(), 0);
 }
 
@@ -264,8 +237,7 @@ async fn an_interrupted_attempt_that_charged_nothing_is_released_by_the_sweeper(
 async fn pay_and_cancel_at_once_exactly_one_wins() {
     for round in 0..5 {
         let gateway = Arc::new(SimulatedGateway::with_latency(Duration::from_millis(20)));
-        let cloud = Arc::new(TestCloud::new().await.with_gateway(gateway.clone()));
-        let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
+        let (cloud, order, bouquet) = reserved_with(gateway.clone()).await;
         let (pay, cancel) = tokio::join!(
             cloud.pay_by_card("customer-1", &order),
             cloud.send(by_customer("cancel-order", "customer-1").order_id(&order)),
@@ -274,18 +246,12 @@ async fn pay_and_cancel_at_once_exactly_one_wins() {
         match (pay.status, cancel.status) {
             (200, 409) => {
                 assert_eq!(final_status.as_deref(), Some("paid"));
-                assert_eq!(
-                    cloud.bouquet_status(&bouquet).await.as_deref(),
-                    Some("sold")
-                );
+                cloud.assert_bouquet_status(&bouquet, "sold").await;
                 assert_eq!(gateway.charges_made(), 1);
             }
             (409, 200) => {
                 assert_eq!(final_status.as_deref(), Some("cancelled"));
-                assert_eq!(
-                    cloud.bouquet_status(&bouquet).await.as_deref(),
-                    Some("available")
-                );
+                cloud.assert_bouquet_status(&bouquet, "available").await;
                 assert_eq!(
                     gateway.charges_made(),
                     0,
@@ -301,20 +267,16 @@ async fn pay_and_cancel_at_once_exactly_one_wins() {
 async fn pay_and_expiry_at_the_deadline_never_both_happen() {
     for round in 0..5 {
         let gateway = Arc::new(SimulatedGateway::with_latency(Duration::from_millis(10)));
-        let cloud = Arc::new(TestCloud::new().await.with_gateway(gateway.clone()));
-        let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
+        let (cloud, order, bouquet) = reserved_with(gateway.clone()).await;
         let deadline = system_tests::T0.plus(Duration::from_secs(15 * 60));
         // The payment runs at the deadline (still valid), the sweeper 1 ms after it (due).
         let payer = cloud.app_at(deadline).with_payments(gateway.clone());
         let sweeper = cloud
             .app_at(deadline.plus(Duration::from_millis(1)))
             .with_payments(gateway.clone());
-        let pay_request = ApiRequest::fixture("pay-order")
-            .customer("customer-1")
-            .order_id(&order)
-            .no_idempotency_key();
+        let request = pay_request(&order).no_idempotency_key();
         let (pay, report) = tokio::join!(
-            cloud.call_with(payer, "pay-order", pay_request),
+            cloud.call_with(payer, "pay-order", request),
             cloud.run_scheduled_with("expire-reservations", sweeper)
         );
         let order_status = cloud.order_status(&order).await.unwrap();
@@ -353,19 +315,19 @@ async fn pay_and_expiry_at_the_deadline_never_both_happen() {
     }
 }
 
+/// Sends `request`, asserting it succeeds (200).
+async fn sent_ok(cloud: &TestCloud, request: ApiRequest) {
+    let answer = cloud.send(request).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+}
+
 #[tokio::test]
 async fn dynamodb_calls_per_operation() {
     let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
     let [a, b] = cloud.bouquets(&vendor, ["10.00", "10.00"]).await;
 
     cloud.calls.reset();
-    assert_eq!(
-        cloud
-            .send(by_customer("put-cart-item", "c").bouquet_id(&a))
-            .await
-            .status,
-        200
-    );
+    sent_ok(&cloud, by_customer("put-cart-item", "c").bouquet_id(&a)).await;
     cloud.assert_calls(
         &[("GetItem", 1), ("UpdateItem", 1), ("BatchGetItem", 1)],
         "add to cart (read bouquet, conditional update, cart view)",
@@ -383,16 +345,12 @@ async fn dynamodb_calls_per_operation() {
     cloud.calls.reset();
     let tomorrow =
         bouquet_app::domain::delivery::date_after(cloud.app.clock.now(), 1, "UTC").unwrap();
-    let given = cloud
-        .send(
-            by_customer("put-order-delivery", "c")
-                .order_id(&order_id)
-                .header("if-match", "\"1\"")
-                .json(delivery_details(&tomorrow))
-                .idempotency_key("d"),
-        )
-        .await;
-    assert_eq!(given.status, 200, "{}", given.body);
+    let delivery = by_customer("put-order-delivery", "c")
+        .order_id(&order_id)
+        .header("if-match", "\"1\"")
+        .json(delivery_details(&tomorrow))
+        .idempotency_key("d");
+    sent_ok(&cloud, delivery).await;
     cloud.assert_calls(
         &[
             ("BatchGetItem", 1),
@@ -402,16 +360,12 @@ async fn dynamodb_calls_per_operation() {
         "delivery details: read the order and the key, the shop's settings, write",
     );
 
+    let pay = by_customer("pay-order", "c")
+        .order_id(&order_id)
+        .json(json!({ "paymentToken": "tok_visa" }))
+        .idempotency_key("p");
     cloud.calls.reset();
-    let paid = cloud
-        .send(
-            by_customer("pay-order", "c")
-                .order_id(&order_id)
-                .json(json!({ "paymentToken": "tok_visa" }))
-                .idempotency_key("p"),
-        )
-        .await;
-    assert_eq!(paid.status, 200, "{}", paid.body);
+    sent_ok(&cloud, pay.clone()).await;
     cloud.assert_calls(&[
             ("BatchGetItem", 1),
             ("GetItem", 3),
@@ -420,53 +374,21 @@ async fn dynamodb_calls_per_operation() {
         ], "pay: read, the shop's settings (the delivery date still taken) and the shop (its payout account, the charge's destination) side by side, claim, the simulated gateway's charge (its ledger's item), the shop's invoice sequence (its last number), commit with the next");
 
     cloud.calls.reset();
-    assert_eq!(
-        cloud
-            .send(
-                by_customer("pay-order", "c")
-                    .order_id(&order_id)
-                    .json(json!({ "paymentToken": "tok_visa" }))
-                    .idempotency_key("p"),
-            )
-            .await
-            .header("idempotent-replayed"),
-        Some("true")
-    );
+    let replayed = cloud.send(pay).await;
+    assert_eq!(replayed.header("idempotent-replayed"), Some("true"));
     cloud.assert_calls(&[("BatchGetItem", 1), ("GetItem", 1)], "pay replay: the key's record (which keeps no personal data), then the order as the caller may see it now");
 
     let other = cloud.reserved_order_id("d", &[&b]).await;
     cloud.calls.reset();
-    assert_eq!(
-        cloud
-            .send(by_customer("cancel-order", "d").order_id(&other))
-            .await
-            .status,
-        200
-    );
+    sent_ok(&cloud, by_customer("cancel-order", "d").order_id(&other)).await;
     cloud.assert_calls(&[("GetItem", 1), ("TransactWriteItems", 1)], "cancel");
 }
 
 #[tokio::test]
 async fn a_charge_whose_bouquets_were_lost_after_a_crash_is_refunded_by_the_sweeper() {
-    let gateway = Arc::new(SimulatedGateway::new());
-    let cloud = TestCloud::new()
-        .await
-        .with_gateway(Arc::new(CrashAfterCharge(gateway.clone())));
-    let (order, bouquet) = reserved_order(&cloud, "customer-1").await;
-    let request = ApiRequest::fixture("pay-order")
-        .customer("customer-1")
-        .order_id(&order)
-        .idempotency_key("lost");
-    assert_eq!(
-        cloud
-            .call(
-                "pay-order",
-                request.clone().deadline_in(Duration::from_millis(800))
-            )
-            .await
-            .status,
-        503
-    );
+    let (gateway, cloud, order, bouquet) = reserved_with_a_crash().await;
+    let request = pay_request(&order).idempotency_key("lost");
+    assert_eq!(pay_until_the_crash(&cloud, &request).await.status, 503);
     let cloud = cloud.with_gateway(gateway.clone());
     // Hold and lease long gone: another customer takes the bouquet before anyone resolves it.
     cloud.clock.advance(Duration::from_secs(16 * 60));
@@ -479,7 +401,7 @@ async fn a_charge_whose_bouquets_were_lost_after_a_crash_is_refunded_by_the_swee
     );
     let report = cloud.run_scheduled("expire-reservations").await;
     assert_eq!(report["paymentsReleased"], 1, "{report}");
-    assert_eq!(cloud.order_status(&order).await.as_deref(), Some("expired"));
+    cloud.assert_order_status(&order, "expired").await;
     assert_eq!(gateway.refunds().len(), 1, "the charge was refunded");
     assert_eq!(
         cloud.bouquet_status(&bouquet).await.as_deref(),
@@ -510,10 +432,7 @@ async fn a_charge_made_by_the_pay_binary_is_found_by_the_sweeper_in_another_proc
     .await
     .expect("spawn pay-order");
     assert!(pay.init_duration(Duration::from_secs(20)).await.is_some());
-    let request = ApiRequest::fixture("pay-order")
-        .customer("customer-1")
-        .order_id(&order)
-        .json(json!({ "paymentToken": "tok_timeout" }));
+    let request = pay_request(&order).json(json!({ "paymentToken": "tok_timeout" }));
     let payload = pay
         .api
         .invoke(request.event().clone(), Duration::from_secs(10))
@@ -522,10 +441,7 @@ async fn a_charge_made_by_the_pay_binary_is_found_by_the_sweeper_in_another_proc
     pay.stop().await;
     let (status, _, body) = http_response(&payload);
     assert_eq!(status.as_u16(), 503, "{}", String::from_utf8_lossy(&body));
-    assert_eq!(
-        cloud.order_status(&order).await.as_deref(),
-        Some("payment_pending")
-    );
+    cloud.assert_order_status(&order, "payment_pending").await;
 
     // Another container: a gateway of its own over the same table.
     let ledger =
@@ -541,14 +457,8 @@ async fn a_charge_made_by_the_pay_binary_is_found_by_the_sweeper_in_another_proc
     let cloud = cloud.with_gateway(Arc::new(ledger));
     cloud.clock.advance(Duration::from_secs(16 * 60));
     let report = cloud.run_scheduled("expire-reservations").await;
-    assert_eq!(
-        (
-            report["paymentsCompleted"].as_u64(),
-            report["paymentsReleased"].as_u64()
-        ),
-        (Some(1), Some(0)),
-        "{report}"
-    );
+    assert_eq!(report["paymentsCompleted"], 1, "{report}");
+    assert_eq!(report["paymentsReleased"], 0, "{report}");
     let order_pk = aws_sdk_dynamodb::types::AttributeValue::S(format!("ORDER#{order}"));
     let paid = cloud
         .items()
@@ -563,10 +473,7 @@ async fn a_charge_made_by_the_pay_binary_is_found_by_the_sweeper_in_another_proc
         Some(charge_id),
         "the binary's charge, not a new one"
     );
-    assert_eq!(
-        cloud.bouquet_status(&bouquet).await.as_deref(),
-        Some("sold")
-    );
+    cloud.assert_bouquet_status(&bouquet, "sold").await;
 }
 
 /// Stripe's secret key comes from an SSM SecureString parameter, read once when the gateway

@@ -9,7 +9,7 @@ use std::time::Duration;
 use rumqttc::{AsyncClient, ConnectionError, Event, EventLoop, MqttOptions, Packet, QoS};
 use serde_json::json;
 
-use bouquet_app::domain::{Clock, SystemClock};
+use bouquet_app::domain::{Clock, SystemClock, Timestamp};
 use devstack::iot_core::LocalIotCore;
 use devstack::mosquitto::IotFiles;
 use system_tests::live::TestStack;
@@ -146,6 +146,31 @@ pub(crate) async fn publish(
     }
 }
 
+/// Publishes the vase `vase_id`'s heartbeat sent at `sent_at`, on that vase's topic.
+async fn heartbeat(
+    client: &AsyncClient,
+    events: &mut EventLoop,
+    vase_id: &str,
+    sent_at: Timestamp,
+) -> Result<(), ConnectionError> {
+    let topic = format!("vases/{vase_id}/heartbeat");
+    publish(
+        client,
+        events,
+        &topic,
+        json!({ "sentAt": sent_at.to_rfc3339() }),
+    )
+    .await
+}
+
+/// Asserts that, 1.5 s on (time for a message in flight to land), the vase `vase_id` has
+/// still never been seen.
+async fn assert_still_never_seen(cloud: &TestCloud, vase_id: &str) {
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let connection = cloud.vase_attribute(vase_id, "connection").await;
+    assert_eq!(connection.as_deref(), Some("never_seen"), "vase {vase_id}");
+}
+
 /// Waits (up to 15 s) until the vase's attribute has the value.
 async fn eventually(cloud: &TestCloud, vase: &str, attribute: &str, value: &str) {
     for _ in 0..150 {
@@ -178,14 +203,9 @@ async fn a_vase_with_its_certificate_beats_and_reports_and_only_on_its_own_topic
         .await
         .expect("a registered vase connects with its certificate");
     let sent = start.plus(Duration::from_secs(60));
-    publish(
-        &client,
-        &mut events,
-        &format!("vases/{}/heartbeat", vase.vase_id),
-        json!({ "sentAt": sent.to_rfc3339() }),
-    )
-    .await
-    .unwrap();
+    heartbeat(&client, &mut events, &vase.vase_id, sent)
+        .await
+        .unwrap();
     eventually(&cloud, &vase.vase_id, "connection", "online").await;
     assert_eq!(
         cloud.vase_attribute(&vase.vase_id, "lastHeartbeatAt").await,
@@ -215,22 +235,12 @@ async fn a_vase_with_its_certificate_beats_and_reports_and_only_on_its_own_topic
     // in its PUBACK; IoT Core would close the connection): the heartbeat sent after it, on the
     // vase's own topic, lands; nothing reaches the neighbour.
     let later = sent.plus(Duration::from_secs(60));
-    publish(
-        &client,
-        &mut events,
-        &format!("vases/{}/heartbeat", neighbour.vase_id),
-        json!({ "sentAt": later.to_rfc3339() }),
-    )
-    .await
-    .unwrap();
-    publish(
-        &client,
-        &mut events,
-        &format!("vases/{}/heartbeat", vase.vase_id),
-        json!({ "sentAt": later.to_rfc3339() }),
-    )
-    .await
-    .unwrap();
+    heartbeat(&client, &mut events, &neighbour.vase_id, later)
+        .await
+        .unwrap();
+    heartbeat(&client, &mut events, &vase.vase_id, later)
+        .await
+        .unwrap();
     eventually(
         &cloud,
         &vase.vase_id,
@@ -238,14 +248,7 @@ async fn a_vase_with_its_certificate_beats_and_reports_and_only_on_its_own_topic
         &later.as_millis().to_string(),
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(
-        cloud
-            .vase_attribute(&neighbour.vase_id, "connection")
-            .await
-            .as_deref(),
-        Some("never_seen")
-    );
+    assert_still_never_seen(&cloud, &neighbour.vase_id).await;
 
     // Even with the neighbour's client id, the vase's certificate acts only as its own vase.
     let (client, mut events) = connect_as(
@@ -255,22 +258,10 @@ async fn a_vase_with_its_certificate_beats_and_reports_and_only_on_its_own_topic
     )
     .await
     .expect("Mosquitto names the session after the certificate");
-    publish(
-        &client,
-        &mut events,
-        &format!("vases/{}/heartbeat", neighbour.vase_id),
-        json!({ "sentAt": later.to_rfc3339() }),
-    )
-    .await
-    .unwrap();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(
-        cloud
-            .vase_attribute(&neighbour.vase_id, "connection")
-            .await
-            .as_deref(),
-        Some("never_seen")
-    );
+    heartbeat(&client, &mut events, &neighbour.vase_id, later)
+        .await
+        .unwrap();
+    assert_still_never_seen(&cloud, &neighbour.vase_id).await;
 }
 
 #[tokio::test]

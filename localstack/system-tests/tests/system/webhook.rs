@@ -59,6 +59,11 @@ impl PaymentGateway for ThreeDSecure {
     }
 }
 
+/// The card that needs 3-D Secure, and the two events that settle an authenticating attempt.
+const THREE_D_SECURE_CARD: &str = "pm_card_threeDSecure2Required";
+const SUCCEEDED: &str = "payment_intent.succeeded";
+const FAILED: &str = "payment_intent.payment_failed";
+
 fn event(id: &str, kind: &str, order: &str, attempt: u32) -> Value {
     json!({
         "id": id, "object": "event", "type": kind,
@@ -92,15 +97,9 @@ async fn deliver(cloud: &TestCloud, body: &Value) -> ApiResponse {
 async fn authenticating(cloud: &TestCloud) -> (String, String) {
     let vendor = cloud.vendor("Bloom").await;
     let bouquet = cloud.bouquet(&vendor, "24.50").await;
-    let order = cloud.reserve("customer-1", &[&bouquet]).await;
-    let order = order.body["orderId"].as_str().unwrap().to_owned();
+    let order = cloud.reserved_order_id("customer-1", &[&bouquet]).await;
     let paying = cloud
-        .pay(
-            "customer-1",
-            &order,
-            "pm_card_threeDSecure2Required",
-            Some("p1"),
-        )
+        .pay("customer-1", &order, THREE_D_SECURE_CARD, Some("p1"))
         .await;
     assert_eq!(paying.status, 202, "{}", paying.body);
     assert_eq!(paying.body["status"], "payment_pending");
@@ -112,6 +111,15 @@ async fn authenticating(cloud: &TestCloud) -> (String, String) {
     );
     assert_eq!(paying.header("payment-provider"), Some("stripe"));
     (order, bouquet)
+}
+
+/// A cloud paying through a [`ThreeDSecure`] PSP (returned too), and an order
+/// [`authenticating`] on it.
+async fn authenticating_order() -> (Arc<ThreeDSecure>, TestCloud, String, String) {
+    let gateway = Arc::new(ThreeDSecure::default());
+    let cloud = TestCloud::new().await.with_gateway(gateway.clone());
+    let (order, bouquet) = authenticating(&cloud).await;
+    (gateway, cloud, order, bouquet)
 }
 
 async fn order_events(cloud: &TestCloud, name: &str) -> usize {
@@ -130,11 +138,8 @@ async fn order_events(cloud: &TestCloud, name: &str) -> usize {
 
 #[tokio::test]
 async fn a_signed_success_pays_the_authenticating_attempt_exactly_once() {
-    let cloud = TestCloud::new()
-        .await
-        .with_gateway(Arc::new(ThreeDSecure::default()));
-    let (order, bouquet) = authenticating(&cloud).await;
-    let success = event("evt_1", "payment_intent.succeeded", &order, 0);
+    let (_, cloud, order, bouquet) = authenticating_order().await;
+    let success = event("evt_1", SUCCEEDED, &order, 0);
     let first = deliver(&cloud, &success).await;
     assert_eq!(
         (first.status, first.body["outcome"].as_str()),
@@ -150,30 +155,20 @@ async fn a_signed_success_pays_the_authenticating_attempt_exactly_once() {
             "a redelivery changes nothing"
         );
     }
-    assert_eq!(cloud.order_status(&order).await.as_deref(), Some("paid"));
-    assert_eq!(
-        cloud.bouquet_status(&bouquet).await.as_deref(),
-        Some("sold")
-    );
+    cloud.assert_order_status(&order, "paid").await;
+    cloud.assert_bouquet_status(&bouquet, "sold").await;
     assert_eq!(order_events(&cloud, "OrderPaid").await, 1, "one transition");
     // A failure reported after the success (out of order) cannot undo it.
-    let late = deliver(
-        &cloud,
-        &event("evt_2", "payment_intent.payment_failed", &order, 0),
-    )
-    .await;
+    let late = deliver(&cloud, &event("evt_2", FAILED, &order, 0)).await;
     assert_eq!(late.body["outcome"], "already_settled");
-    assert_eq!(cloud.order_status(&order).await.as_deref(), Some("paid"));
+    cloud.assert_order_status(&order, "paid").await;
 }
 
 #[tokio::test]
 async fn forged_stale_or_unsigned_deliveries_are_400_and_write_nothing() {
-    let cloud = TestCloud::new()
-        .await
-        .with_gateway(Arc::new(ThreeDSecure::default()));
-    let (order, _) = authenticating(&cloud).await;
+    let (_, cloud, order, _) = authenticating_order().await;
     let before = cloud.items().await;
-    let body = event("evt_1", "payment_intent.succeeded", &order, 0).to_string();
+    let body = event("evt_1", SUCCEEDED, &order, 0).to_string();
     let now = cloud.clock.now().as_epoch_seconds();
     let tampered = body.replace("succeeded", "succeeded ");
     let cases = [
@@ -205,53 +200,25 @@ async fn forged_stale_or_unsigned_deliveries_are_400_and_write_nothing() {
         );
     }
     assert_eq!(cloud.items().await, before, "nothing written");
-    assert_eq!(
-        cloud.order_status(&order).await.as_deref(),
-        Some("payment_pending")
-    );
+    cloud.assert_order_status(&order, "payment_pending").await;
 }
 
 #[tokio::test]
 async fn a_failed_authentication_releases_the_attempt_and_a_new_one_can_pay() {
-    let gateway = Arc::new(ThreeDSecure::default());
-    let cloud = TestCloud::new().await.with_gateway(gateway.clone());
-    let (order, bouquet) = authenticating(&cloud).await;
-    let failed = deliver(
-        &cloud,
-        &event("evt_f", "payment_intent.payment_failed", &order, 0),
-    )
-    .await;
+    let (gateway, cloud, order, bouquet) = authenticating_order().await;
+    let failed = deliver(&cloud, &event("evt_f", FAILED, &order, 0)).await;
     assert_eq!(failed.body["outcome"], "released", "{}", failed.body);
-    assert_eq!(
-        cloud.order_status(&order).await.as_deref(),
-        Some("reserved")
-    );
-    assert_eq!(
-        cloud.bouquet_status(&bouquet).await.as_deref(),
-        Some("reserved")
-    );
+    cloud.assert_order_status(&order, "reserved").await;
+    cloud.assert_bouquet_status(&bouquet, "reserved").await;
     // The next attempt (key `-1`) authenticates and succeeds.
     let again = cloud
-        .pay(
-            "customer-1",
-            &order,
-            "pm_card_threeDSecure2Required",
-            Some("p2"),
-        )
+        .pay("customer-1", &order, THREE_D_SECURE_CARD, Some("p2"))
         .await;
     assert_eq!(again.status, 202);
-    let paid = deliver(
-        &cloud,
-        &event("evt_s", "payment_intent.succeeded", &order, 1),
-    )
-    .await;
+    let paid = deliver(&cloud, &event("evt_s", SUCCEEDED, &order, 1)).await;
     assert_eq!(paid.body["outcome"], "paid", "{}", paid.body);
     // A success for the first, released attempt arriving now is money for nothing: refunded.
-    let stray = deliver(
-        &cloud,
-        &event("evt_old", "payment_intent.succeeded", &order, 0),
-    )
-    .await;
+    let stray = deliver(&cloud, &event("evt_old", SUCCEEDED, &order, 0)).await;
     assert_eq!(stray.body["outcome"], "refunded");
     assert_eq!(
         *gateway.refunded.lock().unwrap(),
@@ -262,19 +229,14 @@ async fn a_failed_authentication_releases_the_attempt_and_a_new_one_can_pay() {
 
 #[tokio::test]
 async fn a_success_after_the_hold_lapsed_is_refunded_and_the_order_stays_expired() {
-    let gateway = Arc::new(ThreeDSecure::default());
-    let cloud = TestCloud::new().await.with_gateway(gateway.clone());
-    let (order, bouquet) = authenticating(&cloud).await;
+    let (gateway, cloud, order, bouquet) = authenticating_order().await;
     // The customer never finishes in time: past the hold, the sweeper asks the PSP (still
     // `requires_action`) and releases the order.
     cloud.clock.advance(Duration::from_secs(16 * 60));
     let report = cloud.run_scheduled("expire-reservations").await;
     assert_eq!(report["paymentsReleased"], 1, "{report}");
-    assert_eq!(cloud.order_status(&order).await.as_deref(), Some("expired"));
-    assert_eq!(
-        cloud.bouquet_status(&bouquet).await.as_deref(),
-        Some("available")
-    );
+    cloud.assert_order_status(&order, "expired").await;
+    cloud.assert_bouquet_status(&bouquet, "available").await;
     // Then the authentication completes after all.
     gateway.complete(
         &format!("{order}-0"),
@@ -282,17 +244,13 @@ async fn a_success_after_the_hold_lapsed_is_refunded_and_the_order_stays_expired
             charge_id: format!("pi_{order}-0"),
         },
     );
-    let late = deliver(
-        &cloud,
-        &event("evt_late", "payment_intent.succeeded", &order, 0),
-    )
-    .await;
+    let late = deliver(&cloud, &event("evt_late", SUCCEEDED, &order, 0)).await;
     assert_eq!(late.body["outcome"], "refunded", "{}", late.body);
     assert_eq!(
         *gateway.refunded.lock().unwrap(),
         vec![format!("{order}-0")]
     );
-    assert_eq!(cloud.order_status(&order).await.as_deref(), Some("expired"));
+    cloud.assert_order_status(&order, "expired").await;
     assert_eq!(order_events(&cloud, "OrderPaid").await, 0);
 }
 
@@ -325,14 +283,12 @@ impl PaymentGateway for WebhookFirst {
 
 #[tokio::test]
 async fn a_success_arriving_before_the_synchronous_answer_pays_once() {
-    let setup = TestCloud::new().await;
-    let vendor = setup.vendor("Bloom").await;
+    let (setup, vendor) = TestCloud::with_vendor("Bloom").await;
     let bouquet = setup.bouquet(&vendor, "24.50").await;
-    let order = setup.reserve("customer-1", &[&bouquet]).await;
-    let order = order.body["orderId"].as_str().unwrap().to_owned();
+    let order = setup.reserved_order_id("customer-1", &[&bouquet]).await;
     // The webhook runs on a second instance of the app over the same table.
     let webhook_side = setup.clone_with_gateway(Arc::new(ThreeDSecure::default()));
-    let body = event("evt_early", "payment_intent.succeeded", &order, 0);
+    let body = event("evt_early", SUCCEEDED, &order, 0);
     let gateway = Arc::new(WebhookFirst {
         webhook: Mutex::new(Some(Box::pin(async move {
             deliver(&webhook_side, &body).await
@@ -357,15 +313,12 @@ async fn an_authentication_late_in_the_hold_keeps_the_bouquets_for_its_window() 
     let start = cloud.clock.now();
     let mut orders = Vec::new();
     for (customer, bouquet) in [("customer-a", &a), ("customer-b", &b)] {
-        let order = cloud.reserve(customer, &[bouquet]).await;
-        orders.push(order.body["orderId"].as_str().unwrap().to_owned());
+        orders.push(cloud.reserved_order_id(customer, &[bouquet]).await);
     }
     // Twelve minutes into the 15-minute hold, both pay with cards that need 3-D Secure.
     cloud.clock.advance(Duration::from_secs(12 * 60));
     for (customer, order) in ["customer-a", "customer-b"].iter().zip(&orders) {
-        let paying = cloud
-            .pay(customer, order, "pm_card_threeDSecure2Required", None)
-            .await;
+        let paying = cloud.pay(customer, order, THREE_D_SECURE_CARD, None).await;
         assert_eq!(paying.status, 202, "{}", paying.body);
         assert_eq!(
             paying.body["authenticatingUntil"],
@@ -387,28 +340,12 @@ async fn an_authentication_late_in_the_hold_keeps_the_bouquets_for_its_window() 
     let taken = cloud.reserve("customer-c", &[&a]).await;
     assert_eq!(taken.status_and_code(), (409, Some("bouquet.unavailable")));
     // A authenticates in time; B never does and is released when the window closes.
-    let paid = deliver(
-        &cloud,
-        &event("evt_a", "payment_intent.succeeded", &orders[0], 0),
-    )
-    .await;
+    let paid = deliver(&cloud, &event("evt_a", SUCCEEDED, &orders[0], 0)).await;
     assert_eq!(paid.body["outcome"], "paid", "{}", paid.body);
     cloud.clock.advance(Duration::from_secs(7 * 60));
     let report = cloud.run_scheduled("expire-reservations").await;
     assert_eq!(report["paymentsReleased"], 1, "{report}");
-    assert_eq!(
-        cloud
-            .status_of(&format!("ORDER#{}", orders[0]))
-            .await
-            .as_deref(),
-        Some("paid")
-    );
-    assert_eq!(
-        cloud
-            .status_of(&format!("ORDER#{}", orders[1]))
-            .await
-            .as_deref(),
-        Some("expired")
-    );
-    assert_eq!(cloud.bouquet_status(&b).await.as_deref(), Some("available"));
+    cloud.assert_order_status(&orders[0], "paid").await;
+    cloud.assert_order_status(&orders[1], "expired").await;
+    cloud.assert_bouquet_status(&b, "available").await;
 }
