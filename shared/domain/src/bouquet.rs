@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::clock::Timestamp;
 use crate::error::DomainError;
 use crate::ids::{BouquetId, OrderId, VaseId, VendorId};
+use crate::markdown::{MarkdownRule, MarkdownStep, Repricing};
 use crate::money::Money;
 use crate::photo::Photo;
 use crate::text;
@@ -50,7 +51,14 @@ pub struct Bouquet {
     pub vendor_id: VendorId,
     pub name: String,
     pub description: String,
+    /// What it sells at now: the list price, or less once its freshness marked it down.
     pub price: Money,
+    /// The price the florist set; `price` while not marked down.
+    pub list_price: Money,
+    /// The step of the shop's markdown rule that set `price` (`None` at list price).
+    pub markdown: Option<MarkdownStep>,
+    /// The florist keeps this bouquet at its list price whatever its freshness.
+    pub markdown_opt_out: bool,
     pub vase_id: Option<VaseId>,
     pub status: BouquetStatus,
     /// Bumped by every change; the `ETag` and the `If-Match` precondition.
@@ -73,6 +81,7 @@ pub struct NewBouquet {
     pub description: String,
     pub price: Money,
     pub vase_id: Option<VaseId>,
+    pub markdown_opt_out: bool,
 }
 
 impl NewBouquet {
@@ -95,6 +104,7 @@ impl NewBouquet {
             description: description.unwrap_or_default(),
             price: price.expect("checked"),
             vase_id: vase_id.flatten(),
+            markdown_opt_out: false,
         })
     }
 }
@@ -105,6 +115,7 @@ pub struct BouquetChange {
     pub name: Option<String>,
     pub description: Option<String>,
     pub price: Option<Money>,
+    pub markdown_opt_out: Option<bool>,
 }
 
 impl BouquetChange {
@@ -124,6 +135,7 @@ impl BouquetChange {
             name: name.flatten(),
             description: description.flatten(),
             price: price.flatten(),
+            markdown_opt_out: None,
         })
     }
 }
@@ -150,6 +162,9 @@ impl Bouquet {
             name: new.name,
             description: new.description,
             price: new.price,
+            list_price: new.price,
+            markdown: None,
+            markdown_opt_out: new.markdown_opt_out,
             vase_id: new.vase_id,
             status: BouquetStatus::Available,
             version: 1,
@@ -207,8 +222,14 @@ impl Bouquet {
         if let Some(description) = change.description {
             self.description = description;
         }
+        // A price the florist sets is the new list price: any markdown starts again from it.
         if let Some(price) = change.price {
             self.price = price;
+            self.list_price = price;
+            self.markdown = None;
+        }
+        if let Some(opt_out) = change.markdown_opt_out {
+            self.markdown_opt_out = opt_out;
         }
         // Changing a bouquet whose hold expired also ends that hold.
         self.status = BouquetStatus::Available;
@@ -321,6 +342,22 @@ impl Bouquet {
         true
     }
 
+    /// What its new freshness `score` does to its price under the shop's `rule` (an opted-out
+    /// bouquet keeps its list price; a sold or withdrawn one is never repriced).
+    pub fn reprice(&self, rule: &MarkdownRule, score: u8, now: Timestamp) -> Repricing {
+        if self.markdown_opt_out || !self.status.is_on_sale() || self.is_suspended() {
+            return Repricing::Unchanged;
+        }
+        rule.reprice(self.list_price, self.price, score, self.is_available(now))
+    }
+
+    /// Sells at `price` by `step` from now on (a [`Repricing::MarkDown`]).
+    pub fn mark_down(&mut self, price: Money, step: MarkdownStep, now: Timestamp) {
+        self.price = price;
+        self.markdown = Some(step);
+        self.touch(now);
+    }
+
     fn touch(&mut self, now: Timestamp) {
         self.version += 1;
         self.updated_at = now;
@@ -335,6 +372,9 @@ impl Bouquet {
             name: self.name.clone(),
             description: self.description.clone(),
             price: self.price,
+            list_price: self.markdown.map(|_| self.list_price),
+            markdown: self.markdown,
+            markdown_opt_out: self.markdown_opt_out,
             vase_id: self.vase_id,
             status: status.name(),
             reserved_until: match status {
@@ -361,6 +401,13 @@ pub struct BouquetView {
     pub name: String,
     pub description: String,
     pub price: Money,
+    /// Present while marked down: the price it was listed at ("was").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub list_price: Option<Money>,
+    /// The markdown step that applies, while marked down.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub markdown: Option<MarkdownStep>,
+    pub markdown_opt_out: bool,
     pub vase_id: Option<VaseId>,
     pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -395,6 +442,7 @@ pub(crate) mod tests {
                 description: String::new(),
                 price,
                 vase_id: None,
+                markdown_opt_out: false,
             },
             now,
         )

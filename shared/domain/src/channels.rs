@@ -133,7 +133,9 @@ pub fn route(name: &str, ids: &EventIds) -> Vec<Channel> {
         | "BouquetChanged"
         | "BouquetWithdrawn"
         | "BouquetPhotoChanged"
-        | "BouquetFreshnessChanged" => [Some(Channel::Catalogue), bouquet, vendor]
+        | "BouquetFreshnessChanged"
+        | "BouquetRepriced"
+        | "BouquetPastItsBest" => [Some(Channel::Catalogue), bouquet, vendor]
             .into_iter()
             .flatten()
             .collect(),
@@ -177,7 +179,10 @@ pub fn route(name: &str, ids: &EventIds) -> Vec<Channel> {
         | "VaseCameOnline"
         | "VaseWentOffline"
         | "VaseCertificateRotated"
-        | "VaseDecommissioned" => vendor.into_iter().collect(),
+        | "VaseDecommissioned"
+        | "VaseAlertOpened"
+        | "VaseAlertClosed"
+        | "VaseAlertAcknowledged" => vendor.into_iter().collect(),
         _ => Vec::new(),
     };
     let mut unique = Vec::with_capacity(channels.len());

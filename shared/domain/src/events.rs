@@ -4,13 +4,16 @@
 use serde::Serialize;
 
 use crate::clock::Timestamp;
+use crate::care::Condition;
+use crate::freshness::Reading;
 use crate::ids::{BouquetId, CustomerId, EventId, OrderId, VaseId, VendorId};
+use crate::markdown::MarkdownStep;
 use crate::money::Money;
 use crate::photo::Photo;
 use crate::rating::Rating;
 
 /// The payload of each event, by name (docs/contract.md, Events).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged, rename_all_fields = "camelCase")]
 pub enum EventData {
     VendorOnboarded {
@@ -207,11 +210,56 @@ pub enum EventData {
         freshness: u8,
         measured_at: Timestamp,
     },
+    /// The shop's markdown rule lowered the bouquet's price as its freshness fell.
+    BouquetRepriced {
+        bouquet_id: BouquetId,
+        vendor_id: VendorId,
+        list_price: Money,
+        price: Money,
+        step: MarkdownStep,
+        freshness: u8,
+    },
+    /// Its freshness fell below the shop's withdrawal score: off the storefront.
+    BouquetPastItsBest {
+        bouquet_id: BouquetId,
+        vendor_id: VendorId,
+        vase_id: VaseId,
+        freshness: u8,
+    },
+    /// A vase's reading (or its silence) met a care condition: one alert per vase and
+    /// condition while it lasts. `aggregateId` is the alert.
+    VaseAlertOpened {
+        alert_id: String,
+        vase_id: VaseId,
+        vendor_id: VendorId,
+        condition: Condition,
+        /// What the vase read (none for `offline`).
+        reading: Option<Reading>,
+        opened_at: Timestamp,
+    },
+    /// The condition cleared for the shop's clear time (or the vase came back online).
+    VaseAlertClosed {
+        alert_id: String,
+        vase_id: VaseId,
+        vendor_id: VendorId,
+        condition: Condition,
+        opened_at: Timestamp,
+        closed_at: Timestamp,
+    },
+    /// A member of the shop saw the alert.
+    VaseAlertAcknowledged {
+        alert_id: String,
+        vase_id: VaseId,
+        vendor_id: VendorId,
+        condition: Condition,
+        acknowledged_by: String,
+        acknowledged_at: Timestamp,
+    },
 }
 
 impl EventData {
     /// Every event name (the EventBridge detail-types); `infra/events/{name}.json` is its schema.
-    pub const NAMES: [&'static str; 31] = [
+    pub const NAMES: [&'static str; 36] = [
         "VendorOnboarded",
         "VendorSuspended",
         "VendorReinstated",
@@ -243,6 +291,11 @@ impl EventData {
         "ReviewHidden",
         "ShopRatingChanged",
         "OrderDeliveryPhotoAttached",
+        "BouquetRepriced",
+        "BouquetPastItsBest",
+        "VaseAlertOpened",
+        "VaseAlertClosed",
+        "VaseAlertAcknowledged",
     ];
 
     pub fn name(&self) -> &'static str {
@@ -278,6 +331,11 @@ impl EventData {
             EventData::ReviewHidden { .. } => "ReviewHidden",
             EventData::ShopRatingChanged { .. } => "ShopRatingChanged",
             EventData::OrderDeliveryPhotoAttached { .. } => "OrderDeliveryPhotoAttached",
+            EventData::BouquetRepriced { .. } => "BouquetRepriced",
+            EventData::BouquetPastItsBest { .. } => "BouquetPastItsBest",
+            EventData::VaseAlertOpened { .. } => "VaseAlertOpened",
+            EventData::VaseAlertClosed { .. } => "VaseAlertClosed",
+            EventData::VaseAlertAcknowledged { .. } => "VaseAlertAcknowledged",
         }
     }
 }
@@ -310,6 +368,7 @@ impl Actor {
             | "VaseRegistered"
             | "VaseCertificateRotated"
             | "VaseDecommissioned"
+            | "VaseAlertAcknowledged"
             | "ReviewAnswered" => Actor::Shop,
             "OrderAccepted"
             | "OrderOutForDelivery"
@@ -332,6 +391,10 @@ impl Actor {
             | "VaseCameOnline"
             | "VaseWentOffline"
             | "BouquetFreshnessChanged"
+            | "BouquetRepriced"
+            | "BouquetPastItsBest"
+            | "VaseAlertOpened"
+            | "VaseAlertClosed"
             | "ShopRatingChanged" => Actor::System,
             _ => return None,
         })
@@ -339,7 +402,7 @@ impl Actor {
 }
 
 /// One event with its envelope: the EventBridge detail.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DomainEvent {
     pub event_id: EventId,

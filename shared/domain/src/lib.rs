@@ -5,6 +5,7 @@
 //! decisions into conditional writes and responses; nothing in this crate does I/O.
 
 pub mod bouquet;
+pub mod care;
 pub mod cart;
 pub mod channels;
 pub mod checkout;
@@ -14,9 +15,11 @@ pub mod delivery;
 pub mod error;
 pub mod events;
 pub mod freshness;
+pub mod history;
 pub mod identity;
 pub mod ids;
 pub mod limits;
+pub mod markdown;
 pub mod money;
 pub mod order;
 mod order_status;

@@ -12,8 +12,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::bouquet::Bouquet;
+use crate::care::{self, AlertChange, CareThresholds, OpenAlert};
 use crate::clock::Timestamp;
 use crate::freshness;
+use crate::history::{self, Bucket};
 use crate::ids::{BouquetId, VaseId, VendorId};
 
 /// A vase that sent no heartbeat for this long is offline (docs/architecture.md: one hour).
@@ -191,6 +193,10 @@ pub struct Vase {
     pub registered_at: Timestamp,
     /// Counts connection changes (and registration): the events' aggregate version.
     pub version: u64,
+    /// Its open care alerts, one per condition at most (`care`).
+    pub alerts: Vec<OpenAlert>,
+    /// The 15-minute bucket its latest readings are folding into (`history`).
+    pub bucket: Option<Bucket>,
 }
 
 /// What a heartbeat does to a vase.
@@ -224,10 +230,13 @@ impl FreshnessChange {
 pub enum ReadingOutcome {
     /// Older than (or the same as) the latest reading: stored for history only.
     HistoryOnly,
-    /// The new latest reading, and the bouquet's new score if a bouquet stands in the vase.
+    /// The new latest reading, and the bouquet's new score if a bouquet stands in the vase,
+    /// the alerts it opened or closed and the history bucket it finished.
     Latest {
         vase: Vase,
         freshness: Option<FreshnessChange>,
+        alerts: Vec<AlertChange>,
+        finished: Option<Bucket>,
     },
 }
 
@@ -242,7 +251,24 @@ impl Vase {
             bouquet: None,
             registered_at: now,
             version: 1,
+            alerts: Vec::new(),
+            bucket: None,
         }
+    }
+
+    /// What changed in the vase's open alerts from `self` to `next`, at `at`.
+    pub fn alert_changes(&self, next: &Vase, at: Timestamp) -> Vec<AlertChange> {
+        let opened = next
+            .alerts
+            .iter()
+            .filter(|a| !self.alerts.iter().any(|b| b.condition == a.condition && b.opened_at == a.opened_at))
+            .map(|a| AlertChange::Opened(*a));
+        let closed = self
+            .alerts
+            .iter()
+            .filter(|a| !next.alerts.iter().any(|b| b.condition == a.condition && b.opened_at == a.opened_at))
+            .map(|a| AlertChange::Closed { alert: *a, at });
+        closed.chain(opened).collect()
     }
 
     /// Whether `bouquet_id` is the bouquet the vase holds now.
@@ -292,11 +318,18 @@ impl Vase {
         } else {
             next.connection = Connection::Online;
             next.version += 1;
+            next.alerts = care::came_online(&self.alerts, sent_at).0;
             HeartbeatOutcome::CameOnline(next)
         }
     }
 
-    pub fn record(&self, reading: Reading, received_at: Timestamp) -> ReadingOutcome {
+    /// Applies `reading` with the shop's care `thresholds`.
+    pub fn record(
+        &self,
+        reading: Reading,
+        received_at: Timestamp,
+        thresholds: &CareThresholds,
+    ) -> ReadingOutcome {
         if self
             .latest
             .is_some_and(|latest| reading.sent_at <= latest.sent_at)
@@ -305,6 +338,10 @@ impl Vase {
         }
         let mut next = self.clone();
         next.latest = Some(reading);
+        let (alerts, alert_changes) = care::after_reading(&self.alerts, &reading, thresholds);
+        next.alerts = alerts;
+        let (bucket, finished) = history::fold(self.bucket, &reading);
+        next.bucket = Some(bucket);
         let freshness = self.bouquet.map(|bouquet| FreshnessChange {
             bouquet_id: bouquet.bouquet_id,
             previous: bouquet.freshness,
@@ -316,6 +353,8 @@ impl Vase {
         ReadingOutcome::Latest {
             vase: next,
             freshness,
+            alerts: alert_changes,
+            finished,
         }
     }
 
@@ -332,6 +371,7 @@ impl Vase {
         silent.then(|| Vase {
             connection: Connection::Offline,
             version: self.version + 1,
+            alerts: care::went_offline(&self.alerts, now).0,
             ..self.clone()
         })
     }
@@ -358,6 +398,8 @@ pub struct VaseView {
     pub bouquet_id: Option<BouquetId>,
     pub freshness: Option<u8>,
     pub registered_at: Timestamp,
+    /// Its open care alerts.
+    pub alerts: Vec<OpenAlert>,
 }
 
 impl Vase {
@@ -371,6 +413,7 @@ impl Vase {
             bouquet_id: self.bouquet.map(|b| b.bouquet_id),
             freshness: self.bouquet.and_then(|b| b.freshness),
             registered_at: self.registered_at,
+            alerts: self.alerts.clone(),
         }
     }
 
@@ -479,14 +522,14 @@ mod tests {
             listed_at: T0,
             freshness: None,
         });
-        let ReadingOutcome::Latest { vase: v, freshness } = v.record(reading(5, 80.0), at(5))
+        let ReadingOutcome::Latest { vase: v, freshness, .. } = v.record(reading(5, 80.0), at(5), &CareThresholds::default())
         else {
             panic!("first reading is the latest")
         };
         let change = freshness.expect("a bouquet stands in the vase");
         assert_eq!((change.previous, change.score), (None, 100));
         assert!(change.is_significant());
-        let ReadingOutcome::Latest { vase: v, freshness } = v.record(reading(6, 20.0), at(6))
+        let ReadingOutcome::Latest { vase: v, freshness, .. } = v.record(reading(6, 20.0), at(6), &CareThresholds::default())
         else {
             panic!("newer reading")
         };
@@ -495,18 +538,18 @@ mod tests {
         assert!(change.is_significant());
         assert_eq!(v.bouquet.and_then(|b| b.freshness), Some(85));
         assert_eq!(
-            v.record(reading(6, 0.0), at(6)),
+            v.record(reading(6, 0.0), at(6), &CareThresholds::default()),
             ReadingOutcome::HistoryOnly
         );
         assert_eq!(
-            v.record(reading(3, 0.0), at(3)),
+            v.record(reading(3, 0.0), at(3), &CareThresholds::default()),
             ReadingOutcome::HistoryOnly
         );
     }
 
     #[test]
     fn a_vase_without_bouquet_keeps_readings_without_scores() {
-        let ReadingOutcome::Latest { freshness, .. } = vase().record(reading(1, 50.0), at(1))
+        let ReadingOutcome::Latest { freshness, .. } = vase().record(reading(1, 50.0), at(1), &CareThresholds::default())
         else {
             panic!("latest")
         };

@@ -70,6 +70,7 @@ impl World {
                         description: String::new(),
                         price,
                         vase_id: None,
+                        markdown_opt_out: false,
                     },
                     now,
                 )
