@@ -1,11 +1,13 @@
 //! `GET /v1/vases/{vaseId}/telemetry?since=&limit=&cursor=`: the vase's readings sent at or
 //! after `since` (RFC 3339; default: the last 24 hours), oldest first, for its vendor only.
-//! Another vendor's vase is a 404: vase ids are not public.
+//! Raw readings are kept 48 hours; the first page also carries `buckets`, the 15-minute
+//! summaries (min, max, mean) since `since`, kept 30 days. Another vendor's vase is a 404:
+//! vase ids are not public.
 
 use std::time::Duration;
 
 use bouquet_app::domain::{FieldError, Timestamp, VaseId};
-use bouquet_app::queries;
+use bouquet_app::{care, queries};
 use bouquet_http::{ApiError, Ctx, Reply, Role};
 use serde_json::json;
 
@@ -27,6 +29,21 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         })?,
     };
     let limit = ctx.limit()?;
-    let page = queries::readings(&ctx.app, caller, vase_id, since, ctx.cursor(), limit).await?;
-    Reply::ok(&json!({ "vaseId": vase_id, "items": page.items, "nextCursor": page.next_cursor }))
+    let cursor = ctx.cursor();
+    let page = queries::readings(&ctx.app, caller, vase_id, since, cursor, limit).await?;
+    // Read only once the vase is known to be the caller's (the readings' query checked it).
+    let buckets = match cursor {
+        None => care::buckets(&ctx.app, vase_id, since)
+            .await?
+            .iter()
+            .map(|b| b.view())
+            .collect(),
+        Some(_) => Vec::new(),
+    };
+    Reply::ok(&json!({
+        "vaseId": vase_id,
+        "items": page.items,
+        "buckets": buckets,
+        "nextCursor": page.next_cursor,
+    }))
 }

@@ -1,4 +1,5 @@
-//! `PATCH /v1/bouquets/{bouquetId}`: its vendor changes name, description or price while the
+//! `PATCH /v1/bouquets/{bouquetId}`: its vendor changes name, description or price (the new
+//! list price: a markdown starts again from it), or opts it out of markdowns, while the
 //! bouquet is available. Requires `If-Match` with the current version (412 on mismatch)
 //! ([`bouquet_app::bouquets::change`]).
 
@@ -17,6 +18,8 @@ struct Patch {
     name: Option<String>,
     description: Option<String>,
     price: Option<MoneyDto>,
+    #[serde(rename = "markdownOptOut")]
+    markdown_opt_out: Option<bool>,
 }
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
@@ -33,6 +36,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
             .price
             .as_ref()
             .map(|p| (p.amount.as_str(), p.currency.as_str())),
+        patch.markdown_opt_out,
     )?;
     let changed = bouquets::change(
         &ctx.app,

@@ -20,6 +20,7 @@ pub use sales::{
     queries, reservation,
 };
 pub use shop::{members, payouts, shops};
+pub use vase::care;
 #[cfg(feature = "iot")]
 pub use vase::vase_saga;
 pub use vase::vases;

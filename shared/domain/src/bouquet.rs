@@ -123,19 +123,24 @@ impl BouquetChange {
         name: Option<&str>,
         description: Option<&str>,
         price: Option<(&str, &str)>,
+        markdown_opt_out: Option<bool>,
     ) -> Result<Self, Vec<FieldError>> {
         let mut v = Validation::new();
         let name = name.map(|n| v.check("name", text::name(n)));
         let description = description.map(|d| v.check("description", text::description(d)));
         let price = price.map(|p| price_field(&mut v, p));
-        if name.is_none() && description.is_none() && price.is_none() {
-            v.add("", "give at least one of name, description, price");
+        if name.is_none() && description.is_none() && price.is_none() && markdown_opt_out.is_none()
+        {
+            v.add(
+                "",
+                "give at least one of name, description, price, markdownOptOut",
+            );
         }
         v.finish(|| BouquetChange {
             name: name.flatten(),
             description: description.flatten(),
             price: price.flatten(),
-            markdown_opt_out: None,
+            markdown_opt_out,
         })
     }
 }
@@ -505,6 +510,6 @@ pub(crate) mod tests {
         assert_eq!(fields, ["name", "price.amount", "vaseId"]);
         let errors = NewBouquet::validate("Roses", None, ("10.00", "ABC"), None).unwrap_err();
         assert_eq!(errors[0].field, "price.currency");
-        assert!(BouquetChange::validate(None, None, None).is_err());
+        assert!(BouquetChange::validate(None, None, None, None).is_err());
     }
 }

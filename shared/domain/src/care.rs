@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
 use crate::freshness::Reading;
+use crate::ids::{VaseId, VendorId};
 use crate::validation::{FieldError, Validation};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -182,6 +183,86 @@ impl OpenAlert {
     }
 }
 
+/// An alert as the shop reads it: opened, perhaps acknowledged, perhaps closed. Kept 30 days
+/// after it closed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VaseAlert {
+    pub alert_id: String,
+    pub vase_id: VaseId,
+    pub vendor_id: VendorId,
+    pub condition: Condition,
+    /// What the vase read when it opened (none for `offline`).
+    pub reading: Option<Reading>,
+    pub opened_at: Timestamp,
+    pub closed_at: Option<Timestamp>,
+    pub acknowledged_at: Option<Timestamp>,
+    /// The member who acknowledged it (its user id).
+    pub acknowledged_by: Option<String>,
+    /// 1 when opened, and one more for its closing and its acknowledgement.
+    pub version: u64,
+}
+
+/// Alerts closed this long ago are deleted by TTL.
+pub const ALERT_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+
+impl VaseAlert {
+    pub fn open(
+        vase_id: VaseId,
+        vendor_id: VendorId,
+        alert: &OpenAlert,
+        reading: Option<Reading>,
+    ) -> Self {
+        Self {
+            alert_id: alert.id(vase_id),
+            vase_id,
+            vendor_id,
+            condition: alert.condition,
+            reading,
+            opened_at: alert.opened_at,
+            closed_at: None,
+            acknowledged_at: None,
+            acknowledged_by: None,
+            version: 1,
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.closed_at.is_none()
+    }
+
+    /// Acknowledged by `user` at `now`; `false`, and no change, when it already was.
+    pub fn acknowledge(&mut self, user: &str, now: Timestamp) -> bool {
+        if self.acknowledged_at.is_some() {
+            return false;
+        }
+        self.acknowledged_at = Some(now);
+        self.acknowledged_by = Some(user.to_owned());
+        self.version += 1;
+        true
+    }
+}
+
+/// Checks an alert id's shape (`{vaseId}.{condition}.{openedAtMillis}`).
+pub fn parse_alert_id(text: &str) -> Result<String, &'static str> {
+    let mut parts = text.split('.');
+    let shaped = match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(vase), Some(condition), Some(millis), None) => {
+            VaseId::parse(vase).is_ok()
+                && Condition::parse(condition).is_some()
+                && !millis.is_empty()
+                && millis.len() <= 15
+                && millis.bytes().all(|b| b.is_ascii_digit())
+        }
+        _ => false,
+    };
+    if shaped {
+        Ok(text.to_owned())
+    } else {
+        Err("is not an alert id")
+    }
+}
+
 /// A change of a vase's alerts.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum AlertChange {
@@ -312,7 +393,9 @@ mod tests {
         ]);
         assert_eq!(open.len(), 1, "still within its 10 minutes: {open:?}");
         assert_eq!(changes.len(), 1);
-        assert!(matches!(changes[0], AlertChange::Opened(a) if a.condition == Condition::WaterLow && a.opened_at == at_minute(1)));
+        assert!(
+            matches!(changes[0], AlertChange::Opened(a) if a.condition == Condition::WaterLow && a.opened_at == at_minute(1))
+        );
         let (open, changes) = run(&[
             reading(1, 20.0, 18.0),
             reading(3, 80.0, 18.0),
@@ -345,16 +428,40 @@ mod tests {
     #[test]
     fn offline_opens_once_and_closes_when_the_vase_is_back() {
         let (open, opened) = went_offline(&[], at_minute(61));
-        assert!(matches!(opened, Some(AlertChange::Opened(a)) if a.condition == Condition::Offline));
+        assert!(
+            matches!(opened, Some(AlertChange::Opened(a)) if a.condition == Condition::Offline)
+        );
         let (again, none) = went_offline(&open, at_minute(62));
         assert_eq!((again.len(), none), (1, None));
         // Readings do not close it; only a heartbeat does.
-        let (still, changes) = after_reading(&open, &reading(63, 80.0, 18.0), &CareThresholds::default());
+        let (still, changes) =
+            after_reading(&open, &reading(63, 80.0, 18.0), &CareThresholds::default());
         assert_eq!((still.len(), changes.len()), (1, 0));
         let (back, closed) = came_online(&still, at_minute(64));
         assert!(back.is_empty());
         assert!(matches!(closed, Some(AlertChange::Closed { .. })));
         assert_eq!(came_online(&back, at_minute(65)).1, None);
+    }
+
+    #[test]
+    fn alert_ids_name_the_vase_the_condition_and_the_opening() {
+        let vase = VaseId::generate();
+        let alert = OpenAlert {
+            condition: Condition::WaterLow,
+            opened_at: at_minute(3),
+            clear_since: None,
+        };
+        let id = alert.id(vase);
+        assert_eq!(parse_alert_id(&id), Ok(id.clone()));
+        for bad in [
+            "",
+            "x.water_low.1",
+            &format!("{vase}.thirsty.1"),
+            &format!("{vase}.water_low."),
+            &format!("{id}.1"),
+        ] {
+            assert!(parse_alert_id(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
@@ -366,8 +473,16 @@ mod tests {
             clear_after_minutes: 0,
             ..CareThresholds::default()
         };
-        let fields: Vec<String> = bad.validate().unwrap_err().into_iter().map(|e| e.field).collect();
-        assert_eq!(fields, ["waterLowPct", "temperatureMinC", "clearAfterMinutes"]);
+        let fields: Vec<String> = bad
+            .validate()
+            .unwrap_err()
+            .into_iter()
+            .map(|e| e.field)
+            .collect();
+        assert_eq!(
+            fields,
+            ["waterLowPct", "temperatureMinC", "clearAfterMinutes"]
+        );
         assert!(CareThresholds::default().validate().is_ok());
     }
 

@@ -182,7 +182,8 @@ pub fn route(name: &str, ids: &EventIds) -> Vec<Channel> {
         | "VaseDecommissioned"
         | "VaseAlertOpened"
         | "VaseAlertClosed"
-        | "VaseAlertAcknowledged" => vendor.into_iter().collect(),
+        | "VaseAlertAcknowledged"
+        | "VaseRulesChanged" => vendor.into_iter().collect(),
         _ => Vec::new(),
     };
     let mut unique = Vec::with_capacity(channels.len());

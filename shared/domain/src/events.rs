@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use crate::clock::Timestamp;
 use crate::care::Condition;
+use crate::clock::Timestamp;
 use crate::freshness::Reading;
 use crate::ids::{BouquetId, CustomerId, EventId, OrderId, VaseId, VendorId};
 use crate::markdown::MarkdownStep;
@@ -246,6 +246,11 @@ pub enum EventData {
         opened_at: Timestamp,
         closed_at: Timestamp,
     },
+    /// The shop changed its vase rules (markdown and care thresholds).
+    VaseRulesChanged {
+        vendor_id: VendorId,
+        version: u64,
+    },
     /// A member of the shop saw the alert.
     VaseAlertAcknowledged {
         alert_id: String,
@@ -259,7 +264,7 @@ pub enum EventData {
 
 impl EventData {
     /// Every event name (the EventBridge detail-types); `infra/events/{name}.json` is its schema.
-    pub const NAMES: [&'static str; 36] = [
+    pub const NAMES: [&'static str; 37] = [
         "VendorOnboarded",
         "VendorSuspended",
         "VendorReinstated",
@@ -296,6 +301,7 @@ impl EventData {
         "VaseAlertOpened",
         "VaseAlertClosed",
         "VaseAlertAcknowledged",
+        "VaseRulesChanged",
     ];
 
     pub fn name(&self) -> &'static str {
@@ -336,6 +342,7 @@ impl EventData {
             EventData::VaseAlertOpened { .. } => "VaseAlertOpened",
             EventData::VaseAlertClosed { .. } => "VaseAlertClosed",
             EventData::VaseAlertAcknowledged { .. } => "VaseAlertAcknowledged",
+            EventData::VaseRulesChanged { .. } => "VaseRulesChanged",
         }
     }
 }
@@ -369,6 +376,7 @@ impl Actor {
             | "VaseCertificateRotated"
             | "VaseDecommissioned"
             | "VaseAlertAcknowledged"
+            | "VaseRulesChanged"
             | "ReviewAnswered" => Actor::Shop,
             "OrderAccepted"
             | "OrderOutForDelivery"

@@ -166,7 +166,10 @@ mod tests {
         assert_eq!(finished.len(), 3);
         assert!(finished.iter().all(|b| b.count == 900));
         let view = finished[0].view();
-        assert_eq!((view.water_level_pct.min, view.water_level_pct.max), (0.0, 99.0));
+        assert_eq!(
+            (view.water_level_pct.min, view.water_level_pct.max),
+            (0.0, 99.0)
+        );
         assert!((view.water_level_pct.mean - 49.5).abs() < 1e-9);
         assert_eq!(running.expect("running").count, 900);
     }
@@ -175,6 +178,9 @@ mod tests {
     fn windows_start_on_the_quarter_hour() {
         let start = window_start(reading(899, 1.0).sent_at);
         assert_eq!(start, reading(0, 1.0).sent_at);
-        assert_eq!(window_start(reading(900, 1.0).sent_at), reading(900, 1.0).sent_at);
+        assert_eq!(
+            window_start(reading(900, 1.0).sent_at),
+            reading(900, 1.0).sent_at
+        );
     }
 }

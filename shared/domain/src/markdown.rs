@@ -183,7 +183,10 @@ mod tests {
     #[test]
     fn each_step_applies_below_its_score_and_the_deepest_wins() {
         let r = rule();
-        assert_eq!(r.reprice(eur(4000), eur(4000), 80, true), Repricing::Unchanged);
+        assert_eq!(
+            r.reprice(eur(4000), eur(4000), 80, true),
+            Repricing::Unchanged
+        );
         assert_eq!(
             r.reprice(eur(4000), eur(4000), 79, true),
             Repricing::MarkDown {
@@ -204,9 +207,18 @@ mod tests {
     fn a_better_score_or_a_repeat_never_raises_the_price() {
         let r = rule();
         // Marked down to 30.00 at step 60; a late reading scoring 75 changes nothing.
-        assert_eq!(r.reprice(eur(4000), eur(3000), 75, true), Repricing::Unchanged);
-        assert_eq!(r.reprice(eur(4000), eur(3000), 95, true), Repricing::Unchanged);
-        assert_eq!(r.reprice(eur(4000), eur(3000), 55, true), Repricing::Unchanged);
+        assert_eq!(
+            r.reprice(eur(4000), eur(3000), 75, true),
+            Repricing::Unchanged
+        );
+        assert_eq!(
+            r.reprice(eur(4000), eur(3000), 95, true),
+            Repricing::Unchanged
+        );
+        assert_eq!(
+            r.reprice(eur(4000), eur(3000), 55, true),
+            Repricing::Unchanged
+        );
     }
 
     #[test]
@@ -233,9 +245,15 @@ mod tests {
     #[test]
     fn below_the_withdrawal_score_an_available_bouquet_is_past_its_best() {
         let r = rule();
-        assert_eq!(r.reprice(eur(4000), eur(3000), 29, true), Repricing::PastItsBest);
+        assert_eq!(
+            r.reprice(eur(4000), eur(3000), 29, true),
+            Repricing::PastItsBest
+        );
         // Held or sold: it keeps its price and stays with its order.
-        assert_eq!(r.reprice(eur(4000), eur(3000), 29, false), Repricing::Unchanged);
+        assert_eq!(
+            r.reprice(eur(4000), eur(3000), 29, false),
+            Repricing::Unchanged
+        );
         assert_eq!(
             r.reprice(eur(4000), eur(4000), 29, false),
             Repricing::MarkDown {

@@ -16,6 +16,14 @@ impl FieldError {
             message: message.to_string(),
         }
     }
+
+    /// The same problem under `parent` (`care` + `waterLowPct` → `care.waterLowPct`).
+    pub fn prefixed(self, parent: &str) -> Self {
+        Self {
+            field: format!("{parent}.{}", self.field),
+            ..self
+        }
+    }
 }
 
 /// Collects field errors while a request is checked.

@@ -261,12 +261,22 @@ impl Vase {
         let opened = next
             .alerts
             .iter()
-            .filter(|a| !self.alerts.iter().any(|b| b.condition == a.condition && b.opened_at == a.opened_at))
+            .filter(|a| {
+                !self
+                    .alerts
+                    .iter()
+                    .any(|b| b.condition == a.condition && b.opened_at == a.opened_at)
+            })
             .map(|a| AlertChange::Opened(*a));
         let closed = self
             .alerts
             .iter()
-            .filter(|a| !next.alerts.iter().any(|b| b.condition == a.condition && b.opened_at == a.opened_at))
+            .filter(|a| {
+                !next
+                    .alerts
+                    .iter()
+                    .any(|b| b.condition == a.condition && b.opened_at == a.opened_at)
+            })
             .map(|a| AlertChange::Closed { alert: *a, at });
         closed.chain(opened).collect()
     }
@@ -522,14 +532,18 @@ mod tests {
             listed_at: T0,
             freshness: None,
         });
-        let ReadingOutcome::Latest { vase: v, freshness, .. } = v.record(reading(5, 80.0), at(5), &CareThresholds::default())
+        let ReadingOutcome::Latest {
+            vase: v, freshness, ..
+        } = v.record(reading(5, 80.0), at(5), &CareThresholds::default())
         else {
             panic!("first reading is the latest")
         };
         let change = freshness.expect("a bouquet stands in the vase");
         assert_eq!((change.previous, change.score), (None, 100));
         assert!(change.is_significant());
-        let ReadingOutcome::Latest { vase: v, freshness, .. } = v.record(reading(6, 20.0), at(6), &CareThresholds::default())
+        let ReadingOutcome::Latest {
+            vase: v, freshness, ..
+        } = v.record(reading(6, 20.0), at(6), &CareThresholds::default())
         else {
             panic!("newer reading")
         };
@@ -549,7 +563,8 @@ mod tests {
 
     #[test]
     fn a_vase_without_bouquet_keeps_readings_without_scores() {
-        let ReadingOutcome::Latest { freshness, .. } = vase().record(reading(1, 50.0), at(1), &CareThresholds::default())
+        let ReadingOutcome::Latest { freshness, .. } =
+            vase().record(reading(1, 50.0), at(1), &CareThresholds::default())
         else {
             panic!("latest")
         };

@@ -172,7 +172,7 @@ pub(crate) fn available_at_version(version: u64, now: Timestamp) -> Expr {
 
 /// An update expression that sets every attribute of `item` except the keys and `keep`, and
 /// removes those of `optional` that `item` lacks: a Put that leaves `keep` alone.
-fn replace_all_but(item: Item, keep: &[&str], optional: &[&str]) -> Expr {
+pub(crate) fn replace_all_but(item: Item, keep: &[&str], optional: &[&str]) -> Expr {
     let mut expr = Expr::default();
     let mut sets = Vec::new();
     let mut attributes: Vec<_> = item

@@ -32,6 +32,8 @@ pub enum Target {
     InvoiceSequence,
     /// An order's review.
     Review,
+    /// A vase's care alert.
+    Alert,
     /// An abuse limit's counter ([`crate::limits`]).
     Limit(bouquet_domain::limits::Counted),
 }

@@ -9,6 +9,7 @@ mod analytics;
 mod backfill;
 mod batch;
 mod bouquets;
+mod care;
 mod carts;
 mod connections;
 mod cursor;
@@ -36,6 +37,7 @@ pub use bouquet_aws::describe;
 /// The one retry policy, re-exported for the store's callers.
 pub use bouquet_retry as retry;
 pub use bouquets::{CatalogueFilter, CatalogueSort};
+pub use care::{AlertWrites, VaseRules};
 pub use carts::CartRefusal;
 pub use connections::{
     initial_shards, placement, Admitted, ChannelShards, ConnectionLimit, Digested, LiveConnection,
@@ -55,5 +57,5 @@ pub use photos::PhotoShown;
 pub use processed::{Processed, PROCESSED_RETENTION};
 pub use store::Store;
 pub use tx::Tx;
-pub use vases::{BouquetScore, ReadingWrite, HEARTBEAT_SHARDS, READING_RETENTION};
+pub use vases::{BouquetScore, LatestReading, ReadingWrite, HEARTBEAT_SHARDS, READING_RETENTION};
 pub use vendors::{MemberClaim, VersionedSettings};

@@ -32,6 +32,15 @@ impl Expr {
 
     /// The item is still at the version that was read (optimistic concurrency: a write
     /// refused on it is re-read and decided again).
+    /// The same expression with `more` added to its text (its placeholders are added by the
+    /// caller).
+    pub fn append(self, more: &str) -> Self {
+        Expr {
+            text: format!("{}{more}", self.text),
+            ..self
+        }
+    }
+
     pub fn at_version(read_version: u64) -> Self {
         Self::new("version = :readVersion").n(":readVersion", read_version)
     }

@@ -18,10 +18,13 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
+use bouquet_domain::care::OpenAlert;
 use bouquet_domain::events::DomainEvent;
+use bouquet_domain::history::{Bucket, RAW_RETENTION};
 use bouquet_domain::vase::{Connection, Reading, Vase, VaseBouquet};
-use bouquet_domain::{BouquetId, Timestamp, VaseId, VendorId};
+use bouquet_domain::{Bouquet, BouquetId, Timestamp, VaseId, VendorId};
 
+use crate::care::{bucket_put, AlertWrites};
 use crate::cursor::{self, Page};
 use crate::error::{Conflict, StoreError, Target};
 use crate::idempotency::IdempotencyPut;
@@ -31,8 +34,9 @@ use crate::query::IndexQuery;
 use crate::store::Store;
 use crate::tx::{Expr, Tx};
 
-/// Readings are deleted by TTL 30 days after they were sent.
-pub const READING_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+/// Raw readings are deleted by TTL 48 hours after they were sent; 15-minute buckets keep
+/// 30 days (`bouquet_domain::history`).
+pub const READING_RETENTION: Duration = RAW_RETENTION;
 
 /// Online vases are spread over this many heartbeat-index partitions: every heartbeat of
 /// every vase rewrites its index entry (a fleet of 50,000 vases beating each minute is
@@ -41,7 +45,7 @@ pub const HEARTBEAT_SHARDS: u32 = 4;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct ReadingFields {
+pub(crate) struct ReadingFields {
     sent_at: i64,
     water_level_pct: f64,
     temperature_c: f64,
@@ -50,7 +54,7 @@ struct ReadingFields {
 }
 
 impl ReadingFields {
-    fn from_domain(r: &Reading) -> Self {
+    pub(crate) fn from_domain(r: &Reading) -> Self {
         Self {
             sent_at: r.sent_at.as_millis(),
             water_level_pct: r.water_level_pct,
@@ -60,7 +64,7 @@ impl ReadingFields {
         }
     }
 
-    fn into_domain(self) -> Reading {
+    pub(crate) fn into_domain(self) -> Reading {
         Reading {
             sent_at: Timestamp::from_millis(self.sent_at),
             water_level_pct: self.water_level_pct,
@@ -100,15 +104,39 @@ struct VaseItem {
     version: u64,
     vendor_key: String,
     vendor_sort: String,
+    /// Its open care alerts (absent: none).
+    #[serde(default, rename = "openAlerts", skip_serializing_if = "Vec::is_empty")]
+    alerts: Vec<OpenAlert>,
+    /// The history bucket its latest readings fold into.
+    #[serde(
+        default,
+        rename = "historyBucket",
+        skip_serializing_if = "Option::is_none"
+    )]
+    bucket: Option<Bucket>,
 }
 
 /// A bouquet's new score, written with the vase's latest reading.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct BouquetScore {
     pub bouquet_id: BouquetId,
     pub score: u8,
     /// For a score that is news: the bouquet's version as read, which the write moves on.
     pub read_version: Option<u64>,
+    /// The bouquet as the score leaves it when it also moved its price or took it off the
+    /// storefront: written whole (at `read_version`), not only its score.
+    pub repriced: Option<Bouquet>,
+}
+
+/// Everything a vase's new latest reading writes, in one transaction.
+pub struct LatestReading<'a> {
+    pub read: &'a Vase,
+    pub changed: &'a Vase,
+    pub received_at: Timestamp,
+    pub bouquet_score: Option<BouquetScore>,
+    pub events: Vec<DomainEvent>,
+    pub alerts: AlertWrites,
+    pub finished: Option<Bucket>,
 }
 
 crate::items::stored!(VaseItem => Vase);
@@ -134,6 +162,8 @@ impl VaseItem {
             vendor_key: vendor_vases_key(v.vendor_id),
             vendor_sort: id.clone(),
             vase_id: id,
+            alerts: v.alerts.clone(),
+            bucket: v.bucket,
         }
     }
 
@@ -157,6 +187,8 @@ impl VaseItem {
             bouquet,
             registered_at: Timestamp::from_millis(self.registered_at),
             version: self.version,
+            alerts: self.alerts,
+            bucket: self.bucket,
         })
     }
 }
@@ -416,13 +448,16 @@ impl Store {
         &self,
         read: &Vase,
         changed: &Vase,
-        event: &DomainEvent,
+        events: &[DomainEvent],
+        alerts: &AlertWrites,
     ) -> Result<(), StoreError> {
         let id = changed.vase_id.to_string();
-        let mut update = Expr::new("SET #connection = :connection, version = :next")
-            .name("#connection", "connection")
-            .s(":connection", changed.connection.name())
-            .n(":next", changed.version);
+        let mut update =
+            Expr::new("SET #connection = :connection, version = :next, openAlerts = :alerts")
+                .name("#connection", "connection")
+                .s(":connection", changed.connection.name())
+                .n(":next", changed.version)
+                .value(":alerts", alerts_value(&changed.alerts)?);
         if let Some(at) = changed.last_heartbeat_at {
             update = Expr {
                 text: format!("{}, lastHeartbeatAt = :heartbeat", update.text),
@@ -456,7 +491,11 @@ impl Store {
             update,
             condition,
         )?;
-        tx.commit_with_event(self, Some(event)).await
+        alerts.add_to(&mut tx, &self.table)?;
+        for event in events {
+            tx.event(&self.table, event)?;
+        }
+        tx.commit(self).await
     }
 
     /// Stores a reading that is not the vase's latest (history only). A redelivery is
@@ -486,16 +525,22 @@ impl Store {
     }
 
     /// Stores the vase's new latest reading, if the latest is still the one read, with the
-    /// bouquet's new score (if a bouquet stands in the vase and still names it) and the
-    /// `BouquetFreshnessChanged` event when the change is significant. All or nothing.
+    /// bouquet's new score (if a bouquet stands in the vase and still names it; with its new
+    /// price when the score moved it), the alerts it opened or closed, the history bucket it
+    /// finished and the events. All or nothing.
     pub async fn record_latest_reading(
         &self,
-        read: &Vase,
-        changed: &Vase,
-        received_at: Timestamp,
-        bouquet_score: Option<BouquetScore>,
-        event: Option<&DomainEvent>,
+        write: LatestReading<'_>,
     ) -> Result<ReadingWrite, StoreError> {
+        let LatestReading {
+            read,
+            changed,
+            received_at,
+            bouquet_score,
+            events,
+            alerts,
+            finished,
+        } = write;
         let reading = changed
             .latest
             .ok_or_else(|| StoreError::corrupt("record_latest_reading needs a latest reading"))?;
@@ -503,9 +548,15 @@ impl Store {
         self.reading_put(&mut tx, changed.vase_id, &reading, received_at)?;
         let latest = serde_dynamo::to_attribute_value(ReadingFields::from_domain(&reading))
             .map_err(StoreError::corrupt)?;
-        let mut update = Expr::new("SET latest = :latest, latestSentAt = :sentAt")
-            .value(":latest", latest)
-            .n(":sentAt", reading.sent_at.as_millis());
+        let bucket =
+            serde_dynamo::to_attribute_value(changed.bucket).map_err(StoreError::corrupt)?;
+        let mut update = Expr::new(
+            "SET latest = :latest, latestSentAt = :sentAt, openAlerts = :alerts, historyBucket = :bucket",
+        )
+        .value(":latest", latest)
+        .value(":alerts", alerts_value(&changed.alerts)?)
+        .value(":bucket", bucket)
+        .n(":sentAt", reading.sent_at.as_millis());
         if let Some(score) = changed.bouquet.and_then(|b| b.freshness) {
             update = Expr {
                 text: format!("{}, freshness = :freshness", update.text),
@@ -526,51 +577,88 @@ impl Store {
             update,
             condition,
         )?;
-        if let Some(BouquetScore {
+        if let Some(score) = bouquet_score {
+            self.bouquet_score(&mut tx, changed.vase_id, score, reading.sent_at)?;
+        }
+        if let Some(bucket) = &finished {
+            bucket_put(&mut tx, &self.table, changed.vase_id, bucket)?;
+        }
+        alerts.add_to(&mut tx, &self.table)?;
+        for event in &events {
+            tx.event(&self.table, event)?;
+        }
+        duplicate_or(tx.commit(self).await)
+    }
+
+    /// The bouquet's part of a reading: its score, on condition that it still stands in the
+    /// vase (and, for a score that is news, that it is still at the version read).
+    fn bouquet_score(
+        &self,
+        tx: &mut Tx,
+        vase_id: VaseId,
+        score: BouquetScore,
+        measured_at: Timestamp,
+    ) -> Result<(), StoreError> {
+        let BouquetScore {
             bouquet_id,
             score,
             read_version,
-        }) = bouquet_score
-        {
-            let still_in_vase =
-                Expr::new("vaseId = :vaseId").s(":vaseId", changed.vase_id.to_string());
-            let (update, condition) = match read_version {
-                // A score that is news is a new version of the bouquet: its event carries that
-                // version, so consumers order it with the bouquet's other events.
-                Some(version) => (
-                    Expr::new("SET freshness = :score, freshnessAt = :at, freshnessSort = :sort, version = :next")
-                        .n(":next", version + 1),
+            repriced,
+        } = score;
+        let still_in_vase = Expr::new("vaseId = :vaseId").s(":vaseId", vase_id.to_string());
+        let (update, condition) = match (read_version, repriced) {
+            // A new price or status with the score: the bouquet written whole but for its
+            // shop's rating (a projector's), at the version read.
+            (Some(version), Some(changed)) => {
+                let mut item = to_item(&crate::items::BouquetItem::from_domain(&changed))?;
+                item.insert(
+                    "freshnessAt".into(),
+                    AttributeValue::N(measured_at.as_millis().to_string()),
+                );
+                (
+                    crate::bouquets::replace_all_but(
+                        item,
+                        &["ratingSort", "ratingVersion"],
+                        crate::items::BouquetItem::OPTIONAL,
+                    ),
                     Expr {
                         text: format!("{} AND version = :readVersion", still_in_vase.text),
                         ..still_in_vase
                     }
                     .n(":readVersion", version),
-                ),
-                // A small move is a measurement only: no version, so it fails no concurrent
-                // reservation or edit.
-                None => (
-                    Expr::new("SET freshness = :score, freshnessAt = :at, freshnessSort = :sort"),
-                    still_in_vase,
-                ),
-            };
-            tx.update(
-                Target::Bouquet(bouquet_id),
-                &self.table,
-                crate::bouquets::bouquet_key(&bouquet_id.to_string()),
-                update
+                )
+            }
+            // A score that is news is a new version of the bouquet: its event carries that
+            // version, so consumers order it with the bouquet's other events.
+            (Some(version), None) => (
+                Expr::new("SET freshness = :score, freshnessAt = :at, freshnessSort = :sort, version = :next")
+                    .n(":next", version + 1)
                     .n(":score", score)
-                    .s(
-                        ":sort",
-                        keys::freshness_sort(Some(score), &bouquet_id.to_string()),
-                    )
-                    .n(":at", reading.sent_at.as_millis()),
-                condition,
-            )?;
-        }
-        if let Some(event) = event {
-            tx.event(&self.table, event)?;
-        }
-        duplicate_or(tx.commit(self).await)
+                    .s(":sort", keys::freshness_sort(Some(score), &bouquet_id.to_string()))
+                    .n(":at", measured_at.as_millis()),
+                Expr {
+                    text: format!("{} AND version = :readVersion", still_in_vase.text),
+                    ..still_in_vase
+                }
+                .n(":readVersion", version),
+            ),
+            // A small move is a measurement only: no version, so it fails no concurrent
+            // reservation or edit.
+            (None, _) => (
+                Expr::new("SET freshness = :score, freshnessAt = :at, freshnessSort = :sort")
+                    .n(":score", score)
+                    .s(":sort", keys::freshness_sort(Some(score), &bouquet_id.to_string()))
+                    .n(":at", measured_at.as_millis()),
+                still_in_vase,
+            ),
+        };
+        tx.update(
+            Target::Bouquet(bouquet_id),
+            &self.table,
+            crate::bouquets::bouquet_key(&bouquet_id.to_string()),
+            update,
+            condition,
+        )
     }
 
     fn reading_put(
@@ -642,6 +730,11 @@ pub(crate) fn reading_item(
         received_at: received_at.as_millis(),
         expires_at: reading.sent_at.plus(READING_RETENTION).as_epoch_seconds(),
     })
+}
+
+/// The vase's open alerts as one attribute (an empty list when none).
+fn alerts_value(alerts: &[OpenAlert]) -> Result<AttributeValue, StoreError> {
+    serde_dynamo::to_attribute_value(alerts).map_err(StoreError::corrupt)
 }
 
 /// A vase's item.

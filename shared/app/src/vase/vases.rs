@@ -11,11 +11,15 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use crate::App;
+use bouquet_domain::care::{AlertChange, VaseAlert};
 use bouquet_domain::events::{DomainEvent, EventData};
+use bouquet_domain::markdown::Repricing;
 use bouquet_domain::vase::{HeartbeatOutcome, ReadingOutcome, Vase, VaseMessage};
-use bouquet_domain::{Reading, Timestamp, VaseId};
+use bouquet_domain::{Bouquet, BouquetStatus, Reading, Timestamp, VaseId};
 use bouquet_store::retry::Retry;
-use bouquet_store::{BouquetScore, ReadingWrite, Store, StoreError, Target};
+use bouquet_store::{
+    AlertWrites, BouquetScore, LatestReading, ReadingWrite, Store, StoreError, Target, VaseRules,
+};
 
 /// Reads and decisions before a message gives up on a vase that keeps changing under it
 /// (the message is then retried by SQS).
@@ -104,7 +108,7 @@ async fn read(store: &Store, vase_id: VaseId) -> Result<Vase, VaseError> {
 /// The vase changed, or its bouquet moved to a new version (an edit, a reservation), since
 /// the read: read again and decide again.
 fn lost_race(error: &StoreError) -> bool {
-    matches!(error, StoreError::ConditionFailed(c) if c.iter().any(|c| matches!(c.target, Target::Vase(_) | Target::Bouquet(_))))
+    matches!(error, StoreError::ConditionFailed(c) if c.iter().any(|c| matches!(c.target, Target::Vase(_) | Target::Bouquet(_) | Target::Alert)))
         || matches!(error, StoreError::Contention(_))
 }
 
@@ -124,7 +128,7 @@ async fn heartbeat(
                 .await
                 .map(|()| Applied::Heartbeat),
             HeartbeatOutcome::CameOnline(online) => {
-                let event = DomainEvent::new(
+                let mut events = vec![DomainEvent::new(
                     vase_id,
                     online.version,
                     sent_at,
@@ -134,9 +138,19 @@ async fn heartbeat(
                         vendor_id: online.vendor_id,
                         last_heartbeat_at: sent_at,
                     },
-                );
+                )];
+                let alerts = alert_writes(
+                    store,
+                    &vase,
+                    &online,
+                    sent_at,
+                    None,
+                    correlation_id,
+                    &mut events,
+                )
+                .await?;
                 store
-                    .change_connection(&vase, &online, &event)
+                    .change_connection(&vase, &online, &events, &alerts)
                     .await
                     .map(|()| Applied::CameOnline)
             }
@@ -164,29 +178,67 @@ async fn telemetry(
     // moved on), the score is kept on the vase only.
     let mut score_bouquet = true;
     let mut retry = Retry::attempts(ATTEMPTS);
+    let mut rules: Option<VaseRules> = None;
     loop {
         let vase = read(store, vase_id).await?;
-        let (changed, freshness) = match vase.record(*reading, received_at) {
-            ReadingOutcome::HistoryOnly => {
-                return Ok(
-                    match store.put_reading(vase_id, reading, received_at).await? {
-                        ReadingWrite::Stored => Applied::HistoryReading,
-                        ReadingWrite::Duplicate => Applied::DuplicateReading,
-                    },
-                )
-            }
-            ReadingOutcome::Latest { vase, freshness } => (vase, freshness),
+        let rules = match &rules {
+            Some(rules) => rules,
+            None => rules.insert(
+                store
+                    .vase_rules(vase.vendor_id, false)
+                    .await?
+                    .unwrap_or_default(),
+            ),
         };
+        let (changed, freshness, alert_changes, finished) =
+            match vase.record(*reading, received_at, &rules.care) {
+                ReadingOutcome::HistoryOnly => {
+                    return Ok(
+                        match store.put_reading(vase_id, reading, received_at).await? {
+                            ReadingWrite::Stored => Applied::HistoryReading,
+                            ReadingWrite::Duplicate => Applied::DuplicateReading,
+                        },
+                    )
+                }
+                ReadingOutcome::Latest {
+                    vase,
+                    freshness,
+                    alerts,
+                    finished,
+                } => (vase, freshness, alerts, finished),
+            };
         let change = freshness.filter(|_| score_bouquet);
-        // A score that is news is a new version of the bouquet: read the version it moves on.
-        let mut read_version = None;
-        if let Some(c) = change.filter(|c| c.is_significant()) {
+        let mut events = Vec::new();
+        // A score that is news, or one that may move the price, is a new version of the
+        // bouquet: read the version it moves on.
+        let mut bouquet_score = change.map(|c| BouquetScore {
+            bouquet_id: c.bouquet_id,
+            score: c.score,
+            read_version: None,
+            repriced: None,
+        });
+        let may_reprice = |c: &bouquet_domain::vase::FreshnessChange| {
+            rules.markdown.enabled && c.previous != Some(c.score)
+        };
+        if let Some(c) = change.filter(|c| c.is_significant() || may_reprice(c)) {
             match store.bouquet(c.bouquet_id, true).await? {
-                // A suspended shop's bouquet is scored as a measurement, never announced:
-                // nothing of a suspended shop reaches the public channels (issue 38).
-                Some(bouquet) if bouquet.vase_id == Some(vase_id) && bouquet.is_suspended() => {}
+                // A suspended shop's bouquet, or one no longer on sale, is scored as a
+                // measurement, never announced: nothing of a suspended shop reaches the public
+                // channels (issue 38).
+                Some(bouquet)
+                    if bouquet.vase_id == Some(vase_id)
+                        && (bouquet.is_suspended() || !bouquet.status.is_on_sale()) => {}
                 Some(bouquet) if bouquet.vase_id == Some(vase_id) => {
-                    read_version = Some(bouquet.version)
+                    bouquet_score = Some(score_and_price(
+                        &bouquet,
+                        c,
+                        rules,
+                        vase_id,
+                        reading.sent_at,
+                        received_at,
+                        correlation_id,
+                        &mut events,
+                    ));
                 }
                 _ => {
                     tracing::warn!(%vase_id, "the vase's bouquet no longer names it; keeping the score on the vase only");
@@ -195,41 +247,30 @@ async fn telemetry(
                 }
             }
         }
-        let event = change.zip(read_version).map(|(c, version)| {
-            DomainEvent::new(
-                c.bouquet_id,
-                version + 1,
-                reading.sent_at,
-                correlation_id,
-                EventData::BouquetFreshnessChanged {
-                    bouquet_id: c.bouquet_id,
-                    vendor_id: changed.vendor_id,
-                    vase_id,
-                    previous: c.previous,
-                    freshness: c.score,
-                    measured_at: reading.sent_at,
-                },
-            )
-        });
+        let alerts = alert_writes(
+            store,
+            &vase,
+            &changed,
+            reading.sent_at,
+            Some((alert_changes, *reading)),
+            correlation_id,
+            &mut events,
+        )
+        .await?;
+        let freshness_event = events.iter().any(|e| e.name() == "BouquetFreshnessChanged");
         let result = store
-            .record_latest_reading(
-                &vase,
-                &changed,
+            .record_latest_reading(LatestReading {
+                read: &vase,
+                changed: &changed,
                 received_at,
-                change.map(|c| BouquetScore {
-                    bouquet_id: c.bouquet_id,
-                    score: c.score,
-                    read_version,
-                }),
-                event.as_ref(),
-            )
+                bouquet_score,
+                events,
+                alerts,
+                finished,
+            })
             .await;
         match result {
-            Ok(ReadingWrite::Stored) => {
-                return Ok(Applied::LatestReading {
-                    freshness_event: event.is_some(),
-                })
-            }
+            Ok(ReadingWrite::Stored) => return Ok(Applied::LatestReading { freshness_event }),
             Ok(ReadingWrite::Duplicate) => return Ok(Applied::DuplicateReading),
             // The bouquet no longer names this vase (not a version it lost to).
             Err(StoreError::ConditionFailed(conflicts))
@@ -251,6 +292,160 @@ async fn telemetry(
             Err(error) => return Err(error.into()),
         }
     }
+}
+
+/// The bouquet's part of a reading that is news or may move its price: its new score, and
+/// the price or storefront change the shop's markdown rule makes of it, each with its event
+/// (the events' versions follow one another from the version read).
+#[allow(clippy::too_many_arguments)]
+fn score_and_price(
+    bouquet: &Bouquet,
+    change: bouquet_domain::vase::FreshnessChange,
+    rules: &VaseRules,
+    vase_id: VaseId,
+    measured_at: Timestamp,
+    now: Timestamp,
+    correlation_id: &str,
+    events: &mut Vec<DomainEvent>,
+) -> BouquetScore {
+    let mut next = bouquet.clone();
+    next.freshness = Some(change.score);
+    let mut version = bouquet.version;
+    if change.is_significant() {
+        version += 1;
+        events.push(DomainEvent::new(
+            change.bouquet_id,
+            version,
+            measured_at,
+            correlation_id,
+            EventData::BouquetFreshnessChanged {
+                bouquet_id: change.bouquet_id,
+                vendor_id: bouquet.vendor_id,
+                vase_id,
+                previous: change.previous,
+                freshness: change.score,
+                measured_at,
+            },
+        ));
+    }
+    let repriced = match bouquet.reprice(&rules.markdown, change.score, now) {
+        Repricing::Unchanged => None,
+        Repricing::MarkDown { price, step } => {
+            next.mark_down(price, step, now);
+            version += 1;
+            events.push(DomainEvent::new(
+                change.bouquet_id,
+                version,
+                measured_at,
+                correlation_id,
+                EventData::BouquetRepriced {
+                    bouquet_id: change.bouquet_id,
+                    vendor_id: bouquet.vendor_id,
+                    list_price: bouquet.list_price,
+                    price,
+                    step,
+                    freshness: change.score,
+                },
+            ));
+            Some(next)
+        }
+        Repricing::PastItsBest => {
+            next.status = BouquetStatus::Withdrawn;
+            next.updated_at = now;
+            version += 1;
+            events.push(DomainEvent::new(
+                change.bouquet_id,
+                version,
+                measured_at,
+                correlation_id,
+                EventData::BouquetPastItsBest {
+                    bouquet_id: change.bouquet_id,
+                    vendor_id: bouquet.vendor_id,
+                    vase_id,
+                    freshness: change.score,
+                },
+            ));
+            Some(next)
+        }
+    };
+    let repriced = repriced.map(|mut b| {
+        b.version = version;
+        b
+    });
+    BouquetScore {
+        bouquet_id: change.bouquet_id,
+        score: change.score,
+        // Nothing that is news: a measurement, no version moved.
+        read_version: (version != bouquet.version).then_some(bouquet.version),
+        repriced,
+    }
+}
+
+/// The alerts that `read` → `changed` opened or closed at `at`, with their events: an opening
+/// is a new alert item (with the reading that opened it), a closing an update of the alert at
+/// the version read (an acknowledgement racing it makes the write fail and be decided again).
+/// `from_reading`: the changes a reading decided, and that reading; `None` for a connection
+/// change, whose alert changes are the difference between the two.
+async fn alert_writes(
+    store: &Store,
+    read: &Vase,
+    changed: &Vase,
+    at: Timestamp,
+    from_reading: Option<(Vec<AlertChange>, Reading)>,
+    correlation_id: &str,
+    events: &mut Vec<DomainEvent>,
+) -> Result<AlertWrites, VaseError> {
+    let (changes, reading) = match from_reading {
+        Some((changes, reading)) => (changes, Some(reading)),
+        None => (read.alert_changes(changed, at), None),
+    };
+    let mut writes = AlertWrites::default();
+    let (vase_id, vendor_id) = (changed.vase_id, changed.vendor_id);
+    for change in changes {
+        match change {
+            AlertChange::Opened(open) => {
+                let alert = VaseAlert::open(vase_id, vendor_id, &open, reading);
+                events.push(DomainEvent::new(
+                    &alert.alert_id,
+                    1,
+                    open.opened_at,
+                    correlation_id,
+                    EventData::VaseAlertOpened {
+                        alert_id: alert.alert_id.clone(),
+                        vase_id,
+                        vendor_id,
+                        condition: open.condition,
+                        reading: alert.reading,
+                        opened_at: open.opened_at,
+                    },
+                ));
+                writes.opened.push(alert);
+            }
+            AlertChange::Closed { alert, at } => {
+                let alert_id = alert.id(vase_id);
+                let Some(stored) = store.alert(&alert_id).await? else {
+                    // Opened before alerts were stored: nothing to close but the vase's list.
+                    continue;
+                };
+                events.push(DomainEvent::new(
+                    &alert_id,
+                    stored.version + 1,
+                    at,
+                    correlation_id,
+                    EventData::VaseAlertClosed {
+                        alert_id: alert_id.clone(),
+                        vase_id,
+                        vendor_id,
+                        condition: alert.condition,
+                        opened_at: alert.opened_at,
+                        closed_at: at,
+                    },
+                ));
+                writes.closed.push((alert_id, at, stored.version));
+            }
+        }
+    }
+    Ok(writes)
 }
 
 /// What one offline sweep did.
@@ -320,7 +515,7 @@ async fn take_offline(
     let Some(offline) = vase.go_offline(now, offline_after) else {
         return Ok(false);
     };
-    let event = DomainEvent::new(
+    let mut events = vec![DomainEvent::new(
         vase_id,
         offline.version,
         now,
@@ -330,8 +525,21 @@ async fn take_offline(
             vendor_id: offline.vendor_id,
             last_heartbeat_at: offline.last_heartbeat_at.unwrap_or(now),
         },
-    );
-    match store.change_connection(&vase, &offline, &event).await {
+    )];
+    let alerts = alert_writes(
+        store,
+        &vase,
+        &offline,
+        now,
+        None,
+        correlation_id,
+        &mut events,
+    )
+    .await?;
+    match store
+        .change_connection(&vase, &offline, &events, &alerts)
+        .await
+    {
         Ok(()) => Ok(true),
         Err(error) if lost_race(&error) => Ok(false),
         Err(error) => Err(error.into()),

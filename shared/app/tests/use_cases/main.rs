@@ -11,6 +11,7 @@ macro_rules! assert_matches {
 }
 
 mod bouquets;
+mod care;
 mod cart;
 mod delivery;
 mod listing;

@@ -20,6 +20,15 @@ pub struct BouquetItem {
     pub description: String,
     pub price_minor: i64,
     pub currency: String,
+    /// The list price while marked down (absent: `priceMinor` is the list price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_price_minor: Option<i64>,
+    /// The markdown step that set the price, while marked down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub markdown: Option<bouquet_domain::markdown::MarkdownStep>,
+    /// `true` when the florist keeps it at its list price (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub markdown_opt_out: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vase_id: Option<String>,
     /// `available`, `reserved`, `sold`, `withdrawn`.
@@ -86,6 +95,9 @@ impl BouquetItem {
         "photo",
         "suspended",
         "suspendedAt",
+        "listPriceMinor",
+        "markdown",
+        "markdownOptOut",
     ];
 
     pub fn from_domain(b: &Bouquet) -> Self {
@@ -111,6 +123,9 @@ impl BouquetItem {
             description: b.description.clone(),
             price_minor: b.price.minor(),
             currency: b.price.currency().code().to_owned(),
+            list_price_minor: b.markdown.map(|_| b.list_price.minor()),
+            markdown: b.markdown,
+            markdown_opt_out: b.markdown_opt_out.then_some(true),
             vase_id: b.vase_id.map(|v| v.to_string()),
             status: b.status.name().into(),
             order_id,
@@ -157,6 +172,12 @@ impl BouquetItem {
             name: self.name,
             description: self.description,
             price: money(self.price_minor, &self.currency)?,
+            list_price: money(
+                self.list_price_minor.unwrap_or(self.price_minor),
+                &self.currency,
+            )?,
+            markdown: self.markdown,
+            markdown_opt_out: self.markdown_opt_out.unwrap_or(false),
             vase_id: self
                 .vase_id
                 .as_deref()
@@ -198,6 +219,7 @@ mod tests {
                 description: "pink".into(),
                 price,
                 vase_id: None,
+                markdown_opt_out: false,
             },
             now,
         );

@@ -1,0 +1,1 @@
+bouquet_http::main!(handler = acknowledge_vase_alert::handler);

@@ -1,0 +1,1 @@
+bouquet_http::main!(handler = get_vase_rules::handler);

@@ -1,0 +1,1 @@
+bouquet_http::main!(handler = list_vase_alerts::handler);

@@ -1,0 +1,1 @@
+bouquet_http::main!(handler = put_vase_rules::handler);
