@@ -31,6 +31,8 @@ AXE_JS = os.environ.get("AXE_JS", "")
 # Chromium as the machine allows it: no sandbox as root, no calls home (refused here anyway).
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+# The vendor console's pages (#/vendor/{page}) and their links' words.
+VENDOR_PAGES = [("today", "Today"), ("vases", "Vases"), ("bouquets", "Bouquets"), ("money", "Money"), ("settings", "Settings")]
 LIVE = 15_000  # ms: a pushed change must show within this (the chain takes about 0.3 s)
 # Expectations wait as long as a live change may take: on two loaded cores a payment's first
 # answer took over Playwright's default 5 s once (the 3-D Secure test, in CI).
@@ -345,12 +347,21 @@ class Console(unittest.TestCase):
         self.open(page, route)
         return page
 
-    def live_vendor_page(self, shop, user):
-        """A new page, signed in as `shop`'s member `user`, showing `/vendor` subscribed to
-        the shop's channel."""
-        page = self.signed_in_at("/vendor", "vendor", user, shop.vendor_id)
+    def live_vendor_page(self, shop, user, sub=None):
+        """A new page, signed in as `shop`'s member `user`, showing the vendor console's page
+        `sub` (`/vendor/{sub}`; Today's deliveries, `/vendor`, without) subscribed to the
+        shop's channel."""
+        page = self.signed_in_at(f"/vendor/{sub}" if sub else "/vendor", "vendor", user, shop.vendor_id)
         self.subscribed(page, f"vendor:{shop.vendor_id}")
         return page
+
+    def console_page(self, page, sub, label):
+        """Moves to the vendor console's page `sub` by its link in the console's header (no
+        reload) and waits until it is drawn."""
+        page.get_by_role("navigation", name="Vendor console").get_by_role("link", name=re.compile(f"^{label}")).click()
+        page.wait_for_function(
+            "sub => document.body.dataset.consolePage === sub && document.body.dataset.ready === 'yes'", arg=sub)
+        expect(page.get_by_role("heading", level=1)).to_have_text(f"Vendor console: {label}")
 
     def fill_delivery(self, page, name="Camille Martin", postcode="75011"):
         """The checkout's delivery details; the date is the shop's first, already filled in."""
@@ -476,7 +487,7 @@ class Console(unittest.TestCase):
     def test_an_edit_survives_a_live_update_and_a_stale_save_is_refused_visibly(self):
         shop = Shop()
         peonies = shop.bouquet("Peonies", "24.50")
-        vendor = self.live_vendor_page(shop, "vendor-eve")
+        vendor = self.live_vendor_page(shop, "vendor-eve", "bouquets")
         price = vendor.locator(f"#price-{peonies['bouquetId']}")
         price.fill("31.00")
         # Another bouquet is listed meanwhile: the list follows, the typed price stays.
@@ -509,7 +520,7 @@ class Console(unittest.TestCase):
     def test_the_vendors_list_shows_a_sold_bouquet_as_sold_without_a_reload(self):
         shop = Shop()
         sold = shop.bouquet("Dahlias", "18.00")
-        vendor = self.live_vendor_page(shop, "vendor-fay")
+        vendor = self.live_vendor_page(shop, "vendor-fay", "bouquets")
         row = vendor.locator(f'[data-bouquet="{sold["bouquetId"]}"]')
         expect(row).to_have_attribute("data-status", "available")
         buyer = mint("customer", unique("gus"))
@@ -533,7 +544,7 @@ class Console(unittest.TestCase):
         expect(card.locator(".photo.empty")).to_be_visible()
         self.subscribed(storefront, "catalogue")
 
-        vendor = self.signed_in_at("/vendor", "vendor", "vendor-ida", shop.vendor_id)
+        vendor = self.signed_in_at("/vendor/bouquets", "vendor", "vendor-ida", shop.vendor_id)
         row = vendor.locator(f'[data-bouquet="{bouquet}"]')
         row.get_by_label("Photo").set_input_files(
             {"name": "ranunculus.png", "mimeType": "image/png", "buffer": png(800, 600)})
@@ -827,8 +838,11 @@ class Console(unittest.TestCase):
         self.open(customer, f"/shops/{shop.vendor_id}")
         expect(customer.locator(f'[data-review="{review_id}"]')).to_be_visible()
         checked.append(self.axe(customer, "shop"))
+        # Each page of the vendor console, reached from its header.
         vendor = self.signed_in_at("/vendor", "vendor", "vendor-axe", shop.vendor_id)
-        checked.append(self.axe(vendor, "vendor console"))
+        for sub, label in VENDOR_PAGES:
+            self.console_page(vendor, sub, label)
+            checked.append(self.axe(vendor, f"vendor console: {label}"))
         self.open(vendor, f"/shops/{shop.vendor_id}")
         expect(vendor.get_by_label("Your answer")).to_be_visible()
         checked.append(self.axe(vendor, "shop, for its florist"))
@@ -837,7 +851,7 @@ class Console(unittest.TestCase):
         self.open(admin, f"/shops/{shop.vendor_id}")
         expect(admin.get_by_label("Reason for hiding it")).to_be_visible()
         checked.append(self.axe(admin, "shop, for an administrator"))
-        self.assertEqual(len(checked), 12)
+        self.assertEqual(len(checked), 11 + len(VENDOR_PAGES))
 
     def tab_to(self, page, selector, limit=120):
         """Presses Tab until the element `selector` has the focus (fails after `limit` presses):
@@ -889,7 +903,7 @@ class Console(unittest.TestCase):
         shop = Shop()
         vendor = self.page(width=390)
         self.sign_in(vendor, "vendor", "vendor-gil", shop.vendor_id)
-        self.open(vendor, "/vendor")
+        self.open(vendor, "/vendor/bouquets")
         form = vendor.locator("#list-bouquet form")
         form.get_by_label("Name").fill("Lilies")
         form.get_by_label("Price").fill("-3")
@@ -1120,12 +1134,12 @@ class Console(unittest.TestCase):
         buyer = mint("customer", unique("buyer"))
         refused = call("POST", "/v1/orders", buyer, {"bouquetIds": [bouquet_id]}, 409)
         self.assertEqual(refused["code"], "vendor.payouts_not_ready")
-        florist = self.signed_in_at("/vendor", "vendor", unique("florist"), shop.vendor_id)
+        florist = self.signed_in_at("/vendor/money", "vendor", unique("florist"), shop.vendor_id)
         florist.get_by_role("button", name="Set up or check payouts").click()
         # The provider's own page (simulated locally), then back to the console.
         florist.wait_for_url(re.compile(r"/local/connect/acct_sim_"))
         florist.get_by_role("button", name="Finish onboarding").click()
-        florist.wait_for_url(re.compile(r"#/vendor$"))
+        florist.wait_for_url(re.compile(r"#/vendor/money$"))
         florist.wait_for_function("document.body.dataset.ready === 'yes'")
         florist.get_by_role("button", name="Set up or check payouts").click()
         expect(florist.locator("#payouts-state")).to_have_attribute("data-payouts", "ready")
@@ -1138,7 +1152,7 @@ class Console(unittest.TestCase):
         bouquet_id = shop.bouquet("Peonies", "24.50")["bouquetId"]
         # The florist prices delivery (a zone for Paris) and sets its VAT through the form; a
         # zone it cannot price is refused beside the zones, with its line.
-        florist = self.live_vendor_page(shop, unique("florist"))
+        florist = self.live_vendor_page(shop, unique("florist"), "settings")
         form = florist.locator("form#delivery-settings")
         form.get_by_label("Standard delivery fee").fill("6")
         form.get_by_label("Same-day surcharge").fill("5")
@@ -1228,7 +1242,7 @@ class Console(unittest.TestCase):
         total = paid["total"]["amount"]
         today = datetime.now(timezone.utc).date().isoformat()
 
-        florist = self.signed_in_at("/vendor", "vendor", unique("florist"), shop.vendor_id)
+        florist = self.signed_in_at("/vendor/money", "vendor", unique("florist"), shop.vendor_id)
         earnings = florist.locator("#earnings")
         row = earnings.locator(f'#earnings-days tbody tr[data-date="{today}"]')
         # The projection adds the sale a moment after the payment: ask again until it is there.
@@ -1287,6 +1301,134 @@ class Console(unittest.TestCase):
         self.assertLess(after, int(before))
         self.no_reload(shopper)
         print(f"\nfreshness badge: {before} -> {after} without a reload", flush=True)
+
+    def test_a_dry_vase_raises_an_alert_in_the_list_and_the_badge_and_it_is_acknowledged(self):
+        shop = Shop()
+        vase = shop.vase()
+        vase_id = vase["vaseId"]
+        # Two members: one on the Vases page, one on today's deliveries (the badge is on every
+        # page of the console, live).
+        florist = self.live_vendor_page(shop, unique("florist"), "vases")
+        other = self.live_vendor_page(shop, unique("partner"))
+        badge, other_badge = florist.locator("#vendor-alert-count"), other.locator("#vendor-alert-count")
+        expect(badge).to_have_attribute("data-count", "0")
+        expect(badge).to_be_hidden()
+        expect(other_badge).to_have_attribute("data-count", "0")
+        expect(florist.locator("#vase-alerts")).to_contain_text("No care alerts")
+
+        # A dry reading: under the shop's default threshold (water below 25 %).
+        publish(vase, [("telemetry", reading(water=10))])
+        row = florist.locator(f'#vase-alerts tr[data-vase="{vase_id}"][data-condition="water_low"]')
+        expect(row).to_have_attribute("data-state", "open")
+        expect(row).to_have_attribute("data-acknowledged", "no")
+        expect(row).to_contain_text("water 10 %")
+        expect(badge).to_have_attribute("data-count", "1")
+        expect(badge).to_be_visible()
+        expect(other_badge).to_have_attribute("data-count", "1")
+        expect(florist.locator(f'tr[data-vase="{vase_id}"] [data-field="alerts"]')).to_contain_text("Water low since")
+        # The readings' chart shades the time the alert has been open.
+        florist.locator(f'tr[data-vase="{vase_id}"]').get_by_role("button", name="Readings").click()
+        expect(florist.locator('#vase-detail figure[data-marked]')).to_have_count(1)
+        expect(florist.get_by_role("img", name="Water level %")).to_be_visible()
+        self.axe(florist, "vendor console: Vases, with an open alert")
+        self.shot(florist, "vase-alert")
+
+        # The badge counts on every page of the console; acknowledging it clears it, live on the
+        # other member's page too.
+        self.console_page(florist, "bouquets", "Bouquets")
+        expect(badge).to_have_attribute("data-count", "1")
+        self.console_page(florist, "vases", "Vases")
+        row.get_by_role("button", name=f"Acknowledge Water low on vase {vase_id}").click()
+        expect(row).to_have_attribute("data-acknowledged", "yes")
+        expect(row).to_have_attribute("data-state", "open")
+        expect(badge).to_have_attribute("data-count", "0")
+        expect(badge).to_be_hidden()
+        expect(other_badge).to_have_attribute("data-count", "0")
+        self.no_reload(florist)
+        self.no_reload(other)
+        alert = call("GET", f"/v1/vendors/{shop.vendor_id}/alerts", shop.token, expect_status=200)["items"][0]
+        self.assertEqual((alert["vaseId"], alert["condition"], alert["closedAt"]), (vase_id, "water_low", None))
+        self.assertIsNotNone(alert["acknowledgedAt"])
+        # Once: a second acknowledgement is refused.
+        again = call("POST", f"/v1/vendors/{shop.vendor_id}/alerts/{alert['alertId']}/acknowledge", shop.token,
+                     expect_status=409)
+        self.assertEqual(again["code"], "alert.already_acknowledged")
+
+    def test_a_customer_sees_a_bouquet_marked_down_live_and_leave_when_past_its_best(self):
+        shop = Shop()
+        vase = shop.vase()
+        vase_id = vase["vaseId"]
+        florist = self.live_vendor_page(shop, unique("florist"), "settings")
+        # The florist turns its markdown rule on (the steps proposed: 10 % off below 80, 25 %
+        # below 60) and takes bouquets off sale below 50; a lower step taking less off is
+        # refused beside its field.
+        rules = florist.locator("form#vase-rules")
+        rules.get_by_label("Mark bouquets down as their freshness falls").check()
+        rules.get_by_label("Step 2: % off the list price").fill("5")
+        rules.get_by_label("Take off sale below freshness").fill("50")
+        rules.get_by_role("button", name="Save vase rules").click()
+        step_error = rules.locator(".field-error")
+        expect(step_error).to_contain_text("a lower step must take more off")
+        expect(rules.get_by_label("Step 2: % off the list price")).to_have_attribute("aria-invalid", "true")
+        rules.get_by_label("Step 2: % off the list price").fill("25")
+        rules.get_by_role("button", name="Save vase rules").click()
+        expect(florist.locator("form#vase-rules .form-message")).to_contain_text("Vase rules saved")
+        saved = call("GET", f"/v1/vendors/{shop.vendor_id}/vase-rules", shop.token, expect_status=200)
+        self.assertEqual(saved["markdown"], {"enabled": True, "steps": [{"below": 80, "offBasisPoints": 1000},
+                         {"below": 60, "offBasisPoints": 2500}], "floorBasisPoints": 5000, "withdrawBelow": 50})
+        self.assertEqual(saved["version"], 1)
+
+        # Listed in the vase, chosen among the shop's free vases (no id typed).
+        self.console_page(florist, "bouquets", "Bouquets")
+        form = florist.locator("#list-bouquet form")
+        vases = form.get_by_label("Vase")
+        expect(vases.locator(f'option[value="{vase_id}"]')).to_have_count(1)
+        name = unique("Roses")
+        form.get_by_label("Name").fill(name)
+        form.get_by_label("Price").fill("49.00")
+        vases.select_option(vase_id)
+        form.get_by_role("button", name="List bouquet").click()
+        expect(form.locator(".form-message")).to_contain_text(f"{name} is listed in vase {vase_id}")
+        # The vase holds it now: no longer offered.
+        expect(vases.locator(f'option[value="{vase_id}"]')).to_have_count(0)
+        listed = call("GET", f"/v1/bouquets?vendorId={shop.vendor_id}", shop.token, expect_status=200)["items"]
+        self.assertEqual([(b["name"], b["vaseId"]) for b in listed], [(name, vase_id)])
+        bouquet_id = listed[0]["bouquetId"]
+        scored_by_a_reading(vase, bouquet_id, "a full vase's reading gave the bouquet a score")
+        on_the_storefront(bouquet_id)
+
+        storefront = self.page_at("/")
+        self.subscribed(storefront, "catalogue")
+        price = storefront.locator(f'#catalogue [data-bouquet="{bouquet_id}"] .price')
+        expect(price).to_have_attribute("data-price", "49.00")
+        expect(price).not_to_have_attribute("data-list-price", re.compile("."))
+        page = self.page_at(f"/bouquets/{bouquet_id}")
+        self.subscribed(page, f"bouquet:{bouquet_id}")
+
+        # An empty vase: freshness 70, under the first step. Both pages say it by themselves.
+        publish(vase, [("telemetry", reading(water=0))])
+        for shown in (price, page.locator(".price")):
+            expect(shown).to_have_attribute("data-list-price", "49.00")
+            expect(shown).to_have_attribute("data-price", "44.10")
+            expect(shown).to_contain_text(re.compile(r"was .*49\.00.* / now .*44\.10"))
+            expect(shown).to_contain_text("−10 %, freshness below 80")
+        # The florist's list says it too, and keeps the list price in the form.
+        row = florist.locator(f'#vendor-bouquets [data-bouquet="{bouquet_id}"]')
+        expect(row.locator(".price")).to_have_attribute("data-price", "44.10")
+        expect(row.get_by_label("Price")).to_have_value("49.00")
+        self.shot(storefront, "storefront-markdown")
+        self.no_reload(storefront)
+        self.no_reload(page)
+
+        # Hot, dry air and an empty vase: freshness 40, under the shop's 50: off the storefront,
+        # as a withdrawn bouquet.
+        publish(vase, [("telemetry", {**reading(water=0, temperature=40), "humidityPct": 0})])
+        expect(storefront.locator(f'#catalogue [data-bouquet="{bouquet_id}"]')).to_have_count(0)
+        expect(page.locator("#bouquet-gone")).to_contain_text("past its best")
+        expect(row).to_have_attribute("data-status", "withdrawn")
+        self.no_reload(storefront)
+        self.no_reload(page)
+        self.assertEqual(call("GET", f"/v1/bouquets/{bouquet_id}", shop.token, expect_status=200)["status"], "withdrawn")
 
     def test_the_loser_of_a_race_for_one_bouquet_is_told_why(self):
         shop = Shop()
@@ -1382,15 +1524,20 @@ class Console(unittest.TestCase):
             self.shot(customer, "signin")
             vendor = self.page(width)
             self.sign_in(vendor, "vendor", "vendor-ann", shop.vendor_id)
-            self.open(vendor, "/vendor")
-            vase_row = vendor.locator(f'tr[data-vase="{vase["vaseId"]}"]')
-            expect(vase_row.locator('[data-status="online"]')).to_be_visible()
-            vase_row.get_by_role("button", name="Readings").click()
-            expect(vendor.locator("#vase-detail svg.chart")).to_have_count(2)
-            expect(vendor.get_by_role("img", name="Sales per day")).to_be_visible()
-            self.fits(vendor, width, "vendor")
-            self.labelled(vendor)
-            self.shot(vendor, "vendor")
+            # The console's pages; its Vases page with a vase's readings is the one named
+            # "vendor" (the README's).
+            for sub, label in VENDOR_PAGES:
+                self.open(vendor, f"/vendor/{sub}")
+                if sub == "vases":
+                    vase_row = vendor.locator(f'tr[data-vase="{vase["vaseId"]}"]')
+                    expect(vase_row.locator('[data-status="online"]')).to_be_visible()
+                    vase_row.get_by_role("button", name="Readings").click()
+                    expect(vendor.locator("#vase-detail svg.chart")).to_have_count(2)
+                if sub == "money":
+                    expect(vendor.get_by_role("img", name="Sales per day")).to_be_visible()
+                self.fits(vendor, width, f"vendor console: {label}")
+                self.labelled(vendor)
+                self.shot(vendor, "vendor" if sub == "vases" else f"vendor-{sub}")
         # The checkout with its countdown, last: it takes the bouquet out of the cart.
         checkout = self.page(1280)
         self.sign_in(checkout, "customer", user)

@@ -35,6 +35,7 @@ const ADVICE = {
   "review.window_closed": "Reviews are taken for 30 days after the delivery; this order's time has passed.",
   "review.edit_window_closed": "A review can be changed for 48 hours after it is written; this one no longer can.",
   "review.already_answered": "The shop has answered this review already.",
+  "alert.already_acknowledged": "Someone of your shop has acknowledged this alert already.",
   "review.not_allowed": "Only the order's customer reviews it, its shop answers it, and an administrator hides it.",
 };
 const WITH_DETAIL = new Set(["order.delivery_required", "order.invalid_state"]);

@@ -7,6 +7,9 @@ import { loadConfig, session } from "./session.js";
 const PING_EVERY_MS = 4 * 60 * 1000;
 // How long before its token expires a connection is replaced (its private channels stop then).
 const RENEW_BEFORE_MS = 30 * 1000;
+// How long a channel no page follows stays subscribed: the next page, if it follows it too,
+// takes it over without a message.
+const DROP_AFTER_MS = 1000;
 
 class Live {
   constructor() {
@@ -16,13 +19,18 @@ class Live {
     this.retry = 500;
     this.onReconnect = new Set();
     this.confirmed = new Set(); // channels the server confirmed on this connection
+    this.dropping = new Set(); // channels no page follows any more, unsubscribed shortly
+    this.dropTimer = null;
   }
 
   /** Calls `handler(event, channel)` for each event on `channel`; returns the unsubscriber. */
   subscribe(channel, handler) {
     if (!this.handlers.has(channel)) {
       this.handlers.set(channel, new Set());
-      this.send({ action: "subscribe", channels: [channel] });
+      // Still subscribed from the page before (a vendor moving between the console's pages):
+      // kept, not unsubscribed and subscribed again (two messages a server may handle in
+      // either order).
+      if (!this.dropping.delete(channel)) this.send({ action: "subscribe", channels: [channel] });
     }
     this.handlers.get(channel).add(handler);
     this.connect();
@@ -31,8 +39,7 @@ class Live {
       set?.delete(handler);
       if (set && set.size === 0) {
         this.handlers.delete(channel);
-        this.confirmed.delete(channel);
-        this.send({ action: "unsubscribe", channels: [channel] });
+        this.drop([channel]);
       }
     };
   }
@@ -42,8 +49,22 @@ class Live {
     const channels = [...this.handlers.keys()];
     this.handlers.clear();
     this.onReconnect.clear();
-    this.confirmed.clear();
-    if (channels.length) this.send({ action: "unsubscribe", channels });
+    this.drop(channels);
+  }
+
+  /** Unsubscribes from `channels` a moment later, unless a page subscribes to one meanwhile. */
+  drop(channels) {
+    if (!channels.length) return;
+    for (const channel of channels) this.dropping.add(channel);
+    clearTimeout(this.dropTimer);
+    this.dropTimer = setTimeout(() => {
+      const gone = [...this.dropping].filter((c) => !this.handlers.has(c));
+      this.dropping.clear();
+      if (!gone.length) return;
+      for (const channel of gone) this.confirmed.delete(channel);
+      document.body.dataset.subscribed = [...this.confirmed].join(" ");
+      this.send({ action: "unsubscribe", channels: gone });
+    }, DROP_AFTER_MS);
   }
 
   /** A new token (sign-in or sign-out): the connection's identity changes, so reconnect. */
@@ -87,6 +108,7 @@ class Live {
       clearTimeout(renew);
       this.socket = null;
       this.confirmed.clear();
+      this.dropping.clear();
       document.body.dataset.subscribed = "";
       this.state(false);
       if (this.handlers.size) {

@@ -16,7 +16,9 @@ const ROUTES = [
   [/^#\/cart$/, later("cartPage", () => import("./pages/cart.js"))],
   [/^#\/orders$/, later("ordersPage", () => import("./pages/orders.js"))],
   [/^#\/orders\/([^/]+)$/, later("orderPage", () => import("./pages/orders.js"))],
+  // The vendor console's pages: #/vendor (today's deliveries), #/vendor/vases, ...
   [/^#\/vendor$/, later("vendorPage", () => import("./pages/vendor.js"))],
+  [/^#\/vendor\/([a-z]+)$/, later("vendorPage", () => import("./pages/vendor.js"))],
   [/^#\/signin$/, later("signInPage", () => import("./pages/signin.js"))],
   [/^#\/admin$/, later("adminPage", () => import("./pages/admin.js"))],
 ];

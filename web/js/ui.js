@@ -32,6 +32,28 @@ export function money(value) {
   }
 }
 
+/** Basis points as a percentage written for people: 1000 → "10", 1250 → "12.5". */
+export function percentOf(basisPoints) {
+  return (Number(basisPoints ?? 0) / 100).toLocaleString(undefined, { maximumFractionDigits: 2 });
+}
+
+/** A markdown step as a shopper reads it: "−10 %, freshness below 80". */
+export function markdownStep(step) {
+  return `−${percentOf(step.offBasisPoints)} %, freshness below ${step.below}`;
+}
+
+/** A bouquet's price: "€24.50"; while its freshness has marked it down, "was €49.00 / now
+ *  €44.10" and the step that applies. `data-price` (and `data-list-price`) carry the amounts. */
+export function priceTag(bouquet) {
+  const price = bouquet.price;
+  if (!bouquet.listPrice || !bouquet.markdown) {
+    return h("span", { class: "price", "data-price": price?.amount }, h("strong", {}, money(price)));
+  }
+  return h("span", { class: "price marked-down", "data-price": price.amount, "data-list-price": bouquet.listPrice.amount },
+    h("span", { class: "was" }, "was ", h("s", {}, money(bouquet.listPrice))), " / now ", h("strong", {}, money(price)),
+    h("span", { class: "step", "data-markdown": bouquet.markdown.offBasisPoints }, markdownStep(bouquet.markdown)));
+}
+
 export function when(timestamp) {
   return timestamp ? new Date(timestamp).toLocaleString() : "–";
 }

@@ -67,6 +67,11 @@ pub const INVARIANTS: &[Invariant] = &[
     invoice_numbers_run_without_gap_per_shop,
     earnings_equal_the_orders_per_shop_and_day,
     ratings_equal_the_visible_reviews,
+    prices_stay_between_floor_and_list,
+    orders_keep_the_price_they_were_reserved_at,
+    one_open_alert_per_vase_and_condition,
+    open_alerts_hold_in_the_latest_reading,
+    no_reading_outlives_its_retention,
 ];
 
 /// How long after its lease (or after the gateway left it unanswered) a payment may stay
@@ -1486,6 +1491,278 @@ pub fn ratings_equal_the_visible_reviews(evidence: &Evidence) -> Check {
     Check {
         name: "each shop's rating equals its visible reviews, and its bouquets stand at it",
         checked: reviews.len() + bouquets,
+        violations,
+    }
+}
+
+/// Issue 53: the shop's vase rules item of `vendor` (`None`: it set none, the defaults).
+fn vase_rules<'a>(evidence: &'a Evidence, vendor: &str) -> Option<&'a Value> {
+    evidence
+        .items
+        .iter()
+        .find(|i| s(i, "pk") == format!("VENDOR#{vendor}") && s(i, "sk") == "VASE_RULES")
+}
+
+/// Issue 53: no bouquet sells above its list price, and none marked down sells under its shop's
+/// floor (the rule as it stands: the soak does not change a rule once set); a marked-down
+/// bouquet names the step of its shop's rule that set its price.
+pub fn prices_stay_between_floor_and_list(evidence: &Evidence) -> Check {
+    use bouquet_app::domain::markdown::MarkdownRule;
+    use bouquet_app::domain::{Currency, Money};
+    let mut violations = Vec::new();
+    let bouquets: Vec<&Value> = with_prefix(&evidence.items, "BOUQUET#").collect();
+    for bouquet in &bouquets {
+        let id = s(bouquet, "bouquetId");
+        let price = n(bouquet, "priceMinor");
+        let list = bouquet["listPriceMinor"].as_i64().unwrap_or(price);
+        if price > list || price <= 0 {
+            violations.push(format!("bouquet {id} sells at {price}, listed at {list}"));
+        }
+        let Some(step) = bouquet.get("markdown") else {
+            continue;
+        };
+        let rule: Option<MarkdownRule> = vase_rules(evidence, s(bouquet, "vendorId"))
+            .and_then(|r| serde_json::from_value(r["markdown"].clone()).ok());
+        let Some(rule) = rule else {
+            violations.push(format!(
+                "bouquet {id} is marked down by a shop with no rule"
+            ));
+            continue;
+        };
+        let Ok(currency) = Currency::parse(s(bouquet, "currency")) else {
+            violations.push(format!("bouquet {id} has no currency"));
+            continue;
+        };
+        let floor = rule.floor(Money::from_minor(list, currency)).minor();
+        if price < floor {
+            violations.push(format!(
+                "bouquet {id} sells at {price}, under its floor {floor}"
+            ));
+        }
+        if !rule
+            .steps
+            .iter()
+            .any(|s| serde_json::to_value(s).ok().as_ref() == Some(step))
+        {
+            violations.push(format!(
+                "bouquet {id} names a step {step} its shop's rule lacks"
+            ));
+        }
+    }
+    Check {
+        name: "every price lies between its floor and its list price",
+        checked: bouquets.len(),
+        violations,
+    }
+}
+
+/// Issue 53: a held or paid order's lines are what it was reserved at: they add up to the
+/// total its `OrderReserved` event announced, whatever markdowns came after.
+pub fn orders_keep_the_price_they_were_reserved_at(evidence: &Evidence) -> Check {
+    use bouquet_app::domain::Money;
+    let mut reserved_totals: HashMap<String, i64> = HashMap::new();
+    for event in with_prefix(&evidence.items, "OUTBOX#") {
+        if s(event, "eventName") != "OrderReserved" {
+            continue;
+        }
+        let detail: Value =
+            serde_json::from_str(event["detail"].as_str().unwrap_or("{}")).unwrap_or(Value::Null);
+        let total = &detail["data"]["total"];
+        if let (Some(order), Ok(money)) = (
+            detail["data"]["orderId"].as_str(),
+            Money::parse_amount(
+                total["amount"].as_str().unwrap_or_default(),
+                total["currency"].as_str().unwrap_or_default(),
+            ),
+        ) {
+            reserved_totals.insert(order.to_owned(), money.minor());
+        }
+    }
+    let mut violations = Vec::new();
+    let mut checked = 0;
+    for order in orders(evidence) {
+        let id = s(order, "orderId");
+        let Some(reserved) = reserved_totals.get(id) else {
+            continue;
+        };
+        checked += 1;
+        let lines: i64 = order["lines"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|l| n(l, "priceMinor"))
+            .sum();
+        if lines != *reserved {
+            violations.push(format!(
+                "order {id} ({}) holds lines of {lines}, reserved at {reserved}",
+                s(order, "status")
+            ));
+        }
+    }
+    Check {
+        name: "every held or paid order's lines are the prices it was reserved at",
+        checked,
+        violations,
+    }
+}
+
+/// Issue 53: at most one open alert per vase and condition, and the vase's own list of open
+/// alerts names exactly the open alert items.
+pub fn one_open_alert_per_vase_and_condition(evidence: &Evidence) -> Check {
+    let mut violations = Vec::new();
+    let mut open: HashMap<(String, String), Vec<i64>> = HashMap::new();
+    let alerts: Vec<&Value> = with_prefix(&evidence.items, "ALERT#").collect();
+    for alert in &alerts {
+        if alert.get("closedAt").is_none() {
+            open.entry((
+                s(alert, "vaseId").to_owned(),
+                s(alert, "condition").to_owned(),
+            ))
+            .or_default()
+            .push(n(alert, "openedAt"));
+        }
+    }
+    for ((vase, condition), openings) in &open {
+        if openings.len() > 1 {
+            violations.push(format!(
+                "vase {vase} has {} open {condition} alerts",
+                openings.len()
+            ));
+        }
+    }
+    for vase in with_prefix(&evidence.items, "VASE#").filter(|i| s(i, "sk") == "VASE") {
+        let id = s(vase, "vaseId");
+        for listed in vase["openAlerts"].as_array().into_iter().flatten() {
+            let condition = s(listed, "condition");
+            let opened = bouquet_app::domain::Timestamp::parse_rfc3339(s(listed, "openedAt"))
+                .map(|t| t.as_millis());
+            let item = open.get(&(id.to_owned(), condition.to_owned()));
+            if item.is_none_or(|at| opened.is_none_or(|o| !at.contains(&o))) {
+                violations.push(format!(
+                    "vase {id} lists an open {condition} alert with no open alert item"
+                ));
+            }
+        }
+    }
+    Check {
+        name: "at most one open alert per vase and condition, as the vase lists them",
+        checked: alerts.len(),
+        violations,
+    }
+}
+
+/// Issue 53: every open alert's condition holds in its vase's latest reading by its shop's
+/// thresholds, or it is within its clear time (`clearSince`); an `offline` alert's vase is
+/// offline.
+pub fn open_alerts_hold_in_the_latest_reading(evidence: &Evidence) -> Check {
+    use bouquet_app::domain::care::{CareThresholds, Condition};
+    use bouquet_app::domain::{Reading, Timestamp};
+    let mut violations = Vec::new();
+    let mut checked = 0;
+    for vase in with_prefix(&evidence.items, "VASE#").filter(|i| s(i, "sk") == "VASE") {
+        let id = s(vase, "vaseId");
+        let thresholds: CareThresholds = vase_rules(evidence, s(vase, "vendorId"))
+            .and_then(|r| serde_json::from_value(r["care"].clone()).ok())
+            .unwrap_or_default();
+        let latest = vase.get("latest").map(|r| Reading {
+            sent_at: Timestamp::from_millis(n(r, "sentAt")),
+            water_level_pct: r["waterLevelPct"].as_f64().unwrap_or_default(),
+            temperature_c: r["temperatureC"].as_f64().unwrap_or_default(),
+            humidity_pct: r["humidityPct"].as_f64().unwrap_or_default(),
+            light_lux: r["lightLux"].as_f64().unwrap_or_default(),
+        });
+        for alert in vase["openAlerts"].as_array().into_iter().flatten() {
+            checked += 1;
+            let Some(condition) = Condition::parse(s(alert, "condition")) else {
+                violations.push(format!("vase {id} lists an unknown condition {alert}"));
+                continue;
+            };
+            if condition == Condition::Offline {
+                if s(vase, "connection") != "offline" {
+                    violations.push(format!(
+                        "vase {id} is {} with an open offline alert",
+                        s(vase, "connection")
+                    ));
+                }
+                continue;
+            }
+            let Some(reading) = latest else {
+                violations.push(format!(
+                    "vase {id} has an open {condition} alert and no reading"
+                ));
+                continue;
+            };
+            let clearing = alert
+                .get("clearSince")
+                .and_then(Value::as_str)
+                .and_then(Timestamp::parse_rfc3339)
+                .is_some_and(|since| {
+                    reading.sent_at.as_millis() - since.as_millis()
+                        < thresholds.clear_after().as_millis() as i64
+                });
+            if !thresholds.holds(condition, &reading) && !clearing {
+                violations.push(format!(
+                    "vase {id}: an open {condition} alert, but its latest reading {reading:?} clears it"
+                ));
+            }
+        }
+    }
+    Check {
+        name: "every open alert's condition holds in its vase's latest reading (or is clearing)",
+        checked,
+        violations,
+    }
+}
+
+/// Issue 53: no reading outlives its retention: a raw reading expires 48 h after it was sent, a
+/// bucket 30 days after it started, a closed alert 30 days after it closed (an open one never).
+pub fn no_reading_outlives_its_retention(evidence: &Evidence) -> Check {
+    use bouquet_app::domain::care::ALERT_RETENTION;
+    use bouquet_app::domain::history::{BUCKET_RETENTION, RAW_RETENTION};
+    let mut violations = Vec::new();
+    let mut checked = 0;
+    let seconds = |ms: i64| ms.div_euclid(1000);
+    for item in with_prefix(&evidence.items, "VASE#") {
+        let sk = s(item, "sk");
+        let (start, retention) = if sk.starts_with("READING#") {
+            (n(item, "sentAt"), RAW_RETENTION)
+        } else if sk.starts_with("BUCKET#") {
+            let Some(start) = item["start"]
+                .as_str()
+                .and_then(bouquet_app::domain::Timestamp::parse_rfc3339)
+            else {
+                violations.push(format!("bucket {sk} has no start"));
+                continue;
+            };
+            (start.as_millis(), BUCKET_RETENTION)
+        } else {
+            continue;
+        };
+        checked += 1;
+        let bound = seconds(start) + retention.as_secs() as i64;
+        if item["expiresAt"].as_i64().is_none_or(|at| at > bound + 1) {
+            violations.push(format!(
+                "{} {sk} expires at {:?}, after {bound}",
+                s(item, "pk"),
+                item.get("expiresAt")
+            ));
+        }
+    }
+    for alert in with_prefix(&evidence.items, "ALERT#") {
+        checked += 1;
+        match (alert["closedAt"].as_i64(), alert["expiresAt"].as_i64()) {
+            (None, None) => {}
+            (Some(closed), Some(at))
+                if at <= seconds(closed) + ALERT_RETENTION.as_secs() as i64 + 1 => {}
+            (closed, at) => violations.push(format!(
+                "alert {} closed at {closed:?} expires at {at:?}",
+                s(alert, "alertId")
+            )),
+        }
+    }
+    Check {
+        name: "no reading, bucket or closed alert outlives its retention",
+        checked,
         violations,
     }
 }

@@ -102,6 +102,7 @@ impl Season {
                 description: "Seasonal flowers, hand-tied.".into(),
                 price,
                 vase_id: None,
+                markdown_opt_out: false,
             };
             Bouquet::list(vendor_id, new, listed_at)
         };

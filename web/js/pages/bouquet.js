@@ -1,7 +1,7 @@
 // One bouquet: status, live freshness and, when it stands in a vase, its freshness history.
 import { api } from "../api.js";
 import { chart } from "../chart.js";
-import { freshnessBadge, h, money, show, statusBadge, when } from "../ui.js";
+import { freshnessBadge, h, priceTag, show, statusBadge, when } from "../ui.js";
 import { addToCart, follow } from "./catalogue.js";
 import { picture } from "../photo.js";
 
@@ -11,7 +11,9 @@ export async function bouquetPage(id) {
   const body = h("section", { "data-bouquet": id });
   const render = (bouquet) => {
     if (bouquet.gone) {
-      body.replaceChildren(h("p", {}, "This bouquet is no longer listed."));
+      body.replaceChildren(h("p", { id: "bouquet-gone" }, bouquet.pastItsBest
+        ? "This bouquet is past its best: its florist has taken it off sale."
+        : "This bouquet is no longer listed."));
       return;
     }
     current = bouquet;
@@ -22,8 +24,11 @@ export async function bouquetPage(id) {
       h("h1", {}, bouquet.name),
       h("div", { class: "hero" }, picture(bouquet, { sizes: "(max-width: 680px) 100vw, 640px", eager: true })),
       h("p", {}, bouquet.description || ""),
-      h("p", { class: "row" }, h("strong", {}, money(bouquet.price)), statusBadge(bouquet.status), freshnessBadge(bouquet.freshness, Boolean(bouquet.vaseId))),
+      h("p", { class: "row" }, priceTag(bouquet), statusBadge(bouquet.status), freshnessBadge(bouquet.freshness, Boolean(bouquet.vaseId))),
       bouquet.reservedUntil ? h("p", { class: "muted" }, `Held until ${when(bouquet.reservedUntil)}`) : null,
+      bouquet.status === "withdrawn" ? h("p", { id: "bouquet-gone" }, bouquet.pastItsBest
+        ? "This bouquet is past its best: its florist has taken it off sale."
+        : "This bouquet is no longer on sale.") : null,
       addToCart(bouquet),
       bouquet.vaseId
         ? h("div", {}, h("h2", {}, "Freshness while you watch"),

@@ -4,7 +4,7 @@ import { live } from "../live.js";
 import { session } from "../session.js";
 import { showCartCount } from "../cart-count.js";
 import { picture } from "../photo.js";
-import { attempt, clearErrors, field, freshnessBadge, h, money, notify, ratingBadge, refresh, show, showErrors, statusBadge } from "../ui.js";
+import { attempt, clearErrors, field, freshnessBadge, h, notify, priceTag, ratingBadge, refresh, show, showErrors, statusBadge } from "../ui.js";
 
 // How old a catalogue page may be: the edge keeps a copy for 5 s (CatalogueCachePolicy).
 const EDGE_MS = 5000;
@@ -43,7 +43,7 @@ export function card(bouquet, { shop = true } = {}) {
       ratingBadge(bouquet.shopRating),
       h("a", { href: `#/shops/${bouquet.vendorId}`, "aria-label": `Shop page: ${bouquet.vendorName ?? "the shop"}` }, "Shop page")) : null,
     h("p", { class: "muted" }, bouquet.description || ""),
-    h("div", { class: "row spread" }, h("strong", {}, money(bouquet.price)),
+    h("div", { class: "row spread" }, priceTag(bouquet),
       h("span", { class: "row" }, statusBadge(bouquet.status), freshnessBadge(bouquet.freshness, Boolean(bouquet.vaseId)))),
     h("div", { class: "row", style: "margin-top:8px" }, addToCart(bouquet)));
 }
@@ -92,6 +92,24 @@ export function follow(channel, bouquetOf, render, onShop, vendorId) {
       bouquetOf(id, (bouquet) => render({ ...bouquet, freshness: event.data.freshness, version: event.aggregateVersion }));
       return;
     }
+    // The frame carries the bouquets as the storefront shows them (below); without them, a
+    // markdown is applied from the event itself, and a bouquet past its best leaves at once,
+    // as a withdrawn one does.
+    if (!event.bouquets?.length && event.name === "BouquetRepriced") {
+      const id = event.data.bouquetId;
+      if ((versions.get(id) ?? 0) >= event.aggregateVersion) return;
+      versions.set(id, event.aggregateVersion);
+      const { price, listPrice, step, freshness } = event.data;
+      bouquetOf(id, (bouquet) => render({ ...bouquet, price, listPrice, markdown: step, freshness, version: event.aggregateVersion }));
+      return;
+    }
+    if (!event.bouquets?.length && event.name === "BouquetPastItsBest") {
+      const id = event.data.bouquetId;
+      if ((versions.get(id) ?? 0) >= event.aggregateVersion) return;
+      versions.set(id, event.aggregateVersion);
+      render({ bouquetId: id, gone: true, pastItsBest: true });
+      return;
+    }
     // The frame carries the bouquets as the storefront shows them (the planner read them once
     // for every watcher): apply them, newest version wins. Without them, read each, and again
     // once the edge's copy (5 s) has run out: the first read may be the edge's older one.
@@ -99,7 +117,7 @@ export function follow(channel, bouquetOf, render, onShop, vendorId) {
       for (const bouquet of event.bouquets) {
         if ((versions.get(bouquet.bouquetId) ?? 0) > bouquet.version) continue;
         versions.set(bouquet.bouquetId, bouquet.version);
-        render(bouquet);
+        render(event.name === "BouquetPastItsBest" ? { ...bouquet, pastItsBest: true } : bouquet);
       }
       return;
     }

@@ -1,10 +1,14 @@
-// The vendor console: bouquets, vases (live connection state and readings), orders to fulfil
-// (live), delivery settings (fees and VAT too), analytics, earnings.
+// The vendor console, as pages a florist moves between (#/vendor/{page}): Today (orders to
+// deliver, live, and the last two weeks' deliveries), Vases (connection state, care alerts to
+// acknowledge, readings), Bouquets (listed, edited, photographed, placed in a free vase), Money
+// (payouts, analytics, earnings) and Settings (delivery settings with fees and VAT, the vase
+// rules: markdowns and care thresholds). Every page's header counts the open alerts nobody
+// acknowledged yet, live.
 import { api } from "../api.js";
 import { chart } from "../chart.js";
 import { live } from "../live.js";
 import { session } from "../session.js";
-import { attempt, clearErrors, drawRows, field, freshnessBadge, h, money, notify, refresh, say, serially, show, showErrors, statusBadge, when } from "../ui.js";
+import { attempt, clearErrors, drawRows, field, freshnessBadge, h, money, notify, percentOf, priceTag, refresh, say, serially, show, showErrors, statusBadge, when } from "../ui.js";
 import { followOrders } from "./orders.js";
 import { PHOTO_TYPES, picture, uploadPhoto } from "../photo.js";
 
@@ -12,9 +16,47 @@ function formJson(form) {
   return Object.fromEntries([...new FormData(form)].filter(([, v]) => v !== ""));
 }
 
+/** Every item of a list route, page by page (at most `pages` of 100). */
+async function allItems(path, pages = 5) {
+  const items = [];
+  let cursor = null;
+  for (let i = 0; i < pages; i++) {
+    const joiner = path.includes("?") ? "&" : "?";
+    const page = await api("GET", `${path}${joiner}limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    items.push(...page.items);
+    cursor = page.nextCursor;
+    if (!cursor) break;
+  }
+  return items;
+}
+
+/** The shop's free vases (no bouquet in them) as a select's options, the choice kept across
+ *  refreshes while that vase is still free. */
+function freeVaseSelect(vendorId) {
+  const select = h("select", { name: "vaseId", id: "f-vaseId" });
+  const hint = h("p", { class: "muted" });
+  const load = serially(async () => {
+    const vases = await allItems(`/vendors/${vendorId}/vases`);
+    const free = vases.filter((v) => !v.bouquetId);
+    const chosen = select.value;
+    select.replaceChildren(h("option", { value: "" }, "No vase"),
+      ...free.map((v) => h("option", { value: v.vaseId, "data-connection": v.connection }, `${v.vaseId} (${v.connection.replaceAll("_", " ")})`)));
+    select.value = free.some((v) => v.vaseId === chosen) ? chosen : "";
+    select.dataset.free = String(free.length);
+    hint.textContent = free.length
+      ? `${free.length} free vase${free.length === 1 ? "" : "s"}: its readings give the bouquet its freshness.`
+      : vases.length ? "Every vase of yours holds a bouquet." : "No vase yet: register one on the Vases page.";
+  });
+  return {
+    element: h("div", {}, h("label", { for: "f-vaseId" }, "Vase", h("span", { class: "hint muted" }, " (optional: a free vase of your shop to stand it in)")), select, hint),
+    load,
+  };
+}
+
 function bouquetsSection(vendorId) {
   const list = h("div", { class: "grid", id: "vendor-bouquets" });
   const empty = h("p", { class: "muted" }, "Nothing listed yet.");
+  const vases = freeVaseSelect(vendorId);
   // One row per bouquet, kept across refreshes: a refresh updates a row in place and never
   // replaces a form being edited.
   const rows = new Map();
@@ -53,19 +95,21 @@ function bouquetsSection(vendorId) {
           return;
         }
         form.reset();
-        say(form, `${data.name} is listed.`);
-        await load();
+        say(form, `${data.name} is listed${data.vaseId ? ` in vase ${data.vaseId}` : ""}.`);
+        await Promise.all([load(), vases.load()]);
       });
     },
   },
   field("Name", { name: "name", required: true }),
   field("Description", { tag: "textarea", name: "description", rows: 2 }),
   field("Price", { name: "price", required: true, inputmode: "decimal" }, "e.g. 24.50, EUR"),
-  field("Vase id", { name: "vaseId" }, "optional: the vase it stands in"),
+  vases.element,
   h("p", {}, h("button", { type: "submit" }, "List bouquet")));
   return {
     section: h("section", {}, h("h2", {}, "Bouquets"), list, empty, h("h3", {}, "List a bouquet"), h("div", { id: "list-bouquet" }, form)),
-    load,
+    load: () => Promise.all([load(), vases.load()]),
+    loadBouquets: load,
+    loadVases: vases.load,
   };
 }
 
@@ -78,13 +122,35 @@ function bouquetRow(initial, reload) {
   const id = initial.bouquetId;
   const badges = h("p", { class: "row" });
   const name = h("input", { name: "name", id: `name-${id}`, required: true });
+  // The list price: while freshness has marked the bouquet down, the price it was listed at
+  // (a price typed here is the new list price, and ends the markdown).
+  const listPrice = (b) => b.listPrice ?? b.price;
   const price = h("input", { name: "price", id: `price-${id}`, required: true, inputmode: "decimal" });
   const fill = (b) => {
     shown = b;
     name.value = b.name;
-    price.value = b.price.amount;
+    price.value = listPrice(b).amount;
   };
-  const edited = () => name.value !== shown.name || price.value !== shown.price.amount;
+  const edited = () => name.value !== shown.name || price.value !== listPrice(shown).amount;
+  // Kept at its list price whatever its freshness, or marked down by the shop's rule: saved as
+  // soon as it is changed.
+  const optOut = h("input", {
+    type: "checkbox", id: `optout-${id}`, name: "markdownOptOut", class: "inline",
+    onchange: () => attempt(async () => {
+      const keep = optOut.checked;
+      try {
+        latest = await api("PATCH", `/bouquets/${id}`, { headers: { "if-match": `"${latest.version}"` }, body: { markdownOptOut: keep } });
+      } catch (error) {
+        optOut.checked = latest.markdownOptOut;
+        showErrors(form, error);
+        return;
+      }
+      // What is typed in the form stays, saved at the version this change made.
+      shown = { ...shown, version: latest.version, markdownOptOut: latest.markdownOptOut };
+      render(latest);
+      say(form, keep ? "Kept at its list price whatever its freshness." : "Its price follows your markdown rule again.");
+    }),
+  });
   const controls = h("div", { class: "row", style: "margin-top:8px" });
   const form = h("form", {
     novalidate: true,
@@ -93,16 +159,19 @@ function bouquetRow(initial, reload) {
       attempt(async () => {
         clearErrors(form);
         try {
+          // The list price of a marked-down bouquet, untouched, is not sent: sending it would
+          // set it again and end the markdown.
+          const same = latest.listPrice && price.value === latest.listPrice.amount;
           latest = await api("PATCH", `/bouquets/${id}`, {
             headers: { "if-match": `"${shown.version}"` },
-            body: { name: name.value, price: { amount: price.value, currency: shown.price.currency } },
+            body: { name: name.value, ...(same ? {} : { price: { amount: price.value, currency: shown.price.currency } }) },
           });
         } catch (error) {
           if (error.status === 412) {
             const current = await api("GET", `/bouquets/${id}`);
             latest = current;
-            say(form, `Changed since you opened it: it is now "${current.name}" at ${money(current.price)}; yours is "${name.value}" at ${price.value}. Save again to keep yours, or reload it.`, "error");
-            shown = { ...current, name: shown.name, price: shown.price };
+            say(form, `Changed since you opened it: it is now "${current.name}" at ${money(listPrice(current))}; yours is "${name.value}" at ${price.value}. Save again to keep yours, or reload it.`, "error");
+            shown = { ...current, name: shown.name, price: listPrice(shown), listPrice: undefined };
             shown.version = current.version;
             controls.querySelector("[data-reload]").hidden = false;
             render(latest);
@@ -119,6 +188,7 @@ function bouquetRow(initial, reload) {
   },
   h("div", {}, h("label", { for: `name-${id}` }, "Name"), name),
   h("div", {}, h("label", { for: `price-${id}` }, "Price"), price),
+  h("div", {}, h("label", { for: `optout-${id}`, class: "check" }, optOut, " Keep at its list price (no markdown)")),
   controls);
   controls.append(
     h("button", { type: "submit", class: "secondary" }, "Save"),
@@ -176,7 +246,9 @@ function bouquetRow(initial, reload) {
   const render = (b) => {
     element.dataset.status = b.status;
     photoBox.replaceChildren(picture(b));
-    badges.replaceChildren(statusBadge(b.status), freshnessBadge(b.freshness, Boolean(b.vaseId)), h("span", { class: "muted" }, `v${b.version}`));
+    badges.replaceChildren(statusBadge(b.status), freshnessBadge(b.freshness, Boolean(b.vaseId)), h("span", { class: "muted" }, `v${b.version}`),
+      priceTag(b), b.vaseId ? h("span", { class: "muted" }, "in vase ", h("code", {}, b.vaseId)) : null);
+    optOut.checked = Boolean(b.markdownOptOut);
     const open = b.status === "available";
     for (const control of form.querySelectorAll("input, button[type=submit]")) control.disabled = !open;
     controls.querySelector("button[type=button]:last-child").hidden = !open;
@@ -191,38 +263,134 @@ function bouquetRow(initial, reload) {
       if (!changed) return;
       if (!edited() && b.status === "available") {
         fill(b);
-      } else if (b.status === "available" && (b.name !== shown.name || b.price.amount !== shown.price.amount)) {
+      } else if (b.status === "available" && (b.name !== shown.name || listPrice(b).amount !== listPrice(shown).amount)) {
         // The vendor is typing: keep it, and say what changed underneath.
-        say(form, `Changed since you opened it: now "${b.name}" at ${money(b.price)}. Your edit is kept; saving it is refused until you choose.`, "error");
+        say(form, `Changed since you opened it: now "${b.name}" at ${money(listPrice(b))}. Your edit is kept; saving it is refused until you choose.`, "error");
         controls.querySelector("[data-reload]").hidden = false;
       } else if (b.status !== "available") {
         say(form, `Now ${b.status.replaceAll("_", " ")}: it can no longer be changed.`, "error");
+      } else {
+        // A reading or a markdown moved it, not what is being typed: saved at the new version.
+        shown = { ...shown, version: b.version };
       }
     },
   };
 }
 
-function vasesSection(vendorId) {
+// A care alert's condition, in words; and which chart shows it.
+const CONDITIONS = {
+  water_low: "Water low", too_hot: "Too hot", too_cold: "Too cold",
+  too_dark: "Too dark", too_bright: "Too bright", offline: "Offline",
+};
+const CHARTED = { water: ["water_low"], temperature: ["too_hot", "too_cold"] };
+
+/** What a vase read, in short: "water 12 %, 18 °C, 500 lux". */
+function readingText(r) {
+  return r ? `water ${r.waterLevelPct} %, ${r.temperatureC} °C, ${r.lightLux} lux` : "–";
+}
+
+/** The shop's care alerts, newest first: each open one not yet acknowledged with its button.
+ *  `acknowledged()` is told when one was (the header's count follows). */
+function alertsSection(vendorId, acknowledged) {
+  const body = h("tbody", { id: "vase-alerts" });
+  const more = h("p", { class: "muted", hidden: true }, "The 100 newest alerts are shown.");
+  let items = [];
+  const acknowledge = (alert) => attempt(async () => {
+    try {
+      await api("POST", `/vendors/${vendorId}/alerts/${encodeURIComponent(alert.alertId)}/acknowledge`);
+      notify(`${CONDITIONS[alert.condition]} on vase ${alert.vaseId}: acknowledged.`, "ok");
+    } catch (error) {
+      if (error.code !== "alert.already_acknowledged") throw error;
+      notify(error.message, "ok");
+    }
+    await load();
+    acknowledged();
+  });
+  const row = (a) => {
+    const open = !a.closedAt;
+    return h("tr", {
+      "data-alert": a.alertId, "data-vase": a.vaseId, "data-condition": a.condition,
+      "data-state": open ? "open" : "closed", "data-acknowledged": a.acknowledgedAt ? "yes" : "no",
+    },
+    h("td", {}, h("span", { class: `badge ${open ? "alert-open" : "muted"}` }, CONDITIONS[a.condition] ?? a.condition)),
+    h("td", {}, h("code", {}, a.vaseId)),
+    h("td", {}, readingText(a.reading)),
+    h("td", {}, when(a.openedAt)),
+    h("td", {}, open ? h("strong", {}, "open") : `closed ${when(a.closedAt)}`),
+    h("td", {}, a.acknowledgedAt
+      ? h("span", { class: "muted" }, `by ${a.acknowledgedBy ?? "–"}, ${when(a.acknowledgedAt)}`)
+      : h("button", {
+        type: "button", class: open ? "" : "secondary",
+        "aria-label": `Acknowledge ${CONDITIONS[a.condition] ?? a.condition} on vase ${a.vaseId}`,
+        onclick: () => acknowledge(a),
+      }, "Acknowledge")));
+  };
+  const load = serially(async () => {
+    const page = await api("GET", `/vendors/${vendorId}/alerts?limit=100`);
+    items = page.items;
+    more.hidden = !page.nextCursor;
+    drawRows(body, items, (a) => a.alertId, row,
+      h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No care alerts in the last 30 days.")));
+  });
+  return {
+    section: h("section", { id: "care-alerts", "aria-labelledby": "care-alerts-title" },
+      h("h2", { id: "care-alerts-title" }, "Care alerts"),
+      h("p", { class: "muted" }, "A vase raises one alert per condition while it lasts; it closes once the readings have been clear for the time set in Settings. Acknowledging says someone is on it."),
+      h("div", { class: "table-wrap" }, h("table", {},
+        h("thead", {}, h("tr", {}, ...["Condition", "Vase", "Reading when it opened", "Opened", "State", "Acknowledged"].map((t) => h("th", { scope: "col" }, t)))),
+        body)),
+      more),
+    load,
+    /** The alerts read last (of one vase, with `vaseId`). */
+    items: (vaseId) => items.filter((a) => !vaseId || a.vaseId === vaseId),
+  };
+}
+
+function vasesSection(vendorId, alerts) {
   const body = h("tbody", {});
   const detail = h("div", { id: "vase-detail" });
-  const showReadings = (vaseId) => attempt(async () => {
-    const page = await api("GET", `/vases/${vaseId}/telemetry?limit=100`);
+  const history = h("div", { id: "vase-history" });
+  // The readings of the quarter of an hour before the vase's latest (raw readings are kept
+  // 48 hours), and the day's 15-minute summaries; the periods of its alerts shaded.
+  const showReadings = (vase) => attempt(async () => {
+    const vaseId = vase.vaseId;
+    const latest = vase.latestReading?.sentAt;
+    const since = latest ? `&since=${encodeURIComponent(new Date(Date.parse(latest) - 15 * 60_000).toISOString())}` : "";
+    const page = await api("GET", `/vases/${vaseId}/telemetry?limit=100${since}`);
     const readings = [...page.items].sort((a, b) => a.sentAt.localeCompare(b.sentAt));
+    const periods = alerts.items(vaseId);
+    const during = (conditions, at) => periods.some((a) => conditions.includes(a.condition)
+      && Date.parse(a.openedAt) <= Date.parse(at) && (!a.closedAt || Date.parse(at) <= Date.parse(a.closedAt)));
+    const labels = readings.map((r) => new Date(r.sentAt).toLocaleTimeString());
     detail.replaceChildren(h("h3", {}, `Readings of ${vaseId}`), readings.length
       ? h("div", {},
-          chart({ title: "Water level %", labels: readings.map((r) => new Date(r.sentAt).toLocaleTimeString()), values: readings.map((r) => r.waterLevelPct), max: 100 }),
-          chart({ title: "Temperature °C", labels: readings.map((r) => new Date(r.sentAt).toLocaleTimeString()), values: readings.map((r) => r.temperatureC) }))
+          chart({ title: "Water level %", labels, values: readings.map((r) => r.waterLevelPct), max: 100,
+            marks: readings.map((r) => during(CHARTED.water, r.sentAt)), markLabel: "water low alert open" }),
+          chart({ title: "Temperature °C", labels, values: readings.map((r) => r.temperatureC),
+            marks: readings.map((r) => during(CHARTED.temperature, r.sentAt)), markLabel: "temperature alert open" }))
       : h("p", { class: "muted" }, "No readings yet."));
+    const buckets = page.buckets ?? [];
+    history.replaceChildren(...(buckets.length > 1 ? [
+      h("h3", {}, "The last 24 hours, by quarter of an hour"),
+      chart({ title: "Water level %, mean per 15 minutes", labels: buckets.map((b) => new Date(b.start).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })),
+        values: buckets.map((b) => Math.round(b.waterLevelPct.mean * 10) / 10), max: 100,
+        marks: buckets.map((b) => during(CHARTED.water, b.start)), markLabel: "water low alert open" }),
+    ] : []));
   });
   const load = serially(async () => {
-    const page = await api("GET", `/vendors/${vendorId}/vases?limit=100`);
-    drawRows(body, page.items, (v) => v.vaseId, (v) => h("tr", { "data-vase": v.vaseId },
+    const vases = await allItems(`/vendors/${vendorId}/vases`);
+    drawRows(body, vases, (v) => v.vaseId, (v) => h("tr", { "data-vase": v.vaseId, "data-alerts": (v.alerts ?? []).length },
       h("td", {}, h("code", {}, v.vaseId)),
       h("td", {}, statusBadge(v.connection)),
       h("td", {}, when(v.lastHeartbeatAt)),
       h("td", {}, v.latestReading ? `water ${v.latestReading.waterLevelPct}%, ${v.latestReading.temperatureC} °C` : "–"),
       h("td", {}, v.bouquetId ? freshnessBadge(v.freshness) : "empty"),
-      h("td", {}, h("button", { type: "button", class: "secondary", onclick: () => showReadings(v.vaseId) }, "Readings"))));
+      h("td", { "data-field": "alerts" }, (v.alerts ?? []).length
+        ? h("span", { class: "row" }, v.alerts.map((a) => h("span", { class: "badge alert-open", "data-condition": a.condition },
+            `${CONDITIONS[a.condition] ?? a.condition} since ${new Date(a.openedAt).toLocaleTimeString()}${a.clearSince ? ", clearing" : ""}`)))
+        : h("span", { class: "muted" }, "none")),
+      h("td", {}, h("button", { type: "button", class: "secondary", "aria-label": `Readings of vase ${v.vaseId}`, onclick: () => showReadings(v) }, "Readings"))),
+    h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No vase yet.")));
   });
   const credentials = h("div", { id: "vase-credentials" });
   const register = h("button", {
@@ -246,8 +414,9 @@ function vasesSection(vendorId) {
   return {
     section: h("section", {}, h("h2", {}, "Vases"),
       h("div", { class: "table-wrap" }, h("table", {},
-        h("thead", {}, h("tr", {}, ...["Vase", "Connection", "Last heartbeat", "Latest reading", "Bouquet", ""].map((t) => h("th", {}, t)))), body)),
-      h("p", {}, register), credentials, detail),
+        h("thead", {}, h("tr", {}, ...["Vase", "Connection", "Last heartbeat", "Latest reading", "Bouquet", "Open alerts", ""].map((t) => h("th", { scope: "col" }, t)))), body)),
+      h("p", {}, register), credentials),
+    charts: h("section", { "aria-label": "Readings" }, detail, history),
     load,
   };
 }
@@ -509,6 +678,142 @@ function deliverySettingsSection(vendorId) {
   return { section: h("section", {}, h("h2", {}, "Delivery settings"), slot), load };
 }
 
+/** A typed number ("2,5" → 2.5); empty: `null`; `NaN` when it is not one. */
+function numberOf(text) {
+  const typed = String(text ?? "").trim().replace(",", ".");
+  return typed === "" ? null : /^-?\d+(\.\d+)?$/.test(typed) ? Number(typed) : NaN;
+}
+
+const MAX_STEPS = 8;
+// The care thresholds: the API's name, the label, its hint.
+const CARE_FIELDS = [
+  ["waterLowPct", "Water below (%)", "e.g. 25"],
+  ["temperatureMaxC", "Warmer than (°C)", "e.g. 24"],
+  ["temperatureMinC", "Colder than (°C)", "e.g. 2"],
+  ["lightMinLux", "Darker than (lux)", "empty: shops are dark at night"],
+  ["lightMaxLux", "Brighter than (lux)", "e.g. 30000, direct sun"],
+];
+
+/** The shop's vase rules: how freshness marks its bouquets down (steps, a floor, a score below
+ *  which a bouquet leaves the storefront; off until switched on) and when its vases raise care
+ *  alerts. A refresh leaves a form being edited as it is; saving it at the version it was loaded
+ *  from is refused if the rules changed meanwhile. */
+function vaseRulesSection(vendorId) {
+  const slot = h("div", {});
+  let edited = false;
+  let rows = 0; // step rows drawn so far: each its own ids
+  const load = async ({ force = false } = {}) => {
+    const current = await api("GET", `/vendors/${vendorId}/vase-rules`);
+    if (edited && !force) return null;
+    edited = false;
+    const { markdown, care } = current;
+    const steps = h("div", { id: "markdown-steps" });
+    const addStep = (step) => {
+      const i = steps.children.length;
+      const n = rows++;
+      steps.append(h("div", { class: "row", "data-step": i },
+        field(`Step ${i + 1}: below freshness`, { name: `markdown.steps[${i}].below`, id: `f-step-${n}-below`, type: "number", min: 1, max: 100, value: step?.below ?? "" }),
+        field(`Step ${i + 1}: % off the list price`, { name: `markdown.steps[${i}].offBasisPoints`, id: `f-step-${n}-off`, inputmode: "decimal", value: step ? percentOf(step.offBasisPoints).replace(/\s/g, "") : "" })));
+      addButton.hidden = steps.children.length >= MAX_STEPS;
+    };
+    const addButton = h("button", { type: "button", class: "secondary", onclick: () => { edited = true; addStep(null); } }, "Add a step");
+    markdown.steps.forEach(addStep);
+    if (!markdown.steps.length) addStep(null);
+    const form = h("form", {
+      id: "vase-rules", novalidate: true, "aria-label": "Vase rules",
+      oninput: () => { edited = true; },
+      onsubmit: (e) => {
+        e.preventDefault();
+        attempt(async () => {
+          clearErrors(form);
+          const data = new FormData(form);
+          const unread = [];
+          // Each step row as typed: a row left empty is no step; the API keeps them highest
+          // score first, so they are sent in that order and its errors named by row again.
+          const typed = [];
+          for (let i = 0; i < steps.children.length; i++) {
+            const below = numberOf(data.get(`markdown.steps[${i}].below`));
+            const offText = String(data.get(`markdown.steps[${i}].offBasisPoints`) ?? "").trim();
+            if (below === null && !offText) continue;
+            const off = offText ? basisPoints(offText) : null;
+            if (below === null || Number.isNaN(below) || !Number.isInteger(below)) unread.push({ field: `markdown.steps[${i}].below`, message: "must be a whole score from 1 to 100" });
+            if (off === null) unread.push({ field: `markdown.steps[${i}].offBasisPoints`, message: "must be a percentage, such as 10 or 12.5" });
+            typed.push({ row: i, below, offBasisPoints: off });
+          }
+          const number = (name, whole = false) => {
+            const value = numberOf(data.get(name));
+            if (Number.isNaN(value) || (whole && value !== null && !Number.isInteger(value))) {
+              unread.push({ field: name, message: whole ? "must be a whole number" : "must be a number" });
+            }
+            return value;
+          };
+          const floor = basisPoints(data.get("markdown.floorBasisPoints"));
+          if (floor === null) unread.push({ field: "markdown.floorBasisPoints", message: "must be a percentage, such as 50" });
+          const withdrawBelow = number("markdown.withdrawBelow", true);
+          const thresholds = Object.fromEntries(CARE_FIELDS.map(([name]) => [name, number(`care.${name}`)]));
+          const clearAfter = number("care.clearAfterMinutes", true);
+          if (clearAfter === null) unread.push({ field: "care.clearAfterMinutes", message: "is needed: minutes from 1 to 1440" });
+          if (unread.length) {
+            showErrors(form, { body: { errors: unread } });
+            return;
+          }
+          const sorted = [...typed].sort((a, b) => b.below - a.below);
+          const body = {
+            markdown: {
+              enabled: data.get("markdown.enabled") === "on",
+              steps: sorted.map(({ below, offBasisPoints }) => ({ below, offBasisPoints })),
+              floorBasisPoints: floor,
+              ...(withdrawBelow === null ? {} : { withdrawBelow }),
+            },
+            care: { ...thresholds, clearAfterMinutes: clearAfter },
+          };
+          const headers = current.version ? { "if-match": `"${current.version}"` } : {};
+          try {
+            await api("PUT", `/vendors/${vendorId}/vase-rules`, { body, headers });
+          } catch (error) {
+            if (error.status === 412) {
+              say(form, "The vase rules changed since you opened them (in another tab?). Reload the page to see them; what you typed is not saved.", "error");
+              return;
+            }
+            if (error.status !== 400) throw error;
+            // `markdown.steps[k]` is the k-th step sent: named by the row it was typed in.
+            for (const e of error.body?.errors ?? []) {
+              e.field = (e.field ?? "").replace(/^markdown\.steps\[(\d+)\]/, (_, k) => `markdown.steps[${sorted[Number(k)]?.row ?? k}]`);
+            }
+            showErrors(form, error);
+            return;
+          }
+          const saved = await load({ force: true });
+          if (saved) say(saved, "Vase rules saved: each vase's next reading applies them.").focus({ preventScroll: true });
+        });
+      },
+    },
+    h("fieldset", { id: "markdown-rule" }, h("legend", {}, "Prices that follow freshness"),
+      h("p", { class: "muted" }, "As a bouquet's freshness falls below a step's score, its price drops by that step; it never rises again until you set a new price or place a new bouquet."),
+      h("div", {}, h("label", { for: "f-markdown-enabled", class: "check" },
+        h("input", { type: "checkbox", name: "markdown.enabled", id: "f-markdown-enabled", class: "inline", checked: markdown.enabled }),
+        " Mark bouquets down as their freshness falls")),
+      steps,
+      h("p", { class: "muted" }, "Empty a step's fields to remove it."),
+      h("p", {}, addButton),
+      h("div", { class: "row" },
+        field("Never below (% of the list price)", { name: "markdown.floorBasisPoints", id: "f-markdown-floor", inputmode: "decimal", value: percentOf(markdown.floorBasisPoints).replace(/\s/g, "") }, "e.g. 50"),
+        field("Take off sale below freshness", { name: "markdown.withdrawBelow", id: "f-markdown-withdraw", type: "number", min: 0, max: 100, value: markdown.withdrawBelow ?? "" }, "empty: never"))),
+    h("fieldset", { id: "care-thresholds" }, h("legend", {}, "Care alerts"),
+      h("p", { class: "muted" }, "A vase raises an alert when a reading passes a threshold; leave one empty to turn it off."),
+      h("div", { class: "row" }, CARE_FIELDS.map(([name, label, hint]) =>
+        field(label, { name: `care.${name}`, id: `f-care-${name}`, inputmode: "decimal", value: care[name] ?? "" }, hint))),
+      field("Close an alert once clear for (minutes)", { name: "care.clearAfterMinutes", id: "f-care-clearAfterMinutes", type: "number", min: 1, max: 1440, value: care.clearAfterMinutes, required: true }, "1 to 1440")),
+    h("button", { type: "submit" }, "Save vase rules"));
+    slot.replaceChildren(form);
+    return form;
+  };
+  return {
+    section: h("section", { "aria-labelledby": "vase-rules-title" }, h("h2", { id: "vase-rules-title" }, "Vase rules"), slot),
+    load,
+  };
+}
+
 /** The shop's payouts: its account at the payment provider, set up on the provider's own
  *  onboarding page. Until it takes charges, customers cannot reserve the shop's bouquets. */
 function payoutsSection(vendorId) {
@@ -523,7 +828,7 @@ function payoutsSection(vendorId) {
   const start = h("button", {
     type: "button", id: "start-payouts",
     onclick: () => attempt(async () => {
-      const back = `${location.origin}/#/vendor`;
+      const back = `${location.origin}/#/vendor/money`;
       const onboarding = await api("POST", `/vendors/${vendorId}/payouts/onboarding`, { body: { returnUrl: back, refreshUrl: back } });
       show(onboarding.chargesEnabled);
       // Not finished: on to the provider's page, which comes back here.
@@ -645,34 +950,111 @@ function earningsSection(vendorId) {
   };
 }
 
-export async function vendorPage() {
+// The console's pages: the path after #/vendor/, the link's words.
+const PAGES = [["today", "Today"], ["vases", "Vases"], ["bouquets", "Bouquets"], ["money", "Money"], ["settings", "Settings"]];
+
+/** The header's count of the shop's open alerts nobody acknowledged yet (its first pages of
+ *  alerts, newest first: open ones and those closed in the last 30 days). */
+function alertCount(vendorId) {
+  const count = h("span", { id: "vendor-alert-count", class: "count alert-count", "data-count": "", hidden: true });
+  const load = serially(async () => {
+    const alerts = await allItems(`/vendors/${vendorId}/alerts`, 3);
+    const open = alerts.filter((a) => !a.closedAt && !a.acknowledgedAt).length;
+    count.dataset.count = String(open);
+    count.title = `${open} open alert${open === 1 ? "" : "s"} not yet acknowledged`;
+    count.replaceChildren(String(open), h("span", { class: "sr-only" }, ` open alert${open === 1 ? "" : "s"} to acknowledge`));
+    count.hidden = open === 0;
+  });
+  return { count, load };
+}
+
+/** The header every page of the console has: its heading, the shop's public page, the pages
+ *  with the current one marked, and the count of alerts beside Vases. */
+function consoleHeader(vendorId, [current, title], count) {
+  return h("header", { class: "console-head" },
+    h("h1", {}, `Vendor console: ${title}`),
+    h("p", { class: "muted console-name" }, h("a", { href: `#/shops/${vendorId}` }, "Your shop's page"),
+      ": its rating and reviews as customers see them; answer reviews there."),
+    h("nav", { class: "console-nav", "aria-label": "Vendor console" },
+      PAGES.map(([slug, label]) => h("a", {
+        href: slug === "today" ? "#/vendor" : `#/vendor/${slug}`,
+        "aria-current": slug === current ? "page" : null,
+        "data-console-page": slug,
+      }, label, slug === "vases" ? [" ", count] : null))));
+}
+
+export async function vendorPage(sub = "today") {
   const vendorId = session.vendorId();
   if (session.role() !== "vendor" || !vendorId) {
     show(h("h1", {}, "Vendor console"), h("p", {}, h("a", { href: "#/signin" }, "Sign in as a vendor"), " to manage bouquets, vases and orders."));
     return;
   }
-  const bouquets = bouquetsSection(vendorId);
-  const vases = vasesSection(vendorId);
-  const orders = ordersSection();
-  const analytics = analyticsSection(vendorId);
-  const earnings = earningsSection(vendorId);
-  const delivery = deliverySettingsSection(vendorId);
-  const payouts = payoutsSection(vendorId);
-  show(h("h1", {}, "Vendor console"),
-    h("p", {}, h("a", { href: `#/shops/${vendorId}` }, "Your shop's page"), ": its rating and reviews as customers see them; answer reviews there."),
-    payouts.section, orders.section, vases.section, bouquets.section, delivery.section, analytics.section, earnings.section);
-  const all = () => Promise.all([orders.load(), vases.load(), bouquets.load(), delivery.load(), analytics.load(), earnings.load()]);
+  const page = PAGES.find(([slug]) => slug === sub);
+  if (!page) {
+    location.hash = "#/vendor";
+    return;
+  }
+  document.body.dataset.consolePage = sub;
+  const badge = alertCount(vendorId);
+  // Each page: its sections, what it reads (again after a reconnect), and what each event
+  // of the shop's channel makes it read again.
+  let sections, loads, onEvent = () => {}, stopOrders = () => {};
+  if (sub === "today") {
+    const orders = ordersSection();
+    sections = [orders.section];
+    loads = [orders.load];
+    stopOrders = followOrders(() => refresh(orders.load));
+  } else if (sub === "vases") {
+    const alerts = alertsSection(vendorId, () => refresh(badge.load));
+    const vases = vasesSection(vendorId, alerts);
+    sections = [vases.section, alerts.section, vases.charts];
+    loads = [vases.load, alerts.load];
+    onEvent = (event) => {
+      if (event.name.startsWith("Vase") || event.name === "BouquetFreshnessChanged" || event.name === "BouquetListed") refresh(vases.load);
+      if (event.name.startsWith("VaseAlert")) refresh(alerts.load);
+    };
+  } else if (sub === "bouquets") {
+    const bouquets = bouquetsSection(vendorId);
+    sections = [bouquets.section];
+    loads = [bouquets.load];
+    // Order events move bouquets too (reserved, sold, released, back on sale).
+    const MOVES_BOUQUETS = new Set(["OrderReserved", "OrderPaid", "OrderCancelled", "ReservationExpired", "OrderRejected"]);
+    onEvent = (event) => {
+      if (event.name.startsWith("Bouquet") || MOVES_BOUQUETS.has(event.name)) refresh(bouquets.loadBouquets);
+      if (event.name === "VaseRegistered" || event.name === "VaseDecommissioned" || event.name === "BouquetListed"
+        || event.name === "BouquetWithdrawn" || event.name === "BouquetPastItsBest") refresh(bouquets.loadVases);
+    };
+  } else if (sub === "money") {
+    const payouts = payoutsSection(vendorId);
+    const analytics = analyticsSection(vendorId);
+    const earnings = earningsSection(vendorId);
+    sections = [payouts.section, analytics.section, earnings.section];
+    loads = [analytics.load, earnings.load];
+    onEvent = (event) => {
+      if (event.name === "OrderPaid" || event.name === "OrderFulfilled" || event.name === "OrderRejected") refresh(analytics.load);
+      if (event.name === "OrderPaid" || event.name === "OrderRejected") refresh(earnings.load);
+      if (event.name === "VendorPayoutsChanged") payouts.show(event.data.chargesEnabled);
+    };
+  } else {
+    const delivery = deliverySettingsSection(vendorId);
+    const rules = vaseRulesSection(vendorId);
+    sections = [delivery.section, rules.section];
+    loads = [delivery.load, rules.load];
+    onEvent = (event) => {
+      if (event.name === "VaseRulesChanged") refresh(rules.load);
+    };
+  }
+  show(consoleHeader(vendorId, page, badge.count), ...sections);
+  const all = () => Promise.all([badge.load(), ...loads.map((load) => load())]);
   await all();
   live.onReconnect.add(() => refresh(all));
-  const stopOrders = followOrders(() => refresh(orders.load));
-  // Order events move bouquets too (reserved, sold, released, back on sale).
-  const MOVES_BOUQUETS = new Set(["OrderReserved", "OrderPaid", "OrderCancelled", "ReservationExpired", "OrderRejected"]);
   const stopVendor = live.subscribe(`vendor:${vendorId}`, (event) => {
-    if (event.name.startsWith("Vase") || event.name === "BouquetFreshnessChanged") refresh(vases.load);
-    if (event.name.startsWith("Bouquet") || MOVES_BOUQUETS.has(event.name)) refresh(bouquets.load);
-    if (event.name === "OrderPaid" || event.name === "OrderFulfilled" || event.name === "OrderRejected") refresh(analytics.load);
-    if (event.name === "OrderPaid" || event.name === "OrderRejected") refresh(earnings.load);
-    if (event.name === "VendorPayoutsChanged") payouts.show(event.data.chargesEnabled);
+    if (event.name.startsWith("VaseAlert")) refresh(badge.load);
+    onEvent(event);
   });
-  return () => { stopOrders(); stopVendor(); };
+  return () => {
+    delete document.body.dataset.consolePage;
+    stopOrders();
+    stopVendor();
+  };
 }

@@ -843,3 +843,73 @@ fn a_seeded_season_is_set_aside_by_its_shops_and_vases_and_nothing_else() {
     let left: Vec<&str> = items.iter().map(|i| i["pk"].as_str().unwrap()).collect();
     assert_eq!(left, ["VENDOR#v1", "ORDER#o2", "VASE#x2", "VENDOR#s10"]);
 }
+
+/// Issue 53: a marked-down bouquet under its floor or above its list price, an order whose lines
+/// moved after its reservation, two open alerts of one condition, an open alert its latest
+/// reading clears, and a reading kept past its retention are each caught.
+#[test]
+fn markdowns_and_care_alerts_off_their_rules_are_caught() {
+    let rules = json!({"pk": "VENDOR#v1", "sk": "VASE_RULES", "version": 1,
+        "markdown": {"enabled": true, "steps": [{"below": 80, "offBasisPoints": 1000}],
+                     "floorBasisPoints": 9500},
+        "care": {"waterLowPct": 25.0, "clearAfterMinutes": 10}});
+    let mut marked = clean();
+    marked.items.push(rules.clone());
+    marked.items.push(
+        json!({"pk": "BOUQUET#b2", "sk": "BOUQUET", "bouquetId": "b2",
+        "vendorId": "v1", "status": "withdrawn", "currency": "EUR", "priceMinor": 900,
+        "listPriceMinor": 1000, "markdown": {"below": 80, "offBasisPoints": 1000},
+        "freshnessSort": "-#b2", "priceSort": "000000000900#b2"}),
+    );
+    assert_eq!(
+        violations(&marked),
+        vec![(
+            "every price lies between its floor and its list price",
+            vec!["bouquet b2 sells at 900, under its floor 950".to_owned()]
+        )]
+    );
+    let mut moved = clean();
+    moved.items.push(json!({"pk": "OUTBOX#o1", "sk": "EVENT#0", "eventName": "OrderReserved",
+        "occurredAt": NOW, "detail": r#"{"data":{"orderId":"o1","total":{"amount":"12.00","currency":"EUR"}}}"#}));
+    assert_eq!(
+        failing(&moved),
+        ["every held or paid order's lines are the prices it was reserved at"]
+    );
+    let opened = |at: i64| {
+        json!({"pk": format!("ALERT#v9.water_low.{at}"), "sk": "ALERT",
+        "alertId": format!("v9.water_low.{at}"), "vaseId": "v9", "condition": "water_low",
+        "openedAt": at, "version": 1})
+    };
+    let mut twice = clean();
+    twice.items.push(opened(NOW - 60_000));
+    twice.items.push(opened(NOW - 30_000));
+    assert!(failing(&twice)
+        .contains(&"at most one open alert per vase and condition, as the vase lists them"));
+    let mut cleared = clean();
+    cleared.items.push(rules);
+    cleared.items[7] = json!({"pk": "VASE#v9", "sk": "VASE", "vaseId": "v9", "vendorId": "v1",
+        "connection": "online", "lastHeartbeatAt": NOW - 5_000,
+        "latest": {"sentAt": NOW - 1_000, "waterLevelPct": 80.0, "temperatureC": 18.0,
+                   "humidityPct": 60.0, "lightLux": 500.0},
+        "openAlerts": [{"condition": "water_low", "openedAt": "2026-12-04T10:00:00.000Z"}]});
+    let failed = failing(&cleared);
+    assert!(
+        failed.contains(
+            &"every open alert's condition holds in its vase's latest reading (or is clearing)"
+        ),
+        "{failed:?}"
+    );
+    assert!(
+        failed.contains(&"at most one open alert per vase and condition, as the vase lists them"),
+        "{failed:?}"
+    );
+    let mut kept = clean();
+    kept.items.push(
+        json!({"pk": "VASE#v9", "sk": "READING#000000000000001", "sentAt": 1,
+        "expiresAt": 30 * 24 * 3600}),
+    );
+    assert_eq!(
+        failing(&kept),
+        ["no reading, bucket or closed alert outlives its retention"]
+    );
+}

@@ -157,14 +157,51 @@ async fn every_detail_the_system_writes_validates_against_its_schema() {
     let vase = cloud.vase(&vendor).await;
     cloud.bouquet_in_vase(&vendor, &vase).await;
     let now = cloud.clock.now();
+    // The shop turns its markdown rule on (its example: 10 % below 80, 25 % below 60).
+    let rules = cloud
+        .send(by_vendor("put-vase-rules", &vendor).path("vendorId", &vendor))
+        .await;
+    assert_eq!(rules.status, 200, "{}", rules.body);
+    let minute = |m: u32| now.plus(Duration::from_secs(60) * m);
+    // Full and cool, then dry and hot: marked down, two care alerts.
     cloud
-        .send_vase_messages(&[heartbeat(&vase, now), reading(&vase, now, 50.0, 18.0)])
+        .send_vase_messages(&[
+            heartbeat(&vase, now),
+            reading(&vase, now, 50.0, 18.0),
+            reading(&vase, minute(1), 10.0, 30.0),
+        ])
+        .await;
+    let alerts = cloud
+        .send(by_vendor("list-vase-alerts", &vendor).path("vendorId", &vendor))
+        .await;
+    let alert_id = alerts.body["items"][0]["alertId"]
+        .as_str()
+        .expect("an alert")
+        .to_owned();
+    let acknowledged = cloud
+        .send(
+            by_vendor("acknowledge-vase-alert", &vendor)
+                .path("vendorId", &vendor)
+                .path("alertId", &alert_id),
+        )
+        .await;
+    assert_eq!(acknowledged.status, 200, "{}", acknowledged.body);
+    // Refilled and cooled for the clear time: both close.
+    cloud
+        .send_vase_messages(&[
+            reading(&vase, minute(2), 80.0, 18.0),
+            reading(&vase, minute(13), 80.0, 18.0),
+        ])
         .await;
     let later = cloud.app_at(now.plus(Duration::from_secs(2 * 60 * 60)));
     assert_eq!(
         cloud.run_scheduled_with("flag-offline-vases", later).await["wentOffline"],
         1
     );
+    // A week on, dry and hot: past its best, off the storefront.
+    cloud
+        .send_vase_messages(&[reading(&vase, minute(7 * 24 * 60), 0.0, 40.0)])
+        .await;
     // Another vase: its certificate rotated, then decommissioned.
     let spare = cloud.vase(&vendor).await;
     for (binary, status) in [("rotate-vase-certificate", 200), ("decommission-vase", 204)] {

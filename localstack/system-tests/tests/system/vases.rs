@@ -760,13 +760,13 @@ async fn dynamodb_calls_per_vase_message() {
         ),
         (
             reading(&vase, at(3), 80.0, 18.0),
-            operation_counts(&[("GetItem", 2), ("TransactWriteItems", 1)]),
-            "latest reading whose score is news: read the vase and the bouquet's version, reading + vase + bouquet score and version + event",
+            operation_counts(&[("GetItem", 3), ("TransactWriteItems", 1)]),
+            "latest reading whose score is news: read the vase, the shop's vase rules and the bouquet's version, reading + vase + bouquet score and version + event",
         ),
         (
             reading(&vase, at(4), 80.0, 20.0),
-            operation_counts(&[("GetItem", 1), ("TransactWriteItems", 1)]),
-            "latest reading that moves the score a little: read, reading + vase + bouquet score",
+            operation_counts(&[("GetItem", 2), ("TransactWriteItems", 1)]),
+            "latest reading that moves the score a little: read the vase and the shop's vase rules, reading + vase + bouquet score",
         ),
         (
             reading(&vase, at(0), 80.0, 18.0),

@@ -181,6 +181,18 @@ async fn telemetry(
     let mut rules: Option<VaseRules> = None;
     loop {
         let vase = read(store, vase_id).await?;
+        // Not the latest: kept for history, without the shop's rules.
+        if vase
+            .latest
+            .is_some_and(|latest| reading.sent_at <= latest.sent_at)
+        {
+            return Ok(
+                match store.put_reading(vase_id, reading, received_at).await? {
+                    ReadingWrite::Stored => Applied::HistoryReading,
+                    ReadingWrite::Duplicate => Applied::DuplicateReading,
+                },
+            );
+        }
         let rules = match &rules {
             Some(rules) => rules,
             None => rules.insert(
