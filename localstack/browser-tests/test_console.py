@@ -1415,7 +1415,7 @@ class Console(unittest.TestCase):
         # The florist's list says it too, and keeps the list price in the form.
         row = florist.locator(f'#vendor-bouquets [data-bouquet="{bouquet_id}"]')
         expect(row.locator(".price")).to_have_attribute("data-price", "44.10")
-        expect(row.get_by_label("Price")).to_have_value("49.00")
+        expect(row.locator(f"#price-{bouquet_id}")).to_have_value("49.00")
         self.shot(storefront, "storefront-markdown")
         self.no_reload(storefront)
         self.no_reload(page)

@@ -85,7 +85,7 @@ impl MarkdownRule {
         if self.steps.len() > MAX_STEPS {
             v.add("steps", format!("at most {MAX_STEPS} steps"));
         }
-        self.steps.sort_by(|a, b| b.below.cmp(&a.below));
+        self.steps.sort_by_key(|step| std::cmp::Reverse(step.below));
         for (i, step) in self.steps.iter().enumerate() {
             if !(1..=100).contains(&step.below) {
                 v.add(format!("steps[{i}].below"), "must be 1 to 100");

@@ -39,7 +39,12 @@ pub const MAX_BOUQUETS_PER_ORDER: usize = 20;
 pub struct OrderLine {
     pub bouquet_id: BouquetId,
     pub name: String,
+    /// The price it was reserved at: what the order charges.
     pub price: Money,
+    /// Its list price, when its freshness had marked it down at reservation (the invoice shows
+    /// the markdown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub list_price: Option<Money>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -263,6 +268,7 @@ impl Order {
                     bouquet_id: b.bouquet_id,
                     name: b.name.clone(),
                     price: b.price,
+                    list_price: b.markdown.map(|_| b.list_price),
                 })
                 .collect(),
             total,

@@ -233,7 +233,7 @@ pub enum ReadingOutcome {
     /// The new latest reading, and the bouquet's new score if a bouquet stands in the vase,
     /// the alerts it opened or closed and the history bucket it finished.
     Latest {
-        vase: Vase,
+        vase: Box<Vase>,
         freshness: Option<FreshnessChange>,
         alerts: Vec<AlertChange>,
         finished: Option<Bucket>,
@@ -361,7 +361,7 @@ impl Vase {
             bouquet.freshness = Some(change.score);
         }
         ReadingOutcome::Latest {
-            vase: next,
+            vase: Box::new(next),
             freshness,
             alerts: alert_changes,
             finished,

@@ -5,7 +5,7 @@
 
 use bouquet_domain::identity::Identity;
 use bouquet_domain::pricing::{Amounts, ReceiptLine};
-use bouquet_domain::{DomainError, OrderId, OrderStatus, Timestamp};
+use bouquet_domain::{DomainError, Money, OrderId, OrderStatus, Timestamp};
 use bouquet_mail::documents::{invoice_page, DocumentError, Invoice, InvoiceLine};
 
 use crate::problem::ApiError;
@@ -72,6 +72,25 @@ fn line(line: &ReceiptLine) -> InvoiceLine {
     )
 }
 
+/// "Freshness markdown: listed at 40.00, sold at 36.00": what the line above was reduced by.
+fn markdown_row(ordered: &bouquet_domain::OrderLine) -> InvoiceLine {
+    let list = ordered.list_price.unwrap_or(ordered.price);
+    let off = Money::from_minor(list.minor() - ordered.price.minor(), list.currency());
+    InvoiceLine {
+        description: format!(
+            "Freshness markdown on {}: listed at {}, sold at {} (-{})",
+            ordered.name,
+            list.amount(),
+            ordered.price.amount(),
+            off.amount()
+        ),
+        rate: String::new(),
+        net: String::new(),
+        vat: String::new(),
+        gross: String::new(),
+    }
+}
+
 /// The invoice page of `order_id`, for `caller`.
 pub async fn page(
     app: &App,
@@ -89,7 +108,15 @@ pub async fn page(
         .await
         .map_err(QueryError::from)?
         .unwrap_or_else(|| "Your florist".into());
-    let mut lines: Vec<InvoiceLine> = receipt.lines.iter().map(line).collect();
+    let mut lines = Vec::with_capacity(receipt.lines.len() + 1);
+    for (i, receipt_line) in receipt.lines.iter().enumerate() {
+        lines.push(line(receipt_line));
+        // A bouquet its freshness had marked down: the markdown as a line of its own, for
+        // reading (its amounts are in the line above, so the columns still add up).
+        if let Some(ordered) = order.lines.get(i).filter(|l| l.list_price.is_some()) {
+            lines.push(markdown_row(ordered));
+        }
+    }
     lines.push(line(&receipt.delivery));
     let status_note = match order.status {
         OrderStatus::Rejected => "The shop turned this order down; it was refunded in full.",

@@ -463,3 +463,31 @@ async fn the_rules_are_validated_and_versioned() {
         Err(CareError::Forbidden(_))
     );
 }
+
+#[tokio::test]
+async fn a_marked_down_bouquet_sells_at_its_price_and_its_invoice_shows_the_markdown() {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    set_rules(&world, &vendor, rule()).await;
+    let vase = world.vase_of(&vendor).await;
+    let bouquet = world.listed(&vendor, "40.00", Some(vase.vase_id)).await;
+    world.advance(MINUTE);
+    apply(&world, &reading(&world, vase.vase_id, 1, 10.0, 18.0)).await;
+    let marked = world.bouquet_now(bouquet.bouquet_id).await;
+    let order = world.reserved(&customer("ines"), &[&marked]).await;
+    assert_eq!(order.lines[0].price, eur("36.00"));
+    assert_eq!(order.lines[0].list_price, Some(eur("40.00")));
+    world.pay_by_card("ines", order.order_id).await;
+    let page = bouquet_app::invoice::page(
+        &world.app,
+        &customer_caller("ines"),
+        order.order_id,
+        world.now(),
+    )
+    .await
+    .expect("the invoice");
+    assert!(
+        page.contains("Freshness markdown on Peonies: listed at 40.00, sold at 36.00 (-4.00)"),
+        "{page}"
+    );
+}

@@ -24,6 +24,8 @@ pub struct OrderLineItem {
     pub bouquet_id: String,
     pub name: String,
     pub price_minor: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_price_minor: Option<i64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -130,6 +132,7 @@ impl OrderItem {
                     bouquet_id: l.bouquet_id.to_string(),
                     name: l.name.clone(),
                     price_minor: l.price.minor(),
+                    list_price_minor: l.list_price.map(|p| p.minor()),
                 })
                 .collect(),
             total_minor: o.total.minor(),
@@ -219,6 +222,10 @@ impl OrderItem {
                         bouquet_id: BouquetId::parse(&l.bouquet_id).map_err(StoreError::corrupt)?,
                         name: l.name,
                         price: money(l.price_minor, &currency)?,
+                        list_price: l
+                            .list_price_minor
+                            .map(|minor| money(minor, &currency))
+                            .transpose()?,
                     })
                 })
                 .collect::<Result<_, StoreError>>()?,
