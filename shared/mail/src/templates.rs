@@ -27,10 +27,26 @@ pub enum Template {
     Rejected,
     /// To the shop, for a new paid order.
     NewOrder,
+    /// To the shop, when one of its vases raised a care alert or a bouquet went past its best
+    /// (issue 53).
+    CareAlert,
 }
 
 impl Template {
-    const ALL: [Template; 7] = [
+    const ALL: [Template; 8] = [
+        Template::Receipt,
+        Template::Accepted,
+        Template::OutForDelivery,
+        Template::Delivered,
+        Template::DeliveryPhoto,
+        Template::Rejected,
+        Template::NewOrder,
+        Template::CareAlert,
+    ];
+
+    /// The templates about an order (the vars of `bouquet_app::notifications::vars`).
+    #[cfg(test)]
+    const ORDER: [Template; 7] = [
         Template::Receipt,
         Template::Accepted,
         Template::OutForDelivery,
@@ -50,6 +66,7 @@ impl Template {
             Template::DeliveryPhoto => "delivery_photo",
             Template::Rejected => "rejected",
             Template::NewOrder => "new_order",
+            Template::CareAlert => "care_alert",
         }
     }
 
@@ -83,6 +100,10 @@ impl Template {
             Template::NewOrder => (
                 include_str!("../templates/new_order.txt"),
                 include_str!("../templates/new_order.html"),
+            ),
+            Template::CareAlert => (
+                include_str!("../templates/care_alert.txt"),
+                include_str!("../templates/care_alert.html"),
             ),
         }
     }
@@ -269,7 +290,7 @@ mod tests {
 
     #[test]
     fn every_template_renders_with_the_vars_the_callers_give() {
-        for template in Template::ALL {
+        for template in Template::ORDER {
             let email =
                 render(template, "ana@example.com", &vars()).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(email.to, "ana@example.com");
@@ -318,7 +339,7 @@ mod tests {
     #[test]
     fn a_var_a_template_uses_but_was_not_given_is_an_error_not_a_blank() {
         let all = markers();
-        for template in Template::ALL {
+        for template in Template::ORDER {
             let email = render(template, "ana@example.com", &all).unwrap();
             let whole = format!("{}\n{}\n{}", email.subject, email.text, email.html);
             let mut used = 0;
@@ -399,7 +420,7 @@ mod tests {
 
     #[test]
     fn hostile_values_in_every_field_stay_text_escaped_in_html_alone() {
-        let baseline: Vec<_> = Template::ALL
+        let baseline: Vec<_> = Template::ORDER
             .map(|t| (t, render(t, "ana@example.com", &markers()).unwrap()))
             .to_vec();
         for value in hostile() {
@@ -482,7 +503,7 @@ mod tests {
         let mut vars = vars();
         vars.insert("shop", "Fleur & Co".into());
         vars.insert("bouquets", "Roses &amp; lilies".into());
-        for template in Template::ALL {
+        for template in Template::ORDER {
             let email = render(template, "ana@example.com", &vars).unwrap();
             assert!(email.html.contains("Fleur &amp; Co"), "{template:?}");
             assert!(!email.html.contains("&amp;amp; Co"), "{template:?}");
@@ -502,5 +523,40 @@ mod tests {
         assert_eq!(one_line("a\r\n\nb\u{2028}c\u{85}d\te"), "a b c d e");
         assert_eq!(one_line("\na\n"), "a");
         assert_eq!(one_line("\u{202E}a\u{200F}"), "\u{202E}a\u{200F}");
+    }
+}
+
+#[cfg(test)]
+mod care_alert_tests {
+    use super::*;
+
+    fn care_vars() -> Vars {
+        Vars::from([
+            ("marketplace", "Bouquet".to_owned()),
+            ("shop", "Fleur & <Co>".to_owned()),
+            ("vase", "01JF3W9X2K4M6P8R0T2V4X6Z8B".to_owned()),
+            ("what", "The water is low".to_owned()),
+            (
+                "reading",
+                "It read water 12 %, 19.5 °C, humidity 60 %, 800 lux.".to_owned(),
+            ),
+        ])
+    }
+
+    #[test]
+    fn the_care_alert_renders_escaped_in_html_alone_and_every_var_is_required() {
+        let email = render(Template::CareAlert, "shop@example.com", &care_vars()).unwrap();
+        assert_eq!(email.subject, "The water is low at Fleur & <Co> (Bouquet)");
+        assert!(email.text.contains("vase 01JF3W9X2K4M6P8R0T2V4X6Z8B"));
+        assert!(email.text.contains("water 12 %"));
+        assert!(email.html.contains("Fleur &amp; &lt;Co&gt;"));
+        for name in care_vars().into_keys() {
+            let mut lacking = care_vars();
+            lacking.remove(name);
+            assert!(
+                render(Template::CareAlert, "shop@example.com", &lacking).is_err(),
+                "{name}"
+            );
+        }
     }
 }

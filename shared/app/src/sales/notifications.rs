@@ -1,6 +1,7 @@
 //! Order emails (issue 30), run by an EventBridge consumer of `OrderPaid`, `OrderAccepted`,
 //! `OrderOutForDelivery`, `OrderFulfilled`, `OrderDeliveryPhotoAttached` and `OrderRejected`
-//! (the rule is in the template).
+//! (the rule is in the template), and the shop's care emails (issue 53): one per
+//! `VaseAlertOpened` and per `BouquetPastItsBest`.
 //! The customer gets a receipt and a message at each step (at the contact address given with
 //! the delivery details); the shop gets each new paid order (at its settings' contact address).
 //!
@@ -50,6 +51,7 @@ pub struct Notified {
 /// Who gets what for an event: `(role, template)`.
 fn messages(name: &str) -> &'static [(&'static str, Template)] {
     match name {
+        "VaseAlertOpened" | "BouquetPastItsBest" => &[("shop", Template::CareAlert)],
         "OrderPaid" => &[
             ("customer", Template::Receipt),
             ("shop", Template::NewOrder),
@@ -61,6 +63,86 @@ fn messages(name: &str) -> &'static [(&'static str, Template)] {
         "OrderRejected" => &[("customer", Template::Rejected)],
         _ => &[],
     }
+}
+
+/// What a care event tells the shop (issue 53): the alert's condition, or the bouquet past its
+/// best; `None` for every other event.
+fn care_notice(name: &str, data: &Value) -> Option<String> {
+    match name {
+        "VaseAlertOpened" => {
+            let condition = data["condition"].as_str().unwrap_or_default();
+            let what = bouquet_domain::care::Condition::parse(condition)
+                .map_or("a care alert", |c| c.describe());
+            let mut what = what.to_owned();
+            if let Some(first) = what.get_mut(0..1) {
+                first.make_ascii_uppercase();
+            }
+            Some(what)
+        }
+        "BouquetPastItsBest" => Some(format!(
+            "A bouquet is past its best (freshness {}) and left the storefront",
+            data["freshness"]
+        )),
+        _ => None,
+    }
+}
+
+/// Sends the shop its care email for one event, once (deduped like the order emails).
+async fn tell_the_shop(
+    app: &App,
+    mailer: &dyn Mailer,
+    marketplace: &str,
+    event_id: &str,
+    data: &Value,
+    what: String,
+) -> Result<Notified, NotifyError> {
+    let mut notified = Notified::default();
+    let vendor_id = bouquet_domain::VendorId::parse(data["vendorId"].as_str().unwrap_or_default())
+        .map_err(|e| NotifyError::Unreadable(format!("vendorId: {e}")))?;
+    let (shop, settings) = tokio::join!(
+        app.store.vendor_name(vendor_id),
+        app.store.delivery_settings(vendor_id, false)
+    );
+    let shop = shop?.unwrap_or_else(|| "your shop".into());
+    let Some(to) = settings?.and_then(|s| s.settings.contact_email) else {
+        notified.no_address += 1;
+        return Ok(notified);
+    };
+    let key = format!("{event_id}#shop");
+    if app.store.was_processed(CONSUMER, &key).await? {
+        notified.duplicates += 1;
+        return Ok(notified);
+    }
+    let reading = &data["reading"];
+    let reading = if reading.is_object() {
+        format!(
+            "It read water {} %, {} °C, humidity {} %, {} lux.",
+            reading["waterLevelPct"],
+            reading["temperatureC"],
+            reading["humidityPct"],
+            reading["lightLux"]
+        )
+    } else {
+        String::new()
+    };
+    let vars = Vars::from([
+        ("marketplace", marketplace.to_owned()),
+        ("shop", shop),
+        (
+            "vase",
+            data["vaseId"].as_str().unwrap_or_default().to_owned(),
+        ),
+        ("what", what),
+        ("reading", reading),
+    ]);
+    mailer
+        .send(&render(Template::CareAlert, &to, &vars)?)
+        .await?;
+    app.store
+        .commit_once(CONSUMER, &key, bouquet_store::Tx::new(), app.clock.now())
+        .await?;
+    notified.sent += 1;
+    Ok(notified)
 }
 
 /// Net, VAT and gross per line, for delivery and in total, one per line of text; orders priced
@@ -200,6 +282,9 @@ pub async fn notify(
     let event_id = detail["eventId"]
         .as_str()
         .ok_or_else(|| unreadable("event without detail.eventId"))?;
+    if let Some(what) = care_notice(name, &detail["data"]) {
+        return tell_the_shop(app, mailer, marketplace, event_id, &detail["data"], what).await;
+    }
     let order_id = OrderId::parse(detail["data"]["orderId"].as_str().unwrap_or_default())
         .map_err(|e| NotifyError::Unreadable(format!("orderId: {e}")))?;
     let order = app

@@ -192,3 +192,72 @@ async fn a_refused_address_fails_its_event_only_and_a_redacted_one_is_not_writte
         .unwrap();
     assert_eq!(late, notified(0, 0, 1));
 }
+
+/// Issue 53: a care alert mails the shop once, with what the vase read; a redelivery sends
+/// nothing twice; a shop without a contact address gets nothing.
+#[tokio::test]
+async fn a_care_alert_mails_the_shop_once() {
+    use bouquet_app::domain::{Reading, VaseMessage};
+    let world = World::new().await;
+    let vendor = shop_with_contact(&world).await;
+    let vase = world.vase_of(&vendor).await;
+    let dry = VaseMessage::Telemetry {
+        vase_id: vase.vase_id,
+        reading: Reading {
+            sent_at: world.now(),
+            water_level_pct: 12.0,
+            temperature_c: 19.5,
+            humidity_pct: 60.0,
+            light_lux: 800.0,
+        },
+        received_at: world.now(),
+    };
+    bouquet_app::vases::apply(&world.app, &dry, CORRELATION)
+        .await
+        .unwrap();
+    let (_, detail) = world
+        .events()
+        .await
+        .into_iter()
+        .find(|(n, _)| n == "VaseAlertOpened")
+        .expect("an alert opened");
+    let event = json!({ "detail-type": "VaseAlertOpened", "source": "bouquet.marketplace", "detail": serde_json::from_str::<Value>(&detail).unwrap() });
+    let mailer = MemoryMailer::default();
+    assert_eq!(
+        notify(&world.app, &mailer, "Bouquet", &event)
+            .await
+            .unwrap(),
+        notified(1, 0, 0)
+    );
+    assert_eq!(
+        notify(&world.app, &mailer, "Bouquet", &event)
+            .await
+            .unwrap(),
+        notified(0, 1, 0),
+        "redelivered: nothing twice"
+    );
+    let sent = mailer.sent();
+    assert_eq!(sent[0].to, "florist@example.com");
+    assert!(
+        sent[0].subject.starts_with("The water is low at "),
+        "{}",
+        sent[0].subject
+    );
+    assert!(
+        sent[0].text.contains("It read water 12.0 %, 19.5 °C"),
+        "{}",
+        sent[0].text
+    );
+    assert!(sent[0].text.contains(&vase.vase_id.to_string()));
+    // A shop without a contact address: nobody to tell.
+    let quiet = world.vendor().await;
+    let mut other = event.clone();
+    other["detail"]["data"]["vendorId"] = json!(quiet.vendor_id.to_string());
+    other["detail"]["eventId"] = json!("another-event");
+    assert_eq!(
+        notify(&world.app, &mailer, "Bouquet", &other)
+            .await
+            .unwrap(),
+        notified(0, 0, 1)
+    );
+}
