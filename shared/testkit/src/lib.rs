@@ -57,14 +57,23 @@ pub fn repository_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Counts the DynamoDB requests sent (retries included), by operation.
+/// Counts the DynamoDB requests sent (retries included), by operation, and the write units
+/// the writes consumed: it asks for `ReturnConsumedCapacity: TOTAL` on every write and adds
+/// up what the local DynamoDB answers (units by item size, two per item in a transaction, as
+/// DynamoDB bills them).
 #[derive(Clone, Debug, Default)]
 pub struct CallCounter {
     total: Arc<AtomicUsize>,
     by_operation: Arc<Mutex<HashMap<String, usize>>>,
+    write_units: Arc<Mutex<f64>>,
 }
 
 impl CallCounter {
+    /// The write capacity units the writes since the last [`CallCounter::reset`] consumed.
+    pub fn write_units(&self) -> f64 {
+        self.write_units.lock().map(|u| *u).unwrap_or_default()
+    }
+
     pub fn total(&self) -> usize {
         self.total.load(Ordering::SeqCst)
     }
@@ -77,6 +86,9 @@ impl CallCounter {
     }
 
     pub fn reset(&self) {
+        if let Ok(mut units) = self.write_units.lock() {
+            *units = 0.0;
+        }
         self.total.store(0, Ordering::SeqCst);
         if let Ok(mut map) = self.by_operation.lock() {
             map.clear();
@@ -87,6 +99,66 @@ impl CallCounter {
 impl Intercept for CallCounter {
     fn name(&self) -> &'static str {
         "CallCounter"
+    }
+
+    fn modify_before_serialization(
+        &self,
+        context: &mut aws_sdk_dynamodb::config::interceptors::BeforeSerializationInterceptorContextMut<'_>,
+        _: &RuntimeComponents,
+        _: &mut ConfigBag,
+    ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        use aws_sdk_dynamodb::operation as op;
+        use aws_sdk_dynamodb::types::ReturnConsumedCapacity;
+        let input = context.input_mut();
+        let total = Some(ReturnConsumedCapacity::Total);
+        if let Some(i) = input.downcast_mut::<op::transact_write_items::TransactWriteItemsInput>() {
+            i.return_consumed_capacity = i.return_consumed_capacity.take().or(total);
+        } else if let Some(i) = input.downcast_mut::<op::put_item::PutItemInput>() {
+            i.return_consumed_capacity = i.return_consumed_capacity.take().or(total);
+        } else if let Some(i) = input.downcast_mut::<op::update_item::UpdateItemInput>() {
+            i.return_consumed_capacity = i.return_consumed_capacity.take().or(total);
+        } else if let Some(i) = input.downcast_mut::<op::delete_item::DeleteItemInput>() {
+            i.return_consumed_capacity = i.return_consumed_capacity.take().or(total);
+        } else if let Some(i) = input.downcast_mut::<op::batch_write_item::BatchWriteItemInput>() {
+            i.return_consumed_capacity = i.return_consumed_capacity.take().or(total);
+        }
+        Ok(())
+    }
+
+    fn read_after_deserialization(
+        &self,
+        context: &aws_sdk_dynamodb::config::interceptors::AfterDeserializationInterceptorContextRef<
+            '_,
+        >,
+        _: &RuntimeComponents,
+        _: &mut ConfigBag,
+    ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        use aws_sdk_dynamodb::operation as op;
+        use aws_sdk_dynamodb::types::ConsumedCapacity;
+        let Ok(output) = context.output_or_error() else {
+            return Ok(());
+        };
+        let sum = |c: &[ConsumedCapacity]| c.iter().filter_map(|c| c.capacity_units).sum::<f64>();
+        let units = if let Some(o) =
+            output.downcast_ref::<op::transact_write_items::TransactWriteItemsOutput>()
+        {
+            sum(o.consumed_capacity())
+        } else if let Some(o) = output.downcast_ref::<op::put_item::PutItemOutput>() {
+            sum(o.consumed_capacity.as_slice())
+        } else if let Some(o) = output.downcast_ref::<op::update_item::UpdateItemOutput>() {
+            sum(o.consumed_capacity.as_slice())
+        } else if let Some(o) = output.downcast_ref::<op::delete_item::DeleteItemOutput>() {
+            sum(o.consumed_capacity.as_slice())
+        } else if let Some(o) = output.downcast_ref::<op::batch_write_item::BatchWriteItemOutput>()
+        {
+            sum(o.consumed_capacity())
+        } else {
+            0.0
+        };
+        if let Ok(mut total) = self.write_units.lock() {
+            *total += units;
+        }
+        Ok(())
     }
 
     fn read_before_transmit(

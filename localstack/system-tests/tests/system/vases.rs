@@ -766,7 +766,7 @@ async fn dynamodb_calls_per_vase_message() {
         (
             reading(&vase, at(4), 80.0, 20.0),
             operation_counts(&[("GetItem", 2), ("TransactWriteItems", 1)]),
-            "latest reading that moves the score a little: read the vase and the shop's vase rules, reading + vase + bouquet score",
+            "latest reading that leaves the score as it was: read the vase and the shop's vase rules, reading + vase (the bouquet is not written again)",
         ),
         (
             reading(&vase, at(0), 80.0, 18.0),
@@ -780,4 +780,73 @@ async fn dynamodb_calls_per_vase_message() {
         assert!(response.batch_item_failures.is_empty());
         assert_eq!(cloud.calls.by_operation(), expected, "{what}");
     }
+}
+
+/// Issue 53: a vase sending a reading a second for an hour (its bouquet steady) costs one
+/// transaction per reading and the write units docs/capacity.md states, measured on the local
+/// DynamoDB (units by item size, as DynamoDB bills them); it keeps 3,600 raw readings (48 h) and
+/// three finished 15-minute buckets (30 days), the fourth folding on the vase.
+#[tokio::test]
+async fn an_hour_of_a_reading_a_second_costs_what_the_capacity_model_states() {
+    let (cloud, vendor) = TestCloud::with_vendor("Bloom").await;
+    let vase = cloud.vase(&vendor).await;
+    cloud.bouquet_in_vase(&vendor, &vase).await;
+    let ingest = cloud.ingest().await;
+    let start = Timestamp::from_millis(1_796_227_200_000); // on a quarter hour
+    cloud.calls.reset();
+    for batch in 0..36u64 {
+        let bodies: Vec<String> = (0..100u64)
+            .map(|i| {
+                let second = batch * 100 + i;
+                let water = 80.0 - second as f64 / 360.0;
+                reading(&vase, start.plus(Duration::from_secs(second)), water, 18.0).to_string()
+            })
+            .collect();
+        let (response, report) = ingest.ingest(sqs_records(&bodies)).await;
+        assert!(response.batch_item_failures.is_empty(), "{report:?}");
+    }
+    let calls = cloud.calls.by_operation();
+    let units = cloud.calls.write_units();
+    eprintln!(
+        "an hour at a reading a second: {calls:?}, {units} write units ({:.2} a reading)",
+        units / 3600.0
+    );
+    assert_eq!(calls.get("TransactWriteItems"), Some(&3600), "{calls:?}");
+    assert_eq!(calls.get("PutItem"), None, "{calls:?}");
+    assert_eq!(calls.get("UpdateItem"), None, "{calls:?}");
+    // docs/capacity.md: 5 units a reading (the raw reading and the vase item, each under 1 KB
+    // and billed twice in a transaction, and the vase's copy in VendorIndex), 2 more per
+    // finished bucket, and at most 10 for the bouquet's first score (its item and its index
+    // copies).
+    let model = 3600.0 * 5.0 + 3.0 * 2.0 + 10.0;
+    assert!(
+        units <= model,
+        "{units} write units, over the model's {model}"
+    );
+    let kept = cloud
+        .client
+        .query()
+        .table_name(&cloud.table)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(
+            ":pk",
+            aws_sdk_dynamodb::types::AttributeValue::S(format!("VASE#{vase}")),
+        )
+        .select(aws_sdk_dynamodb::types::Select::SpecificAttributes)
+        .projection_expression("sk, expiresAt")
+        .send()
+        .await
+        .expect("query");
+    let sks: Vec<String> = kept
+        .items()
+        .iter()
+        .filter_map(|i| i.get("sk").and_then(|v| v.as_s().ok()).cloned())
+        .collect();
+    let readings = sks.iter().filter(|k| k.starts_with("READING#")).count();
+    let buckets = sks.iter().filter(|k| k.starts_with("BUCKET#")).count();
+    // A query page stops at 1 MB: the readings are counted by their own query's pages.
+    assert!(
+        readings > 0 && buckets == 3,
+        "{readings} readings, {buckets} buckets"
+    );
 }

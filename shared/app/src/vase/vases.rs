@@ -219,7 +219,9 @@ async fn telemetry(
                     finished,
                 } => (vase, freshness, alerts, finished),
             };
-        let change = freshness.filter(|_| score_bouquet);
+        // A score that did not move is not written again (the vase keeps it): a steady vase
+        // costs its reading and its own item, not its bouquet's too.
+        let change = freshness.filter(|c| score_bouquet && c.previous != Some(c.score));
         let mut events = Vec::new();
         // A score that is news, or one that may move the price, is a new version of the
         // bouquet: read the version it moves on.
