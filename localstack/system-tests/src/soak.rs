@@ -150,20 +150,26 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
         if saved.status != 200 {
             return Err(format!("saving the delivery settings: {saved:?}"));
         }
-        let mut bouquets = Vec::new();
-        for b in 0..plan.bouquets_per_vendor {
-            let listing = json!({
-                "name": format!("Bouquet {v}-{b}"),
-                "description": "Roses and eucalyptus",
-                "price": { "amount": format!("{}.50", 10 + b), "currency": "EUR" }
-            });
-            let listed = set_up(&api, &token, &format!("{shop}/bouquets"), &listing).await;
-            bouquets.push(
-                listed.body["bouquetId"]
-                    .as_str()
-                    .ok_or_else(|| format!("listing a bouquet: {listed:?}"))?
-                    .to_owned(),
-            );
+        // Issue 53: the shop's prices follow freshness (withdrawn below 35, which the ageing
+        // vase reaches within the soak) and its vases raise care alerts at the defaults.
+        let rules = json!({
+            "markdown": { "enabled": true, "floorBasisPoints": 5000, "withdrawBelow": 35,
+                          "steps": [{ "below": 80, "offBasisPoints": 1000 },
+                                    { "below": 60, "offBasisPoints": 2500 }] },
+            "care": { "waterLowPct": 25, "temperatureMaxC": 24, "temperatureMinC": 2,
+                      "lightMaxLux": 30000, "clearAfterMinutes": 1 },
+        });
+        let (ruled, _) = api
+            .send_retried(
+                "PUT",
+                &format!("{shop}/vase-rules"),
+                Some(&token),
+                &[],
+                Some(&rules),
+            )
+            .await;
+        if ruled.status != 200 {
+            return Err(format!("saving the vase rules: {ruled:?}"));
         }
         let mut vases = Vec::new();
         for _ in 0..plan.vases_per_vendor {
@@ -179,6 +185,25 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
                 }
                 _ => return Err(format!("registering a vase: {registered:?}")),
             }
+        }
+        let mut bouquets = Vec::new();
+        for b in 0..plan.bouquets_per_vendor {
+            // The first bouquets stand in the shop's vases: their scores move their prices.
+            let mut listing = json!({
+                "name": format!("Bouquet {v}-{b}"),
+                "description": "Roses and eucalyptus",
+                "price": { "amount": format!("{}.50", 10 + b), "currency": "EUR" }
+            });
+            if let Some((vase_id, _, _)) = vases.get(b) {
+                listing["vaseId"] = json!(vase_id);
+            }
+            let listed = set_up(&api, &token, &format!("{shop}/bouquets"), &listing).await;
+            bouquets.push(
+                listed.body["bouquetId"]
+                    .as_str()
+                    .ok_or_else(|| format!("listing a bouquet: {listed:?}"))?
+                    .to_owned(),
+            );
         }
         journal.lock().unwrap().vendors.push(vendor_id.clone());
         vendors.push(Vendor {
@@ -228,10 +253,11 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
         for (n, vase) in vendor.vases.iter().enumerate() {
             let rng =
                 StdRng::seed_from_u64(plan.seed.wrapping_add(2_000 + 10 * v as u64 + n as u64));
+            let scenario = Scenario::ALL[(v * vendor.vases.len() + n) % Scenario::ALL.len()];
             actors.push(tokio::spawn(vase_actor(
                 target.clone(),
                 vase.clone(),
-                rng,
+                (rng, scenario, plan.duration),
                 deadline,
                 journal.clone(),
             )));
@@ -943,13 +969,65 @@ async fn review_a_delivery(api: &Api, token: &str, rng: &mut StdRng, journal: &S
     }
 }
 
+/// What a soak vase's readings do over the run (issue 53): each scenario crosses the care
+/// thresholds and the markdown steps while the faults run, with readings that hover.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    /// Water from 80 % to 5 %: `water_low`, the first step.
+    Dry,
+    /// Up to 32 °C as the air dries: `too_hot`, the first step.
+    Hot,
+    /// Dry, hot and in the sun: three alerts, both steps, past its best.
+    Ageing,
+    /// Random readings in the healthy range, as before.
+    Steady,
+}
+
+impl Scenario {
+    pub const ALL: [Scenario; 4] = [
+        Scenario::Dry,
+        Scenario::Hot,
+        Scenario::Ageing,
+        Scenario::Steady,
+    ];
+
+    /// Water, temperature, humidity and light at `progress` (0..=1) of the run, with jitter.
+    fn reading(self, progress: f64, rng: &mut StdRng) -> (f64, f64, f64, f64) {
+        let p = progress.clamp(0.0, 1.0);
+        let jitter = rng.random_range(-2.0..2.0);
+        let (water, temperature, humidity, light) = match self {
+            Scenario::Dry => (80.0 - 75.0 * p, 18.0, 60.0, 800.0),
+            Scenario::Hot => (80.0, 18.0 + 14.0 * p, 60.0 - 33.0 * p, 800.0),
+            Scenario::Ageing => (
+                80.0 - 80.0 * p,
+                18.0 + 14.0 * p,
+                60.0 - 40.0 * p,
+                800.0 + 39_200.0 * p,
+            ),
+            Scenario::Steady => (
+                f64::from(rng.random_range(30..100)),
+                f64::from(rng.random_range(12..22)),
+                f64::from(rng.random_range(40..80)),
+                f64::from(rng.random_range(100..900)),
+            ),
+        };
+        (
+            (water + jitter).clamp(0.0, 100.0),
+            temperature + jitter,
+            humidity.clamp(0.0, 100.0),
+            light.max(0.0),
+        )
+    }
+}
+
 async fn vase_actor(
     target: Target,
     (vase_id, pem, key): (String, String, String),
-    mut rng: StdRng,
+    (mut rng, scenario, duration): (StdRng, Scenario, Duration),
     deadline: Instant,
     journal: Shared,
 ) -> Result<(), String> {
+    let started = Instant::now();
     use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
     let mut options = MqttOptions::new(
         vase_id.clone(),
@@ -999,14 +1077,16 @@ async fn vase_actor(
         let (topic, body) = if rng.random_bool(0.5) {
             ("heartbeat", json!({ "sentAt": sent }))
         } else {
+            let progress = started.elapsed().as_secs_f64() / duration.as_secs_f64().max(1.0);
+            let (water, temperature, humidity, light) = scenario.reading(progress, &mut rng);
             (
                 "telemetry",
                 json!({
                     "sentAt": sent,
-                    "waterLevelPct": rng.random_range(10..100),
-                    "temperatureC": rng.random_range(12..26),
-                    "humidityPct": rng.random_range(30..80),
-                    "lightLux": rng.random_range(100..900),
+                    "waterLevelPct": water,
+                    "temperatureC": temperature,
+                    "humidityPct": humidity,
+                    "lightLux": light,
                 }),
             )
         };
