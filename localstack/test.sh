@@ -141,7 +141,7 @@ bash "$LOCALSTACK_DIR/smoke.sh" --local --no-build
 # of its own (ports 3400-3403), 60 s at 5% faults with seed 7 (6 customers, 2 vases: a load two
 # cores drain in a few minutes), the drain, every invariant.
 log "the chaos soak (60 s of traffic at 5% faults, seed 7; then the drain and the auditor)"
-bash "$LOCALSTACK_DIR/soak.sh" --seconds 60 --seed 7 --rate 0.05 --customers 6 --vases-per-vendor 1 --no-build
+bash "$LOCALSTACK_DIR/soak.sh" --seconds 60 --seed 7 --rate 0.05 --customers 6 --vases-per-vendor 2 --no-build
 
 log "waiting for sam validate and the arm64 cross-compile"
 finish_job deploy-path

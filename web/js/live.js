@@ -21,6 +21,7 @@ class Live {
     this.confirmed = new Set(); // channels the server confirmed on this connection
     this.dropping = new Set(); // channels no page follows any more, unsubscribed shortly
     this.dropTimer = null;
+    this.requested = new Set(); // channels a subscribe was sent for on this connection
   }
 
   /** Calls `handler(event, channel)` for each event on `channel`; returns the unsubscriber. */
@@ -29,8 +30,9 @@ class Live {
       this.handlers.set(channel, new Set());
       // Still subscribed from the page before (a vendor moving between the console's pages):
       // kept, not unsubscribed and subscribed again (two messages a server may handle in
-      // either order).
-      if (!this.dropping.delete(channel)) this.send({ action: "subscribe", channels: [channel] });
+      // either order). Asked for only if it was not asked for on this connection.
+      const kept = this.dropping.delete(channel) && this.requested.has(channel);
+      if (!kept) this.request([channel]);
     }
     this.handlers.get(channel).add(handler);
     this.connect();
@@ -61,7 +63,10 @@ class Live {
       const gone = [...this.dropping].filter((c) => !this.handlers.has(c));
       this.dropping.clear();
       if (!gone.length) return;
-      for (const channel of gone) this.confirmed.delete(channel);
+      for (const channel of gone) {
+        this.confirmed.delete(channel);
+        this.requested.delete(channel);
+      }
       document.body.dataset.subscribed = [...this.confirmed].join(" ");
       this.send({ action: "unsubscribe", channels: gone });
     }, DROP_AFTER_MS);
@@ -72,8 +77,16 @@ class Live {
     if (this.socket) this.socket.close(1000, "identity changed");
   }
 
+  /** Sends `message` if the connection is open; whether it was sent. */
   send(message) {
-    if (this.socket?.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(message));
+    if (this.socket?.readyState !== WebSocket.OPEN) return false;
+    this.socket.send(JSON.stringify(message));
+    return true;
+  }
+
+  /** Subscribes to `channels` on the open connection (else when it opens). */
+  request(channels) {
+    if (this.send({ action: "subscribe", channels })) for (const channel of channels) this.requested.add(channel);
   }
 
   async connect() {
@@ -90,7 +103,7 @@ class Live {
       this.retry = 500;
       this.state(true);
       const channels = [...this.handlers.keys()];
-      if (channels.length) this.send({ action: "subscribe", channels });
+      if (channels.length) this.request(channels);
       ping = setInterval(() => this.send({ action: "ping" }), PING_EVERY_MS);
       // Private channels end at the token's expiry: open the next connection with the token
       // the session holds by then (or anonymously), a little before.
@@ -109,6 +122,7 @@ class Live {
       this.socket = null;
       this.confirmed.clear();
       this.dropping.clear();
+      this.requested.clear();
       document.body.dataset.subscribed = "";
       this.state(false);
       if (this.handlers.size) {

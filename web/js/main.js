@@ -54,7 +54,15 @@ async function route() {
       try {
         const open = await page.load();
         if (mine !== navigations) return;
-        leave = (await open(...match.slice(1).map(decodeURIComponent))) ?? null;
+        const stop = (await open(...match.slice(1).map(decodeURIComponent))) ?? null;
+        // A page that finished opening after the person went on (a sign-in's own redirect
+        // overtaken by a link) stops following what it subscribed to; the newer page is
+        // the one that says it is ready.
+        if (mine !== navigations) {
+          stop?.();
+          return;
+        }
+        leave = stop;
       } catch (error) {
         notify(error.message ?? String(error));
       }

@@ -104,6 +104,16 @@ fn paid(order: &Value) -> bool {
     )
 }
 
+/// What an order's lines add up to, in minor units.
+fn lines_total(order: &Value) -> i64 {
+    order["lines"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|l| n(l, "priceMinor"))
+        .sum()
+}
+
 fn order_bouquets(order: &Value) -> Vec<&str> {
     order["lines"]
         .as_array()
@@ -1116,12 +1126,7 @@ pub fn paid_orders_split_by_the_rule_to_their_shop(evidence: &Evidence) -> Check
     for order in &charged {
         let id = s(order, "orderId");
         let total = n(order, "totalMinor");
-        let lines: i64 = order["lines"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|l| n(l, "priceMinor"))
-            .sum();
+        let lines = lines_total(order);
         // Orders given their details before issue 41 have no fee: zero.
         let delivery = order["deliveryFeeMinor"].as_i64().unwrap_or(0);
         if total != lines + delivery {
@@ -1495,6 +1500,24 @@ pub fn ratings_equal_the_visible_reviews(evidence: &Evidence) -> Check {
     }
 }
 
+/// Issue 53: how many markdowns, withdrawals past their best and alerts the run's vases caused
+/// (the report prints them: a soak whose vases crossed no threshold proves little).
+pub fn vase_events(evidence: &Evidence) -> BTreeMap<&'static str, usize> {
+    let names = [
+        "BouquetRepriced",
+        "BouquetPastItsBest",
+        "VaseAlertOpened",
+        "VaseAlertClosed",
+    ];
+    let mut counts: BTreeMap<&'static str, usize> = names.iter().map(|n| (*n, 0)).collect();
+    for event in with_prefix(&evidence.items, "OUTBOX#") {
+        if let Some(count) = counts.get_mut(s(event, "eventName")) {
+            *count += 1;
+        }
+    }
+    counts
+}
+
 /// Issue 53: the shop's vase rules item of `vendor` (`None`: it set none, the defaults).
 fn vase_rules<'a>(evidence: &'a Evidence, vendor: &str) -> Option<&'a Value> {
     evidence
@@ -1586,12 +1609,7 @@ pub fn orders_keep_the_price_they_were_reserved_at(evidence: &Evidence) -> Check
             continue;
         };
         checked += 1;
-        let lines: i64 = order["lines"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|l| n(l, "priceMinor"))
-            .sum();
+        let lines = lines_total(order);
         if lines != *reserved {
             violations.push(format!(
                 "order {id} ({}) holds lines of {lines}, reserved at {reserved}",

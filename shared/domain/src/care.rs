@@ -473,12 +473,7 @@ mod tests {
             clear_after_minutes: 0,
             ..CareThresholds::default()
         };
-        let fields: Vec<String> = bad
-            .validate()
-            .unwrap_err()
-            .into_iter()
-            .map(|e| e.field)
-            .collect();
+        let fields = crate::validation::refused_fields(bad.validate());
         assert_eq!(
             fields,
             ["waterLowPct", "temperatureMinC", "clearAfterMinutes"]

@@ -692,12 +692,7 @@ mod tests {
             contact_email: Some("shop@".into()),
             ..DeliverySettings::unset()
         };
-        let named: Vec<String> = bad
-            .validate()
-            .unwrap_err()
-            .into_iter()
-            .map(|e| e.field)
-            .collect();
+        let named = crate::validation::refused_fields(bad.validate());
         assert_eq!(
             named,
             [

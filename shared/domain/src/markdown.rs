@@ -292,12 +292,7 @@ mod tests {
             floor_basis_points: 12_000,
             withdraw_below: Some(101),
         };
-        let fields: Vec<String> = bad
-            .validate()
-            .unwrap_err()
-            .into_iter()
-            .map(|e| e.field)
-            .collect();
+        let fields = crate::validation::refused_fields(bad.validate());
         assert_eq!(
             fields,
             [

@@ -26,6 +26,18 @@ impl FieldError {
     }
 }
 
+/// The fields a refused check names, in order (tests read them).
+#[cfg(test)]
+pub(crate) fn refused_fields<T: std::fmt::Debug>(
+    checked: Result<T, Vec<FieldError>>,
+) -> Vec<String> {
+    checked
+        .expect_err("refused")
+        .into_iter()
+        .map(|e| e.field)
+        .collect()
+}
+
 /// Collects field errors while a request is checked.
 #[derive(Debug, Default)]
 pub struct Validation(Vec<FieldError>);

@@ -41,6 +41,15 @@ impl Expr {
         }
     }
 
+    /// At the version read, or (version 0: nothing was read) not there yet.
+    pub fn at_version_or_new(read_version: u64) -> Self {
+        if read_version == 0 {
+            Self::new("attribute_not_exists(pk)")
+        } else {
+            Self::at_version(read_version)
+        }
+    }
+
     pub fn at_version(read_version: u64) -> Self {
         Self::new("version = :readVersion").n(":readVersion", read_version)
     }

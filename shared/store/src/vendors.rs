@@ -275,11 +275,7 @@ impl Store {
             updated_at: now.as_millis(),
         })?;
         debug_assert_eq!(item.get("pk"), key.get("pk"));
-        let condition = if read_version == 0 {
-            Expr::new("attribute_not_exists(pk)")
-        } else {
-            Expr::at_version(read_version)
-        };
+        let condition = Expr::at_version_or_new(read_version);
         self.put_with_event(Target::Vendor(vendor_id), item, condition, Some(event))
             .await
     }

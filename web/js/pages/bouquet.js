@@ -20,7 +20,8 @@ export async function bouquetPage(id) {
     if (bouquet.freshness !== null && bouquet.freshness !== undefined) {
       history.push([new Date().toLocaleTimeString(), bouquet.freshness]);
     }
-    body.replaceChildren(
+    // (The DOM's replaceChildren would write a null as "null": the absent parts are left out.)
+    body.replaceChildren(...[
       h("h1", {}, bouquet.name),
       h("div", { class: "hero" }, picture(bouquet, { sizes: "(max-width: 680px) 100vw, 640px", eager: true })),
       h("p", {}, bouquet.description || ""),
@@ -36,7 +37,7 @@ export async function bouquetPage(id) {
               ? chart({ title: "Freshness score", labels: history.map(([t]) => t), values: history.map(([, v]) => v), max: 100 })
               : h("p", { class: "muted" }, "It stands in a smart vase; its freshness updates here as the vase reports."))
         : h("p", { class: "muted" }, "Not in a smart vase: no live freshness."),
-    );
+    ].filter(Boolean));
   };
   render(current);
   show(h("p", {}, h("a", { href: "#/" }, "← Catalogue")), body);

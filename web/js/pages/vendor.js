@@ -247,7 +247,7 @@ function bouquetRow(initial, reload) {
     element.dataset.status = b.status;
     photoBox.replaceChildren(picture(b));
     badges.replaceChildren(statusBadge(b.status), freshnessBadge(b.freshness, Boolean(b.vaseId)), h("span", { class: "muted" }, `v${b.version}`),
-      priceTag(b), b.vaseId ? h("span", { class: "muted" }, "in vase ", h("code", {}, b.vaseId)) : null);
+      priceTag(b), ...(b.vaseId ? [h("span", { class: "muted" }, "in vase ", h("code", {}, b.vaseId))] : []));
     optOut.checked = Boolean(b.markdownOptOut);
     const open = b.status === "available";
     for (const control of form.querySelectorAll("input, button[type=submit]")) control.disabled = !open;
@@ -336,7 +336,7 @@ function alertsSection(vendorId, acknowledged) {
     section: h("section", { id: "care-alerts", "aria-labelledby": "care-alerts-title" },
       h("h2", { id: "care-alerts-title" }, "Care alerts"),
       h("p", { class: "muted" }, "A vase raises one alert per condition while it lasts; it closes once the readings have been clear for the time set in Settings. Acknowledging says someone is on it."),
-      h("div", { class: "table-wrap" }, h("table", {},
+      h("div", { class: "table-wrap" }, h("table", { class: "console-table" },
         h("thead", {}, h("tr", {}, ...["Condition", "Vase", "Reading when it opened", "Opened", "State", "Acknowledged"].map((t) => h("th", { scope: "col" }, t)))),
         body)),
       more),
@@ -413,7 +413,7 @@ function vasesSection(vendorId, alerts) {
   }, "Register a vase");
   return {
     section: h("section", {}, h("h2", {}, "Vases"),
-      h("div", { class: "table-wrap" }, h("table", {},
+      h("div", { class: "table-wrap" }, h("table", { class: "console-table", id: "vases" },
         h("thead", {}, h("tr", {}, ...["Vase", "Connection", "Last heartbeat", "Latest reading", "Bouquet", "Open alerts", ""].map((t) => h("th", { scope: "col" }, t)))), body)),
       h("p", {}, register), credentials),
     charts: h("section", { "aria-label": "Readings" }, detail, history),
@@ -1052,9 +1052,5 @@ export async function vendorPage(sub = "today") {
     if (event.name.startsWith("VaseAlert")) refresh(badge.load);
     onEvent(event);
   });
-  return () => {
-    delete document.body.dataset.consolePage;
-    stopOrders();
-    stopVendor();
-  };
+  return () => { stopOrders(); stopVendor(); };
 }

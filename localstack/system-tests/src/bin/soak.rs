@@ -283,6 +283,10 @@ async fn run(args: &Args) -> Result<usize, String> {
         "connections whose $disconnect AWS would never send, left to the TTL: {}",
         evidence.undelivered_disconnects.len()
     );
+    println!(
+        "what the vases did (issue 53): {:?}",
+        audit::vase_events(&evidence)
+    );
     println!("invariants:");
     let (violations, report) = audit::audit(&evidence);
     let summary = json!({

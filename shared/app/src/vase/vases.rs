@@ -322,76 +322,59 @@ fn score_and_price(
     correlation_id: &str,
     events: &mut Vec<DomainEvent>,
 ) -> BouquetScore {
+    let (bouquet_id, vendor_id) = (change.bouquet_id, bouquet.vendor_id);
     let mut next = bouquet.clone();
     next.freshness = Some(change.score);
-    let mut version = bouquet.version;
+    let mut news = Vec::new();
     if change.is_significant() {
-        version += 1;
-        events.push(DomainEvent::new(
-            change.bouquet_id,
-            version,
+        news.push(EventData::BouquetFreshnessChanged {
+            bouquet_id,
+            vendor_id,
+            vase_id,
+            previous: change.previous,
+            freshness: change.score,
             measured_at,
-            correlation_id,
-            EventData::BouquetFreshnessChanged {
-                bouquet_id: change.bouquet_id,
-                vendor_id: bouquet.vendor_id,
-                vase_id,
-                previous: change.previous,
-                freshness: change.score,
-                measured_at,
-            },
-        ));
+        });
     }
     let repriced = match bouquet.reprice(&rules.markdown, change.score, now) {
         Repricing::Unchanged => None,
         Repricing::MarkDown { price, step } => {
             next.mark_down(price, step, now);
-            version += 1;
-            events.push(DomainEvent::new(
-                change.bouquet_id,
-                version,
-                measured_at,
-                correlation_id,
-                EventData::BouquetRepriced {
-                    bouquet_id: change.bouquet_id,
-                    vendor_id: bouquet.vendor_id,
-                    list_price: bouquet.list_price,
-                    price,
-                    step,
-                    freshness: change.score,
-                },
-            ));
+            news.push(EventData::BouquetRepriced {
+                bouquet_id,
+                vendor_id,
+                list_price: bouquet.list_price,
+                price,
+                step,
+                freshness: change.score,
+            });
             Some(next)
         }
         Repricing::PastItsBest => {
             next.status = BouquetStatus::Withdrawn;
             next.updated_at = now;
-            version += 1;
-            events.push(DomainEvent::new(
-                change.bouquet_id,
-                version,
-                measured_at,
-                correlation_id,
-                EventData::BouquetPastItsBest {
-                    bouquet_id: change.bouquet_id,
-                    vendor_id: bouquet.vendor_id,
-                    vase_id,
-                    freshness: change.score,
-                },
-            ));
+            news.push(EventData::BouquetPastItsBest {
+                bouquet_id,
+                vendor_id,
+                vase_id,
+                freshness: change.score,
+            });
             Some(next)
         }
     };
-    let repriced = repriced.map(|mut b| {
-        b.version = version;
-        b
-    });
+    // Each event is a version of the bouquet, one after the other from the version read.
+    let version = bouquet.version + news.len() as u64;
+    events.extend(
+        news.into_iter()
+            .zip(bouquet.version + 1..)
+            .map(|(data, v)| DomainEvent::new(bouquet_id, v, measured_at, correlation_id, data)),
+    );
     BouquetScore {
-        bouquet_id: change.bouquet_id,
+        bouquet_id,
         score: change.score,
         // Nothing that is news: a measurement, no version moved.
         read_version: (version != bouquet.version).then_some(bouquet.version),
-        repriced,
+        repriced: repriced.map(|b| Bouquet { version, ..b }),
     }
 }
 

@@ -65,6 +65,22 @@ fn reading(
     }
 }
 
+/// The first page of `vendor`'s alerts, as its member reads them.
+async fn alerts_of(
+    world: &World,
+    vendor: &bouquet_app::domain::Vendor,
+) -> bouquet_app::store::Page<bouquet_app::domain::care::VaseAlert> {
+    care::alerts(
+        &world.app,
+        &vendor_caller(vendor),
+        vendor.vendor_id,
+        None,
+        20,
+    )
+    .await
+    .expect("alerts")
+}
+
 async fn apply(world: &World, message: &VaseMessage) -> Applied {
     vases::apply(&world.app, message, CORRELATION)
         .await
@@ -254,15 +270,7 @@ async fn a_dry_vase_raises_one_alert_the_shop_acknowledges_once_and_a_refill_clo
         let water = if minute % 2 == 0 { 24.0 } else { 26.0 };
         apply(&world, &reading(&world, vase.vase_id, minute, water, 18.0)).await;
     }
-    let page = care::alerts(
-        &world.app,
-        &vendor_caller(&vendor),
-        vendor.vendor_id,
-        None,
-        20,
-    )
-    .await
-    .expect("alerts");
+    let page = alerts_of(&world, &vendor).await;
     assert_eq!(page.items.len(), 1, "{:?}", page.items);
     let alert = &page.items[0];
     assert_eq!(alert.condition, Condition::WaterLow);
@@ -311,16 +319,7 @@ async fn a_dry_vase_raises_one_alert_the_shop_acknowledges_once_and_a_refill_clo
     assert_eq!(world.vase_now(vase.vase_id).await.alerts.len(), 1);
     apply(&world, &reading(&world, vase.vase_id, 31, 90.0, 18.0)).await;
     assert!(world.vase_now(vase.vase_id).await.alerts.is_empty());
-    let closed = care::alerts(
-        &world.app,
-        &vendor_caller(&vendor),
-        vendor.vendor_id,
-        None,
-        20,
-    )
-    .await
-    .expect("alerts")
-    .items;
+    let closed = alerts_of(&world, &vendor).await.items;
     assert_eq!(closed.len(), 1);
     assert_eq!(closed[0].closed_at, Some(T0.plus(MINUTE * 31)));
     assert_eq!(closed[0].version, 3, "opened, acknowledged, closed");
@@ -358,16 +357,7 @@ async fn an_offline_vase_opens_an_offline_alert_and_its_next_heartbeat_closes_it
     world.advance(MINUTE);
     assert_eq!(apply(&world, &beat(&world)).await, Applied::CameOnline);
     assert!(world.vase_now(vase.vase_id).await.alerts.is_empty());
-    let alerts = care::alerts(
-        &world.app,
-        &vendor_caller(&vendor),
-        vendor.vendor_id,
-        None,
-        20,
-    )
-    .await
-    .expect("alerts")
-    .items;
+    let alerts = alerts_of(&world, &vendor).await.items;
     assert_eq!(alerts.len(), 1);
     assert!(!alerts[0].is_open());
 }
