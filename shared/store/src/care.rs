@@ -21,6 +21,7 @@ use bouquet_domain::{Timestamp, VaseId, VendorId};
 
 use crate::cursor::{self, Page};
 use crate::error::{StoreError, Target};
+use crate::idempotency::IdempotencyPut;
 use crate::items::{from_item, to_item, Item};
 use crate::keys;
 use crate::query::IndexQuery;
@@ -292,8 +293,10 @@ impl Store {
         acknowledged: &VaseAlert,
         read_version: u64,
         event: &DomainEvent,
+        idempotency: Option<&IdempotencyPut>,
+        now: Timestamp,
     ) -> Result<(), StoreError> {
-        let mut tx = Tx::new();
+        let mut tx = Tx::with_idempotency(&self.table, idempotency, now)?;
         tx.update(
             Target::Alert,
             &self.table,

@@ -10,6 +10,7 @@ use bouquet_domain::{FieldError, Timestamp, VaseId, VendorId};
 use bouquet_store::{Page, StoreError, VaseRules};
 use serde::Deserialize;
 
+use crate::idempotency::{self, Idempotency, Replayable};
 use crate::problem::{ApiError, Refusal};
 use crate::App;
 
@@ -145,16 +146,23 @@ pub async fn alerts(
     Ok(app.store.vendor_alerts(vendor_id, cursor, limit).await?)
 }
 
-/// A member of the shop acknowledges one of its alerts (`VaseAlertAcknowledged`), once.
+/// A member of the shop acknowledges one of its alerts (`VaseAlertAcknowledged`), once. With
+/// a key, a repeat of the same request is its first answer again, not a refusal.
 pub async fn acknowledge(
     app: &App,
     caller: &Identity,
     vendor_id: VendorId,
     alert_id: &str,
+    key: Option<Idempotency<'_, VaseAlert>>,
     correlation_id: &str,
     now: Timestamp,
-) -> Result<VaseAlert, CareError> {
+) -> Result<Replayable<VaseAlert>, CareError> {
     caller.require_vendor(vendor_id)?;
+    if let Some(key) = &key {
+        if let Some(record) = app.store.idempotency_record(key.key_hash, now).await? {
+            return Ok(Replayable::Replayed(record));
+        }
+    }
     // A closing may move the alert's version between the read and the write: read again.
     let mut retry = bouquet_store::retry::Retry::attempts(3);
     loop {
@@ -184,12 +192,14 @@ pub async fn acknowledge(
                 acknowledged_at: now,
             },
         );
+        let record = idempotency::record(key.as_ref(), &acknowledged);
         match app
             .store
-            .acknowledge_alert(&acknowledged, read_version, &event)
+            .acknowledge_alert(&acknowledged, read_version, &event, record.as_ref(), now)
             .await
         {
-            Ok(()) => return Ok(acknowledged),
+            Ok(()) => return Ok(Replayable::Done(acknowledged)),
+            Err(StoreError::IdempotencyReplay(record)) => return Ok(Replayable::Replayed(*record)),
             Err(StoreError::ConditionFailed(_)) if retry.wait().await => {}
             Err(StoreError::ConditionFailed(_)) => return Err(CareError::Changed),
             Err(other) => return Err(other.into()),

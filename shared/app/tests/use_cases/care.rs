@@ -277,23 +277,45 @@ async fn a_dry_vase_raises_one_alert_the_shop_acknowledges_once_and_a_refill_clo
     assert_eq!(alert.reading.map(|r| r.water_level_pct), Some(24.0));
     assert!(alert.is_open());
     // Acknowledged once; a second time is refused; another shop does not find it.
-    let acknowledged = care::acknowledge(
-        &world.app,
-        &vendor_caller(&vendor),
-        vendor.vendor_id,
-        &alert.alert_id,
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .expect("acknowledged");
+    // With a key: done once, and the same request again is its first answer.
+    let record = |a: &bouquet_app::domain::care::VaseAlert| {
+        bouquet_app::idempotency::IdempotencyPut::new(
+            "ack-1".into(),
+            "fingerprint".into(),
+            200,
+            a.alert_id.clone(),
+            None,
+            T0,
+        )
+    };
+    let member = vendor_caller(&vendor);
+    let acknowledge_with_the_key = || {
+        care::acknowledge(
+            &world.app,
+            &member,
+            vendor.vendor_id,
+            &alert.alert_id,
+            Some(bouquet_app::Idempotency {
+                key_hash: "ack-1",
+                record: &record,
+            }),
+            CORRELATION,
+            world.now(),
+        )
+    };
+    let acknowledged = done(acknowledge_with_the_key().await.expect("acknowledged"));
     assert_eq!(acknowledged.version, 2);
+    assert_matches!(
+        acknowledge_with_the_key().await,
+        Ok(bouquet_app::Replayable::Replayed(ref r)) if r.body == alert.alert_id
+    );
     assert_matches!(
         care::acknowledge(
             &world.app,
             &vendor_caller(&vendor),
             vendor.vendor_id,
             &alert.alert_id,
+            None,
             CORRELATION,
             world.now()
         )
@@ -307,6 +329,7 @@ async fn a_dry_vase_raises_one_alert_the_shop_acknowledges_once_and_a_refill_clo
             &vendor_caller(&other),
             other.vendor_id,
             &alert.alert_id,
+            None,
             CORRELATION,
             world.now()
         )
