@@ -150,10 +150,10 @@ pub async fn run(target: &Target, plan: Plan) -> Result<Running, String> {
         if saved.status != 200 {
             return Err(format!("saving the delivery settings: {saved:?}"));
         }
-        // Issue 53: the shop's prices follow freshness (withdrawn below 35, which the ageing
+        // Issue 53: the shop's prices follow freshness (withdrawn below 40, which the ageing
         // vase reaches within the soak) and its vases raise care alerts at the defaults.
         let rules = json!({
-            "markdown": { "enabled": true, "floorBasisPoints": 5000, "withdrawBelow": 35,
+            "markdown": { "enabled": true, "floorBasisPoints": 5000, "withdrawBelow": 40,
                           "steps": [{ "below": 80, "offBasisPoints": 1000 },
                                     { "below": 60, "offBasisPoints": 2500 }] },
             "care": { "waterLowPct": 25, "temperatureMaxC": 24, "temperatureMinC": 2,
@@ -991,7 +991,23 @@ impl Scenario {
         Scenario::Steady,
     ];
 
-    /// Water, temperature, humidity and light at `progress` (0..=1) of the run, with jitter.
+    /// How far into its decline a vase is, `elapsed` into a run of `duration`: each period (the
+    /// run, at most five minutes) falls over its first 70 % and then recovers (refilled, cooled,
+    /// in the shade), so alerts open, clear and, in a run of several periods, close.
+    fn progress(elapsed: Duration, duration: Duration) -> f64 {
+        let period = duration
+            .min(Duration::from_secs(300))
+            .as_secs_f64()
+            .max(1.0);
+        let phase = (elapsed.as_secs_f64() % period) / period;
+        if phase < 0.7 {
+            phase / 0.7
+        } else {
+            0.0
+        }
+    }
+
+    /// Water, temperature, humidity and light at `progress` (0..=1) of the decline, with jitter.
     fn reading(self, progress: f64, rng: &mut StdRng) -> (f64, f64, f64, f64) {
         let p = progress.clamp(0.0, 1.0);
         let jitter = rng.random_range(-2.0..2.0);
@@ -1077,7 +1093,7 @@ async fn vase_actor(
         let (topic, body) = if rng.random_bool(0.5) {
             ("heartbeat", json!({ "sentAt": sent }))
         } else {
-            let progress = started.elapsed().as_secs_f64() / duration.as_secs_f64().max(1.0);
+            let progress = Scenario::progress(started.elapsed(), duration);
             let (water, temperature, humidity, light) = scenario.reading(progress, &mut rng);
             (
                 "telemetry",
