@@ -33,7 +33,7 @@ const VASE_RULES_SK: &str = "VASE_RULES";
 const ALERT_SK: &str = "ALERT";
 
 /// A shop's vase rules: what it set, or the defaults at version 0.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct VaseRules {
     pub markdown: MarkdownRule,
@@ -41,15 +41,6 @@ pub struct VaseRules {
     pub version: u64,
 }
 
-impl Default for VaseRules {
-    fn default() -> Self {
-        Self {
-            markdown: MarkdownRule::default(),
-            care: CareThresholds::default(),
-            version: 0,
-        }
-    }
-}
 
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
