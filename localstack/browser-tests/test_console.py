@@ -1412,6 +1412,7 @@ class Console(unittest.TestCase):
             expect(shown).to_have_attribute("data-price", "44.10")
             expect(shown).to_contain_text(re.compile(r"was .*49\.00.* / now .*44\.10"))
             expect(shown).to_contain_text("−10 %, freshness below 80")
+        self.assertNotIn("null", page.locator("main").inner_text(), "the bouquet's page writes no absent part")
         # The florist's list says it too, and keeps the list price in the form.
         row = florist.locator(f'#vendor-bouquets [data-bouquet="{bouquet_id}"]')
         expect(row.locator(".price")).to_have_attribute("data-price", "44.10")
