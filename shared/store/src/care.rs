@@ -41,7 +41,6 @@ pub struct VaseRules {
     pub version: u64,
 }
 
-
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct VaseRulesItem {

@@ -564,6 +564,10 @@ impl Store {
             }
             .n(":freshness", score);
         }
+        // The bouquet left the vase with this reading (past its best).
+        if read.bouquet.is_some() && changed.bouquet.is_none() {
+            update = update.append(" REMOVE bouquetId, bouquetListedAt, freshness");
+        }
         let condition = match read.latest {
             Some(r) => {
                 Expr::new("latestSentAt = :readLatest").n(":readLatest", r.sent_at.as_millis())

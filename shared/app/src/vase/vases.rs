@@ -202,7 +202,7 @@ async fn telemetry(
                     .unwrap_or_default(),
             ),
         };
-        let (changed, freshness, alert_changes, finished) =
+        let (mut changed, freshness, alert_changes, finished) =
             match vase.record(*reading, received_at, &rules.care) {
                 ReadingOutcome::HistoryOnly => {
                     return Ok(
@@ -260,6 +260,14 @@ async fn telemetry(
                     continue;
                 }
             }
+        }
+        // Past its best: the bouquet leaves sale and its vase, which is free for the next one.
+        if bouquet_score
+            .as_ref()
+            .and_then(|s| s.repriced.as_ref())
+            .is_some_and(|b| b.status == BouquetStatus::Withdrawn)
+        {
+            changed.bouquet = None;
         }
         let alerts = alert_writes(
             store,

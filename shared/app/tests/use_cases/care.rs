@@ -135,6 +135,11 @@ async fn freshness_marks_a_bouquet_down_step_by_step_never_up_and_withdraws_it_p
     let past = world.bouquet_now(id).await;
     assert_eq!(past.status, BouquetStatus::Withdrawn);
     assert_eq!(past.price, eur("30.00"));
+    assert_eq!(
+        world.vase_now(vase.vase_id).await.bouquet,
+        None,
+        "the vase is free for the next bouquet"
+    );
 
     let events = world.events().await;
     assert_eq!(count_named(&events, "BouquetRepriced"), 2);
