@@ -22,12 +22,11 @@ use bouquet_domain::{Timestamp, VaseId, VendorId};
 use crate::cursor::{self, Page};
 use crate::error::{StoreError, Target};
 use crate::idempotency::IdempotencyPut;
-use crate::items::{from_item, to_item, Item};
+use crate::items::{from_item, to_item, Item, ReadingFields};
 use crate::keys;
 use crate::query::IndexQuery;
 use crate::store::Store;
 use crate::tx::{Expr, Tx};
-use crate::vases::ReadingFields;
 
 const VASE_RULES_SK: &str = "VASE_RULES";
 const ALERT_SK: &str = "ALERT";

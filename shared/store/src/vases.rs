@@ -28,7 +28,7 @@ use crate::care::{bucket_put, AlertWrites};
 use crate::cursor::{self, Page};
 use crate::error::{Conflict, StoreError, Target};
 use crate::idempotency::IdempotencyPut;
-use crate::items::{from_item, to_item, Item};
+use crate::items::{from_item, to_item, Item, ReadingFields};
 use crate::keys;
 use crate::query::IndexQuery;
 use crate::store::Store;
@@ -42,38 +42,6 @@ pub const READING_RETENTION: Duration = RAW_RETENTION;
 /// every vase rewrites its index entry (a fleet of 50,000 vases beating each minute is
 /// about 830 writes/s), so four shards keep each partition well under its 1,000 writes/s.
 pub const HEARTBEAT_SHARDS: u32 = 4;
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ReadingFields {
-    sent_at: i64,
-    water_level_pct: f64,
-    temperature_c: f64,
-    humidity_pct: f64,
-    light_lux: f64,
-}
-
-impl ReadingFields {
-    pub(crate) fn from_domain(r: &Reading) -> Self {
-        Self {
-            sent_at: r.sent_at.as_millis(),
-            water_level_pct: r.water_level_pct,
-            temperature_c: r.temperature_c,
-            humidity_pct: r.humidity_pct,
-            light_lux: r.light_lux,
-        }
-    }
-
-    pub(crate) fn into_domain(self) -> Reading {
-        Reading {
-            sent_at: Timestamp::from_millis(self.sent_at),
-            water_level_pct: self.water_level_pct,
-            temperature_c: self.temperature_c,
-            humidity_pct: self.humidity_pct,
-            light_lux: self.light_lux,
-        }
-    }
-}
 
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

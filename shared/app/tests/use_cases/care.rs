@@ -81,6 +81,21 @@ async fn alerts_of(
     .expect("alerts")
 }
 
+/// A shop with the markdown rule on, and a bouquet at 40.00 in its vase.
+async fn marked_down_shop() -> (
+    World,
+    bouquet_app::domain::Vendor,
+    bouquet_app::domain::Vase,
+    bouquet_app::domain::Bouquet,
+) {
+    let world = World::new().await;
+    let vendor = world.vendor().await;
+    set_rules(&world, &vendor, rule()).await;
+    let vase = world.vase_of(&vendor).await;
+    let bouquet = world.listed(&vendor, "40.00", Some(vase.vase_id)).await;
+    (world, vendor, vase, bouquet)
+}
+
 async fn apply(world: &World, message: &VaseMessage) -> Applied {
     vases::apply(&world.app, message, CORRELATION)
         .await
@@ -89,11 +104,7 @@ async fn apply(world: &World, message: &VaseMessage) -> Applied {
 
 #[tokio::test]
 async fn freshness_marks_a_bouquet_down_step_by_step_never_up_and_withdraws_it_past_its_best() {
-    let world = World::new().await;
-    let vendor = world.vendor().await;
-    set_rules(&world, &vendor, rule()).await;
-    let vase = world.vase_of(&vendor).await;
-    let bouquet = world.listed(&vendor, "40.00", Some(vase.vase_id)).await;
+    let (world, vendor, vase, bouquet) = marked_down_shop().await;
     let id = bouquet.bouquet_id;
 
     // Just cut, full vase: 100, the list price.
@@ -159,11 +170,7 @@ async fn freshness_marks_a_bouquet_down_step_by_step_never_up_and_withdraws_it_p
 
 #[tokio::test]
 async fn a_held_order_keeps_the_price_it_was_reserved_at_and_pays_it() {
-    let world = World::new().await;
-    let vendor = world.vendor().await;
-    set_rules(&world, &vendor, rule()).await;
-    let vase = world.vase_of(&vendor).await;
-    let bouquet = world.listed(&vendor, "40.00", Some(vase.vase_id)).await;
+    let (world, _, vase, bouquet) = marked_down_shop().await;
     let order = world.reserved(&customer("ines"), &[&bouquet]).await;
     // Marked down while held: the bouquet's price moves, the order's does not.
     world.advance(MINUTE);
@@ -214,11 +221,7 @@ async fn an_opted_out_bouquet_and_a_shop_without_the_rule_keep_their_list_price(
 
 #[tokio::test]
 async fn twenty_readings_at_once_mark_down_once_per_step_and_open_one_alert() {
-    let world = World::new().await;
-    let vendor = world.vendor().await;
-    set_rules(&world, &vendor, rule()).await;
-    let vase = world.vase_of(&vendor).await;
-    let bouquet = world.listed(&vendor, "40.00", Some(vase.vase_id)).await;
+    let (world, _, vase, bouquet) = marked_down_shop().await;
     world.advance(MINUTE * 30);
     // Twenty readings of one vase, all dry (water 10 % down to 0 %), applied side by side.
     let messages: Vec<VaseMessage> = (0..20u32)
@@ -484,11 +487,7 @@ async fn the_rules_are_validated_and_versioned() {
 
 #[tokio::test]
 async fn a_marked_down_bouquet_sells_at_its_price_and_its_invoice_shows_the_markdown() {
-    let world = World::new().await;
-    let vendor = world.vendor().await;
-    set_rules(&world, &vendor, rule()).await;
-    let vase = world.vase_of(&vendor).await;
-    let bouquet = world.listed(&vendor, "40.00", Some(vase.vase_id)).await;
+    let (world, _, vase, bouquet) = marked_down_shop().await;
     world.advance(MINUTE);
     apply(&world, &reading(&world, vase.vase_id, 1, 10.0, 18.0)).await;
     let marked = world.bouquet_now(bouquet.bouquet_id).await;

@@ -4,10 +4,12 @@
 
 mod bouquet;
 mod order;
+mod reading;
 mod vendor;
 
 pub use bouquet::BouquetItem;
 pub use order::OrderItem;
+pub(crate) use reading::ReadingFields;
 pub use vendor::VendorItem;
 
 use std::collections::HashMap;
