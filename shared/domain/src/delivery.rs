@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
 use crate::identity::Identity;
-use crate::money::Currency;
+use crate::money::{Currency, Money};
 use crate::pricing::{postcode_key, DeliveryFees, Pricing, VatSettings};
 use crate::text;
 use crate::validation::{FieldError, Validation};
@@ -16,6 +16,63 @@ use crate::validation::{FieldError, Validation};
 pub const CARD_MESSAGE_MAX: usize = 200;
 /// The furthest ahead a shop may take orders.
 pub const MAX_HORIZON_DAYS: u16 = 90;
+
+/// The coverage key of a shop that set no delivery area: it takes every country.
+pub const ANY_COUNTRY: &str = "*";
+/// The most (country, postcode prefix) pairs a shop's area may index (one transaction).
+pub const MAX_COVERAGE: usize = 90;
+
+/// Where and when a customer wants flowers (issue 54): a postcode, its country and a date.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WhereAndWhen {
+    /// Normalised (`75 011` → `75011`).
+    pub postcode: String,
+    /// ISO 3166-1 alpha-2, upper case.
+    pub country: String,
+    /// `YYYY-MM-DD`.
+    pub date: String,
+}
+
+impl WhereAndWhen {
+    /// Checks the three together: each problem a field error (`query/postcode`, ...).
+    pub fn parse(postcode: &str, country: &str, date: &str) -> Result<Self, Vec<FieldError>> {
+        let mut v = Validation::new();
+        let key = postcode_key(postcode);
+        if key.is_empty() || key.len() > 10 || !key.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            v.add("query/postcode", "must be 1 to 10 letters or digits");
+        }
+        let country = country_code(country);
+        if country.is_none() {
+            v.add(
+                "query/country",
+                "must be an ISO 3166-1 alpha-2 code such as FR",
+            );
+        }
+        let date = parse_date(date);
+        if date.is_none() {
+            v.add("query/date", "must be a date YYYY-MM-DD");
+        }
+        v.finish(|| WhereAndWhen {
+            postcode: key,
+            country: country.unwrap_or_default(),
+            date: date.unwrap_or_default(),
+        })
+    }
+
+    /// The coverage pairs a shop reaching this postcode is indexed under: any country, this
+    /// country with every postcode, and this country with each prefix of the postcode.
+    pub fn coverage_keys(&self) -> Vec<(String, String)> {
+        let mut keys = vec![
+            (ANY_COUNTRY.to_owned(), String::new()),
+            (self.country.clone(), String::new()),
+        ];
+        keys.extend(
+            (1..=self.postcode.len())
+                .map(|n| (self.country.clone(), self.postcode[..n].to_owned())),
+        );
+        keys
+    }
+}
 
 /// A part of the day the customer may ask for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -258,7 +315,57 @@ impl DeliverySettings {
         }
         self.fees.validate(&mut v);
         self.vat.validate(&mut v);
+        if self.countries.len() * self.postcode_prefixes.len().max(1) > MAX_COVERAGE {
+            v.add(
+                "postcodePrefixes",
+                format!("at most {MAX_COVERAGE} countries times postcode prefixes"),
+            );
+        }
         v.finish(|| self)
+    }
+
+    /// The (country, postcode prefix) pairs its area is indexed under (issue 54): each of its
+    /// countries with each prefix (`""` when it takes every postcode), or [`ANY_COUNTRY`] for a
+    /// shop that set none. The catalogue finds the shops that reach a postcode by reading the
+    /// few pairs that postcode could be under ([`WhereAndWhen::coverage_keys`]), never the shops.
+    pub fn coverage(&self) -> Vec<(String, String)> {
+        let countries = if self.countries.is_empty() {
+            vec![ANY_COUNTRY.to_owned()]
+        } else {
+            self.countries.clone()
+        };
+        let prefixes = if self.postcode_prefixes.is_empty() {
+            vec![String::new()]
+        } else {
+            self.postcode_prefixes.clone()
+        };
+        let mut pairs: Vec<(String, String)> = countries
+            .iter()
+            .flat_map(|c| prefixes.iter().map(move |p| (c.clone(), p.clone())))
+            .collect();
+        pairs.sort();
+        pairs.dedup();
+        pairs
+    }
+
+    /// Whether the shop takes a delivery to `place` on its date at `now`: its area covers the
+    /// address and the date is one it still takes (its days, horizon and same-day cut-off):
+    /// what checkout would accept.
+    pub fn reaches(&self, place: &WhereAndWhen, now: Timestamp) -> bool {
+        let address = Address {
+            street: String::new(),
+            postcode: place.postcode.clone(),
+            city: String::new(),
+            country: place.country.clone(),
+        };
+        self.covers(&address).is_ok() && self.still_takes(&place.date, now).is_ok()
+    }
+
+    /// What delivering to `place` costs in `currency` at `now` (its zone's fee, and the
+    /// same-day surcharge on the shop's today).
+    pub fn fee_to(&self, place: &WhereAndWhen, currency: Currency, now: Timestamp) -> Money {
+        let same_day = date_after(now, 0, &self.time_zone).is_some_and(|today| today == place.date);
+        Pricing::new(&self.fees, &self.vat, &place.postcode, same_day, currency).delivery_fee
     }
 
     fn delivers_on(&self, day: Weekday) -> bool {
@@ -488,6 +595,66 @@ mod tests {
             .unwrap()
             .timestamp();
         Timestamp::from_millis(utc.as_millisecond())
+    }
+
+    fn place(postcode: &str, date: &str) -> WhereAndWhen {
+        WhereAndWhen::parse(postcode, "fr", date).expect("a valid place")
+    }
+
+    #[test]
+    fn a_shop_reaches_a_place_exactly_when_checkout_would_take_it() {
+        let shop = settings();
+        let now = paris(10, 0);
+        // Wednesday before the 11:00 cut-off, a Paris postcode: reached.
+        assert!(shop.reaches(&place("75 011", "2026-12-02"), now));
+        // After the cut-off, on a Monday, out of the area, abroad, past the horizon: not.
+        assert!(!shop.reaches(&place("75011", "2026-12-02"), paris(11, 1)));
+        assert!(!shop.reaches(&place("75011", "2026-12-07"), now));
+        assert!(!shop.reaches(&place("69003", "2026-12-03"), now));
+        let abroad = WhereAndWhen::parse("75011", "BE", "2026-12-03").unwrap();
+        assert!(!shop.reaches(&abroad, now));
+        assert!(!shop.reaches(&place("75011", "2026-12-30"), now));
+        // Whatever `reaches` says, checkout says the same for the same address and date.
+        for (postcode, date, at) in [
+            ("75011", "2026-12-02", now),
+            ("69003", "2026-12-03", now),
+            ("75011", "2026-12-02", paris(11, 1)),
+        ] {
+            let mut request = request(date);
+            request.address.postcode = postcode.into();
+            let checkout = shop.check(&request, &ana(), at).is_ok();
+            assert_eq!(
+                shop.reaches(&place(postcode, date), at),
+                checkout,
+                "{postcode} {date}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_postcode_is_found_under_every_pair_a_shop_reaching_it_is_indexed_under() {
+        let shop = settings();
+        assert_eq!(
+            shop.coverage(),
+            [
+                ("FR".to_owned(), "75".to_owned()),
+                ("FR".to_owned(), "92".to_owned())
+            ]
+        );
+        assert_eq!(
+            DeliverySettings::unset().coverage(),
+            [(ANY_COUNTRY.to_owned(), String::new())]
+        );
+        let keys = place("75011", "2026-12-02").coverage_keys();
+        assert!(shop.coverage().iter().any(|pair| keys.contains(pair)));
+        assert!(keys.contains(&(ANY_COUNTRY.to_owned(), String::new())));
+        assert!(!place("69003", "2026-12-02")
+            .coverage_keys()
+            .iter()
+            .any(|k| shop.coverage().contains(k)));
+        let fields =
+            crate::validation::refused_fields(WhereAndWhen::parse("", "France", "02/12/2026"));
+        assert_eq!(fields, ["query/postcode", "query/country", "query/date"]);
     }
 
     fn request(date: &str) -> DeliveryRequest {

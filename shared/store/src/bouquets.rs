@@ -25,14 +25,20 @@ pub(crate) fn available_at(now: Timestamp) -> Expr {
 /// What a catalogue read keeps beyond "available now" (a `FilterExpression` on the index: no
 /// Scan; DynamoDB reads the filtered-out items too, so a narrow filter costs more reads per
 /// page).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CatalogueFilter {
     /// Prices in minor units, inclusive.
     pub min_price_minor: Option<i64>,
     pub max_price_minor: Option<i64>,
     /// Only scored bouquets at least this fresh.
     pub min_freshness: Option<u8>,
+    /// Only these shops' (the shops that deliver where and when the customer asked, issue 54;
+    /// at most [`MAX_FILTER_SHOPS`], DynamoDB's limit of an `IN`).
+    pub shops: Option<Vec<VendorId>>,
 }
+
+/// The most shops one catalogue filter names.
+pub const MAX_FILTER_SHOPS: usize = 100;
 
 impl CatalogueFilter {
     fn expr(&self, now: Timestamp) -> Expr {
@@ -48,6 +54,14 @@ impl CatalogueFilter {
         if let Some(min) = self.min_freshness {
             expr.text.push_str(" AND freshness >= :minFreshness");
             expr = expr.n(":minFreshness", min);
+        }
+        if let Some(shops) = &self.shops {
+            let names: Vec<String> = (0..shops.len()).map(|i| format!(":shop{i}")).collect();
+            expr.text
+                .push_str(&format!(" AND vendorId IN ({})", names.join(", ")));
+            for (name, shop) in names.iter().zip(shops) {
+                expr = expr.s(name, shop.to_string());
+            }
         }
         expr
     }

@@ -34,6 +34,8 @@ pub enum Target {
     Review,
     /// A vase's care alert.
     Alert,
+    /// A shop's delivery coverage of a place (`coverage`).
+    Coverage,
     /// An abuse limit's counter ([`crate::limits`]).
     Limit(bouquet_domain::limits::Counted),
 }

@@ -12,6 +12,7 @@ mod bouquets;
 mod care;
 mod carts;
 mod connections;
+mod coverage;
 mod cursor;
 mod error;
 mod events;
@@ -36,7 +37,7 @@ pub use backfill::BackfillPage;
 pub use bouquet_aws::describe;
 /// The one retry policy, re-exported for the store's callers.
 pub use bouquet_retry as retry;
-pub use bouquets::{CatalogueFilter, CatalogueSort};
+pub use bouquets::{CatalogueFilter, CatalogueSort, MAX_FILTER_SHOPS};
 pub use care::{AlertWrites, VaseRules};
 pub use carts::CartRefusal;
 pub use connections::{

@@ -59,7 +59,10 @@ impl Store {
         idempotency: Option<&IdempotencyPut>,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        let tx = Tx::with_idempotency(&self.table, idempotency, now)?;
+        let mut tx = Tx::with_idempotency(&self.table, idempotency, now)?;
+        // Until it sets its area, the shop is indexed as delivering everywhere (as it does).
+        let unset = DeliverySettings::unset();
+        crate::coverage::move_coverage(&mut tx, &self.table, vendor.vendor_id, &unset, &unset)?;
         self.create_with_event(
             tx,
             Target::Vendor(vendor.vendor_id),
@@ -256,10 +259,12 @@ impl Store {
 
     /// Puts the vendor's delivery settings at `saved.version` if the stored ones are still at
     /// `read_version` (0: none yet), with their event: one transaction.
+    /// `before`: the settings read (the defaults when none), whose coverage moves to the new.
     pub async fn save_delivery_settings(
         &self,
         vendor_id: VendorId,
         saved: &VersionedSettings,
+        before: &DeliverySettings,
         read_version: u64,
         event: &DomainEvent,
         now: Timestamp,
@@ -275,8 +280,14 @@ impl Store {
             updated_at: now.as_millis(),
         })?;
         debug_assert_eq!(item.get("pk"), key.get("pk"));
-        let condition = Expr::at_version_or_new(read_version);
-        self.put_with_event(Target::Vendor(vendor_id), item, condition, Some(event))
-            .await
+        let mut tx = Tx::new();
+        tx.put(
+            Target::Vendor(vendor_id),
+            &self.table,
+            item,
+            Some(Expr::at_version_or_new(read_version)),
+        )?;
+        crate::coverage::move_coverage(&mut tx, &self.table, vendor_id, before, &saved.settings)?;
+        tx.commit_with_event(self, Some(event)).await
     }
 }

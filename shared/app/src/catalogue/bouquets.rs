@@ -4,11 +4,14 @@
 
 use crate::problem::ApiError;
 use bouquet_domain::bouquet::BouquetChange;
+use bouquet_domain::delivery::{DeliverySettings, WhereAndWhen};
 use bouquet_domain::events::{DomainEvent, EventData};
 use bouquet_domain::identity::{Identity, NotAllowed};
 use bouquet_domain::{Bouquet, BouquetId, DomainError, FieldError, Timestamp, VaseId, VendorId};
 use bouquet_store::retry::Retry;
-use bouquet_store::{CatalogueFilter, CatalogueSort, Conflict, Page, StoreError, Target};
+use bouquet_store::{
+    CatalogueFilter, CatalogueSort, Conflict, Page, StoreError, Target, MAX_FILTER_SHOPS,
+};
 
 use crate::{App, CatalogueIndexes};
 
@@ -78,6 +81,31 @@ pub async fn catalogue(
         }
         CatalogueScope::All(sort) => app.store.catalogue(filter, sort, cursor, limit, now).await,
     }
+}
+
+/// The shops that take a delivery to `place` (its postcode, country and date) at `now`, with
+/// their settings: read from the coverage index (`coverage_keys`), then each checked as
+/// checkout would check it (issue 54). At most [`MAX_FILTER_SHOPS`], the first found.
+pub async fn shops_reaching(
+    app: &App,
+    place: &WhereAndWhen,
+    now: Timestamp,
+) -> Result<Vec<(VendorId, DeliverySettings)>, StoreError> {
+    let mut reaching: Vec<_> = app
+        .store
+        .shops_covering(place)
+        .await?
+        .into_iter()
+        .filter(|(_, settings)| settings.reaches(place, now))
+        .collect();
+    if reaching.len() > MAX_FILTER_SHOPS {
+        tracing::warn!(
+            shops = reaching.len(),
+            "more shops reach this place than one catalogue filter names; the first are listed"
+        );
+        reaching.truncate(MAX_FILTER_SHOPS);
+    }
+    Ok(reaching)
 }
 
 /// Reads a catalogue request's query: `vendorId`, `sort` (`newest`, the default, `freshness`,
@@ -218,6 +246,7 @@ pub fn parse_filter(
             min_price_minor,
             max_price_minor,
             min_freshness,
+            shops: None,
         })
     } else {
         Err(errors)

@@ -145,6 +145,9 @@ pub async fn change_settings(
         }
     };
     let read_version = current.as_ref().map_or(0, |c| c.version);
+    let before = current
+        .as_ref()
+        .map_or_else(DeliverySettings::unset, |c| c.settings.clone());
     match if_match {
         None if read_version > 0 => return Err(DeliveryError::VersionRequired),
         Some(expected) if expected != read_version => return Err(DeliveryError::Changed),
@@ -166,7 +169,7 @@ pub async fn change_settings(
     );
     match app
         .store
-        .save_delivery_settings(vendor_id, &saved, read_version, &event, now)
+        .save_delivery_settings(vendor_id, &saved, &before, read_version, &event, now)
         .await
     {
         Ok(()) => Ok(saved),

@@ -32,3 +32,4 @@ mod support;
 mod sweep;
 mod vase_saga;
 mod vases;
+mod where_and_when;
