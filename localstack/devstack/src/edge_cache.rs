@@ -570,7 +570,10 @@ mod tests {
                     "cursor",
                     "minPrice",
                     "maxPrice",
-                    "minFreshness"
+                    "minFreshness",
+                    "postcode",
+                    "country",
+                    "date"
                 ]
                 .map(String::from)
                 .to_vec()

@@ -72,6 +72,7 @@ pub const INVARIANTS: &[Invariant] = &[
     one_open_alert_per_vase_and_condition,
     open_alerts_hold_in_the_latest_reading,
     no_reading_outlives_its_retention,
+    coverage_equals_each_shops_area,
 ];
 
 /// How long after its lease (or after the gateway left it unanswered) a payment may stay
@@ -1781,6 +1782,78 @@ pub fn no_reading_outlives_its_retention(evidence: &Evidence) -> Check {
     Check {
         name: "no reading, bucket or closed alert outlives its retention",
         checked,
+        violations,
+    }
+}
+
+/// Issue 54: the coverage index offers each shop exactly where its delivery settings say it
+/// delivers (the defaults' every country for a shop that set none), with those settings, so a
+/// where-and-when catalogue never lists a shop checkout would refuse, nor misses one. A shop
+/// with neither settings nor coverage predates the index and is left out.
+pub fn coverage_equals_each_shops_area(evidence: &Evidence) -> Check {
+    use bouquet_app::domain::delivery::DeliverySettings;
+    let mut violations = Vec::new();
+    let mut indexed: HashMap<String, BTreeSet<(String, String)>> = HashMap::new();
+    let mut indexed_settings: HashMap<String, Vec<Value>> = HashMap::new();
+    for item in with_prefix(&evidence.items, "COVERAGE#") {
+        let shop = s(item, "vendorId").to_owned();
+        let key = s(item, "pk").trim_start_matches("COVERAGE#");
+        let (country, prefix) = key.split_once('#').unwrap_or((key, ""));
+        indexed
+            .entry(shop.clone())
+            .or_default()
+            .insert((country.to_owned(), prefix.to_owned()));
+        indexed_settings
+            .entry(shop)
+            .or_default()
+            .push(item["settings"].clone());
+    }
+    let shops: Vec<&Value> = with_prefix(&evidence.items, "VENDOR#")
+        .filter(|i| s(i, "sk") == "VENDOR")
+        .collect();
+    for shop in &shops {
+        let id = s(shop, "vendorId");
+        let has_settings = evidence
+            .items
+            .iter()
+            .any(|i| s(i, "pk") == format!("VENDOR#{id}") && s(i, "sk") == "DELIVERY");
+        // Shops onboarded before the index (none in a soak) have neither: not indexed yet.
+        if !has_settings && !indexed.contains_key(id) {
+            continue;
+        }
+        let saved = evidence
+            .items
+            .iter()
+            .find(|i| s(i, "pk") == format!("VENDOR#{id}") && s(i, "sk") == "DELIVERY")
+            .and_then(|i| serde_json::from_value::<DeliverySettings>(i["settings"].clone()).ok());
+        let settings = saved.unwrap_or_else(DeliverySettings::unset);
+        let expected: BTreeSet<(String, String)> = settings.coverage().into_iter().collect();
+        let found = indexed.get(id).cloned().unwrap_or_default();
+        if found != expected {
+            violations.push(format!(
+                "shop {id} is indexed under {found:?}, delivers to {expected:?}"
+            ));
+        }
+        let public = DeliverySettings {
+            contact_email: None,
+            ..settings
+        };
+        for copy in indexed_settings.get(id).into_iter().flatten() {
+            if serde_json::from_value::<DeliverySettings>(copy.clone())
+                .ok()
+                .as_ref()
+                != Some(&public)
+            {
+                violations.push(format!(
+                    "shop {id}'s coverage holds other settings than its own"
+                ));
+                break;
+            }
+        }
+    }
+    Check {
+        name: "each shop is indexed exactly where its delivery settings deliver",
+        checked: shops.len(),
         violations,
     }
 }

@@ -39,6 +39,8 @@ fn clean() -> Evidence {
                "payoutAccountId": "acct_sim_v1", "chargesEnabled": true}),
         json!({"pk": "VENDOR#v1", "sk": "INVOICES", "lastNumber": 1}),
         json!({"pk": "COMMISSION", "sk": format!("DAY#{}", utc_day(NOW)), "shop_v1_EUR": 188}),
+        json!({"pk": "COVERAGE#*#", "sk": "SHOP#v1", "vendorId": "v1",
+               "settings": serde_json::to_value(bouquet_app::domain::delivery::DeliverySettings::unset()).unwrap()}),
     ];
     let mut journal = Journal::default();
     journal.customers.push("alice".into());
@@ -912,4 +914,26 @@ fn markdowns_and_care_alerts_off_their_rules_are_caught() {
         failing(&kept),
         ["no reading, bucket or closed alert outlives its retention"]
     );
+}
+
+/// Issue 54: a shop indexed where it does not deliver, or missing where it does, is caught.
+#[test]
+fn a_shop_indexed_off_its_delivery_area_is_caught() {
+    let name = "each shop is indexed exactly where its delivery settings deliver";
+    let mut moved = clean();
+    let mut paris = bouquet_app::domain::delivery::DeliverySettings::unset();
+    paris.countries = vec!["FR".into()];
+    paris.postcode_prefixes = vec!["75".into()];
+    moved.items.push(json!({"pk": "VENDOR#v1", "sk": "DELIVERY", "settings": serde_json::to_value(&paris).unwrap()}));
+    assert_eq!(failing(&moved), [name], "still indexed everywhere");
+    let index = moved
+        .items
+        .iter()
+        .position(|i| i["pk"] == "COVERAGE#*#")
+        .unwrap();
+    moved.items[index] = json!({"pk": "COVERAGE#FR#75", "sk": "SHOP#v1", "vendorId": "v1",
+        "settings": serde_json::to_value(&paris).unwrap()});
+    assert_eq!(violations(&moved), vec![]);
+    moved.items[index]["pk"] = json!("COVERAGE#FR#69");
+    assert_eq!(failing(&moved), [name]);
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use system_tests::{by_vendor, fixture, ApiRequest, PathParams, TestCloud};
 
 /// What one catalogue page costs, whatever its order: a Query per catalogue shard (in
@@ -388,5 +388,78 @@ async fn the_catalogue_reads_freshest_first_as_the_vases_scored_it_and_by_price(
             shop_sorted.body["errors"][0]["field"].as_str()
         ),
         (400, Some("query/sort"))
+    );
+}
+
+/// Issue 54: `?postcode=&country=&date=` lists only the bouquets of shops that deliver there
+/// that day, each with its delivery fee there; the three go together.
+#[tokio::test]
+async fn the_catalogue_lists_only_what_reaches_the_door_on_the_day_with_its_fee() {
+    let cloud = TestCloud::new().await;
+    let (paris, lyon) = (cloud.vendor("Paris").await, cloud.vendor("Lyon").await);
+    for (shop, prefix, fee) in [(&paris, "75", "4.00"), (&lyon, "69", "6.50")] {
+        let settings = json!({"countries": ["FR"], "postcodePrefixes": [prefix],
+            "days": ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday"],
+            "horizonDays": 14, "sameDayCutoff": "11:00", "timeZone": "Europe/Paris",
+            "fees": {"standard": fee}});
+        let saved = cloud
+            .call(
+                "put-delivery-settings",
+                ApiRequest::fixture("put-delivery-settings")
+                    .own_shop(shop)
+                    .json(settings),
+            )
+            .await;
+        assert_eq!(saved.status, 200, "{}", saved.body);
+    }
+    let [in_paris] = cloud.bouquets(&paris, ["30.00"]).await;
+    let [in_lyon] = cloud.bouquets(&lyon, ["25.00"]).await;
+    let listed = |postcode: &'static str, date: &'static str| {
+        cloud.call(
+            "list-bouquets",
+            ApiRequest::fixture("list-bouquets")
+                .query("postcode", postcode)
+                .query("country", "fr")
+                .query("date", date),
+        )
+    };
+    // Thursday 2026-12-03, the day after T0: Lyon's bouquet only, at Lyon's fee.
+    let lyon_thursday = listed("69003", "2026-12-03").await;
+    assert_eq!(lyon_thursday.status, 200, "{}", lyon_thursday.body);
+    let items = lyon_thursday.body["items"].as_array().expect("items");
+    let ids: Vec<&str> = items
+        .iter()
+        .filter_map(|b| b["bouquetId"].as_str())
+        .collect();
+    assert!(
+        ids.contains(&in_lyon.as_str()) && !ids.contains(&in_paris.as_str()),
+        "{ids:?}"
+    );
+    assert!(
+        items.iter().all(|b| b["deliveryFee"]["amount"] == "6.50"),
+        "{items:?}"
+    );
+    // Sunday: neither shop delivers.
+    let sunday = listed("69003", "2026-12-06").await;
+    assert_eq!(sunday.body["items"], json!([]), "{}", sunday.body);
+    // The three go together; a malformed one is named.
+    let partial = cloud
+        .send(fixture("list-bouquets").query("postcode", "69003"))
+        .await;
+    let fields: Vec<&str> = partial.body["errors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["field"].as_str())
+        .collect();
+    assert_eq!(
+        (partial.status, fields),
+        (400, vec!["query/country", "query/date"])
+    );
+    let bad_date = listed("69003", "03/12/2026").await;
+    assert_eq!(
+        bad_date.body["errors"][0]["field"], "query/date",
+        "{}",
+        bad_date.body
     );
 }

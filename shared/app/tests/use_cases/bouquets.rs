@@ -195,7 +195,11 @@ async fn the_catalogue_filters_by_price_and_freshness_on_its_index_for_all_shops
         CatalogueScope::All(CatalogueSort::Newest),
         CatalogueScope::Shop(vendor.vendor_id),
     ] {
-        assert_eq!(names(between.clone(), shop).await, vec![ids[1], ids[2]], "{shop:?}");
+        assert_eq!(
+            names(between.clone(), shop).await,
+            vec![ids[1], ids[2]],
+            "{shop:?}"
+        );
     }
     let fresh = bouquets::parse_filter(None, None, Some("70")).unwrap();
     assert_eq!(
