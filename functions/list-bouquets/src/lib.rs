@@ -4,8 +4,8 @@
 //! vendor's newest first (`?vendorId=`), in a
 //! price range (`?minPrice=&maxPrice=`) or at least this fresh (`?minFreshness=`), or only
 //! what can reach a door on a day (`?postcode=&country=&date=`, the three together: each
-//! bouquet then carries its `deliveryFee` there, issue 54). Paginated with `?limit=` and
-//! `?cursor=`.
+//! bouquet then carries its `deliveryFee` there, issue 54), for an occasion (`?occasion=`) or
+//! whose words match (`?q=`, stemmed). Paginated with `?limit=` and `?cursor=`.
 
 use bouquet_app::bouquets;
 use bouquet_app::domain::delivery::WhereAndWhen;
@@ -26,6 +26,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
         &ctx.app.config.catalogue_indexes,
     )?;
     let mut filter = filter;
+    bouquets::parse_search(&mut filter, ctx.query("occasion"), ctx.query("q"))?;
     let place = where_and_when(ctx)?;
     let reaching = match &place {
         Some(place) => bouquets::shops_reaching(&ctx.app, place, ctx.now).await?,

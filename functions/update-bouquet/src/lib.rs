@@ -1,5 +1,5 @@
 //! `PATCH /v1/bouquets/{bouquetId}`: its vendor changes name, description or price (the new
-//! list price: a markdown starts again from it), or opts it out of markdowns, while the
+//! list price: a markdown starts again from it), or opts it out of markdowns, or tags its occasions, while the
 //! bouquet is available. Requires `If-Match` with the current version (412 on mismatch)
 //! ([`bouquet_app::bouquets::change`]).
 
@@ -20,6 +20,7 @@ struct Patch {
     price: Option<MoneyDto>,
     #[serde(rename = "markdownOptOut")]
     markdown_opt_out: Option<bool>,
+    occasions: Option<Vec<String>>,
 }
 
 async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
@@ -37,6 +38,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
             .as_ref()
             .map(|p| (p.amount.as_str(), p.currency.as_str())),
         patch.markdown_opt_out,
+        patch.occasions.as_deref(),
     )?;
     let changed = bouquets::change(
         &ctx.app,

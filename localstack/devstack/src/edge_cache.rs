@@ -573,7 +573,9 @@ mod tests {
                     "minFreshness",
                     "postcode",
                     "country",
-                    "date"
+                    "date",
+                    "occasion",
+                    "q"
                 ]
                 .map(String::from)
                 .to_vec()

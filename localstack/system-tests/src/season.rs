@@ -103,6 +103,7 @@ impl Season {
                 price,
                 vase_id: None,
                 markdown_opt_out: false,
+                occasions: Vec::new(),
             };
             Bouquet::list(vendor_id, new, listed_at)
         };

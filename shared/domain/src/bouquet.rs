@@ -13,6 +13,7 @@ use crate::ids::{BouquetId, OrderId, VaseId, VendorId};
 use crate::markdown::{MarkdownRule, MarkdownStep, Repricing};
 use crate::money::Money;
 use crate::photo::Photo;
+use crate::search::Occasion;
 use crate::text;
 use crate::validation::{FieldError, Validation};
 
@@ -59,6 +60,8 @@ pub struct Bouquet {
     pub markdown: Option<MarkdownStep>,
     /// The florist keeps this bouquet at its list price whatever its freshness.
     pub markdown_opt_out: bool,
+    /// The occasions its florist tagged it with (issue 54).
+    pub occasions: Vec<Occasion>,
     pub vase_id: Option<VaseId>,
     pub status: BouquetStatus,
     /// Bumped by every change; the `ETag` and the `If-Match` precondition.
@@ -82,6 +85,7 @@ pub struct NewBouquet {
     pub price: Money,
     pub vase_id: Option<VaseId>,
     pub markdown_opt_out: bool,
+    pub occasions: Vec<Occasion>,
 }
 
 impl NewBouquet {
@@ -105,6 +109,7 @@ impl NewBouquet {
             price: price.expect("checked"),
             vase_id: vase_id.flatten(),
             markdown_opt_out: false,
+            occasions: Vec::new(),
         })
     }
 }
@@ -116,6 +121,7 @@ pub struct BouquetChange {
     pub description: Option<String>,
     pub price: Option<Money>,
     pub markdown_opt_out: Option<bool>,
+    pub occasions: Option<Vec<Occasion>>,
 }
 
 impl BouquetChange {
@@ -124,12 +130,23 @@ impl BouquetChange {
         description: Option<&str>,
         price: Option<(&str, &str)>,
         markdown_opt_out: Option<bool>,
+        occasions: Option<&[String]>,
     ) -> Result<Self, Vec<FieldError>> {
         let mut v = Validation::new();
         let name = name.map(|n| v.check("name", text::name(n)));
         let description = description.map(|d| v.check("description", text::description(d)));
         let price = price.map(|p| price_field(&mut v, p));
-        if name.is_none() && description.is_none() && price.is_none() && markdown_opt_out.is_none()
+        let occasions = occasions.map(|o| {
+            v.check(
+                "occasions",
+                crate::search::occasions(o).map_err(|e| e.message),
+            )
+        });
+        if name.is_none()
+            && description.is_none()
+            && price.is_none()
+            && markdown_opt_out.is_none()
+            && occasions.is_none()
         {
             v.add(
                 "",
@@ -141,6 +158,7 @@ impl BouquetChange {
             description: description.flatten(),
             price: price.flatten(),
             markdown_opt_out,
+            occasions: occasions.flatten(),
         })
     }
 }
@@ -170,6 +188,7 @@ impl Bouquet {
             list_price: new.price,
             markdown: None,
             markdown_opt_out: new.markdown_opt_out,
+            occasions: new.occasions,
             vase_id: new.vase_id,
             status: BouquetStatus::Available,
             version: 1,
@@ -235,6 +254,9 @@ impl Bouquet {
         }
         if let Some(opt_out) = change.markdown_opt_out {
             self.markdown_opt_out = opt_out;
+        }
+        if let Some(occasions) = change.occasions {
+            self.occasions = occasions;
         }
         // Changing a bouquet whose hold expired also ends that hold.
         self.status = BouquetStatus::Available;
@@ -380,6 +402,7 @@ impl Bouquet {
             list_price: self.markdown.map(|_| self.list_price),
             markdown: self.markdown,
             markdown_opt_out: self.markdown_opt_out,
+            occasions: self.occasions.clone(),
             vase_id: self.vase_id,
             status: status.name(),
             reserved_until: match status {
@@ -413,6 +436,7 @@ pub struct BouquetView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub markdown: Option<MarkdownStep>,
     pub markdown_opt_out: bool,
+    pub occasions: Vec<Occasion>,
     pub vase_id: Option<VaseId>,
     pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -448,6 +472,7 @@ pub(crate) mod tests {
                 price,
                 vase_id: None,
                 markdown_opt_out: false,
+                occasions: Vec::new(),
             },
             now,
         )
@@ -510,6 +535,6 @@ pub(crate) mod tests {
         assert_eq!(fields, ["name", "price.amount", "vaseId"]);
         let errors = NewBouquet::validate("Roses", None, ("10.00", "ABC"), None).unwrap_err();
         assert_eq!(errors[0].field, "price.currency");
-        assert!(BouquetChange::validate(None, None, None, None).is_err());
+        assert!(BouquetChange::validate(None, None, None, None, None).is_err());
     }
 }

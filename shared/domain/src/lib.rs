@@ -27,6 +27,7 @@ pub mod photo;
 pub mod pricing;
 pub mod rating;
 pub mod review;
+pub mod search;
 pub mod text;
 pub mod validation;
 pub mod vase;

@@ -71,6 +71,7 @@ impl World {
                         price,
                         vase_id: None,
                         markdown_opt_out: false,
+                        occasions: Vec::new(),
                     },
                     now,
                 )

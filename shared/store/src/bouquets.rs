@@ -35,6 +35,11 @@ pub struct CatalogueFilter {
     /// Only these shops' (the shops that deliver where and when the customer asked, issue 54;
     /// at most [`MAX_FILTER_SHOPS`], DynamoDB's limit of an `IN`).
     pub shops: Option<Vec<VendorId>>,
+    /// Only bouquets tagged with this occasion.
+    pub occasion: Option<bouquet_domain::search::Occasion>,
+    /// Only bouquets whose words match every query word (`bouquet_domain::search::query`:
+    /// per word, the stems any of which matches).
+    pub text: Vec<Vec<String>>,
 }
 
 /// The most shops one catalogue filter names.
@@ -54,6 +59,19 @@ impl CatalogueFilter {
         if let Some(min) = self.min_freshness {
             expr.text.push_str(" AND freshness >= :minFreshness");
             expr = expr.n(":minFreshness", min);
+        }
+        if let Some(occasion) = self.occasion {
+            expr.text.push_str(" AND contains(occasions, :occasion)");
+            expr = expr.s(":occasion", occasion.name());
+        }
+        for (w, stems) in self.text.iter().enumerate() {
+            let any: Vec<String> = (0..stems.len())
+                .map(|s| format!("contains(searchTerms, :w{w}s{s})"))
+                .collect();
+            expr.text.push_str(&format!(" AND ({})", any.join(" OR ")));
+            for (s, stem) in stems.iter().enumerate() {
+                expr = expr.s(&format!(":w{w}s{s}"), stem.clone());
+            }
         }
         if let Some(shops) = &self.shops {
             let names: Vec<String> = (0..shops.len()).map(|i| format!(":shop{i}")).collect();

@@ -108,6 +108,33 @@ pub async fn shops_reaching(
     Ok(reaching)
 }
 
+/// Reads `?occasion=` (an occasion's name) and `?q=` (words) into `filter`; each problem a
+/// field error named by its parameter.
+pub fn parse_search(
+    filter: &mut CatalogueFilter,
+    occasion: Option<&str>,
+    text: Option<&str>,
+) -> Result<(), Vec<FieldError>> {
+    let mut errors = Vec::new();
+    if let Some(name) = occasion {
+        match bouquet_domain::search::Occasion::parse(name) {
+            Some(occasion) => filter.occasion = Some(occasion),
+            None => errors.push(FieldError::new("query/occasion", "is not an occasion")),
+        }
+    }
+    if let Some(text) = text {
+        match bouquet_domain::search::query(text) {
+            Ok(words) => filter.text = words,
+            Err(error) => errors.push(error),
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
 /// Reads a catalogue request's query: `vendorId`, `sort` (`newest`, the default, `freshness`,
 /// `price`, `-price` or `rating`; the price and rating orders only where `indexes` says the
 /// stack has their index) and the filters (`parse_filter`); every problem a field error named by its
@@ -246,7 +273,7 @@ pub fn parse_filter(
             min_price_minor,
             max_price_minor,
             min_freshness,
-            shops: None,
+            ..CatalogueFilter::default()
         })
     } else {
         Err(errors)

@@ -31,7 +31,7 @@ async fn withdraw(
 }
 
 fn new_price(amount: &str) -> BouquetChange {
-    BouquetChange::validate(None, None, Some((amount, "EUR")), None).expect("a valid change")
+    BouquetChange::validate(None, None, Some((amount, "EUR")), None, None).expect("a valid change")
 }
 
 #[tokio::test]
@@ -297,7 +297,7 @@ async fn the_whole_catalogue_reads_freshest_first_across_its_shards_page_by_page
         &vendor_caller(&vendor),
         freshest.bouquet_id,
         Some(freshest.version),
-        BouquetChange::validate(Some("Peonies, renamed"), None, None, None).unwrap(),
+        BouquetChange::validate(Some("Peonies, renamed"), None, None, None, None).unwrap(),
     )
     .await
     .unwrap();
@@ -453,7 +453,7 @@ async fn the_whole_catalogue_reads_by_price_either_way_page_by_page() {
         &vendor_caller(owner),
         cheapest,
         Some(read.version),
-        BouquetChange::validate(None, None, Some(("999.00", "EUR")), None).unwrap(),
+        BouquetChange::validate(None, None, Some(("999.00", "EUR")), None, None).unwrap(),
     )
     .await
     .unwrap();

@@ -208,7 +208,7 @@ async fn an_opted_out_bouquet_and_a_shop_without_the_rule_keep_their_list_price(
         &world.app,
         read,
         Some(opted_out.version),
-        BouquetChange::validate(None, None, None, Some(true)).expect("valid"),
+        BouquetChange::validate(None, None, None, Some(true), None).expect("valid"),
         CORRELATION,
         world.now(),
     )

@@ -124,3 +124,61 @@ async fn a_shop_that_moves_its_area_is_found_where_it_delivers_now_and_nowhere_e
         vec![shop.vendor_id]
     );
 }
+
+#[tokio::test]
+async fn the_catalogue_finds_bouquets_by_occasion_and_by_their_words_inflected() {
+    use bouquet_app::domain::bouquet::NewBouquet;
+    use bouquet_app::domain::search::Occasion;
+    let world = World::new().await;
+    let shop = world.vendor().await;
+    let mut roses = NewBouquet::validate(
+        "Red roses",
+        Some("Hand-tied roses for an anniversary"),
+        ("45.00", "EUR"),
+        None,
+    )
+    .unwrap();
+    roses.occasions = vec![Occasion::Anniversary, Occasion::Love];
+    let roses = done(world.list_bouquet(shop.vendor_id, roses).await.unwrap());
+    let lilies = NewBouquet::validate(
+        "White lilies",
+        Some("Calm and bright"),
+        ("30.00", "EUR"),
+        None,
+    )
+    .unwrap();
+    let lilies = done(world.list_bouquet(shop.vendor_id, lilies).await.unwrap());
+    let found = |occasion: Option<&str>, q: Option<&str>| {
+        let mut filter = CatalogueFilter::default();
+        bouquets::parse_search(&mut filter, occasion, q).expect("a valid search");
+        let world = &world;
+        async move {
+            bouquets::catalogue(
+                &world.app,
+                CatalogueScope::All(CatalogueSort::Newest),
+                &filter,
+                None,
+                20,
+                world.now(),
+            )
+            .await
+            .expect("the catalogue reads")
+            .items
+            .into_iter()
+            .map(|b| b.bouquet_id)
+            .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(found(Some("love"), None).await, vec![roses.bouquet_id]);
+    assert_eq!(found(None, Some("rose")).await, vec![roses.bouquet_id]);
+    assert_eq!(
+        found(None, Some("ANNIVERSARIES red")).await,
+        vec![roses.bouquet_id]
+    );
+    assert_eq!(found(None, Some("lily")).await, vec![lilies.bouquet_id]);
+    assert_eq!(found(Some("sympathy"), Some("roses")).await, vec![]);
+    let mut filter = CatalogueFilter::default();
+    let refused = bouquets::parse_search(&mut filter, Some("halloween"), Some("a")).unwrap_err();
+    let fields: Vec<&str> = refused.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(fields, ["query/occasion", "query/q"]);
+}

@@ -29,6 +29,13 @@ pub struct BouquetItem {
     /// `true` when the florist keeps it at its list price (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub markdown_opt_out: Option<bool>,
+    /// Its occasions' names (absent: none), for the catalogue's `contains` filter.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub occasions: Vec<bouquet_domain::search::Occasion>,
+    /// The stems of its name's and description's words (`bouquet_domain::search::terms`),
+    /// rewritten with them, for the catalogue's text search.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub search_terms: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vase_id: Option<String>,
     /// `available`, `reserved`, `sold`, `withdrawn`.
@@ -98,6 +105,8 @@ impl BouquetItem {
         "listPriceMinor",
         "markdown",
         "markdownOptOut",
+        "occasions",
+        "searchTerms",
     ];
 
     pub fn from_domain(b: &Bouquet) -> Self {
@@ -126,6 +135,8 @@ impl BouquetItem {
             list_price_minor: b.markdown.map(|_| b.list_price.minor()),
             markdown: b.markdown,
             markdown_opt_out: b.markdown_opt_out.then_some(true),
+            occasions: b.occasions.clone(),
+            search_terms: bouquet_domain::search::terms(&[&b.name, &b.description]),
             vase_id: b.vase_id.map(|v| v.to_string()),
             status: b.status.name().into(),
             order_id,
@@ -178,6 +189,7 @@ impl BouquetItem {
             )?,
             markdown: self.markdown,
             markdown_opt_out: self.markdown_opt_out.unwrap_or(false),
+            occasions: self.occasions,
             vase_id: self
                 .vase_id
                 .as_deref()
@@ -220,6 +232,7 @@ mod tests {
                 price,
                 vase_id: None,
                 markdown_opt_out: false,
+                occasions: Vec::new(),
             },
             now,
         );
