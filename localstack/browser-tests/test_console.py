@@ -247,6 +247,16 @@ class Shop:
                     "contactEmail": self.email}
         return call("PUT", f"/v1/vendors/{self.vendor_id}/delivery-settings", self.token, settings, 200)
 
+    def deliver_only(self, prefix, fee):
+        """Delivery settings: France, postcodes starting `prefix` only, every day, two weeks
+        ahead, at `fee` euros a delivery."""
+        settings = {"countries": ["FR"], "postcodePrefixes": [prefix],
+                    "days": ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"],
+                    "horizonDays": 14, "sameDayCutoff": "11:00", "timeZone": "Europe/Paris",
+                    "contactEmail": self.email,
+                    "fees": {"standard": fee, "sameDaySurcharge": "0", "zones": []}}
+        return call("PUT", f"/v1/vendors/{self.vendor_id}/delivery-settings", self.token, settings, 200)
+
     def photo(self, bouquet_id, image):
         """Uploads `image` (PNG bytes) as the bouquet's photo, as the console does, and waits
         until the photo function has shown it."""
@@ -1228,6 +1238,67 @@ class Console(unittest.TestCase):
         expect(document.locator("#invoice-vat")).to_have_text("1.95")
         expect(document.locator("body")).to_contain_text("FR12345678901")
         self.shot(customer, "invoice")
+
+    def test_a_customer_who_chooses_where_and_when_sees_only_what_can_arrive(self):
+        """Issue 54: the storefront asks where and when once, lists only the bouquets of shops
+        that deliver there on that day, each with its fee, and checkout starts from that."""
+        paris, lyon = Shop(), Shop()
+        paris.deliver_only("75", "5.00")
+        lyon.deliver_only("69", "7.00")
+        in_paris = paris.bouquet("Tulips", "20.00")["bouquetId"]
+        in_lyon = lyon.bouquet("Ranunculus", "22.00")["bouquetId"]
+        on_the_storefront(in_paris, in_lyon)
+        # A day both take: two days on (never today's cut-off), in both shops' two weeks.
+        day = (date.fromisoformat(call("GET", f"/v1/vendors/{lyon.vendor_id}/delivery-settings",
+                                       expect_status=200)["firstDate"]) + timedelta(days=2)).isoformat()
+        user = unique("lea")
+        customer = self.page()
+        self.sign_in(customer, "customer", user)
+        self.open(customer, "/")
+        # Not chosen yet: every shop's bouquets, and the question at the top.
+        expect(customer.locator(f'[data-bouquet="{in_paris}"]')).to_be_visible()
+        expect(customer.locator(f'[data-bouquet="{in_lyon}"]')).to_be_visible()
+        ask = customer.locator("#place-form")
+        expect(ask.get_by_label("Country")).to_have_value("FR")
+        expect(ask.get_by_label("Delivery date")).not_to_have_value("")
+        self.axe(customer, "storefront, asking where and when")
+        ask.get_by_label("Postcode").fill("69003")
+        ask.get_by_label("Delivery date").fill(day)
+        ask.get_by_role("button", name="Show what can arrive").click()
+        expect(customer.locator("#place-chosen")).to_contain_text(f"69003 (FR) on {day}")
+        expect(customer.locator(f'[data-bouquet="{in_paris}"]')).to_have_count(0)
+        lyon_card = customer.locator(f'[data-bouquet="{in_lyon}"]')
+        expect(lyon_card.locator(".delivery-fee")).to_have_attribute("data-delivery-fee", "7.00")
+        expect(lyon_card.locator(".delivery-fee")).to_contain_text("delivery")
+        self.axe(customer, "storefront, where and when chosen")
+        # Remembered: a new visit reads with it, and a shop's new bouquet heard live is not
+        # drawn unless it can arrive.
+        self.open(customer, "/")
+        expect(customer.locator("#place-chosen")).to_contain_text(f"69003 (FR) on {day}")
+        expect(lyon_card.locator(".delivery-fee")).to_have_attribute("data-delivery-fee", "7.00")
+        self.subscribed(customer, "catalogue")
+        later = paris.bouquet("Anemones", "18.00")["bouquetId"]
+        on_the_storefront(later)
+        customer.wait_for_timeout(1500)
+        expect(customer.locator(f'[data-bouquet="{later}"]')).to_have_count(0)
+        expect(customer.locator(f'[data-bouquet="{in_paris}"]')).to_have_count(0)
+        # Checkout starts from the same place and day.
+        lyon_card.get_by_role("button", name=re.compile(r"^Add to cart: ")).click()
+        expect(lyon_card.get_by_role("status")).to_have_text("In your cart.")
+        self.open(customer, "/cart")
+        customer.locator("#reserve").click()
+        customer.wait_for_url("**/#/orders/*")
+        customer.wait_for_function("document.body.dataset.ready === 'yes'")
+        delivery = customer.locator("#delivery")
+        expect(delivery.get_by_label("Postcode")).to_have_value("69003")
+        expect(delivery.get_by_label("Country")).to_have_value("FR")
+        expect(delivery.get_by_label("Delivery date")).to_have_value(day)
+        # Cleared: every shop's bouquets again, without a fee.
+        self.open(customer, "/")
+        customer.locator("#place-chosen").get_by_role("button", name="Browse everything").click()
+        expect(customer.locator(f'[data-bouquet="{in_paris}"]')).to_be_visible()
+        expect(lyon_card).to_be_visible()
+        expect(lyon_card.locator(".delivery-fee")).to_have_count(0)
 
     def test_florist_reads_its_earnings_and_downloads_the_csv(self):
         shop = Shop()

@@ -4,7 +4,8 @@ import { live } from "../live.js";
 import { session } from "../session.js";
 import { showCartCount } from "../cart-count.js";
 import { picture } from "../photo.js";
-import { attempt, clearErrors, field, freshnessBadge, h, notify, priceTag, ratingBadge, refresh, show, showErrors, statusBadge } from "../ui.js";
+import { place, tomorrow } from "../place.js";
+import { attempt, clearErrors, field, freshnessBadge, h, money, notify, priceTag, ratingBadge, refresh, show, showErrors, statusBadge } from "../ui.js";
 
 // How old a catalogue page may be: the edge keeps a copy for 5 s (CatalogueCachePolicy).
 const EDGE_MS = 5000;
@@ -33,7 +34,9 @@ export function addToCart(bouquet) {
 /** A bouquet's card. `shop: false` on its shop's own page, where the shop's name, rating and
  *  link would only repeat the page's. */
 export function card(bouquet, { shop = true } = {}) {
-  return h("article", { class: "card", "data-bouquet": bouquet.bouquetId, "data-vendor": bouquet.vendorId, "data-version": bouquet.version },
+  const fee = bouquet.deliveryFee;
+  return h("article", { class: "card", "data-bouquet": bouquet.bouquetId, "data-vendor": bouquet.vendorId, "data-version": bouquet.version,
+    "data-fee": fee ? `${fee.amount} ${fee.currency}` : "" },
     picture(bouquet),
     h("h3", {}, h("a", { href: `#/bouquets/${bouquet.bouquetId}` }, bouquet.name)),
     shop && bouquet.vendorName ? h("p", { class: "muted shop", "data-shop": bouquet.vendorId }, "from ",
@@ -45,6 +48,7 @@ export function card(bouquet, { shop = true } = {}) {
     h("p", { class: "muted" }, bouquet.description || ""),
     h("div", { class: "row spread" }, priceTag(bouquet),
       h("span", { class: "row" }, statusBadge(bouquet.status), freshnessBadge(bouquet.freshness, Boolean(bouquet.vaseId)))),
+    fee ? h("p", { class: "muted delivery-fee", "data-delivery-fee": fee.amount }, `delivery ${money(fee)}`) : null,
     h("div", { class: "row", style: "margin-top:8px" }, addToCart(bouquet)));
 }
 
@@ -155,10 +159,34 @@ export async function catalogue() {
     && (!filters.minPrice || Number(b.price.amount) >= Number(filters.minPrice))
     && (!filters.maxPrice || Number(b.price.amount) <= Number(filters.maxPrice))
     && (!filters.minFreshness || (b.freshness ?? -1) >= Number(filters.minFreshness));
-  const query = () => Object.entries(filters).filter(([, v]) => v).map(([k, v]) => `&${k}=${encodeURIComponent(v)}`).join("");
+  // The filters, then where and when (the customer's choice, if any: only what can arrive).
+  const query = () => Object.entries(filters).filter(([, v]) => v).map(([k, v]) => `&${k}=${encodeURIComponent(v)}`).join("") + place.query();
+  const empty = () => {
+    const chosen = place.get();
+    return h("p", { class: "muted" }, chosen
+      ? `No shop delivers to ${chosen.postcode} (${chosen.country}) on ${chosen.date} right now: change where and when, or browse everything.`
+      : "No bouquets on sale right now.");
+  };
+  // With a place chosen, a bouquet heard of live but not read with it (no delivery fee: it may
+  // not reach that door) is not drawn: the page is read again instead, and once more when the
+  // edge's copy (5 s) has run out.
+  let rereading = null;
+  const reloadSoon = () => {
+    if (rereading) return;
+    rereading = setTimeout(() => {
+      rereading = null;
+      refresh(reload);
+      setTimeout(() => refresh(reload), 6000);
+    }, 300);
+  };
   const put = (update) => {
     // A single bouquet's read carries no shop name or rating: keep the ones the page gave.
-    const bouquet = { vendorName: known.get(update.bouquetId)?.vendorName, ...update };
+    const held = known.get(update.bouquetId);
+    if (place.get() && !held && !update.deliveryFee && !update.gone) {
+      reloadSoon();
+      return;
+    }
+    const bouquet = { vendorName: held?.vendorName, deliveryFee: held?.deliveryFee, ...update };
     bouquet.shopRating = ratings.get(bouquet.vendorId)?.rating ?? bouquet.shopRating ?? known.get(update.bouquetId)?.shopRating;
     const existing = grid.querySelector(`[data-bouquet="${bouquet.bouquetId}"]`);
     if (bouquet.gone || bouquet.status === "withdrawn" || bouquet.suspended || !matches(bouquet)) {
@@ -170,7 +198,8 @@ export async function catalogue() {
     // An unchanged card stays as it is (with what it told the customer), unless a page now
     // names the shop that a live read drew it without.
     const named = !bouquet.vendorName || existing?.querySelector(".shop");
-    if (existing && existing.dataset.version === String(bouquet.version) && named) {
+    const fee = bouquet.deliveryFee ? `${bouquet.deliveryFee.amount} ${bouquet.deliveryFee.currency}` : "";
+    if (existing && existing.dataset.version === String(bouquet.version) && named && (existing.dataset.fee ?? "") === fee) {
       showRating(existing, bouquet.shopRating);
       return;
     }
@@ -228,7 +257,65 @@ export async function catalogue() {
     const shop = e.target.closest("[data-only-shop]");
     if (shop) chooseShop(shop.dataset.onlyShop, shop.dataset.shopName);
   });
-  show(h("h1", {}, "Fresh bouquets"), filterForm, onlyShop, grid, more);
+  // Where and when: asked once (never in the way: the catalogue shows meanwhile), shown at the
+  // top with a way to change it, or to clear it and browse everything.
+  const placeBox = h("section", { id: "place", class: "place", "aria-label": "Where and when" });
+  const showPlace = (editing = false) => {
+    const chosen = place.get();
+    if (chosen && !editing) {
+      placeBox.replaceChildren(h("p", { class: "row", id: "place-chosen" },
+        h("span", {}, "Delivering to ", h("strong", {}, `${chosen.postcode} (${chosen.country})`), " on ", h("strong", {}, chosen.date), "."),
+        h("button", { type: "button", class: "secondary", onclick: () => showPlace(true) }, "Change"),
+        h("button", { type: "button", class: "secondary", onclick: () => choosePlace(null) }, "Browse everything")));
+      return;
+    }
+    if (!editing && place.asked()) {
+      placeBox.replaceChildren(h("p", { class: "row", id: "place-chosen" },
+        h("span", {}, "Every shop's bouquets, wherever they deliver."),
+        h("button", { type: "button", class: "secondary", onclick: () => showPlace(true) }, "Choose where and when")));
+      return;
+    }
+    const before = place.remembered();
+    const form = h("form", {
+      id: "place-form", class: "place-form", novalidate: true, "aria-labelledby": "place-title",
+      onsubmit: (e) => {
+        e.preventDefault();
+        const data = Object.fromEntries(new FormData(form));
+        clearErrors(form);
+        const missing = ["postcode", "country", "date"].filter((k) => !String(data[k] ?? "").trim());
+        if (missing.length) {
+          showErrors(form, { body: { errors: missing.map((k) => ({ field: k, message: "is required" })) } });
+          return;
+        }
+        choosePlace({ postcode: data.postcode.trim(), country: data.country.trim(), date: data.date }, form);
+      },
+    },
+    h("h2", { id: "place-title" }, "Where and when?"),
+    h("p", { class: "muted" }, "Only the bouquets that can reach that door on that day, each with its delivery fee."),
+    h("div", { class: "row" },
+      field("Postcode", { name: "postcode", id: "place-postcode", required: true, maxlength: 10, size: 8, autocomplete: "postal-code", value: before?.postcode ?? "" }),
+      field("Country", { name: "country", id: "place-country", required: true, maxlength: 2, size: 3, autocomplete: "country", value: before?.country ?? "FR" }, "2 letters"),
+      field("Delivery date", { name: "date", id: "place-date", type: "date", required: true, value: place.get()?.date ?? tomorrow() }),
+      h("p", {}, h("button", { type: "submit" }, "Show what can arrive")),
+      h("p", {}, h("button", { type: "button", class: "secondary", onclick: () => choosePlace(null) }, "Browse everything"))));
+    placeBox.replaceChildren(form);
+  };
+  // A new place (or none): the page read again with it; refused, the previous one is kept.
+  const choosePlace = (chosen, form) => attempt(async () => {
+    const before = place.remembered();
+    if (chosen) place.set(chosen);
+    else place.clear();
+    try {
+      await reload();
+      showPlace();
+    } catch (error) {
+      place.restore(before);
+      if (form) showErrors(form, error);
+      else throw error;
+    }
+  });
+  showPlace();
+  show(h("h1", {}, "Fresh bouquets"), placeBox, filterForm, onlyShop, grid, more);
   // A suspended shop's cards leave at once; reinstated, they are read again one by one (the
   // catalogue page may come from the edge's 5-second cache), then the page after that window.
   const withheld = new Map();
@@ -277,12 +364,20 @@ export async function catalogue() {
     const current = [...grid.querySelectorAll(":scope > [data-bouquet]")];
     if (inOrder.some((c, i) => current[i] !== c)) grid.append(...inOrder);
     grid.querySelector(":scope > p.muted")?.remove();
-    if (!page.items.length) grid.append(h("p", { class: "muted" }, "No bouquets on sale right now."));
+    if (!page.items.length) grid.append(empty());
     cursor = page.nextCursor ?? null;
     more.hidden = !cursor;
   };
   live.onReconnect.add(() => refresh(reload));
-  await load();
-  if (!known.size) grid.append(h("p", { class: "muted" }, "No bouquets on sale right now."));
+  try {
+    await load();
+  } catch (error) {
+    // A remembered place the API no longer takes: ask again, and show everything meanwhile.
+    if (!place.get() || error.status !== 400) throw error;
+    place.restore(null);
+    showPlace(true);
+    await load();
+  }
+  if (!known.size) grid.append(empty());
   return stop;
 }

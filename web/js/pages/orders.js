@@ -2,6 +2,7 @@
 // delivery fee and receipt (net, VAT, gross), once paid its invoice, and once delivered the
 // florist's photo of the delivery and the customer's review.
 import { api } from "../api.js";
+import { place } from "../place.js";
 import { live } from "../live.js";
 import { loadConfig, session } from "../session.js";
 import { attempt, clearErrors, drawRows, field, h, money, notify, refresh, serially, show, showErrors, statusBadge, when } from "../ui.js";
@@ -366,6 +367,8 @@ export async function orderPage(id) {
       const stripeMode = config.paymentProvider === "stripe";
       const cardSlot = h("div", { id: "card-element", class: "card", style: "max-width:420px" });
       const given = order.delivery;
+      // Where and when the customer chose on the storefront, until the order has its own.
+      const chosen = place.get();
       const value = (name, fallback = "") => draft?.[name] ?? fallback;
       const details = h("fieldset", { id: "delivery" },
         h("legend", {}, "Delivery"),
@@ -375,11 +378,11 @@ export async function orderPage(id) {
         field("Recipient's phone", { name: "recipientPhone", required: true, type: "tel", autocomplete: "tel", value: value("recipientPhone", given?.recipientPhone) }, "international, e.g. +33 6 12 34 56 78"),
         field("Street", { name: "street", required: true, maxlength: 200, autocomplete: "street-address", value: value("street", given?.address.street) }),
         h("div", { class: "row" },
-          field("Postcode", { name: "postcode", required: true, maxlength: 10, autocomplete: "postal-code", value: value("postcode", given?.address.postcode) }),
+          field("Postcode", { name: "postcode", required: true, maxlength: 10, autocomplete: "postal-code", value: value("postcode", given?.address.postcode ?? chosen?.postcode) }),
           field("City", { name: "city", required: true, maxlength: 100, value: value("city", given?.address.city) }),
-          field("Country", { name: "country", required: true, maxlength: 2, size: 3, autocomplete: "country", value: value("country", given?.address.country ?? settings?.countries[0] ?? "") }, "2 letters")),
+          field("Country", { name: "country", required: true, maxlength: 2, size: 3, autocomplete: "country", value: value("country", given?.address.country ?? chosen?.country ?? settings?.countries[0] ?? "") }, "2 letters")),
         h("div", { class: "row" },
-          field("Delivery date", { name: "date", type: "date", required: true, min: settings?.firstDate ?? undefined, value: value("date", given?.date ?? settings?.firstDate ?? "") }),
+          field("Delivery date", { name: "date", type: "date", required: true, min: settings?.firstDate ?? undefined, value: value("date", given?.date ?? chosen?.date ?? settings?.firstDate ?? "") }),
           field("Time of day", { tag: "select", name: "slot", options: SLOTS })),
         field("Note for the recipient", { tag: "textarea", name: "cardMessage", maxlength: 200, rows: 2 }, "optional, up to 200 characters"),
         // Mail goes only to the address the sign-in verified: it is shown, not typed.
