@@ -35,14 +35,7 @@ async fn handle(ctx: &Ctx) -> Result<Reply, ApiError> {
     if place.is_some() {
         filter.shops = Some(reaching.iter().map(|(shop, _)| *shop).collect());
     }
-    let page = match &filter.shops {
-        // No shop reaches the place: nothing to read.
-        Some(shops) if shops.is_empty() => bouquet_app::store::Page {
-            items: Vec::new(),
-            next_cursor: None,
-        },
-        _ => bouquets::catalogue(&ctx.app, scope, &filter, ctx.cursor(), limit, ctx.now).await?,
-    };
+    let page = bouquets::catalogue(&ctx.app, scope, &filter, ctx.cursor(), limit, ctx.now).await?;
     let mut items: Vec<Value> = bouquets::with_shops(&ctx.app, &page.items, ctx.now)
         .await?
         .iter()

@@ -73,6 +73,13 @@ pub async fn catalogue(
     limit: usize,
     now: Timestamp,
 ) -> Result<Page<Bouquet>, StoreError> {
+    // Narrowed to no shop (none reaches the place asked for): nothing to read.
+    if filter.shops.as_ref().is_some_and(Vec::is_empty) {
+        return Ok(Page {
+            items: Vec::new(),
+            next_cursor: None,
+        });
+    }
     match scope {
         CatalogueScope::Shop(vendor_id) => {
             app.store
