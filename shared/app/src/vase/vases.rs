@@ -358,9 +358,8 @@ fn score_and_price(
             });
             Some(next)
         }
-        Repricing::PastItsBest => {
-            next.status = BouquetStatus::Withdrawn;
-            next.updated_at = now;
+        // `reprice` says so only of an available bouquet, which `withdraw` takes.
+        Repricing::PastItsBest if next.withdraw(now).is_ok() => {
             news.push(EventData::BouquetPastItsBest {
                 bouquet_id,
                 vendor_id,
@@ -369,6 +368,7 @@ fn score_and_price(
             });
             Some(next)
         }
+        Repricing::PastItsBest => None,
     };
     // Each event is a version of the bouquet, one after the other from the version read.
     let version = bouquet.version + news.len() as u64;

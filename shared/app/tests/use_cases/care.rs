@@ -436,47 +436,25 @@ async fn the_rules_are_validated_and_versioned() {
         other => panic!("{other:?}"),
     }
     set_rules(&world, &vendor, rule()).await;
-    let change = || RulesChange {
-        markdown: rule(),
-        care: CareThresholds::default(),
+    // The same rules saved again, at `if_match`.
+    let save_at = |if_match: Option<u64>| {
+        let change = RulesChange {
+            markdown: rule(),
+            care: CareThresholds::default(),
+        };
+        care::change_rules(
+            &world.app,
+            &caller,
+            vendor.vendor_id,
+            change,
+            if_match,
+            CORRELATION,
+            world.now(),
+        )
     };
-    assert_matches!(
-        care::change_rules(
-            &world.app,
-            &caller,
-            vendor.vendor_id,
-            change(),
-            None,
-            CORRELATION,
-            world.now()
-        )
-        .await,
-        Err(CareError::VersionRequired)
-    );
-    assert_matches!(
-        care::change_rules(
-            &world.app,
-            &caller,
-            vendor.vendor_id,
-            change(),
-            Some(7),
-            CORRELATION,
-            world.now()
-        )
-        .await,
-        Err(CareError::Changed)
-    );
-    let saved = care::change_rules(
-        &world.app,
-        &caller,
-        vendor.vendor_id,
-        change(),
-        Some(1),
-        CORRELATION,
-        world.now(),
-    )
-    .await
-    .expect("saved");
+    assert_matches!(save_at(None).await, Err(CareError::VersionRequired));
+    assert_matches!(save_at(Some(7)).await, Err(CareError::Changed));
+    let saved = save_at(Some(1)).await.expect("saved");
     assert_eq!(saved.version, 2);
     let other = world.vendor().await;
     assert_matches!(

@@ -41,16 +41,12 @@ async fn reaching(world: &World, postcode: &str, date: &str) -> Vec<VendorId> {
     shops
 }
 
-/// The whole catalogue's first page, narrowed to `shops`.
-async fn listed_for(world: &World, shops: Vec<VendorId>) -> Vec<Bouquet> {
-    let filter = CatalogueFilter {
-        shops: Some(shops),
-        ..CatalogueFilter::default()
-    };
+/// The whole catalogue's first page, newest first, narrowed by `filter`.
+async fn catalogue_of(world: &World, filter: &CatalogueFilter) -> Vec<Bouquet> {
     bouquets::catalogue(
         &world.app,
         CatalogueScope::All(CatalogueSort::Newest),
-        &filter,
+        filter,
         None,
         20,
         world.now(),
@@ -58,6 +54,15 @@ async fn listed_for(world: &World, shops: Vec<VendorId>) -> Vec<Bouquet> {
     .await
     .expect("the catalogue reads")
     .items
+}
+
+/// The whole catalogue's first page, narrowed to `shops`.
+async fn listed_for(world: &World, shops: Vec<VendorId>) -> Vec<Bouquet> {
+    let filter = CatalogueFilter {
+        shops: Some(shops),
+        ..CatalogueFilter::default()
+    };
+    catalogue_of(world, &filter).await
 }
 
 #[tokio::test]
@@ -153,20 +158,11 @@ async fn the_catalogue_finds_bouquets_by_occasion_and_by_their_words_inflected()
         bouquets::parse_search(&mut filter, occasion, q).expect("a valid search");
         let world = &world;
         async move {
-            bouquets::catalogue(
-                &world.app,
-                CatalogueScope::All(CatalogueSort::Newest),
-                &filter,
-                None,
-                20,
-                world.now(),
-            )
-            .await
-            .expect("the catalogue reads")
-            .items
-            .into_iter()
-            .map(|b| b.bouquet_id)
-            .collect::<Vec<_>>()
+            catalogue_of(world, &filter)
+                .await
+                .into_iter()
+                .map(|b| b.bouquet_id)
+                .collect::<Vec<_>>()
         }
     };
     assert_eq!(found(Some("love"), None).await, vec![roses.bouquet_id]);
